@@ -1,0 +1,5 @@
+import sys
+
+from toolwatch.cli import main
+
+sys.exit(main())

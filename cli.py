@@ -1,0 +1,129 @@
+"""The ``toolwatch`` command line: one entry point, one subcommand per job.
+
+Subcommands live in the component that owns them; this module only maps names to modules and
+imports a module when its subcommand is used, so ``toolwatch --help`` needs no extras and a
+missing extra is reported as a clear install hint. A subcommand module provides
+``HELP: str``, ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+#: subcommand -> (module, extra that provides its dependencies, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": (
+        "toolwatch.injection.demo_command",
+        "all",
+        "simulate, train, experiment, then a live alert",
+    ),
+    "collector": (
+        "toolwatch.collector.command",
+        "collector",
+        "receive OTLP/HTTP spans into the store",
+    ),
+    "sql": (
+        "toolwatch.collector.sql_command",
+        "collector",
+        "run SQL over the store and print a table",
+    ),
+    "store": ("toolwatch.collector.store_command", "collector", "verify or compact the store"),
+    "import": (
+        "toolwatch.collector.import_command",
+        "collector",
+        "import agent transcripts as call records",
+    ),
+    "simulate": (
+        "toolwatch.injection.simulate_command",
+        "detection",
+        "write a simulated workload (labelled simulated)",
+    ),
+    "stats": ("toolwatch.collector.stats_command", "collector", "corpus facts beside the study's"),
+    "train": (
+        "toolwatch.detection.train_command",
+        "detection",
+        "fit the normal model and thresholds",
+    ),
+    "score": ("toolwatch.detection.score_command", "detection", "score a stored window"),
+    "scan": (
+        "toolwatch.detection.scan_command",
+        "detection",
+        "rank sessions flagged at the operating point",
+    ),
+    "experiment": (
+        "toolwatch.injection.experiment_command",
+        "detection",
+        "the study's injection experiment",
+    ),
+    "proxy": ("toolwatch.injection.proxy_command", "", "MCP fault-injection proxy"),
+    "serve-scenario": (
+        "toolwatch.injection.serve_command",
+        "",
+        "serve a scenario's tools as an MCP server",
+    ),
+    "scenarios": ("toolwatch.injection.scenarios_command", "", "list and validate fault scenarios"),
+    "workbench": (
+        "toolwatch.injection.workbench_command",
+        "detection",
+        "reproduce -> intervene -> mitigate runs",
+    ),
+    "app": ("toolwatch.app.command", "app", "open the Streamlit dashboard"),
+}
+
+
+def _load(name: str) -> ModuleType:
+    module_name, extra, _ = COMMANDS[name]
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or "a dependency"
+        if missing.startswith("toolwatch"):
+            raise
+        hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
+        raise SystemExit(
+            f"toolwatch {name}: needs {missing!r}, which is not installed ({hint})"
+        ) from exc
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolwatch",
+        description="Content-free telemetry and anomaly detection for LLM agents using MCP tools.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Only the chosen subcommand's module is imported; the others show their one-line help.
+    chosen = next((a for a in argv if a in COMMANDS), None)
+    for name, (_, _, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = _load(name)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    args = parser.parse_args(args_list)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

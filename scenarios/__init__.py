@@ -1,0 +1,1 @@
+"""toolwatch.scenarios."""

@@ -1,0 +1,84 @@
+"""Store: atomic appends, date partitions, views over an empty and a filled store."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from toolwatch.collector.schema import CALLS_SCHEMA
+from toolwatch.collector.store import Store, StoreError
+from toolwatch.record import CALL_FIELD_NAMES, CallRecord
+
+
+def _record(i: int, day: int = 1) -> CallRecord:
+    return CallRecord(
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+        session_id="s1",
+        agent_id=None,
+        seq=i,
+        tool="Read",
+        server=None,
+        start_time=datetime(2026, 8, day, 12, tzinfo=UTC) + timedelta(seconds=i),
+        duration_us=1000,
+        input_bytes=100 + i,
+        output_bytes=200,
+        failed=i == 2,
+        error_type="tool_error" if i == 2 else None,
+        response_id=f"msg_{i // 2}",
+        call_id=f"toolu_{i}",
+        source="simulated",
+    )
+
+
+def test_record_dataclass_mirrors_field_table() -> None:
+    assert tuple(f.name for f in fields(CallRecord)) == CALL_FIELD_NAMES
+    assert tuple(CALLS_SCHEMA.names) == CALL_FIELD_NAMES
+
+
+def test_empty_store_has_typed_empty_views(tmp_path: Path) -> None:
+    store = Store(tmp_path / "nothing")
+    assert store.query("SELECT count(*) AS n FROM calls").to_pylist() == [{"n": 0}]
+    assert store.query("SELECT count(*) AS n FROM sessions").to_pylist() == [{"n": 0}]
+
+
+def test_append_partitions_by_day_and_reads_back(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    rows = [_record(i).as_dict() for i in range(4)] + [_record(9, day=2).as_dict()]
+    written = store.append("calls", rows)
+    assert sorted(p.parent.name for p in written) == ["date=2026-08-01", "date=2026-08-02"]
+    assert not list(tmp_path.rglob("*.tmp"))
+    got = store.query("SELECT seq, input_bytes, failed FROM calls ORDER BY seq").to_pylist()
+    assert [r["seq"] for r in got] == [0, 1, 2, 3, 9]
+    assert [r["failed"] for r in got] == [False, False, True, False, False]
+    sess = store.query("SELECT calls, failures, responses FROM sessions").to_pylist()
+    assert sess == [{"calls": 5, "failures": 1, "responses": 3}]
+
+
+def test_compact_keeps_every_row(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for i in range(10):
+        store.append("calls", [_record(i).as_dict()])
+    assert len(store.files("calls")) == 10
+    assert store.compact("calls", min_files=4) == 9
+    assert len(store.files("calls")) == 1
+    assert store.query("SELECT count(*) AS n FROM calls").to_pylist() == [{"n": 10}]
+
+
+def test_corrupt_file_is_named(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append("calls", [_record(0).as_dict()])
+    bad = tmp_path / "calls" / "date=2026-08-01" / "part-bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    assert [p for p, _ in store.verify()] == [bad]
+    with pytest.raises(StoreError, match="part-bad.parquet"):
+        store.query("SELECT count(*) FROM calls")
+
+
+def test_missing_required_column_is_an_error(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    with pytest.raises(StoreError, match="span_id"):
+        Store(tmp_path).append("calls", pa.table({"trace_id": ["a"]}))
