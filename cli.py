@@ -39,8 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import agent transcripts as call records",
     ),
     "simulate": (
-        "toolwatch.injection.simulate_command",
-        "detection",
+        "toolwatch.collector.simulate_command",
+        "collector",
         "write a simulated workload (labelled simulated)",
     ),
     "stats": ("toolwatch.collector.stats_command", "collector", "corpus facts beside the study's"),

@@ -16,6 +16,7 @@ and every extra can use it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -52,6 +53,10 @@ ATTR_RESULT_TRUNCATED: Final = "toolwatch.tool.call.result.truncated"
 EVENT_TOOL_LISTED: Final = "toolwatch.tool.listed"
 ATTR_TOOL_DIGEST: Final = "toolwatch.tool.digest"
 SPAN_NAME_TOOLS_LIST: Final = "tools/list"
+
+#: ``_meta`` key of a CallToolResult carrying a ground-truth label (set by the fault proxy on
+#: injected responses; structural metadata, copied by the instrumentation to :data:`ATTR_LABEL`).
+LABEL_META_KEY: Final = "toolwatch/label"
 
 OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 METHOD_TOOLS_CALL: Final = "tools/call"
@@ -204,9 +209,13 @@ def utc_from_ns(ns: int) -> datetime:
 # --------------------------------------------------------------------------------------------
 
 
+# Same output as json.dumps with these options; one shared instance saves building it per call.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def compact_json_size(value: Any) -> int:
     """UTF-8 bytes of the compact JSON of ``value`` (``,``/``:`` separators, non-ASCII kept)."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+    return len(_COMPACT_JSON.encode(value).encode())
 
 
 def arguments_size(arguments: Mapping[str, Any] | None) -> int:
@@ -230,10 +239,31 @@ def result_size(content: str | Sequence[Any] | None, structured: Any = None) -> 
         return len(content.encode())
     total = 0
     for block in content:
-        total += _block_size(_as_mapping(block))
+        text = getattr(block, "text", None) if getattr(block, "type", None) == "text" else None
+        if isinstance(text, str):  # fast path for text block objects: same rule, no dump
+            total += len(text.encode())
+        else:
+            total += _block_size(_as_mapping(block))
     if total == 0 and not content and structured is not None:
         return compact_json_size(structured)
     return total
+
+
+def tool_digest(name: str, description: str | None, input_schema: Mapping[str, Any] | None) -> str:
+    """Digest of a tool as the model sees it (``tools/list``), so a changed tool is visible.
+
+    sha256 (hex) of the UTF-8 compact canonical JSON (sorted keys, ``,``/``:`` separators,
+    non-ASCII kept) of the array ``[name, description or "", input_schema or {}]``. The array
+    keeps the parts unambiguous; sorted keys make it independent of the schema's key order.
+    """
+    canonical = json.dumps(
+        [name, description or "", dict(input_schema or {})],
+        separators=(",", ":"),
+        ensure_ascii=False,
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _as_mapping(block: Any) -> Mapping[str, Any]:

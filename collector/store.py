@@ -10,12 +10,13 @@ the SQL of the shared views lives only here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,11 @@ class Store:
     def tables(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and self.files(p.name))
+        return sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.is_dir() and _TABLE_NAME.match(p.name) and self.files(p.name)
+        )
 
     def connect(self, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with one view per table plus the shared views.
@@ -118,20 +123,32 @@ class Store:
                 self._create_table_view(con, name)
             except duckdb.Error as exc:
                 con.close()
-                raise StoreError(_explain_duckdb_error(exc, self.root)) from exc
+                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
         for view_sql in SHARED_VIEWS:
             con.execute(view_sql)
         return con
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
-        """Run one SQL query against a fresh connection and return an Arrow table."""
-        con = self.connect()
-        try:
-            return con.execute(sql, params or []).to_arrow_table()
-        except duckdb.Error as exc:
-            raise StoreError(_explain_duckdb_error(exc, self.root)) from exc
-        finally:
-            con.close()
+        """Run one SQL query against a fresh connection and return an Arrow table.
+
+        A file that vanishes between DuckDB's glob and its read (merged away by a concurrent
+        compaction, whose merged file is already in place) is retried once with a fresh list.
+        """
+        for attempt in (1, 2):
+            con = self.connect()
+            try:
+                result = con.sql(sql, params=list(params) if params else None)
+                return result.to_arrow_table() if result is not None else pa.table({})
+            except duckdb.IOException as exc:
+                if attempt == 1 and _vanished(exc):
+                    log.debug("a store file vanished during a query (compaction); retrying")
+                    continue
+                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
+            except duckdb.Error as exc:
+                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
+            finally:
+                con.close()
+        raise AssertionError("unreachable")
 
     def _create_table_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
         files = self.files(name)
@@ -165,33 +182,59 @@ class Store:
     def compact(
         self, table_name: str = CALLS, *, min_files: int = 8, max_rows: int = 1_000_000
     ) -> int:
-        """Merge each partition's small files into one; returns how many files were removed.
+        """Merge each partition's small files; returns how many files were removed.
 
-        The merged file is written (atomically) before the small ones are unlinked, so a crash
-        in between can only leave duplicates, never lose rows; a partition whose files cannot
-        all be read is left alone and reported in the log.
+        A file is small when it holds fewer than ``max_rows // 2`` rows; a partition is
+        compacted once it has ``min_files`` small files, into files of at most ``max_rows``
+        rows (large files are left alone, so a live partition is not rewritten over and over).
+        The merged file is written atomically before the small ones are unlinked, so a crash in
+        between can only leave duplicates, never lose rows; a partition with an unreadable file
+        is left alone and reported in the log. Only one process compacts a table at a time
+        (a lock file), and temp files left by a crashed writer (over an hour old) are removed.
         """
-        removed = 0
         base = self.root / table_name
         if not base.is_dir():
             return 0
-        for directory in sorted(p for p in base.iterdir() if p.is_dir()):
-            parts = sorted(directory.glob("*.parquet"))
-            if len(parts) < min_files:
-                continue
-            try:
-                tables = [pq.read_table(p) for p in parts]
-            except Exception as exc:
-                log.error("compact: skipping %s, unreadable file: %s", directory, exc)
-                continue
-            merged = pa.concat_tables(tables, promote_options="default")
-            if merged.num_rows > max_rows * 4:
-                continue
-            _write_atomic(merged, directory, fsync=True)
-            for p in parts:
-                p.unlink()
-            removed += len(parts) - 1
-        return removed
+        with _exclusive(base / ".compact.lock") as locked:
+            if not locked:
+                log.info("compact: %s is being compacted by another process; skipped", base)
+                return 0
+            _remove_stale_temp_files(base)
+            removed = 0
+            for directory in sorted(p for p in base.iterdir() if p.is_dir()):
+                removed += _compact_partition(directory, min_files, max_rows)
+            return removed
+
+    def temp_files(self) -> list[Path]:
+        """Unfinished writes (``*.parquet.tmp``): never visible to readers, never acknowledged."""
+        return sorted(self.root.glob("*/*/*.parquet.tmp")) if self.root.is_dir() else []
+
+    def info(self) -> list[dict[str, Any]]:
+        """Per table: files, rows, bytes, partitions, first/last partition (from metadata)."""
+        out = []
+        for name in self.tables():
+            files = self.files(name)
+            rows = 0
+            unreadable = 0
+            for path in files:
+                try:
+                    rows += pq.read_metadata(path).num_rows
+                except Exception:
+                    unreadable += 1
+            partitions = sorted({p.parent.name for p in files})
+            out.append(
+                {
+                    "table": name,
+                    "files": len(files),
+                    "rows": rows,
+                    "bytes": sum(p.stat().st_size for p in files),
+                    "partitions": len(partitions),
+                    "first": partitions[0].partition("=")[2] if partitions else None,
+                    "last": partitions[-1].partition("=")[2] if partitions else None,
+                    "unreadable_files": unreadable,
+                }
+            )
+        return out
 
 
 # -------------------------------------------------------------------- shared views
@@ -305,10 +348,86 @@ def _duck_type(t: pa.DataType) -> str:
     raise StoreError(f"no DuckDB type for {t}")
 
 
-def _explain_duckdb_error(exc: Exception, root: Path) -> str:
+def _explain_duckdb_error(exc: Exception, root: Path, store: Store | None = None) -> str:
+    """DuckDB's message, naming the corrupt file(s) when a Parquet file cannot be read."""
     text = str(exc)
-    if "parquet" in text.lower() and ("magic" in text.lower() or "corrupt" in text.lower()):
-        return (
-            f"a Parquet file in the store {root} is corrupt: {text} (run `toolwatch store verify`)"
-        )
+    lower = text.lower()
+    if "parquet" in lower or "magic" in lower or "corrupt" in lower:
+        bad = store.verify() if store is not None else []
+        if bad:
+            names = ", ".join(str(p) for p, _ in bad[:5])
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            return (
+                f"corrupt Parquet file(s) in the store {root}: {names}{more} ({bad[0][1]}); "
+                "run `toolwatch store verify --quarantine` to move them aside"
+            )
+        if "magic" in lower or "corrupt" in lower:
+            return f"a Parquet file in the store {root} is corrupt: {text}"
     return text
+
+
+def _vanished(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "no such file" in text or "no files found" in text or "cannot open file" in text
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[bool]:
+    """Hold an exclusive, non-blocking lock on ``path`` (yields False if someone else has it)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no cross-process lock
+        yield True
+        return
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _remove_stale_temp_files(base: Path, max_age_s: float = 3600.0) -> None:
+    now = time.time()
+    for tmp in base.glob("*/*.parquet.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > max_age_s:
+                tmp.unlink()
+                log.info("removed an unfinished write left by a crash: %s", tmp)
+        except FileNotFoundError:
+            pass
+
+
+def _compact_partition(directory: Path, min_files: int, max_rows: int) -> int:
+    small: list[tuple[Path, int]] = []
+    for path in sorted(directory.glob("*.parquet")):
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except Exception as exc:
+            log.error("compact: skipping %s, unreadable file %s: %s", directory, path.name, exc)
+            return 0
+        if rows < max_rows // 2:
+            small.append((path, rows))
+    if len(small) < min_files:
+        return 0
+    removed = 0
+    group: list[Path] = []
+    rows_in_group = 0
+    for path, rows in [*small, (Path(), max_rows)]:  # the sentinel flushes the last group
+        if group and rows_in_group + rows > max_rows:
+            if len(group) > 1:
+                merged = pa.concat_tables(
+                    [pq.read_table(p, partitioning=None) for p in group], promote_options="default"
+                )
+                _write_atomic(merged, directory, fsync=True)
+                for p in group:
+                    p.unlink()
+                removed += len(group) - 1
+            group, rows_in_group = [], 0
+        group.append(path)
+        rows_in_group += rows
+    return removed

@@ -1,20 +1,100 @@
-"""Content-free OpenTelemetry instrumentation of MCP clients (placeholder until issue 2 lands)."""
+"""Content-free OpenTelemetry instrumentation of MCP clients (mcp 2.x).
+
+Every ``tools/call`` made through ``mcp.Client`` or a raw ``ClientSession`` leaves one CLIENT
+span ``tools/call <tool>`` carrying only the call's shape: tool, server, argument and result
+byte sizes (``record.arguments_size`` / ``record.result_size``), failure class
+(``error.type``), conversation, agent, position and model response. ``tools/list`` leaves a
+``tools/list`` span with one ``toolwatch.tool.listed`` event per tool (name + digest).
+Arguments, results, descriptions and error messages are never recorded.
+
+Three lines for an agent::
+
+    from toolwatch.instrumentation import configure_otlp, instrument, model_response
+    instrument(tracer_provider=configure_otlp(service_name="my-agent"))
+    with model_response(response.id, conversation_id=chat_id): ...  # around the calls
+
+Zero code: ``opentelemetry-instrument python agent.py`` loads :class:`ToolwatchMCPInstrumentor`
+from the ``opentelemetry_instrumentor`` entry point. Spans go to the global tracer provider if
+an SDK one is configured (e.g. by a distro) by the first call, else to toolwatch's own
+OTLP/HTTP exporter (``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`` or ``http://127.0.0.1:4318``);
+``OTEL_TRACES_EXPORTER=none`` turns that off.
+
+Attribution, declared by the agent loop with :func:`conversation` / :func:`model_response`
+(contextvars: async-safe, per task). Fallbacks when nothing is declared:
+
+* conversation (``gen_ai.conversation.id``): one id per process, ``proc-<32 hex>`` (renewed
+  after ``fork``); positions count calls in the order they start;
+* model response (``gen_ai.response.id``): each call is its own response, ``auto-<span id>``.
+  Parallel calls of one response then look like separate responses (the time cue scores their
+  short gaps), so an agent that issues parallel calls should declare its responses;
+  ``model_response()`` without an id makes up one ``auto-<hex>`` id for its block;
+* agent (``toolwatch.agent.id``): ``None``, the main agent;
+* MCP server (``toolwatch.mcp.server.name``): :func:`describe_session` name, else the server's
+  ``serverInfo`` name, else ``instrument(server_name=...)``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from toolwatch.instrumentation.context import conversation, model_response
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+    from toolwatch.instrumentation.instrumentor import (
+        ToolwatchMCPInstrumentor,
+        describe_session,
+        error_type_of,
+    )
+    from toolwatch.instrumentation.otlp import configure_otlp
+    from toolwatch.instrumentation.replay import send_records
+
+__all__ = [
+    "ToolwatchMCPInstrumentor",
+    "configure_otlp",
+    "conversation",
+    "describe_session",
+    "error_type_of",
+    "instrument",
+    "model_response",
+    "send_records",
+    "uninstrument",
+]
+
+# Heavy modules (mcp, the OTel SDK) load on first use so that `import toolwatch` stays cheap.
+_LAZY = {
+    "ToolwatchMCPInstrumentor": "toolwatch.instrumentation.instrumentor",
+    "describe_session": "toolwatch.instrumentation.instrumentor",
+    "error_type_of": "toolwatch.instrumentation.instrumentor",
+    "configure_otlp": "toolwatch.instrumentation.otlp",
+    "send_records": "toolwatch.instrumentation.replay",
+}
 
 
-def instrument() -> None:  # replaced by the real instrumentor
-    raise NotImplementedError
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
-@contextmanager
-def model_response(response_id: str, conversation_id: str | None = None) -> Iterator[None]:
-    raise NotImplementedError
-    yield
+def instrument(
+    tracer_provider: TracerProvider | None = None, server_name: str | None = None
+) -> None:
+    """Instrument mcp clients; calling it again re-instruments with the new settings.
+
+    ``tracer_provider``: where the spans go (default: see the module docstring).
+    ``server_name``: server name for sessions whose server does not identify itself.
+    """
+    from toolwatch.instrumentation.instrumentor import instrument as _instrument
+
+    _instrument(tracer_provider=tracer_provider, server_name=server_name)
 
 
-class ToolwatchMCPInstrumentor:  # replaced by the real BaseInstrumentor
-    pass
+def uninstrument() -> None:
+    """Remove the wrappers; calls made afterwards leave no span."""
+    from toolwatch.instrumentation.instrumentor import uninstrument as _uninstrument
+
+    _uninstrument()

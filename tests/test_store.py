@@ -73,7 +73,7 @@ def test_corrupt_file_is_named(tmp_path: Path) -> None:
     bad = tmp_path / "calls" / "date=2026-08-01" / "part-bad.parquet"
     bad.write_bytes(b"not parquet at all")
     assert [p for p, _ in store.verify()] == [bad]
-    with pytest.raises(StoreError, match="part-bad.parquet"):
+    with pytest.raises(StoreError, match=r"part-bad\.parquet"):
         store.query("SELECT count(*) FROM calls")
 
 

@@ -1,0 +1,223 @@
+"""Benchmark: Claude Code transcript import throughput (MB/s of transcript).
+
+Generates a large synthetic transcript tree (2.1.x layout: session files plus subagent files;
+the line mix, block-per-line responses, envelopes and lognormal result sizes of real sessions)
+in a temporary directory, then measures in the same run:
+
+* baseline: read each file and ``json.loads`` every line, nothing else;
+* parse: :func:`import_transcripts` (parse, measure, deduplicate, build records);
+* end to end: ``toolwatch import claude-code`` into a fresh store (parse + Parquet write).
+
+Run: ``.venv/bin/python benchmarks/bench_import.py [--mb 120] [--seed 7]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from toolwatch.cli import main as cli_main
+from toolwatch.collector.import_claude_code import import_transcripts
+
+TOOLS = ["Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite", "WebFetch"]
+MCP_TOOLS = ["mcp__github__create_pull_request", "mcp__plugin_playwright_playwright__browser_click"]
+WORDS = "the of and to a in is it that for on with as was at by an be this from or are".split()  # noqa: SIM905
+
+
+_CORPUS: list[str] = []
+
+
+def _text(rng: random.Random, n_bytes: int) -> str:
+    """``n_bytes`` of prose-like ASCII, sliced from one pre-built text (generation stays fast)."""
+    if not _CORPUS:
+        words = rng.choices(WORDS, k=250_000)
+        _CORPUS.append(" ".join(words))
+    text = _CORPUS[0]
+    while len(text) < n_bytes:
+        text += " " + text
+    start = rng.randrange(0, max(1, len(text) - n_bytes))
+    return text[start : start + n_bytes]
+
+
+def _envelope(
+    kind: str, session: str, parent: str | None, when: datetime, agent: str | None
+) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "parentUuid": parent,
+        "isSidechain": agent is not None,
+        "userType": "external",
+        "cwd": "/home/user/projects/example-app",
+        "sessionId": session,
+        "version": "2.1.3",
+        "gitBranch": "main",
+        "type": kind,
+        "uuid": str(uuid.UUID(int=random.getrandbits(128))),
+        "timestamp": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    }
+    if agent is not None:
+        line["agentId"] = agent
+    return line
+
+
+def _session_lines(
+    rng: random.Random, session: str, start: datetime, agent: str | None, responses: int
+) -> list[str]:
+    lines: list[str] = []
+    now = start
+    parent: str | None = None
+    first = _envelope("user", session, None, now, agent)
+    first["message"] = {"role": "user", "content": _text(rng, 200)}
+    lines.append(json.dumps(first))
+    parent = first["uuid"]
+    for r in range(responses):
+        now += timedelta(seconds=rng.lognormvariate(2.4, 0.8))
+        msg_id = f"msg_{session[:8]}{agent or ''}{r:05d}"
+        request = f"req_{msg_id}"
+        n_tools = 1 if rng.random() < 0.89 else rng.randint(2, 4)
+        blocks: list[dict[str, Any]] = [{"type": "thinking", "thinking": _text(rng, 800)}]
+        if rng.random() < 0.5:
+            blocks.append({"type": "text", "text": _text(rng, 300)})
+        calls = []
+        for k in range(n_tools):
+            tool = rng.choice(MCP_TOOLS) if rng.random() < 0.07 else rng.choice(TOOLS)
+            call_id = f"toolu_{msg_id}_{k}"
+            calls.append(call_id)
+            size = int(rng.lognormvariate(5.0, 0.7))
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call_id,
+                    "name": tool,
+                    "input": {"arg": _text(rng, size)},
+                }
+            )
+        for b in blocks:
+            now += timedelta(milliseconds=rng.randint(50, 1500))
+            line = _envelope("assistant", session, parent, now, agent)
+            line["requestId"] = request
+            line["message"] = {
+                "model": "claude-opus-4",
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [b],
+                "stop_reason": None,
+                "usage": {"input_tokens": 4, "output_tokens": 120, "cache_read_input_tokens": 9000},
+            }
+            lines.append(json.dumps(line))
+            parent = line["uuid"]
+        for call_id in calls:
+            now += timedelta(milliseconds=rng.randint(20, 4000))
+            size = min(int(rng.lognormvariate(5.7, 1.6)), 200_000)
+            line = _envelope("user", session, parent, now, agent)
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": _text(rng, size),
+            }
+            if rng.random() < 0.09:
+                result["is_error"] = True
+            line["message"] = {"role": "user", "content": [result]}
+            line["toolUseResult"] = {"stdout": "", "stderr": "", "interrupted": False}
+            lines.append(json.dumps(line))
+            parent = line["uuid"]
+        if rng.random() < 0.1:
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "file-history-snapshot",
+                        "messageId": str(uuid.uuid4()),
+                        "snapshot": {"trackedFileBackups": {}, "timestamp": now.isoformat()},
+                    }
+                )
+            )
+    return lines
+
+
+def generate(root: Path, target_mb: float, seed: int) -> int:
+    """Write session + subagent files until ``target_mb`` is reached; returns bytes written."""
+    rng = random.Random(seed)
+    random.seed(seed)
+    written = 0
+    start = datetime(2026, 8, 4, 9, tzinfo=UTC)
+    project = root / "-home-user-projects-example-app"
+    project.mkdir(parents=True)
+    s = 0
+    while written < target_mb * 1e6:
+        session = str(uuid.UUID(int=rng.getrandbits(128)))
+        when = start + timedelta(hours=6 * s)
+        files = {project / f"{session}.jsonl": _session_lines(rng, session, when, None, 60)}
+        if s % 3 == 0:
+            agent = f"a{rng.getrandbits(32):08x}"
+            path = project / session / "subagents" / f"agent-{agent}.jsonl"
+            files[path] = _session_lines(rng, session, when + timedelta(minutes=5), agent, 20)
+        for path, lines in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = ("\n".join(lines) + "\n").encode()
+            path.write_bytes(data)
+            written += len(data)
+        s += 1
+    return written
+
+
+def baseline(files: list[Path]) -> None:
+    loads = json.loads
+    for path in files:
+        with path.open("rb") as fh:
+            for line in fh:
+                loads(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=120.0, help="transcript size to generate")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="toolwatch-bench-import-") as tmp:
+        root = Path(tmp) / "projects"
+        t0 = time.perf_counter()
+        size = generate(root, args.mb, args.seed)
+        files = sorted(root.rglob("*.jsonl"))
+        mb = size / 1e6
+        print(f"generated {mb:.1f} MB in {len(files)} files ({time.perf_counter() - t0:.1f} s)")
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        baseline(files)
+        t_base, c_base = time.perf_counter() - t0, time.process_time() - c0
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        _, report = import_transcripts([root])
+        t_parse, c_parse = time.perf_counter() - t0, time.process_time() - c0
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        code = cli_main(
+            ["import", "claude-code", str(root), "--store", str(Path(tmp) / "store"), "--quiet"]
+        )
+        t_e2e, c_e2e = time.perf_counter() - t0, time.process_time() - c0
+        if code != 0:
+            print(f"import failed with exit code {code}", file=sys.stderr)
+            return code
+
+        print(f"calls: {report.calls:,} in {report.sessions} sessions")
+        print(f"{'':29}  {'wall MB/s':>10}  {'CPU MB/s':>10}  (wall s)")
+        for label, wall, cpu in (
+            ("baseline json.loads per line", t_base, c_base),
+            ("importer parse + records", t_parse, c_parse),
+            ("toolwatch import (to store)", t_e2e, c_e2e),
+        ):
+            print(f"{label:29}  {mb / wall:10.1f}  {mb / cpu:10.1f}  ({wall:.2f})")
+        print(f"importer speed / baseline speed: {t_base / t_parse:.2f} (wall)")
+        print("wall < CPU means other processes shared the cores during the run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

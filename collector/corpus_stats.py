@@ -1,0 +1,140 @@
+"""The study's corpus facts, computed by SQL over the store's ``calls`` view.
+
+One function, :func:`corpus_stats`, shared by ``toolwatch stats``, the simulator's tests and the
+app, so "our corpus beside the study's" always means the same numbers. Keys that the study
+publishes are named as in :data:`toolwatch.study.CORPUS`.
+
+Definitions (the why is in the study, BRIEF §2):
+
+* **gaps** are between consecutive calls of one *stream* = (session, agent): a subagent runs
+  beside its parent, so interleaving their calls would make fake short gaps. Streams are ordered
+  by start time (then ``seq``, call id). A gap is *within-response* when both calls carry the
+  same ``response_id`` (each such gap is one "parallel call"), *inter-response* when both carry
+  different ones; gaps where either id is unknown are left out of both. Gaps touching a
+  ``restamped`` call are skipped (their times are rewrites, not observations).
+* **medians** are DuckDB's ``median`` (the interpolated middle for an even count).
+* **days** is the calendar span in UTC, both ends included (2026-08-04 → 09-14 = 42).
+* **first_use_share** = distinct (session, tool) pairs / calls: the share of calls that are a
+  session's first use of that tool.
+* **mcp_*** count calls with a ``server``; ``mcp_tools`` counts distinct full tool names.
+
+Values are floats; NaN when undefined (e.g. a median of no gaps).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+import duckdb
+
+#: Output keys, in display order (those also in ``study.CORPUS`` are compared with it).
+STAT_KEYS: Final[tuple[str, ...]] = (
+    "sessions",
+    "calls",
+    "tools",
+    "mcp_servers",
+    "mcp_tools",
+    "mcp_calls",
+    "days",
+    "inter_response_gaps",
+    "inter_response_gap_min_s",
+    "inter_response_gap_median_s",
+    "inter_response_share_le_1s",
+    "parallel_calls",
+    "within_response_gap_median_s",
+    "within_response_share_le_1s",
+    "first_use_share",
+    "failure_rate",
+    "subagent_calls",
+    "restamped_calls",
+    "skipped_restamped_gaps",
+)
+
+_US_PER_DAY: Final = 86_400_000_000
+
+CORPUS_STATS_SQL: Final = f"""
+WITH c AS (
+    SELECT session_id, agent_id, tool, server, start_time, seq, call_id, response_id,
+           failed, coalesce(restamped, false) AS restamped
+    FROM calls
+    WHERE $sources IS NULL OR list_contains($sources, source)
+),
+streams AS (
+    SELECT epoch_us(start_time) AS t_us,
+           lag(epoch_us(start_time)) OVER w AS prev_us,
+           response_id,
+           lag(response_id) OVER w AS prev_response,
+           restamped,
+           lag(restamped) OVER w AS prev_restamped
+    FROM c
+    WINDOW w AS (PARTITION BY session_id, agent_id ORDER BY start_time, seq, call_id)
+),
+pairs AS (
+    SELECT t_us - prev_us AS gap_us,
+           response_id = prev_response AS same_response,
+           restamped OR prev_restamped AS touches_restamped
+    FROM streams
+    WHERE prev_us IS NOT NULL AND response_id IS NOT NULL AND prev_response IS NOT NULL
+),
+gaps AS (SELECT * FROM pairs WHERE NOT touches_restamped),
+base AS (
+    SELECT count(DISTINCT session_id) AS sessions,
+           count(*) AS calls,
+           count(DISTINCT tool) AS tools,
+           count(DISTINCT server) AS mcp_servers,
+           count(DISTINCT tool) FILTER (WHERE server IS NOT NULL) AS mcp_tools,
+           count(*) FILTER (WHERE server IS NOT NULL) AS mcp_calls,
+           max(epoch_us(start_time)) // {_US_PER_DAY}
+               - min(epoch_us(start_time)) // {_US_PER_DAY} + 1 AS days,
+           count(DISTINCT (session_id, tool)) / nullif(count(*), 0) AS first_use_share,
+           avg(CAST(failed AS DOUBLE)) AS failure_rate,
+           count(*) FILTER (WHERE agent_id IS NOT NULL) AS subagent_calls,
+           count(*) FILTER (WHERE restamped) AS restamped_calls
+    FROM c
+),
+inter AS (
+    SELECT count(*) AS inter_response_gaps,
+           min(gap_us) / 1e6 AS inter_response_gap_min_s,
+           median(gap_us / 1e6) AS inter_response_gap_median_s,
+           avg(CAST(gap_us <= 1000000 AS DOUBLE)) AS inter_response_share_le_1s
+    FROM gaps WHERE NOT same_response
+),
+within AS (
+    SELECT count(*) AS parallel_calls,
+           median(gap_us / 1e6) AS within_response_gap_median_s,
+           avg(CAST(gap_us <= 1000000 AS DOUBLE)) AS within_response_share_le_1s
+    FROM gaps WHERE same_response
+),
+skipped AS (SELECT count(*) AS skipped_restamped_gaps FROM pairs WHERE touches_restamped)
+SELECT * FROM base, inter, within, skipped
+"""
+
+
+def corpus_stats(
+    con: duckdb.DuckDBPyConnection, sources: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Corpus facts of the ``calls`` view on ``con`` (optionally only the given sources)."""
+    cursor = con.execute(
+        CORPUS_STATS_SQL, {"sources": list(sources) if sources is not None else None}
+    )
+    row = cursor.fetchone()
+    assert row is not None and cursor.description is not None
+    names = [d[0] for d in cursor.description]
+    values = dict(zip(names, row, strict=True))
+    return {key: _float(values[key]) for key in STAT_KEYS}
+
+
+def source_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Calls per ``source`` in the store (to label a simulated corpus as such)."""
+    rows = con.execute(
+        "SELECT source, count(*) FROM calls GROUP BY source ORDER BY source"
+    ).fetchall()
+    return {str(source): int(n) for source, n in rows}
+
+
+def _float(value: object) -> float:
+    if value is None:
+        return math.nan
+    return float(value)  # type: ignore[arg-type]

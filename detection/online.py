@@ -1,0 +1,191 @@
+"""Online scoring: one call at a time, with per-stream state, on river primitives.
+
+:class:`OnlineScorer` keeps, per open stream ``(session_id, agent_id)``, the previous call's
+time/response (:class:`~toolwatch.detection.base.StreamContext`), the order cue's sparse
+session bigram, and one detector per cue set: river ``EWMean`` for EWMA, a hand-written Page
+CUSUM (river 0.26 has none). Feeding a stream's calls in ``(start_time, seq)`` order gives
+exactly the floats :func:`~toolwatch.detection.batch.score_calls` computes; streams may
+interleave freely. A call that arrives out of order in its stream is scored as it comes (its
+negative gap scores 0 on the time cue).
+
+Per-stream memory is small (a few hundred bytes plus the session bigram, which only holds
+pairs the stream produced; see ``benchmarks/bench_detection.py``), and idle streams are
+dropped with :meth:`OnlineScorer.evict_idle` — a stream seen again after eviction starts
+afresh, like a new stream.
+
+A running river ``stats.Mean`` of every cue set's standardised score is kept as a drift
+gauge: near 0 while traffic looks like the training window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from river import stats
+from toolwatch.detection.base import (
+    CUE_NAMES,
+    CUE_SETS,
+    DETECTORS,
+    Call,
+    Detector,
+    StreamContext,
+    stat_column,
+)
+
+if TYPE_CHECKING:
+    from toolwatch.detection.model import NormalModel
+
+StreamKey = tuple[str, str | None]
+
+
+#: Output names, in the order of :func:`~toolwatch.detection.batch.score_calls`'s score columns.
+SCORE_NAMES: tuple[str, ...] = (
+    *CUE_NAMES,
+    "all",
+    *(stat_column(s, d) for s in CUE_SETS for d in DETECTORS),
+)
+_SCORE_INDEX = {name: i for i, name in enumerate(SCORE_NAMES)}
+
+
+class Scores(Mapping[str, float]):
+    """One call's scores, read like a dict (``scores["all_cusum"]``, ``dict(scores)``).
+
+    A thin view over a list in :data:`SCORE_NAMES` order: building a 20-key dict per call
+    would cost the online scorer a sixth of its time.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: list[float]) -> None:
+        self._values = values
+
+    def __getitem__(self, name: str) -> float:
+        return self._values[_SCORE_INDEX[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SCORE_NAMES)
+
+    def __len__(self) -> int:
+        return len(SCORE_NAMES)
+
+    def __repr__(self) -> str:
+        return f"Scores({dict(self)!r})"
+
+
+class _Stream:
+    __slots__ = ("ctx", "detectors", "last_us", "states")
+
+    def __init__(self, states: list[Any], detectors: list[Detector]) -> None:
+        self.ctx = StreamContext()
+        self.states = states
+        self.detectors = detectors
+        self.last_us = 0
+
+
+class OnlineScorer:
+    """Score calls one by one (``update``) with the model's cues and detectors.
+
+    >>> scorer = OnlineScorer(model)                                   # doctest: +SKIP
+    >>> scorer.update(call_record.as_dict())["all_cusum"]             # doctest: +SKIP
+    0.0
+    """
+
+    def __init__(self, model: NormalModel) -> None:
+        self.model = model
+        std = model.standardisation
+        self._cues = [(name, model.cues[name], std[name][0], std[name][1]) for name in CUE_NAMES]
+        self._fast = tuple((cue, mean, sd) for _, cue, mean, sd in self._cues)
+        self._all_mean, self._all_sd = std["all"]
+        protos = model.detectors()
+        self._protos = [protos[d] for _ in CUE_SETS for d in DETECTORS]
+        self._streams: dict[StreamKey, _Stream] = {}
+        self.drift = {s: stats.Mean() for s in CUE_SETS}
+        self._drift = [self.drift[s] for s in CUE_SETS]
+        self.calls_seen = 0
+
+    # ---------------------------------------------------------------- scoring
+
+    def update(self, call: Mapping[str, Any] | Call) -> Scores:
+        """Score one call and fold it into its stream's state.
+
+        ``call``: a record dict (``CallRecord.as_dict()``, an Arrow row) or a :class:`Call`.
+        Returns the call's scores (a read-only mapping) by the batch column names:
+        ``order, size, time, failure, all`` and ``<set>_<detector>`` for every cue set and
+        detector (:data:`SCORE_NAMES`).
+        """
+        parsed = call if isinstance(call, Call) else Call.from_mapping(call)
+        return self.score(parsed)[1]
+
+    def score(self, call: Call) -> tuple[int, Scores]:
+        """Like :meth:`update`, also returning the call's 0-based index in its stream."""
+        key = (call.session_id, call.agent_id)
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = self._new_stream()
+        ctx = stream.ctx
+        index = ctx.index
+        states = stream.states
+        # the four cues, unrolled in CUE_NAMES order (the same float operations as batch)
+        (o_cue, o_m, o_sd), (s_cue, s_m, s_sd), (t_cue, t_m, t_sd), (f_cue, f_m, f_sd) = self._fast
+        o = o_cue.score_one(call, ctx, states[0])
+        s = s_cue.score_one(call, ctx, states[1])
+        t = t_cue.score_one(call, ctx, states[2])
+        f = f_cue.score_one(call, ctx, states[3])
+        zo = (o - o_m) / o_sd
+        zs = (s - s_m) / s_sd
+        zt = (t - t_m) / t_sd
+        zf = (f - f_m) / f_sd
+        combined = (zo + zs + zt + zf) / 4.0
+        za = (combined - self._all_mean) / self._all_sd
+        values = [o, s, t, f, combined]
+        d = stream.detectors  # CUE_SETS × DETECTORS, row-major
+        for j, x in enumerate((za, zo, zs, zt, zf)):
+            self._drift[j].update(x)
+            values.append(d[3 * j].update(x))
+            values.append(d[3 * j + 1].update(x))
+            values.append(d[3 * j + 2].update(x))
+        ctx.advance(call)
+        if call.start_us > stream.last_us:
+            stream.last_us = call.start_us
+        self.calls_seen += 1
+        return index, Scores(values)
+
+    def _new_stream(self) -> _Stream:
+        return _Stream(
+            [cue.new_state() for _, cue, _, _ in self._cues],
+            [p.clone() for p in self._protos],
+        )
+
+    # ---------------------------------------------------------------- stream life cycle
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._streams)
+
+    def evict_idle(self, max_idle_s: float, now_us: int | None = None) -> list[StreamKey]:
+        """Drop streams whose last call is more than ``max_idle_s`` before ``now_us``.
+
+        ``now_us`` defaults to the latest call time seen (event time, so replaying old data
+        evicts the same way as live traffic). Returns the dropped stream keys.
+        """
+        if not self._streams:
+            return []
+        if now_us is None:
+            now_us = max(s.last_us for s in self._streams.values())
+        cutoff = now_us - int(max_idle_s * 1_000_000)
+        gone = [k for k, s in self._streams.items() if s.last_us < cutoff]
+        for k in gone:
+            del self._streams[k]
+        return gone
+
+    def close_session(self, session_id: str) -> int:
+        """Forget every stream of a finished session; returns how many were open."""
+        gone = [k for k in self._streams if k[0] == session_id]
+        for k in gone:
+            del self._streams[k]
+        return len(gone)
+
+    def drift_means(self) -> dict[str, float]:
+        """Running mean of each cue set's standardised score since this scorer started."""
+        return {s: float(m.get()) for s, m in self.drift.items()}

@@ -1,0 +1,93 @@
+"""``toolwatch scan``: run the operating point over every stored session; rank the flagged.
+
+    toolwatch scan --model model.json [--store PATH] [--statistic all_cusum ...] [--top 20]
+
+Prints one line per flagged session: the stream (subagent or main agent), the first call
+above the threshold (index in the stream and seq), the tool, the cue that fired and the peak
+margin, beside the study's count of flagged sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from toolwatch.collector.store import Store, StoreError
+from toolwatch.detection.base import CUE_SETS, DETECTORS, stat_column
+from toolwatch.detection.frame import CallsError
+from toolwatch.detection.model import ModelError, NormalModel
+from toolwatch.detection.scan import ScanResult, scan
+from toolwatch.detection.windows import WindowError, bounded, load_window
+from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
+from tqdm import tqdm
+
+HELP = "rank sessions flagged at the operating point"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model artifact from `toolwatch train`")
+    parser.add_argument(
+        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
+    )
+    parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
+    parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
+    parser.add_argument(
+        "--statistic",
+        action="append",
+        choices=[stat_column(s, d) for s in CUE_SETS for d in DETECTORS],
+        help="statistic to flag on (repeatable; default: the model's alert_on, all_cusum)",
+    )
+    parser.add_argument("--top", type=int, default=20, help="show this many sessions (default 20)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
+            model = NormalModel.load(args.model)
+            if not model.calibrated:
+                raise ModelError(f"model file {args.model} has no thresholds (never calibrated)")
+            bar.update()
+            calls = load_window(Store(args.store), bounded(args.start, args.end), normal_only=False)
+            bar.update()
+            result = scan(model, calls, args.statistic)
+            bar.update()
+    except (ModelError, WindowError, StoreError, CallsError) as exc:
+        print(f"toolwatch scan: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        doc = {
+            "model_id": model.model_id,
+            "sessions": result.sessions,
+            "flagged": [dict(f.as_dict(), call_time=f.call_time.isoformat()) for f in result.flags],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(format_result(result, args.top))
+    return 0
+
+
+def format_result(result: ScanResult, top: int) -> str:
+    lines = [
+        f"{len(result.flags)} of {result.sessions} sessions flagged "
+        f"({result.streams} streams, {result.calls} calls); the study flagged "
+        f"{SCAN_FLAGGED_SESSIONS} of {int(CORPUS['sessions'])}"
+    ]
+    if not result.flags:
+        return lines[0]
+    header = (
+        f"{'#':>3}  {'session':<28} {'agent':<14} {'call':>5} {'seq':>5} {'tool':<22} "
+        f"{'statistic':<13} {'cue':<8} {'peak':>8} {'thresh':>8} {'over':>5}"
+    )
+    lines.append(header)
+    for rank, f in enumerate(result.flags[:top], 1):
+        lines.append(
+            f"{rank:>3}  {f.session_id[:28]:<28} {(f.agent_id or '-')[:14]:<14} "
+            f"{f.call_index:>5} {f.seq if f.seq is not None else '-':>5} {f.tool[:22]:<22} "
+            f"{f.statistic:<13} {f.cue:<8} {f.peak:>8.2f} {f.threshold:>8.2f} "
+            f"{f.calls_over:>5}"
+        )
+    if len(result.flags) > top:
+        lines.append(f"... {len(result.flags) - top} more (--top)")
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""``toolwatch experiment``: the study's injection experiment on the calls of a store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from toolwatch.collector.store import Store, StoreError
+
+HELP = "the study's injection experiment"
+log = logging.getLogger(__name__)
+
+
+def _pair(kind: type, name: str) -> Any:
+    def parse(text: str) -> tuple[Any, Any]:
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise argparse.ArgumentTypeError(f"{name} needs two comma-separated values: {text!r}")
+        try:
+            return kind(parts[0]), kind(parts[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: cannot read {text!r}") from None
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store", help="store directory (default $TOOLWATCH_STORE or ~/.toolwatch/store)"
+    )
+    split = parser.add_mutually_exclusive_group()
+    split.add_argument(
+        "--split-dates",
+        type=_pair(str, "--split-dates"),
+        metavar="TRAIN_END,CALIB_END",
+        help="last day of training and of calibration, inclusive (default: the study's "
+        "2026-08-24,2026-08-31); the test split is every later session",
+    )
+    split.add_argument(
+        "--split-shares",
+        type=_pair(float, "--split-shares"),
+        metavar="TRAIN,CALIB",
+        help="shares of sessions, ordered by start time, for training and calibration "
+        "(e.g. 0.44,0.07: the study's proportions); for corpora that are not the study's",
+    )
+    parser.add_argument(
+        "--min-calls", type=int, default=30, help="test sessions need this many calls"
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="random seeds 0..N-1 (default 5)")
+    parser.add_argument(
+        "--target-fa",
+        type=float,
+        default=0.05,
+        help="target share of normal test sessions that alarm (default 0.05)",
+    )
+    parser.add_argument(
+        "--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)"
+    )
+    parser.add_argument(
+        "--kinds",
+        help="comma-separated subset of anomaly kinds (default: all seven and both controls)",
+    )
+    parser.add_argument(
+        "--ablation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run with response ids dropped (default: yes)",
+    )
+    parser.add_argument(
+        "--rerun", metavar="RUN_ID", help="repeat a saved run exactly (its saved configuration)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--save",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save results in the store's experiments / experiment_runs tables (default: yes)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolwatch.injection.experiment import (
+        ExperimentConfig,
+        ExperimentError,
+        load_calls,
+        load_config,
+        progress_steps,
+        run_experiment,
+        save_result,
+    )
+    from toolwatch.injection.experiment_report import render, summary
+    from tqdm import tqdm
+
+    store = Store(args.store)
+    try:
+        if args.rerun:
+            config = load_config(store, args.rerun)
+        else:
+            kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
+            config = ExperimentConfig(
+                split_dates=args.split_dates,
+                split_shares=args.split_shares,
+                min_calls=args.min_calls,
+                seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
+                target_fa=args.target_fa,
+                bootstrap=args.bootstrap,
+                ablation=args.ablation,
+                **({"kinds": kinds} if kinds else {}),
+            )
+        calls = load_calls(store)
+        with tqdm(
+            total=progress_steps(config),
+            desc="experiment",
+            unit="step",
+            file=sys.stderr,
+            disable=None,
+        ) as bar:
+            result = run_experiment(calls, config, progress=bar.update)
+    except (ExperimentError, StoreError, ValueError) as exc:
+        # ValueError: the scorer rejected a column of the stored calls (it names it)
+        print(f"toolwatch experiment: {exc}", file=sys.stderr)
+        return 2
+    if args.save:
+        try:
+            save_result(store, result)
+        except (StoreError, OSError) as exc:
+            print(f"toolwatch experiment: could not save results: {exc}", file=sys.stderr)
+            return 1
+        log.info("saved experiment %s in %s", result.run_id, store.root)
+    if args.json:
+        print(json.dumps(summary(result), indent=2, sort_keys=False))
+    else:
+        sys.stdout.write(render(result))
+        if args.save:
+            print(
+                f"saved as run {result.run_id} in {store.root} "
+                f"(re-run: toolwatch experiment --rerun {result.run_id})"
+            )
+    return 0

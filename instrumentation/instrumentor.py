@@ -1,0 +1,522 @@
+"""The MCP client instrumentor: one content-free CLIENT span per tool call.
+
+Where the calls go through in mcp 2.3 (checked by introspection, see ARCHITECTURE.md):
+``mcp.Client.call_tool`` → ``ClientSession.call_tool`` (once per round: input-required
+rounds and the ``HEADER_MISMATCH`` re-send are extra rounds) → the dispatcher. Wrapping
+``ClientSession.call_tool`` therefore catches both the unified ``Client`` and raw sessions;
+``Client.call_tool`` is wrapped too so that one logical call through ``Client`` is one span
+however many rounds it takes (its rounds then open no span of their own).
+
+Everything recorded is shape: sizes (``record.arguments_size`` / ``record.result_size``), the
+failure class, ids. Arguments, results and exception messages are never put on a span, and
+nothing here keeps a reference to them after the size is computed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import mcp.client.client
+import mcp.client.session
+import wrapt
+from mcp import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.types import REQUEST_TIMEOUT, CallToolResult, ListToolsResult
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+    BaseInstrumentor,
+)
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer
+from toolwatch.instrumentation import context as ctx
+from toolwatch.instrumentation.otlp import TRACER_NAME, fallback_provider
+from toolwatch.record import (
+    ATTR_AGENT_ID,
+    ATTR_ARGUMENTS_SIZE,
+    ATTR_CONVERSATION_ID,
+    ATTR_ERROR_TYPE,
+    ATTR_JSONRPC_REQUEST_ID,
+    ATTR_LABEL,
+    ATTR_MCP_METHOD,
+    ATTR_MCP_PROTOCOL_VERSION,
+    ATTR_MCP_SERVER,
+    ATTR_NETWORK_TRANSPORT,
+    ATTR_OPERATION,
+    ATTR_RESPONSE_ID,
+    ATTR_RESULT_SIZE,
+    ATTR_SESSION_POSITION,
+    ATTR_SOURCE,
+    ATTR_TOOL_DIGEST,
+    ATTR_TOOL_NAME,
+    ERROR_TYPE_TIMEOUT,
+    ERROR_TYPE_TOOL_ERROR,
+    EVENT_TOOL_LISTED,
+    LABEL_META_KEY,
+    METHOD_TOOLS_CALL,
+    METHOD_TOOLS_LIST,
+    OPERATION_EXECUTE_TOOL,
+    SPAN_NAME_TOOLS_LIST,
+    arguments_size,
+    result_size,
+    span_name,
+    tool_digest,
+)
+
+log = logging.getLogger(__name__)
+
+INSTRUMENTS: tuple[str, ...] = ("mcp >= 2.3, < 3",)
+#: tools/list events per span; the SDK keeps at most 128 events per span by default, so longer
+#: listings continue on child spans of the same name and attributes.
+MAX_TOOL_EVENTS_PER_SPAN = 100
+SOURCE_OTLP = "otlp"
+TRANSPORT_PIPE = "pipe"  # stdio, per the semantic conventions
+TRANSPORT_TCP = "tcp"  # streamable HTTP
+
+_SESSION_CLASS = "ClientSession"
+_CLIENT_CLASS = "Client"
+_DISPATCHER_MODULE = "mcp.shared.jsonrpc_dispatcher"
+_DISPATCHER_SPAN_FN = "otel_span"  # the SDK's send span; its attributes carry the request id
+
+try:
+    _VERSION: str | None = metadata.version("toolwatch")
+except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+    _VERSION = None
+
+
+# ---------------------------------------------------------------------------- state
+
+
+@dataclass(slots=True)
+class _Settings:
+    tracer_provider: trace.TracerProvider | None
+    server_name: str | None
+    tracer: Tracer | None = None  # resolved on first use (see _tracer)
+
+
+@dataclass(slots=True)
+class _SessionInfo:
+    server_name: str | None = None
+    transport: str | None = None
+
+
+@dataclass(slots=True)
+class _RequestSink:
+    """Receives the JSON-RPC id of the request sent while a span of ours is open."""
+
+    method: str
+    request_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ClientCall:
+    """A ``Client.call_tool`` span in progress; its session rounds open no span."""
+
+    session: Any
+    tool: str
+
+
+_settings: _Settings | None = None
+_sessions: WeakKeyDictionary[Any, _SessionInfo] = WeakKeyDictionary()
+_SINK: ContextVar[_RequestSink | None] = ContextVar("toolwatch_request_sink", default=None)
+_CLIENT_CALL: ContextVar[_ClientCall | None] = ContextVar("toolwatch_client_call", default=None)
+
+
+def describe_session(
+    session: Any, *, server_name: str | None = None, transport: str | None = None
+) -> None:
+    """Name the MCP server and transport of a session (``mcp.Client`` or ``ClientSession``).
+
+    The server name declared here wins over the server's own ``serverInfo`` name (use the name
+    the agent's configuration gives the server). ``transport`` is a ``network.transport``
+    value: ``pipe`` for stdio, ``tcp`` for HTTP. ``mcp.Client`` sessions get the transport
+    automatically; raw ``ClientSession`` users declare it here.
+    """
+    if isinstance(session, mcp.client.client.Client):
+        try:
+            session = session.session
+        except RuntimeError as exc:
+            raise RuntimeError(
+                "describe_session: the Client is not connected yet; call it inside `async with`"
+            ) from exc
+    info = _sessions.get(session)
+    if info is None:
+        info = _sessions[session] = _SessionInfo()
+    if server_name is not None:
+        info.server_name = server_name
+    if transport is not None:
+        info.transport = transport
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``error.type`` of a failed call: ``timeout``, the JSON-RPC code, or the class name."""
+    if isinstance(exc, MCPError):
+        return ERROR_TYPE_TIMEOUT if exc.code == REQUEST_TIMEOUT else str(exc.code)
+    if isinstance(exc, TimeoutError):
+        return ERROR_TYPE_TIMEOUT
+    return type(exc).__name__
+
+
+def _tracer(settings: _Settings) -> Tracer:
+    tracer = settings.tracer
+    if tracer is None:
+        provider = settings.tracer_provider
+        if provider is None and isinstance(trace.get_tracer_provider(), ProxyTracerProvider):
+            provider = fallback_provider()  # nobody configured an SDK: export on our own
+        tracer = trace.get_tracer(TRACER_NAME, _VERSION, tracer_provider=provider)
+        settings.tracer = tracer
+    return tracer
+
+
+def _server_name(settings: _Settings, session: Any, info: _SessionInfo | None) -> str | None:
+    if info is not None and info.server_name:
+        return info.server_name
+    server_info = getattr(session, "server_info", None)
+    name = getattr(server_info, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return settings.server_name
+
+
+def _common_attributes(
+    settings: _Settings, session: Any, call: ctx.CallContext, method: str
+) -> dict[str, Any]:
+    info = _sessions.get(session)
+    attrs: dict[str, Any] = {
+        ATTR_MCP_METHOD: method,
+        ATTR_CONVERSATION_ID: call.conversation_id,
+        ATTR_SOURCE: SOURCE_OTLP,
+    }
+    if call.agent_id is not None:
+        attrs[ATTR_AGENT_ID] = call.agent_id
+    server = _server_name(settings, session, info)
+    if server is not None:
+        attrs[ATTR_MCP_SERVER] = server
+    if info is not None and info.transport:
+        attrs[ATTR_NETWORK_TRANSPORT] = info.transport
+    version = getattr(session, "protocol_version", None)
+    if isinstance(version, str):
+        attrs[ATTR_MCP_PROTOCOL_VERSION] = version
+    return attrs
+
+
+def _fail(span: Span, error_type: str) -> None:
+    span.set_attribute(ATTR_ERROR_TYPE, error_type)
+    span.set_status(Status(StatusCode.ERROR))  # no description: messages may carry content
+
+
+def _result_attributes(result: object, attrs: dict[str, Any]) -> bool:
+    """Add the result's size and label to ``attrs``; True if it is a tool error."""
+    if not isinstance(result, CallToolResult):
+        return False  # an input-required round or an extension's claimed shape: no size
+    attrs[ATTR_RESULT_SIZE] = result_size(result.content, result.structured_content)
+    meta = result.meta
+    if meta:
+        label = meta.get(LABEL_META_KEY)
+        if isinstance(label, str):
+            attrs[ATTR_LABEL] = label
+    return bool(result.is_error)
+
+
+def _name_and_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
+    name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
+    arguments = kwargs.get("arguments", args[1] if len(args) > 1 else None)
+    return name, arguments
+
+
+# ---------------------------------------------------------------------------- tools/call
+
+
+async def _traced_call(
+    settings: _Settings,
+    session: Any,
+    name: str,
+    arguments: Any,
+    wrapped: Callable[..., Awaitable[Any]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    client_call: _ClientCall | None = None,
+) -> Any:
+    try:
+        tracer = _tracer(settings)
+        where = ctx.resolve(take_position=True)
+        attrs = _common_attributes(settings, session, where, METHOD_TOOLS_CALL)
+        attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
+        attrs[ATTR_TOOL_NAME] = name
+        attrs[ATTR_SESSION_POSITION] = where.position
+        attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
+        if where.response_id is not None:
+            attrs[ATTR_RESPONSE_ID] = where.response_id
+        span = tracer.start_span(
+            span_name(name),
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+    except Exception:  # telemetry must never break the agent's call
+        log.warning("toolwatch: could not start the span of a tools/call", exc_info=True)
+        return await wrapped(*args, **kwargs)
+
+    del arguments  # only its size is kept
+    late: dict[str, Any] = {}
+    if where.response_id is None and span.is_recording():
+        late[ATTR_RESPONSE_ID] = (
+            f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
+        )
+    sink = _RequestSink(METHOD_TOOLS_CALL)
+    sink_token = _SINK.set(sink)
+    client_token = _CLIENT_CALL.set(client_call) if client_call is not None else None
+    context_token = otel_context.attach(trace.set_span_in_context(span))
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        late[ATTR_ERROR_TYPE] = error_type_of(exc)
+        raise
+    else:
+        try:
+            if _result_attributes(result, late):
+                late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
+        except Exception:
+            log.warning("toolwatch: could not measure a tools/call result", exc_info=True)
+        return result
+    finally:
+        otel_context.detach(context_token)
+        if client_token is not None:
+            _CLIENT_CALL.reset(client_token)
+        _SINK.reset(sink_token)
+        if sink.request_id is not None:
+            late[ATTR_JSONRPC_REQUEST_ID] = sink.request_id
+        span.set_attributes(late)
+        if ATTR_ERROR_TYPE in late:
+            span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
+        span.end()
+
+
+def _wrap_session_call_tool(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Awaitable[Any]:
+    # Plain function returning the awaitable: no extra coroutine frame on the hot path.
+    settings = _settings
+    if settings is None:
+        return wrapped(*args, **kwargs)
+    name, arguments = _name_and_arguments(args, kwargs)
+    if not isinstance(name, str):
+        return wrapped(*args, **kwargs)  # let the SDK report the bad call
+    outer = _CLIENT_CALL.get()
+    if outer is not None and outer.session is instance and outer.tool == name:
+        return wrapped(*args, **kwargs)  # a round of a Client.call_tool whose span is open
+    return _traced_call(settings, instance, name, arguments, wrapped, args, kwargs)
+
+
+def _wrap_client_call_tool(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Awaitable[Any]:
+    settings = _settings
+    session = getattr(instance, "_session", None)  # None until entered: the SDK raises then
+    name, arguments = _name_and_arguments(args, kwargs)
+    if settings is None or session is None or not isinstance(name, str):
+        return wrapped(*args, **kwargs)
+    call = _ClientCall(session, name)
+    return _traced_call(settings, session, name, arguments, wrapped, args, kwargs, call)
+
+
+# ---------------------------------------------------------------------------- tools/list
+
+
+async def _wrap_session_list_tools(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    settings = _settings
+    if settings is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        tracer = _tracer(settings)
+        attrs = _common_attributes(
+            settings, instance, ctx.resolve(take_position=False), METHOD_TOOLS_LIST
+        )
+        span = tracer.start_span(
+            SPAN_NAME_TOOLS_LIST,
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+    except Exception:
+        log.warning("toolwatch: could not start the span of a tools/list", exc_info=True)
+        return await wrapped(*args, **kwargs)
+
+    sink = _RequestSink(METHOD_TOOLS_LIST)
+    sink_token = _SINK.set(sink)
+    try:
+        with trace.use_span(
+            span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+        ):
+            result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _fail(span, error_type_of(exc))
+        raise
+    else:
+        try:
+            _record_listing(tracer, span, attrs, result)
+        except Exception:
+            log.warning("toolwatch: could not digest a tools/list result", exc_info=True)
+        return result
+    finally:
+        _SINK.reset(sink_token)
+        if sink.request_id is not None:
+            span.set_attribute(ATTR_JSONRPC_REQUEST_ID, sink.request_id)
+        span.end()
+
+
+def _record_listing(tracer: Tracer, span: Span, attrs: dict[str, Any], result: object) -> None:
+    """One event per listed tool: its name and digest, never its description or schema."""
+    if not isinstance(result, ListToolsResult) or not span.is_recording():
+        return
+    events = [
+        {
+            ATTR_TOOL_NAME: tool.name,
+            ATTR_TOOL_DIGEST: tool_digest(tool.name, tool.description, tool.input_schema),
+        }
+        for tool in result.tools
+    ]
+    first, rest = events[:MAX_TOOL_EVENTS_PER_SPAN], events[MAX_TOOL_EVENTS_PER_SPAN:]
+    for event in first:
+        span.add_event(EVENT_TOOL_LISTED, event)
+    parent = trace.set_span_in_context(span)
+    for start in range(0, len(rest), MAX_TOOL_EVENTS_PER_SPAN):
+        more = tracer.start_span(
+            SPAN_NAME_TOOLS_LIST, context=parent, kind=SpanKind.CLIENT, attributes=attrs
+        )
+        for event in rest[start : start + MAX_TOOL_EVENTS_PER_SPAN]:
+            more.add_event(EVENT_TOOL_LISTED, event)
+        more.end()
+
+
+# ---------------------------------------------------------------------------- transports
+
+
+async def _wrap_client_aenter(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    client = await wrapped(*args, **kwargs)
+    try:
+        target = instance.server
+        transport = (
+            TRANSPORT_PIPE
+            if isinstance(target, StdioServerParameters)
+            else TRANSPORT_TCP
+            if isinstance(target, str)
+            else None  # in-process server or a caller-built transport: unknown
+        )
+        if transport is not None:
+            info = _sessions.get(instance.session)
+            if info is None:
+                _sessions[instance.session] = _SessionInfo(transport=transport)
+            elif info.transport is None:
+                info.transport = transport
+    except Exception:
+        log.debug("toolwatch: could not note the transport of a Client", exc_info=True)
+    return client
+
+
+def _observe_send_span(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Read the JSON-RPC request id off the SDK's own send span, without changing it."""
+    sink = _SINK.get()
+    if sink is not None:
+        attributes = kwargs.get("attributes")
+        if isinstance(attributes, Mapping) and attributes.get(ATTR_MCP_METHOD) == sink.method:
+            request_id = attributes.get(ATTR_JSONRPC_REQUEST_ID)
+            if request_id is not None:
+                sink.request_id = str(request_id)
+    return wrapped(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------- instrumentor
+
+_WRAPPED: tuple[tuple[str, str, Callable[..., Any]], ...] = (
+    ("mcp.client.session", f"{_SESSION_CLASS}.call_tool", _wrap_session_call_tool),
+    ("mcp.client.session", f"{_SESSION_CLASS}.list_tools", _wrap_session_list_tools),
+    ("mcp.client.client", f"{_CLIENT_CLASS}.call_tool", _wrap_client_call_tool),
+    ("mcp.client.client", f"{_CLIENT_CLASS}.__aenter__", _wrap_client_aenter),
+)
+
+
+class ToolwatchMCPInstrumentor(BaseInstrumentor):
+    """OpenTelemetry instrumentor for mcp 2.x clients (entry point ``mcp_toolwatch``).
+
+    ``instrument(tracer_provider=..., server_name=...)``: ``server_name`` is used when a
+    session's server neither identifies itself nor was named with :func:`describe_session`.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return INSTRUMENTS
+
+    def _instrument(self, **kwargs: Any) -> None:
+        global _settings
+        for module, name, wrapper in _WRAPPED:
+            wrapt.wrap_function_wrapper(module, name, wrapper)
+        try:
+            wrapt.wrap_function_wrapper(_DISPATCHER_MODULE, _DISPATCHER_SPAN_FN, _observe_send_span)
+        except (AttributeError, ImportError):
+            log.debug(
+                "toolwatch: no %s.%s in this mcp; spans get no jsonrpc.request.id",
+                _DISPATCHER_MODULE,
+                _DISPATCHER_SPAN_FN,
+            )
+        _settings = _Settings(kwargs.get("tracer_provider"), kwargs.get("server_name"))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        global _settings
+        _settings = None
+        unwrap(mcp.client.session.ClientSession, "call_tool")
+        unwrap(mcp.client.session.ClientSession, "list_tools")
+        unwrap(mcp.client.client.Client, "call_tool")
+        unwrap(mcp.client.client.Client, "__aenter__")
+        import mcp.shared.jsonrpc_dispatcher as dispatcher
+
+        unwrap(dispatcher, _DISPATCHER_SPAN_FN)
+
+
+def instrument(
+    tracer_provider: trace.TracerProvider | None = None, server_name: str | None = None
+) -> None:
+    """Instrument mcp clients (re-instrumenting with these settings if already instrumented).
+
+    ``tracer_provider``: where spans go; default the global provider, or — when no SDK was
+    configured at all — toolwatch's own OTLP exporter (see :func:`fallback_provider`).
+    """
+    instrumentor = ToolwatchMCPInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()
+    instrumentor.instrument(tracer_provider=tracer_provider, server_name=server_name)
+
+
+def uninstrument() -> None:
+    """Remove every wrapper; calls made afterwards leave no span."""
+    instrumentor = ToolwatchMCPInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()
