@@ -233,6 +233,7 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     # rows are in span order and each request's spans are contiguous: split by request
     bounds = np.searchsorted(owner[at], np.arange(q_count + 1)) if at.size else [0] * (q_count + 1)
     totals = np.bincount(owner, minlength=q_count) if n else np.zeros(q_count, np.int64)
+    columnar = np.bincount(owner[fast], minlength=q_count)
     return [
         Mapped(
             calls.slice(int(bounds[q]), int(bounds[q + 1] - bounds[q])),
@@ -241,6 +242,7 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
             rejected=rejected[q],
             ignored=int(ignored[q]),
             reasons=reasons[q].items,
+            columnar=int(columnar[q]),
         )
         for q in range(q_count)
     ]

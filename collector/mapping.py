@@ -229,6 +229,7 @@ class Mapped:
     rejected: int = 0
     ignored: int = 0
     reasons: list[str] = field(default_factory=list)
+    columnar: int = 0  # spans the columnar path mapped (the rest of interest went one by one)
 
     @property
     def rows(self) -> int:

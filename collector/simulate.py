@@ -365,6 +365,7 @@ def _plan_sessions(
             corpus_calls - sum(c for _, c in study.SPLITS.values()),
         ),
     }
+    first_weekday = _as_date(config.start).weekday()  # fewer sessions on Sat/Sun
     quota = np.array([s for s, _ in published.values()], dtype=float)
     counts = _largest_remainder(quota * config.sessions / corpus_sessions, config.sessions, 1)
     plans: list[_Plan] = []
@@ -393,7 +394,7 @@ def _plan_sessions(
             kinds = SUB_KINDS if sub else MAIN_KINDS
             kind = kinds[int(rng.choice(len(kinds), p=[w for _, w in kinds]))][0]
             day = int(rng.integers(lo, hi))
-            if (day % 7) in (4, 5) and rng.random() < _WEEKEND_AVOID:  # Sat/Sun of 2026-08-04
+            if (first_weekday + day) % 7 >= 5 and rng.random() < _WEEKEND_AVOID:
                 day = int(rng.integers(lo, hi))
             interactive = not sub and bool(rng.random() < _INTERACTIVE)
             plans.append(_Plan(len(plans), split, is_short, n, sub, kind, interactive, day))
@@ -413,7 +414,14 @@ def _plan_calendar(
     if config.runaway_retries > 0:
         lo, hi = windows["test"]
         longs = [p for p in plans if p.split == "test" and not p.short]
-        runaway = min(longs, key=lambda p: abs(p.n - (config.runaway_retries + 10)))
+        length = config.runaway_retries + 10  # a few calls, the loop, a few calls
+        runaway = min(longs, key=lambda p: abs(p.n - length))
+        others = [p for p in longs if p is not runaway]
+        if others:  # keep the group's exact total: the longest session absorbs the change
+            longest = max(others, key=lambda p: p.n)
+            if longest.n + runaway.n - length >= study.TEST_MIN_CALLS:
+                longest.n += runaway.n - length
+                runaway.n = length
         runaway.subagent, runaway.interactive, runaway.runaway = True, False, True
         runaway.kind = "general"
         runaway.day = min(max(round(_RUNAWAY_OFFSET.days * config.days / _STUDY_DAYS), lo), hi - 1)
@@ -434,9 +442,9 @@ def _plan_calendar(
         pool = [
             m for m in mains["test"] if "Task" in KIND_WEIGHTS[m.kind] and m.index not in pinned
         ]
-        if pool:
-            parent = pool[int(rng.integers(len(pool)))]
-            parent.day, parent.new_era = runaway.day, True
+        if pool and not any(m.day == runaway.day for m in pool):
+            moved = pool[int(rng.integers(len(pool)))]
+            moved.day, moved.new_era = runaway.day, True
         _adopt(runaway, pool, rng)
         runaway.new_era = True
     for p in plans:  # every other subagent: a parent in its window that calls Task/Agent
@@ -588,7 +596,7 @@ def _server_chain(
 
 
 _MULTI_P_BY_TOOL: Final = [min(0.6, _MULTI_BASE * t.parallel) for t in ALL_TOOLS]
-_FAIL_BY_TOOL: Final = [t.fail for t in ALL_TOOLS]
+_FAIL_BY_TOOL: Final = np.array([t.fail for t in ALL_TOOLS])
 _LOADER: Final = TOOL_INDEX[LAZY_MCP_LOADER]
 
 
@@ -622,7 +630,7 @@ def _sequence(p: _Plan, rng: np.random.Generator) -> _Seq:
     segments = _segments(p, rng)
     u = iter(rng.random(8 * p.n + 16).tolist())
     fail_scale = float(rng.gamma(*_FAIL_GAMMA))
-    fail_p = [min(0.9, f * fail_scale) for f in _FAIL_BY_TOOL]
+    fail_p: list[float] = np.minimum(0.9, _FAIL_BY_TOOL * fail_scale).tolist()
     multi_p = _MULTI_P_BY_TOOL
     log_q = math.log(1.0 - _MULTI_P)
     out = _Seq([], [], [])
@@ -646,7 +654,8 @@ def _sequence(p: _Plan, rng: np.random.Generator) -> _Seq:
             k = 1
             if next(u) < multi_p[t]:
                 k = 2 + int(math.log(1.0 - next(u)) / log_q)
-            k = min(k, left)
+            if k > left:
+                k = left
             retry = -1
             for j in range(k):
                 if j > 0:

@@ -33,13 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from mcp import MCPError
-from mcp.types import CallToolResult, Tool
+from mcp.types import CallToolResult, TextContent, Tool
 from toolwatch.injection.mitigations import (
     FailureClass,
     annotation_texts,
     classify_failure,
     find_instructions,
     find_urls,
+    is_annotation,
     is_empty_result,
     iter_leaves,
     result_data,
@@ -650,7 +651,7 @@ class NaiveAgent(Agent):
             st.parts.append(_render(call.tool, result, strip=False))
         st.parts.extend(annotation_texts(result))
         sentences: dict[str, None] = {}
-        for text in [result_text(result), *_structured_strings(result)]:
+        for text in readable_texts(result):
             for sentence in _instruction_sentences(text):
                 sentences.setdefault(sentence.strip(), None)
         for sentence in sentences:
@@ -796,7 +797,7 @@ class CarefulAgent(Agent):
         return remap_arguments(args, schema), not argument_errors(schema, args)
 
     def _inspect(self, st: _RunState, tool: str, result: CallToolResult) -> None:
-        texts = [result_text(result), *_structured_strings(result)]
+        texts = readable_texts(result)
         if any(find_instructions(t) for t in texts):
             self._event(st, "instruction_ignored", tool)
             st.caveats.append(
@@ -865,10 +866,19 @@ def _instruction_sentences(text: str) -> list[str]:
     return [text[h.start : h.end] for h in find_instructions(text)]
 
 
-def _structured_strings(result: CallToolResult) -> list[str]:
-    if result.structured_content is None:
-        return []
-    return [v for _, v in iter_leaves(result.structured_content) if isinstance(v, str)]
+def readable_texts(result: CallToolResult) -> list[str]:
+    """The texts a model reads in a result, each once: the strings of the JSON document (from
+    structured content or a JSON text block) and every text block that is not that JSON."""
+    data = result_data(result)
+    texts = (
+        [v for _, v in iter_leaves(data) if isinstance(v, str)] if not isinstance(data, str) else []
+    )
+    for block in result.content:
+        if isinstance(block, TextContent) and not is_annotation(block):
+            stripped = block.text.strip()
+            if isinstance(data, str) or not stripped.startswith(("{", "[")):
+                texts.append(block.text)
+    return texts
 
 
 def make_agent(name: str, config: AgentConfig | None = None) -> Agent:

@@ -20,6 +20,7 @@ edit:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -317,9 +318,12 @@ class Injection:
 # ------------------------------------------------------------------------------ editing helpers
 
 
-def _fresh_span_ids(rng: np.random.Generator, size: int) -> np.ndarray:
+def _fresh_span_ids(anchor_span: object, label: str, size: int) -> np.ndarray:
+    """Span ids for inserted calls, derived from the anchor call's id (no random draw, so an
+    injection is the same whichever columns the session carries)."""
+    base = f"{anchor_span}/{label}"
     return np.array(
-        [f"{v:016x}" for v in rng.integers(1, 2**63 - 1, size=size, dtype=np.int64)],
+        [hashlib.blake2b(f"{base}/{j}".encode(), digest_size=8).hexdigest() for j in range(size)],
         dtype=object,
     )
 
@@ -373,13 +377,12 @@ def insert_calls(
     rows: Mapping[str, np.ndarray],
     gaps_s: np.ndarray,
     label: str,
-    rng: np.random.Generator,
 ) -> SessionCalls:
     """Insert calls before index ``position``; later calls keep their gaps (time shift).
 
     ``rows`` gives the inserted calls' fields (at least ``tool`` and ``response_id``);
     ``gaps_s[j]`` is the gap before inserted call j. Session, agent, trace, source and service
-    are those of the call before the insertion point; span ids are fresh.
+    are those of the call before the insertion point; span ids are derived from its span id.
     """
     n, m = len(session), len(gaps_s)
     if not 1 <= position <= n:
@@ -396,7 +399,7 @@ def insert_calls(
         if name in rows:
             ins = np.asarray(rows[name], dtype=col.dtype)
         elif name == "span_id":
-            ins = _fresh_span_ids(rng, m)
+            ins = _fresh_span_ids(col[anchor], label, m)
         elif name == "label":
             ins = np.full(m, label, dtype=object)
         else:
@@ -486,7 +489,7 @@ def _exfiltration(
     if not note and _mid_response(session, at):
         note = NOTE_MID_RESPONSE
     gaps = context.sample_gaps(rng, len(row_tools))
-    calls = insert_calls(session, at, rows, gaps, kind, rng)
+    calls = insert_calls(session, at, rows, gaps, kind)
     return Injection(calls, kind, at, len(row_tools), note)
 
 
@@ -538,7 +541,7 @@ def _out_of_scope(
     rows["response_id"] = _fresh_responses(kind, params.calls)
     gaps = context.sample_gaps(rng, params.calls)
     note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind, rng)
+    calls = insert_calls(session, position, rows, gaps, kind)
     return Injection(calls, kind, position, params.calls, note)
 
 
@@ -581,7 +584,7 @@ def _runaway(
     }
     gaps = rng.uniform(params.gap_s[0], params.gap_s[1], size=r)
     note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind, rng)
+    calls = insert_calls(session, position, rows, gaps, kind)
     return Injection(calls, kind, position, r, note)
 
 
@@ -644,7 +647,7 @@ def _hijack(
     rows["response_id"] = _fresh_responses(kind, params.calls)
     gaps = context.sample_gaps(rng, params.calls)
     note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind, rng)
+    calls = insert_calls(session, position, rows, gaps, kind)
     return Injection(calls, kind, position, params.calls, note)
 
 
@@ -673,7 +676,7 @@ def _other_normal(
     gaps[0] = context.sample_gaps(rng, 1)[0]
     gaps[1:] = np.diff(donor["start_time"][block]) / _US
     note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind, rng)
+    calls = insert_calls(session, position, rows, gaps, kind)
     return Injection(calls, kind, position, m, note)
 
 

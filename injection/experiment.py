@@ -466,6 +466,10 @@ class RunOutcomes:
     notes: list[str]
     detected: dict[tuple[str, str, str], np.ndarray]  # (cue, det, mode) -> bool per run
     latency: dict[tuple[str, str, str], np.ndarray]
+    #: (cue, det) -> per run, the largest statistic inside the detection window (normal
+    #: sessions: the session maximum), so any threshold / false-alarm target and the
+    #: detection-vs-false-alarm (ROC) curve can be evaluated from the stored rows (dashboard)
+    window_max: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -639,6 +643,7 @@ def _normal_outcomes(
         notes=[""] * n,
         detected=detected,
         latency=latency,
+        window_max={(c, d): normal_max[f"{c}_{d}"] for c in CUE_SETS for d in DETECTORS},
     )
 
 
@@ -715,6 +720,9 @@ def _evaluate_kind(
         notes=runs.notes,
         detected=detected_out,
         latency=latency_out,
+        window_max={
+            (c, d): M.window_max(stats[f"{c}_{d}"], layout) for c in CUE_SETS for d in DETECTORS
+        },
     )
     return cells, out
 
@@ -790,6 +798,7 @@ EXPERIMENT_RUNS_SCHEMA: Final = pa.schema(
         ("threshold_mode", pa.string()),
         ("detected", pa.bool_()),
         ("latency", pa.int64()),
+        ("window_max", pa.float64()),
     ]
 )
 
@@ -861,6 +870,9 @@ def run_rows(result: ExperimentResult) -> pa.Table:
                         "threshold_mode": pa.array([mode] * n, pa.string()),
                         "detected": pa.array(det_flags, pa.bool_()),
                         "latency": pa.array(lat, pa.int64(), mask=~det_flags | (lat <= 0)),
+                        "window_max": pa.array(
+                            out.window_max.get((cue, det), np.full(n, np.nan)), pa.float64()
+                        ),
                     },
                     schema=EXPERIMENT_RUNS_SCHEMA,
                 )

@@ -150,10 +150,13 @@ def iter_strings(value: Any) -> Iterator[str]:
 
 
 def is_empty_value(value: Any) -> bool:
-    """True for null, "", [] and {} and for objects whose every collection member is empty.
+    """True for null, "", [] and {}, and for objects whose collections are all empty and
+    whose other fields only describe the response.
 
-    ``{"matches": [], "total": 0}`` is empty (the only collection is empty and the scalars are
-    counts or nulls); ``{"status": "ok"}`` is not.
+    ``{"repo": "acme/payments", "matches": [], "total": 0}`` is empty: identifiers, dates and
+    counts beside an empty list are the request echoed back, not results. ``{"status":
+    "passing", "failed_jobs": []}`` is not: the status is the answer. An object without
+    collections is empty only when all its values are null or blank.
     """
     if value is None:
         return True
@@ -165,14 +168,29 @@ def is_empty_value(value: Any) -> bool:
         if not value:
             return True
         collections = [v for v in value.values() if isinstance(v, list | tuple | Mapping)]
-        scalars = [v for v in value.values() if not isinstance(v, list | tuple | Mapping)]
-        if not collections:
-            return all(v is None or v == "" for v in scalars)
-        return all(is_empty_value(v) for v in collections) and all(
-            v is None or v == "" or (isinstance(v, int | float) and not isinstance(v, bool))
-            for v in scalars
-        )
+        if collections:
+            return all(is_empty_value(v) for v in collections) and all(
+                _is_metadata(str(k)) or v is None or v == ""
+                for k, v in value.items()
+                if not isinstance(v, list | tuple | Mapping)
+            )
+        return all(v is None or v == "" for v in value.values())
     return False
+
+
+_META_KEYS: Final = re.compile(
+    r"(^|_)(count|total|page|pages|limit|offset|query|q|cursor|next|took|ms|source)$", re.I
+)
+
+
+def _is_metadata(key: str) -> bool:
+    """Scalars that describe a response rather than carry its content (ids, dates, counts)."""
+    return bool(
+        ANCHOR_KEYS.search(key)
+        or IDENTIFIER_NAME.search(key)
+        or FRESHNESS_KEYS.search(key)
+        or _META_KEYS.search(key)
+    )
 
 
 def is_empty_result(result: CallToolResult) -> bool:

@@ -3,9 +3,11 @@
 The proxy forwards ``tools/list`` and ``tools/call`` (and resources / prompts when the upstream
 has them) from any client to the upstream, which it reaches over stdio (a command it starts),
 streamable HTTP (a URL) or in process (a server object). With no fault due, the client gets
-the very object the upstream returned. A scenario arms one fault; the proxy counts the calls
-of each tool (and the ``tools/list`` responses), asks the fault engine (:mod:`.faults`) what
-each call becomes, and labels every injected response so detection can be scored later.
+what the upstream returned (only the upstream's ``serverInfo`` stamp is re-issued by the
+proxy's own runner, era-correctly: see :func:`_unstamp`). A scenario arms one fault; the
+proxy counts the calls of each tool (and the ``tools/list`` responses), asks the fault engine
+(:mod:`.faults`) what each call becomes, and labels every injected response so detection can
+be scored later.
 
 Occurrences are counted per proxy, across all clients of that proxy. An upstream that dies is
 reported as a JSON-RPC error naming it, and is reconnected (restarted, for a command) on the
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import socket
 import time
@@ -70,8 +73,6 @@ def describe_target(target: UpstreamTarget) -> str:
 
 def upstream_command(command_line: str) -> StdioServerParameters:
     """A stdio upstream from a shell-like command line; it inherits our environment."""
-    import os
-
     parts = shlex.split(command_line)
     if not parts:
         raise ValueError("empty upstream command")

@@ -72,6 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             help="the agent's deadline per tool call, seconds (A1 delays must exceed it)",
         )
         p.add_argument(
+            "--think-time",
+            type=float,
+            default=0.0,
+            metavar="S",
+            help="seconds each model step takes (0: machine speed; about 1.5 or more makes "
+            "the runs' timing look like a model's to the detector's time cue)",
+        )
+        p.add_argument(
             "--no-telemetry",
             action="store_true",
             help="do not export the runs' tool-call spans to the store",
@@ -105,7 +113,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="scenario files or directories (default: the packaged library)",
     )
-    suite.add_argument("--concurrency", type=int, default=16, help="runs in flight at once")
+    suite.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="scenario x agent units in flight at once (they mostly wait: timeouts, think time)",
+    )
     suite.add_argument(
         "--detect",
         action="store_true",

@@ -163,8 +163,8 @@ def send_records(
             return
         if exporter.export(pending) is not SpanExportResult.SUCCESS:
             raise ReplayError(
-                f"the OTLP endpoint {url} did not accept a batch of {len(pending)} spans "
-                f"({sent} spans were accepted before it)"
+                f"could not deliver a batch of {len(pending)} spans to {url} (refused or "
+                f"unreachable; {sent} spans were accepted before it)"
             )
         sent += len(pending)
         pending.clear()

@@ -30,7 +30,9 @@ def online_scores(cue: Cue, calls: pa.Table) -> list[float]:
     out = []
     for row in frame.table.to_pylist():
         c = Call.from_mapping(row)
-        ctx, state = streams.setdefault((c.session_id, c.agent_id), (StreamContext(), cue.new_state()))
+        ctx, state = streams.setdefault(
+            (c.session_id, c.agent_id), (StreamContext(), cue.new_state())
+        )
         out.append(cue.score_one(c, ctx, state))
         ctx.advance(c)
     return out
@@ -99,7 +101,8 @@ def test_contract_mangled_parameters_are_rejected(name: str, cls: type[Cue]) -> 
 
 
 @pytest.mark.parametrize(
-    "module", ["order", "size", "timing", "failure", "point", "ewma", "cusum", "thresholds", "batch"]
+    "module",
+    ["order", "size", "timing", "failure", "point", "ewma", "cusum", "thresholds", "batch"],
 )
 def test_docstring_examples_run(module: str) -> None:
     mod = importlib.import_module(f"toolwatch.detection.{module}")
@@ -140,7 +143,9 @@ def test_order_unseen_tool_backs_off_and_the_session_mix_learns_it() -> None:
     # second Grep|Read: session n=1, t=1, c=1 -> (1 + 1 * 1/21) / 2 = 11/21
     want = [-math.log(5 / 7), -math.log(1 / 21), -math.log(3 / 7), -math.log(11 / 21)]
     assert cue.score_many(test).tolist() == pytest.approx(want, rel=1e-12)
-    plain = OrderCue(session_mix=False).fit(prepare(table(session(["Read", "Edit", "Read", "Edit"]))))
+    plain = OrderCue(session_mix=False).fit(
+        prepare(table(session(["Read", "Edit", "Read", "Edit"])))
+    )
     assert plain.score_many(test).tolist() == pytest.approx(
         [-math.log(5 / 7), -math.log(1 / 21), -math.log(3 / 7), -math.log(1 / 21)], rel=1e-12
     )

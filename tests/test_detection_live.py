@@ -29,8 +29,9 @@ def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def incident_batch() -> pa.Table:
     """Normal sessions plus a runaway retry loop in a subagent and a machine-speed burst."""
-    retry = session(["tool03"] * 25, name="w5-0001", agent="sub-retry", gap=2.0, failed=True,
-                    start=20_000.0)
+    retry = session(
+        ["tool03"] * 25, name="w5-0001", agent="sub-retry", gap=2.0, failed=True, start=20_000.0
+    )
     burst = session([f"tool0{i % 8}" for i in range(15)], name="burst", gap=0.1)
     return pa.concat_tables([workload(5, 6, tools=8), table(retry + burst)])
 
@@ -46,13 +47,21 @@ def expected_alerts(model: NormalModel, calls: pa.Table, stat: str = "all_cusum"
             above = False
         now = row[stat] > thr
         if now and not above:
-            out.append((row["session_id"], row["agent_id"], row["seq"], row["call_index"], row[stat]))
+            out.append(
+                (row["session_id"], row["agent_id"], row["seq"], row["call_index"], row[stat])
+            )
         above = now
     return out
 
 
 def key(alert: dict[str, Any]) -> tuple:
-    return (alert["session_id"], alert["agent_id"], alert["seq"], alert["call_index"], alert["score"])
+    return (
+        alert["session_id"],
+        alert["agent_id"],
+        alert["seq"],
+        alert["call_index"],
+        alert["score"],
+    )
 
 
 def test_live_scorer_writes_the_expected_alert_rows(model_path: Path, tmp_path: Path) -> None:
@@ -100,8 +109,9 @@ def test_bad_rows_are_skipped_never_raised(model_path: Path, tmp_path: Path, cap
     good = workload(5, 1, tools=8)
     sizes = good.column("input_bytes").to_pylist()
     sizes[0] = -5
-    bad = good.set_column(good.schema.get_field_index("input_bytes"), "input_bytes",
-                          pa.array(sizes, pa.int64()))
+    bad = good.set_column(
+        good.schema.get_field_index("input_bytes"), "input_bytes", pa.array(sizes, pa.int64())
+    )
     live.process(bad)
     assert live.calls_skipped == good.num_rows + 1
     assert live.calls_scored == good.num_rows - 1
@@ -199,9 +209,35 @@ def test_webhook_url_is_validated() -> None:
         WebhookPoster("ftp://example.org/x")
 
 
-def test_spans_over_otlp_to_a_collector_with_a_model_produce_alert_rows() -> None:
-    pytest.importorskip(
-        "toolwatch.collector.server",
-        reason="collector/server.py (issue 2) is not in this checkout yet",
+def test_spans_over_otlp_to_a_collector_with_a_model_produce_alert_rows(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """Records → OTLP/HTTP spans → the collector (real HTTP on loopback) → durable write →
+    ``on_batch`` = the live scorer → alert rows in the store's ``alerts`` view."""
+    server = pytest.importorskip("toolwatch.collector.server")
+    replay = pytest.importorskip("toolwatch.instrumentation.replay")
+    calls = incident_batch()
+    calls = calls.set_column(
+        calls.schema.get_field_index("span_id"),
+        "span_id",
+        pa.array([f"{i + 1:016x}" for i in range(calls.num_rows)]),
     )
-    pytest.skip("written once collector.server and instrumentation land")
+    calls = calls.take(
+        pa.compute.sort_indices(calls, [("start_time", "ascending"), ("seq", "ascending")])
+    )
+    store = Store(tmp_path / "store")
+    live = LiveScorer(model_path, store)
+    collector = server.Collector(store, port=0, on_batch=live.process, compact_interval=None)
+    collector.start()
+    try:
+        sent = replay.send_records(calls.to_pylist(), collector.url, batch=100)
+    finally:
+        collector.stop()
+    assert sent == calls.num_rows
+    stored = store.query("SELECT * EXCLUDE (date) FROM calls")
+    assert stored.num_rows == calls.num_rows
+    want = expected_alerts(NormalModel.load(model_path), stored)
+    assert want and live.calls_scored == calls.num_rows
+    got = store.query("SELECT * EXCLUDE (date) FROM alerts").to_pylist()
+    assert sorted(map(key, got)) == sorted(want)
+    assert {a["session_id"] for a in got} >= {"burst", "w5-0001"}

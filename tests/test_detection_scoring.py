@@ -59,8 +59,11 @@ CALLS = st.tuples(
     st.sampled_from([False, False, True]),  # truncated
 )
 STREAMS = st.lists(
-    st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.sampled_from([None, None, "a1", "a2"]),
-              st.lists(CALLS, max_size=25)),
+    st.tuples(
+        st.sampled_from(["s1", "s2", "s3"]),
+        st.sampled_from([None, None, "a1", "a2"]),
+        st.lists(CALLS, max_size=25),
+    ),
     max_size=6,
 )
 
@@ -76,9 +79,20 @@ def build(streams: list[Any]) -> list[dict[str, Any]]:
                 resp += 1
             rid = None if kind == "null" else f"{sid}-{agent}-{k}-{resp}"
             rows.append(
-                call(tool, t, session=sid, agent=agent, response=rid, input_bytes=nin,
-                     output_bytes=nout, failed=failed, restamped=restamped, truncated=truncated,
-                     seq=len(rows), n=len(rows))
+                call(
+                    tool,
+                    t,
+                    session=sid,
+                    agent=agent,
+                    response=rid,
+                    input_bytes=nin,
+                    output_bytes=nout,
+                    failed=failed,
+                    restamped=restamped,
+                    truncated=truncated,
+                    seq=len(rows),
+                    n=len(rows),
+                )
             )
     return rows
 
@@ -115,7 +129,7 @@ def test_batch_output_is_in_stream_order_with_identity_columns() -> None:
     assert out.column("agent_id").to_pylist() == [None, None, None, "sub"]
     assert out.column("tool").to_pylist() == ["tool03", "tool04", "tool01", "tool02"]
     assert out.column("call_index").to_pylist() == [0, 0, 1, 0]
-    assert out.column("span_id").to_pylist() == [f"{i:016x}" for i in (2, 3, 0, 1)]
+    assert out.column("span_id").to_pylist() == [f"{i:016x}" for i in (3, 4, 1, 2)]
     assert out.column_names[-15:] == list(SCORE_NAMES[5:])
 
 

@@ -36,8 +36,8 @@ def call(
 ) -> dict[str, Any]:
     """One call record dict at ``t`` seconds after :data:`T0`."""
     return CallRecord(
-        trace_id=f"{n:032x}",
-        span_id=f"{n:016x}",
+        trace_id=f"{n + 1:032x}",
+        span_id=f"{n + 1:016x}",
         session_id=session,
         agent_id=agent,
         seq=seq,
@@ -68,7 +68,7 @@ def table(rows: Iterable[dict[str, Any]]) -> pa.Table:
         per_session[row["session_id"]] = k + 1
         if row.get("seq") is None:
             row["seq"] = k
-        row["span_id"] = f"{i:016x}"
+        row["span_id"] = f"{i + 1:016x}"
         out.append(row)
     return pa.Table.from_pylist(out, schema=CALLS_SCHEMA)
 

@@ -67,14 +67,12 @@ def test_false_alarm_levels_are_reachable_levels_not_above_the_target(
         assert variant in E.VARIANTS and cue in CUE_SETS and det in DETECTORS
         assert 0.0 <= t.fa_reached <= 1.0
         assert abs(t.fa_reached * n - round(t.fa_reached * n)) < 1e-9  # k of n sessions
-        if mode == "fa_target":
+        if mode == "fa_target":  # (the "largest reachable level" rule: test_metrics.py)
             assert t.fa_reached <= result.config.target_fa
-            # largest reachable level: one more session alarming would exceed the target
-            assert (round(t.fa_reached * n) + 1) / n > result.config.target_fa or (
-                t.fa_reached == 0.0
-            )
     for c in result.cells:
-        assert c.fa_reached == result.thresholds[(c.variant, c.cue_set, c.detector, c.mode)].fa_reached
+        assert (
+            c.fa_reached == result.thresholds[(c.variant, c.cue_set, c.detector, c.mode)].fa_reached
+        )
 
 
 def test_response_boundary_ablation_shows_what_breaks(result: E.ExperimentResult) -> None:
@@ -228,17 +226,21 @@ def test_cli_saves_results_and_reruns_exactly(
     small_store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = ["--store", str(small_store.root), "--split-shares", "0.44,0.07"]
-    code, out, err = _run_cli([*base, "--seeds", "1", "--bootstrap", "50", "--json"], capsys)
+    kinds = ("burst", "key_exfiltration", "control_same_response_burst")
+    code, out, err = _run_cli(
+        [*base, "--seeds", "1", "--bootstrap", "50", "--kinds", ",".join(kinds), "--json"],
+        capsys,
+    )
     assert code == 0, err
     first = json.loads(out)
     run_id = first["run_id"]
-    assert {h["kind"] for h in first["headline"]} == set(KINDS)
+    assert [h["kind"] for h in first["headline"]] == list(kinds)
     rows = small_store.query(
         "SELECT count(*) AS n, count(DISTINCT config_json) AS configs FROM experiments "
         "WHERE run_id = ?",
         [run_id],
     ).to_pylist()[0]
-    assert rows == {"n": 2 * len(KINDS) * len(CUE_SETS) * len(DETECTORS) * 2, "configs": 1}
+    assert rows == {"n": 2 * len(kinds) * len(CUE_SETS) * len(DETECTORS) * 2, "configs": 1}
     runs = small_store.query(
         "SELECT kind, count(*) AS n FROM experiment_runs WHERE run_id = ? AND variant = "
         "'standard' AND cue_set = 'all' AND detector = 'cusum' AND threshold_mode = "
@@ -249,16 +251,18 @@ def test_cli_saves_results_and_reruns_exactly(
     assert per_kind["normal"] == first["split"]["test"][0]
     assert per_kind["burst"] == first["split"]["test"][0]  # 1 seed × test sessions
 
-    code, out, err = _run_cli(["--store", str(small_store.root), "--rerun", run_id, "--json"],
-                              capsys)
+    code, out, err = _run_cli(
+        ["--store", str(small_store.root), "--rerun", run_id, "--json"], capsys
+    )
     assert code == 0, err
     second = json.loads(out)
     assert second["run_id"] != run_id
     assert second["cells"] == first["cells"]
     assert second["config"] == first["config"]
 
-    code, out, err = _run_cli([*base, "--seeds", "1", "--bootstrap", "20", "--no-save",
-                               "--no-ablation"], capsys)
+    code, out, err = _run_cli(
+        [*base, "--seeds", "1", "--bootstrap", "20", "--no-save", "--no-ablation"], capsys
+    )
     assert code == 0, err
     assert "Detection at 5% session false alarms" in out and "study (95% CI)" in out
     assert "Ablation" not in out
@@ -274,6 +278,6 @@ def test_cli_reports_bad_input_clearly(
     )
     assert code == 2 and "empty" in err and "--split-shares" in err
     code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", "nope"], capsys)
-    assert code == 2 and "nope" in err
+    assert code == 2 and "no saved experiments" in err
     with pytest.raises(SystemExit):
         cli_main(["experiment", "--split-shares", "0.5"])

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import mcp.shared.jsonrpc_dispatcher as jsonrpc_dispatcher
@@ -24,12 +24,14 @@ import wrapt
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client._memory import InMemoryTransport
 from mcp.client.session import ClientSession as SessionClass
-from mcp.types import CallToolResult
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
+from mcp.types import CallToolResult, ElicitResult
 from mcp_test_server import SERVER_NAME, build_server
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from pydantic import BaseModel
 from toolwatch.instrumentation import (
     ToolwatchMCPInstrumentor,
     conversation,
@@ -308,6 +310,47 @@ def test_long_listing_continues_on_child_spans(exporter: InMemorySpanExporter) -
     names = [e.attributes[ATTR_TOOL_NAME] for s in lists for e in s.events]  # type: ignore[index]
     assert len(names) == n_tools == 238 and len(set(names)) == n_tools
     assert all(len(s.events) <= 100 for s in lists) and len(lists) == 3
+
+
+class Confirm(BaseModel):
+    ok: bool
+
+
+ASKED: list[int] = []  # module level: the tool's string annotations must resolve here
+
+
+def ask() -> Elicit[Confirm]:
+    ASKED.append(1)  # the resolver runs on every round
+    return Elicit("Proceed?", Confirm)
+
+
+def test_input_required_rounds_make_one_span(exporter: InMemorySpanExporter) -> None:
+    ASKED.clear()
+    server = MCPServer("guard")
+
+    @server.tool()
+    def guarded(x: str, confirm: Annotated[Confirm, Resolve(ask)]) -> str:
+        return f"{x}:{confirm.ok}"
+
+    async def accept(ctx: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"ok": True})
+
+    async def main() -> CallToolResult:
+        async with Client(server, elicitation_callback=accept) as client:
+            await client.list_tools()
+            return await client.call_tool("guarded", {"x": "a"})
+
+    result = anyio.run(main)
+    assert len(ASKED) >= 2  # tools/call was sent more than once...
+    (span,) = tool_spans(exporter)  # ...but it is one call of the model
+    assert span.attributes is not None
+    assert span.attributes[ATTR_RESULT_SIZE] == text_bytes(result) == len(b"a:True")
+    assert ATTR_ERROR_TYPE not in span.attributes
+
+
+def test_describe_session_needs_a_connected_client() -> None:
+    with pytest.raises(RuntimeError, match="not connected yet"):
+        describe_session(Client(build_server()), server_name="x")
 
 
 # ------------------------------------------------------------------------------ attribution

@@ -3,6 +3,7 @@ against a real OTLP/HTTP receiver on loopback."""
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -154,9 +155,17 @@ def test_bad_records_are_named(change: dict[str, Any], message: str) -> None:
 
 def test_refused_batch_stops_with_a_count() -> None:
     with OTLPSink(refuse_after=1) as sink:
-        with pytest.raises(ReplayError, match=r"did not accept a batch of 2 spans \(2 spans"):
+        with pytest.raises(ReplayError, match=r"batch of 2 spans .* 2 spans were accepted"):
             send_records([make_record(i) for i in range(6)], sink.url, batch=2)
         assert len(sink.received) == 1 and sink.refused == 1
+
+
+def test_unreachable_endpoint() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ReplayError, match=r"0 spans were accepted"):
+        send_records([make_record(0)], f"http://127.0.0.1:{port}", timeout=2.0)
 
 
 def test_bad_endpoint_and_batch() -> None:

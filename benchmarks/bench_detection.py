@@ -1,0 +1,206 @@
+"""Benchmark: detection throughput (online and batch) and memory per open session.
+
+Data: the simulated corpus (``toolwatch.collector.simulate``: the study's 422 sessions,
+26,327 calls, 78 tools); the model is fitted on its training split and calibrated on its
+calibration split. Measured in the same run (CPU time of this process, best of ``--repeat``):
+
+* **river baseline**: the bare river-primitive work per call — one ``EWMean.update`` + ``get``
+  for each of the 5 cue sets — to put the scorer's cost in units of river's own;
+* **online**: :meth:`OnlineScorer.score` over the corpus' calls (parsed ``Call`` objects),
+  and :meth:`OnlineScorer.update` from record dicts (parsing included); target ≥ 30,000/s;
+* **batch**: :func:`score_calls` over the corpus replicated to about a million calls (session
+  ids made unique); target ≥ 300,000/s;
+* **memory per open session**: traced allocations retained by an online scorer holding every
+  session of the corpus open (stream keys and ids included), and for sessions of the corpus'
+  mean length drawn uniformly from all 78 tools (the sparse-bigram worst case); target ≤ 4 KB.
+
+Run: ``.venv/bin/python benchmarks/bench_detection.py [--copies 40] [--repeat 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from river import stats
+from toolwatch.collector.simulate import assign_splits, simulate
+from toolwatch.detection import NormalModel, OnlineScorer, score_calls
+from toolwatch.detection.base import Call
+from toolwatch.detection.frame import prepare
+
+TARGET_ONLINE = 30_000
+TARGET_BATCH = 300_000
+TARGET_BYTES = 4096
+
+
+def best_cpu(fn: Callable[[], object], repeat: int) -> float:
+    """Best CPU seconds of ``repeat`` runs (CPU time: the machine is shared)."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def subset(table: pa.Table, sessions: list[str]) -> pa.Table:
+    return table.filter(pc.is_in(table.column("session_id"), pa.array(sessions)))
+
+
+def replicate(table: pa.Table, copies: int) -> pa.Table:
+    col = table.schema.get_field_index("session_id")
+    parts = []
+    for i in range(copies):
+        ids = pc.binary_join_element_wise(
+            table.column("session_id"), pa.array([f"c{i}"] * table.num_rows), "#"
+        )
+        parts.append(table.set_column(col, "session_id", ids))
+    return pa.concat_tables(parts)
+
+
+def memory_per_session(model: NormalModel, calls: list[Call]) -> float:
+    """Bytes retained by a scorer holding every session of ``calls`` open, per session."""
+    scorer = OnlineScorer(model)
+    for c in calls[:100]:  # warm caches (interned names, river internals) before measuring
+        scorer.score(c)
+    scorer = OnlineScorer(model)
+    sessions = {c.session_id for c in calls}
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for c in calls:
+        # fresh id strings, so each stream key's string is counted as the scorer's
+        scorer.score(Call(**{**_fields(c), "session_id": "".join(c.session_id)}))
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / len(sessions)
+
+
+def _fields(c: Call) -> dict[str, object]:
+    return {name: getattr(c, name) for name in Call.__slots__}  # type: ignore[attr-defined]
+
+
+def uniform_sessions(n_sessions: int, length: int, vocab: list[str], seed: int) -> list[Call]:
+    rng = random.Random(seed)
+    out = []
+    for s in range(n_sessions):
+        sid = f"uniform-{s:05d}-{rng.getrandbits(64):016x}"
+        for i in range(length):
+            out.append(
+                Call(sid, None, i, rng.choice(vocab), 1_000_000 * (5 * i), 200, 2000, False,
+                     f"{sid}-r{i}")
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=40, help="corpus copies for the batch run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best kept)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    corpus = simulate(args.seed)
+    splits = assign_splits(corpus)
+    model = NormalModel.fit(subset(corpus, splits["train"])).calibrate(
+        subset(corpus, splits["calibration"])
+    )
+    rows = prepare(corpus).table.to_pylist()
+    calls = [Call.from_mapping(r) for r in rows]
+    n = len(calls)
+    vocab = model.cues["order"].to_dict()["tools"]
+
+    # river baseline: 5 EWMean updates (+ get) per call, the river work the scorer must do
+    def river() -> None:
+        means = [stats.EWMean(0.3) for _ in range(5)]
+        for c in calls:
+            x = float(c.input_bytes)
+            for m in means:
+                m.update(x)
+                m.get()
+
+    t_river = best_cpu(river, args.repeat)
+
+    def online() -> None:
+        scorer = OnlineScorer(model)
+        for c in calls:
+            scorer.score(c)
+
+    t_online = best_cpu(online, args.repeat)
+
+    def online_dicts() -> None:
+        scorer = OnlineScorer(model)
+        for r in rows:
+            scorer.update(r)
+
+    t_online_dicts = best_cpu(online_dicts, args.repeat)
+
+    big = replicate(corpus, args.copies)
+    t_batch = best_cpu(lambda: score_calls(model, big), max(1, args.repeat - 1))
+    wall = time.perf_counter()
+    score_calls(model, big)
+    t_batch_wall = time.perf_counter() - wall
+
+    mem_corpus = memory_per_session(model, calls)
+    mean_len = round(n / len({c.session_id for c in calls}))
+    mem_uniform = memory_per_session(model, uniform_sessions(2000, mean_len, vocab, args.seed))
+
+    river_rate = n / t_river
+    online_rate = n / t_online
+    batch_rate = big.num_rows / t_batch
+    results = [
+        ("river baseline (5 EWMean/call)", f"{river_rate:>12,.0f} calls/s", "1.00x", ""),
+        (
+            "online score(Call)",
+            f"{online_rate:>12,.0f} calls/s",
+            f"{t_online / t_river:.2f}x river",
+            _verdict(online_rate >= TARGET_ONLINE, f">= {TARGET_ONLINE:,}/s"),
+        ),
+        (
+            "online update(dict)",
+            f"{n / t_online_dicts:>12,.0f} calls/s",
+            f"{t_online_dicts / t_river:.2f}x river",
+            _verdict(n / t_online_dicts >= TARGET_ONLINE, f">= {TARGET_ONLINE:,}/s"),
+        ),
+        (
+            f"batch score_calls ({big.num_rows:,} calls)",
+            f"{batch_rate:>12,.0f} calls/s",
+            f"{batch_rate / river_rate:.1f}x river rate",
+            _verdict(batch_rate >= TARGET_BATCH, f">= {TARGET_BATCH:,}/s")
+            + f" (wall {big.num_rows / t_batch_wall:,.0f}/s)",
+        ),
+        (
+            f"memory/open session (corpus, {len(vocab)} tools)",
+            f"{mem_corpus:>12,.0f} bytes",
+            "",
+            _verdict(mem_corpus <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+        ),
+        (
+            f"memory/open session ({mean_len} uniform calls)",
+            f"{mem_uniform:>12,.0f} bytes",
+            "",
+            _verdict(mem_uniform <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+        ),
+    ]
+    print(f"detection benchmark: {n:,} simulated calls, {len(vocab)} training tools (CPU time)")
+    for name, value, ratio, verdict in results:
+        print(f"  {name:<44} {value}  {ratio:<18} {verdict}")
+    ok = all("FAIL" not in r[3] for r in results)
+    return 0 if ok else 1
+
+
+def _verdict(ok: bool, target: str) -> str:
+    return f"{'ok' if ok else 'FAIL'} (target {target})"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
