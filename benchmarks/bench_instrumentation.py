@@ -1,14 +1,17 @@
 """Instrumentation overhead per tool call vs bare ``call_tool``, over in-memory transports.
 
-Run: ``.venv/bin/python benchmarks/bench_instrumentation.py [--calls N] [--rounds R]``
+Run: ``.venv/bin/python benchmarks/bench_instrumentation.py [--calls N] [--rounds R] [--stdio]``
 
-Both variants run in the same process against the same real ``MCPServer`` and client, in
-alternating rounds (bare, instrumented, bare, ...) so drift on a shared machine hits both; the
-figure per variant is the median over rounds. The instrumented variant uses a real SDK tracer
-provider with a ``BatchSpanProcessor`` whose exporter only counts spans (the network is not
-what is measured). Two transports: ``legacy`` (JSON-RPC framing over in-memory streams) and
-``direct`` (mcp 2.3's default in-process dispatch, no framing — the cheapest bare call, so the
-hardest ratio). Target: overhead ≤ 15 %.
+All variants run in the same process against the same real ``MCPServer`` and client, in
+rotating rounds (bare, instrumented, SDK span only, ...) so that drift on a shared machine hits
+all of them; µs/call is the median over rounds, the ratio the median of per-round ratios. The
+instrumented variant uses a real SDK tracer provider with a ``BatchSpanProcessor`` whose
+exporter only counts spans (the network is not what is measured). "SDK span only" is the
+reference floor: a plain current SDK span with as many attributes, no toolwatch code.
+Transports: ``legacy`` (JSON-RPC framing over in-memory streams) and ``direct`` (mcp 2.3's
+default in-process dispatch, no framing — the cheapest bare call, so the hardest ratio);
+``--stdio`` adds the deployment case, a server subprocess over stdio (this file with
+``--serve``). Target: overhead ≤ 15 %.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from collections.abc import Sequence
 from importlib.metadata import version
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind, Tracer
 from toolwatch.instrumentation import instrument, model_response, uninstrument
 
 TARGET_OVERHEAD = 0.15
@@ -54,76 +58,107 @@ def build_server() -> MCPServer:
     return server
 
 
-async def timed_block(client: Client, calls: int) -> tuple[float, float]:
+#: The reference variant: a plain SDK span with as many attributes as ours, made current
+#: around the bare call — the floor any OTel client span costs, toolwatch or not.
+FLOOR_ATTRIBUTES = {f"bench.attribute.{i}": (i if i % 2 else f"v{i}") for i in range(11)}
+VARIANTS = ("bare", "traced", "floor")
+
+
+async def timed_block(client: Client, calls: int, floor: Tracer | None) -> tuple[float, float]:
     """(wall, CPU) seconds per call over ``calls`` sequential calls."""
     wall, cpu = time.perf_counter(), time.process_time()
     for i in range(calls):
         with model_response(f"msg_{i // 4}", conversation_id="bench"):
-            await client.call_tool("read", ARGUMENTS)
+            if floor is None:
+                await client.call_tool("read", ARGUMENTS)
+            else:
+                with floor.start_as_current_span(
+                    "tools/call read", kind=SpanKind.CLIENT, attributes=FLOOR_ATTRIBUTES
+                ):
+                    await client.call_tool("read", ARGUMENTS)
     return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
 
 
+def target(transport: str) -> tuple[MCPServer | StdioServerParameters, str]:
+    """(server argument of ``Client``, its mode) for a transport label."""
+    if transport == "stdio":
+        return StdioServerParameters(command=sys.executable, args=[__file__, "--serve"]), "auto"
+    return build_server(), "legacy" if transport == "legacy" else "auto"
+
+
 async def measure(
-    mode: str, calls: int, rounds: int, provider: TracerProvider
+    transport: str, calls: int, rounds: int, provider: TracerProvider
 ) -> dict[str, list[float]]:
-    """Paired rounds; the order within a pair alternates so that drift cancels out."""
-    out: dict[str, list[float]] = {k: [] for k in ("bare", "traced", "bare_cpu", "traced_cpu")}
+    """Rounds of all variants; the order rotates every round so that drift cancels out."""
+    out: dict[str, list[float]] = {f"{v}{k}": [] for v in VARIANTS for k in ("", "_cpu")}
+    floor_tracer = provider.get_tracer("bench-floor")
 
-    async def run(traced: bool) -> None:
-        if traced:
+    async def run(variant: str) -> None:
+        if variant == "traced":
             instrument(tracer_provider=provider)
-        wall, cpu = await timed_block(client, calls)
-        if traced:
+        floor = floor_tracer if variant == "floor" else None
+        wall, cpu = await timed_block(client, calls, floor)
+        if variant == "traced":
             uninstrument()
-        key = "traced" if traced else "bare"
-        out[key].append(wall)
-        out[key + "_cpu"].append(cpu)
+        out[variant].append(wall)
+        out[variant + "_cpu"].append(cpu)
 
-    async with Client(build_server(), mode=mode) as client:
+    server, mode = target(transport)
+    async with Client(server, mode=mode) as client:
         await client.list_tools()
-        for traced in (False, True, False, True):  # warm-up, not kept
-            await run(traced)
+        for variant in VARIANTS:  # warm-up, not kept
+            await run(variant)
         for k in out:
             out[k].clear()
         for r in range(rounds):
-            for traced in (False, True) if r % 2 == 0 else (True, False):
-                await run(traced)
+            for i in range(len(VARIANTS)):
+                await run(VARIANTS[(r + i) % len(VARIANTS)])
     return out
+
+
+def paired_ratio(m: dict[str, list[float]], variant: str, cpu: bool = False) -> float:
+    suffix = "_cpu" if cpu else ""
+    pairs = zip(m[variant + suffix], m["bare" + suffix], strict=True)
+    return statistics.median(t / b for t, b in pairs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50, help="calls per round (default 50)")
     parser.add_argument("--rounds", type=int, default=20, help="paired rounds (default 20)")
+    parser.add_argument("--stdio", action="store_true", help="also measure over stdio")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:  # the stdio server subprocess
+        build_server().run("stdio")
+        return 0
 
     exporter = CountingExporter()
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     print(
         f"mcp {version('mcp')}, opentelemetry-sdk {version('opentelemetry-sdk')}, "
-        f"python {sys.version.split()[0]}; {args.rounds} paired rounds x {args.calls} calls; "
+        f"python {sys.version.split()[0]}; {args.rounds} rounds x {args.calls} calls; "
         "medians over rounds"
     )
     print(
         f"{'transport':<10}{'bare µs/call':>14}{'instrumented':>14}{'overhead':>12}"
-        f"{'ratio':>8}{'CPU ratio':>11}"
+        f"{'ratio':>8}{'CPU ratio':>11}{'SDK span only':>15}"
     )
     worst = 0.0
-    for mode, label in (("legacy", "legacy"), ("auto", "direct")):
-        m = anyio.run(measure, mode, args.calls, args.rounds, provider)
+    transports = ["legacy", "direct"] + (["stdio"] if args.stdio else [])
+    for label in transports:
+        m = anyio.run(measure, label, args.calls, args.rounds, provider)
         bare, traced = statistics.median(m["bare"]), statistics.median(m["traced"])
-        ratio = statistics.median(t / b for t, b in zip(m["traced"], m["bare"], strict=True))
-        cpu_ratio = statistics.median(
-            t / b for t, b in zip(m["traced_cpu"], m["bare_cpu"], strict=True)
-        )
+        ratio = paired_ratio(m, "traced")
         worst = max(worst, ratio - 1)
         print(
             f"{label:<10}{bare * 1e6:>14.1f}{traced * 1e6:>14.1f}"
-            f"{(traced - bare) * 1e6:>+10.1f}µs{ratio:>8.3f}{cpu_ratio:>11.3f}"
+            f"{(traced - bare) * 1e6:>+10.1f}µs{ratio:>8.3f}"
+            f"{paired_ratio(m, 'traced', cpu=True):>11.3f}{paired_ratio(m, 'floor'):>15.3f}"
         )
     provider.shutdown()
-    expected_spans = 2 * (args.rounds + 2) * args.calls
+    expected_spans = 2 * len(transports) * (args.rounds + 1) * args.calls  # traced + floor
     verdict = "met" if worst <= TARGET_OVERHEAD else "NOT met"
     print(
         f"spans exported: {exporter.count} (expected {expected_spans}); "

@@ -241,7 +241,7 @@ _VOCAB_RATE: Final = 8.0  # P(a tool is in a session's vocabulary) grows with it
 _VOCAB_POWER: Final = 0.45
 _VOCAB_FLOOR: Final = 3.0  # an included tool is expected at least this often
 _HABIT_SHAPE: Final = 0.5  # gamma shape of the per-session transition preferences
-_MULTI_BASE: Final = 0.080  # P(multi-call response) = base × the first tool's propensity
+_MULTI_BASE: Final = 0.0795  # P(multi-call response) = base × the first tool's propensity
 _MULTI_P: Final = 0.52  # calls beyond the second ~ geometric(p)
 _SAME_TOOL_IN_RESPONSE: Final = 0.65
 _RETRY_AFTER_FAILURE: Final = 0.45
@@ -504,14 +504,16 @@ def _plan_coverage(plans: list[_Plan], rng: np.random.Generator) -> None:
         for kind in KIND_WEIGHTS
         for era in (False, True)
     }
-    roomy = [p for p in plans if not p.runaway and p.n - sum(p.mcp.values()) >= 4]
+    roomy = [p for p in plans if not p.runaway and p.n - sum(p.mcp.values()) >= 8]
     for i, spec in enumerate(ALL_TOOLS):
         if spec.server is None:
             eligible = [p for p in roomy if spec.name in vocab[(p.kind, p.new_era)]]
-        else:
+            room = np.array([p.n - sum(p.mcp.values()) for p in eligible], dtype=float)
+        else:  # room to repeat a call of that server, so the tool can take one's place
             eligible = [p for p in plans if p.mcp.get(spec.server, 0) >= 3]
+            room = np.array([p.mcp[spec.server] for p in eligible], dtype=float) ** 2
         if eligible and not any(i in p.must for p in eligible):
-            eligible[int(rng.integers(len(eligible)))].must.add(i)
+            eligible[int(rng.choice(len(eligible), p=room / room.sum()))].must.add(i)
 
 
 # ---------------------------------------------------------------------------- sequences

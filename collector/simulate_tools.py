@@ -60,7 +60,7 @@ def _b(
 # name, input median B, log-sd, result median B, log-sd, failure rate, duration median s, log-sd,
 # parallel propensity
 BUILTIN_TOOLS: Final[tuple[ToolSpec, ...]] = (
-    _b("Read", 115, 0.30, 2400, 1.3, 0.035, 0.03, 0.8, 2.6),
+    _b("Read", 115, 0.30, 2250, 1.3, 0.035, 0.03, 0.8, 2.6),
     _b("Edit", 480, 1.0, 100, 0.8, 0.07, 0.05, 0.6, 0.3),
     _b("Write", 2600, 1.1, 110, 0.25, 0.03, 0.05, 0.6, 0.5),
     _b("Bash", 200, 0.7, 35, 2.0, 0.245, 1.5, 1.7, 1.1, tail=(0.04, 1400, 0.7)),

@@ -18,8 +18,10 @@ path. The request has already been validated by a full protobuf parse before thi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +54,12 @@ class Buf:
         )
 
     def words(self, pos: np.ndarray) -> np.ndarray:
-        return self.u64[np.minimum(pos, self.size)]
+        """The 8 bytes at each position as a little-endian uint64."""
+        return self.u64[np.clip(pos, 0, self.size)]
+
+    def bytes_at(self, pos: np.ndarray) -> np.ndarray:
+        """The byte at each position (int64; padding past the end reads as 0)."""
+        return self.u8[np.clip(pos, 0, self.size + 15)].astype(np.int64)
 
 
 # --------------------------------------------------------------------------- primitives
@@ -162,104 +169,107 @@ def all_zero(buf: Buf, pos: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
+_LOW_BYTES = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype=np.uint64)
+_MUL1 = np.uint64(0x9E3779B97F4A7C15)
+_MUL2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_MASK64 = 2**64 - 1
+
+
+def _key_words(raw: bytes) -> tuple[int, int]:
+    """(first 8 bytes, last 8 bytes) of a key as little-endian ints (short keys: zero-padded)."""
+    first = int.from_bytes(raw[:8], "little")
+    last = int.from_bytes(raw[-8:], "little") if len(raw) > 8 else 0
+    return first, last
+
+
 def match_keys(buf: Buf, pos: np.ndarray, length: np.ndarray, keys: Sequence[str]) -> np.ndarray:
-    """Index in ``keys`` of each byte range (-1 when it is none of them), compared word-wise."""
-    which = np.full(pos.size, -1, np.int64)
-    for k, key in enumerate(keys):
-        raw = key.encode()
-        size = len(raw)
-        cand = np.flatnonzero(length == size)
-        if not cand.size:
-            continue
-        p = pos[cand]
-        ok = np.ones(cand.size, bool)
-        if size < 8:
-            mask = (1 << (8 * size)) - 1
-            ok &= (buf.words(p) & mask) == int.from_bytes(raw, "little")
-        else:
-            for off in [*range(0, size - 7, 8), size - 8]:
-                ok &= buf.words(p + off) == int.from_bytes(raw[off : off + 8], "little")
-        which[cand[ok]] = k
+    """Index in ``keys`` of each byte range (-1 when it is none of them).
+
+    Each range is reduced to (first 8 bytes, last 8 bytes, length), looked up through a
+    64-bit signature, then compared exactly (middle words too for keys over 16 bytes).
+    """
+    if not keys or not pos.size:
+        return np.full(pos.size, -1, np.int64)
+    first = buf.words(pos) & _LOW_BYTES[np.minimum(length, 8)]
+    last = np.where(length > 8, buf.words(pos + length - 8), np.uint64(0))
+    sig = (first * _MUL1) ^ (last * _MUL2) ^ length.astype(np.uint64)
+    raws = [k.encode() for k in keys]
+    words = [_key_words(r) for r in raws]
+    k_first = np.array([w[0] for w in words], dtype=np.uint64)
+    k_last = np.array([w[1] for w in words], dtype=np.uint64)
+    k_len = np.array([len(r) for r in raws], dtype=np.int64)
+    k_sig = (k_first * _MUL1) ^ (k_last * _MUL2) ^ k_len.astype(np.uint64)
+    order = np.argsort(k_sig)
+    at = np.minimum(np.searchsorted(k_sig[order], sig), len(keys) - 1)
+    which = np.where(k_sig[order][at] == sig, order[at], -1)
+    hits = np.flatnonzero(which >= 0)
+    k = which[hits]
+    ok = (first[hits] == k_first[k]) & (last[hits] == k_last[k]) & (length[hits] == k_len[k])
+    for i, raw in enumerate(raws):
+        if len(raw) > 16:
+            mine = np.flatnonzero(ok & (k == i))
+            for off in range(8, len(raw) - 8, 8):
+                word = int.from_bytes(raw[off : off + 8], "little")
+                ok[mine] &= buf.words(pos[hits[mine]] + off) == word
+    which[hits[~ok]] = -1
     return which
 
 
 # --------------------------------------------------------------------------- request layout
 
 
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, i
-        shift += 7
-        if shift > 63:
-            raise WireError("varint longer than 10 bytes")
+@functools.cache
+def _lite_request() -> Any:
+    """A message class wire-compatible with ``ExportTraceServiceRequest`` down to the spans,
+    which it keeps as raw bytes: protobuf itself cuts the spans out (in C), untouched.
 
-
-def _field(data: bytes, i: int) -> tuple[int, int, int, int]:
-    """(field number, wire type, payload start, payload end) of the field starting at ``i``."""
-    tag, j = _varint(data, i)
-    wire = tag & 7
-    if wire == LEN:
-        length, j = _varint(data, j)
-        return tag >> 3, wire, j, j + length
-    if wire == VARINT:
-        return tag >> 3, wire, j, _varint(data, j)[1]
-    if wire == FIXED64:
-        return tag >> 3, wire, j, j + 8
-    if wire == FIXED32:
-        return tag >> 3, wire, j, j + 4
-    raise WireError("unsupported wire type")
-
-
-def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    i = start
-    while i < end:
-        field = _field(data, i)
-        yield field
-        i = field[3]
-    if i != end:
-        raise WireError("message overruns its end")
-
-
-def span_ranges(data: bytes) -> tuple[list[int], list[int], list[int], int]:
-    """Byte ranges of every span, each span's scope number, and the number of scopes.
-
-    Scopes are numbered in the order a full parse lists them
-    (``resource_spans[r].scope_spans[s]``), so their names and resources come from it.
+    Built at first use from a descriptor made here (no generated code, no global pool).
     """
-    starts: list[int] = []
-    ends: list[int] = []
-    scopes: list[int] = []
-    scope_no = -1
-    for number, wire, s, e in _fields(data, 0, len(data)):
-        if number != 1 or wire != LEN:  # ExportTraceServiceRequest.resource_spans
-            continue
-        for n2, w2, s2, e2 in _fields(data, s, e):
-            if n2 != 2 or w2 != LEN:  # ResourceSpans.scope_spans
-                continue
-            scope_no += 1
-            count = 0
-            i = s2
-            while i < e2:  # ScopeSpans: the spans (field 2) dominate, so walk them inline
-                if data[i] == 0x12:
-                    length = data[i + 1]
-                    j = i + 2
-                    if length >= 0x80:
-                        length, j = _varint(data, i + 1)
-                    starts.append(j)
-                    i = j + length
-                    ends.append(i)
-                    count += 1
-                else:
-                    i = _field(data, i)[3]
-            if i != e2:
-                raise WireError("scope spans overrun their end")
-            scopes.extend([scope_no] * count)
-    return starts, ends, scopes, scope_no + 1
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    t = descriptor_pb2.FieldDescriptorProto
+    fd = descriptor_pb2.FileDescriptorProto(
+        name="toolwatch/otlp_lite.proto", package="toolwatch.lite", syntax="proto3"
+    )
+    scope = fd.message_type.add(name="ScopeSpans")
+    scope.field.add(name="spans", number=2, label=t.LABEL_REPEATED, type=t.TYPE_BYTES)
+    resource = fd.message_type.add(name="ResourceSpans")
+    resource.field.add(
+        name="scope_spans",
+        number=2,
+        label=t.LABEL_REPEATED,
+        type=t.TYPE_MESSAGE,
+        type_name=".toolwatch.lite.ScopeSpans",
+    )
+    request = fd.message_type.add(name="Request")
+    request.field.add(
+        name="resource_spans",
+        number=1,
+        label=t.LABEL_REPEATED,
+        type=t.TYPE_MESSAGE,
+        type_name=".toolwatch.lite.ResourceSpans",
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("toolwatch.lite.Request"))
+
+
+def split_spans(bodies: Sequence[bytes]) -> tuple[list[bytes], list[int]]:
+    """Every span's bytes, in order, and the number of spans of each scope (in order)."""
+    lite = _lite_request()
+    spans: list[bytes] = []
+    per_scope: list[int] = []
+    for body in bodies:
+        try:
+            request = lite.FromString(body)
+        except Exception as exc:  # DecodeError; the full parse accepted it, so unexpected
+            raise WireError(f"lite parse failed: {exc}") from exc
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                these = list(ss.spans)
+                spans += these
+                per_scope.append(len(these))
+    return spans, per_scope
 
 
 # --------------------------------------------------------------------------- spans
@@ -299,29 +309,20 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
     """Read ids, times, status and the attributes named in ``keys`` of every span.
 
     Several request bodies are scanned as one (their spans in order, scopes numbered across
-    them): numpy's per-call overhead dominates at 1,000 spans, so batching requests that
-    arrived together makes each step cheaper per span.
+    them, in the order a full parse lists them): numpy's per-call overhead dominates at 1,000
+    spans, so batching requests that arrived together makes each step cheaper per span.
     """
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    scopes: list[np.ndarray] = []
-    offset = first_scope = 0
-    for body in bodies:
-        s, e, sc, scope_count = span_ranges(body)
-        starts.append(np.array(s, np.int64) + offset)
-        ends.append(np.array(e, np.int64) + offset)
-        scopes.append(np.array(sc, np.int64) + first_scope)
-        first_scope += scope_count
-        offset += len(body)
-    buf = Buf(bodies[0] if len(bodies) == 1 else b"".join(bodies))
-    start = np.concatenate(starts)
-    end = np.concatenate(ends)
-    n = start.size
+    spans, per_scope = split_spans(bodies)
+    n = len(spans)
+    end = np.cumsum(np.fromiter(map(len, spans), np.int64, n)) if n else np.zeros(0, np.int64)
+    start = end - np.fromiter(map(len, spans), np.int64, n) if n else end
+    buf = Buf(b"".join(spans))
+    scope = np.repeat(np.arange(len(per_scope), dtype=np.int64), per_scope)
     zeros = np.zeros(n, np.int64)
     ws = WireSpans(
         buf=buf,
         n=n,
-        scope=np.concatenate(scopes),
+        scope=scope,
         trace_pos=zeros.copy(),
         trace_len=zeros.copy(),
         span_pos=zeros.copy(),
@@ -382,47 +383,44 @@ def _scan_attributes(
 ) -> None:
     """Find the wanted keys among all key/values, then read their values."""
     buf = ws.buf
-    m_kv = span.size
-    key_pos = np.zeros(m_kv, np.int64)
-    key_len = np.zeros(m_kv, np.int64)
-    val_pos = np.zeros(m_kv, np.int64)
-    val_len = np.zeros(m_kv, np.int64)
-    val_count = np.zeros(m_kv, np.int64)
-    for active, number, wire, payload, value in scan(buf, kv_start, kv_start + kv_len):
-        ws.odd[span[active[((number == 1) | (number == 2)) & (wire != LEN)]]] = True
-        for field_no, pos_out, len_out in ((1, key_pos, key_len), (2, val_pos, val_len)):
-            m = (number == field_no) & (wire == LEN)
-            pos_out[active[m]] = payload[m]
-            len_out[active[m]] = value[m].astype(np.int64)
-            if field_no == 2:
-                val_count[active[m]] += 1
-    ws.odd[span[val_count > 1]] = True  # a message field given twice merges: not ours
+    kv_end = kv_start + kv_len
+    # The usual key/value: 0x0A <key length> key 0x12 <value length> value, lengths < 128.
+    key_len = buf.bytes_at(kv_start + 1)
+    value_tag = kv_start + 2 + key_len
+    val_len = buf.bytes_at(value_tag + 1)
+    usual = (
+        (buf.bytes_at(kv_start) == 0x0A)
+        & (key_len < 0x80)
+        & (buf.bytes_at(value_tag) == 0x12)
+        & (val_len < 0x80)
+        & (value_tag + 2 + val_len == kv_end)
+    )
+    key_pos = kv_start + 2
+    val_pos = value_tag + 2
+    has_value = usual.copy()
+    other = np.flatnonzero(~usual)
+    if other.size:  # anything else, field by field
+        key_pos[other] = key_len[other] = val_pos[other] = val_len[other] = 0
+        count = np.zeros(other.size, np.int64)
+        for active, number, wire, payload, value in scan(buf, kv_start[other], kv_end[other]):
+            ws.odd[span[other[active[((number == 1) | (number == 2)) & (wire != LEN)]]]] = True
+            for field_no, pos_out, len_out in ((1, key_pos, key_len), (2, val_pos, val_len)):
+                m = (number == field_no) & (wire == LEN)
+                pos_out[other[active[m]]] = payload[m]
+                len_out[other[active[m]]] = value[m].astype(np.int64)
+                if field_no == 2:
+                    count[active[m]] += 1
+        ws.odd[span[other[count > 1]]] = True  # a message field given twice merges: not ours
+        has_value[other] = count == 1
     which = match_keys(buf, key_pos, key_len, keys)
     known = np.flatnonzero(which >= 0)
     combo = span[known] * len(keys) + which[known]
     uniq, counts = np.unique(combo, return_counts=True)
     if (counts > 1).any():  # a repeated key: the last one wins, as a dict would have it
         ws.odd[uniq[counts > 1] // len(keys)] = True
-    # read the AnyValue of every wanted attribute
-    k = known.size
-    kind = np.zeros(k, np.int64)
-    a_pos = np.zeros(k, np.int64)
-    a_len = np.zeros(k, np.int64)
-    a_num = np.zeros(k, np.uint64)
-    a_count = np.zeros(k, np.int64)
-    sub = np.flatnonzero(val_count[known] == 1)
-    v_start = val_pos[known[sub]]
-    for active, number, wire, payload, value in scan(buf, v_start, v_start + val_len[known[sub]]):
-        idx = sub[active]
-        expected = np.where(number < _ANY_WIRE.size, _ANY_WIRE[np.minimum(number, 8)], -1)
-        bad = expected != wire
-        ws.odd[span[known[idx[bad]]]] = True
-        kind[idx] = np.where(bad, 0, number)
-        a_pos[idx] = payload
-        a_len[idx] = value.astype(np.int64)
-        a_num[idx] = value
-        a_count[idx] += 1
-    ws.odd[span[known[a_count > 1]]] = True  # a oneof set twice
+    kind, a_pos, a_len, a_num = _any_values(
+        ws, span[known], val_pos[known], np.where(has_value[known], val_len[known], 0)
+    )
     order = np.argsort(which[known], kind="stable")
     bounds = np.searchsorted(which[known][order], np.arange(len(keys) + 1))
     for i, key in enumerate(keys):
@@ -430,3 +428,42 @@ def _scan_attributes(
         ws.attrs[key] = WireAttr(
             span=span[known[sel]], kind=kind[sel], pos=a_pos[sel], length=a_len[sel], num=a_num[sel]
         )
+
+
+def _any_values(
+    ws: WireSpans, span: np.ndarray, pos: np.ndarray, length: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(kind, payload position, payload length, number) of each ``AnyValue`` message."""
+    buf = ws.buf
+    end = pos + length
+    tag = np.where(length > 0, buf.bytes_at(pos), 0)
+    kind = np.zeros(pos.size, np.int64)  # 0: no value (an empty AnyValue)
+    a_pos = pos + 2
+    a_len = buf.bytes_at(pos + 1)
+    a_num = np.zeros(pos.size, np.uint64)
+    string = (tag == 0x0A) & (a_len < 0x80) & (pos + 2 + a_len == end)
+    kind[string] = ANY_STRING
+    varint = np.flatnonzero((tag == 0x10) | (tag == 0x18))
+    if varint.size:
+        number, after = varints(buf, pos[varint] + 1)
+        fits = after == end[varint]
+        kind[varint[fits]] = np.where(tag[varint[fits]] == 0x10, ANY_BOOL, ANY_INT)
+        a_num[varint[fits]] = number[fits]
+    double = (tag == 0x21) & (length == 9)
+    kind[double] = ANY_DOUBLE
+    a_num[double] = buf.words(pos[double] + 1)
+    other = np.flatnonzero((kind == 0) & (length > 0))
+    if other.size:  # long strings, other kinds, odd encodings: field by field
+        count = np.zeros(other.size, np.int64)
+        for active, number, wire, payload, value in scan(buf, pos[other], end[other]):
+            idx = other[active]
+            expected = np.where(number < _ANY_WIRE.size, _ANY_WIRE[np.minimum(number, 8)], -1)
+            bad = expected != wire
+            ws.odd[span[idx[bad]]] = True
+            kind[idx] = np.where(bad, 0, number)
+            a_pos[idx] = payload
+            a_len[idx] = value.astype(np.int64)
+            a_num[idx] = value
+            count[active] += 1
+        ws.odd[span[other[count > 1]]] = True  # a oneof set twice
+    return kind, a_pos, a_len, a_num

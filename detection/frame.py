@@ -37,6 +37,18 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: Columns kept as Arrow data in :attr:`CallFrame.table` (identity and pass-through).
+FRAME_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "agent_id",
+    "seq",
+    "start_time",
+    "tool",
+    "span_id",
+    "label",
+)
+
+
 class CallsError(ValueError):
     """A calls table cannot be scored; the message names the column and the problem."""
 
@@ -45,7 +57,8 @@ class CallsError(ValueError):
 class CallFrame:
     """Calls in stream order as numpy arrays (one element per call)."""
 
-    table: pa.Table  # the input rows, taken in stream order
+    table: pa.Table  # the identity columns (FRAME_COLUMNS) of the input, in stream order
+    order: np.ndarray  # int64: input row of each frame row (``calls.take(order)``)
     start: np.ndarray  # bool: first call of its stream
     stream: np.ndarray  # int64: stream number, 0.. in order
     position: np.ndarray  # int64: 0-based index within the stream
@@ -97,29 +110,35 @@ def prepare(calls: pa.Table) -> CallFrame:
             raise CallsError(f"column {name!r} has {nulls} null value(s), first at row {first}")
     table = _with_optional_columns(calls)
     try:
-        table = table.set_column(
-            table.schema.get_field_index("start_time"),
-            "start_time",
-            table.column("start_time").cast(pa.timestamp("us", tz="UTC")),
-        )
+        start_col = table.column("start_time").cast(pa.timestamp("us", tz="UTC"), safe=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise CallsError(f"column 'start_time' is not a timestamp: {exc}") from None
+        raise CallsError(
+            f"column 'start_time' ({table.schema.field('start_time').type}) cannot be read as "
+            f"a UTC timestamp: {exc}"
+        ) from None
+    table = table.set_column(table.schema.get_field_index("start_time"), "start_time", start_col)
     n = table.num_rows
     if n:
-        order = pc.sort_indices(
-            table,
-            sort_keys=[
-                ("session_id", "ascending", "at_start"),
-                ("agent_id", "ascending", "at_start"),
-                ("start_time", "ascending", "at_start"),
-                ("seq", "ascending", "at_start"),
-            ],
+        order = np.asarray(
+            pc.sort_indices(
+                table.select(["session_id", "agent_id", "start_time", "seq"]),
+                sort_keys=[
+                    ("session_id", "ascending", "at_start"),
+                    ("agent_id", "ascending", "at_start"),
+                    ("start_time", "ascending", "at_start"),
+                    ("seq", "ascending", "at_start"),
+                ],
+            ).to_numpy(),
+            dtype=np.int64,
         )
-        table = table.take(order)
-    table = table.combine_chunks()
+    else:
+        order = np.zeros(0, dtype=np.int64)
+    # only the identity columns are reordered as Arrow data; the rest become numpy arrays
+    keep = [c for c in FRAME_COLUMNS if c in table.column_names]
+    out_table = table.select(keep).take(pa.array(order)).combine_chunks()
 
-    session = _codes(table.column("session_id"))
-    agent = _codes(table.column("agent_id"))
+    session = _codes(table.column("session_id"))[order]
+    agent = _codes(table.column("agent_id"))[order]
     start = np.ones(n, dtype=bool)
     if n:
         start[1:] = (session[1:] != session[:-1]) | (agent[1:] != agent[:-1])
@@ -130,33 +149,35 @@ def prepare(calls: pa.Table) -> CallFrame:
 
     tool_dict = pc.dictionary_encode(table.column("tool")).combine_chunks()
     tool_names = [str(t) for t in tool_dict.dictionary.to_pylist()]
-    tool = np.asarray(tool_dict.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    tool = np.asarray(tool_dict.indices.to_numpy(zero_copy_only=False), dtype=np.int64)[order]
 
-    start_us = _int_array(table.column("start_time").cast(pa.int64()))
+    start_us = _int_array(start_col.cast(pa.int64()))[order]
     gap_us = np.zeros(n, dtype=np.int64)
     if n:
         gap_us[1:] = start_us[1:] - start_us[:-1]
         gap_us[start] = 0
 
-    input_bytes = _int_array(table.column("input_bytes").cast(pa.int64()))
+    input_bytes = _int_array(table.column("input_bytes").cast(pa.int64()))[order]
     out_col = table.column("output_bytes").cast(pa.int64())
-    output_known = ~_bool_array(pc.is_null(out_col))
-    output_bytes = _int_array(pc.fill_null(out_col, 0))
+    output_known = ~_bool_array(pc.is_null(out_col))[order]
+    output_bytes = _int_array(pc.fill_null(out_col, 0))[order]
     for name, arr in (("input_bytes", input_bytes), ("output_bytes", output_bytes)):
         if n and arr.min() < 0:
             raise CallsError(f"column {name!r} has negative values (min {int(arr.min())})")
 
-    response = _codes(table.column("response_id"))
+    response = _codes(table.column("response_id"))[order]
     same_response = np.zeros(n, dtype=bool)
-    restamped = _bool_array(pc.fill_null(table.column("restamped"), False))
+    restamped = _bool_array(pc.fill_null(table.column("restamped"), False))[order]
     timing_valid = ~start & ~restamped
     if n:
         same_response[1:] = (response[1:] == response[:-1]) & (response[1:] >= 0)
         same_response[start] = False
         timing_valid[1:] &= ~restamped[:-1]
+    truncated = _bool_array(pc.fill_null(table.column("output_truncated"), False))[order]
 
     return CallFrame(
-        table=table,
+        table=out_table,
+        order=order,
         start=start,
         stream=stream,
         position=position,
@@ -167,8 +188,8 @@ def prepare(calls: pa.Table) -> CallFrame:
         input_bytes=input_bytes,
         output_bytes=output_bytes,
         output_known=output_known,
-        output_truncated=_bool_array(pc.fill_null(table.column("output_truncated"), False)),
-        failed=_bool_array(table.column("failed")),
+        output_truncated=truncated,
+        failed=_bool_array(table.column("failed"))[order],
         same_response=same_response,
         timing_valid=timing_valid,
     )
@@ -189,7 +210,7 @@ def sweep(
     """
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
-    out = np.empty(n, dtype=np.float64)
+    out = np.empty_like(x)
     if n == 0:
         return out
     mask = starts_mask(starts, n)

@@ -161,23 +161,30 @@ class LiveScorer:
             )
             self.calls_skipped += table.num_rows
             return []
-        keys = [
-            (c, "ascending", "at_start") for c in ("start_time", "seq") if c in table.column_names
-        ]
-        table = table.take(pc.sort_indices(table, sort_keys=keys))
-        cols: dict[str, list[Any]] = {}
-        for name in _FIELDS:
-            if name not in table.column_names:
-                cols[name] = [None] * table.num_rows
-            elif name == "start_time":
-                cols[name] = (
-                    table.column(name)
-                    .cast(pa.timestamp("us", tz="UTC"))
-                    .cast(pa.int64())
-                    .to_pylist()
-                )
-            else:
-                cols[name] = table.column(name).to_pylist()
+        try:
+            keys = [
+                (c, "ascending", "at_start")
+                for c in ("start_time", "seq")
+                if c in table.column_names
+            ]
+            table = table.take(pc.sort_indices(table, sort_keys=keys))
+            cols: dict[str, list[Any]] = {}
+            for name in _FIELDS:
+                if name not in table.column_names:
+                    cols[name] = [None] * table.num_rows
+                elif name == "start_time":
+                    cols[name] = (
+                        table.column(name)
+                        .cast(pa.timestamp("us", tz="UTC"), safe=False)
+                        .cast(pa.int64())
+                        .to_pylist()
+                    )
+                else:
+                    cols[name] = table.column(name).to_pylist()
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            log.error("live scoring: unreadable batch of %d call(s): %s", table.num_rows, exc)
+            self.calls_skipped += table.num_rows
+            return []
         out: list[tuple[Call, str | None]] = []
         for i in range(table.num_rows):
             row = {name: cols[name][i] for name in _FIELDS}

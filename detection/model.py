@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from toolwatch.detection.base import CUE_NAMES, CUE_SETS, DETECTORS, Cue, Detector, stat_column
 from toolwatch.detection.cusum import CUSUM
 from toolwatch.detection.ewma import EWMA
@@ -376,13 +377,11 @@ def _mean_sd(values: np.ndarray, min_sd: float) -> tuple[float, float]:
 
 def _describe(frame: CallFrame) -> dict[str, Any]:
     """Counts and time range of a window's calls (saved in the artifact)."""
-    start = frame.table.column("start_time")
     first = last = None
     if frame.n:
         first = datetime.fromtimestamp(int(frame.start_us.min()) / 1e6, UTC).isoformat()
         last = datetime.fromtimestamp(int(frame.start_us.max()) / 1e6, UTC).isoformat()
-    del start
-    sessions = len(set(frame.table.column("session_id").to_pylist())) if frame.n else 0
+    sessions = len(pc.unique(frame.table.column("session_id"))) if frame.n else 0
     return {
         "calls": frame.n,
         "sessions": sessions,

@@ -8,8 +8,8 @@ exactly the floats :func:`~toolwatch.detection.batch.score_calls` computes; stre
 interleave freely. A call that arrives out of order in its stream is scored as it comes (its
 negative gap scores 0 on the time cue).
 
-Per-stream memory is small (a few hundred bytes plus the session bigram, which only holds
-pairs the stream produced; see ``benchmarks/bench_detection.py``), and idle streams are
+Memory per open session is about 2–3 KB (the session bigram holds only the pairs the stream
+produced, packed 8 bytes each; see ``benchmarks/bench_detection.py``), and idle streams are
 dropped with :meth:`OnlineScorer.evict_idle` — a stream seen again after eviction starts
 afresh, like a new stream.
 
@@ -86,9 +86,16 @@ class _Stream:
 class OnlineScorer:
     """Score calls one by one (``update``) with the model's cues and detectors.
 
-    >>> scorer = OnlineScorer(model)                                   # doctest: +SKIP
-    >>> scorer.update(call_record.as_dict())["all_cusum"]             # doctest: +SKIP
-    0.0
+    >>> import pyarrow as pa
+    >>> from toolwatch.detection import NormalModel
+    >>> train = pa.table({"session_id": ["a"] * 4, "tool": ["Read", "Edit", "Read", "Edit"],
+    ...     "start_time": pa.array([0, 1, 2, 3], pa.timestamp("us", tz="UTC")),
+    ...     "input_bytes": [1] * 4, "failed": [False] * 4})
+    >>> scorer = OnlineScorer(NormalModel.fit(train))
+    >>> s = scorer.update({"session_id": "x", "tool": "Read", "start_time": 0,
+    ...                    "input_bytes": 1, "failed": False})
+    >>> round(s["order"], 3), s["time"], s["all_cusum"] >= 0.0
+    (0.336, 0.0, True)
     """
 
     def __init__(self, model: NormalModel) -> None:

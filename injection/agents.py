@@ -32,7 +32,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mcp import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
 from toolwatch.injection.mitigations import (
     FailureClass,
@@ -40,7 +39,9 @@ from toolwatch.injection.mitigations import (
     classify_failure,
     find_instructions,
     find_urls,
+    first_line,
     is_annotation,
+    is_call_failure,
     is_empty_result,
     iter_leaves,
     result_data,
@@ -585,8 +586,10 @@ class Agent:
                 result = await st.client.call_tool(
                     tool, arguments, read_timeout_seconds=self.config.call_timeout
                 )
-            except (MCPError, TimeoutError) as exc:
-                return None, classify_failure(None, exc), getattr(exc, "message", "") or str(exc)
+            except Exception as exc:
+                if not is_call_failure(exc):
+                    raise
+                return None, classify_failure(None, exc), first_line(exc)
         return (
             result,
             classify_failure(result, None),
@@ -754,7 +757,10 @@ class CarefulAgent(Agent):
             if failure is None:
                 break
             self._event(st, "error_seen", call.tool, failure.value)
-            if failure is FailureClass.INVALID_ARGUMENTS and not relisted:
+            if (
+                failure in (FailureClass.INVALID_ARGUMENTS, FailureClass.INVALID_RESULT)
+                and not relisted
+            ):
                 # The documented arguments were rejected: read the tool's current schema.
                 relisted = True
                 new_args, accepted = await self._remap(st, call.tool, args)

@@ -20,6 +20,7 @@ edit:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ from toolwatch.injection.session_arrays import (
     split_sessions,
     table_columns,
 )
+from toolwatch.record import split_mcp_name
 
 #: Kind keys, in the study's table order (the keys of ``study.DETECTION_ALL_CUSUM``).
 KINDS: Final[tuple[str, ...]] = tuple(study.DETECTION_ALL_CUSUM)
@@ -284,6 +286,8 @@ def _pools(
     for i, name in enumerate(names.tolist()):
         mask = inverse == i
         pool = _pool(cols, mask)
+        if pool.server is None:  # a store without server names: Claude-Code style names
+            pool = dataclasses.replace(pool, server=split_mcp_name(name)[0])
         pools[name] = pool
         counts[name] = int(mask.sum())
         logs = log_bytes(pool.input_bytes)
@@ -515,6 +519,13 @@ def _after_read(
     return int(cand[np.argmin(np.abs(cand - position))])
 
 
+def _server_of(tool: object, server: object) -> str | None:
+    """The call's MCP server: the recorded one, else the one in an ``mcp__server__tool`` name."""
+    if server is not None:
+        return str(server)
+    return split_mcp_name(str(tool))[0]
+
+
 def _out_of_scope(
     kind: str,
     session: SessionCalls,
@@ -523,7 +534,8 @@ def _out_of_scope(
     context: InjectionContext,
     params: OutOfScopeParams,
 ) -> Injection:
-    touched = {s for s in session["server"] if s is not None}
+    touched = {_server_of(t, s) for t, s in zip(session["tool"], session["server"], strict=True)}
+    touched.discard(None)
     cand = sorted(
         t
         for t, pool in context.pools.items()

@@ -588,12 +588,13 @@ def labels(
     if result.status == "not_exercised":
         return Labels("n/a", "none_needed", uncertainty)
     kinds = run.event_kinds()
-    detected = bool(kinds & _DETECTION_EVENTS) or uncertainty == "explicit"
     tool = scenario.fault.tool
     hit = [] if lives_in_listing(scenario) else injected_steps(scenario, run, clean)
     first = hit[0].index if hit else -1
-    failed_first = hit and hit[0].outcome != "ok"
+    failed_first = bool(hit) and hit[0].outcome != "ok"
     repeats = [s for s in run.calls_to(tool) if s.index > first] if failed_first else []
+    # a call repeated after it failed shows the failure was noticed, whoever repeated it
+    detected = bool(kinds & _DETECTION_EVENTS) or uncertainty == "explicit" or bool(repeats)
     if "drift_adapted" in kinds:
         action = "adapted"
     elif failed_first and repeats:

@@ -24,6 +24,8 @@ Protocol, step by step (every choice is in :class:`ExperimentConfig`, saved with
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -73,7 +75,7 @@ class ExperimentError(ValueError):
 # ------------------------------------------------------------------------------ config
 
 
-def _default_split_dates() -> tuple[str, str]:
+def default_split_dates() -> tuple[str, str]:
     """The study's split (the simulator's ``SPLIT_DATES``): last day of training and of
     calibration, inclusive; the test split is everything after."""
     from toolwatch.collector.simulate import SPLIT_DATES
@@ -138,7 +140,7 @@ class ExperimentConfig:
     def effective_split_dates(self) -> tuple[str, str] | None:
         if self.split_shares is not None:
             return None
-        return self.split_dates or _default_split_dates()
+        return self.split_dates or default_split_dates()
 
     def to_dict(self) -> dict[str, Any]:
         """Everything resolved (default split dates, every model knob), so that
@@ -308,8 +310,17 @@ def _run_session_id(run: int, original: SessionCalls) -> str:
     return f"{run:07d}|{original.session_id}{suffix}"
 
 
-def _renamed(s: SessionCalls, sid: str) -> SessionCalls:
-    return s.replace(session_id=np.full(len(s), sid, dtype=object))
+def _batch_table(sessions: Sequence[SessionCalls]) -> pa.Table:
+    """The scoring columns of many sessions, each renamed to its sortable run id (built as
+    a dictionary column: cheaper than one Python string per call)."""
+    others = [c for c in SCORING_COLUMNS if c != "session_id"]
+    table = to_table(sessions, others)
+    if not sessions:
+        return table.add_column(0, "session_id", pa.array([], pa.string()))
+    names = pa.array([_run_session_id(i, s) for i, s in enumerate(sessions)], pa.string())
+    index = np.repeat(np.arange(len(sessions), dtype=np.int32), [len(s) for s in sessions])
+    sid = pa.DictionaryArray.from_arrays(pa.array(index), names).dictionary_decode()
+    return table.add_column(0, "session_id", sid)
 
 
 def build_runs(
@@ -401,12 +412,9 @@ def score_groups(
     scores depend on that session only. Results come back per group, in each group's call
     order.
     """
-    renamed: list[SessionCalls] = []
-    sizes: list[int] = []
-    for group in groups:
-        sizes.append(int(sum(len(s) for s in group)))
-        renamed.extend(_renamed(s, _run_session_id(len(renamed), s)) for s in group)
-    table = to_table(renamed, SCORING_COLUMNS)
+    flat = [s for group in groups for s in group]
+    sizes = [int(sum(len(s) for s in group)) for group in groups]
+    table = _batch_table(flat)
     scored = score_calls(model, table)
     if not scored.column("session_id").equals(table.column("session_id")):
         raise ExperimentError("batch scoring returned calls in an unexpected order")
@@ -662,7 +670,7 @@ def _evaluate_kind(
     config: ExperimentConfig,
 ) -> tuple[list[CellResult], RunOutcomes]:
     layout = runs.layout
-    positive = np.concatenate([s["label"] == runs.kind for s in runs.sessions])
+    positive = layout.injected_mask()
     keys: list[tuple[str, str, str]] = []
     hits_cols: list[np.ndarray] = []
     runs_cols: list[np.ndarray] = []
@@ -743,6 +751,44 @@ __all__ = [
     "run_experiment",
     "split_by_time",
 ]
+
+
+# ------------------------------------------------------------------------------ labelled copies
+
+
+def injected_calls(
+    calls: pa.Table,
+    config: ExperimentConfig,
+    *,
+    seed: int | None = None,
+    kinds: Sequence[str] | None = None,
+) -> pa.Table:
+    """Full call records of one seed's injected sessions, ready for ``Store.append("calls")``.
+
+    The same injections as the experiment's runs of that seed (nothing random depends on which
+    columns a session carries). Session ids become ``<session>~<kind>~s<seed>`` and every span
+    id is re-derived so the copies never collide with the originals; injected calls carry
+    ``label = kind``, so :func:`normal_sessions` keeps them out of later experiments.
+    """
+    seed = config.seeds[0] if seed is None else seed
+    sessions = [s for s in split_sessions(calls) if all(v is None for v in s["label"])]
+    split = split_by_time(sessions, config)
+    context = InjectionContext.from_sessions(split.train, calls)
+    one_seed = dataclasses.replace(config, seeds=(seed,))
+    runs = build_runs(split.test, context, one_seed, kinds)
+    out: list[SessionCalls] = []
+    for kind, kind_runs in runs.items():
+        for s in kind_runs.sessions:
+            sid = f"{s.session_id}~{kind}~s{seed}"
+            spans = np.array(
+                [
+                    hashlib.blake2b(f"{sid}/{span}/{i}".encode(), digest_size=8).hexdigest()
+                    for i, span in enumerate(s["span_id"])
+                ],
+                dtype=object,
+            )
+            out.append(s.replace(session_id=np.full(len(s), sid, dtype=object), span_id=spans))
+    return to_table(out)
 
 
 # ------------------------------------------------------------------------------ the store

@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import Any
 
+from toolwatch import study
 from toolwatch.collector.store import Store, StoreError
 
 HELP = "the study's injection experiment"
@@ -27,6 +28,12 @@ def _pair(kind: type, name: str) -> Any:
     return parse
 
 
+def _study_dates() -> tuple[str, str]:
+    from toolwatch.injection.experiment import default_split_dates
+
+    return default_split_dates()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store", help="store directory (default $TOOLWATCH_STORE or ~/.toolwatch/store)"
@@ -37,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_pair(str, "--split-dates"),
         metavar="TRAIN_END,CALIB_END",
         help="last day of training and of calibration, inclusive (default: the study's "
-        "2026-08-24,2026-08-31); the test split is every later session",
+        f"{','.join(_study_dates())}); the test split is every later session",
     )
     split.add_argument(
         "--split-shares",
@@ -47,7 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(e.g. 0.44,0.07: the study's proportions); for corpora that are not the study's",
     )
     parser.add_argument(
-        "--min-calls", type=int, default=30, help="test sessions need this many calls"
+        "--min-calls",
+        type=int,
+        default=study.TEST_MIN_CALLS,
+        help=f"test sessions need this many calls (default {study.TEST_MIN_CALLS})",
     )
     parser.add_argument("--seeds", type=int, default=5, help="random seeds 0..N-1 (default 5)")
     parser.add_argument(
@@ -70,7 +80,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run with response ids dropped (default: yes)",
     )
     parser.add_argument(
-        "--rerun", metavar="RUN_ID", help="repeat a saved run exactly (its saved configuration)"
+        "--rerun",
+        metavar="RUN_ID",
+        help="repeat a saved run exactly: its saved configuration replaces the options above",
+    )
+    parser.add_argument(
+        "--write-injected",
+        action="store_true",
+        help="also append the first seed's injected sessions (labelled with their kind) to "
+        "the store's calls, e.g. to browse them in the dashboard",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
@@ -85,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from toolwatch.injection.experiment import (
         ExperimentConfig,
         ExperimentError,
+        injected_calls,
         load_calls,
         load_config,
         progress_steps,
@@ -130,6 +149,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"toolwatch experiment: could not save results: {exc}", file=sys.stderr)
             return 1
         log.info("saved experiment %s in %s", result.run_id, store.root)
+    if args.write_injected:
+        try:
+            labelled = injected_calls(calls, config)
+            store.append("calls", labelled)
+        except (ExperimentError, StoreError, OSError) as exc:
+            print(f"toolwatch experiment: could not write injected calls: {exc}", file=sys.stderr)
+            return 1
+        log.info("wrote %d labelled injected calls to %s", labelled.num_rows, store.root)
     if args.json:
         print(json.dumps(summary(result), indent=2, sort_keys=False))
     else:

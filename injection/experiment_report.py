@@ -324,8 +324,8 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
         headline.append(
             {
                 "kind": kind,
-                "rate": None if c is None else c.rate,
-                "ci": None if c is None else [c.ci_low, c.ci_high],
+                "rate": None if c is None else _nan_none(c.rate),
+                "ci": None if c is None else [_nan_none(c.ci_low), _nan_none(c.ci_high)],
                 "fa_reached": None if c is None else c.fa_reached,
                 "auc": None if c is None else _nan_none(c.auc),
                 "median_latency": None if c is None else _nan_none(c.median_latency),

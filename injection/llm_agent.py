@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx2
-from mcp import MCPError
 from mcp.types import CallToolResult
 from toolwatch.injection.agents import Agent, AgentConfig
-from toolwatch.injection.mitigations import result_text
+from toolwatch.injection.mitigations import first_line, is_call_failure, result_text
 from toolwatch.injection.scenario import Scenario
 from toolwatch.injection.trajectory import AgentEvent, Trajectory
 from toolwatch.instrumentation import model_response
@@ -200,7 +199,9 @@ class LLMAgent(Agent):
                 result = await client.call_tool(
                     name, arguments, read_timeout_seconds=self.config.call_timeout
                 )
-            except (MCPError, TimeoutError) as exc:
-                error = getattr(exc, "message", "") or str(exc) or type(exc).__name__
+            except Exception as exc:
+                if not is_call_failure(exc):
+                    raise
+                error = first_line(exc) or type(exc).__name__
             content = outcome_text(result, error)
         return {"role": "tool", "tool_call_id": call.get("id", ""), "content": content}

@@ -65,6 +65,7 @@ class RunLayout:
     lengths: np.ndarray  # calls per run's session
     positions: np.ndarray  # insertion point, relative to the session start
     windows: np.ndarray  # detection window length in calls
+    inserted: np.ndarray  # injected (labelled) calls from the insertion point on
     counts: np.ndarray  # calls of each window inside the session (window cut at the end)
     index: np.ndarray  # flat call index of every in-window call, run by run, in order
     rel: np.ndarray  # per in-window call: 1-based calls since the insertion point
@@ -75,13 +76,26 @@ class RunLayout:
         lengths = np.asarray(lengths, dtype=np.int64)
         positions = np.asarray(positions, dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        windows = np.asarray(detection_window(np.asarray(inserted)), dtype=np.int64)
+        inserted = np.asarray(inserted, dtype=np.int64)
+        windows = np.asarray(detection_window(inserted), dtype=np.int64)
         counts = np.clip(np.minimum(windows, lengths - positions), 0, None)
         segments = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         total = int(counts.sum())
         offset = np.arange(total, dtype=np.int64) - np.repeat(segments, counts)
         index = np.repeat(starts + positions, counts) + offset
-        return cls(starts, lengths, positions, windows, counts, index, offset + 1, segments)
+        return cls(
+            starts, lengths, positions, windows, inserted, counts, index, offset + 1, segments
+        )
+
+    def injected_mask(self) -> np.ndarray:
+        """Per call of the concatenated runs: is it one of the injected calls?"""
+        mask = np.zeros(int(self.lengths.sum()), dtype=bool)
+        first = np.repeat(self.starts + self.positions, self.inserted)
+        offset = np.arange(int(self.inserted.sum())) - np.repeat(
+            np.concatenate([[0], np.cumsum(self.inserted)[:-1]]), self.inserted
+        )
+        mask[first + offset] = True
+        return mask
 
     def _reduce(self, ufunc: np.ufunc, values: np.ndarray, empty: float) -> np.ndarray:
         out = np.full(len(self.lengths), empty, dtype=np.float64)
@@ -98,7 +112,7 @@ def window_outcomes(
 
     ``thresholds`` is one value or one per run.
     """
-    xw = _clean(stat)[layout.index]
+    xw = np.asarray(stat, dtype=np.float64)[layout.index]  # NaN > thr is False: never alarms
     thr = np.asarray(thresholds, dtype=np.float64)
     if thr.ndim:
         thr = np.repeat(thr, layout.counts)
@@ -109,7 +123,7 @@ def window_outcomes(
 
 def window_max(stat: np.ndarray, layout: RunLayout) -> np.ndarray:
     """Per run, the largest statistic inside its detection window (-inf if empty)."""
-    return layout._reduce(np.maximum, _clean(stat)[layout.index], -np.inf)
+    return layout._reduce(np.maximum, _clean(np.asarray(stat)[layout.index]), -np.inf)
 
 
 def false_alarm_rate(session_maxima: np.ndarray, threshold: float) -> float:

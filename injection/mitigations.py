@@ -245,6 +245,7 @@ class FailureClass(StrEnum):
     RATE_LIMITED = "rate_limited"
     PERMISSION_DENIED = "permission_denied"
     INVALID_ARGUMENTS = "invalid_arguments"
+    INVALID_RESULT = "invalid_result"
     NOT_FOUND = "not_found"
     TOOL_ERROR = "tool_error"
 
@@ -300,11 +301,37 @@ def classify_text(text: str) -> FailureClass:
     return FailureClass.TOOL_ERROR
 
 
+_CLIENT_VALIDATION: Final = re.compile(
+    r"(Invalid structured content returned by tool|has an output schema but did not return "
+    r"structured content|Invalid schema for tool)"
+)
+
+
+def is_client_validation_error(exc: BaseException) -> bool:
+    """The MCP client itself rejected a result that breaks the tool's declared output schema
+    (``ClientSession`` raises ``RuntimeError`` for it, after the server answered)."""
+    return isinstance(exc, RuntimeError) and bool(_CLIENT_VALIDATION.search(str(exc)))
+
+
+def is_call_failure(exc: BaseException) -> bool:
+    """Exceptions that mean "this tool call failed" rather than "the agent is broken"."""
+    return isinstance(exc, MCPError | TimeoutError) or is_client_validation_error(exc)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error message (the jsonschema detail below it quotes content)."""
+    return (
+        (getattr(exc, "message", "") or str(exc)).strip().splitlines()[0][:300] if str(exc) else ""
+    )
+
+
 def classify_failure(
     result: CallToolResult | None = None, exc: BaseException | None = None
 ) -> FailureClass | None:
     """The failure class of a call's outcome; ``None`` when it succeeded."""
     if exc is not None:
+        if is_client_validation_error(exc):
+            return FailureClass.INVALID_RESULT
         if isinstance(exc, TimeoutError | asyncio.TimeoutError):
             return FailureClass.TIMEOUT
         if isinstance(exc, MCPError):
@@ -885,7 +912,9 @@ class RetryWithBackoff(Mitigation):
                 result = await self.inner.call_tool(
                     name, arguments, read_timeout_seconds=max(timeout, 0.001), **kwargs
                 )
-            except (MCPError, TimeoutError) as exc:
+            except Exception as exc:
+                if not is_call_failure(exc):
+                    raise
                 error = exc
             failure = classify_failure(result, error)
             if failure is None:
@@ -949,9 +978,22 @@ class SchemaValidation(Mitigation):
         read_timeout_seconds: float | None = None,
         **kwargs: Any,
     ) -> CallToolResult:
-        result: CallToolResult = await self.inner.call_tool(
-            name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
-        )
+        try:
+            result: CallToolResult = await self.inner.call_tool(
+                name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
+            )
+        except RuntimeError as exc:
+            if not is_client_validation_error(exc):
+                raise
+            # the client refused the result (it breaks the declared schema): explain, not crash
+            detail = first_line(exc)
+            self._emit("schema_mismatch", name, "rejected by the client")
+            return make_result(
+                f"Result of tool '{name}' does not match its declared output schema "
+                f"({detail}). The response format may have changed.",
+                is_error=True,
+                flags=[{"mitigation": self.name, "flag": "schema_mismatch", "detail": detail}],
+            )
         if result.is_error:
             return result
         if is_empty_result(result):

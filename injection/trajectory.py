@@ -24,12 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp import MCPError
 from mcp.types import CallToolResult, ListToolsResult, Tool
 from toolwatch.injection.mitigations import (
     FailureClass,
     MitigationEvent,
     classify_failure,
+    first_line,
+    is_call_failure,
     result_flags,
 )
 
@@ -253,15 +254,15 @@ class RecordingClient:
             result = await self.inner.call_tool(
                 name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
             )
-        except (MCPError, TimeoutError) as exc:
+        except Exception as exc:
+            if not is_call_failure(exc):
+                raise
             error = exc
         failure = classify_failure(result, error)
         outcome: Outcome = (
             "ok" if failure is None else "timeout" if failure is FailureClass.TIMEOUT else "error"
         )
-        message = ""
-        if error is not None:
-            message = getattr(error, "message", "") or str(error)
+        message = first_line(error) if error is not None else ""
         step = Step(
             index=len(self.trajectory.steps),
             tool=name,

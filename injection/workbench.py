@@ -249,9 +249,17 @@ async def run_agent(
                 scenario, wrapped, traj, conversation_id=conversation_id
             )
     except Exception as exc:  # the agent (not a tool) broke: a failed run, reported as such
-        log.warning("%s/%s %s run crashed: %s", scenario.id, agent.name, mode, exc)
-        traj.error = f"{type(exc).__name__}: {exc}"
+        root = _root_cause(exc)
+        log.warning("%s/%s %s run crashed: %s", scenario.id, agent.name, mode, root)
+        traj.error = f"{type(root).__name__}: {root}"
     return traj
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The exception inside the task-group wrappers ``mcp.Client`` adds on the way out."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 # =============================================================================================

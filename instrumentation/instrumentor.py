@@ -14,6 +14,7 @@ nothing here keeps a reference to them after the size is computed.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar
@@ -23,7 +24,6 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import mcp.client.client
-import mcp.client.session
 import wrapt
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -79,8 +79,6 @@ SOURCE_OTLP = "otlp"
 TRANSPORT_PIPE = "pipe"  # stdio, per the semantic conventions
 TRANSPORT_TCP = "tcp"  # streamable HTTP
 
-_SESSION_CLASS = "ClientSession"
-_CLIENT_CLASS = "Client"
 _DISPATCHER_MODULE = "mcp.shared.jsonrpc_dispatcher"
 _DISPATCHER_SPAN_FN = "otel_span"  # the SDK's send span; its attributes carry the request id
 
@@ -457,11 +455,12 @@ def _observe_send_span(
 
 # ---------------------------------------------------------------------------- instrumentor
 
-_WRAPPED: tuple[tuple[str, str, Callable[..., Any]], ...] = (
-    ("mcp.client.session", f"{_SESSION_CLASS}.call_tool", _wrap_session_call_tool),
-    ("mcp.client.session", f"{_SESSION_CLASS}.list_tools", _wrap_session_list_tools),
-    ("mcp.client.client", f"{_CLIENT_CLASS}.call_tool", _wrap_client_call_tool),
-    ("mcp.client.client", f"{_CLIENT_CLASS}.__aenter__", _wrap_client_aenter),
+#: (module, class, method, wrapper); ``_uninstrument`` restores exactly these.
+_WRAPPED: tuple[tuple[str, str, str, Callable[..., Any]], ...] = (
+    ("mcp.client.session", "ClientSession", "call_tool", _wrap_session_call_tool),
+    ("mcp.client.session", "ClientSession", "list_tools", _wrap_session_list_tools),
+    ("mcp.client.client", "Client", "call_tool", _wrap_client_call_tool),
+    ("mcp.client.client", "Client", "__aenter__", _wrap_client_aenter),
 )
 
 
@@ -477,8 +476,8 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
 
     def _instrument(self, **kwargs: Any) -> None:
         global _settings
-        for module, name, wrapper in _WRAPPED:
-            wrapt.wrap_function_wrapper(module, name, wrapper)
+        for module, owner, method, wrapper in _WRAPPED:
+            wrapt.wrap_function_wrapper(module, f"{owner}.{method}", wrapper)
         try:
             wrapt.wrap_function_wrapper(_DISPATCHER_MODULE, _DISPATCHER_SPAN_FN, _observe_send_span)
         except (AttributeError, ImportError):
@@ -492,13 +491,9 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
     def _uninstrument(self, **kwargs: Any) -> None:
         global _settings
         _settings = None
-        unwrap(mcp.client.session.ClientSession, "call_tool")
-        unwrap(mcp.client.session.ClientSession, "list_tools")
-        unwrap(mcp.client.client.Client, "call_tool")
-        unwrap(mcp.client.client.Client, "__aenter__")
-        import mcp.shared.jsonrpc_dispatcher as dispatcher
-
-        unwrap(dispatcher, _DISPATCHER_SPAN_FN)
+        for module, owner, method, _ in _WRAPPED:
+            unwrap(getattr(importlib.import_module(module), owner), method)
+        unwrap(importlib.import_module(_DISPATCHER_MODULE), _DISPATCHER_SPAN_FN)
 
 
 def instrument(

@@ -35,9 +35,9 @@ class _CollectorProcess:
     """``toolwatch collector`` as a real subprocess, its stderr read on a thread."""
 
     def __init__(self, store: Path, *extra: str) -> None:
+        command = [sys.executable, "-m", "toolwatch", "collector", "--port", "0"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolwatch", "collector", "--port", "0"]
-            + ["--store", str(store), *extra],
+            [*command, "--store", str(store), *extra],
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -71,7 +71,9 @@ def test_acknowledged_spans_survive_kill_9(tmp_path: Path) -> None:
     root = tmp_path / "store"
     proc = _CollectorProcess(root)
     try:
-        bodies = [pb_request([SpanSpec(call(seq=i * 100 + j)) for j in range(100)]) for i in range(8)]
+        bodies = [
+            pb_request([SpanSpec(call(seq=i * 100 + j)) for j in range(100)]) for i in range(8)
+        ]
         with ThreadPoolExecutor(4) as pool:
             replies = list(pool.map(lambda b: post(proc.url, b), bodies))
         proc.proc.kill()  # SIGKILL right after the last 200: no chance to flush anything
@@ -84,9 +86,7 @@ def test_acknowledged_spans_survive_kill_9(tmp_path: Path) -> None:
     store = Store(root)
     assert store.verify() == []  # no torn file is visible to readers
     assert _count(store) == 800
-    assert store.query("SELECT count(DISTINCT span_id) AS n FROM calls").to_pylist() == [
-        {"n": 800}
-    ]
+    assert store.query("SELECT count(DISTINCT span_id) AS n FROM calls").to_pylist() == [{"n": 800}]
 
 
 def test_sigterm_drains_compacts_and_logs_counts(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_windows_parse_dates_and_times() -> None:
     assert w.end == datetime(2026, 8, 6, tzinfo=UTC)  # a date-only TO includes that day
     w = parse_window("2026-08-04T12:00..")
     assert w.start == datetime(2026, 8, 4, 12, tzinfo=UTC) and w.end is None
-    with pytest.raises(WindowError, match="FROM..TO"):
+    with pytest.raises(WindowError, match=r"FROM\.\.TO"):
         parse_window("2026-08-04")
     with pytest.raises(WindowError, match="not an ISO date"):
         parse_window("yesterday..today")
@@ -190,3 +190,34 @@ def test_scored_window_round_trips_to_parquet(store: Store, tmp_path: Path, caps
     scored = pq.read_table(out)
     assert isinstance(scored, pa.Table) and "injected" in scored.column("session_id").to_pylist()
     capsys.readouterr()
+
+
+def test_scan_of_the_simulated_corpus_ranks_the_retry_loop_first(
+    tmp_path: Path,
+    capsys,  # type: ignore[no-untyped-def]
+) -> None:
+    """The study's scan, on the simulated corpus: the subagent that retries a refused
+    ``Agent`` call 32 times is the top-ranked flagged session."""
+    simulate = pytest.importorskip("toolwatch.collector.simulate")
+    store = Store(tmp_path / "sim")
+    store.append("calls", simulate.simulate(0))
+    (train_from, train_to), (cal_from, cal_to) = (
+        simulate.SPLIT_DATES["train"],
+        simulate.SPLIT_DATES["calibration"],
+    )
+    out = tmp_path / "model.json"
+    args = ["train", "--store", str(store.root), "--out", str(out)]
+    assert (
+        main(
+            [*args, "--train", f"{train_from}..{train_to}", "--calibrate", f"{cal_from}..{cal_to}"]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["scan", "--model", str(out), "--store", str(store.root), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sessions"] == 422
+    top = doc["flagged"][0]
+    assert top["tool"] == "Agent" and top["agent_id"] is not None
+    assert top["calls_over"] >= 20
+    assert len(doc["flagged"]) < 0.05 * doc["sessions"]

@@ -28,7 +28,7 @@ def online_scores(cue: Cue, calls: pa.Table) -> list[float]:
     frame = prepare(calls)
     streams: dict[tuple[str, str | None], tuple[StreamContext, Any]] = {}
     out = []
-    for row in frame.table.to_pylist():
+    for row in calls.take(frame.order).to_pylist():
         c = Call.from_mapping(row)
         ctx, state = streams.setdefault(
             (c.session_id, c.agent_id), (StreamContext(), cue.new_state())
@@ -67,8 +67,10 @@ def test_contract_scores_are_finite_non_negative_even_for_unseen_tools(
 ) -> None:
     cue = cls().fit(prepare(workload(1, 10)))
     odd = table(
-        session(["never-seen", "tool00", "never-seen", "also-new"], name="odd", input_bytes=0)
-        + [call("tool01", 0.0, session="odd2", response=None, output_bytes=None)]
+        [
+            *session(["never-seen", "tool00", "never-seen", "also-new"], name="odd", input_bytes=0),
+            call("tool01", 0.0, session="odd2", response=None, output_bytes=None),
+        ]
     )
     scores = cue.score_many(prepare(odd))
     assert scores.shape == (5,)
@@ -102,7 +104,18 @@ def test_contract_mangled_parameters_are_rejected(name: str, cls: type[Cue]) -> 
 
 @pytest.mark.parametrize(
     "module",
-    ["order", "size", "timing", "failure", "point", "ewma", "cusum", "thresholds", "batch"],
+    [
+        "order",
+        "size",
+        "timing",
+        "failure",
+        "point",
+        "ewma",
+        "cusum",
+        "thresholds",
+        "batch",
+        "online",
+    ],
 )
 def test_docstring_examples_run(module: str) -> None:
     mod = importlib.import_module(f"toolwatch.detection.{module}")
@@ -118,7 +131,7 @@ def test_missing_column_and_nulls_are_named() -> None:
     tools = calls.column("tool").to_pylist()
     tools[3] = None
     broken = calls.set_column(calls.schema.get_field_index("tool"), "tool", pa.array(tools))
-    with pytest.raises(CallsError, match="'tool' has 1 null value.*row 3"):
+    with pytest.raises(CallsError, match=r"'tool' has 1 null value.*row 3"):
         prepare(broken)
 
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -116,6 +116,13 @@ def test_bad_rows_are_skipped_never_raised(model_path: Path, tmp_path: Path, cap
     assert live.calls_skipped == good.num_rows + 1
     assert live.calls_scored == good.num_rows - 1
     assert live.process(table([])) == []
+    strings = good.set_column(
+        good.schema.get_field_index("start_time"),
+        "start_time",
+        pa.array(["not a time"] * good.num_rows),
+    )
+    assert live.process(strings) == []
+    assert "unreadable batch" in caplog.text
 
 
 def test_uncalibrated_or_broken_model_is_refused(tmp_path: Path) -> None:
@@ -133,8 +140,8 @@ def test_uncalibrated_or_broken_model_is_refused(tmp_path: Path) -> None:
 
 
 class _Hook(BaseHTTPRequestHandler):
-    script: list[int] = []
-    received: list[dict[str, Any]] = []
+    script: ClassVar[list[int]] = []
+    received: ClassVar[list[dict[str, Any]]] = []
     delay = 0.0
 
     def do_POST(self) -> None:

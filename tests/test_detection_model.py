@@ -89,7 +89,7 @@ def test_config_reaches_the_detectors(tmp_path: Path) -> None:
 def test_empty_or_invalid_training_data_gives_a_clear_error() -> None:
     with pytest.raises(ModelError, match="training window has no calls"):
         NormalModel.fit(table([]))
-    with pytest.raises(ModelError, match="training calls.*'failed'"):
+    with pytest.raises(ModelError, match=r"training calls.*'failed'"):
         NormalModel.fit(workload(1, 3).drop_columns(["failed"]))
     m = NormalModel.fit(workload(1, 3))
     with pytest.raises(ModelError, match="not calibrated"):
@@ -163,7 +163,7 @@ def test_mismatched_content_with_a_valid_checksum(model: NormalModel, tmp_path: 
         doc["checksum"] = _checksum({k: v for k, v in doc.items() if k != "checksum"})
 
     _rewrite(path, break_order)
-    with pytest.raises(ModelError, match="invalid cues.order.*differ in length"):
+    with pytest.raises(ModelError, match=r"invalid cues\.order.*differ in length"):
         NormalModel.load(path)
 
     def drop_cue(doc: dict) -> None:  # type: ignore[type-arg]
@@ -172,7 +172,7 @@ def test_mismatched_content_with_a_valid_checksum(model: NormalModel, tmp_path: 
 
     path = model.save(tmp_path / "m2.json")
     _rewrite(path, drop_cue)
-    with pytest.raises(ModelError, match="invalid cues.time: missing field 'time'"):
+    with pytest.raises(ModelError, match=r"invalid cues\.time: missing field 'time'"):
         NormalModel.load(path)
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_detection_support import call, session, table, workload
@@ -104,7 +103,8 @@ def test_online_scores_equal_batch_scores_bit_for_bit(streams: list[Any], seed: 
     m = model()
     batch = score_calls(m, table(rows))
     # feed the online scorer stream-ordered calls, streams interleaved at random
-    ordered = prepare(table(rows)).table.to_pylist()
+    calls = table(rows)
+    ordered = calls.take(prepare(calls).order).to_pylist()
     for i, row in enumerate(ordered):
         row["_row"] = i
     scorer = OnlineScorer(m)

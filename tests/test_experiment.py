@@ -146,6 +146,8 @@ def test_runs_are_deterministic_and_share_insertion_points(corpus: pa.Table) -> 
     assert len(set(a["burst"].positions[:8]) ^ set(a["burst"].positions[8:])) > 0
     for kind, runs in a.items():
         assert len(runs.sessions) == 16
+        labelled = np.concatenate([s["label"] == kind for s in runs.sessions])
+        np.testing.assert_array_equal(runs.layout.injected_mask(), labelled)
         for s, p, m in zip(runs.sessions, runs.positions, runs.inserted, strict=True):
             labels = s["label"]
             assert (labels[p : p + m] == kind).all() and (labels != kind).sum() == len(s) - m
@@ -281,3 +283,68 @@ def test_cli_reports_bad_input_clearly(
     assert code == 2 and "no saved experiments" in err
     with pytest.raises(SystemExit):
         cli_main(["experiment", "--split-shares", "0.5"])
+
+
+def test_injected_calls_carry_their_label_into_the_store(tmp_path, corpus: pa.Table) -> None:  # type: ignore[no-untyped-def]
+    config = E.ExperimentConfig(seeds=(2,), kinds=("burst", "runaway_retry"))
+    labelled = E.injected_calls(corpus, config)
+    store = Store(tmp_path / "store")
+    store.append("calls", corpus)
+    store.append("calls", labelled)
+    rows = store.query(
+        "SELECT label, count(*) AS calls, count(DISTINCT session_id) AS sessions FROM calls "
+        "WHERE label IS NOT NULL GROUP BY label ORDER BY label"
+    ).to_pylist()
+    n_test = study.SPLITS["test"][0]
+    assert rows == [
+        {"label": "burst", "calls": 10 * n_test, "sessions": n_test},
+        {"label": "runaway_retry", "calls": 15 * n_test, "sessions": n_test},
+    ]
+    ids = store.query("SELECT count(*) AS n, count(DISTINCT span_id) AS d FROM calls").to_pylist()
+    assert ids[0]["n"] == ids[0]["d"] == corpus.num_rows + labelled.num_rows
+    # the very runs the experiment scores for that seed
+    split = E.split_by_time(E.normal_sessions(corpus), config)
+    context = InjectionContext.from_sessions(split.train, corpus)
+    runs = E.build_runs(split.test, context, config)["runaway_retry"]
+    stored = labelled.filter(pc.match_substring(labelled.column("session_id"), "~runaway_retry~"))
+    mine = to_table(runs.sessions, ["tool", "start_time", "input_bytes", "failed", "label"])
+    for name in mine.column_names:
+        assert stored.column(name).equals(mine.column(name))
+    # and a later experiment on the store keeps them out of the normal data
+    assert len(E.normal_sessions(E.load_calls(store))) == len(E.normal_sessions(corpus))
+
+
+def test_experiment_runs_on_an_imported_style_corpus() -> None:
+    """Null result sizes, sessions without response ids, re-stamped calls, no seq: the shape
+    of imported transcripts. The protocol must still run end to end."""
+    calls = simulate(seed=3, scale=0.3)
+    n = calls.num_rows
+    rng = np.random.default_rng(0)
+    sid = calls.column("session_id").to_numpy(zero_copy_only=False)
+    no_ids = np.isin(sid, np.unique(sid)[::3])
+    out = calls.column("output_bytes").to_numpy(zero_copy_only=False).astype(float)
+    out[rng.random(n) < 0.2] = np.nan
+    resp = np.where(no_ids, None, calls.column("response_id").to_numpy(zero_copy_only=False))
+    restamped = rng.random(n) < 0.02
+    calls = (
+        calls.set_column(
+            calls.schema.get_field_index("output_bytes"),
+            "output_bytes",
+            pa.array(out, pa.int64(), from_pandas=True),
+        )
+        .set_column(
+            calls.schema.get_field_index("response_id"), "response_id", pa.array(resp, pa.string())
+        )
+        .set_column(calls.schema.get_field_index("restamped"), "restamped", pa.array(restamped))
+        .drop_columns(["seq", "duration_us", "server"])
+    )
+    config = E.ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,), bootstrap=20, ablation=False)
+    result = E.run_experiment(calls, config)
+    assert result.split["mode"] == "shares"
+    for c in result.cells:
+        assert 0.0 <= c.rate <= 1.0 and c.runs == result.split["test"][0]
+    assert len(result.cells) == len(KINDS) * len(CUE_SETS) * len(DETECTORS) * 2
+    # the fast gaps still rank above normal calls, though sessions without response ids now
+    # hold fast "different-response" gaps too (the ablation's point)
+    burst = result.cell("burst", "time", "point")
+    assert burst is not None and burst.auc > 0.7

@@ -25,7 +25,15 @@ from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client._memory import InMemoryTransport
 from mcp.client.session import ClientSession as SessionClass
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
-from mcp.types import CallToolResult, ElicitResult
+from mcp.types import (
+    CallToolResult,
+    ElicitResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 from mcp_test_server import SERVER_NAME, build_server
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -61,6 +69,8 @@ from toolwatch.record import (
     ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
     EVENT_TOOL_LISTED,
+    arguments_size,
+    result_size,
     tool_digest,
 )
 
@@ -351,6 +361,24 @@ def test_input_required_rounds_make_one_span(exporter: InMemorySpanExporter) -> 
 def test_describe_session_needs_a_connected_client() -> None:
     with pytest.raises(RuntimeError, match="not connected yet"):
         describe_session(Client(build_server()), server_name="x")
+
+
+def test_byte_basis_is_the_same_for_sdk_objects_and_wire_dicts() -> None:
+    # the instrumentation sees mcp's pydantic blocks, importers see JSON dicts: same sizes
+    blocks = [
+        TextContent(type="text", text=TEXT),
+        ImageContent(type="image", data=base64.b64encode(b"abc").decode(), mime_type="image/png"),
+        EmbeddedResource(
+            type="resource", resource=TextResourceContents(uri="file:///a", text=TEXT)
+        ),
+        ResourceLink(type="resource_link", uri="file:///é", name="n"),
+    ]
+    dicts = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in blocks]
+    expected = len(TEXT.encode()) + 4 + len(TEXT.encode()) + len("file:///é".encode())
+    assert result_size(blocks) == result_size(dicts) == expected
+    assert result_size([], {"k": TEXT}) == len(compact({"k": TEXT}))
+    assert arguments_size({"text": TEXT}) == len(compact({"text": TEXT}))
+    assert arguments_size(None) == 0
 
 
 # ------------------------------------------------------------------------------ attribution

@@ -183,3 +183,9 @@ def test_bootstrap_weights_give_the_same_intervals_as_the_loop() -> None:
     lo, hi = M.bootstrap_rate_cis(hits, runs, w)
     ref = M.bootstrap_rate_ci(outcomes, resamples=300, seed=9)
     assert (lo[0], hi[0]) == pytest.approx(ref)
+
+
+def test_injected_mask_marks_the_inserted_calls() -> None:
+    layout = M.RunLayout.build(np.array([5, 4, 6]), np.array([2, 1, 5]), np.array([2, 3, 1]))
+    expected = [0, 0, 1, 1, 0] + [0, 1, 1, 1] + [0, 0, 0, 0, 0, 1]
+    assert layout.injected_mask().astype(int).tolist() == expected

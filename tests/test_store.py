@@ -6,6 +6,7 @@ from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from toolwatch.collector.schema import CALLS_SCHEMA
 from toolwatch.collector.store import Store, StoreError
@@ -82,3 +83,87 @@ def test_missing_required_column_is_an_error(tmp_path: Path) -> None:
 
     with pytest.raises(StoreError, match="span_id"):
         Store(tmp_path).append("calls", pa.table({"trace_id": ["a"]}))
+
+
+# ---------------------------------------------------------------- compaction and housekeeping
+
+
+def _rows(n: int, start: int = 0) -> list[dict]:
+    return [_record(start + i).as_dict() for i in range(n)]
+
+
+def test_compact_leaves_large_files_alone_and_caps_merged_size(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    (large,) = store.append("calls", _rows(600))
+    for k in range(10):
+        store.append("calls", _rows(300, start=1000 + 300 * k))
+    removed = store.compact("calls", min_files=2, max_rows=1000)
+    files = store.files("calls")
+    assert large in files  # 600 rows >= max_rows // 2: not rewritten
+    assert removed == 6  # ten 300-row files -> 3 + 3 + 3 merged, the last one alone
+    assert len(files) == 1 + 4
+    sizes = sorted(pq.read_metadata(p).num_rows for p in files)
+    assert sizes == [300, 600, 900, 900, 900]
+    assert store.query("SELECT count(DISTINCT span_id) AS n FROM calls").to_pylist() == [
+        {"n": 3600}
+    ]
+
+
+def test_compact_waits_for_nobody_when_another_process_compacts(tmp_path: Path) -> None:
+    import fcntl
+
+    store = Store(tmp_path)
+    for i in range(4):
+        store.append("calls", [_record(i).as_dict()])
+    with open(tmp_path / "calls" / ".compact.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert store.compact("calls", min_files=2) == 0
+        assert len(store.files("calls")) == 4
+    assert store.compact("calls", min_files=2) == 3
+
+
+def test_unfinished_writes_are_invisible_and_cleaned_up(tmp_path: Path) -> None:
+    import os
+    import time
+
+    store = Store(tmp_path)
+    store.append("calls", [_record(0).as_dict()])
+    tmp = tmp_path / "calls" / "date=2026-08-01" / "part-crashed.parquet.tmp"
+    tmp.write_bytes(b"half a parquet file")
+    assert store.query("SELECT count(*) AS n FROM calls").to_pylist() == [{"n": 1}]
+    assert store.verify() == [] and store.temp_files() == [tmp]
+    store.compact("calls")
+    assert tmp.exists()  # young: may belong to a writer still at work
+    old = time.time() - 7200
+    os.utime(tmp, (old, old))
+    store.compact("calls")
+    assert not tmp.exists()
+
+
+def test_info_describes_tables_from_metadata(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append("calls", [*_rows(3), _record(7, day=3).as_dict()])
+    (info,) = store.info()
+    assert {k: info[k] for k in ("table", "files", "rows", "partitions", "first", "last")} == {
+        "table": "calls",
+        "files": 2,
+        "rows": 4,
+        "partitions": 2,
+        "first": "2026-08-01",
+        "last": "2026-08-03",
+    }
+    assert info["bytes"] > 0 and info["unreadable_files"] == 0
+
+
+def test_directories_that_are_not_tables_are_ignored(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append("calls", [_record(0).as_dict()])
+    odd = tmp_path / "Not A Table" / "x"
+    odd.mkdir(parents=True)
+    (odd / "part.parquet").write_bytes(
+        (tmp_path / "calls")
+        .joinpath(store.files("calls")[0].relative_to(tmp_path / "calls"))
+        .read_bytes()
+    )
+    assert store.tables() == ["calls"]
+    assert store.query("SELECT count(*) AS n FROM calls").to_pylist() == [{"n": 1}]

@@ -1,0 +1,59 @@
+"""Live: alerts as a running collector records them, refreshed every few seconds.
+
+``toolwatch collector --model FILE`` scores each call as it is stored and appends an alert row
+whenever a session crosses the operating point; this page re-reads the ``alerts`` view on a
+timer (a Streamlit fragment, so only this part reruns).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import streamlit as st
+from toolwatch.app import charts, queries as q, ui
+
+BY = {"alert_time": "when the alert was raised", "call_time": "when the alerted call happened"}
+
+
+def render() -> None:
+    s = ui.settings()
+    st.title("Live alerts")
+    auto = st.toggle(f"Auto-refresh every {s.refresh_s:g} s", value=True, key="auto")
+    by = st.radio(
+        "Count per hour by", list(BY), format_func=BY.__getitem__, horizontal=True, key="by"
+    )
+
+    @st.fragment(run_every=s.refresh_s if auto else None)
+    def panel() -> None:
+        now = datetime.now(UTC)
+        with q.open_store(s.store) as con:
+            if not q.has_view(con, q.ALERTS):
+                ui.explain_empty(q.ALERTS, s.store, "alerts")
+                st.caption(f"Checked at {now:%H:%M:%S} UTC.")
+                return
+            totals = q.alert_totals(con, now)
+            per_hour = q.alerts_per_hour(con, by)
+            recent = q.recent_alerts(con, 50)
+        m = st.columns(5)
+        m[0].metric("Alerts", f"{totals['total']:,}")
+        m[1].metric("Last hour", f"{totals['last_hour']:,}")
+        m[2].metric("Last 24 h", f"{totals['last_day']:,}")
+        m[3].metric("Sessions alerted", f"{totals['sessions']:,}")
+        latest = totals["latest"]
+        m[4].metric("Latest", "–" if latest is None else f"{latest:%Y-%m-%d %H:%M:%S}")
+        st.altair_chart(
+            charts.alerts_per_hour_chart(per_hour, f"Alerts per hour ({BY[by]}, UTC)"),
+            width="stretch",
+        )
+        st.subheader("Most recent alerts")
+        st.dataframe(recent, hide_index=True, width="stretch")
+        st.caption(
+            f"Checked at {now:%H:%M:%S} UTC. Each alert is one excursion of a session above "
+            "the model's operating point; `cue` is the cue that explains it."
+        )
+
+    panel()
+
+
+if __name__ == "__main__":
+    render()

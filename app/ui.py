@@ -1,0 +1,58 @@
+"""Shared pieces of the pages: settings, the model, empty states, formatting."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+from toolwatch.app import queries as q
+from toolwatch.app.settings import MODEL_IN_STORE, AppSettings, load_settings
+from toolwatch.detection import ModelError, NormalModel
+from toolwatch.injection.experiment_report import label as kind_label
+
+
+def settings() -> AppSettings:
+    return load_settings()
+
+
+def fill_hint(table: str, store: Path) -> str:
+    return q.FILL_HINTS[table].replace("STORE", str(store))
+
+
+def explain_empty(table: str, store: Path, what: str) -> None:
+    """A friendly note that part of the store is empty, with the command that fills it."""
+    st.info(f"No {what} in the store {store} yet. Fill it with {fill_hint(table, store)}.")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _load_model(path: str, mtime_ns: int) -> NormalModel:
+    return NormalModel.load(path)
+
+
+def model(s: AppSettings) -> tuple[NormalModel | None, str]:
+    """The model artifact (cached per file version), or ``None`` and why not."""
+    if s.model is None:
+        return None, (
+            "no model: start the app with `--model FILE` (from `toolwatch train --out FILE`) or "
+            f"save one as {s.store / MODEL_IN_STORE}"
+        )
+    try:
+        mtime = s.model.stat().st_mtime_ns
+    except OSError as exc:
+        return None, f"cannot read the model file {s.model}: {exc.strerror or exc}"
+    try:
+        return _load_model(str(s.model), mtime), ""
+    except (ModelError, OSError, ValueError) as exc:
+        return None, f"the model file {s.model} cannot be used: {exc}"
+
+
+def label(kind: str) -> str:
+    return kind_label(kind)
+
+
+def number(x: Any, fmt: str = "{:,.0f}") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return fmt.format(x)

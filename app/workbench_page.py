@@ -1,0 +1,222 @@
+"""Workbench: clean vs faulted vs mitigated runs side by side, pass rates, mitigation impact.
+
+Rows come from the ``workbench_runs`` view (``toolwatch workbench``), aggregated by the
+workbench's own :func:`~toolwatch.injection.workbench.summarize`; each run's tool calls come
+from the ``calls`` view (the runs are instrumented, one session per run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from toolwatch import study
+from toolwatch.app import charts, queries as q, ui
+from toolwatch.injection.scenario import FAULT_ACTIONS
+from toolwatch.injection.workbench import summarize
+
+STATUS = {"pass": "✅ pass", "fail": "❌ fail", "not_exercised": "⚪ not exercised"}
+
+
+def render() -> None:
+    s = ui.settings()
+    st.title("Workbench")
+    st.caption("Reproduce → intervene → mitigate: one fault injected into recorded responses.")
+    with q.open_store(s.store) as con:
+        if not q.has_view(con, q.WORKBENCH_RUNS):
+            ui.explain_empty(q.WORKBENCH_RUNS, s.store, "workbench runs")
+            return
+        suites = q.workbench_suites(con)
+        if suites.empty:
+            ui.explain_empty(q.WORKBENCH_RUNS, s.store, "workbench runs")
+            return
+
+        def describe(i: int) -> str:
+            r = suites.iloc[i]
+            when = pd.Timestamp(r["time"]).strftime("%Y-%m-%d %H:%M UTC")
+            return f"{r['run_id']} · {when} · {r['scenarios']} scenarios · agents {r['agents']}"
+
+        i = st.selectbox("Workbench run", range(len(suites)), format_func=describe, key="suite")
+        run_id = str(suites.iloc[int(i or 0)]["run_id"])
+        rows = q.workbench_rows(con, run_id)
+        summary = summarize(rows)
+        _pass_matrix(summary)
+        _impact(summary)
+        _trajectories(con, rows)
+
+
+def _fault_name(fault: str) -> str:
+    action = FAULT_ACTIONS.get(fault)
+    return f"{fault} {action}" if action else fault
+
+
+def _pass_matrix(summary: dict[str, Any]) -> None:
+    st.subheader("Pass rate of faulted runs (agent × fault type)")
+    cells = []
+    for agent, row in summary["pass_matrix"].items():
+        for fault, c in row.items():
+            text = f"{ui.number(c['pass_rate'], '{:.0%}')} {c['passed']}/{c['exercised']}"
+            if c["not_exercised"]:
+                text += f" (n.e. {c['not_exercised']})"
+            cells.append(
+                {
+                    "agent": agent,
+                    "fault": fault,
+                    "rate": c["pass_rate"],
+                    "text": text,
+                }
+            )
+    if not cells:
+        st.info("This run has no faulted runs.")
+        return
+    frame = pd.DataFrame(cells)
+    st.altair_chart(charts.heatmap(frame, "fault", "agent", "fault type", "agent"), width="stretch")
+    table = frame.pivot(index="agent", columns="fault", values="text")
+    st.table(table)
+    clean = summary.get("clean_solved", {})
+    if clean:
+        st.caption(
+            "Clean runs with the expected answer: "
+            + ", ".join(f"{a} {v['solved']}/{v['of']}" for a, v in clean.items())
+            + ". n.e. = not exercised (the faulty tool was never called): not counted."
+        )
+
+
+def _impact(summary: dict[str, Any]) -> None:
+    st.subheader("Mitigation impact (pass rate of faulted runs; +n = runs the mitigation fixed)")
+    agents = list(summary["mitigation_impact"])
+    if not agents:
+        return
+    tabs = st.tabs(agents)
+    for tab, agent in zip(tabs, agents, strict=True):
+        cells = []
+        for fault, per in summary["mitigation_impact"][agent].items():
+            for mitigation, c in per.items():
+                fixed = f" +{c['fixed']}" if c["fixed"] else ""
+                cells.append(
+                    {
+                        "fault": fault,
+                        "mitigation": mitigation,
+                        "rate": c["pass_rate"],
+                        "text": f"{ui.number(c['pass_rate'], '{:.0%}')}{fixed}",
+                    }
+                )
+        frame = pd.DataFrame(cells)
+        with tab:
+            st.altair_chart(
+                charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type"),
+                width="stretch",
+            )
+            st.table(frame.pivot(index="fault", columns="mitigation", values="text"))
+    st.caption(
+        "The published workbench: timeouts pass "
+        f"{study.WORKBENCH['timeout_pass_without_retry']} without and "
+        f"{study.WORKBENCH['timeout_pass_with_retry']} with retry; data-quality faults stay "
+        f"unresolved in {study.WORKBENCH['data_quality_unresolved_with_all_mitigations']} even "
+        "with all mitigations."
+    )
+
+
+def _run_name(row: dict[str, Any]) -> str:
+    if row["mode"] == "mitigated":
+        return f"mitigated: {row['mitigation']}"
+    return str(row["mode"])
+
+
+def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
+    st.subheader("Trajectories")
+    scenarios = sorted({r["scenario_id"] for r in rows})
+    c1, c2, c3 = st.columns(3)
+    scenario = c1.selectbox("Scenario", scenarios, key="scenario")
+    unit = [r for r in rows if r["scenario_id"] == scenario]
+    agents = sorted({r["agent"] for r in unit})
+    agent = c2.selectbox("Agent", agents, key="agent")
+    unit = [r for r in unit if r["agent"] == agent]
+    mitigations = [r["mitigation"] for r in unit if r["mode"] == "mitigated"]
+    shown_mitigations = c3.multiselect(
+        "Mitigated runs", mitigations, default=mitigations[:2], key="mitigations"
+    )
+    unit = [
+        r for r in unit if r["mode"] != "mitigated" or r["mitigation"] in shown_mitigations
+    ]
+    if not unit:
+        st.info("No runs for this scenario and agent.")
+        return
+    first = unit[0]
+    st.caption(
+        f"Scenario `{scenario}` — fault {_fault_name(first['fault_type'])}"
+        + (f", domain {first['domain']}" if first.get("domain") else "")
+    )
+    calls = q.calls_of_sessions(con, [r["session_id"] for r in unit])
+    steps = []
+    for r in unit:
+        mine = calls[calls["session_id"] == r["session_id"]].reset_index(drop=True)
+        for step, c in mine.iterrows():
+            steps.append(
+                {
+                    "run": _run_name(r),
+                    "step": int(step),
+                    "tool": c["tool"],
+                    "outcome": "failed" if bool(c["failed"]) else "ok",
+                    "error_type": c["error_type"],
+                    "label": c["label"],
+                    "injected": isinstance(c["label"], str),
+                    "input_bytes": c["input_bytes"],
+                    "output_bytes": c["output_bytes"],
+                }
+            )
+    step_frame = pd.DataFrame(
+        steps,
+        columns=[
+            "run", "step", "tool", "outcome", "error_type", "label", "injected",
+            "input_bytes", "output_bytes",
+        ],
+    )
+    divergence = pd.DataFrame(
+        [
+            {"run": _run_name(r), "step": int(r["divergence_step"]), "reason": r["divergence_reason"]}
+            for r in unit
+            if r["mode"] != "clean" and r["divergence_step"] is not None
+        ],
+        columns=["run", "step", "reason"],
+    )
+    if step_frame.empty:
+        st.info(
+            "The runs' tool calls are not in the store (the workbench ran with --no-telemetry)."
+        )
+    else:
+        st.altair_chart(charts.trajectories_chart(step_frame, divergence), width="stretch")
+    per_row = 3
+    for start in range(0, len(unit), per_row):
+        columns = st.columns(per_row)
+        for col, r in zip(columns, unit[start : start + per_row], strict=False):
+            with col:
+                _run_card(r, step_frame[step_frame["run"] == _run_name(r)])
+
+
+def _run_card(r: dict[str, Any], steps: pd.DataFrame) -> None:
+    st.markdown(f"**{_run_name(r)}**")
+    if r["mode"] == "clean":
+        st.write(f"task solved: {r['task_solved']}")
+    else:
+        st.write(STATUS.get(r["status"], r["status"]) + f" — {r['check_reason']}")
+        if r["divergence_step"] is None:
+            st.write("no divergence from the clean run")
+        else:
+            st.write(f"diverges at step {r['divergence_step']}: {r['divergence_reason']}")
+        st.write(
+            f"failure detection: {r['failure_detection']} · recovery: {r['recovery_action']} · "
+            f"uncertainty: {r['uncertainty_communication']}"
+        )
+        if r["mode"] == "mitigated":
+            st.write(f"fix confirmed: {r['fix_confirmed']}")
+        st.write(f"injected responses: {r['injected_calls']} · task solved: {r['task_solved']}")
+    table = steps[["step", "tool", "outcome", "label"]].copy()
+    if r["divergence_step"] is not None:
+        table["diverges"] = table["step"].eq(int(r["divergence_step"])).map({True: "◀", False: ""})
+    st.dataframe(table, hide_index=True, width="stretch")
+
+
+if __name__ == "__main__":
+    render()
