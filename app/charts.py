@@ -19,8 +19,9 @@ def detection_bars(table: pd.DataFrame, title: str) -> alt.LayerChart:
 
     ``table``: ``kind, label, rate, ci_low, ci_high, study_rate`` (study_rate may be NaN).
     """
+    order = list(table["label"])
     base = alt.Chart(table).encode(
-        y=alt.Y("label:N", title=None, sort=list(table["label"])),
+        y=alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260)),
     )
     bars = base.mark_bar(color="#4c78a8", opacity=0.85).encode(
         x=alt.X("rate:Q", title="detection rate", scale=alt.Scale(domain=[0, 1]),
@@ -37,9 +38,9 @@ def detection_bars(table: pd.DataFrame, title: str) -> alt.LayerChart:
     published = (
         alt.Chart(table.dropna(subset=["study_rate"]))
         .mark_tick(color="#e45756", thickness=3, size=18)
-        .encode(y=alt.Y("label:N", sort=list(table["label"])), x="study_rate:Q")
+        .encode(y=alt.Y("label:N", sort=order), x="study_rate:Q")
     )
-    return alt.layer(bars, errors, published).properties(title=title, height=28 * len(table))
+    return alt.layer(bars, errors, published).properties(title=title, height=alt.Step(26))
 
 
 def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -> alt.LayerChart:
@@ -54,7 +55,11 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
                     scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
             y=alt.Y("detection:Q", title="injected runs detected",
                     scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-            color=alt.Color("curve:N", title="kind (area under curve)"),
+            color=alt.Color(
+                "curve:N",
+                title="kind (area under curve)",
+                legend=alt.Legend(labelLimit=420, orient="bottom", columns=2),
+            ),
             order="false_alarm:Q",
         )
     )
@@ -73,14 +78,16 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
     return alt.layer(*layers).properties(height=420)
 
 
-def latency_chart(latencies: pd.DataFrame, study_points: pd.DataFrame) -> alt.LayerChart:
+def latency_chart(
+    latencies: pd.DataFrame, study_points: pd.DataFrame, order: Sequence[str]
+) -> alt.LayerChart:
     """Distribution of calls-to-detection per kind (box plot), the study's median as a tick."""
-    order = sorted(latencies["label"].unique())
+    order = list(order)
     box = (
         alt.Chart(latencies)
         .mark_boxplot(extent="min-max", size=18)
         .encode(
-            y=alt.Y("label:N", title=None, sort=order),
+            y=alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260)),
             x=alt.X("latency:Q", title="calls from the insertion point to the first alarm"),
         )
     )
@@ -92,7 +99,7 @@ def latency_chart(latencies: pd.DataFrame, study_points: pd.DataFrame) -> alt.La
             .encode(y=alt.Y("label:N", sort=order), x="latency:Q",
                     tooltip=["label:N", alt.Tooltip("latency:Q", title="study median")])
         )
-    return alt.layer(*layers).properties(height=30 * max(1, len(order)))
+    return alt.layer(*layers).properties(height=alt.Step(26))
 
 
 def timeline_chart(

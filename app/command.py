@@ -15,6 +15,7 @@ import argparse
 import importlib.util
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -138,7 +139,25 @@ def run(args: argparse.Namespace) -> int:
     print(f"toolwatch app: http://{HOST}:{port}/ (store {store}); Ctrl-C stops it", flush=True)
     log.debug("running %s", cmd)
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    return _serve(cmd, env)
+
+
+def _serve(cmd: list[str], env: dict[str, str]) -> int:
+    """Run Streamlit until it exits; SIGTERM / Ctrl-C here stop it too (no orphan server)."""
+    proc = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
     try:
-        return subprocess.run(cmd, env=env, check=False).returncode
-    except KeyboardInterrupt:
+        return proc.wait()
+    except KeyboardInterrupt:  # the child got the terminal's SIGINT too
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)

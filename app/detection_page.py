@@ -343,7 +343,8 @@ def _latency(
         ],
         columns=["label", "latency"],
     )
-    st.altair_chart(charts.latency_chart(lat, study_points), width="stretch")
+    order = [ui.label(k) for k in _kind_order(list(lat["kind"].unique()))]
+    st.altair_chart(charts.latency_chart(lat, study_points, order), width="stretch")
     summary = (
         lat.groupby("kind")["latency"]
         .agg(detected_runs="count", median="median", p90=lambda x: x.quantile(0.9), max="max")

@@ -163,7 +163,7 @@ def study_rate(kind: str, cue_set: str, detector: str) -> str:
     """The study's detection rate for this cell, as text (empty when it published none)."""
     if (cue_set, detector) == ("all", "cusum") and kind in study.DETECTION_ALL_CUSUM:
         rate, lo, hi = study.DETECTION_ALL_CUSUM[kind]
-        return pct(rate) + (f" ({pct(lo)}–{pct(hi)})" if lo is not None and hi is not None else "")
+        return rate_text(rate, lo, hi)
     single = study.DETECTION_SINGLE_CUE.get(kind)
     if single is not None and single[0] == cue_set:
         return f"{pct(single[1])} (best detector)"

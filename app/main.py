@@ -14,12 +14,13 @@ from toolwatch.app.settings import MODEL_IN_STORE
 from toolwatch.app.ui import fill_hint, settings
 
 HERE = Path(__file__).resolve().parent
-PAGES: tuple[tuple[str, str, str], ...] = (
-    ("detection_page.py", "Detection", ":material/radar:"),
-    ("sessions_page.py", "Sessions", ":material/timeline:"),
-    ("live_page.py", "Live", ":material/notifications_active:"),
-    ("workbench_page.py", "Workbench", ":material/science:"),
-    ("corpus_page.py", "Corpus", ":material/dataset:"),
+#: (script, title, icon, url path)
+PAGES: tuple[tuple[str, str, str, str], ...] = (
+    ("detection_page.py", "Detection", ":material/radar:", "detection"),
+    ("sessions_page.py", "Sessions", ":material/timeline:", "sessions"),
+    ("live_page.py", "Live", ":material/notifications_active:", "live"),
+    ("workbench_page.py", "Workbench", ":material/science:", "workbench"),
+    ("corpus_page.py", "Corpus", ":material/dataset:", "corpus"),
 )
 
 
@@ -28,8 +29,8 @@ def main() -> None:
     s = settings()
     nav = st.navigation(
         [
-            st.Page(str(HERE / name), title=title, icon=icon, default=i == 0)
-            for i, (name, title, icon) in enumerate(PAGES)
+            st.Page(str(HERE / name), title=title, icon=icon, url_path=path, default=i == 0)
+            for i, (name, title, icon, path) in enumerate(PAGES)
         ]
     )
     with st.sidebar:

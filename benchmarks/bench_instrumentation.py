@@ -17,6 +17,8 @@ default in-process dispatch, no framing — the cheapest bare call, so the harde
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -116,6 +118,28 @@ async def measure(
     return out
 
 
+async def count_work(transport: str, calls: int, provider: TracerProvider) -> dict[str, float]:
+    """Python function calls per tool call for each variant: a load-independent work measure."""
+    floor_tracer = provider.get_tracer("bench-floor")
+    counts: dict[str, float] = {}
+    server, mode = target(transport)
+    async with Client(server, mode=mode) as client:
+        await client.list_tools()
+        for variant in VARIANTS:
+            if variant == "traced":
+                instrument(tracer_provider=provider)
+            floor = floor_tracer if variant == "floor" else None
+            await timed_block(client, 10, floor)  # warm caches
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await timed_block(client, calls, floor)
+            profiler.disable()
+            if variant == "traced":
+                uninstrument()
+            counts[variant] = pstats.Stats(profiler).total_calls / calls  # type: ignore[attr-defined]
+    return counts
+
+
 def paired_ratio(m: dict[str, list[float]], variant: str, cpu: bool = False) -> float:
     suffix = "_cpu" if cpu else ""
     pairs = zip(m[variant + suffix], m["bare" + suffix], strict=True)
@@ -157,8 +181,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{(traced - bare) * 1e6:>+10.1f}µs{ratio:>8.3f}"
             f"{paired_ratio(m, 'traced', cpu=True):>11.3f}{paired_ratio(m, 'floor'):>15.3f}"
         )
+    print("Python function calls per tool call (deterministic, unaffected by machine load):")
+    print(f"{'transport':<10}{'bare':>10}{'instrumented':>14}{'ratio':>8}{'SDK span only':>15}")
+    for label in transports:
+        c = anyio.run(count_work, label, 100, provider)
+        print(
+            f"{label:<10}{c['bare']:>10.0f}{c['traced']:>14.0f}"
+            f"{c['traced'] / c['bare']:>8.3f}{c['floor'] / c['bare']:>15.3f}"
+        )
     provider.shutdown()
-    expected_spans = 2 * len(transports) * (args.rounds + 1) * args.calls  # traced + floor
+    # traced + floor spans: timed rounds, their warm-up, and the call-counting runs
+    expected_spans = 2 * len(transports) * ((args.rounds + 1) * args.calls + 110)
     verdict = "met" if worst <= TARGET_OVERHEAD else "NOT met"
     print(
         f"spans exported: {exporter.count} (expected {expected_spans}); "

@@ -14,8 +14,13 @@ Definitions (the why is in the study, BRIEF §2):
   ``restamped`` call are skipped (their times are rewrites, not observations).
 * **medians** are DuckDB's ``median`` (the interpolated middle for an even count).
 * **days** is the calendar span in UTC, both ends included (2026-08-04 → 09-14 = 42).
-* **first_use_share** = distinct (session, tool) pairs / calls: the share of calls that are a
-  session's first use of that tool.
+* **sessions** counts streams (session, agent): the study counted each subagent transcript as a
+  session of its own (its scan's top finding was a subagent).
+* **first_use_share** = the mean over streams of (distinct tools / calls): in a typical stream,
+  the share of calls that are its first use of a tool. The pooled ratio over the whole corpus
+  (``first_use_share_pooled``) is dominated by long sessions and cannot reach the study's 37 %
+  with its published counts (422 sessions, 26,327 calls, 78 tools), so the study's figure is
+  read as the per-session mean; both are shown.
 * **mcp_*** count calls with a ``server``; ``mcp_tools`` counts distinct full tool names.
 
 Values are floats; NaN when undefined (e.g. a median of no gaps).
@@ -46,6 +51,7 @@ STAT_KEYS: Final[tuple[str, ...]] = (
     "within_response_gap_median_s",
     "within_response_share_le_1s",
     "first_use_share",
+    "first_use_share_pooled",
     "failure_rate",
     "subagent_calls",
     "restamped_calls",
@@ -80,7 +86,7 @@ pairs AS (
 ),
 gaps AS (SELECT * FROM pairs WHERE NOT touches_restamped),
 base AS (
-    SELECT count(DISTINCT session_id) AS sessions,
+    SELECT count(DISTINCT (session_id, agent_id)) AS sessions,
            count(*) AS calls,
            count(DISTINCT tool) AS tools,
            count(DISTINCT server) AS mcp_servers,
@@ -88,7 +94,8 @@ base AS (
            count(*) FILTER (WHERE server IS NOT NULL) AS mcp_calls,
            max(epoch_us(start_time)) // {_US_PER_DAY}
                - min(epoch_us(start_time)) // {_US_PER_DAY} + 1 AS days,
-           count(DISTINCT (session_id, tool)) / nullif(count(*), 0) AS first_use_share,
+           count(DISTINCT (session_id, agent_id, tool)) / nullif(count(*), 0)
+               AS first_use_share_pooled,
            avg(CAST(failed AS DOUBLE)) AS failure_rate,
            count(*) FILTER (WHERE agent_id IS NOT NULL) AS subagent_calls,
            count(*) FILTER (WHERE restamped) AS restamped_calls
@@ -107,8 +114,12 @@ within AS (
            avg(CAST(gap_us <= 1000000 AS DOUBLE)) AS within_response_share_le_1s
     FROM gaps WHERE same_response
 ),
-skipped AS (SELECT count(*) AS skipped_restamped_gaps FROM pairs WHERE touches_restamped)
-SELECT * FROM base, inter, within, skipped
+skipped AS (SELECT count(*) AS skipped_restamped_gaps FROM pairs WHERE touches_restamped),
+per_stream AS (
+    SELECT count(DISTINCT tool) / count(*) AS share FROM c GROUP BY session_id, agent_id
+),
+first_use AS (SELECT avg(share) AS first_use_share FROM per_stream)
+SELECT * FROM base, inter, within, skipped, first_use
 """
 
 

@@ -827,7 +827,7 @@ class Mitigation:
         return getattr(self.inner, item)
 
     def _emit(self, kind: str, tool: str, detail: str = "") -> None:
-        log.debug("%s: %s on %s %s", self.name, kind, tool, detail)
+        log.debug("%s: %s on %s", self.name, kind, tool)
         if self._on_event is not None:
             self._on_event(MitigationEvent(self.name, kind, tool, detail))
 

@@ -130,6 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not getattr(args, "verbose", False):
+        # faulted runs make the in-process servers log every failing tool at INFO
+        logging.getLogger("mcp.server").setLevel(logging.WARNING)
     try:
         if args.workbench_command == "run":
             return _run_one(args)

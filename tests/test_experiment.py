@@ -218,6 +218,10 @@ def small_store(tmp_path):  # type: ignore[no-untyped-def]
     return store
 
 
+def _no_constants(token: str) -> None:
+    raise AssertionError(f"{token} in JSON output")
+
+
 def _run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     code = cli_main(["experiment", *args])
     out, err = capsys.readouterr()
@@ -234,7 +238,7 @@ def test_cli_saves_results_and_reruns_exactly(
         capsys,
     )
     assert code == 0, err
-    first = json.loads(out)
+    first = json.loads(out, parse_constant=_no_constants)  # strict JSON: no NaN / Infinity
     run_id = first["run_id"]
     assert [h["kind"] for h in first["headline"]] == list(kinds)
     rows = small_store.query(

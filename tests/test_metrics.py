@@ -187,5 +187,5 @@ def test_bootstrap_weights_give_the_same_intervals_as_the_loop() -> None:
 
 def test_injected_mask_marks_the_inserted_calls() -> None:
     layout = M.RunLayout.build(np.array([5, 4, 6]), np.array([2, 1, 5]), np.array([2, 3, 1]))
-    expected = [0, 0, 1, 1, 0] + [0, 1, 1, 1] + [0, 0, 0, 0, 0, 1]
+    expected = [0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1]  # runs of 5, 4 and 6 calls
     assert layout.injected_mask().astype(int).tolist() == expected

@@ -83,7 +83,7 @@ CALLS = [
 
 #: Hand-computed from CALLS (sources = import).
 EXPECTED_IMPORT = {
-    "sessions": 2,
+    "sessions": 3,  # streams: s1 main, s1/a1, s2
     "calls": 15,
     "tools": 7,  # Read Grep Bash WebFetch + 3 MCP tools
     "mcp_servers": 2,
@@ -97,7 +97,8 @@ EXPECTED_IMPORT = {
     "parallel_calls": 2,  # 0.4 1.6
     "within_response_gap_median_s": 1.0,
     "within_response_share_le_1s": 1 / 2,
-    "first_use_share": 8 / 15,  # s1: 5 tools, s2: 3 tools
+    "first_use_share": (4 / 6 + 2 / 2 + 3 / 7) / 3,  # per stream: s1 main, s1/a1, s2
+    "first_use_share_pooled": 9 / 15,
     "failure_rate": 2 / 15,
     "subagent_calls": 2,
     "restamped_calls": 2,
@@ -124,10 +125,11 @@ def test_stats_over_all_sources(store: Store) -> None:
     con = store.connect()
     got = corpus_stats(con)
     con.close()
-    assert got["sessions"] == 3
+    assert got["sessions"] == 4
     assert got["calls"] == 16
     assert got["days"] == 7  # 08-04 .. 08-10
-    assert got["first_use_share"] == pytest.approx(9 / 16)
+    assert got["first_use_share"] == pytest.approx((4 / 6 + 1 + 3 / 7 + 1) / 4)
+    assert got["first_use_share_pooled"] == pytest.approx(10 / 16)
     assert got["inter_response_gaps"] == 5  # one call: no gap
 
 
@@ -160,7 +162,7 @@ def test_stats_command_prints_study_beside(
     assert "SIMULATED" in out
     lines = {line.split("  ")[0].strip(): line for line in out.splitlines()}
     assert lines["calls"].split()[-2:] == ["16", f"{CORPUS['calls']:,.0f}"]
-    assert lines["sessions"].split()[-2:] == ["3", f"{CORPUS['sessions']:,.0f}"]
+    assert lines["sessions"].split()[-2:] == ["4", f"{CORPUS['sessions']:,.0f}"]
     assert "failure rate" in out
 
 
