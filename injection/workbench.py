@@ -37,7 +37,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from toolwatch.injection.agents import Agent, AgentConfig, make_agent
 from toolwatch.injection.checks import CheckResult, Labels, check, labels, task_solved
 from toolwatch.injection.faults import FaultEngine
-from toolwatch.injection.mitigations import apply_mitigations, parse_mitigations
+from toolwatch.injection.mitigations import (
+    MITIGATION_NAMES,
+    apply_mitigations,
+    parse_mitigations,
+)
 from toolwatch.injection.scenario import Scenario
 from toolwatch.injection.scenario_server import ScenarioServer
 from toolwatch.injection.trajectory import (
@@ -582,7 +586,7 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             fixes[key] = fixes.get(key, 0) + 1
     agents = sorted({k[0] for k in cells})
     faults = sorted({k[1] for k in cells})
-    mitigations = ["none", *sorted({k[2] for k in cells} - {"none"})]
+    mitigations = ["none", *sorted({k[2] for k in cells} - {"none"}, key=_mitigation_order)]
     matrix = {
         a: {
             f: {
@@ -620,6 +624,16 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _mitigation_order(key: str) -> tuple[int, list[int]]:
+    """Single mitigations in stacking order, then combinations, the full stack last."""
+    parts = key.split("+")
+    return (len(parts), [MITIGATION_NAMES.index(p) for p in parts if p in MITIGATION_NAMES])
+
+
+def _display(key: str) -> str:
+    return "all" if key == mitigation_key(MITIGATION_NAMES) else key
+
+
 def _pct(rate: float | None) -> str:
     return "  -  " if rate is None else f"{rate * 100:4.0f}%"
 
@@ -647,7 +661,7 @@ def render_summary(summary: Mapping[str, Any]) -> str:
     mitigations: list[str] = summary["mitigations"]
     for agent, table in summary["mitigation_impact"].items():
         lines.append("")
-        lines.append(f"{agent:<10} " + " ".join(f"{m[:13]:>14}" for m in mitigations))
+        lines.append(f"{agent:<10} " + " ".join(f"{_display(m)[:13]:>14}" for m in mitigations))
         for f in faults:
             row = table.get(f, {})
             cells = []

@@ -49,7 +49,7 @@ class _Response:
     agent_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: frozen __init__ costs a call per field on the hot path
 class CallContext:
     """What a call is attributed to, resolved once when the call starts."""
 

@@ -112,7 +112,7 @@ class _RequestSink:
     request_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _ClientCall:
     """A ``Client.call_tool`` span in progress; its session rounds open no span."""
 
