@@ -7,14 +7,18 @@ fields) without a browser.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import altair as alt
 import pandas as pd
 
+#: Any top-level chart these functions return (altair's ``properties`` widens the types).
+Spec: TypeAlias = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
+
 PASS_SCALE = alt.Scale(domain=[0, 1], scheme="redyellowgreen")
 
 
-def detection_bars(table: pd.DataFrame, title: str) -> alt.LayerChart:
+def detection_bars(table: pd.DataFrame, title: str) -> Spec:
     """Our detection rate per kind (bar + 95 % interval) with the study's published rate.
 
     ``table``: ``kind, label, rate, ci_low, ci_high, study_rate`` (study_rate may be NaN).
@@ -24,8 +28,12 @@ def detection_bars(table: pd.DataFrame, title: str) -> alt.LayerChart:
         y=alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260)),
     )
     bars = base.mark_bar(color="#4c78a8", opacity=0.85).encode(
-        x=alt.X("rate:Q", title="detection rate", scale=alt.Scale(domain=[0, 1]),
-                axis=alt.Axis(format="%")),
+        x=alt.X(
+            "rate:Q",
+            title="detection rate",
+            scale=alt.Scale(domain=[0, 1]),
+            axis=alt.Axis(format="%"),
+        ),
         tooltip=[
             alt.Tooltip("label:N", title="kind"),
             alt.Tooltip("rate:Q", format=".1%", title="ours"),
@@ -43,7 +51,7 @@ def detection_bars(table: pd.DataFrame, title: str) -> alt.LayerChart:
     return alt.layer(bars, errors, published).properties(title=title, height=alt.Step(26))
 
 
-def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -> alt.LayerChart:
+def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -> Spec:
     """Detection rate against session false-alarm rate, one line per kind (AUC in the legend)."""
     named = points.merge(areas, on="kind")
     named["curve"] = named["label"] + "  (AUC " + named["auc"].map("{:.2f}".format) + ")"
@@ -51,10 +59,18 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
         alt.Chart(named)
         .mark_line(interpolate="linear", strokeWidth=2)
         .encode(
-            x=alt.X("false_alarm:Q", title="normal sessions alarming (false-alarm rate)",
-                    scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-            y=alt.Y("detection:Q", title="injected runs detected",
-                    scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+            x=alt.X(
+                "false_alarm:Q",
+                title="normal sessions alarming (false-alarm rate)",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%"),
+            ),
+            y=alt.Y(
+                "detection:Q",
+                title="injected runs detected",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%"),
+            ),
             color=alt.Color(
                 "curve:N",
                 title="kind (area under curve)",
@@ -80,7 +96,7 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
 
 def latency_chart(
     latencies: pd.DataFrame, study_points: pd.DataFrame, order: Sequence[str]
-) -> alt.LayerChart:
+) -> Spec:
     """Distribution of calls-to-detection per kind (box plot), the study's median as a tick."""
     order = list(order)
     box = (
@@ -96,8 +112,11 @@ def latency_chart(
         layers.append(
             alt.Chart(study_points)
             .mark_tick(color="#e45756", thickness=3, size=22)
-            .encode(y=alt.Y("label:N", sort=order), x="latency:Q",
-                    tooltip=["label:N", alt.Tooltip("latency:Q", title="study median")])
+            .encode(
+                y=alt.Y("label:N", sort=order),
+                x="latency:Q",
+                tooltip=["label:N", alt.Tooltip("latency:Q", title="study median")],
+            )
         )
     return alt.layer(*layers).properties(height=alt.Step(26))
 
@@ -107,7 +126,7 @@ def timeline_chart(
     scores: pd.DataFrame | None,
     statistic: str | None,
     threshold: float | None,
-) -> alt.VConcatChart:
+) -> Spec:
     """A session stream call by call: tools, gaps, sizes, then cue scores and the detector.
 
     ``calls``: ``index, tool, gap_s, same_response, response_group, input_bytes,
@@ -115,10 +134,21 @@ def timeline_chart(
     (long form) or None; ``statistic``/``threshold``: the detector column in ``calls``.
     """
     width = 760
-    x = alt.X("index:Q", title="call in stream", scale=alt.Scale(domain=[-0.5, len(calls) - 0.5]))
+    x = alt.X(
+        "index:Q",
+        title="call in stream",
+        scale=alt.Scale(domain=[-0.5, len(calls) - 0.5], nice=False, zero=False),
+        axis=alt.Axis(tickMinStep=1, format="d"),
+    )
     tooltip = [
-        "index:Q", "tool:N", alt.Tooltip("gap_s:Q", format=".2f", title="gap s"),
-        "response_group:Q", "input_bytes:Q", "output_bytes:Q", "failed:N", "label:N",
+        "index:Q",
+        "tool:N",
+        alt.Tooltip("gap_s:Q", format=".2f", title="gap s"),
+        "response_group:Q",
+        "input_bytes:Q",
+        "output_bytes:Q",
+        "failed:N",
+        "label:N",
     ]
     highlight = (
         alt.Chart(calls[calls["injected"]])
@@ -127,7 +157,7 @@ def timeline_chart(
         .transform_calculate(lo="datum.index - 0.5", hi="datum.index + 0.5")
     )
 
-    def panel(chart: alt.Chart, height: int) -> alt.LayerChart:
+    def panel(chart: alt.Chart, height: int) -> Spec:
         return alt.layer(highlight, chart).properties(width=width, height=height)
 
     tools = (
@@ -136,22 +166,31 @@ def timeline_chart(
         .encode(
             x=x,
             y=alt.Y("tool:N", title=None, sort=None),
-            color=alt.Color("failed:N", scale=alt.Scale(domain=[False, True],
-                            range=["#4c78a8", "#e45756"]), title="failed"),
-            shape=alt.Shape("injected:N", scale=alt.Scale(domain=[False, True],
-                            range=["circle", "diamond"]), title="injected"),
+            color=alt.Color(
+                "failed:N",
+                scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#e45756"]),
+                title="failed",
+            ),
+            shape=alt.Shape(
+                "injected:N",
+                scale=alt.Scale(domain=[False, True], range=["circle", "diamond"]),
+                title="injected",
+            ),
             tooltip=tooltip,
         )
     )
     n_tools = max(1, calls["tool"].nunique())
     gaps = (
         alt.Chart(calls[calls["gap_s"].notna()])
-        .mark_bar()
+        .mark_circle(size=45, opacity=0.9)
         .encode(
             x=x,
             y=alt.Y("gap_plot:Q", title="gap (s, log)", scale=alt.Scale(type="log")),
-            color=alt.Color("same_response:N", title="same response",
-                            scale=alt.Scale(domain=[True, False], range=["#72b7b2", "#b279a2"])),
+            color=alt.Color(
+                "same_response:N",
+                title="same response",
+                scale=alt.Scale(domain=[True, False], range=["#72b7b2", "#b279a2"]),
+            ),
             tooltip=tooltip,
         )
         .transform_calculate(gap_plot="max(datum.gap_s, 0.001)")
@@ -174,14 +213,21 @@ def timeline_chart(
         cue_lines = (
             alt.Chart(scores)
             .mark_line(point=True)
-            .encode(x=x, y=alt.Y("score:Q", title="cue score"), color=alt.Color("cue:N"),
-                    tooltip=["index:Q", "cue:N", alt.Tooltip("score:Q", format=".2f")])
+            .encode(
+                x=x,
+                y=alt.Y("score:Q", title="cue score"),
+                color=alt.Color("cue:N"),
+                tooltip=["index:Q", "cue:N", alt.Tooltip("score:Q", format=".2f")],
+            )
         )
         stat = (
             alt.Chart(calls)
             .mark_line(point=True, color="#1f2d3d")
-            .encode(x=x, y=alt.Y(f"{statistic}:Q", title=statistic),
-                    tooltip=["index:Q", "tool:N", alt.Tooltip(f"{statistic}:Q", format=".2f")])
+            .encode(
+                x=x,
+                y=alt.Y(f"{statistic}:Q", title=statistic),
+                tooltip=["index:Q", "tool:N", alt.Tooltip(f"{statistic}:Q", format=".2f")],
+            )
         )
         layers: list[alt.Chart] = [stat]
         if threshold is not None:
@@ -206,22 +252,23 @@ def timeline_chart(
 
 def heatmap(
     cells: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, text: str = "text"
-) -> alt.LayerChart:
+) -> Spec:
     """Pass rates as coloured cells with their text (``rate`` in [0, 1], NaN = none)."""
     base = alt.Chart(cells).encode(
         x=alt.X(f"{x}:N", title=x_title, sort=None),
         y=alt.Y(f"{y}:N", title=y_title, sort=None),
     )
     rects = base.mark_rect().encode(
-        color=alt.Color("rate:Q", scale=PASS_SCALE, title="pass rate",
-                        legend=alt.Legend(format="%")),
+        color=alt.Color(
+            "rate:Q", scale=PASS_SCALE, title="pass rate", legend=alt.Legend(format="%")
+        ),
         tooltip=[f"{y}:N", f"{x}:N", f"{text}:N"],
     )
     labels = base.mark_text(fontSize=11).encode(text=f"{text}:N")
-    return alt.layer(rects, labels).properties(height=34 * max(1, cells[y].nunique()))
+    return alt.layer(rects, labels).properties(height=alt.Step(34), width=alt.Step(78))
 
 
-def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> alt.LayerChart:
+def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> Spec:
     """Runs side by side, one row each, step by step: tool (colour), failure (shape),
     injected responses (outlined), the first divergence from the clean run (rule)."""
     rows = list(dict.fromkeys(steps["run"]))
@@ -232,11 +279,22 @@ def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> alt.Lay
             x=alt.X("step:O", title="step (tool call)"),
             y=alt.Y("run:N", title=None, sort=rows),
             color=alt.Color("tool:N", title="tool"),
-            shape=alt.Shape("outcome:N", title="outcome",
-                            scale=alt.Scale(domain=["ok", "failed"], range=["circle", "cross"])),
+            shape=alt.Shape(
+                "outcome:N",
+                title="outcome",
+                scale=alt.Scale(domain=["ok", "failed"], range=["circle", "cross"]),
+            ),
             stroke=alt.condition("datum.injected", alt.value("#e45756"), alt.value(None)),
-            tooltip=["run:N", "step:O", "tool:N", "outcome:N", "error_type:N", "label:N",
-                     "input_bytes:Q", "output_bytes:Q"],
+            tooltip=[
+                "run:N",
+                "step:O",
+                "tool:N",
+                "outcome:N",
+                "error_type:N",
+                "label:N",
+                "input_bytes:Q",
+                "output_bytes:Q",
+            ],
         )
     )
     layers: list[alt.Chart] = [points]
@@ -244,13 +302,14 @@ def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> alt.Lay
         layers.append(
             alt.Chart(divergence)
             .mark_tick(color="#e45756", thickness=3, size=30)
-            .encode(x="step:O", y=alt.Y("run:N", sort=rows),
-                    tooltip=["run:N", "step:O", "reason:N"])
+            .encode(
+                x="step:O", y=alt.Y("run:N", sort=rows), tooltip=["run:N", "step:O", "reason:N"]
+            )
         )
     return alt.layer(*layers).properties(height=46 * max(1, len(rows)))
 
 
-def alerts_per_hour_chart(per_hour: pd.DataFrame, title: str) -> alt.Chart:
+def alerts_per_hour_chart(per_hour: pd.DataFrame, title: str) -> Spec:
     return (
         alt.Chart(per_hour)
         .mark_bar()
@@ -264,7 +323,7 @@ def alerts_per_hour_chart(per_hour: pd.DataFrame, title: str) -> alt.Chart:
     )
 
 
-def calls_per_day_chart(per_day: pd.DataFrame) -> alt.Chart:
+def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
     return (
         alt.Chart(per_day)
         .mark_bar()
@@ -278,7 +337,7 @@ def calls_per_day_chart(per_day: pd.DataFrame) -> alt.Chart:
     )
 
 
-def bar_chart(data: pd.DataFrame, x: str, y: str, sort: Sequence[str] | None = None) -> alt.Chart:
+def bar_chart(data: pd.DataFrame, x: str, y: str, sort: Sequence[str] | None = None) -> Spec:
     return (
         alt.Chart(data)
         .mark_bar()

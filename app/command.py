@@ -133,9 +133,7 @@ def run(args: argparse.Namespace) -> int:
         )
     port = args.port or free_port()
     model = Path(args.model).expanduser() if args.model else None
-    cmd = streamlit_command(
-        store, port, model=model, refresh=args.refresh, headless=args.headless
-    )
+    cmd = streamlit_command(store, port, model=model, refresh=args.refresh, headless=args.headless)
     print(f"toolwatch app: http://{HOST}:{port}/ (store {store}); Ctrl-C stops it", flush=True)
     log.debug("running %s", cmd)
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")

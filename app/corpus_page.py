@@ -12,7 +12,8 @@ import math
 import pandas as pd
 import streamlit as st
 from toolwatch import study
-from toolwatch.app import charts, queries as q, ui
+from toolwatch.app import charts, ui
+from toolwatch.app import queries as q
 from toolwatch.collector.corpus_stats import STAT_KEYS, corpus_stats, source_counts
 from toolwatch.collector.stats_command import LABELS
 

@@ -14,8 +14,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 from toolwatch import study
-from toolwatch.app import charts, queries as q, ui
+from toolwatch.app import charts, ui
 from toolwatch.app import detection_view as dv
+from toolwatch.app import queries as q
 from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.anomalies import KINDS
 
@@ -63,7 +64,9 @@ def render() -> None:
         chosen = _choose_run(runs)
         config = json.loads(chosen["config_json"])
         split = json.loads(chosen["split_json"])
-        variants = [v for v in chosen["variants"] if v in VARIANT_LABELS] or list(chosen["variants"])
+        variants = [v for v in chosen["variants"] if v in VARIANT_LABELS] or list(
+            chosen["variants"]
+        )
         c1, c2, c3 = st.columns([2, 2, 3])
         variant = c1.radio(
             "Corpus", variants, format_func=lambda v: VARIANT_LABELS.get(v, v), key="variant"
@@ -109,9 +112,7 @@ def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
         r = runs.iloc[i]
         created = pd.Timestamp(r["created"]).strftime("%Y-%m-%d %H:%M UTC")
         seeds = len(str(r["seeds"]).split(","))
-        return (
-            f"{r['run_id']} · {created} · {r['normal_sessions']} test sessions × {seeds} seeds"
-        )
+        return f"{r['run_id']} · {created} · {r['normal_sessions']} test sessions × {seeds} seeds"
 
     i = st.selectbox("Experiment run", range(len(runs)), format_func=describe, key="run")
     return dict(runs.iloc[int(i or 0)])
@@ -191,7 +192,9 @@ def _headline(
         m4.metric("Mode", "operating point")
 
 
-def _table(cells: pd.DataFrame, stored: pd.DataFrame, cue_set: str, detector: str, mode: str) -> None:
+def _table(
+    cells: pd.DataFrame, stored: pd.DataFrame, cue_set: str, detector: str, mode: str
+) -> None:
     picked = _pick(cells, cue_set, detector).set_index("kind")
     kinds = _kind_order(list(picked.index))
     rows = []
@@ -212,10 +215,15 @@ def _table(cells: pd.DataFrame, stored: pd.DataFrame, cue_set: str, detector: st
                 "study: latency": dv.study_latency(kind) or "–",
             }
         )
-        published = study.DETECTION_ALL_CUSUM.get(kind) if (cue_set, detector) == (
-            "all",
-            "cusum",
-        ) else None
+        published = (
+            study.DETECTION_ALL_CUSUM.get(kind)
+            if (cue_set, detector)
+            == (
+                "all",
+                "cusum",
+            )
+            else None
+        )
         bars.append(
             {
                 "kind": kind,
@@ -256,7 +264,9 @@ def _grid(cells: pd.DataFrame) -> None:
         fa = grid.drop_duplicates("cell").set_index("cell")
         st.caption(
             "False alarms reached: "
-            + ", ".join(f"{c} {dv.pct(float(fa.loc[c, 'fa_reached']), 1)}" for c in order if c in fa.index)
+            + ", ".join(
+                f"{c} {dv.pct(float(fa.loc[c, 'fa_reached']), 1)}" for c in order if c in fa.index
+            )
         )
 
 

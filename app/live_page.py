@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import streamlit as st
-from toolwatch.app import charts, queries as q, ui
+from toolwatch.app import charts, ui
+from toolwatch.app import queries as q
 
 BY = {"alert_time": "when the alert was raised", "call_time": "when the alerted call happened"}
 
@@ -40,7 +41,12 @@ def render() -> None:
         m[2].metric("Last 24 h", f"{totals['last_day']:,}")
         m[3].metric("Sessions alerted", f"{totals['sessions']:,}")
         latest = totals["latest"]
-        m[4].metric("Latest", "–" if latest is None else f"{latest:%Y-%m-%d %H:%M:%S}")
+        m[4].metric(
+            "Latest (UTC)",
+            "–" if latest is None else f"{latest:%H:%M:%S}",
+            None if latest is None else f"{latest:%Y-%m-%d}",
+            delta_color="off",
+        )
         st.altair_chart(
             charts.alerts_per_hour_chart(per_hour, f"Alerts per hour ({BY[by]}, UTC)"),
             width="stretch",

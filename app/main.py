@@ -36,7 +36,9 @@ def main() -> None:
     with st.sidebar:
         st.caption(f"store `{s.store}`")
         if s.model is not None:
-            st.caption(f"model `{s.model}`" + (" (store's own)" if s.model_origin == "store" else ""))
+            st.caption(
+                f"model `{s.model}`" + (" (store's own)" if s.model_origin == "store" else "")
+            )
         else:
             st.caption(f"no model (`--model FILE` or `{MODEL_IN_STORE}` in the store)")
     state = q.store_state(s.store)

@@ -226,7 +226,9 @@ def experiment_latencies(
 
 
 def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [str(r[0]) for r in con.execute("SELECT DISTINCT source FROM sessions ORDER BY 1").fetchall()]
+    return [
+        str(r[0]) for r in con.execute("SELECT DISTINCT source FROM sessions ORDER BY 1").fetchall()
+    ]
 
 
 def session_date_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:

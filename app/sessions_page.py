@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
-from toolwatch.app import charts, queries as q, ui
+from toolwatch.app import charts, ui
+from toolwatch.app import queries as q
 from toolwatch.collector.schema import CALLS_SCHEMA
 from toolwatch.detection import CUE_NAMES, CUE_SETS, DETECTORS, NormalModel, score_calls
 from toolwatch.detection.alerts import parse_statistic
@@ -76,8 +77,16 @@ def render() -> None:
         st.dataframe(
             sessions[
                 [
-                    "session_id", "source", "first_time", "calls", "tools", "failures",
-                    "responses", "labelled_calls", "alerts", "flagged_by",
+                    "session_id",
+                    "source",
+                    "first_time",
+                    "calls",
+                    "tools",
+                    "failures",
+                    "responses",
+                    "labelled_calls",
+                    "alerts",
+                    "flagged_by",
                 ]
             ],
             hide_index=True,
@@ -93,9 +102,7 @@ def render() -> None:
             _timeline(con, str(chosen), model)
 
 
-def _filtered_sessions(
-    con: Any, root: Path, model: NormalModel | None
-) -> pd.DataFrame | None:
+def _filtered_sessions(con: Any, root: Path, model: NormalModel | None) -> pd.DataFrame | None:
     c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
     all_sources = q.sources(con)
     chosen_sources = c1.multiselect("Source", all_sources, default=all_sources, key="sources")
@@ -200,8 +207,19 @@ def _timeline(con: Any, session_id: str, model: NormalModel | None) -> None:
     _summary(view, session_id, statistic, threshold, alerts)
     st.altair_chart(charts.timeline_chart(view, cue_scores, statistic, threshold))
     shown = [
-        "index", "seq", "start_time", "gap_s", "response_group", "tool", "server",
-        "input_bytes", "output_bytes", "failed", "error_type", "label", "alert_by",
+        "index",
+        "seq",
+        "start_time",
+        "gap_s",
+        "response_group",
+        "tool",
+        "server",
+        "input_bytes",
+        "output_bytes",
+        "failed",
+        "error_type",
+        "label",
+        "alert_by",
     ]
     if model is not None:
         shown += [*CUE_NAMES, "all", statistic or "all_cusum"]

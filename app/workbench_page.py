@@ -7,16 +7,22 @@ from the ``calls`` view (the runs are instrumented, one session per run).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 from toolwatch import study
-from toolwatch.app import charts, queries as q, ui
+from toolwatch.app import charts, ui
+from toolwatch.app import queries as q
 from toolwatch.injection.scenario import FAULT_ACTIONS
 from toolwatch.injection.workbench import summarize
 
-STATUS = {"pass": "✅ pass", "fail": "❌ fail", "not_exercised": "⚪ not exercised"}
+STATUS = {
+    "pass": ":green[**PASS**]",
+    "fail": ":red[**FAIL**]",
+    "not_exercised": ":gray[**NOT EXERCISED**]",
+}
 
 
 def render() -> None:
@@ -63,7 +69,8 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
                 {
                     "agent": agent,
                     "fault": fault,
-                    "rate": c["pass_rate"],
+                    "rate": math.nan if c["pass_rate"] is None else float(c["pass_rate"]),
+                    "short": f"{ui.number(c['pass_rate'], '{:.0%}')}",
                     "text": text,
                 }
             )
@@ -71,7 +78,7 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
         st.info("This run has no faulted runs.")
         return
     frame = pd.DataFrame(cells)
-    st.altair_chart(charts.heatmap(frame, "fault", "agent", "fault type", "agent"), width="stretch")
+    st.altair_chart(charts.heatmap(frame, "fault", "agent", "fault type", "agent", text="short"))
     table = frame.pivot(index="agent", columns="fault", values="text")
     st.table(table)
     clean = summary.get("clean_solved", {})
@@ -98,15 +105,14 @@ def _impact(summary: dict[str, Any]) -> None:
                     {
                         "fault": fault,
                         "mitigation": mitigation,
-                        "rate": c["pass_rate"],
+                        "rate": math.nan if c["pass_rate"] is None else float(c["pass_rate"]),
                         "text": f"{ui.number(c['pass_rate'], '{:.0%}')}{fixed}",
                     }
                 )
         frame = pd.DataFrame(cells)
         with tab:
             st.altair_chart(
-                charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type"),
-                width="stretch",
+                charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type")
             )
             st.table(frame.pivot(index="fault", columns="mitigation", values="text"))
     st.caption(
@@ -137,9 +143,7 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
     shown_mitigations = c3.multiselect(
         "Mitigated runs", mitigations, default=mitigations[:2], key="mitigations"
     )
-    unit = [
-        r for r in unit if r["mode"] != "mitigated" or r["mitigation"] in shown_mitigations
-    ]
+    unit = [r for r in unit if r["mode"] != "mitigated" or r["mitigation"] in shown_mitigations]
     if not unit:
         st.info("No runs for this scenario and agent.")
         return
@@ -169,13 +173,24 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
     step_frame = pd.DataFrame(
         steps,
         columns=[
-            "run", "step", "tool", "outcome", "error_type", "label", "injected",
-            "input_bytes", "output_bytes",
+            "run",
+            "step",
+            "tool",
+            "outcome",
+            "error_type",
+            "label",
+            "injected",
+            "input_bytes",
+            "output_bytes",
         ],
     )
     divergence = pd.DataFrame(
         [
-            {"run": _run_name(r), "step": int(r["divergence_step"]), "reason": r["divergence_reason"]}
+            {
+                "run": _run_name(r),
+                "step": int(r["divergence_step"]),
+                "reason": r["divergence_reason"],
+            }
             for r in unit
             if r["mode"] != "clean" and r["divergence_step"] is not None
         ],

@@ -1358,10 +1358,12 @@ _ORDER: Final[tuple[str, ...]] = ("retry", "schema", "scan", "verify")
 
 
 def parse_mitigations(spec: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Normalise ``"retry,scan"`` / ``["retry"]`` / ``"all"`` / ``"none"`` to wrapping order."""
+    """Normalise ``"retry,scan"`` / ``"retry+scan"`` / ``["retry"]`` / ``"all"`` / ``"none"``
+    to wrapping order."""
     if spec is None:
         return ()
-    items = [s.strip().lower() for s in (spec.split(",") if isinstance(spec, str) else spec)]
+    raw = re.split(r"[,+]", spec) if isinstance(spec, str) else list(spec)
+    items = [s.strip().lower() for s in raw]
     items = [s for s in items if s]
     if items in (["none"], []):
         return ()

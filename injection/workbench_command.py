@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from toolwatch.collector.store import StoreError
 from toolwatch.injection.agents import AGENT_NAMES, AgentConfig
 from toolwatch.injection.mitigations import parse_mitigations
 from toolwatch.injection.scenario import (
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if args.workbench_command == "run":
             return _run_one(args)
         return _run_suite(args)
-    except (CommandError, ScenarioError) as exc:
+    except (CommandError, ScenarioError, StoreError) as exc:
         print(f"toolwatch workbench: {exc}", file=sys.stderr)
         return 2
 
@@ -180,7 +181,10 @@ def _mitigation_sets(values: Sequence[str]) -> list[tuple[str, ...]]:
 def _store(args: argparse.Namespace) -> Any:
     from toolwatch.collector.store import Store
 
-    return Store(args.store)
+    store = Store(args.store)
+    if store.root.exists() and not store.root.is_dir():
+        raise CommandError(f"--store {store.root} is not a directory")
+    return store
 
 
 @contextmanager
@@ -227,7 +231,10 @@ def _collector_url(collector: Any) -> str:
 
 
 def _append(store: Any, rows: list[dict[str, Any]]) -> None:
-    store.append(RUNS_TABLE, rows, schema=runs_schema(), partition_by="time")
+    try:
+        store.append(RUNS_TABLE, rows, schema=runs_schema(), partition_by="time")
+    except OSError as exc:
+        raise CommandError(f"cannot write the runs to {store.root}: {exc.strerror}") from exc
 
 
 def _run_one(args: argparse.Namespace) -> int:
@@ -272,6 +279,11 @@ def _run_suite(args: argparse.Namespace) -> int:
     if args.detect and args.no_telemetry:
         raise CommandError("--detect scores the runs' recorded calls: drop --no-telemetry")
     model = _load_model(args.model) if args.detect else None
+    if model is not None and args.think_time == 0:
+        log.warning(
+            "--detect with --think-time 0: model steps follow each other at machine speed, "
+            "which the time cue reads as a burst if the model was trained on model-paced calls"
+        )
     sets = _mitigation_sets(args.mitigations.split(",")) if args.mitigations else []
     scenarios = _load(args.scenarios)
     config = _config(args)

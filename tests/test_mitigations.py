@@ -531,6 +531,7 @@ def test_no_mitigation_flags_anything_on_the_librarys_clean_runs() -> None:
 
 def test_parse_and_apply_mitigations_in_fixed_order() -> None:
     assert parse_mitigations("scan,retry") == ("retry", "scan")
+    assert parse_mitigations("scan+retry") == ("retry", "scan")
     assert parse_mitigations("all") == ("retry", "schema", "scan", "verify")
     assert parse_mitigations("none") == () and parse_mitigations(None) == ()
     with pytest.raises(ValueError, match="unknown mitigation"):

@@ -347,6 +347,10 @@ def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "unknown mitigation" in capsys.readouterr().err
     assert cli_main(["workbench", "suite", "--detect", "--store", store]) == 2
     assert "--model" in capsys.readouterr().err
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    assert cli_main(["workbench", "run", str(file), "--store", str(not_a_dir)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
 
 
 def test_cli_llm_agent_without_configuration(
