@@ -225,6 +225,13 @@ def _result_attributes(result: object, attrs: dict[str, Any]) -> bool:
     return bool(result.is_error)
 
 
+def _error_label(exc: BaseException) -> str | None:
+    """Ground-truth label a fault proxy put in a JSON-RPC error's ``data`` (never the message)."""
+    data = exc.data if isinstance(exc, MCPError) else None
+    label = data.get(LABEL_META_KEY) if isinstance(data, Mapping) else None
+    return label if isinstance(label, str) else None
+
+
 def _name_and_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
     name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
     arguments = kwargs.get("arguments", args[1] if len(args) > 1 else None)
@@ -279,6 +286,9 @@ async def _traced_call(
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
         late[ATTR_ERROR_TYPE] = error_type_of(exc)
+        label = _error_label(exc)
+        if label is not None:
+            late[ATTR_LABEL] = label
         raise
     else:
         try:
