@@ -76,7 +76,7 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
                 title="kind (area under curve)",
                 legend=alt.Legend(labelLimit=420, orient="bottom", columns=2),
             ),
-            order="false_alarm:Q",
+            order=alt.Order("step:Q", sort="descending"),
         )
     )
     diagonal = (
@@ -334,13 +334,4 @@ def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
             tooltip=["day:T", "source:N", "calls:Q"],
         )
         .properties(height=200)
-    )
-
-
-def bar_chart(data: pd.DataFrame, x: str, y: str, sort: Sequence[str] | None = None) -> Spec:
-    return (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(x=alt.X(f"{x}:Q"), y=alt.Y(f"{y}:N", sort=list(sort) if sort else "-x"))
-        .properties(height=18 * max(1, len(data)))
     )

@@ -118,7 +118,8 @@ def cells_at_target(
 
 
 def roc_curves(maxima: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per kind, the (false-alarm rate, detection rate) pairs over every threshold, and the
+    """Per kind, the (false-alarm rate, detection rate) pairs over every threshold (``step``:
+    threshold rank, lowest first, so the curve runs from (1, 1) to (0, 0)), and the
     area under each curve (probability that a run's window maximum exceeds a normal session's
     maximum, ties half). ``maxima``: one cue set × detector (kind, session_id, window_max)."""
     points: list[pd.DataFrame] = []
@@ -127,7 +128,7 @@ def roc_curves(maxima: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     normal = np.nan_to_num(normal, nan=-np.inf)
     if normal.size == 0:
         return (
-            pd.DataFrame(columns=["kind", "false_alarm", "detection"]),
+            pd.DataFrame(columns=["kind", "step", "false_alarm", "detection"]),
             pd.DataFrame(columns=["kind", "auc"]),
         )
     for kind in sorted(k for k in maxima["kind"].unique() if k != NORMAL):
@@ -139,12 +140,16 @@ def roc_curves(maxima: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         thresholds = np.concatenate([[-np.inf], grid])  # from everything alarming to nothing
         fa = _share_above(normal, thresholds)
         dr = _share_above(runs, thresholds)
-        points.append(pd.DataFrame({"kind": kind, "false_alarm": fa, "detection": dr}))
+        points.append(
+            pd.DataFrame(
+                {"kind": kind, "step": np.arange(fa.size), "false_alarm": fa, "detection": dr}
+            )
+        )
         positive = np.concatenate([np.ones(runs.size, bool), np.zeros(normal.size, bool)])
         areas.append({"kind": kind, "auc": M.auc(np.concatenate([runs, normal]), positive)})
     if not points:
         return (
-            pd.DataFrame(columns=["kind", "false_alarm", "detection"]),
+            pd.DataFrame(columns=["kind", "step", "false_alarm", "detection"]),
             pd.DataFrame(columns=["kind", "auc"]),
         )
     return pd.concat(points, ignore_index=True), pd.DataFrame(areas)

@@ -167,7 +167,7 @@ def _timeline(con: Any, session_id: str, model: NormalModel | None) -> None:
     if calls.empty:
         st.info("This session has no calls.")
         return
-    agents = list(dict.fromkeys(calls["agent_id"].where(calls["agent_id"].notna(), None)))
+    agents = list(dict.fromkeys(None if pd.isna(a) else str(a) for a in calls["agent_id"]))
     names = [MAIN_AGENT if a is None else str(a) for a in agents]
     stream = names[0]
     if len(names) > 1:

@@ -80,7 +80,7 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
     frame = pd.DataFrame(cells)
     st.altair_chart(charts.heatmap(frame, "fault", "agent", "fault type", "agent", text="short"))
     table = frame.pivot(index="agent", columns="fault", values="text")
-    st.table(table)
+    st.table(table[[f for f in summary["fault_types"] if f in table.columns]])
     clean = summary.get("clean_solved", {})
     if clean:
         st.caption(
@@ -114,7 +114,9 @@ def _impact(summary: dict[str, Any]) -> None:
             st.altair_chart(
                 charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type")
             )
-            st.table(frame.pivot(index="fault", columns="mitigation", values="text"))
+            table = frame.pivot(index="fault", columns="mitigation", values="text")
+            order = [m for m in summary["mitigations"] if m in table.columns]
+            st.table(table[order].fillna(""))
     st.caption(
         "The published workbench: timeouts pass "
         f"{study.WORKBENCH['timeout_pass_without_retry']} without and "

@@ -47,6 +47,7 @@ from toolwatch.collector.wire import (
     ANY_BOOL,
     ANY_INT,
     ANY_STRING,
+    WireAttr,
     WireError,
     WireSpans,
     all_zero,
@@ -100,13 +101,19 @@ class _Columns:
         self.columns: dict[str, pa.Array] = {}
 
     def build(self, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+        """The field's column (one entry per span); marks spans the reference must decide."""
         assert plan.attribute is not None
         ws, n = self.ws, self.ws.n
         attr = ws.attrs[plan.attribute]
+        expected = _KIND[plan.kind]
+        if attr.span.size == n and (attr.kind == expected).all() and _is_range(attr.span):
+            column = self._dense(plan, attr)  # the usual case: once in every span, right kind
+            if column is not None:
+                self.columns[plan.name] = column
+                return
         nonempty = attr.kind != 0
         present = np.zeros(n, bool)
         present[attr.span[nonempty]] = True
-        expected = _KIND[plan.kind]
         self.slow[attr.span[nonempty & (attr.kind != expected)]] = True
         sel = np.flatnonzero(attr.kind == expected)
         at = attr.span[sel]
@@ -119,10 +126,7 @@ class _Columns:
             index[at] = np.arange(sel.size)
             index[at[empty]] = -1  # an empty optional string is no value (and no fallback)
             column = values.take(pa.array(index, mask=index < 0))
-            if plan.allowed is not None:
-                allowed = pc.is_in(column, value_set=pa.array(plan.allowed))
-                bad = pc.and_(column.is_valid(), pc.invert(allowed))
-                self.slow[bad.to_numpy(zero_copy_only=False)] = True
+            self._check_allowed(plan, column)
         else:
             raw = attr.num[sel]
             vals = np.zeros(n, np.int64)
@@ -141,6 +145,26 @@ class _Columns:
             column = self._fallback(plan, column, present, missing, resources)
         self.columns[plan.name] = column
 
+    def _dense(self, plan: FieldPlan, attr: WireAttr) -> pa.Array | None:
+        """The column when span i holds entry i; None when an entry needs the general path."""
+        if plan.kind == "string":
+            if (attr.length == 0).any():
+                return None  # empty strings are no value: the general path handles them
+            column = binary_array(self.ws.buf, attr.pos, attr.length).cast(pa.string())
+            self._check_allowed(plan, column)
+            return column
+        if plan.kind == "bool":
+            return pa.array(attr.num != 0)
+        signed = attr.num.view(np.int64)
+        self.slow[(signed < 0) | (signed > _TOP[plan.kind])] = True
+        return pa.array(signed)
+
+    def _check_allowed(self, plan: FieldPlan, column: pa.Array) -> None:
+        if plan.allowed is not None:
+            allowed = pc.is_in(column, value_set=pa.array(plan.allowed))
+            bad = pc.and_(column.is_valid(), pc.invert(allowed))
+            self.slow[bad.to_numpy(zero_copy_only=False)] = True
+
     def _fallback(
         self,
         plan: FieldPlan,
@@ -157,8 +181,18 @@ class _Columns:
             except Rejected:
                 per_scope.append(None)
                 self.slow[missing & (self.ws.scope == scope_no)] = True
-        fill = pa.array(per_scope, type=column.type).take(pa.array(self.ws.scope))
+        if all(v == per_scope[0] and type(v) is type(per_scope[0]) for v in per_scope):
+            fill = pa.repeat(pa.scalar(per_scope[0], type=column.type), self.ws.n)
+        else:
+            fill = pa.array(per_scope, type=column.type).take(pa.array(self.ws.scope))
+        if not present.any():
+            return fill
         return pc.if_else(pa.array(present), column, fill)
+
+
+def _is_range(index: np.ndarray) -> bool:
+    """``index`` is exactly 0, 1, ..., len - 1."""
+    return bool(index.size == 0 or (index[0] == 0 and (np.diff(index) == 1).all()))
 
 
 def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[Mapped]:

@@ -190,8 +190,12 @@ def match_keys(buf: Buf, pos: np.ndarray, length: np.ndarray, keys: Sequence[str
     """
     if not keys or not pos.size:
         return np.full(pos.size, -1, np.int64)
-    first = buf.words(pos) & _LOW_BYTES[np.minimum(length, 8)]
-    last = np.where(length > 8, buf.words(pos + length - 8), np.uint64(0))
+    first = buf.words(pos)
+    last = buf.words(pos + length - 8)
+    short = np.flatnonzero(length < 8)
+    if short.size:
+        first[short] &= _LOW_BYTES[length[short]]
+    last[length <= 8] = 0
     sig = (first * _MUL1) ^ (last * _MUL2) ^ length.astype(np.uint64)
     raws = [k.encode() for k in keys]
     words = [_key_words(r) for r in raws]
@@ -205,9 +209,11 @@ def match_keys(buf: Buf, pos: np.ndarray, length: np.ndarray, keys: Sequence[str
     hits = np.flatnonzero(which >= 0)
     k = which[hits]
     ok = (first[hits] == k_first[k]) & (last[hits] == k_last[k]) & (length[hits] == k_len[k])
-    for i, raw in enumerate(raws):
-        if len(raw) > 16:
-            mine = np.flatnonzero(ok & (k == i))
+    if (k_len > 16).any():  # the middle words of long keys, key by key
+        by_key = np.argsort(k, kind="stable")
+        bounds = np.searchsorted(k[by_key], np.arange(len(keys) + 1))
+        for i, raw in enumerate(raws):
+            mine = by_key[bounds[i] : bounds[i + 1]]
             for off in range(8, len(raw) - 8, 8):
                 word = int.from_bytes(raw[off : off + 8], "little")
                 ok[mine] &= buf.words(pos[hits[mine]] + off) == word

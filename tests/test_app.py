@@ -1,0 +1,681 @@
+"""The dashboard: every page under ``streamlit.testing`` on a real small store.
+
+The store is built the way a user builds one: a simulated corpus (``simulate``), a model fitted
+and calibrated on it and saved where the app looks (``<store>/models/model.json``), the
+injection experiment saved by ``save_result``, live alerts from the ``LiveScorer``, and a
+workbench suite run by the real CLI (its calls arrive through the instrumented client and an
+in-process collector). Each test then compares what a page shows with the store, read by
+independent SQL.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+from toolwatch import study
+from toolwatch.app import detection_view as dv
+from toolwatch.app.command import streamlit_command
+from toolwatch.app.settings import MAIN_SCRIPT, MODEL_IN_STORE, load_settings
+from toolwatch.cli import main as cli_main
+from toolwatch.collector.corpus_stats import corpus_stats
+from toolwatch.collector.simulate import simulate
+from toolwatch.collector.store import Store
+from toolwatch.detection import ModelConfig, NormalModel, score_calls
+from toolwatch.detection.live import LiveScorer
+from toolwatch.detection.windows import default_windows, load_window
+from toolwatch.injection.experiment import (
+    ExperimentConfig,
+    load_calls,
+    run_experiment,
+    save_result,
+)
+from toolwatch.injection.experiment_report import label
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIOS = REPO / "scenarios"
+WB_SCENARIOS = ("c1-support-01", "a2-hr-01")
+KINDS = ("burst", "runaway_retry", "sequence_hijack", "control_same_response_burst")
+TIMEOUT = 60
+
+
+def build_store(root: Path, sessions: int = 80) -> dict[str, Any]:
+    """A store with calls, a model at the store's convention, experiment results, live alerts
+    and a workbench suite (see the module docstring)."""
+    store = Store(root)
+    store.append("calls", simulate(seed=3, sessions=sessions))
+    train_w, cal_w = default_windows(store)
+    model = NormalModel.fit(load_window(store, train_w), ModelConfig(), window=train_w.describe())
+    model.calibrate(load_window(store, cal_w), window=cal_w.describe())
+    model_path = model.save(root / MODEL_IN_STORE)
+    config = ExperimentConfig(
+        split_shares=(0.5, 0.15), seeds=(0, 1), bootstrap=200, kinds=KINDS, ablation=True
+    )
+    result = run_experiment(load_calls(store), config)
+    save_result(store, result)
+    later = store.query(
+        "SELECT * EXCLUDE (date) FROM calls WHERE start_time >= ? ORDER BY start_time",
+        [cal_w.end],
+    )
+    with LiveScorer(model_path, store) as live:
+        alerts = live.process(later)
+    assert alerts, "the fixture needs live alerts"
+    suite = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolwatch",
+            "workbench",
+            "suite",
+            "--store",
+            str(root),
+            "--agents",
+            "naive,careful",
+            "--mitigations",
+            "scan,all",
+            "--scenarios",
+            *(str(SCENARIOS / f"{s}.json") for s in WB_SCENARIOS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert suite.returncode == 0, suite.stderr[-2000:]
+    return {"root": root, "model": model, "model_path": model_path, "run_id": result.run_id}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return build_store(tmp_path_factory.mktemp("app") / "store")
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    monkeypatch.delenv("TOOLWATCH_MODEL", raising=False)
+    monkeypatch.delenv("TOOLWATCH_STORE", raising=False)
+    yield monkeypatch
+
+
+def app(env: pytest.MonkeyPatch, root: Path, page: str | None = None, **extra: str) -> AppTest:
+    env.setenv("TOOLWATCH_STORE", str(root))
+    for key, value in extra.items():
+        env.setenv(key, value)
+    at = AppTest.from_file(str(MAIN_SCRIPT), default_timeout=TIMEOUT)
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    return at
+
+
+def rows(root: Path, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    return Store(root).query(sql, params).to_pylist()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def metric(at: AppTest, name: str) -> str:
+    return next(str(m.value) for m in at.metric if m.label == name)
+
+
+def chart_data(at: AppTest, column: str, index: int | None = None) -> pd.DataFrame:
+    """The dataset holding ``column`` of the ``index``-th chart (default: the first chart
+    that has one)."""
+    import pyarrow as pa
+
+    charts = at.get("vega_lite_chart")
+    chosen = charts if index is None else [charts[index]]
+    for element in chosen:
+        for dataset in element.proto.datasets:  # type: ignore[attr-defined]
+            table = pa.ipc.open_stream(dataset.data.data).read_all()
+            if column in table.column_names:
+                return table.to_pandas()
+    raise AssertionError(f"no chart with a {column!r} column")
+
+
+def pct0(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def interval(rate: float, lo: float, hi: float) -> str:
+    return f"{pct0(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
+
+
+# ------------------------------------------------------------------------------ detection
+
+
+def stored_cells(root: Path, variant: str, mode: str) -> dict[str, dict[str, Any]]:
+    found = rows(
+        root,
+        "SELECT * FROM experiments WHERE variant = ? AND cue_set = 'all' AND detector = 'cusum' "
+        "AND threshold_mode = ?",
+        [variant, mode],
+    )
+    return {r["kind"]: r for r in found}
+
+
+def test_detection_table_matches_the_stored_experiment(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root)
+    ok(at)
+    assert at.title[0].value == "Detection"
+    table = at.table[0].value
+    cells = stored_cells(root, "standard", "fa_target")
+    assert set(table.index) == {label(k) for k in KINDS}
+    for kind, c in cells.items():
+        row = table.loc[label(kind)]
+        assert row["detected (95% CI)"] == interval(c["rate"], c["ci_low"], c["ci_high"])
+        assert row["runs"] == f"{c['detected']}/{c['runs']}"
+        assert row["false alarms reached"] == f"{100 * c['fa_reached']:.1f}%"
+        assert row["per-call AUC"] == f"{c['auc']:.2f}"
+    rate, lo, hi = study.DETECTION_ALL_CUSUM["burst"]
+    assert table.loc[label("burst"), "study: detected"] == interval(rate, lo, hi)
+    assert table.loc[label("burst"), "study: AUC"] == f"{study.AUC['burst']:.2f}"
+    any_cell = next(iter(cells.values()))
+    n = any_cell["normal_sessions"]
+    assert metric(at, "False alarms reached") == f"{100 * any_cell['fa_reached']:.1f}%"
+    assert metric(at, "Normal sessions alarming") == f"{round(any_cell['fa_reached'] * n)} / {n}"
+    assert metric(at, "Threshold") == f"{any_cell['threshold']:.2f}"
+    bars = chart_data(at, "study_rate")
+    assert dict(zip(bars["kind"], bars["rate"], strict=True)) == pytest.approx(
+        {k: c["rate"] for k, c in cells.items()}
+    )
+
+
+def _maxima(root: Path, variant: str = "standard") -> dict[str, list[float]]:
+    found = rows(
+        root,
+        "SELECT kind, window_max FROM experiment_runs WHERE variant = ? AND cue_set = 'all' "
+        "AND detector = 'cusum' AND threshold_mode = 'fa_target'",
+        [variant],
+    )
+    out: dict[str, list[float]] = {}
+    for r in found:
+        out.setdefault(r["kind"], []).append(r["window_max"])
+    return out
+
+
+def test_detection_at_another_target_follows_the_threshold_rule(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root)
+    at.slider(key="target").set_value(0.2).run()
+    ok(at)
+    maxima = _maxima(root)
+    normal = np.array(maxima.pop("normal"))
+    # smallest threshold among the normal maxima (and ±inf) keeping <= 20 % of them above it
+    candidates = sorted({-math.inf, math.inf, *normal.tolist()})
+    threshold = next(h for h in candidates if np.mean(normal > h) <= 0.2 + 1e-12)
+    table = at.table[0].value
+    for kind, values in maxima.items():
+        hits = int(np.sum(np.array(values) > threshold))
+        row = table.loc[label(kind)]
+        assert row["runs"] == f"{hits}/{len(values)}"
+        assert row["detected (95% CI)"].startswith(pct0(hits / len(values)) + " (")
+        assert row["false alarms reached"] == f"{100 * np.mean(normal > threshold):.1f}%"
+    assert metric(at, "Threshold") == f"{threshold:.2f}"
+    assert metric(at, "Target") == "20.0%"
+    assert any("Evaluated at 20.0%" in c.value for c in at.caption)
+
+
+def test_detection_operating_point_and_ablation(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root)
+    at.radio(key="mode").set_value("operating point").run()
+    ok(at)
+    table = at.table[0].value
+    for kind, c in stored_cells(root, "standard", "operating_point").items():
+        assert table.loc[label(kind), "detected (95% CI)"] == interval(
+            c["rate"], c["ci_low"], c["ci_high"]
+        )
+        assert table.loc[label(kind), "false alarms reached"] == f"{100 * c['fa_reached']:.1f}%"
+    at.radio(key="mode").set_value("target false-alarm rate").run()
+    at.radio(key="variant").set_value("no_response_ids").run()
+    ok(at)
+    table = at.table[0].value
+    for kind, c in stored_cells(root, "no_response_ids", "fa_target").items():
+        assert table.loc[label(kind), "runs"] == f"{c['detected']}/{c['runs']}"
+
+
+def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root)
+    ok(at)
+    maxima = _maxima(root)
+    normal = np.array(maxima.pop("normal"))
+    roc = at.table[1].value
+    for kind, values in maxima.items():
+        runs = np.array(values)
+        # P(run max > normal max), ties half: pairwise, independent of the app's ranking
+        greater = (runs[:, None] > normal[None, :]).mean()
+        ties = (runs[:, None] == normal[None, :]).mean()
+        assert roc.loc[label(kind), "AUC, sessions (all·cusum)"] == f"{greater + ties / 2:.2f}"
+    per_call = stored_cells(root, "standard", "fa_target")
+    for kind, c in per_call.items():
+        assert roc.loc[label(kind), "AUC per call (all)"] == f"{c['auc']:.2f}"
+    curves = chart_data(at, "false_alarm")
+    assert set(curves["kind"]) == set(KINDS)
+    for _, part in curves.groupby("kind"):
+        assert part["false_alarm"].max() == pytest.approx(1.0)
+        assert part["false_alarm"].min() == pytest.approx(0.0)
+    latency = next(d.value for d in at.dataframe if "detected_runs" in d.value.columns)
+    expected = rows(
+        root,
+        "SELECT kind, count(*) AS n, median(latency) AS med FROM experiment_runs "
+        "WHERE variant = 'standard' AND cue_set = 'all' AND detector = 'cusum' "
+        "AND threshold_mode = 'fa_target' AND kind <> 'normal' AND detected GROUP BY kind",
+    )
+    assert expected
+    for r in expected:
+        assert latency.loc[label(r["kind"]), "detected_runs"] == r["n"]
+        assert latency.loc[label(r["kind"]), "median"] == pytest.approx(r["med"])
+    assert latency.loc[label("burst"), "study: median"] == "1 (time·point)"
+
+
+def test_cells_at_the_stored_target_equal_the_stored_cells(built: dict[str, Any]) -> None:
+    root = built["root"]
+    maxima = pd.DataFrame(
+        rows(
+            root,
+            "SELECT cue_set, detector, kind, session_id, window_max FROM experiment_runs "
+            "WHERE variant = 'standard' AND threshold_mode = 'fa_target'",
+        )
+    )
+    cells = dv.cells_at_target(maxima, 0.05, 200, 0)
+    stored = pd.DataFrame(
+        rows(
+            root,
+            "SELECT * FROM experiments WHERE variant = 'standard' AND threshold_mode = 'fa_target'",
+        )
+    )
+    merged = cells.merge(stored, on=["cue_set", "detector", "kind"], suffixes=("", "_stored"))
+    assert len(merged) == len(stored) == 15 * len(KINDS)
+    for col in ("rate", "threshold", "fa_reached", "runs", "detected"):
+        assert np.allclose(merged[col], merged[f"{col}_stored"]), col
+    assert ((merged["ci_low"] <= merged["rate"]) & (merged["rate"] <= merged["ci_high"])).all()
+
+
+# ------------------------------------------------------------------------------ sessions
+
+
+def test_sessions_list_filters_and_flags(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root, "sessions_page.py")
+    ok(at)
+    listed = at.dataframe[0].value
+    total = rows(root, "SELECT count(DISTINCT session_id) AS n FROM calls")[0]["n"]
+    assert len(listed) == total
+    alerted = {r["session_id"] for r in rows(root, "SELECT DISTINCT session_id FROM alerts")}
+    model: NormalModel = built["model"]
+    scored = score_calls(model, Store(root).query("SELECT * EXCLUDE (date) FROM calls"))
+    over = scored.to_pandas()
+    over = over[over["all_cusum"] > model.threshold("all", "cusum")]
+    scanned = set(over["session_id"])
+    by_id = listed.set_index("session_id")
+    for sid in alerted:
+        assert by_id.loc[sid, "alerts"] == len(
+            rows(root, "SELECT 1 FROM alerts WHERE session_id = ?", [sid])
+        )
+    at.selectbox(key="flag").set_value("flagged only").run()
+    ok(at)
+    assert set(at.dataframe[0].value["session_id"]) == alerted | scanned
+    at.selectbox(key="flag").set_value("all sessions").run()
+    days = rows(
+        root,
+        "SELECT DISTINCT timezone('UTC', min(start_time))::DATE AS d FROM calls "
+        "GROUP BY session_id",
+    )
+    first = sorted(r["d"] for r in days)
+    at.date_input(key="dates").set_value((first[0], first[len(first) // 2])).run()
+    ok(at)
+    in_range = rows(
+        root,
+        "SELECT count(*) AS n FROM (SELECT session_id FROM calls GROUP BY session_id "
+        "HAVING timezone('UTC', min(start_time))::DATE BETWEEN ? AND ?)",
+        [first[0], first[len(first) // 2]],
+    )[0]["n"]
+    assert len(at.dataframe[0].value) == in_range < total
+    at.date_input(key="dates").set_value((first[0], first[-1])).run()
+    at.multiselect(key="sources").set_value(["otlp"]).run()
+    ok(at)
+    otlp = {r["session_id"] for r in rows(root, "SELECT session_id FROM calls WHERE source='otlp'")}
+    assert set(at.dataframe[0].value["session_id"]) == otlp
+    at.checkbox(key="injected").check().run()
+    ok(at)
+    labelled = {
+        r["session_id"] for r in rows(root, "SELECT session_id FROM calls WHERE label IS NOT NULL")
+    }
+    assert labelled and set(at.dataframe[0].value["session_id"]) == labelled
+
+
+def test_session_timeline_scores_injected_calls_and_alerts(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    model: NormalModel = built["model"]
+    faulted = rows(
+        root,
+        "SELECT session_id FROM workbench_runs WHERE mode = 'faulted' AND agent = 'naive' "
+        "AND scenario_id = 'c1-support-01'",
+    )[0]["session_id"]
+    at = app(env, root, "sessions_page.py")
+    at.selectbox(key="session").set_value(faulted).run()
+    ok(at)
+    calls = Store(root).query(
+        "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? ORDER BY start_time, seq",
+        [faulted],
+    )
+    timeline = at.dataframe[-1].value
+    assert list(timeline["tool"]) == calls.column("tool").to_pylist()
+    assert list(timeline["label"].fillna("")) == [
+        x or "" for x in calls.column("label").to_pylist()
+    ]
+    assert metric(at, "Injected calls") == str(
+        sum(x is not None for x in calls.column("label").to_pylist())
+    )
+    expected = score_calls(model, calls).to_pandas().set_index("span_id")
+    shown = timeline.assign(span=calls.column("span_id").to_pylist()).set_index("span")
+    for cue in ("order", "size", "time", "failure", "all_cusum"):
+        assert np.allclose(shown[cue], expected.loc[shown.index, cue], equal_nan=True), cue
+    assert len(at.get("vega_lite_chart")) >= 1
+    # a session with a live alert: the alerted call is marked
+    alert = rows(
+        root,
+        "SELECT session_id, seq FROM alerts WHERE agent_id IS NULL ORDER BY call_time LIMIT 1",
+    )[0]
+    at.selectbox(key="session").set_value(alert["session_id"]).run()
+    ok(at)
+    timeline = at.dataframe[-1].value.set_index("seq")
+    assert "live alert" in timeline.loc[alert["seq"], "alert_by"]
+    assert metric(at, "Live alerts (session)") == str(
+        len(rows(root, "SELECT 1 FROM alerts WHERE session_id = ?", [alert["session_id"]]))
+    )
+
+
+# ------------------------------------------------------------------------------ live
+
+
+def test_live_alert_counts_match_the_store(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root, "live_page.py")
+    ok(at)
+    totals = rows(root, "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM alerts")[0]
+    assert metric(at, "Alerts") == f"{totals['n']:,}"
+    assert metric(at, "Sessions alerted") == f"{totals['s']:,}"
+    assert metric(at, "Last 24 h") == f"{totals['n']:,}"  # raised by the fixture just now
+    recent = at.dataframe[0].value
+    assert len(recent) == min(50, totals["n"])
+    assert set(recent["session_id"]) <= {
+        r["session_id"] for r in rows(root, "SELECT * FROM alerts")
+    }
+    assert chart_data(at, "alerts")["alerts"].sum() == totals["n"]
+    # a new alert stored by the live scorer shows up on the next refresh
+    model_path = built["model_path"]
+    sid = rows(root, "SELECT session_id FROM alerts LIMIT 1")[0]["session_id"]
+    extra = Store(root).query(
+        "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? ORDER BY start_time, seq",
+        [sid],
+    )
+    with LiveScorer(model_path, Store(root)) as live:
+        raised = len(live.process(extra))
+    assert raised > 0
+    at.run()
+    ok(at)
+    assert metric(at, "Alerts") == f"{totals['n'] + raised:,}"
+    at.radio(key="by").set_value("call_time").run()
+    ok(at)
+    per_hour = rows(
+        root,
+        "SELECT date_trunc('hour', call_time) AS h, count(*) AS n FROM alerts GROUP BY h",
+    )
+    data = chart_data(at, "alerts")
+    got = data.groupby("hour")["alerts"].sum()
+    assert len(got) == len(per_hour)
+    assert sorted(got.tolist()) == sorted(r["n"] for r in per_hour)
+
+
+# ------------------------------------------------------------------------------ workbench
+
+
+def test_workbench_matrix_impact_and_trajectories(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root, "workbench_page.py")
+    ok(at)
+    matrix = at.table[0].value
+    faulted = rows(
+        root,
+        "SELECT agent, fault_type, count(*) FILTER (WHERE exercised AND passed) AS p, "
+        "count(*) FILTER (WHERE exercised) AS e FROM workbench_runs WHERE mode = 'faulted' "
+        "GROUP BY ALL",
+    )
+    assert len(faulted) == 4
+    for r in faulted:
+        rate = f"{r['p'] / r['e']:.0%}" if r["e"] else "–"
+        assert matrix.loc[r["agent"], r["fault_type"]].startswith(f"{rate} {r['p']}/{r['e']}")
+    impact = {t.value.index.name: t.value for t in at.table[1:3]}
+    mitigated = rows(
+        root,
+        "SELECT agent, fault_type, mitigation, avg(CAST(passed AS DOUBLE)) AS rate, "
+        "count(*) FILTER (WHERE fix_confirmed) AS fixed FROM workbench_runs "
+        "WHERE mode = 'mitigated' AND exercised GROUP BY ALL",
+    )
+    tables = [t.value for t in at.table[1:3]]
+    assert len(tables) == 2
+    for r in mitigated:
+        fixed = f" +{r['fixed']}" if r["fixed"] else ""
+        texts = {t.loc[r["fault_type"], r["mitigation"]] for t in tables}
+        assert f"{r['rate']:.0%}{fixed}" in texts
+    assert impact  # both agents have a tab
+    at.selectbox(key="scenario").set_value("c1-support-01").run()
+    at.selectbox(key="agent").set_value("naive").run()
+    ok(at)
+    run = rows(
+        root,
+        "SELECT * FROM workbench_runs WHERE scenario_id = 'c1-support-01' AND agent = 'naive' "
+        "AND mode = 'faulted'",
+    )[0]
+    texts = [m.value for m in at.markdown]
+    assert "**faulted**" in texts
+    status = ":red[**FAIL**]" if run["status"] == "fail" else ":green[**PASS**]"
+    assert any(t.startswith(status) and run["check_reason"] in t for t in texts)
+    assert any(f"diverges at step {run['divergence_step']}" in t for t in texts)
+    labels = [
+        r["label"]
+        for r in rows(
+            root,
+            "SELECT label FROM calls WHERE session_id = ? ORDER BY start_time, seq",
+            [run["session_id"]],
+        )
+    ]
+    cards = [d.value for d in at.dataframe if "outcome" in d.value.columns]
+    assert any(list(c["label"].fillna("")) == [x or "" for x in labels] for c in cards)
+    assert any(labels)
+    steps = chart_data(at, "outcome")
+    assert "faulted" in set(steps["run"])
+
+
+# ------------------------------------------------------------------------------ corpus
+
+
+def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root, "corpus_page.py")
+    ok(at)
+    table = at.table[0].value
+    counts = rows(
+        root,
+        "SELECT count(*) AS calls, count(DISTINCT session_id) AS sessions, "
+        "count(DISTINCT tool) AS tools FROM calls",
+    )[0]
+    assert table.loc["sessions", "ours"] == f"{counts['sessions']:,}"
+    assert table.loc["calls", "ours"] == f"{counts['calls']:,}"
+    assert table.loc["tools", "ours"] == f"{counts['tools']:,}"
+    assert table.loc["calls", "study"] == f"{study.CORPUS['calls']:,.0f}"
+    with Store(root).connect() as con:
+        stats = corpus_stats(con, ["simulated"])
+    at.multiselect(key="c_sources").set_value(["simulated"]).run()
+    ok(at)
+    table = at.table[0].value
+    simulated = rows(root, "SELECT count(*) AS n FROM calls WHERE source = 'simulated'")[0]["n"]
+    assert table.loc["calls", "ours"] == f"{simulated:,}"
+    median = stats["inter_response_gap_median_s"]
+    assert f"{median:,.2f} s" in set(table["ours"])
+    assert any("SIMULATED" in w.value for w in at.warning)
+
+
+# ------------------------------------------------------------------------------ empty, missing
+
+
+@pytest.fixture(scope="module")
+def calls_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("calls_only") / "store"
+    Store(root).append("calls", simulate(seed=1, sessions=12))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("page", "hint"),
+    [
+        (None, "toolwatch experiment"),
+        ("live_page.py", "toolwatch collector"),
+        ("workbench_page.py", "toolwatch workbench suite"),
+    ],
+)
+def test_pages_explain_how_to_fill_an_empty_part(
+    calls_only: Path, env: pytest.MonkeyPatch, page: str | None, hint: str
+) -> None:
+    at = app(env, calls_only, page)
+    ok(at)
+    assert any(hint in i.value and str(calls_only) in i.value for i in at.info)
+
+
+def test_sessions_without_a_model_show_the_calls_only(
+    calls_only: Path, env: pytest.MonkeyPatch
+) -> None:
+    at = app(env, calls_only, "sessions_page.py")
+    ok(at)
+    assert any("no model" in c.value for c in at.caption)
+    timeline = at.dataframe[-1].value
+    assert "order" not in timeline.columns and "tool" in timeline.columns
+    first = at.selectbox(key="session").value
+    n = rows(calls_only, "SELECT count(*) AS n FROM calls WHERE session_id = ?", [first])[0]["n"]
+    assert len(timeline) <= n
+
+
+def test_unusable_model_is_explained(
+    calls_only: Path, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bad = tmp_path / "model.json"
+    bad.write_text("{not json")
+    at = app(env, calls_only, "sessions_page.py", TOOLWATCH_MODEL=str(bad))
+    ok(at)
+    assert any(str(bad) in c.value and "cannot be used" in c.value for c in at.caption)
+
+
+def test_empty_store_explains_every_command(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    at = app(env, root)
+    ok(at)
+    text = at.info[0].value
+    for command in (
+        "toolwatch simulate",
+        "toolwatch experiment",
+        "toolwatch collector",
+        "toolwatch workbench",
+        "toolwatch demo",
+    ):
+        assert command in text
+
+
+def test_missing_store_is_a_clear_error(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = app(env, tmp_path / "nowhere")
+    assert not at.exception
+    assert "No store at" in at.error[0].value and str(tmp_path / "nowhere") in at.error[0].value
+
+
+def test_unreadable_store_is_a_clear_error(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("not a store")
+    at = app(env, file)
+    assert not at.exception
+    assert "not a directory" in at.error[0].value
+    root = tmp_path / "corrupt"
+    Store(root).append("calls", simulate(seed=2, sessions=4))
+    bad = next(Store(root).files("calls")[0].parent.glob("*.parquet"))
+    bad.write_bytes(b"PAR1 this is not parquet")
+    at = app(env, root)
+    assert not at.exception
+    assert "cannot be read" in at.error[0].value and bad.name in at.error[0].value
+
+
+# ------------------------------------------------------------------------------ command
+
+
+def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    assert cli_main(["app", "--store", str(file)]) == 2
+    assert f"the store path {file} is not a directory" in capsys.readouterr().err
+    bad = tmp_path / "m.json"
+    bad.write_text("{}")
+    assert cli_main(["app", "--store", str(tmp_path), "--model", str(bad)]) == 2
+    assert f"--model {bad}" in capsys.readouterr().err
+    assert cli_main(["app", "--store", str(tmp_path), "--port", "70000"]) == 2
+    assert "70000" in capsys.readouterr().err
+
+
+def test_streamlit_command_is_loopback_without_telemetry(tmp_path: Path) -> None:
+    cmd = streamlit_command(tmp_path, 8765, model=tmp_path / "m.json", refresh=3, headless=True)
+    assert cmd[1:5] == ["-m", "streamlit", "run", str(MAIN_SCRIPT)]
+    pairs = dict(itertools.pairwise(cmd))
+    assert pairs["--server.address"] == "127.0.0.1"
+    assert pairs["--server.port"] == "8765"
+    assert pairs["--browser.gatherUsageStats"] == "false"
+    assert pairs["--server.headless"] == "true"
+    script_args = cmd[cmd.index("--") + 1 :]
+    assert script_args == [
+        "--store",
+        str(tmp_path),
+        "--refresh",
+        "3",
+        "--model",
+        str(tmp_path / "m.json"),
+    ]
+    settings = load_settings([str(MAIN_SCRIPT), *script_args])
+    assert settings.store == tmp_path
+    assert settings.model == tmp_path / "m.json" and settings.model_origin == "--model"
+    assert settings.refresh_s == 3
+
+
+def test_settings_fall_back_to_the_environment_and_the_store_model(
+    env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    env.setenv("TOOLWATCH_STORE", str(tmp_path))
+    settings = load_settings(["pytest", "--store", "ignored"])  # not the app's own argv
+    assert settings.store == tmp_path and settings.model is None
+    (tmp_path / MODEL_IN_STORE).parent.mkdir(parents=True)
+    (tmp_path / MODEL_IN_STORE).write_text("{}")
+    settings = load_settings(["pytest"])
+    assert settings.model == tmp_path / MODEL_IN_STORE and settings.model_origin == "store"
+    assert os.environ.get("TOOLWATCH_MODEL") is None
