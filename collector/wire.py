@@ -45,9 +45,10 @@ class WireError(ValueError):
 class Buf:
     """A byte buffer with an unaligned little-endian 64-bit word readable at every offset."""
 
-    def __init__(self, data: bytes) -> None:
-        self.size = len(data)
-        self.data = data + _PAD  # reads of up to 8 bytes past the end stay in bounds
+    def __init__(self, data: bytes, *, padded: bool = False) -> None:
+        # reads of up to 16 bytes past the end stay in bounds (and read zeros)
+        self.size = len(data) - len(_PAD) if padded else len(data)
+        self.data = data if padded else data + _PAD
         self.u8 = np.frombuffer(self.data, dtype=np.uint8)
         self.u64 = np.ndarray(
             shape=(self.size + 8,), dtype="<u8", buffer=self.data, offset=0, strides=(1,)
@@ -55,11 +56,11 @@ class Buf:
 
     def words(self, pos: np.ndarray) -> np.ndarray:
         """The 8 bytes at each position as a little-endian uint64."""
-        return self.u64[np.clip(pos, 0, self.size)]
+        return self.u64[np.minimum(pos, self.size)]
 
     def bytes_at(self, pos: np.ndarray) -> np.ndarray:
         """The byte at each position (int64; padding past the end reads as 0)."""
-        return self.u8[np.clip(pos, 0, self.size + 15)].astype(np.int64)
+        return self.u8[np.minimum(pos, self.size + 15)].astype(np.int64)
 
 
 # --------------------------------------------------------------------------- primitives
@@ -92,6 +93,11 @@ def varints(buf: Buf, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return value, after
 
 
+_WIRE_OK = np.array([True, True, True, False, False, True, False, False])
+_STEP = np.array([2, 9, 2, 0, 0, 5, 0, 0], dtype=np.int64)  # field size, one-byte tag/length
+_PAYLOAD = np.array([1, 1, 2, 0, 0, 1, 0, 0], dtype=np.int64)  # payload offset, likewise
+
+
 def scan(
     buf: Buf, starts: np.ndarray, ends: np.ndarray
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
@@ -106,36 +112,62 @@ def scan(
     while active.size:
         p = pos[active]
         end = ends[active]
-        tag, p = varints(buf, p)
-        wire = (tag & 7).astype(np.int64)
-        number = (tag >> 3).astype(np.int64)
-        is_var = wire == VARINT
-        is_len = wire == LEN
-        is_64 = wire == FIXED64
-        if not (is_var | is_len | is_64 | (wire == FIXED32)).all() or (number == 0).any():
-            raise WireError("unsupported wire type or field number 0")
-        value = np.zeros(p.size, np.uint64)
-        after = p.copy()
-        vl = np.flatnonzero(is_var | is_len)
-        if vl.size == p.size:
-            value, after = varints(buf, p)
-        elif vl.size:
-            value[vl], after[vl] = varints(buf, p[vl])
-        nxt = np.where(is_var, after, p + np.where(is_64, 8, 4))
-        payload = p
-        if is_len.any():
-            room = end - after
-            if ((room < 0) & is_len).any() or (is_len & (value > np.maximum(room, 0))).any():
-                raise WireError("length-delimited field overruns its message")
-            payload = np.where(is_len, after, p)
-            nxt = np.where(is_len, after + value.astype(np.int64), nxt)
-        if is_64.any():
-            value = np.where(is_64, buf.words(p), value)
+        step = _step_simple(buf, p) or _step_general(buf, p, end)
+        number, wire, payload, value, nxt = step
         if (nxt > end).any():
             raise WireError("field overruns its message")
         yield active, number, wire, payload, value
         pos[active] = nxt
         active = active[nxt < end]
+
+
+_Step = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _step_simple(buf: Buf, p: np.ndarray) -> _Step | None:
+    """One field per message when every tag is one byte and every varint/length too."""
+    w = buf.words(p)
+    tag = (w & 0xFF).astype(np.int64)
+    b1 = ((w >> 8) & 0xFF).astype(np.int64)
+    wire = tag & 7
+    if (tag >= 0x80).any() or ((b1 >= 0x80) & ((wire == VARINT) | (wire == LEN))).any():
+        return None
+    if not _WIRE_OK[wire].all() or (tag < 8).any():
+        raise WireError("unsupported wire type or field number 0")
+    is_len = wire == LEN
+    nxt = p + _STEP[wire] + np.where(is_len, b1, 0)
+    value = b1.astype(np.uint64)
+    is_64 = np.flatnonzero(wire == FIXED64)
+    if is_64.size:
+        value[is_64] = buf.words(p[is_64] + 1)
+    return tag >> 3, wire, p + _PAYLOAD[wire], value, nxt
+
+
+def _step_general(buf: Buf, p: np.ndarray, end: np.ndarray) -> _Step:
+    tag, p = varints(buf, p)
+    wire = (tag & 7).astype(np.int64)
+    number = (tag >> 3).astype(np.int64)
+    is_var = wire == VARINT
+    is_len = wire == LEN
+    is_64 = wire == FIXED64
+    if not _WIRE_OK[wire].all() or (number == 0).any():
+        raise WireError("unsupported wire type or field number 0")
+    value = np.zeros(p.size, np.uint64)
+    after = p.copy()
+    vl = np.flatnonzero(is_var | is_len)
+    if vl.size:
+        value[vl], after[vl] = varints(buf, p[vl])
+    nxt = np.where(is_var, after, p + np.where(is_64, 8, 4))
+    payload = p
+    if is_len.any():
+        room = end - after
+        if ((room < 0) & is_len).any() or (is_len & (value > np.maximum(room, 0))).any():
+            raise WireError("length-delimited field overruns its message")
+        payload = np.where(is_len, after, p)
+        nxt = np.where(is_len, after + value.astype(np.int64), nxt)
+    if is_64.any():
+        value = np.where(is_64, buf.words(p), value)
+    return number, wire, payload, value, nxt
 
 
 def binary_array(buf: Buf, pos: np.ndarray, length: np.ndarray) -> pa.Array:
@@ -191,7 +223,7 @@ def match_keys(buf: Buf, pos: np.ndarray, length: np.ndarray, keys: Sequence[str
     if not keys or not pos.size:
         return np.full(pos.size, -1, np.int64)
     first = buf.words(pos)
-    last = buf.words(pos + length - 8)
+    last = buf.words(np.maximum(pos + length - 8, 0))
     short = np.flatnonzero(length < 8)
     if short.size:
         first[short] &= _LOW_BYTES[length[short]]
@@ -320,9 +352,11 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
     """
     spans, per_scope = split_spans(bodies)
     n = len(spans)
-    end = np.cumsum(np.fromiter(map(len, spans), np.int64, n)) if n else np.zeros(0, np.int64)
-    start = end - np.fromiter(map(len, spans), np.int64, n) if n else end
-    buf = Buf(b"".join(spans))
+    lengths = np.fromiter(map(len, spans), np.int64, n)
+    end = np.cumsum(lengths)
+    start = end - lengths
+    spans.append(_PAD)
+    buf = Buf(b"".join(spans), padded=True)
     scope = np.repeat(np.arange(len(per_scope), dtype=np.int64), per_scope)
     zeros = np.zeros(n, np.int64)
     ws = WireSpans(
