@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Final
 
 from toolwatch.collector.store import resolve_store
+from toolwatch.detection.model import MODEL_IN_STORE
 
 ENV_MODEL: Final = "TOOLWATCH_MODEL"
 ENV_REFRESH: Final = "TOOLWATCH_APP_REFRESH"
-#: Where a store's own model lives when ``--model`` is not given (relative to the store root).
-MODEL_IN_STORE: Final = Path("models") / "model.json"
 DEFAULT_REFRESH_S: Final = 5.0
 MAIN_SCRIPT: Final = Path(__file__).with_name("main.py")
 

@@ -45,6 +45,24 @@ from toolwatch.detection.size import SizeCue
 from toolwatch.detection.thresholds import operating_threshold
 from toolwatch.detection.timing import TimeCue
 
+#: Where a store keeps its own model (relative to the store root): ``toolwatch train`` writes
+#: it there by default, and scoring, the dashboard and the demo look for it there.
+MODEL_IN_STORE: Final = Path("models") / "model.json"
+
+
+def model_path_for(store_root: Path, explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The model to use: ``explicit`` if given, else the store's own (which must exist)."""
+    if explicit:
+        return Path(explicit)
+    path = Path(store_root) / MODEL_IN_STORE
+    if not path.exists():
+        raise ModelError(
+            f"no model given and none in the store ({path}); run `toolwatch train` first "
+            "or pass --model FILE"
+        )
+    return path
+
+
 FORMAT: Final = "toolwatch.normal-model"
 VERSION: Final = 1
 

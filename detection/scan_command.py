@@ -1,6 +1,6 @@
 """``toolwatch scan``: run the operating point over every stored session; rank the flagged.
 
-    toolwatch scan --model model.json [--store PATH] [--statistic all_cusum ...] [--top 20]
+    toolwatch scan [--model model.json] [--store PATH] [--statistic all_cusum ...] [--top 20]
 
 Prints one line per flagged session: the stream (subagent or main agent), the first call
 above the threshold (index in the stream and seq), the tool, the cue that fired and the peak
@@ -16,7 +16,7 @@ import sys
 from toolwatch.collector.store import Store, StoreError
 from toolwatch.detection.base import CUE_SETS, DETECTORS, stat_column
 from toolwatch.detection.frame import CallsError
-from toolwatch.detection.model import ModelError, NormalModel
+from toolwatch.detection.model import ModelError, NormalModel, model_path_for
 from toolwatch.detection.scan import ScanResult, scan
 from toolwatch.detection.windows import WindowError, bounded, load_window
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
@@ -26,7 +26,9 @@ HELP = "rank sessions flagged at the operating point"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model artifact from `toolwatch train`")
+    parser.add_argument(
+        "--model", help="model artifact from `toolwatch train` (default: the store's own)"
+    )
     parser.add_argument(
         "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
     )
@@ -45,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            model = NormalModel.load(args.model)
+            model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
             if not model.calibrated:
                 raise ModelError(f"model file {args.model} has no thresholds (never calibrated)")
             bar.update()

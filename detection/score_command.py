@@ -1,6 +1,6 @@
 """``toolwatch score``: score a stored window with a model and summarise (optionally save).
 
-    toolwatch score --model model.json [--from 2026-09-01 --to 2026-09-14] [--store PATH]
+    toolwatch score [--model model.json] [--from 2026-09-01 --to 2026-09-14] [--store PATH]
         [--out scores.parquet|scores.csv]
 
 Every call of the sessions whose first call is in the window is scored (batch scorer);
@@ -22,7 +22,7 @@ from toolwatch.collector.store import Store, StoreError
 from toolwatch.detection.base import CUE_SETS, DETECTORS, SCORE_COLUMNS, stat_column
 from toolwatch.detection.batch import score_calls
 from toolwatch.detection.frame import CallsError
-from toolwatch.detection.model import ModelError, NormalModel
+from toolwatch.detection.model import ModelError, NormalModel, model_path_for
 from toolwatch.detection.windows import WindowError, bounded, load_window
 from tqdm import tqdm
 
@@ -30,7 +30,9 @@ HELP = "score a stored window"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model artifact from `toolwatch train`")
+    parser.add_argument(
+        "--model", help="model artifact from `toolwatch train` (default: the store's own)"
+    )
     parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
     parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
     parser.add_argument(
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         if args.out and Path(args.out).suffix.lower() not in (".parquet", ".csv"):
             raise WindowError(f"--out {args.out}: use a .parquet or .csv file name")
         with tqdm(total=3, desc="score", unit="step", file=sys.stderr, leave=False) as bar:
-            model = NormalModel.load(args.model)
+            model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
             window = bounded(args.start, args.end)
             bar.update()
             calls = load_window(Store(args.store), window, normal_only=False)

@@ -16,7 +16,7 @@ import sys
 
 from toolwatch.collector.store import Store, StoreError
 from toolwatch.detection.base import CUE_SETS, DETECTORS
-from toolwatch.detection.model import ModelConfig, ModelError, NormalModel
+from toolwatch.detection.model import MODEL_IN_STORE, ModelConfig, ModelError, NormalModel
 from toolwatch.detection.windows import WindowError, default_windows, load_window, parse_window
 from tqdm import tqdm
 
@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
     )
-    parser.add_argument("--out", default="model.json", help="artifact path (default: model.json)")
+    parser.add_argument(
+        "--out", help=f"artifact path (default: STORE/{MODEL_IN_STORE}, where scoring looks)"
+    )
     parser.add_argument(
         "--no-session-mix",
         action="store_true",
@@ -71,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
             )
         model.calibrate(calib, window=cal_w.describe())
         bar.update()
-        path = model.save(args.out)
+        path = model.save(args.out or store.root / MODEL_IN_STORE)
         bar.update()
     print(summary(model, str(path)))
     return 0

@@ -46,8 +46,8 @@ import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 from toolwatch import study
-from toolwatch.app.settings import MODEL_IN_STORE
 from toolwatch.collector.store import PARTITION_COLUMN, Store
+from toolwatch.detection.model import MODEL_IN_STORE
 
 log = logging.getLogger(__name__)
 
