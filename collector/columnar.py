@@ -283,12 +283,16 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
 
 
 def _fast_table(ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array]) -> pa.Table:
-    take = pa.array(fast, pa.int64())
+    if fast.size == ws.n:  # every span mapped here: the columns are the table
+        columns = dict(columns)
+    else:
+        take = pa.array(fast, pa.int64())
+        columns = {name: column.take(take) for name, column in columns.items()}
     start_ns = ws.start_ns[fast]
     end_ns = ws.end_ns[fast]
     has_duration = end_ns >= start_ns
     duration = np.where(has_duration, (end_ns - start_ns) // np.uint64(1000), 0).astype(np.int64)
-    error = columns[ERROR_FIELD].take(take)
+    error = columns[ERROR_FIELD]
     status_error = ws.status[fast] == STATUS_CODE_ERROR
     intrinsic: dict[str, pa.Array] = {
         "trace_id": hex_array(ws.buf, ws.trace_pos[fast], 16),
@@ -299,6 +303,6 @@ def _fast_table(ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array]) -
     }
     arrays = []
     for f in CALLS_SCHEMA:
-        array = intrinsic[f.name] if f.name in intrinsic else columns[f.name].take(take)
+        array = intrinsic[f.name] if f.name in intrinsic else columns[f.name]
         arrays.append(array.cast(f.type))
     return pa.Table.from_arrays(arrays, schema=CALLS_SCHEMA)

@@ -37,6 +37,8 @@ _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Tables whose schema is fixed by :mod:`toolwatch.record`; others (alerts, experiment
 #: results, workbench runs) bring their own Arrow schema with their first append.
 FIXED_SCHEMAS: dict[str, pa.Schema] = {CALLS: CALLS_SCHEMA, TOOL_LISTS: TOOL_LISTS_SCHEMA}
+#: Columns holding a value unique to (almost) every row: not dictionary-encoded in Parquet.
+_UNIQUE_COLUMNS = frozenset({"trace_id", "span_id", "call_id"})
 #: Column used to pick a row's date partition, per fixed table.
 TIME_COLUMNS: dict[str, str] = {CALLS: "start_time", TOOL_LISTS: "listed_time"}
 
@@ -293,6 +295,8 @@ def _split_by_date(table: pa.Table, column: str | None) -> Iterable[tuple[date, 
     import pyarrow.compute as pc
 
     col = table.column(column)
+    if col.null_count == len(col) and len(col):
+        raise StoreError(f"partition column {column!r} has no values")
     if pa.types.is_timestamp(col.type):
         days = (
             pc.cast(col, pa.date32())
@@ -303,6 +307,10 @@ def _split_by_date(table: pa.Table, column: str | None) -> Iterable[tuple[date, 
         days = col
     else:
         raise StoreError(f"partition column {column!r} is not a timestamp or date")
+    bounds = pc.min_max(days).as_py()
+    if bounds["min"] == bounds["max"] and days.null_count == 0:  # the usual case: one day
+        yield bounds["min"], table
+        return
     for day in pc.unique(days).to_pylist():
         mask = pc.equal(days, pa.scalar(day, pa.date32()))
         yield day, table.filter(mask)
@@ -313,7 +321,14 @@ def _write_atomic(table: pa.Table, directory: Path, *, fsync: bool) -> Path:
     name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
     final = directory / name
     tmp = directory / (name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd")
+    # dictionary-encode strings except the per-row unique ids (it only costs time there)
+    dictionary = [
+        f.name
+        for f in table.schema
+        if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+        and f.name not in _UNIQUE_COLUMNS
+    ]
+    pq.write_table(table, tmp, compression="zstd", use_dictionary=dictionary)
     if fsync:
         fd = os.open(tmp, os.O_RDONLY)
         try:

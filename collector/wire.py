@@ -214,6 +214,37 @@ def _key_words(raw: bytes) -> tuple[int, int]:
     return first, last
 
 
+@dataclass(frozen=True, slots=True)
+class _KeyTable:
+    """Wanted keys by signature: ``slots[sig % modulus]`` is a key index (or -1)."""
+
+    modulus: np.uint64
+    slots: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    length: np.ndarray
+    long_keys: tuple[tuple[int, tuple[tuple[int, int], ...]], ...]  # (key, ((offset, word), ...))
+
+
+@functools.lru_cache(maxsize=8)
+def _key_table(keys: tuple[str, ...]) -> _KeyTable:
+    raws = [k.encode() for k in keys]
+    words = [_key_words(r) for r in raws]
+    first = np.array([w[0] for w in words], dtype=np.uint64)
+    last = np.array([w[1] for w in words], dtype=np.uint64)
+    length = np.array([len(r) for r in raws], dtype=np.int64)
+    sig = (first * _MUL1) ^ (last * _MUL2) ^ length.astype(np.uint64)
+    modulus = next(m for m in range(max(len(keys), 1), 1 << 20) if len(set(sig % m)) == len(keys))
+    slots = np.full(modulus, -1, np.int64)
+    slots[(sig % np.uint64(modulus)).astype(np.int64)] = np.arange(len(keys))
+    long_keys = tuple(
+        (i, tuple((o, int.from_bytes(r[o : o + 8], "little")) for o in range(8, len(r) - 8, 8)))
+        for i, r in enumerate(raws)
+        if len(r) > 16
+    )
+    return _KeyTable(np.uint64(modulus), slots, first, last, length, long_keys)
+
+
 def match_keys(buf: Buf, pos: np.ndarray, length: np.ndarray, keys: Sequence[str]) -> np.ndarray:
     """Index in ``keys`` of each byte range (-1 when it is none of them).
 
@@ -229,26 +260,25 @@ def match_keys(buf: Buf, pos: np.ndarray, length: np.ndarray, keys: Sequence[str
         first[short] &= _LOW_BYTES[length[short]]
     last[length <= 8] = 0
     sig = (first * _MUL1) ^ (last * _MUL2) ^ length.astype(np.uint64)
-    raws = [k.encode() for k in keys]
-    words = [_key_words(r) for r in raws]
-    k_first = np.array([w[0] for w in words], dtype=np.uint64)
-    k_last = np.array([w[1] for w in words], dtype=np.uint64)
-    k_len = np.array([len(r) for r in raws], dtype=np.int64)
-    k_sig = (k_first * _MUL1) ^ (k_last * _MUL2) ^ k_len.astype(np.uint64)
-    order = np.argsort(k_sig)
-    at = np.minimum(np.searchsorted(k_sig[order], sig), len(keys) - 1)
-    which = np.where(k_sig[order][at] == sig, order[at], -1)
+    table = _key_table(tuple(keys))
+    which = table.slots[(sig % table.modulus).astype(np.int64)]
     hits = np.flatnonzero(which >= 0)
     k = which[hits]
-    ok = (first[hits] == k_first[k]) & (last[hits] == k_last[k]) & (length[hits] == k_len[k])
-    if (k_len > 16).any():  # the middle words of long keys, key by key
-        by_key = np.argsort(k, kind="stable")
+    ok = (
+        (first[hits] == table.first[k])
+        & (last[hits] == table.last[k])
+        & (length[hits] == table.length[k])
+    )
+    if table.long_keys:  # the middle words of long keys, key by key over sorted slices
+        by_key = np.argsort(k.astype(np.int16), kind="stable")
         bounds = np.searchsorted(k[by_key], np.arange(len(keys) + 1))
-        for i, raw in enumerate(raws):
-            mine = by_key[bounds[i] : bounds[i + 1]]
-            for off in range(8, len(raw) - 8, 8):
-                word = int.from_bytes(raw[off : off + 8], "little")
-                ok[mine] &= buf.words(pos[hits[mine]] + off) == word
+        sorted_pos = pos[hits[by_key]]
+        sorted_ok = ok[by_key]
+        for i, middle in table.long_keys:
+            lo, hi = bounds[i], bounds[i + 1]
+            for off, word in middle:
+                sorted_ok[lo:hi] &= buf.words(sorted_pos[lo:hi] + off) == word
+        ok[by_key] = sorted_ok
     which[hits[~ok]] = -1
     return which
 
@@ -455,13 +485,13 @@ def _scan_attributes(
     which = match_keys(buf, key_pos, key_len, keys)
     known = np.flatnonzero(which >= 0)
     combo = span[known] * len(keys) + which[known]
-    uniq, counts = np.unique(combo, return_counts=True)
-    if (counts > 1).any():  # a repeated key: the last one wins, as a dict would have it
-        ws.odd[uniq[counts > 1] // len(keys)] = True
+    repeated = np.flatnonzero(np.bincount(combo, minlength=ws.n * len(keys)) > 1)
+    if repeated.size:  # a repeated key: the last one wins, as a dict would have it
+        ws.odd[repeated // len(keys)] = True
     kind, a_pos, a_len, a_num = _any_values(
         ws, span[known], val_pos[known], np.where(has_value[known], val_len[known], 0)
     )
-    order = np.argsort(which[known], kind="stable")
+    order = np.argsort(which[known].astype(np.int16), kind="stable")  # radix sort
     bounds = np.searchsorted(which[known][order], np.arange(len(keys) + 1))
     for i, key in enumerate(keys):
         sel = order[bounds[i] : bounds[i + 1]]
