@@ -6,14 +6,15 @@ body size, on the wire and after bounded gunzip (413) → decode (400: protobuf 
 ``Retry-After``) → wait for the write → 200, with ``partial_success`` when spans were rejected.
 Responses use the request's encoding; errors carry a ``google.rpc.Status``.
 
-Write path (one writer thread): every request waiting in the queue is taken as one group
-(group commit), mapped to records in one columnar pass, and written as one Parquet file per
-table and date (temp file, fsync, rename, directory fsync). Only then are the group's requests
-answered, so an acknowledged span survives ``kill -9``. ``on_batch(calls)`` then runs on its
-own thread, so a slow or failing consumer (the live scorer) never holds up ingest and never
-loses data: its exceptions are logged, the rows are already stored. A maintenance thread
-compacts small files periodically, and :meth:`Collector.stop` drains everything, then
-compacts once more.
+Write path: a mapper thread takes every request waiting in the queue as one group and maps it
+to records in one columnar pass; a writer thread writes every mapped group waiting as one
+Parquet file per table and date (temp file, fsync, rename, directory fsync) — group commit;
+Parquet encoding releases the GIL, so writing one group overlaps mapping the next. Only then
+are the group's requests answered, so an acknowledged span survives ``kill -9``.
+``on_batch(calls)`` then runs on its own thread, so a slow or failing consumer (the live
+scorer) never holds up ingest and never loses data: its exceptions are logged, the rows are
+already stored. A maintenance thread compacts small files periodically, and
+:meth:`Collector.stop` drains everything, then compacts once more.
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT: Final = 4318
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024  # bytes, on the wire and after decompression
-DEFAULT_QUEUE_LIMIT: Final = 200_000  # spans admitted but not yet durable
+DEFAULT_QUEUE_LIMIT: Final = 100_000  # spans admitted but not yet durable (~0.2 GB parsed)
 DEFAULT_COMPACT_INTERVAL: Final = 300.0  # seconds
 MAX_GROUP_SPANS: Final = 100_000  # spans per group commit (bounds one write's latency)
+CALLBACK_BACKLOG_WARNING: Final = 100  # warn every this many batches on_batch lags behind
 _STOP: Final = object()
 
 
@@ -134,7 +136,8 @@ class Collector:
         self._lock = threading.Lock()
         self._pending = 0  # spans admitted, not yet answered
         self._closing = False
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: queue.Queue[Any] = queue.Queue()  # admitted requests
+        self._mapped: queue.Queue[Any] = queue.Queue()  # mapped groups waiting for the disk
         self._callbacks: queue.Queue[Any] = queue.Queue()
         self._stop_maintenance = threading.Event()
         self._server: uvicorn.Server | None = None
@@ -159,8 +162,8 @@ class Collector:
 
     def start(self) -> Collector:
         """Bind, start the writer and the HTTP server; return once it accepts connections."""
-        if self._server is not None:
-            raise RuntimeError("collector already started")
+        if self._server is not None or self._threads:
+            raise RuntimeError("a Collector starts once; create a new one to serve again")
         self.store.root.mkdir(parents=True, exist_ok=True)
         sock = _bind(self.host, self.port)
         self.port = sock.getsockname()[1]
@@ -181,6 +184,7 @@ class Collector:
             timeout_graceful_shutdown=30,
         )
         self._server = uvicorn.Server(config)
+        self._spawn("toolwatch-mapper", self._mapper_loop)
         self._spawn("toolwatch-writer", self._writer_loop)
         self._spawn("toolwatch-on-batch", self._callback_loop)
         if self.compact_interval:
@@ -239,6 +243,7 @@ class Collector:
         with self._lock:
             self._closing = True  # no request is admitted after the writer's stop mark
         self._queue.put(_STOP)
+        self._join("toolwatch-mapper", timeout)
         self._join("toolwatch-writer", timeout)
         self._callbacks.put(_STOP)
         self._join("toolwatch-on-batch", timeout)
@@ -377,29 +382,29 @@ class Collector:
 
     # ------------------------------------------------------------------ writing
 
-    def _writer_loop(self) -> None:
-        stopping = False
-        while not stopping:
-            first = self._queue.get()
-            if first is _STOP:
-                break
-            group = [first]
-            spans = first.spans
-            while spans < MAX_GROUP_SPANS:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stopping = True
-                    break
-                group.append(item)
-                spans += item.spans
-            self._commit(group)
+    def _mapper_loop(self) -> None:
+        """Take every admitted request as one group and map it (then hand it to the writer)."""
+        while True:
+            group, stopping = _drain(self._queue, lambda item: item.spans)
+            if group:
+                self._mapped.put((group, self._map(group)))
+            if stopping:
+                self._mapped.put(_STOP)
+                return
 
-    def _commit(self, group: list[_Item]) -> None:
+    def _writer_loop(self) -> None:
+        """Write every mapped group waiting as one commit. Parquet encoding releases the GIL,
+        so a write overlaps the mapping of the next group."""
+        while True:
+            batch, stopping = _drain(self._mapped, lambda g: sum(i.spans for i in g[0]))
+            if batch:
+                group = [item for items, _ in batch for item in items]
+                self._commit(group, [m for _, mapped in batch for m in mapped])
+            if stopping:
+                return
+
+    def _commit(self, group: list[_Item], results: list[Mapped | None]) -> None:
         started = time.perf_counter()
-        results = self._map(group)
         ok = [(item, m) for item, m in zip(group, results, strict=True) if m is not None]
         calls = _concat([m.calls for _, m in ok], CALLS_SCHEMA)
         lists = _concat([m.tool_lists for _, m in ok], TOOL_LISTS_SCHEMA)
@@ -430,15 +435,23 @@ class Collector:
             _resolve(item, result=m)
         self._release(group)
         log.debug(
-            "group of %d requests: %d calls, %d tool listings durable in %d files (%.1f ms)",
+            "group of %d requests: %d calls (%d mapped column-wise), %d tool listings "
+            "durable in %d files (%.1f ms)",
             len(group),
             calls.num_rows,
+            sum(m.columnar for _, m in ok),
             lists.num_rows,
             len(files),
             (time.perf_counter() - started) * 1000,
         )
         if self.on_batch is not None and calls.num_rows:
             self._callbacks.put(calls)
+            backlog = self._callbacks.qsize()
+            if backlog and backlog % CALLBACK_BACKLOG_WARNING == 0:
+                log.warning(
+                    "on_batch is %d batches behind ingest (they are stored; it catches up)",
+                    backlog,
+                )
 
     def _map(self, group: list[_Item]) -> list[Mapped | None]:
         """Map every request of the group; a request whose mapping fails gets a 500."""
@@ -506,6 +519,28 @@ class Collector:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _drain(source: queue.Queue[Any], size: Callable[[Any], int]) -> tuple[list[Any], bool]:
+    """Block for one entry, then take whatever else is waiting (up to MAX_GROUP_SPANS).
+
+    Returns (entries, stop seen); the stop mark is only ever queued last.
+    """
+    first = source.get()
+    if first is _STOP:
+        return [], True
+    entries = [first]
+    total = size(first)
+    while total < MAX_GROUP_SPANS:
+        try:
+            entry = source.get_nowait()
+        except queue.Empty:
+            break
+        if entry is _STOP:
+            return entries, True
+        entries.append(entry)
+        total += size(entry)
+    return entries, False
 
 
 def _bind(host: str, port: int) -> socket.socket:

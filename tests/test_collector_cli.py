@@ -152,3 +152,11 @@ def test_collector_command_reports_a_busy_port(
         port = taken.getsockname()[1]
         assert main(["collector", "--store", str(tmp_path), "--port", str(port)]) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_collector_command_reports_an_unreadable_model(tmp_path: Path) -> None:
+    pytest.importorskip("toolwatch.detection.live")
+    model = tmp_path / "model.json"
+    model.write_text("{not a model")
+    with pytest.raises(SystemExit, match=r"cannot load model .*model\.json"):
+        main(["collector", "--store", str(tmp_path / "s"), "--model", str(model)])
