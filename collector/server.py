@@ -416,9 +416,9 @@ class Collector:
                 files += self.store.append(TOOL_LISTS, lists)
         except Exception as exc:
             log.error("could not write %d calls to %s: %s", calls.num_rows, self.store.root, exc)
+            self._release(group)  # before answering: a refused client may retry at once
             for item, _ in ok:
                 _resolve(item, exception=_WriteFailed(str(exc)))
-            self._release(group)
             return
         with self._lock:
             s = self.stats
@@ -431,9 +431,9 @@ class Collector:
                 s.spans += m.spans
                 s.rejected_spans += m.rejected
                 s.ignored_spans += m.ignored
+        self._release(group)  # before answering: a client that got its 200 may send again
         for item, m in ok:
             _resolve(item, result=m)
-        self._release(group)
         log.debug(
             "group of %d requests: %d calls (%d mapped column-wise), %d tool listings "
             "durable in %d files (%.1f ms)",
@@ -459,7 +459,11 @@ class Collector:
         protobuf = [i for i, item in enumerate(group) if item.request is not None]
         if protobuf:
             try:
-                pairs = [(group[i].body, group[i].request) for i in protobuf]
+                pairs = [
+                    (item.body, item.request)
+                    for item in (group[i] for i in protobuf)
+                    if item.request is not None
+                ]
                 mapped = map_parsed(pairs)
                 for i, m in zip(protobuf, mapped, strict=True):
                     out[i] = m
@@ -577,6 +581,7 @@ def _resolve(
         if exception is not None:
             item.future.set_exception(exception)
         else:
+            assert result is not None
             item.future.set_result(result)
 
     with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more

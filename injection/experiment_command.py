@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -127,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
                 target_fa=args.target_fa,
                 bootstrap=args.bootstrap,
                 ablation=args.ablation,
-                **({"kinds": kinds} if kinds else {}),
             )
+            if kinds:
+                config = dataclasses.replace(config, kinds=kinds)
         calls = load_calls(store)
         with tqdm(
             total=progress_steps(config),

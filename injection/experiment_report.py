@@ -118,9 +118,9 @@ def render(result: ExperimentResult) -> str:
     rows = []
     for name, key in (("train", "train"), ("calibration", "calibration"), ("test", "test")):
         ours = split[key]
-        pub = study.SPLITS[name]
+        published = study.SPLITS[name]
         shown = f"{name} (≥ {cfg.min_calls} calls)" if name == "test" else name
-        rows.append([shown, f"{ours[0]} / {ours[1]:,}", f"{pub[0]} / {pub[1]:,}"])
+        rows.append([shown, f"{ours[0]} / {ours[1]:,}", f"{published[0]} / {published[1]:,}"])
     parts.append(
         f"toolwatch experiment {result.run_id} — corpus {split.get('corpus_span', '?')}, "
         f"split {how}\n" + _table(["split", "ours (sessions / calls)", "study"], rows)

@@ -9,7 +9,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from toolwatch.cli import COMMANDS
 
 ROOT = Path(__file__).parents[1]
