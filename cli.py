@@ -32,7 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "collector",
         "run SQL over the store and print a table",
     ),
-    "store": ("toolwatch.collector.store_command", "collector", "verify or compact the store"),
+    "store": (
+        "toolwatch.collector.store_command",
+        "collector",
+        "verify, compact or describe (info) the store",
+    ),
     "import": (
         "toolwatch.collector.import_command",
         "collector",

@@ -48,6 +48,10 @@ ATTR_SOURCE: Final = "toolwatch.source"
 ATTR_LABEL: Final = "toolwatch.label"
 ATTR_RESTAMPED: Final = "toolwatch.timing.restamped"
 ATTR_RESULT_TRUNCATED: Final = "toolwatch.tool.call.result.truncated"
+#: ``true`` on a replayed span whose record has no duration: an OTLP span always has an end
+#: time, so the replay sends end = start with this marker and the collector maps the span
+#: back to a null ``duration_us`` (live spans never carry it).
+ATTR_DURATION_UNKNOWN: Final = "toolwatch.tool.call.duration.unknown"
 
 # tools/list digests (one span event per tool, never the description text)
 EVENT_TOOL_LISTED: Final = "toolwatch.tool.listed"

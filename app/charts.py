@@ -7,7 +7,7 @@ fields) without a browser.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import altair as alt
 import pandas as pd
@@ -16,6 +16,13 @@ import pandas as pd
 Spec: TypeAlias = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
 
 PASS_SCALE = alt.Scale(domain=[0, 1], scheme="redyellowgreen")
+#: Marks that stand out from the data: the study's figures, divergence steps, thresholds.
+MARKER = "#e45756"
+
+
+def marker_ticks(data: pd.DataFrame, size: int, **encoding: Any) -> alt.Chart:
+    """Thick ticks in the marker colour (the study's figure beside ours, a divergence step)."""
+    return alt.Chart(data).mark_tick(color=MARKER, thickness=3, size=size).encode(**encoding)
 
 
 def detection_bars(table: pd.DataFrame, title: str) -> Spec:
@@ -43,18 +50,26 @@ def detection_bars(table: pd.DataFrame, title: str) -> Spec:
         ],
     )
     errors = base.mark_rule(color="#1f2d3d").encode(x="ci_low:Q", x2="ci_high:Q")
-    published = (
-        alt.Chart(table.dropna(subset=["study_rate"]))
-        .mark_tick(color="#e45756", thickness=3, size=18)
-        .encode(y=alt.Y("label:N", sort=order), x="study_rate:Q")
+    published = marker_ticks(
+        table.dropna(subset=["study_rate"]), 18, y=alt.Y("label:N", sort=order), x="study_rate:Q"
     )
     return alt.layer(bars, errors, published).properties(title=title, height=alt.Step(26))
 
 
-def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -> Spec:
-    """Detection rate against session false-alarm rate, one line per kind (AUC in the legend)."""
+def roc_chart(
+    points: pd.DataFrame,
+    areas: pd.DataFrame,
+    target: float | None,
+    order: Sequence[str] | None = None,
+) -> Spec:
+    """Detection rate against session false-alarm rate, one line per kind (AUC in the legend,
+    kinds in ``order`` of their labels when given)."""
     named = points.merge(areas, on="kind")
     named["curve"] = named["label"] + "  (AUC " + named["auc"].map("{:.2f}".format) + ")"
+    curves = list(dict.fromkeys(named["curve"]))
+    if order is not None:
+        rank = {label: i for i, label in enumerate(order)}
+        curves.sort(key=lambda c: rank.get(c.rsplit("  (AUC", 1)[0], len(rank)))
     lines = (
         alt.Chart(named)
         .mark_line(interpolate="linear", strokeWidth=2)
@@ -74,6 +89,7 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
             color=alt.Color(
                 "curve:N",
                 title="kind (area under curve)",
+                sort=curves,
                 legend=alt.Legend(labelLimit=420, orient="bottom", columns=2),
             ),
             order=alt.Order("step:Q", sort="descending"),
@@ -88,8 +104,8 @@ def roc_chart(points: pd.DataFrame, areas: pd.DataFrame, target: float | None) -
     if target is not None:
         layers.append(
             alt.Chart(pd.DataFrame({"target": [target]}))
-            .mark_rule(color="#e45756", strokeDash=[6, 3])
-            .encode(x="target:Q")
+            .mark_rule(color="#1f2d3d", strokeDash=[6, 3], strokeWidth=1.5)
+            .encode(x="target:Q", tooltip=[alt.Tooltip("target:Q", format=".1%")])
         )
     return alt.layer(*layers).properties(height=420)
 
@@ -110,9 +126,9 @@ def latency_chart(
     layers: list[alt.Chart] = [box]
     if not study_points.empty:
         layers.append(
-            alt.Chart(study_points)
-            .mark_tick(color="#e45756", thickness=3, size=22)
-            .encode(
+            marker_ticks(
+                study_points,
+                22,
                 y=alt.Y("label:N", sort=order),
                 x="latency:Q",
                 tooltip=["label:N", alt.Tooltip("latency:Q", title="study median")],
@@ -168,7 +184,7 @@ def timeline_chart(
             y=alt.Y("tool:N", title=None, sort=None),
             color=alt.Color(
                 "failed:N",
-                scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#e45756"]),
+                scale=alt.Scale(domain=[False, True], range=["#4c78a8", MARKER]),
                 title="failed",
             ),
             shape=alt.Shape(
@@ -233,14 +249,14 @@ def timeline_chart(
         if threshold is not None:
             layers.append(
                 alt.Chart(pd.DataFrame({"threshold": [threshold]}))
-                .mark_rule(color="#e45756", strokeDash=[6, 3])
+                .mark_rule(color=MARKER, strokeDash=[6, 3])
                 .encode(y="threshold:Q")
             )
         alerts = calls[calls["alert"]]
         if not alerts.empty:
             layers.append(
                 alt.Chart(alerts)
-                .mark_point(shape="triangle-down", size=160, filled=True, color="#e45756")
+                .mark_point(shape="triangle-down", size=160, filled=True, color=MARKER)
                 .encode(x=x, y=f"{statistic}:Q", tooltip=["index:Q", "tool:N", "alert_by:N"])
             )
         panels += [
@@ -253,9 +269,15 @@ def timeline_chart(
 def heatmap(
     cells: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, text: str = "text"
 ) -> Spec:
-    """Pass rates as coloured cells with their text (``rate`` in [0, 1], NaN = none)."""
+    """Pass rates as coloured cells with their text (``rate`` in [0, 1], NaN = none); the text
+    turns white on the dark ends of the scale."""
     base = alt.Chart(cells).encode(
-        x=alt.X(f"{x}:N", title=x_title, sort=None),
+        x=alt.X(
+            f"{x}:N",
+            title=x_title,
+            sort=None,
+            axis=alt.Axis(labelAngle=0, labelLimit=200, orient="top"),
+        ),
         y=alt.Y(f"{y}:N", title=y_title, sort=None),
     )
     rects = base.mark_rect().encode(
@@ -264,8 +286,13 @@ def heatmap(
         ),
         tooltip=[f"{y}:N", f"{x}:N", f"{text}:N"],
     )
-    labels = base.mark_text(fontSize=11).encode(text=f"{text}:N")
-    return alt.layer(rects, labels).properties(height=alt.Step(34), width=alt.Step(78))
+    labels = base.mark_text(fontSize=12).encode(
+        text=f"{text}:N",
+        color=alt.condition(
+            "datum.rate < 0.2 || datum.rate > 0.8", alt.value("white"), alt.value("black")
+        ),
+    )
+    return alt.layer(rects, labels).properties(height=alt.Step(30))
 
 
 def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> Spec:
@@ -277,14 +304,14 @@ def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> Spec:
         .mark_point(size=220, filled=True, strokeWidth=3)
         .encode(
             x=alt.X("step:O", title="step (tool call)"),
-            y=alt.Y("run:N", title=None, sort=rows),
+            y=alt.Y("run:N", title=None, sort=rows, axis=alt.Axis(labelLimit=260)),
             color=alt.Color("tool:N", title="tool"),
             shape=alt.Shape(
                 "outcome:N",
                 title="outcome",
                 scale=alt.Scale(domain=["ok", "failed"], range=["circle", "cross"]),
             ),
-            stroke=alt.condition("datum.injected", alt.value("#e45756"), alt.value(None)),
+            stroke=alt.condition("datum.injected", alt.value(MARKER), alt.value(None)),
             tooltip=[
                 "run:N",
                 "step:O",
@@ -300,24 +327,47 @@ def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> Spec:
     layers: list[alt.Chart] = [points]
     if not divergence.empty:
         layers.append(
-            alt.Chart(divergence)
-            .mark_tick(color="#e45756", thickness=3, size=30)
-            .encode(
-                x="step:O", y=alt.Y("run:N", sort=rows), tooltip=["run:N", "step:O", "reason:N"]
+            marker_ticks(
+                divergence,
+                30,
+                x="step:O",
+                y=alt.Y("run:N", sort=rows),
+                tooltip=["run:N", "step:O", "reason:N"],
             )
         )
     return alt.layer(*layers).properties(height=46 * max(1, len(rows)))
 
 
-def alerts_per_hour_chart(per_hour: pd.DataFrame, title: str) -> Spec:
+def alerts_per_hour_chart(
+    per_hour: pd.DataFrame, title: str, now: pd.Timestamp | None = None
+) -> Spec:
+    """Alerts per UTC hour, stacked by the explaining cue; each bar spans its hour. With
+    ``now``, the axis runs to the current hour and covers at least the last 24 hours, so quiet
+    hours show as gaps rather than vanishing."""
+    scale: alt.Scale | Any = alt.Undefined
+    if now is not None:
+        end = pd.Timestamp(now).floor("h") + pd.Timedelta(hours=1)
+        start = end - pd.Timedelta(hours=24)
+        if not per_hour.empty:
+            start = min(start, pd.Timestamp(per_hour["hour"].min()).floor("h"))
+        scale = alt.Scale(domain=[start.value // 1_000_000, end.value // 1_000_000])
     return (
         alt.Chart(per_hour)
         .mark_bar()
         .encode(
-            x=alt.X("hour:T", title="hour (UTC)"),
-            y=alt.Y("alerts:Q", title="alerts"),
+            x=alt.X(
+                "utcyearmonthdatehours(hour):T",
+                title="hour (UTC)",
+                scale=scale,
+                axis=alt.Axis(format="%m-%d %H:00", labelAngle=0),
+            ),
+            y=alt.Y("alerts:Q", title="alerts", axis=alt.Axis(tickMinStep=1, format="d")),
             color=alt.Color("cue:N", title="explaining cue"),
-            tooltip=[alt.Tooltip("hour:T", format="%Y-%m-%d %H:00"), "cue:N", "alerts:Q"],
+            tooltip=[
+                alt.Tooltip("utcyearmonthdatehours(hour):T", format="%Y-%m-%d %H:00", title="hour"),
+                "cue:N",
+                "alerts:Q",
+            ],
         )
         .properties(title=title, height=220)
     )

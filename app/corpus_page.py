@@ -1,13 +1,12 @@
 """Corpus: the store's corpus facts beside the study's (the numbers of ``toolwatch stats``).
 
 The facts come from :func:`toolwatch.collector.corpus_stats.corpus_stats` (one SQL query over
-the ``calls`` view), the labels from ``toolwatch stats``, the study's from
-:data:`toolwatch.study.CORPUS`.
+the ``calls`` view), the labels and number formats from ``toolwatch stats``, the study's from
+:data:`toolwatch.study.CORPUS`. Each source gets its own column, so a simulated corpus, an
+import and a collector's live traffic are compared with the study one by one.
 """
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 import streamlit as st
@@ -16,17 +15,9 @@ from toolwatch.app import charts, ui
 from toolwatch.app import queries as q
 from toolwatch.collector.corpus_stats import STAT_KEYS, corpus_stats, source_counts
 from toolwatch.collector.stats_command import LABELS
+from toolwatch.collector.stats_command import _fmt as fmt
 
-
-def fmt(value: float | None, kind: str) -> str:
-    """Like ``toolwatch stats``: integers, seconds, shares."""
-    if value is None or math.isnan(value):
-        return "—"
-    if kind == "n":
-        return f"{value:,.0f}"
-    if kind == "s":
-        return f"{value:,.2f} s"
-    return f"{100 * value:.1f} %"
+ALL_SELECTED = "all selected"
 
 
 def render() -> None:
@@ -41,7 +32,9 @@ def render() -> None:
         if not chosen:
             st.info("Pick at least one source.")
             return
-        stats = corpus_stats(con, chosen)
+        columns = {src: corpus_stats(con, [src]) for src in chosen}
+        if len(chosen) > 1:
+            columns[ALL_SELECTED] = corpus_stats(con, chosen)
         per_day = q.calls_per_day(con, chosen)
         tools = q.top_tools(con, chosen)
     st.caption(" · ".join(f"{src}: {n:,} calls" for src, n in counts.items()))
@@ -54,23 +47,30 @@ def render() -> None:
     for key in STAT_KEYS:
         text, kind = LABELS[key]
         published = study.CORPUS.get(key)
-        rows.append(
-            {
-                "fact": text.strip() if not text.startswith("  ") else "  · " + text.strip(),
-                "ours": fmt(stats[key], kind),
-                "study": fmt(float(published), kind) if published is not None else "—",
-            }
-        )
+        row = {"fact": text.strip() if not text.startswith("  ") else "  · " + text.strip()}
+        row.update({name: fmt(stats[key], kind) for name, stats in columns.items()})
+        row["study"] = fmt(float(published), kind) if published is not None else "—"
+        rows.append(row)
     st.table(pd.DataFrame(rows).set_index("fact"))
     st.caption(
-        "Gaps are between consecutive calls of one stream (session, agent); a gap is "
-        "within-response when both calls carry the same model response id. The study: no gap "
-        "between different responses was ≤ 1 s, while half the parallel calls were."
+        "One column per source (each counted on its own), then all selected sources together. "
+        "Sessions are streams (session, agent), as the study counted subagent transcripts. "
+        "Gaps are between consecutive calls of one stream; a gap is within-response when both "
+        "calls carry the same model response id. The study: no gap between different responses "
+        "was ≤ 1 s, while half the parallel calls were."
     )
     st.subheader("Calls per day")
     st.altair_chart(charts.calls_per_day_chart(per_day), width="stretch")
     st.subheader("Most-called tools")
-    st.dataframe(tools, hide_index=True, width="stretch")
+    st.dataframe(
+        tools,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "server": st.column_config.TextColumn("MCP server", help="empty: a built-in tool"),
+            "failure_rate": st.column_config.NumberColumn("failure rate", format="percent"),
+        },
+    )
 
 
 if __name__ == "__main__":

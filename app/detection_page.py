@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,10 @@ def render() -> None:
         "within the window, at a threshold chosen on normal sessions only."
     )
     with q.open_store(s.store) as con:
-        if not q.has_view(con, q.EXPERIMENTS):
-            ui.explain_empty(q.EXPERIMENTS, s.store, "experiment results")
-            return
-        runs = q.experiment_list(con)
-        if runs.empty:
-            ui.explain_empty(q.EXPERIMENTS, s.store, "experiment results")
+        runs = ui.listing_or_explain(
+            con, q.EXPERIMENTS, s.store, "experiment results", q.experiment_list
+        )
+        if runs is None:
             return
         chosen = _choose_run(runs)
         config = json.loads(chosen["config_json"])
@@ -80,31 +79,75 @@ def render() -> None:
         target = stored_target
         if mode == MODE_TARGET:
             if has_max:
-                target = c3.slider(
-                    "Target share of normal test sessions that ever alarm",
+                percent = c3.slider(
+                    "Target: % of normal test sessions that ever alarm",
                     min_value=0.0,
-                    max_value=0.25,
-                    value=stored_target,
-                    step=0.005,
-                    format="%.3f",
+                    max_value=25.0,
+                    value=round(100 * stored_target, 1),
+                    step=0.5,
+                    format="%.1f%%",
                     key="target",
+                    help=f"The experiment's own target is {dv.pct(stored_target, 1)} "
+                    "(the study's 5 %); other targets are evaluated from the stored runs.",
                 )
+                target = percent / 100
             else:
                 c3.caption(
                     f"Target {dv.pct(stored_target, 1)} (the experiment's). Other targets need "
                     "the per-run maxima that newer `toolwatch experiment` runs save."
                 )
-        key = q.fingerprint(s.store, q.EXPERIMENTS, q.EXPERIMENT_RUNS)
-        cells, source = _cells(
-            s.store, key, chosen, variant, mode, target, stored_target, stored, config
+        v = View(
+            root=s.store,
+            key=q.fingerprint(s.store, q.EXPERIMENTS, q.EXPERIMENT_RUNS),
+            run=chosen,
+            config=config,
+            variant=variant,
+            cue_set=cue_set,
+            detector=detector,
+            mode=mode,
+            target=target,
+            stored_target=stored_target,
+            stored=stored,
+            has_max=has_max,
         )
-        _headline(cells, stored, cue_set, detector, mode, target, config)
-        _table(cells, stored, cue_set, detector, mode)
+        cells, source = _cells(v)
+        _headline(v, cells)
+        _table(v, cells)
         _grid(cells)
         st.caption(source)
-        _roc(s.store, key, chosen, variant, cue_set, detector, mode, target, stored, has_max)
-        _latency(con, chosen, variant, cue_set, detector, mode, target, stored_target)
+        _roc(v)
+        _latency(con, v)
         _configuration(chosen, config, split)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the page shows: the run, corpus variant, statistic and threshold the user chose."""
+
+    root: Path
+    key: tuple[str, ...]  # file fingerprint of the experiment tables (cache key)
+    run: dict[str, Any]
+    config: dict[str, Any]
+    variant: str
+    cue_set: str
+    detector: str
+    mode: str
+    target: float
+    stored_target: float
+    stored: pd.DataFrame  # the stored cells of this run and variant
+    has_max: bool  # runs carry window maxima (other targets, ROC)
+
+    @property
+    def at_stored_target(self) -> bool:
+        return math.isclose(self.target, self.stored_target, abs_tol=1e-9)
+
+    @property
+    def threshold_mode(self) -> str:
+        return "operating_point" if self.mode == MODE_OPERATING else "fa_target"
+
+    def pick(self, cells: pd.DataFrame) -> pd.DataFrame:
+        """The cells of the chosen cue set and detector."""
+        return cells[(cells["cue_set"] == self.cue_set) & (cells["detector"] == self.detector)]
 
 
 def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
@@ -118,84 +161,64 @@ def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
     return dict(runs.iloc[int(i or 0)])
 
 
-def _cells(
-    root: Path,
-    key: tuple[str, ...],
-    chosen: dict[str, Any],
-    variant: str,
-    mode: str,
-    target: float,
-    stored_target: float,
-    stored: pd.DataFrame,
-    config: dict[str, Any],
-) -> tuple[pd.DataFrame, str]:
+def _cells(v: View) -> tuple[pd.DataFrame, str]:
     """The cells to show and a sentence saying where they come from."""
-    boot = int(config.get("bootstrap", 2000))
-    seed = int(config.get("bootstrap_seed", 0))
-    if mode == MODE_OPERATING:
+    boot = int(v.config.get("bootstrap", 2000))
+    seed = int(v.config.get("bootstrap_seed", 0))
+    stored = v.stored
+    if v.mode == MODE_OPERATING:
         cells = stored[stored["threshold_mode"] == "operating_point"]
         return cells, (
             "Operating point: the model's threshold (top 0.1 % of calibration call statistics); "
             "its false-alarm rate is the share of normal test sessions that alarm at it. "
             f"95 % intervals: {boot:,} bootstrap resamples of sessions (seed {seed})."
         )
-    if math.isclose(target, stored_target, abs_tol=1e-9):
+    if v.at_stored_target:
         cells = stored[stored["threshold_mode"] == "fa_target"]
         return cells, (
-            f"As stored by `toolwatch experiment` (run {chosen['run_id']}). 95 % intervals: "
+            f"As stored by `toolwatch experiment` (run {v.run['run_id']}). 95 % intervals: "
             f"{boot:,} bootstrap resamples of sessions (seed {seed})."
         )
-    computed = _cells_at(str(root), key, chosen["run_id"], variant, float(target), boot, seed)
+    computed = _cells_at(
+        str(v.root), v.key, v.run["run_id"], v.variant, float(v.target), boot, seed
+    )
     auc = stored[stored["threshold_mode"] == "fa_target"][["kind", "cue_set", "auc"]]
     auc = auc.drop_duplicates(["kind", "cue_set"])
     cells = computed.merge(auc, on=["kind", "cue_set"], how="left")
     cells["median_latency"] = math.nan
     return cells, (
-        f"Evaluated at {dv.pct(target, 1)} from the runs' stored window maxima with the "
+        f"Evaluated at {dv.pct(v.target, 1)} from the runs' stored window maxima with the "
         f"experiment's threshold rule; 95 % intervals: {boot:,} bootstrap resamples of sessions "
         f"(seed {seed}). Latency is recorded at the experiment's own thresholds only."
     )
 
 
-def _pick(cells: pd.DataFrame, cue_set: str, detector: str) -> pd.DataFrame:
-    return cells[(cells["cue_set"] == cue_set) & (cells["detector"] == detector)]
-
-
-def _headline(
-    cells: pd.DataFrame,
-    stored: pd.DataFrame,
-    cue_set: str,
-    detector: str,
-    mode: str,
-    target: float,
-    config: dict[str, Any],
-) -> None:
-    picked = _pick(cells, cue_set, detector)
+def _headline(v: View, cells: pd.DataFrame) -> None:
+    picked = v.pick(cells)
     if picked.empty:
-        st.warning(f"No results for {cue_set}·{detector} in this run.")
+        st.warning(f"No results for {v.cue_set}·{v.detector} in this run.")
         return
     first = picked.iloc[0]
-    n = int(stored["normal_sessions"].iloc[0]) if not stored.empty else 0
+    n = int(v.stored["normal_sessions"].iloc[0]) if not v.stored.empty else 0
     reached = float(first["fa_reached"])
     k = round(reached * n)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Threshold", f"{float(first['threshold']):.2f}", help=f"on {cue_set}·{detector}")
+    m1.metric("Threshold", f"{float(first['threshold']):.2f}", help=f"on {v.cue_set}·{v.detector}")
     m2.metric(
         "False alarms reached",
         dv.pct(reached, 1),
         help="share of normal test sessions whose statistic ever crosses the threshold",
     )
     m3.metric("Normal sessions alarming", f"{k} / {n}")
-    if mode == MODE_TARGET:
-        m4.metric("Target", dv.pct(target, 1))
+    if v.mode == MODE_TARGET:
+        m4.metric("Target", dv.pct(v.target, 1))
     else:
         m4.metric("Mode", "operating point")
 
 
-def _table(
-    cells: pd.DataFrame, stored: pd.DataFrame, cue_set: str, detector: str, mode: str
-) -> None:
-    picked = _pick(cells, cue_set, detector).set_index("kind")
+def _table(v: View, cells: pd.DataFrame) -> None:
+    cue_set, detector = v.cue_set, v.detector
+    picked = v.pick(cells).set_index("kind")
     kinds = _kind_order(list(picked.index))
     rows = []
     bars = []
@@ -234,7 +257,7 @@ def _table(
                 "study_rate": published[0] if published else math.nan,
             }
         )
-    which = "operating point" if mode == MODE_OPERATING else "target false-alarm rate"
+    which = "operating point" if v.mode == MODE_OPERATING else "target false-alarm rate"
     st.subheader(f"Detection — {cue_set} · {detector} at the {which}")
     st.table(pd.DataFrame(rows).set_index("kind"))
     if bars:
@@ -270,36 +293,28 @@ def _grid(cells: pd.DataFrame) -> None:
         )
 
 
-def _roc(
-    root: Path,
-    key: tuple[str, ...],
-    chosen: dict[str, Any],
-    variant: str,
-    cue_set: str,
-    detector: str,
-    mode: str,
-    target: float,
-    stored: pd.DataFrame,
-    has_max: bool,
-) -> None:
+def _roc(v: View) -> None:
+    cue_set, detector = v.cue_set, v.detector
     st.subheader(f"ROC — {cue_set} · {detector}")
-    if not has_max:
+    if not v.has_max:
         st.info(
             "ROC curves need each run's window maximum, which this store's experiment rows do "
             "not have; re-run `toolwatch experiment` to save them."
         )
         return
-    maxima = _maxima(str(root), key, chosen["run_id"], variant)
+    maxima = _maxima(str(v.root), v.key, v.run["run_id"], v.variant)
     one = maxima[(maxima["cue_set"] == cue_set) & (maxima["detector"] == detector)]
     points, areas = dv.roc_curves(one)
     if points.empty:
         st.info("No runs for this cue set and detector.")
         return
     points = points.assign(label=points["kind"].map(ui.label))
+    order = [ui.label(k) for k in _kind_order(list(areas["kind"]))]
     st.altair_chart(
-        charts.roc_chart(points, areas, target if mode == MODE_TARGET else None), width="stretch"
+        charts.roc_chart(points, areas, v.target if v.mode == MODE_TARGET else None, order),
+        width="stretch",
     )
-    per_call = stored[stored["threshold_mode"] == "fa_target"]
+    per_call = v.stored[v.stored["threshold_mode"] == "fa_target"]
     per_call = per_call[per_call["cue_set"] == cue_set].drop_duplicates("kind").set_index("kind")
     rows = []
     for kind in _kind_order(list(areas["kind"])):
@@ -317,28 +332,21 @@ def _roc(
     st.table(pd.DataFrame(rows).set_index("kind"))
     st.caption(
         "Curve: each threshold's share of normal test sessions alarming (x) against the share "
-        "of injected runs detected within their window (y); the dashed red line is the chosen "
+        "of injected runs detected within their window (y); the dashed dark line is the chosen "
         "target. Session AUC = P(a run's window maximum > a normal session's maximum). Per-call "
         "AUC (the study's measure) ranks inserted calls against every other call."
     )
 
 
-def _latency(
-    con: Any,
-    chosen: dict[str, Any],
-    variant: str,
-    cue_set: str,
-    detector: str,
-    mode: str,
-    target: float,
-    stored_target: float,
-) -> None:
+def _latency(con: Any, v: View) -> None:
+    cue_set, detector = v.cue_set, v.detector
     st.subheader(f"Latency — {cue_set} · {detector}")
-    threshold_mode = "operating_point" if mode == MODE_OPERATING else "fa_target"
-    lat = q.experiment_latencies(con, chosen["run_id"], variant, cue_set, detector, threshold_mode)
-    if mode == MODE_TARGET and not math.isclose(target, stored_target, abs_tol=1e-9):
+    lat = q.experiment_latencies(
+        con, v.run["run_id"], v.variant, cue_set, detector, v.threshold_mode
+    )
+    if v.mode == MODE_TARGET and not v.at_stored_target:
         st.caption(
-            f"Shown at the experiment's own target {dv.pct(stored_target, 1)}: latency is "
+            f"Shown at the experiment's own target {dv.pct(v.stored_target, 1)}: latency is "
             "recorded per run at the stored thresholds."
         )
     if lat.empty:
@@ -355,16 +363,34 @@ def _latency(
     )
     order = [ui.label(k) for k in _kind_order(list(lat["kind"].unique()))]
     st.altair_chart(charts.latency_chart(lat, study_points, order), width="stretch")
+    kinds = _kind_order(list(lat["kind"].unique()))
     summary = (
         lat.groupby("kind")["latency"]
-        .agg(detected_runs="count", median="median", p90=lambda x: x.quantile(0.9), max="max")
-        .reindex(_kind_order(list(lat["kind"].unique())))
+        .agg(
+            detected_runs="count",
+            median="median",
+            p90=lambda x: x.quantile(0.9),
+            max="max",
+        )
+        .reindex(kinds)
     )
-    summary.index = [ui.label(k) for k in summary.index]
-    summary["study: median"] = [
-        dv.study_latency(k) or "–" for k in _kind_order(list(lat["kind"].unique()))
-    ]
-    st.dataframe(summary, width="stretch")
+    summary.index = pd.Index([ui.label(k) for k in kinds], name="kind")
+    summary["study: median"] = [dv.study_latency(k) or "–" for k in kinds]
+    st.dataframe(
+        summary,
+        width="stretch",
+        column_config={
+            "detected_runs": st.column_config.NumberColumn("detected runs"),
+            "median": st.column_config.NumberColumn("median (calls)", format="%g"),
+            "p90": st.column_config.NumberColumn("90th percentile", format="%.1f"),
+            "max": st.column_config.NumberColumn("max", format="%d"),
+        },
+    )
+    st.caption(
+        "Calls from the insertion point to the first alarm, over the detected runs (1 = the "
+        "inserted call itself). Red ticks: the study's median, for the cue and detector named "
+        "in the table."
+    )
 
 
 def _configuration(chosen: dict[str, Any], config: dict[str, Any], split: dict[str, Any]) -> None:

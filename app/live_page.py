@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pandas as pd
 import streamlit as st
 from toolwatch.app import charts, ui
 from toolwatch.app import queries as q
@@ -46,13 +47,31 @@ def render() -> None:
             "–" if latest is None else f"{latest:%H:%M:%S}",
             None if latest is None else f"{latest:%Y-%m-%d}",
             delta_color="off",
+            delta_arrow="off",
         )
         st.altair_chart(
-            charts.alerts_per_hour_chart(per_hour, f"Alerts per hour ({BY[by]}, UTC)"),
+            charts.alerts_per_hour_chart(
+                per_hour, f"Alerts per hour ({BY[by]}, UTC)", pd.Timestamp(now)
+            ),
             width="stretch",
         )
         st.subheader("Most recent alerts")
-        st.dataframe(recent, hide_index=True, width="stretch")
+        recent.insert(2, "stream", recent.pop("agent_id").map(ui.stream_name))
+        st.dataframe(
+            recent,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "alert_time": st.column_config.DatetimeColumn(
+                    "raised (UTC)", format="YYYY-MM-DD HH:mm:ss"
+                ),
+                "call_time": st.column_config.DatetimeColumn(
+                    "call time (UTC)", format="YYYY-MM-DD HH:mm:ss"
+                ),
+                "score": st.column_config.NumberColumn(format="%.2f"),
+                "threshold": st.column_config.NumberColumn(format="%.2f"),
+            },
+        )
         st.caption(
             f"Checked at {now:%H:%M:%S} UTC. Each alert is one excursion of a session above "
             "the model's operating point; `cue` is the cue that explains it."

@@ -1,9 +1,11 @@
 """The dashboard's named queries: SQL over the store's DuckDB views, nothing else.
 
 Every page reads through these functions and :func:`open_store`; the views themselves (and the
-shared ``sessions`` view) are defined by :mod:`toolwatch.collector.store`, the corpus facts by
+shared ``sessions`` and ``streams`` views) are defined by :mod:`toolwatch.collector.store`, the
+table names by the modules that write them, the corpus facts by
 :func:`toolwatch.collector.corpus_stats.corpus_stats`, the workbench aggregation by
-:func:`toolwatch.injection.workbench.summarize` — this module only selects rows for display.
+:func:`toolwatch.injection.workbench.summarize`, the flags by
+:func:`toolwatch.detection.scan.scan` — this module only selects rows for display.
 Results are pandas frames (what Streamlit and altair take); times are UTC.
 """
 
@@ -20,11 +22,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 from toolwatch.collector.store import CALLS, Store, StoreError
-
-ALERTS: Final = "alerts"
-EXPERIMENTS: Final = "experiments"
-EXPERIMENT_RUNS: Final = "experiment_runs"
-WORKBENCH_RUNS: Final = "workbench_runs"
+from toolwatch.detection.alerts import ALERTS_TABLE as ALERTS
+from toolwatch.injection.experiment import EXPERIMENT_RUNS, EXPERIMENTS
+from toolwatch.injection.workbench import RUNS_TABLE as WORKBENCH_RUNS
 
 #: How to fill each part of the store (shown on empty pages).
 FILL_HINTS: Final[dict[str, str]] = {
@@ -222,63 +222,91 @@ def experiment_latencies(
     )
 
 
-# ------------------------------------------------------------------------------ sessions
+# ------------------------------------------------------------------------------ streams
 
 
 def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [
-        str(r[0]) for r in con.execute("SELECT DISTINCT source FROM sessions ORDER BY 1").fetchall()
+        str(r[0]) for r in con.execute("SELECT DISTINCT source FROM streams ORDER BY 1").fetchall()
     ]
 
 
-def session_date_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
-    row = con.execute(
-        "SELECT min(first_time)::DATE, max(first_time)::DATE FROM sessions"
-    ).fetchone()
+def stream_date_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
+    row = con.execute("SELECT min(first_time)::DATE, max(first_time)::DATE FROM streams").fetchone()
     if row is None or row[0] is None:
         return None
     return row[0], row[1]
 
 
-def session_list(
+def stream_list(
     con: duckdb.DuckDBPyConnection,
     source_filter: Sequence[str] | None = None,
     first_day: date | None = None,
     last_day: date | None = None,
+    session_id: str | None = None,
 ) -> pd.DataFrame:
-    """Sessions (the shared ``sessions`` view) with their live alerts, newest first."""
+    """Streams (the shared ``streams`` view: one row per session × agent) with their live
+    alerts, newest first; ``agent_id`` is None for a main agent."""
     alerts = (
-        f"(SELECT session_id, count(*) AS alerts FROM {ALERTS} GROUP BY session_id)"
+        f"(SELECT session_id, agent_id, count(*) AS alerts FROM {ALERTS} GROUP BY ALL)"
         if has_view(con, ALERTS)
-        else "(SELECT NULL::VARCHAR AS session_id, 0::BIGINT AS alerts WHERE false)"
+        else "(SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS agent_id, 0::BIGINT AS alerts "
+        "WHERE false)"
     )
     return frame(
         con,
         f"""
-        SELECT s.session_id, s.source, s.first_time, s.last_time, s.calls, s.tools,
-               s.failures, s.responses, s.subagents, s.labelled_calls,
-               coalesce(a.alerts, 0) AS alerts
-        FROM sessions s LEFT JOIN {alerts} a USING (session_id)
+        SELECT s.session_id, s.agent_id, s.source, s.first_time, s.last_time, s.calls, s.tools,
+               s.failures, s.responses, s.labelled_calls, coalesce(a.alerts, 0) AS alerts
+        FROM streams s LEFT JOIN {alerts} a
+          ON a.session_id = s.session_id AND a.agent_id IS NOT DISTINCT FROM s.agent_id
         WHERE ($1 IS NULL OR list_contains($1, s.source))
           AND ($2 IS NULL OR s.first_time::DATE >= $2)
           AND ($3 IS NULL OR s.first_time::DATE <= $3)
-        ORDER BY s.first_time DESC, s.session_id
+          AND ($4 IS NULL OR s.session_id = $4)
+        ORDER BY s.first_time DESC, s.session_id, s.agent_id NULLS FIRST
         """,
-        [list(source_filter) if source_filter is not None else None, first_day, last_day],
+        [
+            list(source_filter) if source_filter is not None else None,
+            first_day,
+            last_day,
+            session_id,
+        ],
     )
 
 
-def session_calls(con: duckdb.DuckDBPyConnection, session_id: str) -> pd.DataFrame:
-    """Every call of one session, in stream order (agent, then time and position)."""
-    return frame(
+def stream_calls(con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str | None) -> pa.Table:
+    """Every call of one stream, in stream order (time, then position), as the scorer takes
+    them."""
+    return arrow(
         con,
         f"""
         SELECT * EXCLUDE (date) FROM {CALLS}
-        WHERE session_id = ?
-        ORDER BY agent_id NULLS FIRST, start_time, seq
+        WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
+        ORDER BY start_time, seq
         """,
-        [session_id],
+        [session_id, agent_id],
     )
+
+
+def stream_keyed_calls(con: duckdb.DuckDBPyConnection, session_ids: Sequence[str]) -> pa.Table:
+    """The calls of the given sessions with ``session_id`` replaced by a stream key
+    (:func:`stream_key`), so that a per-session report (the scan) comes out per stream."""
+    return arrow(
+        con,
+        f"""
+        SELECT * EXCLUDE (date, session_id),
+               session_id || chr(31) || coalesce(agent_id, '') AS session_id
+        FROM {CALLS} WHERE list_contains(?, session_id)
+        """,
+        [list(session_ids)],
+    )
+
+
+def split_stream_key(key: str) -> tuple[str, str | None]:
+    """``(session_id, agent_id)`` of a key made by :func:`stream_keyed_calls`."""
+    session_id, _, agent = key.rpartition(chr(31))
+    return session_id, agent or None
 
 
 def calls_of_sessions(con: duckdb.DuckDBPyConnection, session_ids: Sequence[str]) -> pd.DataFrame:
@@ -296,15 +324,19 @@ def calls_of_sessions(con: duckdb.DuckDBPyConnection, session_ids: Sequence[str]
     )
 
 
-def session_alerts(con: duckdb.DuckDBPyConnection, session_id: str) -> pd.DataFrame:
+def stream_alerts(
+    con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str | None
+) -> pd.DataFrame:
+    """The live alerts of one stream, in call order."""
     if not has_view(con, ALERTS):
         return pd.DataFrame(columns=["alert_time", "agent_id", "seq", "call_index", "span_id"])
     return frame(
         con,
         f"""SELECT alert_time, agent_id, seq, call_index, span_id, tool, cue_set, detector, cue,
                    score, threshold, model_id
-            FROM {ALERTS} WHERE session_id = ? ORDER BY call_time, alert_time""",
-        [session_id],
+            FROM {ALERTS} WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
+            ORDER BY call_time, alert_time""",
+        [session_id, agent_id],
     )
 
 
@@ -354,8 +386,8 @@ def recent_alerts(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFra
     return frame(
         con,
         f"""
-        SELECT alert_time, session_id, agent_id, seq, call_index, call_time, tool, cue_set,
-               detector, cue, score, threshold, model_id
+        SELECT alert_time, session_id, agent_id, tool, cue, score, threshold, cue_set, detector,
+               call_time, seq, call_index, model_id
         FROM {ALERTS}
         ORDER BY alert_time DESC, call_time DESC
         LIMIT ?
@@ -421,8 +453,7 @@ def top_tools(
     return frame(
         con,
         f"""
-        SELECT tool, server IS NOT NULL AS mcp, count(*) AS calls,
-               avg(CAST(failed AS DOUBLE)) AS failure_rate
+        SELECT tool, server, count(*) AS calls, avg(CAST(failed AS DOUBLE)) AS failure_rate
         FROM {CALLS}
         WHERE $1 IS NULL OR list_contains($1, source)
         GROUP BY ALL ORDER BY calls DESC, tool LIMIT $2

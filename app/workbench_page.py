@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 from toolwatch import study
@@ -18,6 +19,17 @@ from toolwatch.app import queries as q
 from toolwatch.injection.scenario import FAULT_ACTIONS
 from toolwatch.injection.workbench import summarize
 
+STEP_COLUMNS = (
+    "run",
+    "step",
+    "tool",
+    "outcome",
+    "error_type",
+    "label",
+    "injected",
+    "input_bytes",
+    "output_bytes",
+)
 STATUS = {
     "pass": ":green[**PASS**]",
     "fail": ":red[**FAIL**]",
@@ -30,12 +42,10 @@ def render() -> None:
     st.title("Workbench")
     st.caption("Reproduce → intervene → mitigate: one fault injected into recorded responses.")
     with q.open_store(s.store) as con:
-        if not q.has_view(con, q.WORKBENCH_RUNS):
-            ui.explain_empty(q.WORKBENCH_RUNS, s.store, "workbench runs")
-            return
-        suites = q.workbench_suites(con)
-        if suites.empty:
-            ui.explain_empty(q.WORKBENCH_RUNS, s.store, "workbench runs")
+        suites = ui.listing_or_explain(
+            con, q.WORKBENCH_RUNS, s.store, "workbench runs", q.workbench_suites
+        )
+        if suites is None:
             return
 
         def describe(i: int) -> str:
@@ -78,7 +88,10 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
         st.info("This run has no faulted runs.")
         return
     frame = pd.DataFrame(cells)
-    st.altair_chart(charts.heatmap(frame, "fault", "agent", "fault type", "agent", text="short"))
+    st.altair_chart(
+        charts.heatmap(frame, "fault", "agent", "fault type", "agent", text="short"),
+        width="stretch",
+    )
     table = frame.pivot(index="agent", columns="fault", values="text")
     st.table(table[[f for f in summary["fault_types"] if f in table.columns]])
     clean = summary.get("clean_solved", {})
@@ -112,11 +125,13 @@ def _impact(summary: dict[str, Any]) -> None:
         frame = pd.DataFrame(cells)
         with tab:
             st.altair_chart(
-                charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type")
+                charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type"),
+                width="stretch",
             )
             table = frame.pivot(index="fault", columns="mitigation", values="text")
             order = [m for m in summary["mitigations"] if m in table.columns]
-            st.table(table[order].fillna(""))
+            with st.expander("As a table"):
+                st.table(table[order].fillna(""))
     st.caption(
         "The published workbench: timeouts pass "
         f"{study.WORKBENCH['timeout_pass_without_retry']} without and "
@@ -155,37 +170,7 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
         + (f", domain {first['domain']}" if first.get("domain") else "")
     )
     calls = q.calls_of_sessions(con, [r["session_id"] for r in unit])
-    steps = []
-    for r in unit:
-        mine = calls[calls["session_id"] == r["session_id"]].reset_index(drop=True)
-        for step, c in mine.iterrows():
-            steps.append(
-                {
-                    "run": _run_name(r),
-                    "step": int(step),
-                    "tool": c["tool"],
-                    "outcome": "failed" if bool(c["failed"]) else "ok",
-                    "error_type": c["error_type"],
-                    "label": c["label"],
-                    "injected": isinstance(c["label"], str),
-                    "input_bytes": c["input_bytes"],
-                    "output_bytes": c["output_bytes"],
-                }
-            )
-    step_frame = pd.DataFrame(
-        steps,
-        columns=[
-            "run",
-            "step",
-            "tool",
-            "outcome",
-            "error_type",
-            "label",
-            "injected",
-            "input_bytes",
-            "output_bytes",
-        ],
-    )
+    step_frame = _steps(unit, calls)
     divergence = pd.DataFrame(
         [
             {
@@ -204,6 +189,12 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
         )
     else:
         st.altair_chart(charts.trajectories_chart(step_frame, divergence), width="stretch")
+        st.dataframe(_side_by_side(unit, step_frame), width="stretch")
+        st.caption(
+            "One column per run, one row per tool call: ✓ ok, ✗ failed (error class), "
+            "⚑ the fault's label on an injected response, ◀ the run's first divergence from "
+            "the clean run."
+        )
     per_row = 3
     for start in range(0, len(unit), per_row):
         columns = st.columns(per_row)
@@ -212,27 +203,97 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
                 _run_card(r, step_frame[step_frame["run"] == _run_name(r)])
 
 
+def _steps(unit: list[dict[str, Any]], calls: pd.DataFrame) -> pd.DataFrame:
+    """One row per tool call of each run, in run order then step order."""
+    parts = []
+    for r in unit:
+        mine = calls[calls["session_id"] == r["session_id"]].reset_index(drop=True)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "run": _run_name(r),
+                    "step": np.arange(len(mine)),
+                    "tool": mine["tool"],
+                    "outcome": np.where(mine["failed"].astype(bool), "failed", "ok"),
+                    "error_type": mine["error_type"],
+                    "label": mine["label"],
+                    "injected": mine["label"].notna().to_numpy(bool),
+                    "input_bytes": mine["input_bytes"],
+                    "output_bytes": mine["output_bytes"],
+                }
+            )
+        )
+    columns = list(STEP_COLUMNS)
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
+
+
+def _side_by_side(unit: list[dict[str, Any]], steps: pd.DataFrame) -> pd.DataFrame:
+    """Steps × runs: what each run called at each step, failures, injections, divergence."""
+    cells = steps.assign(
+        text=[
+            f"{tool} "
+            + ("✓" if outcome == "ok" else f"✗ {error or 'failed'}")
+            + (f" ⚑ {label}" if isinstance(label, str) else "")
+            for tool, outcome, error, label in zip(
+                steps["tool"], steps["outcome"], steps["error_type"], steps["label"], strict=True
+            )
+        ]
+    )
+    diverges = {
+        _run_name(r): int(r["divergence_step"])
+        for r in unit
+        if r["mode"] != "clean" and r["divergence_step"] is not None
+    }
+    cells["text"] = [
+        f"{text}  ◀" if diverges.get(run) == step else text
+        for run, step, text in zip(cells["run"], cells["step"], cells["text"], strict=True)
+    ]
+    table = cells.pivot(index="step", columns="run", values="text")
+    order = [_run_name(r) for r in unit if _run_name(r) in table.columns]
+    return table[order].fillna("")
+
+
 def _run_card(r: dict[str, Any], steps: pd.DataFrame) -> None:
     st.markdown(f"**{_run_name(r)}**")
     if r["mode"] == "clean":
-        st.write(f"task solved: {r['task_solved']}")
+        st.write(f"task solved: {_yes_no(r['task_solved'])} · {len(steps)} tool calls")
+        return
+    st.write(STATUS.get(r["status"], r["status"]) + f" — {r['check_reason']}")
+    if r["divergence_step"] is None:
+        st.write("no divergence from the clean run")
     else:
-        st.write(STATUS.get(r["status"], r["status"]) + f" — {r['check_reason']}")
-        if r["divergence_step"] is None:
-            st.write("no divergence from the clean run")
-        else:
-            st.write(f"diverges at step {r['divergence_step']}: {r['divergence_reason']}")
+        st.write(f"diverges at step {r['divergence_step']}: {r['divergence_reason']}")
+    st.write(
+        f"failure detection: {r['failure_detection']} · recovery: {r['recovery_action']} · "
+        f"uncertainty: {r['uncertainty_communication']}"
+    )
+    if r["mode"] == "mitigated":
+        fix = r["fix_confirmed"]
         st.write(
-            f"failure detection: {r['failure_detection']} · recovery: {r['recovery_action']} · "
-            f"uncertainty: {r['uncertainty_communication']}"
+            "fix confirmed: "
+            + (
+                "n/a (the faulted run did not fail, or this run was not exercised)"
+                if fix is None
+                else _yes_no(fix)
+            )
         )
-        if r["mode"] == "mitigated":
-            st.write(f"fix confirmed: {r['fix_confirmed']}")
-        st.write(f"injected responses: {r['injected_calls']} · task solved: {r['task_solved']}")
-    table = steps[["step", "tool", "outcome", "label"]].copy()
-    if r["divergence_step"] is not None:
-        table["diverges"] = table["step"].eq(int(r["divergence_step"])).map({True: "◀", False: ""})
-    st.dataframe(table, hide_index=True, width="stretch")
+    labelled = int(steps["injected"].sum())
+    note = ""
+    if r["injected_calls"] > labelled:
+        note = (
+            f" ({r['injected_calls'] - labelled} carry no label: the client gave up before the "
+            "faulted response arrived, or the fault is in the tool list)"
+        )
+    st.write(
+        f"injected responses: {r['injected_calls']}{note} · task solved: "
+        f"{_yes_no(r['task_solved'])}"
+    )
+
+
+def _yes_no(value: bool | None) -> str:
+    return "–" if value is None else ("yes" if value else "no")
 
 
 if __name__ == "__main__":

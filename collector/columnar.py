@@ -55,7 +55,7 @@ from toolwatch.collector.wire import (
     hex_array,
     scan_spans,
 )
-from toolwatch.record import TOOL_CALL_MARKER
+from toolwatch.record import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def map_parsed(items: Sequence[tuple[bytes, ExportTraceServiceRequest]]) -> list
     if not items:
         return []
     try:
-        ws = scan_spans([body for body, _ in items], CALL_ATTRIBUTES)
+        ws = scan_spans([body for body, _ in items], (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN))
         _check_layout([request for _, request in items], ws)
     except (WireError, IndexError) as exc:
         if len(items) > 1:
@@ -290,7 +290,10 @@ def _fast_table(ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array]) -
         columns = {name: column.take(take) for name, column in columns.items()}
     start_ns = ws.start_ns[fast]
     end_ns = ws.end_ns[fast]
-    has_duration = end_ns >= start_ns
+    marker = ws.attrs[ATTR_DURATION_UNKNOWN]  # a bool true, as the reference reads it
+    unknown = np.zeros(ws.n, bool)
+    unknown[marker.span[(marker.kind == ANY_BOOL) & (marker.num != 0)]] = True
+    has_duration = (end_ns >= start_ns) & ~unknown[fast]
     duration = np.where(has_duration, (end_ns - start_ns) // np.uint64(1000), 0).astype(np.int64)
     error = columns[ERROR_FIELD]
     status_error = ws.status[fast] == STATUS_CODE_ERROR

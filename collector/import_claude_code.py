@@ -238,8 +238,8 @@ class _FileParser:
 
     def line(self, raw: bytes, line_no: int) -> None:
         try:
-            obj = _loads(raw)
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError
+            obj, strict = _loads(raw)
+        except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too deep
             if raw.strip():
                 self.skip(line_no, "invalid JSON")
             return
@@ -271,7 +271,7 @@ class _FileParser:
         if stamp is not None and response_id is not None:
             self.stamp_responses.setdefault(stamp, set()).add(response_id)
         if type(content) is list:
-            self.calls(obj, content, stamp, response_id, side, agent_id, line_no)
+            self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict)
 
     def calls(
         self,
@@ -282,6 +282,7 @@ class _FileParser:
         side: bool,
         agent_id: str | None,
         line_no: int,
+        strict: bool,
     ) -> None:
         when: datetime | None = None
         session: str | None = None
@@ -311,7 +312,7 @@ class _FileParser:
                 _Call(
                     call_id=call_id,
                     tool=tool,
-                    input_bytes=arguments_size(block.get("input")),
+                    input_bytes=_input_size(block.get("input"), strict),
                     stamp=stamp,
                     time=when,
                     response_id=response_id,
@@ -373,14 +374,60 @@ def _text(value: Any) -> str | None:
     return value if type(value) is str and value else None
 
 
-def _loads(raw: bytes) -> Any:
-    """orjson when installed; the stdlib for what it refuses (e.g. NaN, integers > 64 bits)."""
+def _loads(raw: bytes) -> tuple[Any, bool]:
+    """The parsed line, and whether orjson parsed it (then it holds no NaN/Infinity, no
+    integer beyond 64 bits and no lone surrogate). The stdlib parses what orjson refuses."""
     if orjson is not None:
         try:
-            return orjson.loads(raw)
+            return orjson.loads(raw), True
         except orjson.JSONDecodeError:
             pass
-    return json.loads(raw)
+    return json.loads(raw), False
+
+
+def _input_size(value: Any, strict: bool) -> int:
+    """:func:`arguments_size` of a parsed ``input``, 5-15x faster through orjson when that is
+    byte-identical: compact separators, UTF-8 kept and the same escapes, but other forms for
+    some floats (``1e-05`` → ``0.00001``), so values holding a float take the stdlib path.
+    Lone surrogates count as U+FFFD (3 bytes), as a UTF-8 writer emits them."""
+    if value is None:
+        return 0
+    if strict and orjson is not None and not _has_float(value):
+        return len(orjson.dumps(value))
+    try:
+        return arguments_size(value)
+    except UnicodeEncodeError:  # a lone surrogate (a \ud83d escape cut from its pair)
+        return arguments_size(_without_lone_surrogates(value))
+
+
+def _has_float(value: Any) -> bool:
+    """Whether a parsed JSON value holds a float anywhere (iterative: no recursion limit)."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+    return False
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate replaced by U+FFFD, as a UTF-8 writer emits it."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def inline_agent_id(session_id: str, root_uuid: str) -> str:
@@ -423,7 +470,15 @@ def _parse_time(stamp: str | None) -> datetime | None:
 
 
 def _content_size(content: Any) -> int:
-    """Result bytes on the shared basis; Anthropic image blocks mapped to the MCP shape first."""
+    """Result bytes on the shared basis; Anthropic image blocks mapped to the MCP shape first.
+    Lone surrogates count as U+FFFD (3 bytes), as for inputs."""
+    try:
+        return _shaped_size(content)
+    except UnicodeEncodeError:
+        return _shaped_size(_without_lone_surrogates(content))
+
+
+def _shaped_size(content: Any) -> int:
     if content is None or isinstance(content, str):
         return result_size(content)
     if isinstance(content, list):

@@ -23,6 +23,7 @@ import pyarrow as pa
 from toolwatch.collector.otlp import STATUS_CODE_ERROR, EventData, SpanData
 from toolwatch.collector.schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
 from toolwatch.record import (
+    ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
     CALL_FIELDS,
     EVENT_TOOL_LISTED,
@@ -83,7 +84,8 @@ def _plan(record_fields: tuple[Field, ...], intrinsics: frozenset[str]) -> tuple
 
 CALL_PLAN: Final = _plan(CALL_FIELDS, CALL_INTRINSICS)
 TOOL_LIST_PLAN: Final = _plan(TOOL_LIST_FIELDS, TOOL_LIST_INTRINSICS)
-#: Attributes the call mapping reads (the columnar path extracts exactly these).
+#: Attributes the call mapping reads into fields (the columnar path extracts these and
+#: :data:`~toolwatch.record.ATTR_DURATION_UNKNOWN`, the replay's null-duration marker).
 CALL_ATTRIBUTES: Final[tuple[str, ...]] = tuple(p.attribute for p in CALL_PLAN if p.attribute)
 #: The field holding ``error.type``: its presence (or an ERROR status) makes a call failed.
 ERROR_FIELD: Final = next(p.name for p in CALL_PLAN if p.attribute == ATTR_ERROR_TYPE)
@@ -170,9 +172,8 @@ def call_row(span: SpanData) -> dict[str, Any]:
     row["trace_id"] = trace_id
     row["span_id"] = span_id
     row["start_time"] = span.start_ns // 1000
-    row["duration_us"] = (
-        (span.end_ns - span.start_ns) // 1000 if span.end_ns >= span.start_ns else None
-    )
+    unknown = span.end_ns < span.start_ns or span.attributes.get(ATTR_DURATION_UNKNOWN) is True
+    row["duration_us"] = None if unknown else (span.end_ns - span.start_ns) // 1000
     row["failed"] = row[ERROR_FIELD] is not None or span.status_code == STATUS_CODE_ERROR
     return row
 

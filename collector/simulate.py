@@ -9,6 +9,12 @@ detection easy or hard. Every row says what it is: ``source="simulated"``,
 ``toolu_sim_…``. ``label`` is null everywhere: the retry-loop subagent is unlabelled normal
 data, as in the study, where a scan found it.
 
+Identity follows the call record (and the importer): ``session_id`` is the conversation, so a
+subagent carries its parent's session id (and trace id) and its own ``agent_id``; ``seq`` counts
+the calls of the conversation, main agent and subagents together, by start time. The unit the
+study counts as a "session" — and that splits, gaps and detection use — is the *stream*
+``(session_id, agent_id)``: 422 streams here, each subagent one of them.
+
 How a corpus is built (numpy, deterministic per seed, well under a second for 422 sessions):
 
 1. **plan** — session counts and exact call totals per split (``study.SPLITS``; the test
@@ -88,6 +94,9 @@ _STUDY_DAYS: Final = 42
 _UPGRADE_DAY: Final = 34  # 2026-09-07
 _RUNAWAY_OFFSET: Final = timedelta(days=34, hours=8)  # 2026-09-07 08:00 UTC
 _DAY_US: Final = 86_400_000_000
+
+#: One stream of calls: ``(session_id, agent_id)``; ``agent_id`` is None for the main agent.
+Stream = tuple[str, str | None]
 
 
 def _as_date(value: date | str) -> date:
@@ -177,7 +186,7 @@ def simulate(
     scale: float | None = None,
     runaway_retries: int = 32,
 ) -> pa.Table:
-    """A simulated corpus: an Arrow table with ``CALLS_SCHEMA``, rows in session order.
+    """A simulated corpus: an Arrow table with ``CALLS_SCHEMA``, each stream's rows together.
 
     ``scale`` (if given) replaces ``sessions`` with ``round(422 * scale)``.
     """
@@ -196,33 +205,58 @@ def assign_splits(
     table: pa.Table,
     dates: Mapping[str, tuple[str, str]] | None = None,
     min_test_calls: int = study.TEST_MIN_CALLS,
-) -> dict[str, list[str]]:
-    """Session ids per split by the session's first call time (the study's rule).
+) -> dict[str, list[Stream]]:
+    """Streams ``(session_id, agent_id)`` per split by the stream's first call time (the
+    study's rule: each subagent is a session of its own).
 
-    Test-window sessions with fewer than ``min_test_calls`` calls go to ``test_short`` (kept
-    out of the study's test split); sessions outside every window go nowhere.
+    Test-window streams with fewer than ``min_test_calls`` calls go to ``test_short`` (kept
+    out of the study's test split); streams outside every window go nowhere. Within a split,
+    streams are listed by first call time.
     """
     dates = dates or SPLIT_DATES
     bounds = [
         (name, _day_us(_as_date(a)), _day_us(_as_date(b) + timedelta(days=1)))
         for name, (a, b) in dates.items()
     ]
-    out: dict[str, list[str]] = {name: [] for name in [*dates, "test_short"]}
-    if table.num_rows == 0:
-        return out
-    sid = np.asarray(table.column("session_id").to_pylist(), dtype=object)
-    t = table.column("start_time").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
-    order = np.lexsort((t, sid))
-    sid, t = sid[order], t[order]
-    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
-    counts = np.diff(np.r_[starts, len(sid)])
-    for first, n in zip(starts.tolist(), counts.tolist(), strict=True):
+    out: dict[str, list[Stream]] = {name: [] for name in [*dates, "test_short"]}
+    for key, (first, n) in sorted(_stream_firsts(table).items(), key=_by_first_time):
         for name, lo, hi in bounds:
-            if lo <= t[first] < hi:
-                key = "test_short" if name == "test" and n < min_test_calls else name
-                out[key].append(str(sid[first]))
+            if lo <= first < hi:
+                out["test_short" if name == "test" and n < min_test_calls else name].append(key)
                 break
     return out
+
+
+def _by_first_time(item: tuple[Stream, tuple[int, int]]) -> tuple[int, str, str]:
+    (session, agent), (first, _) = item
+    return first, session, agent or ""
+
+
+def stream_calls(table: pa.Table) -> dict[Stream, int]:
+    """Calls per stream ``(session_id, agent_id)`` of a call table."""
+    return {key: n for key, (_, n) in _stream_firsts(table).items()}
+
+
+def _stream_firsts(table: pa.Table) -> dict[Stream, tuple[int, int]]:
+    """Per stream: first call time (µs since the epoch) and number of calls."""
+    if table.num_rows == 0:
+        return {}
+    grouped = (
+        table.select(["session_id", "agent_id", "start_time"])
+        .group_by(["session_id", "agent_id"], use_threads=False)
+        .aggregate([("start_time", "min"), ("start_time", "count")])
+    )
+    firsts = grouped.column("start_time_min").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    return {
+        (str(sid), agent): (int(t), int(n))
+        for sid, agent, t, n in zip(
+            grouped.column("session_id").to_pylist(),
+            grouped.column("agent_id").to_pylist(),
+            firsts.to_pylist(),
+            grouped.column("start_time_count").to_pylist(),
+            strict=True,
+        )
+    }
 
 
 # ============================================================================ calibration
@@ -906,20 +940,17 @@ def _to_table(
     ).generate_state(6, dtype=np.uint64)  # fmt: skip
     session_of = np.repeat(np.arange(len(plans)), lengths)
     counter = np.arange(len(plans), dtype=np.uint64)
-    trace_ids = [
+    trace_hex = [
         f"{a:016x}{b:016x}"
         for a, b in zip(_mix(keys[0], counter), _mix(keys[1], counter), strict=True)
     ]
     agent_hex = [f"{x:016x}"[:8] for x in _mix(keys[2], counter)]
-    main_ids = [
-        f"{SESSION_PREFIX}{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" for h in trace_ids
-    ]
-    # a subagent's session id names its parent, like Claude Code's <session>/subagents/ layout
+    # a subagent belongs to its parent's conversation: the parent's session id and trace, its
+    # own agent id (as Claude Code's subagent files and the importer have it)
+    owner = [p.parent if p.subagent and p.parent >= 0 else p.index for p in plans]
+    trace_ids = [trace_hex[o] for o in owner]
     session_ids = [
-        f"{main_ids[p.parent if p.parent >= 0 else p.index]}/agent-{agent_hex[p.index]}"
-        if p.subagent
-        else main_ids[p.index]
-        for p in plans
+        f"{SESSION_PREFIX}{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" for h in trace_ids
     ]
     agent_ids = [agent_hex[p.index] if p.subagent else None for p in plans]
     response = (np.cumsum(new_resp) - 1).astype(np.uint64)
@@ -928,7 +959,7 @@ def _to_table(
     call_ids = [f"{CALL_PREFIX}{x:016x}" for x in _mix(keys[4], calls)]
     response_ids = [f"{RESPONSE_PREFIX}{x:016x}" for x in _mix(keys[3], response)]
     error_types = [ERROR_TYPE_TOOL_ERROR if f else None for f in failed.tolist()]
-    seq = np.arange(n) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    seq = _conversation_positions(np.asarray(owner, dtype=np.int64)[session_of], start_us)
     names = [t.full_name for t in ALL_TOOLS]
     servers = [t.server for t in ALL_TOOLS]
     tl, so = tool.tolist(), session_of.tolist()
@@ -958,6 +989,20 @@ def _to_table(
 
 
 # ============================================================================ helpers
+
+
+def _conversation_positions(conversation: np.ndarray, start_us: np.ndarray) -> np.ndarray:
+    """0-based position of each call in its conversation by start time (main agent and
+    subagents together, as the importer and the instrumentation number ``seq``); ties keep
+    row order."""
+    n = len(conversation)
+    order = np.lexsort((np.arange(n), start_us, conversation))
+    grouped = conversation[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    seq = np.empty(n, dtype=np.int64)
+    seq[order] = rank
+    return seq
 
 
 def _mix(key: np.uint64, counter: np.ndarray) -> list[int]:

@@ -15,7 +15,8 @@ import logging
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any, Final
+from pathlib import Path
+from typing import Final
 
 import duckdb
 import pyarrow as pa
@@ -27,6 +28,7 @@ from toolwatch.collector.simulate import (
     assign_splits,
     generate,
     split_dates,
+    stream_calls,
 )
 from toolwatch.collector.store import Store, StoreError
 
@@ -104,34 +106,59 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary_lines(config: SimulationConfig, table: pa.Table, elapsed: float) -> list[str]:
-    """What was generated: counts, window, split sizes by time (all plainly simulated)."""
+    """What was generated: counts, window, split sizes by time (all plainly simulated).
+
+    "Sessions" are streams ``(session_id, agent_id)``, as the study counted them (each
+    subagent one session), so the split sizes read like the study's.
+    """
     dates = split_dates(config.start, config.days)
     splits = assign_splits(
         table, {k: (a.isoformat(), b.isoformat()) for k, (a, b) in dates.items()}
     )
-    sessions = pc.value_counts(table.column("session_id"))
-    per_session = {str(s["values"]): int(s["counts"]) for s in sessions.to_pylist()}
+    per_stream = stream_calls(table)
+    subagents = sum(1 for _, agent in per_stream if agent is not None)
     first, last = dates["train"][0], dates["test"][1]
     lines = [
-        f"{BANNER} (source={SOURCE}, seed {config.seed}): {len(per_session):,} sessions, "
-        f"{table.num_rows:,} calls, {len(pc.unique(table.column('tool'))):,} tools, "
+        f"{BANNER} (source={SOURCE}, seed {config.seed}): {len(per_stream):,} sessions "
+        f"({subagents:,} of them subagents), {table.num_rows:,} calls, "
+        f"{len(pc.unique(table.column('tool'))):,} tools, "
         f"{first.isoformat()} → {last.isoformat()} (generated in {elapsed:.2f} s)",
     ]
     for name in ("train", "calibration", "test"):
-        ids = splits[name]
+        keys = splits[name]
         a, b = dates[name]
-        calls = sum(per_session[s] for s in ids)
+        calls = sum(per_stream[k] for k in keys)
         note = f" with >= {study.TEST_MIN_CALLS} calls" if name == "test" else ""
         lines.append(
-            f"  {name:<12} {a.isoformat()} → {b.isoformat()}: {len(ids):,} sessions{note}, "
+            f"  {name:<12} {a.isoformat()} → {b.isoformat()}: {len(keys):,} sessions{note}, "
             f"{calls:,} calls"
         )
     short = splits["test_short"]
     lines.append(
         f"  {'':<12} + {len(short):,} shorter test-window sessions, "
-        f"{sum(per_session[s] for s in short):,} calls (outside the study's test split)"
+        f"{sum(per_stream[k] for k in short):,} calls (outside the study's test split)"
     )
     return lines
+
+
+def record_simulation(
+    store: Store, config: SimulationConfig, calls: int, written: int
+) -> list[Path]:
+    """Save the configuration of a corpus written to ``store`` (so it can be rebuilt)."""
+    row = {
+        "generated_time": datetime.now(UTC),
+        "seed": config.seed,
+        "sessions": config.sessions,
+        "start": config.start,
+        "days": config.days,
+        "runaway_retries": config.runaway_retries,
+        "calls": calls,
+        "calls_written": written,
+        "config": config.to_json(),
+    }
+    return store.append(
+        SIMULATIONS_TABLE, [row], schema=SIMULATIONS_SCHEMA, partition_by="generated_time"
+    )
 
 
 def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
@@ -139,12 +166,7 @@ def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
         fresh = _not_stored(store, table)
         if fresh.num_rows:
             files = store.append("calls", fresh)
-            store.append(
-                SIMULATIONS_TABLE,
-                [_config_row(config, table.num_rows, fresh.num_rows)],
-                schema=SIMULATIONS_SCHEMA,
-                partition_by="generated_time",
-            )
+            record_simulation(store, config, table.num_rows, fresh.num_rows)
         else:
             files = []
     except (StoreError, duckdb.Error) as exc:
@@ -206,17 +228,3 @@ def _not_stored(store: Store, table: pa.Table) -> pa.Table:
         return table
     known = pa.array([row[0] for row in stored], pa.string())
     return table.filter(pc.invert(pc.is_in(table.column("call_id"), known)))
-
-
-def _config_row(config: SimulationConfig, calls: int, written: int) -> dict[str, Any]:
-    return {
-        "generated_time": datetime.now(UTC),
-        "seed": config.seed,
-        "sessions": config.sessions,
-        "start": config.start,
-        "days": config.days,
-        "runaway_retries": config.runaway_retries,
-        "calls": calls,
-        "calls_written": written,
-        "config": config.to_json(),
-    }

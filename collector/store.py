@@ -257,6 +257,22 @@ SHARED_VIEWS: tuple[str, ...] = (
     FROM calls
     GROUP BY session_id
     """,
+    # the unit of analysis: one row per stream (session, agent); agent_id NULL = main agent
+    """
+    CREATE OR REPLACE VIEW streams AS
+    SELECT session_id,
+           agent_id,
+           any_value(source) AS source,
+           count(*) AS calls,
+           min(start_time) AS first_time,
+           max(start_time) AS last_time,
+           count(DISTINCT tool) AS tools,
+           count(*) FILTER (WHERE failed) AS failures,
+           count(DISTINCT response_id) AS responses,
+           count(*) FILTER (WHERE label IS NOT NULL) AS labelled_calls
+    FROM calls
+    GROUP BY session_id, agent_id
+    """,
 )
 
 

@@ -10,7 +10,7 @@ from toolwatch.collector.sql_command import format_table
 from toolwatch.collector.store import ENV_STORE, Store
 from tqdm import tqdm
 
-HELP = "verify, compact or describe the store"
+HELP = "verify, compact or describe (info) the store"
 QUARANTINE_SUFFIX = ".corrupt"
 
 

@@ -5,7 +5,8 @@ An alert is raised when a watched statistic (``ModelConfig.alert_on``, default
 above the threshold, not one per call while it stays above. The row names the call (session,
 agent, seq, index in the stream, time, tool), the statistic (cue set × detector), its value and
 threshold, the model that raised it, and the *cue* that explains it: the cue set itself for a
-single-cue statistic; for ``all``, the cue with the largest standardised score at that call.
+single-cue statistic; for ``all``, the cue whose own statistic is largest at that call (see
+:func:`dominant_cue`).
 Nothing of the call's content is in it.
 """
 
@@ -13,14 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
-from toolwatch.detection.base import CUE_NAMES
-
-if TYPE_CHECKING:
-    from toolwatch.detection.model import NormalModel
+from toolwatch.detection.base import CUE_NAMES, stat_column
 
 ALERTS_TABLE: Final = "alerts"
 ALERTS_SCHEMA: Final = pa.schema(
@@ -50,22 +48,32 @@ def parse_statistic(name: str) -> tuple[str, str]:
     return cue_set, detector
 
 
-def dominant_cue(model: NormalModel, cue_set: str, scores: Mapping[str, float]) -> str:
-    """The cue that explains an alarm on ``cue_set`` at a call with these raw cue scores."""
+def dominant_cue(cue_set: str, detector: str, scores: Mapping[str, float]) -> str:
+    """The cue that explains an alarm of ``detector`` on ``cue_set``, from a call's scores.
+
+    A single-cue set explains itself. For ``all``, the cue whose own standardised statistic is
+    largest at the alarming call: its ``<cue>_point`` for the point detector, its
+    ``<cue>_ewma`` for EWMA and CUSUM — an alarm that built up over several calls is explained
+    by the cue that was high over those calls (for EWMA exactly: ``all_ewma`` is the mean of
+    the cues' EWMAs, rescaled), not by whichever cue peaked at the last one.
+    """
     if cue_set != "all":
         return cue_set
-    std = model.standardisation
-    z = [(scores[c] - std[c][0]) / std[c][1] for c in CUE_NAMES]
-    return CUE_NAMES[int(np.argmax(z))]
+    values = [scores[stat_column(c, _explaining(detector))] for c in CUE_NAMES]
+    return CUE_NAMES[values.index(max(values))]
 
 
-def dominant_cues(model: NormalModel, cue_set: str, raw: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Vectorised :func:`dominant_cue` over arrays of raw cue scores."""
+def dominant_cues(cue_set: str, detector: str, scores: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Vectorised :func:`dominant_cue` over arrays of score columns (e.g. a scored table's)."""
+    first = np.asarray(scores[stat_column(CUE_NAMES[0], _explaining(detector))])
     if cue_set != "all":
-        return np.full(len(raw[CUE_NAMES[0]]), cue_set, dtype=object)
-    std = model.standardisation
-    z = np.vstack([(np.asarray(raw[c]) - std[c][0]) / std[c][1] for c in CUE_NAMES])
+        return np.full(first.shape[0], cue_set, dtype=object)
+    z = np.vstack([np.asarray(scores[stat_column(c, _explaining(detector))]) for c in CUE_NAMES])
     return np.asarray(CUE_NAMES, dtype=object)[np.argmax(z, axis=0)]
+
+
+def _explaining(detector: str) -> str:
+    return "point" if detector == "point" else "ewma"
 
 
 def alert_json(alert: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "restamped",
 )
 
+#: Every column the scorers read (the rest of the record is not needed to score).
+SCORING_COLUMNS: tuple[str, ...] = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 
 #: Columns kept as Arrow data in :attr:`CallFrame.table` (identity and pass-through).
 FRAME_COLUMNS: tuple[str, ...] = (

@@ -35,26 +35,14 @@ from toolwatch.detection.alerts import (
     parse_statistic,
 )
 from toolwatch.detection.base import Call
+from toolwatch.detection.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
 from toolwatch.detection.model import VERSION, ModelError, NormalModel
 from toolwatch.detection.online import OnlineScorer, StreamKey
 from toolwatch.detection.webhook import WebhookPoster
 
 log = logging.getLogger(__name__)
 
-_FIELDS = (
-    "session_id",
-    "agent_id",
-    "seq",
-    "tool",
-    "start_time",
-    "input_bytes",
-    "output_bytes",
-    "failed",
-    "response_id",
-    "restamped",
-    "output_truncated",
-    "span_id",
-)
+_FIELDS = (*SCORING_COLUMNS, "span_id")
 
 
 class LiveScorer:
@@ -148,11 +136,7 @@ class LiveScorer:
 
     def _calls(self, table: pa.Table) -> list[tuple[Call, str | None]]:
         """The batch's calls in (start_time, seq) order; unreadable rows are logged, skipped."""
-        missing = [
-            c
-            for c in ("session_id", "tool", "start_time", "input_bytes", "failed")
-            if c not in table.column_names
-        ]
+        missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             log.error(
                 "live scoring: batch lacks column(s) %s; %d call(s) not scored",
@@ -223,7 +207,7 @@ class LiveScorer:
             "tool": call.tool,
             "cue_set": cue_set,
             "detector": detector,
-            "cue": dominant_cue(self.model, cue_set, scores),
+            "cue": dominant_cue(cue_set, detector, scores),
             "score": float(value),
             "threshold": float(threshold),
             "model_id": self.model.model_id,

@@ -2,11 +2,14 @@
 
 :class:`OnlineScorer` keeps, per open stream ``(session_id, agent_id)``, the previous call's
 time/response (:class:`~toolwatch.detection.base.StreamContext`), the order cue's sparse
-session bigram, and one detector per cue set: river ``EWMean`` for EWMA, a hand-written Page
-CUSUM (river 0.26 has none). Feeding a stream's calls in ``(start_time, seq)`` order gives
-exactly the floats :func:`~toolwatch.detection.batch.score_calls` computes; streams may
-interleave freely. A call that arrives out of order in its stream is scored as it comes (its
-negative gap scores 0 on the time cue).
+session bigram, and per cue set the detector state: a river ``EWMean`` for EWMA and the float
+sum of a hand-written Page CUSUM (river 0.26 has none); the point detector is the score itself.
+The recursions are inlined in :meth:`OnlineScorer.score` with the same float operations as
+``point.py``, ``ewma.py`` and ``cusum.py`` (a method call per detector cost a third of the
+scorer's time). Feeding a stream's calls in ``(start_time, seq)`` order gives exactly the
+floats :func:`~toolwatch.detection.batch.score_calls` computes; streams may interleave freely.
+A call that arrives out of order in its stream is scored as it comes (its negative gap scores
+0 on the time cue).
 
 Memory per open session is about 2–3 KB (the session bigram holds only the pairs the stream
 produced, packed 8 bytes each; see ``benchmarks/bench_detection.py``), and idle streams are
@@ -20,7 +23,7 @@ gauge: near 0 while traffic looks like the training window.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from river import stats
 from toolwatch.detection.base import (
@@ -28,10 +31,11 @@ from toolwatch.detection.base import (
     CUE_SETS,
     DETECTORS,
     Call,
-    Detector,
     StreamContext,
     stat_column,
 )
+from toolwatch.detection.cusum import CUSUM
+from toolwatch.detection.ewma import EWMA
 
 if TYPE_CHECKING:
     from toolwatch.detection.model import NormalModel
@@ -46,6 +50,7 @@ SCORE_NAMES: tuple[str, ...] = (
     *(stat_column(s, d) for s in CUE_SETS for d in DETECTORS),
 )
 _SCORE_INDEX = {name: i for i, name in enumerate(SCORE_NAMES)}
+_INLINED: tuple[str, ...] = ("point", "ewma", "cusum")
 
 
 class Scores(Mapping[str, float]):
@@ -74,12 +79,15 @@ class Scores(Mapping[str, float]):
 
 
 class _Stream:
-    __slots__ = ("ctx", "detectors", "last_us", "states")
+    """One open stream: context, cue states, and per cue set an EWMean and a CUSUM sum."""
 
-    def __init__(self, states: list[Any], detectors: list[Detector]) -> None:
+    __slots__ = ("ctx", "cusum", "ewma", "last_us", "states")
+
+    def __init__(self, states: list[Any], alpha: float) -> None:
         self.ctx = StreamContext()
         self.states = states
-        self.detectors = detectors
+        self.ewma = [stats.EWMean(alpha) for _ in CUE_SETS]
+        self.cusum = [0.0] * len(CUE_SETS)
         self.last_us = 0
 
 
@@ -104,8 +112,13 @@ class OnlineScorer:
         self._cues = [(name, model.cues[name], std[name][0], std[name][1]) for name in CUE_NAMES]
         self._fast = tuple((cue, mean, sd) for _, cue, mean, sd in self._cues)
         self._all_mean, self._all_sd = std["all"]
-        protos = model.detectors()
-        self._protos = [protos[d] for _ in CUE_SETS for d in DETECTORS]
+        # the detectors, inlined per stream below: point = x, EWMA on a river EWMean, CUSUM
+        # as a float (the recursions of point.py / ewma.py / cusum.py, same float operations)
+        detectors = model.detectors()
+        if tuple(detectors) != _INLINED:
+            raise ValueError(f"the online scorer inlines the detectors {_INLINED}")
+        self._alpha = cast(EWMA, detectors["ewma"]).alpha
+        self._k = cast(CUSUM, detectors["cusum"]).k
         self._streams: dict[StreamKey, _Stream] = {}
         self.drift = {s: stats.Mean() for s in CUE_SETS}
         self._drift = [self.drift[s] for s in CUE_SETS]
@@ -146,12 +159,20 @@ class OnlineScorer:
         combined = (zo + zs + zt + zf) / 4.0
         za = (combined - self._all_mean) / self._all_sd
         values = [o, s, t, f, combined]
-        d = stream.detectors  # CUE_SETS × DETECTORS, row-major
+        # per cue set: point, EWMA, CUSUM — inlined, as method calls on detector objects
+        # cost a third of the scorer's time (benchmarks/bench_detection.py)
+        ew = stream.ewma
+        cs = stream.cusum
+        k = self._k
+        drift = self._drift
         for j, x in enumerate((za, zo, zs, zt, zf)):
-            self._drift[j].update(x)
-            values.append(d[3 * j].update(x))
-            values.append(d[3 * j + 1].update(x))
-            values.append(d[3 * j + 2].update(x))
+            drift[j].update(x)
+            m = ew[j]
+            m.update(x)
+            c = cs[j] + x - k
+            c = c if c > 0.0 else 0.0
+            cs[j] = c
+            values += (x, m.get(), c)
         ctx.advance(call)
         if call.start_us > stream.last_us:
             stream.last_us = call.start_us
@@ -159,10 +180,7 @@ class OnlineScorer:
         return index, Scores(values)
 
     def _new_stream(self) -> _Stream:
-        return _Stream(
-            [cue.new_state() for _, cue, _, _ in self._cues],
-            [p.clone() for p in self._protos],
-        )
+        return _Stream([cue.new_state() for _, cue, _, _ in self._cues], self._alpha)
 
     # ---------------------------------------------------------------- stream life cycle
 

@@ -4,7 +4,7 @@ A stream is flagged when a watched statistic (default the model's ``alert_on``,
 ``all_cusum``) exceeds its operating-point threshold at any call; a session is flagged when
 any of its streams is. Each flagged session is reported once, by its strongest excursion:
 the stream (main agent or subagent), the first call above the threshold (index in the stream,
-seq, tool, time), the cue that explains it (:func:`~toolwatch.detection.alerts.dominant_cues`),
+seq, tool, time), the cue that explains it (:func:`~toolwatch.detection.alerts.dominant_cue`),
 the peak statistic and its margin over the threshold (in σ units of the standardised score),
 and how many calls were above. Sessions are ranked by that margin, largest first. This is the
 study's scan, which surfaced a subagent retrying a refused call 32 times.
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from toolwatch.detection.alerts import dominant_cues, parse_statistic
-from toolwatch.detection.base import CUE_NAMES
+from toolwatch.detection.base import CUE_NAMES, stat_column
 from toolwatch.detection.batch import score_calls
 from toolwatch.detection.model import NormalModel
 
@@ -49,10 +49,14 @@ class Flag:
 
 @dataclass(frozen=True)
 class ScanResult:
+    """Flagged sessions (ranked) and what was scanned; ``streams_flagged`` counts every flagged
+    stream, including those of a session reported by another, stronger stream."""
+
     flags: list[Flag]
     sessions: int
     streams: int
     calls: int
+    streams_flagged: int = 0
 
 
 def scan(
@@ -62,17 +66,17 @@ def scan(
     scored = score_calls(model, calls)
     n = scored.num_rows
     if n == 0:
-        return ScanResult([], 0, 0, 0)
+        return ScanResult([], 0, 0, 0, 0)
     call_index = scored.column("call_index").to_numpy()
     stream = np.cumsum(call_index == 0) - 1
     stream_len = np.bincount(stream)
-    raw = {c: scored.column(c).to_numpy() for c in CUE_NAMES}
     session = scored.column("session_id").to_pylist()
     agent = scored.column("agent_id").to_pylist()
     seq = scored.column("seq").to_pylist()
     tool = scored.column("tool").to_pylist()
     times = scored.column("start_time").to_pylist()
     best: dict[str, Flag] = {}
+    flagged_streams: set[int] = set()
     for name in statistics or model.config.alert_on:
         cue_set, detector = parse_statistic(name)
         threshold = model.threshold(cue_set, detector)
@@ -85,7 +89,13 @@ def scan(
         counts = np.bincount(stream[over], minlength=stream_len.shape[0])
         peaks = np.full(stream_len.shape[0], -np.inf)
         np.maximum.at(peaks, stream[over], values[over])
-        cues = dominant_cues(model, cue_set, {c: raw[c][first_rows] for c in CUE_NAMES})
+        explain = {
+            stat_column(c, d): scored.column(stat_column(c, d)).to_numpy()[first_rows]
+            for c in CUE_NAMES
+            for d in ("point", "ewma")
+        }
+        cues = dominant_cues(cue_set, detector, explain)
+        flagged_streams.update(over_streams.tolist())
         for s, row, cue in zip(
             over_streams.tolist(), first_rows.tolist(), cues.tolist(), strict=True
         ):
@@ -113,4 +123,5 @@ def scan(
         sessions=len(set(session)),
         streams=int(stream_len.shape[0]),
         calls=n,
+        streams_flagged=len(flagged_streams),
     )

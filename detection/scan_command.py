@@ -2,9 +2,11 @@
 
     toolwatch scan [--model model.json] [--store PATH] [--statistic all_cusum ...] [--top 20]
 
-Prints one line per flagged session: the stream (subagent or main agent), the first call
-above the threshold (index in the stream and seq), the tool, the cue that fired and the peak
-margin, beside the study's count of flagged sessions.
+Prints one line per flagged session, strongest first: the stream (subagent or main agent), the
+first call above the threshold (its index in the stream, the stream's length, its seq in the
+session), the tool, the cue that explains the excursion, the peak against the threshold and how
+many calls were above it; the header compares the flagged streams with the study's count (the
+study counted each subagent as a session of its own).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from toolwatch.collector.store import Store, StoreError
 from toolwatch.detection.base import CUE_SETS, DETECTORS, stat_column
 from toolwatch.detection.frame import CallsError
-from toolwatch.detection.model import ModelError, NormalModel, model_path_for
+from toolwatch.detection.model import MODEL_IN_STORE, ModelError, NormalModel, model_path_for
 from toolwatch.detection.scan import ScanResult, scan
 from toolwatch.detection.windows import WindowError, bounded, load_window
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
@@ -27,7 +29,8 @@ HELP = "rank sessions flagged at the operating point"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", help="model artifact from `toolwatch train` (default: the store's own)"
+        "--model",
+        help=f"model artifact (default: STORE/{MODEL_IN_STORE}, where `toolwatch train` writes)",
     )
     parser.add_argument(
         "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
@@ -47,9 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
+            path = model_path_for(Store(args.store).root, args.model)
+            model = NormalModel.load(path)
             if not model.calibrated:
-                raise ModelError(f"model file {args.model} has no thresholds (never calibrated)")
+                raise ModelError(f"model file {path} has no thresholds (never calibrated)")
             bar.update()
             calls = load_window(Store(args.store), bounded(args.start, args.end), normal_only=False)
             bar.update()
@@ -62,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         doc = {
             "model_id": model.model_id,
             "sessions": result.sessions,
+            "streams": result.streams,
+            "calls": result.calls,
+            "streams_flagged": result.streams_flagged,
             "flagged": [dict(f.as_dict(), call_time=f.call_time.isoformat()) for f in result.flags],
         }
         print(json.dumps(doc, indent=2))
@@ -73,20 +80,22 @@ def run(args: argparse.Namespace) -> int:
 def format_result(result: ScanResult, top: int) -> str:
     lines = [
         f"{len(result.flags)} of {result.sessions} sessions flagged "
-        f"({result.streams} streams, {result.calls} calls); the study flagged "
-        f"{SCAN_FLAGGED_SESSIONS} of {int(CORPUS['sessions'])}"
+        f"({result.streams_flagged} of {result.streams} streams, {result.calls:,} calls); "
+        f"the study: {SCAN_FLAGGED_SESSIONS} of {int(CORPUS['sessions'])} "
+        "(it counted each subagent as a session: compare streams)"
     ]
     if not result.flags:
         return lines[0]
     header = (
-        f"{'#':>3}  {'session':<28} {'agent':<14} {'call':>5} {'seq':>5} {'tool':<22} "
+        f"{'#':>3}  {'session':<28} {'agent':<14} {'call':>5} {'of':>5} {'seq':>5} {'tool':<22} "
         f"{'statistic':<13} {'cue':<8} {'peak':>8} {'thresh':>8} {'over':>5}"
     )
     lines.append(header)
     for rank, f in enumerate(result.flags[:top], 1):
         lines.append(
             f"{rank:>3}  {f.session_id[:28]:<28} {(f.agent_id or '-')[:14]:<14} "
-            f"{f.call_index:>5} {f.seq if f.seq is not None else '-':>5} {f.tool[:22]:<22} "
+            f"{f.call_index:>5} {f.stream_calls:>5} {f.seq if f.seq is not None else '-':>5} "
+            f"{f.tool[:22]:<22} "
             f"{f.statistic:<13} {f.cue:<8} {f.peak:>8.2f} {f.threshold:>8.2f} "
             f"{f.calls_over:>5}"
         )

@@ -22,7 +22,7 @@ from toolwatch.collector.store import Store, StoreError
 from toolwatch.detection.base import CUE_SETS, DETECTORS, SCORE_COLUMNS, stat_column
 from toolwatch.detection.batch import score_calls
 from toolwatch.detection.frame import CallsError
-from toolwatch.detection.model import ModelError, NormalModel, model_path_for
+from toolwatch.detection.model import MODEL_IN_STORE, ModelError, NormalModel, model_path_for
 from toolwatch.detection.windows import WindowError, bounded, load_window
 from tqdm import tqdm
 
@@ -31,7 +31,8 @@ HELP = "score a stored window"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", help="model artifact from `toolwatch train` (default: the store's own)"
+        "--model",
+        help=f"model artifact (default: STORE/{MODEL_IN_STORE}, where `toolwatch train` writes)",
     )
     parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
     parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")

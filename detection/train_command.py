@@ -4,9 +4,10 @@
         [--store PATH] [--out model.json]
 
 Windows select sessions by their first call (:mod:`toolwatch.detection.windows`); without
-``--train``/``--calibrate`` the first half of the store's sessions trains and the next sixth
-calibrates. The artifact (JSON) records the config, both windows with their counts, the
-parameters and the thresholds.
+``--train``/``--calibrate`` the first 21/42 of the store's days train and the next 7/42
+calibrate, as in the study (shares of sessions when the days leave a window empty). The
+artifact (JSON) records the config, both windows with their counts, the parameters and the
+thresholds; by default it is written where scoring looks for it, ``STORE/models/model.json``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,16 @@ HELP = "fit the normal model and thresholds"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--train", metavar="FROM..TO", help="training window (ISO dates)")
-    parser.add_argument("--calibrate", metavar="FROM..TO", help="calibration window (ISO dates)")
+    parser.add_argument(
+        "--train",
+        metavar="FROM..TO",
+        help="training window (ISO dates; default: the first 21/42 of the store's days)",
+    )
+    parser.add_argument(
+        "--calibrate",
+        metavar="FROM..TO",
+        help="calibration window (ISO dates; default: the next 7/42 of the days)",
+    )
     parser.add_argument(
         "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
     )
@@ -86,8 +95,9 @@ def summary(model: NormalModel, path: str) -> str:
         d = model.data.get(name, {})
         window = d.get("window", {})
         lines.append(
-            f"  {name:<12} {d.get('sessions', 0):>6} sessions {d.get('calls', 0):>8} calls "
-            f"{d.get('tools', 0):>4} tools  [{window.get('from')} .. {window.get('to')})"
+            f"  {name:<12} {d.get('sessions', 0):>6} sessions ({d.get('streams', 0):>5} streams) "
+            f"{d.get('calls', 0):>8} calls {d.get('tools', 0):>4} tools  "
+            f"[{window.get('from')} .. {window.get('to')}) {window.get('given', '')}"
         )
     share = 1 - model.config.operating_quantile
     lines.append(f"  operating-point thresholds (top {share:.2%} of calibration calls):")

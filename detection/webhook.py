@@ -7,10 +7,16 @@ exponential backoff (``backoff_s · 2^attempt``, capped at ``max_backoff_s``; a
 ``Retry-After`` in seconds is honoured up to the cap) for ``max_attempts`` attempts. Other
 4xx answers are not retried (the receiver rejected the payload). Outcomes are logged and
 counted in :attr:`WebhookPoster.stats`.
+
+The sender is a daemon thread, so it never holds a process open; instead, alerts still queued
+when the interpreter exits get up to ``exit_timeout_s`` to be delivered (an ``atexit`` hook,
+registered while the thread runs) — a collector stopped by SIGINT/SIGTERM right after an
+incident still posts it. :meth:`WebhookPoster.close` does the same explicitly.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -41,6 +47,7 @@ class WebhookPoster:
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         timeout_s: float = 5.0,
+        exit_timeout_s: float = 5.0,
     ) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -50,6 +57,7 @@ class WebhookPoster:
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
         self.timeout_s = float(timeout_s)
+        self.exit_timeout_s = float(exit_timeout_s)
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -85,6 +93,7 @@ class WebhookPoster:
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the sender after what it can deliver within ``timeout`` seconds."""
+        atexit.unregister(self._at_exit)
         self.flush(timeout)
         self._stop.set()
         thread = self._thread
@@ -102,6 +111,13 @@ class WebhookPoster:
                     target=self._run, name="toolwatch-webhook", daemon=True
                 )
                 self._thread.start()
+                atexit.register(self._at_exit)
+
+    def _at_exit(self) -> None:
+        pending = self._queue.unfinished_tasks
+        if pending:
+            log.info("webhook %s: delivering %d pending batch(es) before exit", self.url, pending)
+        self.close(self.exit_timeout_s)
 
     def _run(self) -> None:
         while True:

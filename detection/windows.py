@@ -8,10 +8,10 @@ empty (open). A date-only ``TO`` includes that whole day (``2026-08-04..2026-08-
 Sessions holding any labelled (injected) call are never used to train or calibrate: the
 normal model must learn from normal data only.
 
-Without explicit windows, :func:`default_windows` orders the store's unlabelled sessions by
-first call time and gives the first :data:`TRAIN_SHARE` to training and the next
-:data:`CALIBRATE_SHARE` to calibration (the study's 21 / 7 of 42 days, as shares of sessions);
-the rest is left for testing.
+Without explicit windows, :func:`default_windows` splits the days the store's unlabelled
+sessions span like the study split its 42 days: the first :data:`TRAIN_SHARE` (21/42) of the
+days train, the next :data:`CALIBRATE_SHARE` (7/42) calibrate, the rest is left for testing.
+A store whose sessions leave either window empty is split by the same shares of its sessions.
 """
 
 from __future__ import annotations
@@ -94,7 +94,14 @@ def load_window(store: Store, window: Window, *, normal_only: bool = True) -> pa
 def default_windows(
     store: Store, train_share: float = TRAIN_SHARE, calibrate_share: float = CALIBRATE_SHARE
 ) -> tuple[Window, Window]:
-    """Train and calibration windows by shares of sessions ordered by first call time."""
+    """Train and calibration windows: shares of the store's days, else of its sessions.
+
+    The days run from the first normal session's (UTC) day to the last one's: the first
+    ``round(days · train_share)`` days train, the next ``round(days · calibrate_share)``
+    (at least one each) calibrate — the study's 21 + 7 of 42 days. When either window would
+    hold no session (few days, or traffic in bursts), the normal sessions ordered by first
+    call are split by the same shares instead.
+    """
     firsts = (
         store.query(
             """
@@ -110,6 +117,17 @@ def default_windows(
             f"the store {store.root} has {len(firsts)} normal session(s); at least 2 are needed "
             "to train and calibrate"
         )
+    first_day = _day_start(firsts[0])
+    days = (_day_start(firsts[-1]) - first_day).days + 1
+    train_days = max(1, round(days * train_share))
+    cal_days = max(1, round(days * calibrate_share))
+    cal_start = first_day + timedelta(days=train_days)
+    cal_end = cal_start + timedelta(days=cal_days)
+    if any(cal_start <= f < cal_end for f in firsts):  # training holds the first session
+        return (
+            Window(first_day, cal_start, f"first {train_days} of {days} days"),
+            Window(cal_start, cal_end, f"next {cal_days} of {days} days"),
+        )
     n_train = min(max(1, round(len(firsts) * train_share)), len(firsts) - 1)
     n_cal = min(max(1, round(len(firsts) * calibrate_share)), len(firsts) - n_train)
     cal_start = firsts[n_train]
@@ -120,6 +138,12 @@ def default_windows(
         Window(firsts[0], cal_start, f"first {share}"),
         Window(cal_start, cal_end, f"next {share}"),
     )
+
+
+def _day_start(moment: datetime) -> datetime:
+    """Midnight (UTC) of the day of ``moment``."""
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
 
 
 def _parse_time(text: str, *, end: bool) -> datetime:

@@ -28,7 +28,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -43,7 +43,9 @@ from toolwatch.injection.mitigations import (
     is_annotation,
     is_call_failure,
     is_empty_result,
+    is_identifier_name,
     iter_leaves,
+    normalize_scalar,
     result_data,
     result_flags,
     result_text,
@@ -229,8 +231,12 @@ def _clamp(value: float, schema: Mapping[str, Any]) -> float:
     return value
 
 
-def _string_candidates(name: str, schema: Mapping[str, Any], task: str) -> list[str] | None:
-    """Values for a string argument, best first; ``None`` when the task cannot supply one."""
+def _string_candidates(
+    name: str, schema: Mapping[str, Any], task: str, foreign: Collection[Any] = ()
+) -> list[str] | None:
+    """Values for a string argument, best first; ``None`` when the task cannot supply one.
+    ``foreign`` are identifiers already known to name another kind of entity (a customer id
+    is not a ticket id)."""
     description = str(schema.get("description") or "")
     if _ADDRESS_NAME.search(name) or schema.get("format") in ("uri", "url", "email"):
         return find_urls(task) or None
@@ -254,7 +260,11 @@ def _string_candidates(name: str, schema: Mapping[str, Any], task: str) -> list[
         return codes
     if _ID_NAME.search(name):
         stem = name.split("_")[0].upper()
-        ids = [t for t in tokens if re.search(r"\d", t) and re.search(r"[A-Za-z]", t)]
+        ids = [
+            t
+            for t in tokens
+            if t[:1].isalpha() and re.search(r"\d", t) and t not in foreign  # not "67-year-old"
+        ]
 
         # "ORD-778120" for order_id before the customer's "C-3391"
         def matches(token: str) -> bool:
@@ -286,10 +296,15 @@ def _subsequence(short: str, long: str) -> bool:
 
 
 def _literal(
-    name: str, schema: Mapping[str, Any], task: str, taken: Sequence[Any] = ()
+    name: str,
+    schema: Mapping[str, Any],
+    task: str,
+    taken: Sequence[Any] = (),
+    foreign: Collection[Any] = (),
 ) -> tuple[bool, Any]:
     """(fillable, value) for an argument that no earlier response provides; a value already
-    used for another argument of the same call is avoided when there is another candidate."""
+    used for another argument of the same call is avoided when there is another candidate,
+    and an identifier of another kind of entity (``foreign``) is never used."""
     for k in ("default", "const"):
         if k in schema:
             return True, schema[k]
@@ -305,7 +320,9 @@ def _literal(
         return True, (mentioned or options)[0]
     types = _types(schema) or {"string"}
     if "string" in types:
-        candidates = _string_candidates(name, schema, task)
+        candidates = [
+            c for c in _string_candidates(name, schema, task, foreign) or () if c not in foreign
+        ]
         if not candidates:
             return False, None
         fresh = [c for c in candidates if c not in taken]
@@ -374,6 +391,55 @@ def _consistent(source: ArgSource, echo: Any, responses: Sequence[tuple[int, Any
     return found and value == echo
 
 
+def _foreign_ids(name: str, responses: Sequence[tuple[int, Any]]) -> set[Any]:
+    """Identifiers earlier responses give under another identifier field than ``name``."""
+    wanted = _norm_key(name)
+    return {
+        value
+        for _, data in responses
+        for path, value in iter_leaves(data)
+        if path
+        and isinstance(path[-1], str)
+        and is_identifier_name(path[-1])
+        and _norm_key(path[-1]) != wanted
+    }
+
+
+def _mentions(text: str, value: Any) -> bool:
+    """``text`` names ``value``: verbatim, word by word ("GDPR Art. 33" for ``GDPR-Art-33``),
+    or as a spelling variant sharing a long prefix ("Lisbon" for ``Lisboa``)."""
+    wanted = normalize_scalar(value)
+    said = normalize_scalar(text)
+    if not wanted or wanted in said:
+        return bool(wanted)
+    words = set(re.findall(r"[a-z0-9]+", said))
+    parts = re.findall(r"[a-z0-9]+", wanted)
+    if parts and all(p in words for p in parts):
+        return True
+    for word in words:
+        common = next(
+            (i for i, (a, b) in enumerate(zip(word, wanted, strict=False)) if a != b),
+            min(len(word), len(wanted)),
+        )
+        if common >= 5 and common >= 0.8 * min(len(word), len(wanted)):
+            return True
+    return False
+
+
+def _grounded(echo: Any, task: str, responses: Sequence[tuple[int, Any]]) -> ArgSource | None:
+    """Where an agent could have learnt the identifier a response echoes: the task (a
+    literal), or a field of an earlier response (read from the actual response at run time,
+    so a faulted step starves this one). ``None``: nothing the agent saw names it, so asking
+    for exactly that would be reading the answer before calling."""
+    if _mentions(task, echo):
+        return ArgSource(literal=echo)
+    for step, data in responses:
+        for path, value in iter_leaves(data):
+            if path and value == echo:
+                return ArgSource(step=step, path=tuple(path), key=str(path[-1]))
+    return None
+
+
 def _requested(verb: str, task: str) -> bool:
     """The task asks for the action ``verb`` (and does not forbid it)."""
     stem = verb[:5] if len(verb) > 5 else verb
@@ -411,17 +477,36 @@ def plan_from_scenario(scenario: Scenario) -> Plan:
             prop = props.get(name, {})
             source = _find_source(name, prop, responses)
             echo = echoed.get(name)
-            if echo is not None and _type_ok(echo, prop) and echo not in prop.get("enum", [echo]):
+            if echo is not None and (
+                not _type_ok(echo, prop) or echo not in prop.get("enum", [echo])
+            ):
                 echo = None
             if echo is not None and (source is None or not _consistent(source, echo, responses)):
-                # the tool's own answer names what it was asked for: ask for exactly that
-                args[name] = ArgSource(literal=echo)
-                continue
+                # the tool's own answer names what it was asked for: ask for exactly that —
+                # an identifier only when the task or an earlier response names it too
+                if not is_identifier_name(name):
+                    args[name] = ArgSource(literal=echo)
+                    continue
+                grounded = _grounded(echo, scenario.task, responses)
+                if grounded is not None:
+                    args[name] = grounded
+                    continue
             if source is None and "array" in _types(prop):
+                view = tool.response.json_view()
+                listed = view.get(name) if isinstance(view, Mapping) else None
+                if (
+                    isinstance(listed, list)
+                    and listed
+                    and _type_ok(listed, prop)
+                    and all(_mentions(scenario.task, v) for v in listed)
+                ):
+                    args[name] = ArgSource(literal=listed)  # the task names every item
+                    continue
                 source = _array_source(prop, responses)
             if source is None:
                 taken = [a.literal for a in args.values() if not a.derived]
-                ok, value = _literal(name, prop, scenario.task, taken)
+                foreign = _foreign_ids(name, responses)
+                ok, value = _literal(name, prop, scenario.task, taken, foreign)
                 if not ok and tool.name == scenario.fault.tool and not _ADDRESS_NAME.search(name):
                     # the scenario says the task uses this tool: best effort, the task text
                     ok, value = True, _fallback_literal(prop, scenario.task)
@@ -646,7 +731,13 @@ class NaiveAgent(Agent):
             args[name] = value
         result, failure, _ = await self._call(st, call.tool, args)
         if result is None or failure is not None:
-            return  # a failure is "no data": nothing to report
+            # A failure is "no data": nothing to report, unless a mitigation explained it in
+            # words meant for the model (flagged): a trusting agent passes those on.
+            if result is not None and result_flags(result):
+                st.parts.extend(
+                    annotation_texts(result) or [_render(call.tool, result, strip=False)]
+                )
+            return
         st.data[index] = result_data(result)
         if is_empty_result(result):
             st.parts.append(f"{call.tool}: No results found.")

@@ -74,7 +74,8 @@ class ExfiltrationParams:
 
     sigma_low: float
     sigma_high: float
-    #: network tools; ``None`` = WebFetch and every browser "navigate" tool seen in training
+    #: network tools; ``None`` = WebFetch and every ``…navigate`` tool seen in training (a
+    #: browser's go-to-URL; not ``navigate_back``, which takes no URL)
     network_tools: tuple[str, ...] | None = None
     read_tools: tuple[str, ...] = ("Read",)
 
@@ -241,7 +242,7 @@ class InjectionContext:
         """Network tools usable for exfiltration: known in training, with a size spread."""
         names = params.network_tools
         if names is None:
-            names = tuple(t for t in self.log_input if t == "WebFetch" or "navigate" in t.lower())
+            names = tuple(t for t in self.log_input if is_network_tool(t))
         return sorted(t for t in names if t in self.log_input and self.log_input[t][1] > 0)
 
     def donors_with(self, calls: int) -> tuple[SessionCalls, ...]:
@@ -255,6 +256,11 @@ class InjectionContext:
         if self.gaps_s.size:
             return rng.choice(self.gaps_s, size=size)
         return np.full(size, float(study.CORPUS["inter_response_gap_median_s"]))
+
+
+def is_network_tool(tool: str) -> bool:
+    """WebFetch, or a tool that opens a URL (``browser_navigate``, ``puppeteer_navigate``…)."""
+    return tool == "WebFetch" or split_mcp_name(tool)[1].lower().endswith("navigate")
 
 
 def _pool(cols: Mapping[str, np.ndarray], mask: np.ndarray) -> ToolPool:
@@ -428,7 +434,8 @@ def retime_calls(
     """
     n, m = len(session), len(gaps_s)
     if position < 1 or position + m > n:
-        raise InjectionError(f"cannot re-time {m} calls from position {position} of {n}")
+        # no position in the message: skipped runs are counted per distinct reason
+        raise InjectionError(f"fewer than {m} calls from the insertion point on to re-time")
     t = session["start_time"].copy()
     old_last = t[position + m - 1]
     t[position : position + m] = t[position - 1] + np.cumsum(
@@ -451,6 +458,24 @@ def retime_calls(
 
 def _mid_response(session: SessionCalls, position: int) -> bool:
     return position < len(session) and not bool(session.response_starts()[position])
+
+
+def _inserted(
+    kind: str,
+    session: SessionCalls,
+    position: int,
+    rows: Mapping[str, np.ndarray],
+    gaps_s: np.ndarray,
+    note: str = "",
+) -> Injection:
+    """Insert ``rows`` before ``position`` as new responses (one each, unless ``rows`` brings
+    its own ``response_id``); the note says when the point sits inside a model response."""
+    rows = dict(rows)
+    rows.setdefault("response_id", _fresh_responses(kind, len(gaps_s)))
+    if not note and _mid_response(session, position):
+        note = NOTE_MID_RESPONSE
+    calls = insert_calls(session, position, rows, gaps_s, kind)
+    return Injection(calls, kind, position, len(gaps_s), note)
 
 
 # ------------------------------------------------------------------------------ injectors
@@ -489,12 +514,7 @@ def _exfiltration(
     rows["input_bytes"][-1] = size
     rows["failed"][:] = False  # the Read succeeded and so did the exfiltrating call
     rows["error_type"][:] = None
-    rows["response_id"] = _fresh_responses(kind, len(row_tools))
-    if not note and _mid_response(session, at):
-        note = NOTE_MID_RESPONSE
-    gaps = context.sample_gaps(rng, len(row_tools))
-    calls = insert_calls(session, at, rows, gaps, kind)
-    return Injection(calls, kind, at, len(row_tools), note)
+    return _inserted(kind, session, at, rows, context.sample_gaps(rng, len(row_tools)), note)
 
 
 def _after_read(
@@ -550,11 +570,7 @@ def _out_of_scope(
         )
     tool = cand[int(rng.integers(len(cand)))]
     rows = _rows_from_pools(context, [tool] * params.calls, rng)
-    rows["response_id"] = _fresh_responses(kind, params.calls)
-    gaps = context.sample_gaps(rng, params.calls)
-    note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind)
-    return Injection(calls, kind, position, params.calls, note)
+    return _inserted(kind, session, position, rows, context.sample_gaps(rng, params.calls))
 
 
 def _runaway(
@@ -592,12 +608,9 @@ def _runaway(
         "duration_us": np.full(r, _value(session, "duration_us", prev), dtype=np.float64),
         "failed": failed,
         "error_type": err,
-        "response_id": _fresh_responses(kind, r),
     }
     gaps = rng.uniform(params.gap_s[0], params.gap_s[1], size=r)
-    note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind)
-    return Injection(calls, kind, position, r, note)
+    return _inserted(kind, session, position, rows, gaps)
 
 
 def _value(session: SessionCalls, name: str, i: int) -> float:
@@ -656,11 +669,7 @@ def _hijack(
     vocab = context.vocabulary
     tools = [vocab[i] for i in rng.integers(len(vocab), size=params.calls)]
     rows = _rows_from_pools(context, tools, rng)
-    rows["response_id"] = _fresh_responses(kind, params.calls)
-    gaps = context.sample_gaps(rng, params.calls)
-    note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind)
-    return Injection(calls, kind, position, params.calls, note)
+    return _inserted(kind, session, position, rows, context.sample_gaps(rng, params.calls))
 
 
 def _other_normal(
@@ -687,9 +696,7 @@ def _other_normal(
     gaps = np.empty(m)
     gaps[0] = context.sample_gaps(rng, 1)[0]
     gaps[1:] = np.diff(donor["start_time"][block]) / _US
-    note = NOTE_MID_RESPONSE if _mid_response(session, position) else ""
-    calls = insert_calls(session, position, rows, gaps, kind)
-    return Injection(calls, kind, position, m, note)
+    return _inserted(kind, session, position, rows, gaps)
 
 
 Injector = Callable[..., Injection]

@@ -157,20 +157,23 @@ def run_demo(options: DemoOptions, emit: Emit | None = None) -> DemoResult:
             result.experiment_run = experiment_stage(store, options, out)
         with _stage("live", result, out):
             result.live = live_stage(store, result.model_path, options, out)
-        with _stage("dashboard", result, out):
-            out(f"  open the dashboard:  toolwatch app --store {shlex.quote(str(options.store))}")
     except DemoError as exc:
         with contextlib.suppress(OSError):
             _write_marker(store.root, options, status=f"failed at {exc.stage}", result=result)
         raise
     total = time.perf_counter() - began
     result.timings["total"] = total
+    out()
     out(
         "timings: "
         + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items() if k != "total")
         + f" — total {total:.1f} s"
     )
     _write_marker(store.root, options, status="done", result=result)
+    # the last thing printed: how to go on
+    out()
+    out(f"[{len(STAGES)}/{len(STAGES)}] dashboard")
+    out(f"  open the dashboard:  toolwatch app --store {shlex.quote(str(options.store))}")
     return result
 
 
@@ -289,11 +292,7 @@ def _write_marker(
 def simulate_stage(store: Store, options: DemoOptions, out: Emit) -> pa.Table:
     """Generate the SIMULATED corpus and write it (and its configuration) to the store."""
     from toolwatch.collector.simulate import SimulationConfig, generate
-    from toolwatch.collector.simulate_command import (
-        SIMULATIONS_SCHEMA,
-        SIMULATIONS_TABLE,
-        summary_lines,
-    )
+    from toolwatch.collector.simulate_command import record_simulation, summary_lines
 
     config = SimulationConfig(seed=options.seed, sessions=options.sessions)
     t = time.perf_counter()
@@ -301,24 +300,7 @@ def simulate_stage(store: Store, options: DemoOptions, out: Emit) -> pa.Table:
     for line in summary_lines(config, table, time.perf_counter() - t):
         out("  " + line)
     files = store.append("calls", table)
-    store.append(
-        SIMULATIONS_TABLE,
-        [
-            {
-                "generated_time": datetime.now(UTC),
-                "seed": config.seed,
-                "sessions": config.sessions,
-                "start": config.start,
-                "days": config.days,
-                "runaway_retries": config.runaway_retries,
-                "calls": table.num_rows,
-                "calls_written": table.num_rows,
-                "config": config.to_json(),
-            }
-        ],
-        schema=SIMULATIONS_SCHEMA,
-        partition_by="generated_time",
-    )
+    record_simulation(store, config, table.num_rows, table.num_rows)
     out(f"  written: {table.num_rows:,} SIMULATED calls in {len(files)} Parquet files")
     return table
 
@@ -345,9 +327,11 @@ def train_stage(store: Store, out: Emit) -> Path:
     path = model.save(store.root / MODEL_FILE)
     for name in ("train", "calibration"):
         d = model.data.get(name, {})
+        # a "session" as the study counts it (and the simulate lines above) is a stream:
+        # a subagent apart from its parent conversation
         out(
-            f"  {name:<12} {windows[name].text}: {d.get('sessions', 0):,} sessions, "
-            f"{d.get('calls', 0):,} calls"
+            f"  {name:<12} {windows[name].text}: {d.get('streams', d.get('sessions', 0)):,} "
+            f"sessions, {d.get('calls', 0):,} calls"
         )
     stat = model.config.alert_on[0]
     cue, det = stat.rsplit("_", 1)
@@ -361,28 +345,13 @@ def train_stage(store: Store, out: Emit) -> Path:
 
 def experiment_stage(store: Store, options: DemoOptions, out: Emit) -> str:
     """The study's full protocol on the stored corpus; prints the headline table."""
-    from toolwatch.injection.experiment import (
-        ExperimentConfig,
-        load_calls,
-        progress_steps,
-        run_experiment,
-        save_result,
-    )
-    from toolwatch.injection.experiment_report import render
-    from tqdm import tqdm
+    from toolwatch.injection.experiment import ExperimentConfig, load_calls, save_result
+    from toolwatch.injection.experiment_command import run_with_progress
+    from toolwatch.injection.experiment_report import headline, render
 
     config = ExperimentConfig(seeds=tuple(range(options.seeds)), bootstrap=options.bootstrap)
     calls = load_calls(store)
-    run_id = f"demo-s{options.seed}"
-    with tqdm(
-        total=progress_steps(config),
-        desc="experiment",
-        unit="step",
-        file=sys.stderr,
-        disable=None,
-        leave=False,
-    ) as bar:
-        result = run_experiment(calls, config, progress=bar.update, run_id=run_id)
+    result = run_with_progress(calls, config, run_id=f"demo-s{options.seed}", leave=False)
     save_result(store, result)
     report = store.root / REPORT_FILE
     report.parent.mkdir(parents=True, exist_ok=True)
@@ -395,49 +364,6 @@ def experiment_stage(store: Store, options: DemoOptions, out: Emit) -> str:
         f"--rerun {result.run_id})"
     )
     return result.run_id
-
-
-def headline(result: Any) -> str:
-    """All cues + CUSUM at the target false-alarm rate, beside the study's numbers."""
-    from toolwatch.injection.experiment_report import label, pct
-
-    cfg = result.config
-    n_test, test_calls = result.split["test"]
-    fa = result.thresholds.get(("standard", "all", "cusum", "fa_target"))
-    fa_text = f"{pct(fa.fa_reached, 1)} = {round(fa.fa_reached * n_test)}/{n_test}" if fa else "–"
-
-    def ci(lo: float | None, hi: float | None) -> str:
-        if lo is None or hi is None or lo != lo or hi != hi:
-            return ""
-        return f" ({100 * lo:.0f}–{100 * hi:.0f})"
-
-    rows = []
-    for kind in (k for k in study.DETECTION_ALL_CUSUM if k in cfg.kinds):
-        c = result.cell(kind, "all", "cusum")
-        pub = study.DETECTION_ALL_CUSUM[kind]
-        lat = c.median_latency if c is not None else float("nan")
-        rows.append(
-            [
-                label(kind),
-                pct(c.rate) + ci(c.ci_low, c.ci_high) if c else "–",
-                pct(pub[0]) + ci(pub[1], pub[2]),
-                f"{c.auc:.2f}" if c is not None and c.auc == c.auc else "–",
-                f"{study.AUC[kind]:.2f}" if kind in study.AUC else "–",
-                f"{lat:g}" if lat == lat else "–",
-            ]
-        )
-    header = ["kind", "detected (95% CI)", "study", "AUC", "study", "latency"]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        f"Detection at {pct(cfg.target_fa)} session false alarms (reached {fa_text}), "
-        f"all cues + CUSUM — {len(cfg.seeds)} seed(s) × {n_test} test sessions "
-        f"({test_calls:,} calls) per kind; study: 5 × 64",
-        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
-        "  ".join("-" * w for w in widths),
-    ]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.append("latency: median calls from the insertion to the first alarm (1 = at once)")
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------- stage 4

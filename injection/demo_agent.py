@@ -123,15 +123,19 @@ class HttpClient:
         )
 '''
 
+
+def _schema(required: tuple[str, ...], **properties: dict[str, Any]) -> dict[str, Any]:
+    """A tool's JSON input schema: an object of the given properties."""
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+_STRING: Final[dict[str, Any]] = {"type": "string"}
+
 _TOOLS: Final[tuple[dict[str, Any], ...]] = (
     {
         "name": "Glob",
         "description": "Find files by glob pattern; returns matching paths, newest first.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
-            "required": ["pattern"],
-        },
+        "input_schema": _schema(("pattern",), pattern=_STRING, path=_STRING),
         "response": {
             "text": "\n".join(
                 f"src/client/{name}.py"
@@ -154,15 +158,12 @@ _TOOLS: Final[tuple[dict[str, Any], ...]] = (
     {
         "name": "Grep",
         "description": "Search file contents with a regular expression.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string"},
-                "path": {"type": "string"},
-                "output_mode": {"enum": ["content", "files_with_matches", "count"]},
-            },
-            "required": ["pattern"],
-        },
+        "input_schema": _schema(
+            ("pattern",),
+            pattern=_STRING,
+            path=_STRING,
+            output_mode={"enum": ["content", "files_with_matches", "count"]},
+        ),
         "response": {
             "structured": {
                 "matches": [
@@ -179,25 +180,18 @@ _TOOLS: Final[tuple[dict[str, Any], ...]] = (
     {
         "name": "Read",
         "description": "Read a file from the working tree.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"file_path": {"type": "string"}},
-            "required": ["file_path"],
-        },
+        "input_schema": _schema(("file_path",), file_path=_STRING),
         "response": {"text": _RETRY_PY},
     },
     {
         "name": "Edit",
         "description": "Replace an exact string in a file.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string"},
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-            },
-            "required": ["file_path", "old_string", "new_string"],
-        },
+        "input_schema": _schema(
+            ("file_path", "old_string", "new_string"),
+            file_path=_STRING,
+            old_string=_STRING,
+            new_string=_STRING,
+        ),
         "response": {"text": "The file src/client/retry.py has been updated (1 replacement)."},
     },
 )

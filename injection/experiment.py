@@ -117,10 +117,15 @@ class ExperimentConfig:
                     f"split dates {self.split_dates[0]},{self.split_dates[1]}: "
                     "calibration must end on or after the end of training"
                 )
+        if self.head < 1 or self.tail < 0:
+            raise ExperimentError(
+                f"--head {self.head} / --tail {self.tail}: need head >= 1, tail >= 0"
+            )
         if self.min_calls < self.head + self.tail + 1:
             raise ExperimentError(
                 f"--min-calls {self.min_calls} leaves no insertion point between call "
-                f"{self.head} and {self.tail} calls before the end"
+                f"{self.head} and {self.tail} calls before the end (raise --min-calls to at "
+                f"least {self.head + self.tail + 1}, or lower --head / --tail)"
             )
         if not self.seeds:
             raise ExperimentError("at least one seed is needed")
@@ -246,12 +251,16 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
         )
     test = [s for s in test_all if len(s) >= config.min_calls]
     if not test:
+        longest = max(len(s) for s in test_all)
         raise ExperimentError(
-            f"no test session has >= {config.min_calls} calls ({len(test_all)} test sessions)"
+            f"no test session has >= {config.min_calls} calls ({len(test_all)} test sessions, "
+            f"the longest has {longest}); lower --min-calls (with --head / --tail) or give "
+            "the test split more sessions"
         )
     if not calib:
         log.warning("the calibration split is empty: the operating point is fitted on train")
     desc["corpus_span"] = span
+    desc["data"] = data_fingerprint(ordered)
     return Split(
         train=train,
         calibration=calib,
@@ -260,6 +269,17 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
         test_calls_all=int(sum(len(s) for s in test_all)),
         description=desc,
     )
+
+
+def data_fingerprint(sessions: Sequence[SessionCalls]) -> dict[str, Any]:
+    """What the split was cut from: streams, calls and a digest of every stream's identity,
+    length and time range — so a re-run can tell whether the store's calls changed since."""
+    h = hashlib.blake2b(digest_size=12)
+    for s in sessions:
+        t = s["start_time"]
+        h.update(f"{_stream_name(s)}\t{len(s)}\t{int(t[0])}\t{int(t[-1])}\n".encode())
+    calls = int(sum(len(s) for s in sessions))
+    return {"streams": len(sessions), "calls": calls, "digest": h.hexdigest()}
 
 
 def _day_end_us(day: date) -> int:
@@ -747,7 +767,10 @@ __all__ = [
     "KindRuns",
     "Split",
     "build_runs",
+    "data_changed",
+    "data_fingerprint",
     "drop_response_ids",
+    "load_run",
     "run_experiment",
     "split_by_time",
 ]
@@ -962,10 +985,32 @@ def load_calls(store: Any) -> pa.Table:
 
 def load_config(store: Any, run_id: str) -> ExperimentConfig:
     """The exact configuration of a saved run (to re-run it)."""
-    sql = f"SELECT config_json FROM {EXPERIMENTS} WHERE run_id = ? LIMIT 1"
+    return load_run(store, run_id)[0]
+
+
+def load_run(store: Any, run_id: str) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """The configuration and the split summary (with its data fingerprint) of a saved run."""
+    sql = f"SELECT config_json, split_json FROM {EXPERIMENTS} WHERE run_id = ? LIMIT 1"
     if EXPERIMENTS not in store.tables():
         raise ExperimentError(f"the store {store.root} holds no saved experiments")
     table = store.query(sql, [run_id])
     if table.num_rows == 0:
         raise ExperimentError(f"no saved experiment with run id {run_id!r} in {store.root}")
-    return ExperimentConfig.from_dict(json.loads(table.column(0)[0].as_py()))
+    row = table.to_pylist()[0]
+    return ExperimentConfig.from_dict(json.loads(row["config_json"])), json.loads(row["split_json"])
+
+
+def data_changed(saved_split: Mapping[str, Any], result: ExperimentResult) -> str | None:
+    """Why a re-run's data differ from the saved run's (``None`` when they are the same)."""
+    then, now = saved_split.get("data"), result.split.get("data")
+    if then is None or now is None or then == now:
+        return None
+    return (
+        f"{then['streams']:,} streams / {then['calls']:,} calls then, "
+        f"{now['streams']:,} / {now['calls']:,} now"
+        + (
+            ""
+            if (then["streams"], then["calls"]) != (now["streams"], now["calls"])
+            else ", same counts, other calls"
+        )
+    )

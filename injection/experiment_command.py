@@ -6,11 +6,16 @@ import argparse
 import dataclasses
 import json
 import logging
+import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolwatch import study
 from toolwatch.collector.store import Store, StoreError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from toolwatch.injection.experiment import ExperimentConfig, ExperimentResult
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)
@@ -60,6 +65,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=study.TEST_MIN_CALLS,
         help=f"test sessions need this many calls (default {study.TEST_MIN_CALLS})",
     )
+    parser.add_argument(
+        "--head",
+        type=int,
+        default=10,
+        help="insert no earlier than this call (default 10, the study's)",
+    )
+    parser.add_argument(
+        "--tail",
+        type=int,
+        default=10,
+        help="leave at least this many calls after the insertion point (default 10); "
+        "--min-calls must be at least head + tail + 1",
+    )
     parser.add_argument("--seeds", type=int, default=5, help="random seeds 0..N-1 (default 5)")
     parser.add_argument(
         "--target-fa",
@@ -100,30 +118,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def run_with_progress(
+    calls: pa.Table,
+    config: ExperimentConfig,
+    *,
+    run_id: str | None = None,
+    leave: bool = True,
+) -> ExperimentResult:
+    """:func:`~toolwatch.injection.experiment.run_experiment` with a progress bar on stderr
+    (shared by ``toolwatch experiment`` and ``toolwatch demo``)."""
+    from toolwatch.injection.experiment import progress_steps, run_experiment
+    from tqdm import tqdm
+
+    with tqdm(
+        total=progress_steps(config),
+        desc="experiment",
+        unit="step",
+        file=sys.stderr,
+        disable=None,
+        leave=leave,
+    ) as bar:
+        return run_experiment(calls, config, progress=bar.update, run_id=run_id)
+
+
 def run(args: argparse.Namespace) -> int:
     from toolwatch.injection.experiment import (
         ExperimentConfig,
         ExperimentError,
+        data_changed,
         injected_calls,
         load_calls,
-        load_config,
-        progress_steps,
-        run_experiment,
+        load_run,
         save_result,
     )
     from toolwatch.injection.experiment_report import render, summary
-    from tqdm import tqdm
 
     store = Store(args.store)
+    saved_split: dict[str, Any] | None = None
     try:
         if args.rerun:
-            config = load_config(store, args.rerun)
+            config, saved_split = load_run(store, args.rerun)
         else:
             kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
             config = ExperimentConfig(
                 split_dates=args.split_dates,
                 split_shares=args.split_shares,
                 min_calls=args.min_calls,
+                head=args.head,
+                tail=args.tail,
                 seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
                 target_fa=args.target_fa,
                 bootstrap=args.bootstrap,
@@ -132,14 +174,7 @@ def run(args: argparse.Namespace) -> int:
             if kinds:
                 config = dataclasses.replace(config, kinds=kinds)
         calls = load_calls(store)
-        with tqdm(
-            total=progress_steps(config),
-            desc="experiment",
-            unit="step",
-            file=sys.stderr,
-            disable=None,
-        ) as bar:
-            result = run_experiment(calls, config, progress=bar.update)
+        result = run_with_progress(calls, config)
     except (ExperimentError, StoreError, ValueError) as exc:
         # ValueError: the scorer rejected a column of the stored calls (it names it)
         print(f"toolwatch experiment: {exc}", file=sys.stderr)
@@ -159,13 +194,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"toolwatch experiment: could not write injected calls: {exc}", file=sys.stderr)
             return 1
         log.info("wrote %d labelled injected calls to %s", labelled.num_rows, store.root)
+    changed = data_changed(saved_split, result) if saved_split is not None else None
+    if changed:
+        print(
+            f"toolwatch experiment: the store's calls changed since run {args.rerun} "
+            f"({changed}): same configuration and seeds, but the numbers can differ",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(summary(result), indent=2, sort_keys=False))
     else:
         sys.stdout.write(render(result))
         if args.save:
+            where = f"--store {shlex.quote(str(args.store))} " if args.store else ""
             print(
                 f"saved as run {result.run_id} in {store.root} "
-                f"(re-run: toolwatch experiment --rerun {result.run_id})"
+                f"(re-run: toolwatch experiment {where}--rerun {result.run_id})"
             )
     return 0

@@ -16,6 +16,7 @@ A call goes through two steps because schema drift (A4) must act before the upst
 ``tools/list`` faults (A4's renamed input schema, C2's poisoned description, C4 placed in a
 description) go through :meth:`FaultEngine.rewrite_listing`. Every faulted result carries the
 ground-truth label under ``_meta["toolwatch/label"]`` (for a JSON-RPC error, in its ``data``).
+:meth:`FaultEffect.deliver` is the one place a server turns an effect into its answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import anyio
+import mcp_types as types
+from mcp import MCPError
 from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT
 from toolwatch.injection.scenario import (
     FaultSpec,
@@ -79,6 +83,17 @@ class FaultEffect:
     error: RpcError | None = None
     delay_s: float = 0.0
     note: str = ""
+
+    async def deliver(self) -> types.CallToolResult:
+        """Answer the call the way a server does: hold ``delay_s`` (a real wait, so the
+        client's own deadline can expire), then raise the JSON-RPC error or return the
+        result. The proxy and the workbench's replay server both answer through this."""
+        if self.delay_s > 0:
+            await anyio.sleep(self.delay_s)
+        if self.error is not None:
+            raise MCPError(self.error.code, self.error.message, self.error.data)
+        assert self.result is not None
+        return types.CallToolResult.model_validate(self.result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +327,16 @@ class FaultEngine:
 
     @property
     def rewrites_listing(self) -> bool:
-        return self.counts_listings or self.fault.action == "alter_schema"
+        """Whether ``tools/list`` changes when the fault is due: A4 announces renamed
+        arguments (the server enforces them) and, only with ``rename_output_schema``, renamed
+        result fields; by default the declared output schema stays, so drifted results break
+        the declaration the client holds."""
+        if self.counts_listings:
+            return True
+        p = self.params
+        return self.fault.action == "alter_schema" and bool(
+            p.get("argument_renames") or (p.get("field_renames") and p.get("rename_output_schema"))
+        )
 
     def describe(self) -> str:
         """One line saying what is armed (for the proxy's start-up message)."""
@@ -404,12 +428,19 @@ class FaultEngine:
             return ListingEffect(out, False)
         p = self.params
         if self.fault.action == "alter_schema":
+            before = copy.deepcopy(target)
             if p.get("argument_renames"):
                 target["inputSchema"] = rename_schema(
                     target.get("inputSchema"), p["argument_renames"]
                 )
-            if p.get("field_renames") and target.get("outputSchema"):
+            if (
+                p.get("rename_output_schema")
+                and p.get("field_renames")
+                and target.get("outputSchema")
+            ):
                 target["outputSchema"] = rename_schema(target["outputSchema"], p["field_renames"])
+            if target == before:
+                return ListingEffect(out, False)
             return ListingEffect(out, True, "schema renamed")
         original = target.get("description") or ""
         if self.fault.action == "poison_description":
@@ -426,7 +457,15 @@ class FaultEngine:
 
 def _summary_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The params worth printing at start-up (short scalars, never document text)."""
-    keep = ("delay_ms", "mode", "as", "status", "required_role", "placement")
+    keep = (
+        "delay_ms",
+        "mode",
+        "as",
+        "status",
+        "required_role",
+        "placement",
+        "rename_output_schema",
+    )
     out = {k: params[k] for k in keep if k in params}
     if "argument_renames" in params:
         out["argument_renames"] = dict(params["argument_renames"])

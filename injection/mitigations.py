@@ -792,21 +792,34 @@ def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     except jsonschema.exceptions.SchemaError as exc:
         return [f"declared output schema is invalid: {exc.message}"]
-    problems: list[str] = []
-    for err in errors[:8]:
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        if err.validator == "required":
-            missing = [
-                str(r)
-                for r in err.validator_value
-                if isinstance(err.instance, Mapping) and r not in err.instance
-            ]
-            problems.append(f"{where}: missing required field(s) {', '.join(missing)}")
-        elif err.validator == "additionalProperties":
-            problems.append(f"{where}: unexpected field(s)")
-        else:
-            problems.append(f"{where}: expected {err.validator} {err.validator_value!r}")
-    return problems
+    return [describe_schema_error(err) for err in errors[:8]]
+
+
+def describe_schema_error(err: jsonschema.ValidationError) -> str:
+    """One schema violation by field path and rule only: never the offending value, which is
+    result content (jsonschema's own message quotes it)."""
+    where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+    if err.validator == "required":
+        missing = [
+            str(r)
+            for r in err.validator_value
+            if isinstance(err.instance, Mapping) and r not in err.instance
+        ]
+        return f"{where}: missing required field(s) {', '.join(missing)}"
+    if err.validator == "additionalProperties":
+        return f"{where}: unexpected field(s)"
+    return f"{where}: expected {err.validator} {err.validator_value!r}"
+
+
+def client_rejection_detail(exc: BaseException) -> str:
+    """Why the mcp client refused a result (see :func:`is_client_validation_error`), by field
+    names: the SDK chains the jsonschema error it raised from."""
+    cause = exc.__cause__
+    if isinstance(cause, jsonschema.ValidationError):
+        return describe_schema_error(cause)
+    if "did not return structured content" in str(exc):
+        return "(top level): no structured content"
+    return "the declared output schema could not be applied"
 
 
 # =============================================================================================
@@ -814,22 +827,37 @@ def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
 # =============================================================================================
 
 
-class Mitigation:
-    """Base wrapper: forwards everything it does not override to the inner client."""
+#: Forwards one call to the wrapped client, with the given read timeout (seconds).
+Send = Callable[[float | None], Awaitable[CallToolResult]]
 
-    name = "mitigation"
 
-    def __init__(self, inner: Any, *, on_event: EventSink | None = None) -> None:
+async def try_call(
+    send: Send, timeout: float | None
+) -> tuple[CallToolResult | None, BaseException | None]:
+    """One call: (result, None), or (None, the exception) when the call itself failed (see
+    :func:`is_call_failure`); anything else means the caller is broken and propagates."""
+    try:
+        return await send(timeout), None
+    except Exception as exc:
+        if not is_call_failure(exc):
+            raise
+        return None, exc
+
+
+class ClientWrapper:
+    """Something with ``call_tool`` / ``list_tools`` sitting on another such thing.
+
+    ``call_tool`` is written once, here: it gives :meth:`handle` the call and a
+    ``send(timeout)`` that forwards it to the inner client, so a wrapper only says what it does
+    around the forwarding (retry it, inspect the result, record it). Every other attribute is
+    the inner client's.
+    """
+
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self._on_event = on_event
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self.inner, item)
-
-    def _emit(self, kind: str, tool: str, detail: str = "") -> None:
-        log.debug("%s: %s on %s", self.name, kind, tool)
-        if self._on_event is not None:
-            self._on_event(MitigationEvent(self.name, kind, tool, detail))
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         result: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
@@ -842,10 +870,34 @@ class Mitigation:
         read_timeout_seconds: float | None = None,
         **kwargs: Any,
     ) -> CallToolResult:
-        result: CallToolResult = await self.inner.call_tool(
-            name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
-        )
-        return result
+        async def send(timeout: float | None) -> CallToolResult:
+            result: CallToolResult = await self.inner.call_tool(
+                name, arguments, read_timeout_seconds=timeout, **kwargs
+            )
+            return result
+
+        return await self.handle(name, dict(arguments or {}), read_timeout_seconds, send)
+
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
+    ) -> CallToolResult:
+        """One call of tool ``name``; the default just forwards it."""
+        return await send(timeout)
+
+
+class Mitigation(ClientWrapper):
+    """Base of the mitigations: a wrapper that reports what it did as events."""
+
+    name = "mitigation"
+
+    def __init__(self, inner: Any, *, on_event: EventSink | None = None) -> None:
+        super().__init__(inner)
+        self._on_event = on_event
+
+    def _emit(self, kind: str, tool: str, detail: str = "") -> None:
+        log.debug("%s: %s on %s", self.name, kind, tool)
+        if self._on_event is not None:
+            self._on_event(MitigationEvent(self.name, kind, tool, detail))
 
 
 class RetryWithBackoff(Mitigation):
@@ -892,35 +944,22 @@ class RetryWithBackoff(Mitigation):
         delay = min(self.max_delay, self.base_delay * self.factor ** (attempt - 1))
         return delay * (1.0 + self.jitter * self._rng.random())
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        read_timeout_seconds: float | None = None,
-        **kwargs: Any,
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
     ) -> CallToolResult:
         end = self._clock() + self.deadline
         result: CallToolResult | None = None
         error: BaseException | None = None
         for attempt in range(1, self.attempts + 1):
             remaining = end - self._clock()
-            timeout = (
-                remaining if read_timeout_seconds is None else min(read_timeout_seconds, remaining)
-            )
-            result, error = None, None
-            try:
-                result = await self.inner.call_tool(
-                    name, arguments, read_timeout_seconds=max(timeout, 0.001), **kwargs
-                )
-            except Exception as exc:
-                if not is_call_failure(exc):
-                    raise
-                error = exc
+            cut = remaining if timeout is None else min(timeout, remaining)
+            result, error = await try_call(send, max(cut, 0.001))
             failure = classify_failure(result, error)
             if failure is None:
                 if attempt > 1:
                     self._emit("recovered", name, f"attempt {attempt}")
-                return result  # type: ignore[return-value]
+                assert result is not None
+                return result
             if not failure.retryable:
                 if attempt == 1:
                     self._emit("not_retried", name, failure.value)
@@ -971,30 +1010,28 @@ class SchemaValidation(Mitigation):
         assert self._schemas is not None
         return self._schemas.get(tool)
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        read_timeout_seconds: float | None = None,
-        **kwargs: Any,
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
     ) -> CallToolResult:
         try:
-            result: CallToolResult = await self.inner.call_tool(
-                name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
-            )
+            result = await send(timeout)
         except RuntimeError as exc:
             if not is_client_validation_error(exc):
                 raise
-            # the client refused the result (it breaks the declared schema): explain, not crash
-            detail = first_line(exc)
-            self._emit("schema_mismatch", name, "rejected by the client")
+            # The mcp client refused the result (it breaks the declared schema) after the
+            # server answered: explain it as an error result instead of ending the agent.
+            detail = client_rejection_detail(exc)
+            self._emit("schema_mismatch", name, f"rejected by the client: {detail}")
             return make_result(
                 f"Result of tool '{name}' does not match its declared output schema "
-                f"({detail}). The response format may have changed.",
+                f"({detail}). The tool's response format has changed; its data could not be "
+                "used. Treat the information as unavailable rather than guessing it.",
                 is_error=True,
                 flags=[{"mitigation": self.name, "flag": "schema_mismatch", "detail": detail}],
             )
         if result.is_error:
+            if classify_failure(result) is FailureClass.INVALID_ARGUMENTS:
+                return await self._explain_rejection(name, arguments, result)
             return result
         if is_empty_result(result):
             self._emit("empty_result", name)
@@ -1024,6 +1061,33 @@ class SchemaValidation(Mitigation):
                 flags=[{"mitigation": self.name, "flag": "schema_mismatch", "detail": detail}],
             )
         return annotate(result, self.name, "schema_mismatch", message, detail)
+
+    async def _explain_rejection(
+        self, name: str, arguments: Mapping[str, Any], result: CallToolResult
+    ) -> CallToolResult:
+        """Arguments the tool used to accept were rejected: re-list it and say which parameter
+        names its input schema no longer has or now requires (names only, no values)."""
+        listed = await self.list_tools()
+        tool = next((t for t in listed.tools if t.name == name), None)
+        schema = (tool.input_schema if tool is not None else None) or {}
+        declared = schema.get("properties") or {}
+        gone = [a for a in arguments if declared and a not in declared]
+        needed = [r for r in schema.get("required") or [] if r not in arguments]
+        if tool is not None and not gone and not needed:
+            return result  # the values were refused, not the interface: nothing to explain
+        parts = [f"no longer accepts {', '.join(gone)}"] if gone else []
+        parts += [f"now requires {', '.join(needed)}"] if needed else []
+        detail = "; ".join(parts) if tool is not None else "no longer listed"
+        self._emit("schema_mismatch", name, f"arguments: {detail}")
+        return annotate(
+            result,
+            self.name,
+            "schema_mismatch",
+            f"Tool '{name}' rejected arguments that match its documented interface: its input "
+            f"schema has changed ({detail}). Re-read the tool's schema before calling it again; "
+            "until then its information is unavailable.",
+            detail,
+        )
 
 
 class InjectionScanner(Mitigation):
@@ -1065,16 +1129,10 @@ class InjectionScanner(Mitigation):
             tools.append(tool.model_copy(update={"description": description, "title": None}))
         return listed.model_copy(update={"tools": tools}) if changed else listed
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        read_timeout_seconds: float | None = None,
-        **kwargs: Any,
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
     ) -> CallToolResult:
-        result: CallToolResult = await self.inner.call_tool(
-            name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
-        )
+        result = await send(timeout)
         texts = [b.text for b in result.content if isinstance(b, TextContent)]
         cats = instruction_categories([texts, result.structured_content])
         if not cats:
@@ -1148,19 +1206,13 @@ class OutputVerifier(Mitigation):
         self.reference_time = reference_time
         self._seen: list[_Seen] = []
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        read_timeout_seconds: float | None = None,
-        **kwargs: Any,
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
     ) -> CallToolResult:
-        result: CallToolResult = await self.inner.call_tool(
-            name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
-        )
+        result = await send(timeout)
         if result.is_error:
             return result
-        for flag, message, detail in self.inspect(name, arguments or {}, result_data(result)):
+        for flag, message, detail in self.inspect(name, arguments, result_data(result)):
             self._emit(flag, name, detail)
             result = annotate(result, self.name, flag, message, detail)
         return result
@@ -1171,9 +1223,9 @@ class OutputVerifier(Mitigation):
         """Problems of one result given the session so far: (flag, message, detail)."""
         seen = _Seen.of(tool, data)
         found: list[tuple[str, str, str]] = []
-        mismatched = _mismatches(arguments, data)
+        mismatched = identifier_mismatches(arguments, data)
         if mismatched:
-            detail = ", ".join(mismatched)
+            detail = ", ".join(f"{name} differs from the request" for name in mismatched)
             found.append(
                 (
                     "mismatch",
@@ -1318,10 +1370,16 @@ def _differ(a: float, b: float) -> bool:
     return abs(a - b) > 1e-9 + 0.01 * max(abs(a), abs(b))
 
 
-def _same_name(asked: str, answered: str) -> bool:
-    """Loose equality for identifiers: containment or a long common prefix (Lisbon/Lisboa)."""
+def same_identifier(asked: Any, answered: Any) -> bool:
+    """Loose equality for identifiers: equal after normalising, containment (``Lisbon`` /
+    ``Lisbon, PT``) or a long common prefix (``Lisbon`` / ``Lisboa``) — but never when their
+    digits differ (``GDPR-Art-33`` is not ``GDPR-Art-20``)."""
     a, b = normalize_scalar(asked), normalize_scalar(answered)
-    if not a or not b or a in b or b in a:
+    if a == b or not a or not b:
+        return True  # nothing to tell them apart by
+    if re.findall(r"\d+", a) != re.findall(r"\d+", b):
+        return False
+    if min(len(a), len(b)) >= 4 and (a in b or b in a):
         return True
     prefix = 0
     for x, y in zip(a, b, strict=False):
@@ -1331,20 +1389,27 @@ def _same_name(asked: str, answered: str) -> bool:
     return prefix >= max(5, int(0.8 * min(len(a), len(b))))
 
 
-def _mismatches(arguments: Mapping[str, Any], data: Any) -> list[str]:
-    """Arguments the result echoes under the same name with another value."""
+def is_identifier_name(name: str) -> bool:
+    """Argument or field names that say *which* entity is meant (an id, a symbol, a city,
+    a repository path) rather than what is asked about it."""
+    return bool(IDENTIFIER_NAME.search(name) or ANCHOR_KEYS.search(name)) or name == "path"
+
+
+def identifier_mismatches(arguments: Mapping[str, Any], data: Any) -> list[str]:
+    """Identifier arguments that the result echoes (top-level field of the same name) with
+    another value: the answer is about another entity than the one asked for."""
     if not isinstance(data, Mapping):
         return []
     out: list[str] = []
     for name, asked in arguments.items():
-        if not ANCHOR_KEYS.search(name) and not IDENTIFIER_NAME.search(name):
+        if not is_identifier_name(name):
             continue  # free text (a query) is echoed normalised; only identifiers must match
         if not isinstance(asked, str | int) or isinstance(asked, bool) or name not in data:
             continue
         answered = data[name]
         scalar = isinstance(answered, str | int) and not isinstance(answered, bool)
-        if scalar and not _same_name(str(asked), str(answered)):
-            out.append(f"{name} differs from the request")
+        if scalar and not same_identifier(asked, answered):
+            out.append(name)
     return out
 
 

@@ -429,12 +429,7 @@ class FaultProxy(Server[Any]):
                 return upstream_result
             return await self._forward(lambda: self.upstream.call_tool(name, arguments))
         self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
-        if effect.delay_s > 0:
-            await anyio.sleep(effect.delay_s)
-        if effect.error is not None:
-            raise MCPError(effect.error.code, effect.error.message, effect.error.data)
-        assert effect.result is not None
-        return types.CallToolResult.model_validate(effect.result)
+        return await effect.deliver()
 
     async def _relay(self, request: Any, result_type: type[_R]) -> _R:
         """Forward any other request unchanged (resources, prompts)."""

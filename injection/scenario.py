@@ -433,16 +433,61 @@ def parse_scenario(data: Any, source: str = "<memory>") -> Scenario:
 
 
 def validate_data(data: Any) -> list[Problem]:
-    """Every problem in a decoded scenario document (schema first, then semantics)."""
+    """Every problem in a decoded scenario document (schema first, then semantics, then what
+    the fault does to a declared output schema)."""
     if is_agentcheck(data):
         problems = _schema_problems(data, AGENTCHECK_SCHEMA)
         if problems:
             return problems
-        return _semantic_problems(from_agentcheck(data), strict=False, converted=True)
+        converted = from_agentcheck(data)
+        problems = _semantic_problems(converted, strict=False, converted=True)
+        return problems or _silence_problems(_build(converted, "<memory>", "agentcheck"))
     problems = _schema_problems(data, scenario_schema())
     if problems:
         return problems
-    return _semantic_problems(data, strict=True, converted=False)
+    problems = _semantic_problems(data, strict=True, converted=False)
+    return problems or _silence_problems(_build(data, "<memory>", FORMAT))
+
+
+#: Faults that are silent by definition (the result still looks like a valid answer): under a
+#: declared output schema their faulted result must still conform, or the mcp client would
+#: reject it and the fault would be a loud error instead.
+SILENT_FAULTS: Final = frozenset({"B1", "B2", "B3", "B4", "C1", "C3", "C4"})
+
+
+def _silence_problems(scenario: Scenario) -> list[Problem]:
+    """A silent fault whose faulted result breaks the faulty tool's declared output schema."""
+    target = scenario.faulty_tool
+    if scenario.fault_type not in SILENT_FAULTS or target.output_schema is None:
+        return []
+    from toolwatch.injection.faults import CallPlan, FaultEngine  # the engine imports us
+
+    effect = FaultEngine.for_scenario(scenario).apply(
+        CallPlan(target.name, 1, True, {}), target.response.to_result()
+    )
+    result = effect.result or {}
+    structured = result.get("structuredContent")
+    index = scenario.tools.index(target)
+    if structured is None:
+        return [
+            Problem(
+                f"/tools/{index}/output_schema",
+                f"the {scenario.fault.action} result has no structured content, which the mcp "
+                "client rejects for a tool with an output schema: the fault would not be "
+                "silent (drop output_schema or change the fault)",
+            )
+        ]
+    validator = jsonschema.Draft202012Validator(dict(target.output_schema))
+    error = next(iter(validator.iter_errors(structured)), None)
+    if error is None:
+        return []
+    return [
+        Problem(
+            "/fault/params",
+            f"the faulted result breaks output_schema of {target.name!r} "
+            f"({error.message}): the mcp client would reject it, so the fault would not be silent",
+        )
+    ]
 
 
 def validate_path(path: str | Path) -> list[str]:
@@ -549,7 +594,16 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
     for i, tool in enumerate(data["tools"]):
         response = tool["response"]
         schema = tool.get("output_schema")
-        if schema is not None and "structured" in response:
+        defect = None if schema is None else _schema_defect(json.dumps(schema, sort_keys=True))
+        if defect:
+            add(f"/tools/{i}/output_schema", f"not a valid JSON Schema: {defect}")
+        elif schema is not None and "structured" not in response:
+            add(
+                f"/tools/{i}/response",
+                "a tool with output_schema must answer with structured content (the mcp client "
+                "rejects a result without it)",
+            )
+        elif schema is not None:
             errors = list(
                 jsonschema.Draft202012Validator(schema).iter_errors(response["structured"])
             )

@@ -4,6 +4,9 @@ With it, proxy + server run fully offline and every run sees the same upstream, 
 difference between a clean and a faulted run is the fault's doing. Tools are announced with
 the scenario's declared input (and output) schemas, and arguments are validated against them
 the way a server built on typed signatures would: a bad or unknown argument is a tool error.
+A tool knows one record (its clean response): asked for another entity (an identifier
+argument the response echoes with another value: ``symbol="AAPL"`` to a tool whose record is
+about ``NVDA``), it answers "not found" rather than the wrong record.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from toolwatch.injection.mitigations import identifier_mismatches
 from toolwatch.injection.scenario import Scenario, ToolSpec, argument_errors
 
 logger = logging.getLogger(__name__)
@@ -50,6 +54,12 @@ class ScenarioServer(MCPServer):
             raise ToolError(
                 f"Error executing tool {name}: {count} for {name} arguments\n" + "\n".join(problems)
             )
+        other = identifier_mismatches(arguments, tool.response.json_view())
+        if other:
+            # The one record this tool knows is about another entity: say so, as a real
+            # server would, instead of answering about the wrong one.
+            asked = ", ".join(f"{k}={arguments[k]!r}" for k in other)
+            raise ToolError(f"Not found: {name} has no record for {asked}")
         return types.CallToolResult.model_validate(tool.response.to_result())
 
 

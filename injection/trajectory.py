@@ -26,12 +26,14 @@ from typing import Any, Literal
 
 from mcp.types import CallToolResult, ListToolsResult, Tool
 from toolwatch.injection.mitigations import (
+    ClientWrapper,
     FailureClass,
     MitigationEvent,
+    Send,
     classify_failure,
     first_line,
-    is_call_failure,
     result_flags,
+    try_call,
 )
 
 Outcome = Literal["ok", "error", "timeout"]
@@ -206,7 +208,7 @@ class Recording:
         return sum(len(v) for v in self.responses.values())
 
 
-class RecordingClient:
+class RecordingClient(ClientWrapper):
     """Forward calls to a client, appending each to a trajectory (and a recording, if given).
 
     This sits directly above the real client, so it sees exactly the calls that reach the
@@ -223,61 +225,43 @@ class RecordingClient:
         response_id: Callable[[], str | None] = lambda: None,
         injected: Callable[[str, CallToolResult | None], bool | None] = lambda tool, r: None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.trajectory = trajectory
         self.recording = recording
         self._response_id = response_id
         self._injected = injected
 
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self.inner, item)
-
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
-        listed: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
+        listed = await super().list_tools(*args, **kwargs)
         self.trajectory.listings.append(list(listed.tools))
         if self.recording is not None and self.recording.tools is None:
             self.recording.tools = listed
         return listed
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        read_timeout_seconds: float | None = None,
-        **kwargs: Any,
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
     ) -> CallToolResult:
-        args = dict(arguments or {})
         started = time.perf_counter()
-        result: CallToolResult | None = None
-        error: BaseException | None = None
-        try:
-            result = await self.inner.call_tool(
-                name, arguments, read_timeout_seconds=read_timeout_seconds, **kwargs
-            )
-        except Exception as exc:
-            if not is_call_failure(exc):
-                raise
-            error = exc
+        result, error = await try_call(send, timeout)
         failure = classify_failure(result, error)
         outcome: Outcome = (
             "ok" if failure is None else "timeout" if failure is FailureClass.TIMEOUT else "error"
         )
-        message = first_line(error) if error is not None else ""
         step = Step(
             index=len(self.trajectory.steps),
             tool=name,
-            arguments=args,
+            arguments=arguments,
             outcome=outcome,
             failure=failure,
             result=result,
             response_id=self._response_id(),
-            error_message=message,
+            error_message=first_line(error) if error is not None else "",
             duration_s=time.perf_counter() - started,
             injected=self._injected(name, result),
         )
         self.trajectory.steps.append(step)
         if self.recording is not None and result is not None:
-            self.recording.add(name, args, result)
+            self.recording.add(name, arguments, result)
         if error is not None:
             raise error
         assert result is not None

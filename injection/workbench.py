@@ -29,9 +29,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import anyio
 import mcp_types as types
-from mcp import Client, MCPError
+from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from toolwatch.injection.agents import Agent, AgentConfig, make_agent
@@ -182,12 +181,7 @@ class ReplayServer(MCPServer):
         clean = await self._clean(name, plan.arguments) if plan.call_upstream else None
         effect = engine.apply(plan, clean)
         self.deliveries.append(Delivery(name, n, effect.applied, effect.note))
-        if effect.delay_s > 0:
-            await anyio.sleep(effect.delay_s)
-        if effect.error is not None:
-            raise MCPError(effect.error.code, effect.error.message, effect.error.data)
-        assert effect.result is not None
-        return types.CallToolResult.model_validate(effect.result)
+        return await effect.deliver()
 
     def applied(self, tool: str) -> bool | None:
         """Whether the latest call of ``tool`` had the fault applied (None: not the target)."""
@@ -205,7 +199,8 @@ class ReplayServer(MCPServer):
 
 
 def _current_response_id() -> str | None:
-    return resolve(take_position=False).response_id
+    _conversation, _agent, response_id, _position = resolve(take_position=False)
+    return response_id
 
 
 async def run_agent(

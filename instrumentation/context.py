@@ -49,14 +49,10 @@ class _Response:
     agent_id: str | None
 
 
-@dataclass(slots=True)  # not frozen: frozen __init__ costs a call per field on the hot path
-class CallContext:
-    """What a call is attributed to, resolved once when the call starts."""
-
-    conversation_id: str
-    agent_id: str | None
-    response_id: str | None  # None: no response declared; the caller synthesises one
-    position: int | None  # None for spans that are not calls (tools/list)
+#: What a call is attributed to, resolved once when it starts: (conversation id, agent id,
+#: response id or None when none is declared — the caller synthesises one —, position or None
+#: for spans that are not calls). A plain tuple: building it costs no Python-level call.
+CallContext = tuple[str, str | None, str | None, int | None]
 
 
 _CONVERSATION: ContextVar[_Conversation | None] = ContextVar("toolwatch_conversation", default=None)
@@ -169,13 +165,11 @@ def resolve(*, take_position: bool) -> CallContext:
     """The conversation, agent, response and (if asked) next position for a call starting now."""
     conv = _CONVERSATION.get() or _process_fallback()
     resp = _RESPONSE.get()
-    agent = resp.agent_id if resp is not None and resp.agent_id is not None else conv.agent_id
-    return CallContext(
-        conversation_id=conv.conversation_id,
-        agent_id=agent,
-        response_id=resp.response_id if resp is not None else None,
-        position=next(conv.positions) if take_position else None,
-    )
+    position = next(conv.positions) if take_position else None
+    if resp is None:
+        return conv.conversation_id, conv.agent_id, None, position
+    agent = conv.agent_id if resp.agent_id is None else resp.agent_id
+    return conv.conversation_id, agent, resp.response_id, position
 
 
 def process_conversation_id() -> str:

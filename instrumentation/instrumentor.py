@@ -102,28 +102,32 @@ class _Settings:
 class _SessionInfo:
     server_name: str | None = None
     transport: str | None = None
+    #: attributes every span of the session shares, cached once the session has negotiated
+    #: its protocol (they cannot change after that) for the settings in ``cached_for``
+    attributes: dict[str, Any] | None = None
+    cached_for: _Settings | None = None
 
 
 @dataclass(slots=True)
-class _RequestSink:
-    """Receives the JSON-RPC id of the request sent while a span of ours is open."""
+class _InFlight:
+    """A span of ours in progress: receives the JSON-RPC id of the request it sends.
+
+    ``session``/``tool`` are set for a ``Client.call_tool`` span, whose session rounds then
+    open no span of their own.
+    """
 
     method: str
+    session: Any = None
+    tool: str | None = None
     request_id: str | None = None
-
-
-@dataclass(slots=True)
-class _ClientCall:
-    """A ``Client.call_tool`` span in progress; its session rounds open no span."""
-
-    session: Any
-    tool: str
 
 
 _settings: _Settings | None = None
 _sessions: WeakKeyDictionary[Any, _SessionInfo] = WeakKeyDictionary()
-_SINK: ContextVar[_RequestSink | None] = ContextVar("toolwatch_request_sink", default=None)
-_CLIENT_CALL: ContextVar[_ClientCall | None] = ContextVar("toolwatch_client_call", default=None)
+_IN_FLIGHT: ContextVar[_InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
+#: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
+_SPAN_NAMES: dict[str, str] = {}
+_MAX_SPAN_NAMES = 4_096
 
 
 def describe_session(
@@ -150,6 +154,7 @@ def describe_session(
         info.server_name = server_name
     if transport is not None:
         info.transport = transport
+    info.attributes = None  # recomputed at the next span
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -175,6 +180,15 @@ def _tracer(settings: _Settings) -> Tracer:
     return tracer
 
 
+def _span_name(tool: str) -> str:
+    name = _SPAN_NAMES.get(tool)
+    if name is None:
+        name = span_name(tool)
+        if len(_SPAN_NAMES) < _MAX_SPAN_NAMES:
+            _SPAN_NAMES[tool] = name
+    return name
+
+
 def _server_name(settings: _Settings, session: Any, info: _SessionInfo | None) -> str | None:
     if info is not None and info.server_name:
         return info.server_name
@@ -185,17 +199,15 @@ def _server_name(settings: _Settings, session: Any, info: _SessionInfo | None) -
     return settings.server_name
 
 
-def _common_attributes(
-    settings: _Settings, session: Any, call: ctx.CallContext, method: str
-) -> dict[str, Any]:
+def _session_attributes(settings: _Settings, session: Any) -> dict[str, Any]:
+    """Source, server, transport and protocol version: shared by every span of a session.
+
+    Read-only for callers (it may be the cached dict): copy it before adding to it.
+    """
     info = _sessions.get(session)
-    attrs: dict[str, Any] = {
-        ATTR_MCP_METHOD: method,
-        ATTR_CONVERSATION_ID: call.conversation_id,
-        ATTR_SOURCE: SOURCE_OTLP,
-    }
-    if call.agent_id is not None:
-        attrs[ATTR_AGENT_ID] = call.agent_id
+    if info is not None and info.attributes is not None and info.cached_for is settings:
+        return info.attributes
+    attrs: dict[str, Any] = {ATTR_SOURCE: SOURCE_OTLP}
     server = _server_name(settings, session, info)
     if server is not None:
         attrs[ATTR_MCP_SERVER] = server
@@ -204,12 +216,22 @@ def _common_attributes(
     version = getattr(session, "protocol_version", None)
     if isinstance(version, str):
         attrs[ATTR_MCP_PROTOCOL_VERSION] = version
+        # negotiated: server info and version are final; describe_session() resets the cache
+        if info is None:
+            info = _sessions[session] = _SessionInfo()
+        info.attributes, info.cached_for = attrs, settings
     return attrs
 
 
-def _fail(span: Span, error_type: str) -> None:
-    span.set_attribute(ATTR_ERROR_TYPE, error_type)
-    span.set_status(Status(StatusCode.ERROR))  # no description: messages may carry content
+def _context_attributes(call: ctx.CallContext, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Add the conversation, agent and declared response to ``attrs`` (returned)."""
+    conversation_id, agent_id, response_id, _ = call
+    attrs[ATTR_CONVERSATION_ID] = conversation_id
+    if agent_id is not None:
+        attrs[ATTR_AGENT_ID] = agent_id
+    if response_id is not None:
+        attrs[ATTR_RESPONSE_ID] = response_id
+    return attrs
 
 
 def _result_attributes(result: object, attrs: dict[str, Any]) -> bool:
@@ -225,17 +247,25 @@ def _result_attributes(result: object, attrs: dict[str, Any]) -> bool:
     return bool(result.is_error)
 
 
-def _error_label(exc: BaseException) -> str | None:
-    """Ground-truth label a fault proxy put in a JSON-RPC error's ``data`` (never the message)."""
+def _error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
+    """``error.type`` of a raised call, and the ground-truth label a fault proxy put in a
+    JSON-RPC error's ``data`` (never the message)."""
+    attrs[ATTR_ERROR_TYPE] = error_type_of(exc)
     data = exc.data if isinstance(exc, MCPError) else None
     label = data.get(LABEL_META_KEY) if isinstance(data, Mapping) else None
-    return label if isinstance(label, str) else None
+    if isinstance(label, str):
+        attrs[ATTR_LABEL] = label
 
 
-def _name_and_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
-    name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
-    arguments = kwargs.get("arguments", args[1] if len(args) > 1 else None)
-    return name, arguments
+def _finish(span: Span, in_flight: _InFlight, late: dict[str, Any]) -> None:
+    """Set what became known during the call, ERROR status if it failed, and end the span."""
+    if in_flight.request_id is not None:
+        late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
+    if late:
+        span.set_attributes(late)
+    if ATTR_ERROR_TYPE in late:
+        span.set_status(Status(StatusCode.ERROR))  # no description: messages may carry content
+    span.end()
 
 
 # ---------------------------------------------------------------------------- tools/call
@@ -249,46 +279,44 @@ async def _traced_call(
     wrapped: Callable[..., Awaitable[Any]],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    client_call: _ClientCall | None = None,
+    in_flight: _InFlight,
 ) -> Any:
     try:
-        tracer = _tracer(settings)
+        tracer = settings.tracer or _tracer(settings)
         where = ctx.resolve(take_position=True)
-        attrs = _common_attributes(settings, session, where, METHOD_TOOLS_CALL)
-        attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
-        attrs[ATTR_TOOL_NAME] = name
-        attrs[ATTR_SESSION_POSITION] = where.position
-        attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
-        if where.response_id is not None:
-            attrs[ATTR_RESPONSE_ID] = where.response_id
-        span = tracer.start_span(
-            span_name(name),
-            kind=SpanKind.CLIENT,
-            attributes=attrs,
-            record_exception=False,
-            set_status_on_exception=False,
+        attrs = _context_attributes(
+            where,
+            {
+                **_session_attributes(settings, session),
+                ATTR_MCP_METHOD: METHOD_TOOLS_CALL,
+                ATTR_OPERATION: OPERATION_EXECUTE_TOOL,
+                ATTR_TOOL_NAME: name,
+                ATTR_SESSION_POSITION: where[3],
+                ATTR_ARGUMENTS_SIZE: arguments_size(arguments),
+            },
         )
+        parent = otel_context.get_current()
+        # start_span, not start_as_current_span: use_span's generator context manager costs
+        # more than attaching the context by hand (below)
+        span = tracer.start_span(_span_name(name), parent, SpanKind.CLIENT, attrs)
     except Exception:  # telemetry must never break the agent's call
         log.warning("toolwatch: could not start the span of a tools/call", exc_info=True)
         return await wrapped(*args, **kwargs)
 
     del arguments  # only its size is kept
     late: dict[str, Any] = {}
-    if where.response_id is None and span.is_recording():
+    if where[2] is None and span.is_recording():
         late[ATTR_RESPONSE_ID] = (
             f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
         )
-    sink = _RequestSink(METHOD_TOOLS_CALL)
-    sink_token = _SINK.set(sink)
-    client_token = _CLIENT_CALL.set(client_call) if client_call is not None else None
-    context_token = otel_context.attach(trace.set_span_in_context(span))
+    in_flight_token = _IN_FLIGHT.set(in_flight)
+    # The span is made current so that the SDK's send span nests under it and the W3C trace
+    # context the SDK injects into the request carries it to the server.
+    context_token = otel_context.attach(trace.set_span_in_context(span, parent))
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        late[ATTR_ERROR_TYPE] = error_type_of(exc)
-        label = _error_label(exc)
-        if label is not None:
-            late[ATTR_LABEL] = label
+        _error_attributes(exc, late)
         raise
     else:
         try:
@@ -299,15 +327,27 @@ async def _traced_call(
         return result
     finally:
         otel_context.detach(context_token)
-        if client_token is not None:
-            _CLIENT_CALL.reset(client_token)
-        _SINK.reset(sink_token)
-        if sink.request_id is not None:
-            late[ATTR_JSONRPC_REQUEST_ID] = sink.request_id
-        span.set_attributes(late)
-        if ATTR_ERROR_TYPE in late:
-            span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
-        span.end()
+        _IN_FLIGHT.reset(in_flight_token)
+        _finish(span, in_flight, late)
+
+
+def _call_tool(
+    wrapped: Callable[..., Awaitable[Any]],
+    session: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    client_call: bool,
+) -> Awaitable[Any]:
+    # Plain function returning the awaitable: no extra coroutine frame on the hot path.
+    settings = _settings
+    name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
+    if settings is None or session is None or not isinstance(name, str):
+        return wrapped(*args, **kwargs)  # let the SDK report a bad call or an unentered Client
+    arguments = kwargs.get("arguments", args[1] if len(args) > 1 else None)
+    in_flight = (
+        _InFlight(METHOD_TOOLS_CALL, session, name) if client_call else _InFlight(METHOD_TOOLS_CALL)
+    )
+    return _traced_call(settings, session, name, arguments, wrapped, args, kwargs, in_flight)
 
 
 def _wrap_session_call_tool(
@@ -316,17 +356,12 @@ def _wrap_session_call_tool(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Awaitable[Any]:
-    # Plain function returning the awaitable: no extra coroutine frame on the hot path.
-    settings = _settings
-    if settings is None:
-        return wrapped(*args, **kwargs)
-    name, arguments = _name_and_arguments(args, kwargs)
-    if not isinstance(name, str):
-        return wrapped(*args, **kwargs)  # let the SDK report the bad call
-    outer = _CLIENT_CALL.get()
-    if outer is not None and outer.session is instance and outer.tool == name:
-        return wrapped(*args, **kwargs)  # a round of a Client.call_tool whose span is open
-    return _traced_call(settings, instance, name, arguments, wrapped, args, kwargs)
+    outer = _IN_FLIGHT.get()
+    if outer is not None and outer.session is instance:
+        name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
+        if name == outer.tool:
+            return wrapped(*args, **kwargs)  # a round of a Client.call_tool whose span is open
+    return _call_tool(wrapped, instance, args, kwargs, client_call=False)
 
 
 def _wrap_client_call_tool(
@@ -335,13 +370,8 @@ def _wrap_client_call_tool(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Awaitable[Any]:
-    settings = _settings
     session = getattr(instance, "_session", None)  # None until entered: the SDK raises then
-    name, arguments = _name_and_arguments(args, kwargs)
-    if settings is None or session is None or not isinstance(name, str):
-        return wrapped(*args, **kwargs)
-    call = _ClientCall(session, name)
-    return _traced_call(settings, session, name, arguments, wrapped, args, kwargs, call)
+    return _call_tool(wrapped, session, args, kwargs, client_call=True)
 
 
 # ---------------------------------------------------------------------------- tools/list
@@ -357,30 +387,25 @@ async def _wrap_session_list_tools(
     if settings is None:
         return await wrapped(*args, **kwargs)
     try:
-        tracer = _tracer(settings)
-        attrs = _common_attributes(
-            settings, instance, ctx.resolve(take_position=False), METHOD_TOOLS_LIST
+        tracer = settings.tracer or _tracer(settings)
+        attrs = _context_attributes(
+            ctx.resolve(take_position=False),
+            {**_session_attributes(settings, instance), ATTR_MCP_METHOD: METHOD_TOOLS_LIST},
         )
-        span = tracer.start_span(
-            SPAN_NAME_TOOLS_LIST,
-            kind=SpanKind.CLIENT,
-            attributes=attrs,
-            record_exception=False,
-            set_status_on_exception=False,
-        )
+        parent = otel_context.get_current()
+        span = tracer.start_span(SPAN_NAME_TOOLS_LIST, parent, SpanKind.CLIENT, attrs)
     except Exception:
         log.warning("toolwatch: could not start the span of a tools/list", exc_info=True)
         return await wrapped(*args, **kwargs)
 
-    sink = _RequestSink(METHOD_TOOLS_LIST)
-    sink_token = _SINK.set(sink)
+    in_flight = _InFlight(METHOD_TOOLS_LIST)
+    in_flight_token = _IN_FLIGHT.set(in_flight)
+    context_token = otel_context.attach(trace.set_span_in_context(span, parent))
+    late: dict[str, Any] = {}
     try:
-        with trace.use_span(
-            span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-        ):
-            result = await wrapped(*args, **kwargs)
+        result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        _fail(span, error_type_of(exc))
+        late[ATTR_ERROR_TYPE] = error_type_of(exc)
         raise
     else:
         try:
@@ -389,10 +414,9 @@ async def _wrap_session_list_tools(
             log.warning("toolwatch: could not digest a tools/list result", exc_info=True)
         return result
     finally:
-        _SINK.reset(sink_token)
-        if sink.request_id is not None:
-            span.set_attribute(ATTR_JSONRPC_REQUEST_ID, sink.request_id)
-        span.end()
+        otel_context.detach(context_token)
+        _IN_FLIGHT.reset(in_flight_token)
+        _finish(span, in_flight, late)
 
 
 def _record_listing(tracer: Tracer, span: Span, attrs: dict[str, Any], result: object) -> None:
@@ -453,13 +477,17 @@ def _observe_send_span(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Read the JSON-RPC request id off the SDK's own send span, without changing it."""
-    sink = _SINK.get()
-    if sink is not None:
+    in_flight = _IN_FLIGHT.get()
+    if in_flight is not None:
         attributes = kwargs.get("attributes")
-        if isinstance(attributes, Mapping) and attributes.get(ATTR_MCP_METHOD) == sink.method:
+        # dict first: an exact type match skips the ABC's Python-level __instancecheck__
+        if (
+            isinstance(attributes, (dict, Mapping))
+            and attributes.get(ATTR_MCP_METHOD) == in_flight.method
+        ):
             request_id = attributes.get(ATTR_JSONRPC_REQUEST_ID)
             if request_id is not None:
-                sink.request_id = str(request_id)
+                in_flight.request_id = str(request_id)
     return wrapped(*args, **kwargs)
 
 

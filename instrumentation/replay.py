@@ -5,8 +5,10 @@ kind, attributes, ids and — unlike live spans — its *original* start and end
 record → attribute mapping is read from :data:`toolwatch.record.CALL_FIELDS` (``attribute``
 column); the collector maps back with the same table, so a record survives the round trip.
 Fields without an attribute travel in the span itself: ``trace_id``/``span_id`` as the span's
-ids, ``start_time``/``duration_us`` as its times (no duration: end = start), ``failed`` as ERROR
-status, ``service`` as the resource's ``service.name`` (records are grouped by service).
+ids, ``start_time``/``duration_us`` as its times (no duration: end = start plus the marker
+attribute ``record.ATTR_DURATION_UNKNOWN``, which the collector maps back to a null duration),
+``failed`` as ERROR status, ``service`` as the resource's ``service.name`` (records are grouped
+by service).
 
 Spans are exported synchronously in batches (no queue that could drop spans); a batch the
 endpoint refuses stops the replay with :class:`ReplayError` saying how many were accepted.
@@ -30,6 +32,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from toolwatch.instrumentation.otlp import traces_url
 from toolwatch.record import (
+    ATTR_DURATION_UNKNOWN,
     ATTR_MCP_METHOD,
     ATTR_OPERATION,
     ATTR_SERVICE_NAME,
@@ -228,7 +231,9 @@ def _prepare(
     duration = _value(record, "duration_us")
     if duration is not None and (not isinstance(duration, int) or duration < 0):
         raise ValueError(f"field 'duration_us' must be a non-negative integer, got {duration!r}")
-    end_ns = start_ns + (duration or 0) * 1000
     attrs = record_attributes(record)
+    if duration is None:
+        attrs[ATTR_DURATION_UNKNOWN] = True
+    end_ns = start_ns + (duration or 0) * 1000
     ids.trace_id, ids.span_id = int(trace_id, 16), int(span_id, 16)
     return start_ns, end_ns, bool(_value(record, "failed")), attrs

@@ -345,3 +345,12 @@ def test_params_round_trip_through_json() -> None:
 
     data = json.loads(json.dumps(A.params_to_dict(A.DEFAULT_PARAMS)))
     assert A.params_from_dict(data) == A.DEFAULT_PARAMS
+
+
+def test_network_tools_open_a_url() -> None:
+    """WebFetch and browser ``navigate`` tools carry a URL; ``navigate_back`` does not."""
+    assert A.is_network_tool("WebFetch")
+    assert A.is_network_tool("mcp__plugin_playwright_playwright__browser_navigate")
+    assert A.is_network_tool("mcp__puppeteer__puppeteer_navigate")
+    assert not A.is_network_tool("mcp__plugin_playwright_playwright__browser_navigate_back")
+    assert not A.is_network_tool("Read")

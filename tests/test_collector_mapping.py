@@ -34,6 +34,7 @@ from toolwatch.collector.otlp import (
 from toolwatch.record import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
+    ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
     ATTR_SERVICE_NAME,
     ATTR_SOURCE,
@@ -95,12 +96,16 @@ def _good_value(attribute: str) -> st.SearchStrategy[Any]:
 _REQUIRED = (ATTR_ARGUMENTS_SIZE, ATTR_TOOL_NAME, ATTR_CONVERSATION_ID)
 _clean_attributes = st.fixed_dictionaries(
     {a: _good_value(a) for a in _REQUIRED},
-    optional={a: _good_value(a) for a in CALL_ATTRIBUTES if a not in _REQUIRED},
+    optional={
+        **{a: _good_value(a) for a in CALL_ATTRIBUTES if a not in _REQUIRED},
+        ATTR_DURATION_UNKNOWN: st.booleans(),
+    },
 )
 _messy_attributes = st.fixed_dictionaries(
     {},
     optional={
         **{a: st.one_of(_good_value(a), _odd_value) for a in CALL_ATTRIBUTES},
+        ATTR_DURATION_UNKNOWN: st.one_of(st.booleans(), _odd_value),
         "gen_ai.operation.name": st.just("execute_tool"),
     },
 )
@@ -232,6 +237,21 @@ def test_an_anyvalue_with_two_values_takes_the_last() -> None:
     fast = map_protobuf(body)
     _assert_same(fast, _reference(body))
     assert fast.calls.column("tool").to_pylist() == ["B"]
+
+
+def test_the_unknown_duration_marker_gives_null_on_both_paths() -> None:
+    """A replayed record without a duration arrives as end = start plus the marker."""
+    specs = [
+        SpanSpec(call(seq=0, **{ATTR_DURATION_UNKNOWN: True}), end_ns=T0),
+        SpanSpec(call(seq=1, **{ATTR_DURATION_UNKNOWN: False}), end_ns=T0),
+        SpanSpec(call(seq=2, **{ATTR_DURATION_UNKNOWN: "true"}), end_ns=T0 + 3_000),
+        SpanSpec(call(seq=3), end_ns=T0),  # a real zero duration stays 0
+    ]
+    body = pb_request(specs)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.columnar == 4  # the marker needs no detour through the reference mapping
+    assert fast.calls.column("duration_us").to_pylist() == [None, 0, 3, 0]
 
 
 def test_malformed_protobuf_raises_400() -> None:

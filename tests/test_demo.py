@@ -60,11 +60,15 @@ def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, str]) -> None:
     store, out = quick_demo
-    for i, stage in enumerate(("simulate", "train", "experiment", "live", "dashboard"), 1):
+    for i, stage in enumerate(("simulate", "train", "experiment", "live"), 1):
         assert f"[{i}/5] {stage}" in out
         assert re.search(rf"\({stage}: \d+\.\d s\)", out), stage
     assert "SIMULATED workload" in out
     assert f"{QUICK['sessions']} sessions" in out
+    # train counts sessions as the simulator does (a subagent is a session of its own)
+    simulated = re.search(r"train\s+\S+ → \S+: (\d+) sessions, ([\d,]+) calls", out)
+    trained = re.search(r"train\s+\S+\.\.\S+: (\d+) sessions, ([\d,]+) calls", out)
+    assert simulated and trained and simulated.groups() == trained.groups()
     # the headline: ours with an interval beside the study's published figure, for every kind
     assert "all cues + CUSUM" in out
     assert re.search(r"runaway retry\s+\d+% \(\d+–\d+\)\s+84% \(79–88\)\s+0\.\d\d\s+0\.93", out)
@@ -76,7 +80,22 @@ def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, 
         r"all·CUSUM \d+\.\d\d > \d+\.\d\d, cue \w+",
         out,
     )
-    assert f"toolwatch app --store {store}" in out
+    # the latency column is all·CUSUM's, and the study's single-cue latencies are shown as such
+    assert "latency all·CUSUM" in out
+    assert re.search(r"burst \(different responses\) 1 \(time·point; ours [\d.–]+\)", out)
+    assert re.search(r"runaway retry 5 \(failure·ewma; ours [\d.–]+\)", out)
+    # it ends with the command that opens the dashboard
+    lines = out.rstrip().splitlines()
+    assert lines[-2] == "[5/5] dashboard"
+    assert lines[-1].split() == [
+        "open",
+        "the",
+        "dashboard:",
+        "toolwatch",
+        "app",
+        "--store",
+        str(store),
+    ]
     total = float(re.search(r"total (\d+\.\d) s", out).group(1))  # type: ignore[union-attr]
     assert total < 90
 

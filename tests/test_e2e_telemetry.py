@@ -193,7 +193,7 @@ def test_replayed_records_round_trip(tmp_path: Path) -> None:
             tool=["Read", "mcp__github__search", "Bash"][i % 3],
             server="github" if i % 3 == 1 else None,
             start_time=t0 + timedelta(seconds=2.5 * i),
-            duration_us=10_000 + i,
+            duration_us=None if i == 3 else 10_000 + i,  # unknown stays unknown, not 0
             input_bytes=50 + 7 * i,
             output_bytes=None if i == 2 else 900 + i,
             failed=i == 4,

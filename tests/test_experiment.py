@@ -296,8 +296,8 @@ def test_injected_calls_carry_their_label_into_the_store(tmp_path, corpus: pa.Ta
     store.append("calls", corpus)
     store.append("calls", labelled)
     rows = store.query(
-        "SELECT label, count(*) AS calls, count(DISTINCT session_id) AS sessions FROM calls "
-        "WHERE label IS NOT NULL GROUP BY label ORDER BY label"
+        "SELECT label, count(*) AS calls, count(DISTINCT (session_id, agent_id)) AS sessions "
+        "FROM calls WHERE label IS NOT NULL GROUP BY label ORDER BY label"
     ).to_pylist()
     n_test = study.SPLITS["test"][0]
     assert rows == [
@@ -352,3 +352,54 @@ def test_experiment_runs_on_an_imported_style_corpus() -> None:
     # hold fast "different-response" gaps too (the ablation's point)
     burst = result.cell("burst", "time", "point")
     assert burst is not None and burst.auc > 0.7
+
+
+def test_cli_on_a_real_imported_store(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """The user's own sessions (a Claude Code import): tiny, so the defaults cannot hold;
+    every attempt ends in a clear result or a clear error, never a traceback."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures" / "claude_code"
+    store = str(tmp_path / "imported")
+    assert cli_main(["import", "claude-code", str(fixtures), "--store", store]) == 0
+    capsys.readouterr()
+    shares = ["--store", store, "--split-shares", "0.5,0.2", "--bootstrap", "50", "--no-save"]
+    code, _, err = _run_cli(["--store", store], capsys)
+    assert code == 2 and "empty test split" in err and "--split-shares" in err
+    code, _, err = _run_cli(shares, capsys)
+    assert code == 2 and "longest has" in err and "--min-calls" in err
+    code, _, err = _run_cli([*shares, "--min-calls", "3"], capsys)
+    assert code == 2 and "--head / --tail" in err
+    code, out, err = _run_cli([*shares, "--min-calls", "3", "--head", "1", "--tail", "1"], capsys)
+    assert code == 0, err
+    assert "Traceback" not in err and "Detection at 5% session false alarms" in out
+    # what could not be placed is said, once per reason (no position in the reason)
+    assert "runs skipped — fewer than 10 calls from the insertion point on" in out
+    assert out.count("burst (different responses): ") == 1
+
+
+def test_rerun_says_when_the_store_changed(
+    small_store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--store", str(small_store.root), "--split-shares", "0.44,0.07", "--seeds", "1"]
+    code, out, err = _run_cli([*base, "--bootstrap", "20", "--kinds", "burst"], capsys)
+    assert code == 0, err
+    run_id = out.rsplit("--rerun ", 1)[1].split(")")[0]
+    assert f"--store {small_store.root} --rerun {run_id}" in out  # a hint that works as is
+    code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", run_id], capsys)
+    assert code == 0 and "changed" not in err
+    small_store.append("calls", simulate(seed=9, scale=0.02))
+    code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", run_id], capsys)
+    assert code == 0 and f"the store's calls changed since run {run_id}" in err
+
+
+def test_headline_labels_its_latency_and_the_studys(result: E.ExperimentResult) -> None:
+    from toolwatch.injection.experiment_report import headline
+
+    text = headline(result)
+    assert "latency all·CUSUM" in text
+    burst = result.cell("burst", "time", "point")
+    assert burst is not None
+    assert f"burst (different responses) 1 (time·point; ours {burst.median_latency:g})" in text
+    fa = result.thresholds[("standard", "all", "cusum", "fa_target")].fa_reached
+    assert f"reached {100 * fa:.1f}% = {round(fa * 64)}/64 sessions" in text

@@ -262,6 +262,31 @@ def test_raw_session_in_memory_with_declared_server(exporter: InMemorySpanExport
     )
 
 
+def test_renaming_a_session_mid_way_applies_to_later_spans(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """Session attributes are cached per session; describe_session() must refresh them."""
+
+    async def main() -> None:
+        async with Client(build_server(), mode="legacy") as client:
+            await client.list_tools()
+            await client.call_tool("echo", {"text": "a"})
+            describe_session(client, server_name="renamed", transport="tcp")
+            await client.call_tool("echo", {"text": "b"})
+            await client.list_tools()
+
+    anyio.run(main)
+    first, second = tool_spans(exporter)
+    assert first.attributes is not None and second.attributes is not None
+    assert first.attributes[ATTR_MCP_SERVER] == SERVER_NAME
+    assert ATTR_NETWORK_TRANSPORT not in first.attributes
+    assert second.attributes[ATTR_MCP_SERVER] == "renamed"
+    assert second.attributes[ATTR_NETWORK_TRANSPORT] == "tcp"
+    last_list = [s for s in exporter.get_finished_spans() if s.name == "tools/list"][-1]
+    assert last_list.attributes is not None
+    assert last_list.attributes[ATTR_MCP_SERVER] == "renamed"
+
+
 def test_tools_list_records_digests_never_text(exporter: InMemorySpanExporter) -> None:
     async def main() -> Any:
         async with Client(build_server()) as client:

@@ -19,6 +19,7 @@ from toolwatch.record import (
     ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
+    ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
     ATTR_LABEL,
     ATTR_MCP_METHOD,
@@ -121,7 +122,8 @@ def test_record_without_service_or_duration() -> None:
         (span,) = sink.spans()
     assert span["resource"] == {}
     assert span["end_ns"] == span["start_ns"] == ns(T0)
-    assert span["attributes"] == record_attributes(record)
+    # no duration is not a zero duration: the marker tells the collector (ATTR_DURATION_UNKNOWN)
+    assert span["attributes"] == {**record_attributes(record), ATTR_DURATION_UNKNOWN: True}
 
 
 def test_naive_and_iso_times_are_utc() -> None:
