@@ -215,10 +215,22 @@ def utc_from_ns(ns: int) -> datetime:
 
 # Same output as json.dumps with these options; one shared instance saves building it per call.
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+# The C encoder that instance builds on every encode(), built once (argument order as in
+# JSONEncoder.iterencode): building it cost more than encoding a tool call's arguments. It skips
+# the circular-reference check (markers=None), so a value containing itself raises
+# RecursionError rather than ValueError; JSON arguments never do.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_COMPACT = (
+    _c_make_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if _c_make_encoder is not None
+    else None
+)
 
 
 def compact_json_size(value: Any) -> int:
     """UTF-8 bytes of the compact JSON of ``value`` (``,``/``:`` separators, non-ASCII kept)."""
+    if _C_COMPACT is not None:
+        return len("".join(_C_COMPACT(value, 0)).encode())
     return len(_COMPACT_JSON.encode(value).encode())
 
 

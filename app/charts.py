@@ -350,7 +350,8 @@ def alerts_per_hour_chart(
         start = end - pd.Timedelta(hours=24)
         if not per_hour.empty:
             start = min(start, pd.Timestamp(per_hour["hour"].min()).floor("h"))
-        scale = alt.Scale(domain=[start.value // 1_000_000, end.value // 1_000_000])
+        # ISO strings: epoch numbers are not read as times once a time unit is applied
+        scale = alt.Scale(domain=[start.isoformat(), end.isoformat()])
     return (
         alt.Chart(per_hour)
         .mark_bar()

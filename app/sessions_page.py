@@ -237,7 +237,7 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
         default="",
     )
     _summary(view, stream, statistic, threshold, alerts)
-    st.altair_chart(charts.timeline_chart(view, cue_scores, statistic, threshold))
+    st.vega_lite_chart(_timeline_spec(view, cue_scores, statistic, threshold))
     shown = ["index", "seq", "tool", "alert_by"]
     if model is not None:
         shown += [statistic or "all_cusum", "all", *CUE_NAMES]
@@ -267,6 +267,18 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
             },
         },
     )
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _timeline_spec(
+    view: pd.DataFrame,
+    cue_scores: pd.DataFrame | None,
+    statistic: str | None,
+    threshold: float | None,
+) -> dict[str, Any]:
+    """The timeline's Vega-Lite spec, cached by its data: altair needs about a second to build
+    and validate this layered chart, and the page reruns on every filter change."""
+    return dict(charts.timeline_chart(view, cue_scores, statistic, threshold).to_dict())
 
 
 def _siblings(con: Any, session_id: str, agent_id: str | None) -> None:

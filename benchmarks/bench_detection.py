@@ -2,7 +2,8 @@
 
 Data: the simulated corpus (``toolwatch.collector.simulate``: the study's 422 sessions —
 streams ``(session_id, agent_id)``, each subagent one of them — 26,327 calls, 78 tools); the
-model is fitted on its training split and calibrated on its calibration split. Measured in the same run (CPU time of this process, best of ``--repeat``):
+model is fitted on its training split and calibrated on its calibration split. Measured in the
+same run (CPU time of this process, best of ``--repeat``):
 
 * **river baseline**: the bare river-primitive work per call — one ``EWMean.update`` + ``get``
   for each of the 5 cue sets — to put the scorer's cost in units of river's own;
@@ -22,6 +23,7 @@ Run: ``.venv/bin/python benchmarks/bench_detection.py [--copies 20] [--repeat 2]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import random
 import sys
@@ -103,7 +105,7 @@ def memory_per_session(model: NormalModel, calls: list[Call]) -> tuple[float, fl
 
 
 def _fields(c: Call) -> dict[str, object]:
-    return {name: getattr(c, name) for name in Call.__slots__}  # type: ignore[attr-defined]
+    return {f.name: getattr(c, f.name) for f in dataclasses.fields(c)}
 
 
 def uniform_sessions(n_sessions: int, length: int, vocab: list[str], seed: int) -> list[Call]:

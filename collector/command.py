@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="port (0 = any free port; default 4318)"
     )
-    parser.add_argument("--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch)")
+    parser.add_argument(
+        "--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch/store)"
+    )
     parser.add_argument(
         "--token",
         help=f"require 'Authorization: Bearer TOKEN' (default ${ENV_TOKEN}; unset = no token)",

@@ -66,6 +66,7 @@ DEFAULT_QUEUE_LIMIT: Final = 100_000  # spans admitted but not yet durable (~0.2
 DEFAULT_COMPACT_INTERVAL: Final = 300.0  # seconds
 MAX_GROUP_SPANS: Final = 100_000  # spans per group commit (bounds one write's latency)
 CALLBACK_BACKLOG_WARNING: Final = 100  # warn every this many batches on_batch lags behind
+DEFAULT_PROGRESS_INTERVAL: Final = 60.0  # seconds between "stored ..." log lines under traffic
 _STOP: Final = object()
 
 
@@ -122,6 +123,7 @@ class Collector:
         *,
         compact_interval: float | None = DEFAULT_COMPACT_INTERVAL,
         retry_after: int = 1,
+        progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
         self.store = store
         self.host = host
@@ -132,7 +134,10 @@ class Collector:
         self.queue_limit = queue_limit
         self.compact_interval = compact_interval
         self.retry_after = retry_after
+        self.progress_interval = progress_interval
         self.stats = CollectorStats()
+        self._logged = CollectorStats()  # the counters at the last progress line
+        self._logged_at = 0.0  # monotonic time of that line (0: none yet, so the first shows)
         self._lock = threading.Lock()
         self._pending = 0  # spans admitted, not yet answered
         self._closing = False
@@ -199,11 +204,11 @@ class Collector:
                 raise RuntimeError(f"collector could not start listening on {self.url}")
             time.sleep(0.01)
         log.info(
-            "toolwatch collector listening on %s (store %s; %s; max body %d bytes)",
+            "toolwatch collector listening on %s (store %s; %s; max body %s MiB)",
             self.traces_url,
             self.store.root,
             "bearer token required" if self.token else "no token",
-            self.max_body,
+            f"{self.max_body / 2**20:g}",
         )
         return self
 
@@ -434,6 +439,7 @@ class Collector:
         self._release(group)  # before answering: a client that got its 200 may send again
         for item, m in ok:
             _resolve(item, result=m)
+        self._log_progress()
         log.debug(
             "group of %d requests: %d calls (%d mapped column-wise), %d tool listings "
             "durable in %d files (%.1f ms)",
@@ -452,6 +458,33 @@ class Collector:
                     "on_batch is %d batches behind ingest (they are stored; it catches up)",
                     backlog,
                 )
+
+    def _log_progress(self) -> None:
+        """One INFO line for the first stored batch, then at most one per progress interval."""
+        now = time.monotonic()
+        if self._logged_at and now - self._logged_at < self.progress_interval:
+            return
+        with self._lock:
+            s, last = self.stats, self._logged
+            delta = {
+                name: getattr(s, name) - getattr(last, name)
+                for name in ("requests", "spans", "calls", "tool_listings", "rejected_spans")
+            }
+            self._logged = CollectorStats(**{name: getattr(s, name) for name in delta})
+            total_calls = s.calls
+        since = f"in the last {now - self._logged_at:.0f} s" if self._logged_at else "first batch"
+        self._logged_at = now
+        log.info(
+            "stored %d calls and %d tool listings from %d spans in %d requests (%s; "
+            "%d spans rejected); %d calls since start",
+            delta["calls"],
+            delta["tool_listings"],
+            delta["spans"],
+            delta["requests"],
+            since,
+            delta["rejected_spans"],
+            total_calls,
+        )
 
     def _map(self, group: list[_Item]) -> list[Mapped | None]:
         """Map every request of the group; a request whose mapping fails gets a 500."""

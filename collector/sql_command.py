@@ -19,12 +19,14 @@ import pyarrow as pa
 from toolwatch.collector.store import ENV_STORE, Store, StoreError
 
 HELP = "run SQL over the store and print a table"
-MAX_CELL = 60
+MAX_CELL = 80  # wide enough for a whole sha256 digest (64 hex digits) and any id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sql", help='one SQL statement, e.g. "SELECT * FROM sessions LIMIT 5"')
-    parser.add_argument("--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch)")
+    parser.add_argument(
+        "--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch/store)"
+    )
     parser.add_argument(
         "--format", choices=("table", "csv", "json"), default="table", help="output format"
     )
@@ -38,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
+    if not store.root.is_dir():  # a mistyped --store would otherwise answer with empty views
+        print(f"toolwatch sql: no store at {store.root}", file=sys.stderr)
+        return 1
     try:
         table = store.query(args.sql)
     except StoreError as exc:

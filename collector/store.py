@@ -346,19 +346,20 @@ def _write_atomic(table: pa.Table, directory: Path, *, fsync: bool) -> Path:
     ]
     pq.write_table(table, tmp, compression="zstd", use_dictionary=dictionary)
     if fsync:
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(tmp)  # the data, before the name points at it
     os.replace(tmp, final)
     if fsync:
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        _fsync(directory)  # the rename itself
     return final
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's (or a directory's entries') writes to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _duck_type(t: pa.DataType) -> str:

@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     actions.add_parser("info", help="tables, files, rows and date range")
     for sub in (verify, compact, actions.choices["info"]):
-        sub.add_argument("--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch)")
+        sub.add_argument(
+            "--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch/store)"
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -299,24 +299,19 @@ def _lite_request() -> Any:
     fd = descriptor_pb2.FileDescriptorProto(
         name="toolwatch/otlp_lite.proto", package="toolwatch.lite", syntax="proto3"
     )
-    scope = fd.message_type.add(name="ScopeSpans")
-    scope.field.add(name="spans", number=2, label=t.LABEL_REPEATED, type=t.TYPE_BYTES)
-    resource = fd.message_type.add(name="ResourceSpans")
-    resource.field.add(
-        name="scope_spans",
-        number=2,
-        label=t.LABEL_REPEATED,
-        type=t.TYPE_MESSAGE,
-        type_name=".toolwatch.lite.ScopeSpans",
+    # (message, its one repeated field, field number, element message or None for raw bytes);
+    # numbers as in ExportTraceServiceRequest → ResourceSpans → ScopeSpans → spans
+    layout = (
+        ("ScopeSpans", "spans", 2, None),
+        ("ResourceSpans", "scope_spans", 2, "ScopeSpans"),
+        ("Request", "resource_spans", 1, "ResourceSpans"),
     )
-    request = fd.message_type.add(name="Request")
-    request.field.add(
-        name="resource_spans",
-        number=1,
-        label=t.LABEL_REPEATED,
-        type=t.TYPE_MESSAGE,
-        type_name=".toolwatch.lite.ResourceSpans",
-    )
+    for message, field_name, number, element in layout:
+        field = fd.message_type.add(name=message).field.add(
+            name=field_name, number=number, label=t.LABEL_REPEATED, type=t.TYPE_BYTES
+        )
+        if element is not None:  # a proto2 field: setting type_name at all makes it a message
+            field.type, field.type_name = t.TYPE_MESSAGE, f".toolwatch.lite.{element}"
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("toolwatch.lite.Request"))

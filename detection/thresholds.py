@@ -80,12 +80,19 @@ def threshold_at_false_alarm(
     return float(candidates[np.argmax(ok)])
 
 
-def session_max_stats(scored: pa.Table, column: str) -> np.ndarray:
-    """Maximum of ``column`` per session of a :func:`score_calls` table, by session id."""
+def session_max_stats(scored: pa.Table, column: str, *, per_stream: bool = False) -> np.ndarray:
+    """Maximum of ``column`` per session of a :func:`score_calls` table, by session id.
+
+    ``per_stream=True``: per stream ``(session_id, agent_id)`` instead, ordered by session id
+    then agent id (main agent first) — the study's unit, which counted each subagent as a
+    session of its own.
+    """
     if column not in scored.column_names:
         raise ValueError(f"scored table has no column {column!r}")
     if scored.num_rows == 0:
         return np.zeros(0)
-    grouped = scored.group_by("session_id").aggregate([(column, "max")])
-    grouped = grouped.take(pc.sort_indices(grouped, sort_keys=[("session_id", "ascending")]))
+    keys = ["session_id", "agent_id"] if per_stream else ["session_id"]
+    grouped = scored.group_by(keys, use_threads=False).aggregate([(column, "max")])
+    order = [(k, "ascending", "at_start") for k in keys]  # main agent (NULL) first
+    grouped = grouped.take(pc.sort_indices(grouped, sort_keys=order))
     return np.asarray(grouped.column(f"{column}_max").to_numpy(), dtype=np.float64)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 
 from toolwatch.collector.store import Store, StoreError
 from toolwatch.detection.base import CUE_SETS, DETECTORS
@@ -94,10 +95,12 @@ def summary(model: NormalModel, path: str) -> str:
     for name in ("train", "calibration"):
         d = model.data.get(name, {})
         window = d.get("window", {})
+        span = f"[{_moment(window.get('from'))} .. {_moment(window.get('to'))})"
+        given = window.get("given")
         lines.append(
-            f"  {name:<12} {d.get('sessions', 0):>6} sessions ({d.get('streams', 0):>5} streams) "
-            f"{d.get('calls', 0):>8} calls {d.get('tools', 0):>4} tools  "
-            f"[{window.get('from')} .. {window.get('to')}) {window.get('given', '')}"
+            f"  {name:<12} {d.get('sessions', 0):>5,} sessions ({d.get('streams', 0):,} streams) "
+            f"{d.get('calls', 0):>7,} calls {d.get('tools', 0):>3} tools  {span}"
+            + (f" ({given})" if given and ".." not in given else "")  # a default window
         )
     share = 1 - model.config.operating_quantile
     lines.append(f"  operating-point thresholds (top {share:.2%} of calibration calls):")
@@ -107,3 +110,13 @@ def summary(model: NormalModel, path: str) -> str:
             "    " + f"{s:<9}" + "".join(f"{model.threshold(s, d):>10.3f}" for d in DETECTORS)
         )
     return "\n".join(lines)
+
+
+def _moment(iso: str | None) -> str:
+    """A window bound for display: the date at midnight UTC, else date and time (UTC)."""
+    if not iso:
+        return "open"
+    moment = datetime.fromisoformat(iso).astimezone(UTC)
+    if moment.time() == datetime.min.time():
+        return moment.date().isoformat()
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -8,6 +8,7 @@ content as a JSON-ready dict for ``--json`` and the dashboard.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -127,32 +128,31 @@ def headline(result: ExperimentResult) -> str:
             ]
         )
     header = ["kind", "ours (95% CI)", "study", "AUC ours", "study", "latency all·CUSUM"]
-    study_latency = []
-    for kind, (calls, cue, det) in study.LATENCY.items():
-        if kind in cfg.kinds:
-            c = result.cell(kind, cue, det)
-            ours = _num(c.median_latency, "{:g}") if c else "–"
-            study_latency.append(f"{label(kind)} {calls} ({cue}·{det}; ours {ours})")
     legend = [
         f"ours: share of the {len(cfg.seeds)} × {n_test} injected runs per kind with an alarm "
         "within max(#inserted, 10) + 10 calls of the insertion point; study: the published "
         f"figure ({study.SPLITS['test'][0]} test sessions × 5 seeds)",
         "AUC: per call, injected calls vs all other calls, ranked by the all-cue score "
         "(0.5 = chance)",
-        "latency: median calls from the insertion point to the first all·CUSUM alarm among "
+        "latency: median calls from the insertion point to the first all·CUSUM alarm, over "
         "the detected runs (1 = the first injected call)",
     ]
-    if study_latency:
-        legend.append(
-            "  the study published latencies for one single cue only: " + ", ".join(study_latency)
-        )
+    text = "\n".join(textwrap.fill(x, 100, subsequent_indent="  ") for x in legend)
+    shown = [k for k in study.LATENCY if k in cfg.kinds]
+    if shown:
+        text += "\n  the study published latencies for one single cue only (not all·CUSUM):"
+    for kind in shown:
+        calls, cue, det = study.LATENCY[kind]
+        c = result.cell(kind, cue, det)
+        ours = _num(c.median_latency, "{:g}") if c else "–"
+        text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
     return (
         f"Detection at {pct(cfg.target_fa)} session false alarms (reached "
         f"{_fa_sentence(result, *HEADLINE) or '–'}), all cues + CUSUM — "
         f"{len(cfg.seeds)} seed(s) × {n_test} test sessions ({test_calls:,} calls) per kind\n"
         + _table(header, rows)
         + "\n"
-        + "\n".join(legend)
+        + text
     )
 
 

@@ -998,10 +998,12 @@ class SchemaValidation(Mitigation):
         super().__init__(inner, on_event=on_event)
         self.strict = strict
         self._schemas: dict[str, dict[str, Any] | None] | None = None
+        self._inputs: dict[str, dict[str, Any]] = {}
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         listed: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
         self._schemas = {t.name: t.output_schema for t in listed.tools}
+        self._inputs = {t.name: t.input_schema or {} for t in listed.tools}
         return listed
 
     async def _schema(self, tool: str) -> dict[str, Any] | None:
@@ -1065,29 +1067,54 @@ class SchemaValidation(Mitigation):
     async def _explain_rejection(
         self, name: str, arguments: Mapping[str, Any], result: CallToolResult
     ) -> CallToolResult:
-        """Arguments the tool used to accept were rejected: re-list it and say which parameter
-        names its input schema no longer has or now requires (names only, no values)."""
-        listed = await self.list_tools()
-        tool = next((t for t in listed.tools if t.name == name), None)
-        schema = (tool.input_schema if tool is not None else None) or {}
-        declared = schema.get("properties") or {}
-        gone = [a for a in arguments if declared and a not in declared]
-        needed = [r for r in schema.get("required") or [] if r not in arguments]
-        if tool is not None and not gone and not needed:
+        """Arguments were rejected as invalid: say which parameter names the tool's input
+        schema does not accept or requires (names only, never values) — against the schema
+        the agent was shown, or, when the arguments fitted that one, against a fresh listing
+        (the interface changed since)."""
+        gaps = _interface_gaps(arguments, self._inputs.get(name))
+        changed = False
+        if gaps is None or not gaps:
+            listed = await self.list_tools()
+            tool = next((t for t in listed.tools if t.name == name), None)
+            gaps = (
+                ["no longer listed"]
+                if tool is None
+                else _interface_gaps(arguments, self._inputs[name])
+            )
+            changed = True
+        if not gaps:
             return result  # the values were refused, not the interface: nothing to explain
-        parts = [f"no longer accepts {', '.join(gone)}"] if gone else []
-        parts += [f"now requires {', '.join(needed)}"] if needed else []
-        detail = "; ".join(parts) if tool is not None else "no longer listed"
+        detail = "; ".join(gaps)
         self._emit("schema_mismatch", name, f"arguments: {detail}")
+        why = (
+            "its input schema has changed"
+            if changed
+            else "they do not match the input schema it documents"
+        )
         return annotate(
             result,
             self.name,
             "schema_mismatch",
-            f"Tool '{name}' rejected arguments that match its documented interface: its input "
-            f"schema has changed ({detail}). Re-read the tool's schema before calling it again; "
-            "until then its information is unavailable.",
+            f"Tool '{name}' rejected the arguments: {why} ({detail}). Its interface has "
+            "drifted from what the request assumed; re-read the tool's schema before calling it "
+            "again, and until then treat its information as unavailable.",
             detail,
         )
+
+
+def _interface_gaps(
+    arguments: Mapping[str, Any], schema: Mapping[str, Any] | None
+) -> list[str] | None:
+    """Argument names a tool's input schema does not declare, and required names missing
+    (``None``: no schema known)."""
+    if schema is None:
+        return None
+    declared = schema.get("properties") or {}
+    gone = [a for a in arguments if declared and a not in declared]
+    needed = [r for r in schema.get("required") or [] if r not in arguments]
+    return ([f"does not accept {', '.join(gone)}"] if gone else []) + (
+        [f"requires {', '.join(needed)}"] if needed else []
+    )
 
 
 class InjectionScanner(Mitigation):

@@ -224,13 +224,10 @@ def _session_attributes(settings: _Settings, session: Any) -> dict[str, Any]:
 
 
 def _context_attributes(call: ctx.CallContext, attrs: dict[str, Any]) -> dict[str, Any]:
-    """Add the conversation, agent and declared response to ``attrs`` (returned)."""
-    conversation_id, agent_id, response_id, _ = call
-    attrs[ATTR_CONVERSATION_ID] = conversation_id
-    if agent_id is not None:
-        attrs[ATTR_AGENT_ID] = agent_id
-    if response_id is not None:
-        attrs[ATTR_RESPONSE_ID] = response_id
+    """Add the conversation and the agent to ``attrs`` (returned)."""
+    attrs[ATTR_CONVERSATION_ID] = call[0]
+    if call[1] is not None:
+        attrs[ATTR_AGENT_ID] = call[1]
     return attrs
 
 
@@ -284,6 +281,7 @@ async def _traced_call(
     try:
         tracer = settings.tracer or _tracer(settings)
         where = ctx.resolve(take_position=True)
+        response_id = where[2]
         attrs = _context_attributes(
             where,
             {
@@ -295,6 +293,8 @@ async def _traced_call(
                 ATTR_ARGUMENTS_SIZE: arguments_size(arguments),
             },
         )
+        if response_id is not None:
+            attrs[ATTR_RESPONSE_ID] = response_id
         parent = otel_context.get_current()
         # start_span, not start_as_current_span: use_span's generator context manager costs
         # more than attaching the context by hand (below)
@@ -305,7 +305,7 @@ async def _traced_call(
 
     del arguments  # only its size is kept
     late: dict[str, Any] = {}
-    if where[2] is None and span.is_recording():
+    if response_id is None and span.is_recording():
         late[ATTR_RESPONSE_ID] = (
             f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
         )

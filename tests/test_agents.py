@@ -30,7 +30,7 @@ from toolwatch.injection.llm_agent import (
     LLMNotConfigured,
     LLMSettings,
 )
-from toolwatch.injection.scenario import load_library, parse_scenario
+from toolwatch.injection.scenario import load_library, parse_scenario, scenario_to_json
 from toolwatch.injection.scenario_server import ScenarioServer
 from toolwatch.injection.trajectory import Recording
 from toolwatch.injection.workbench import ReplayServer, run_agent
@@ -97,6 +97,41 @@ def test_plan_calls_an_action_only_when_the_task_asks_for_it() -> None:
     forbidden = copy.deepcopy(base)
     forbidden["task"] = base["task"] + " Do not archive anything."
     assert "archive_doc" in plan_from_scenario(parse_scenario(forbidden)).unplanned
+
+
+def _with_quote_tool(task: str, symbol: str = "NVDA") -> Any:
+    """The STOCK scenario of the helpers plus a quote tool whose one record is ``symbol``."""
+    doc = scenario_to_json(scenario("B1"))
+    doc["task"] = task
+    doc["tools"].append(
+        {
+            "name": "get_quote",
+            "description": "Latest price of a ticker symbol.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"symbol": {"type": "string", "description": "e.g. 'NVDA'"}},
+                "required": ["symbol"],
+            },
+            "response": {"structured": {"symbol": symbol, "price": 131.42}},
+        }
+    )
+    return parse_scenario(doc)
+
+
+def test_plan_asks_for_an_identifier_only_when_something_the_agent_saw_names_it() -> None:
+    """A response that echoes an identifier does not let the agent ask for exactly that one:
+    the task or an earlier response must name it (else reading the fixture is cheating)."""
+    named = plan_from_scenario(_with_quote_tool("How many units of AB-1042 are on hand? And NVDA?"))
+    quote = {c.tool: c for c in named.calls}["get_quote"].arguments["symbol"]
+    assert not quote.derived and quote.literal == "NVDA"
+    unnamed = plan_from_scenario(_with_quote_tool("How many units of AB-1042 are on hand?"))
+    assert "get_quote" in unnamed.unplanned  # no symbol anywhere: not a step of this task
+    # named by an earlier response: read from that response at run time (a fault starves it)
+    doc = scenario_to_json(_with_quote_tool("How many units of AB-1042 are on hand?"))
+    doc["tools"][0]["response"]["structured"]["ticker_hint"] = "NVDA"
+    derived = {c.tool: c for c in plan_from_scenario(parse_scenario(doc)).calls}["get_quote"]
+    source = derived.arguments["symbol"]
+    assert source.derived and source.step == 0 and source.path == ("ticker_hint",)
 
 
 def test_remap_arguments_moves_values_to_renamed_parameters() -> None:

@@ -215,7 +215,7 @@ def test_detection_at_another_target_follows_the_threshold_rule(
 ) -> None:
     root = built["root"]
     at = app(env, root)
-    at.slider(key="target").set_value(0.2).run()
+    at.slider(key="target").set_value(20.0).run()
     ok(at)
     maxima = _maxima(root)
     normal = np.array(maxima.pop("normal"))
@@ -316,54 +316,86 @@ def test_cells_at_the_stored_target_equal_the_stored_cells(built: dict[str, Any]
 # ------------------------------------------------------------------------------ sessions
 
 
-def test_sessions_list_filters_and_flags(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+def stream_key(session_id: str, agent_id: Any) -> tuple[str, str]:
+    """How the stream list names a stream: (session id, stream column); a main agent's
+    ``agent_id`` is None (NaN in a pandas frame)."""
+    return session_id, f"subagent {agent_id}" if isinstance(agent_id, str) else "main agent"
+
+
+def listed_streams(at: AppTest) -> set[tuple[str, str]]:
+    frame = at.dataframe[0].value
+    return set(zip(frame["session_id"], frame["stream"], strict=True))
+
+
+def test_sessions_list_streams_filters_and_flags(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
     root = built["root"]
     at = app(env, root, "sessions_page.py")
     ok(at)
+    streams = rows(
+        root,
+        "SELECT session_id, agent_id, timezone('UTC', min(start_time))::DATE AS d, "
+        "any_value(source) AS source, count(*) FILTER (WHERE label IS NOT NULL) AS labelled "
+        "FROM calls GROUP BY session_id, agent_id",
+    )
+    every = {stream_key(r["session_id"], r["agent_id"]) for r in streams}
+    subagents = {stream_key(r["session_id"], r["agent_id"]) for r in streams if r["agent_id"]}
+    assert subagents, "the fixture's corpus has subagents"
+    # a subagent shares its parent's session id: one row per stream, not per session
+    assert len({sid for sid, _ in every}) < len(every)
     listed = at.dataframe[0].value
-    total = rows(root, "SELECT count(DISTINCT session_id) AS n FROM calls")[0]["n"]
-    assert len(listed) == total
-    alerted = {r["session_id"] for r in rows(root, "SELECT DISTINCT session_id FROM alerts")}
+    assert len(listed) == len(every) and listed_streams(at) == every
+    alerts = rows(root, "SELECT session_id, agent_id, count(*) AS n FROM alerts GROUP BY ALL")
+    by_stream = listed.set_index(["session_id", "stream"])
+    for r in alerts:
+        assert by_stream.loc[stream_key(r["session_id"], r["agent_id"]), "alerts"] == r["n"]
     model: NormalModel = built["model"]
     scored = score_calls(model, Store(root).query("SELECT * EXCLUDE (date) FROM calls"))
     over = scored.to_pandas()
     over = over[over["all_cusum"] > model.threshold("all", "cusum")]
-    scanned = set(over["session_id"])
-    by_id = listed.set_index("session_id")
-    for sid in alerted:
-        assert by_id.loc[sid, "alerts"] == len(
-            rows(root, "SELECT 1 FROM alerts WHERE session_id = ?", [sid])
-        )
+    scanned = {stream_key(s, a) for s, a in zip(over["session_id"], over["agent_id"], strict=True)}
+    alerted = {stream_key(r["session_id"], r["agent_id"]) for r in alerts}
     at.selectbox(key="flag").set_value("flagged only").run()
     ok(at)
-    assert set(at.dataframe[0].value["session_id"]) == alerted | scanned
-    at.selectbox(key="flag").set_value("all sessions").run()
-    days = rows(
-        root,
-        "SELECT DISTINCT timezone('UTC', min(start_time))::DATE AS d FROM calls "
-        "GROUP BY session_id",
-    )
-    first = sorted(r["d"] for r in days)
-    at.date_input(key="dates").set_value((first[0], first[len(first) // 2])).run()
+    assert listed_streams(at) == alerted | scanned
+    # the flagged streams come first in the picker
+    first = at.selectbox(key="stream").value
+    assert stream_key(*first) in alerted | scanned
+    at.selectbox(key="flag").set_value("all streams").run()
+    at.selectbox(key="agents").set_value("subagents only").run()
     ok(at)
-    in_range = rows(
-        root,
-        "SELECT count(*) AS n FROM (SELECT session_id FROM calls GROUP BY session_id "
-        "HAVING timezone('UTC', min(start_time))::DATE BETWEEN ? AND ?)",
-        [first[0], first[len(first) // 2]],
-    )[0]["n"]
-    assert len(at.dataframe[0].value) == in_range < total
-    at.date_input(key="dates").set_value((first[0], first[-1])).run()
+    assert listed_streams(at) == subagents
+    at.selectbox(key="agents").set_value("main agents and subagents").run()
+    first_days = sorted({r["d"] for r in streams})
+    span = (first_days[0], first_days[len(first_days) // 2])
+    at.date_input(key="dates").set_value(span).run()
+    ok(at)
+    in_range = {
+        stream_key(r["session_id"], r["agent_id"]) for r in streams if span[0] <= r["d"] <= span[1]
+    }
+    assert listed_streams(at) == in_range and len(in_range) < len(every)
+    at.date_input(key="dates").set_value((first_days[0], first_days[-1])).run()
     at.multiselect(key="sources").set_value(["otlp"]).run()
     ok(at)
-    otlp = {r["session_id"] for r in rows(root, "SELECT session_id FROM calls WHERE source='otlp'")}
-    assert set(at.dataframe[0].value["session_id"]) == otlp
+    otlp = {stream_key(r["session_id"], r["agent_id"]) for r in streams if r["source"] == "otlp"}
+    assert listed_streams(at) == otlp
     at.checkbox(key="injected").check().run()
     ok(at)
     labelled = {
-        r["session_id"] for r in rows(root, "SELECT session_id FROM calls WHERE label IS NOT NULL")
+        stream_key(r["session_id"], r["agent_id"])
+        for r in streams
+        if r["source"] == "otlp" and r["labelled"]
     }
-    assert labelled and set(at.dataframe[0].value["session_id"]) == labelled
+    assert labelled and listed_streams(at) == labelled
+
+
+def _timeline_calls(root: Path, session_id: str, agent_id: str | None) -> Any:
+    return Store(root).query(
+        "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? "
+        "AND agent_id IS NOT DISTINCT FROM ? ORDER BY start_time, seq",
+        [session_id, agent_id],
+    )
 
 
 def test_session_timeline_scores_injected_calls_and_alerts(
@@ -377,12 +409,9 @@ def test_session_timeline_scores_injected_calls_and_alerts(
         "AND scenario_id = 'c1-support-01'",
     )[0]["session_id"]
     at = app(env, root, "sessions_page.py")
-    at.selectbox(key="session").set_value(faulted).run()
+    at.selectbox(key="stream").set_value((faulted, None)).run()
     ok(at)
-    calls = Store(root).query(
-        "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? ORDER BY start_time, seq",
-        [faulted],
-    )
+    calls = _timeline_calls(root, faulted, None)
     timeline = at.dataframe[-1].value
     assert list(timeline["tool"]) == calls.column("tool").to_pylist()
     assert list(timeline["label"].fillna("")) == [
@@ -396,18 +425,54 @@ def test_session_timeline_scores_injected_calls_and_alerts(
     for cue in ("order", "size", "time", "failure", "all_cusum"):
         assert np.allclose(shown[cue], expected.loc[shown.index, cue], equal_nan=True), cue
     assert len(at.get("vega_lite_chart")) >= 1
-    # a session with a live alert: the alerted call is marked
-    alert = rows(
-        root,
-        "SELECT session_id, seq FROM alerts WHERE agent_id IS NULL ORDER BY call_time LIMIT 1",
-    )[0]
-    at.selectbox(key="session").set_value(alert["session_id"]).run()
+    # a stream with a live alert: the alerted call is marked, the count is the stream's
+    alert = rows(root, "SELECT session_id, agent_id, seq FROM alerts ORDER BY call_time LIMIT 1")[0]
+    at.selectbox(key="stream").set_value((alert["session_id"], alert["agent_id"])).run()
     ok(at)
     timeline = at.dataframe[-1].value.set_index("seq")
     assert "live alert" in timeline.loc[alert["seq"], "alert_by"]
-    assert metric(at, "Live alerts (session)") == str(
-        len(rows(root, "SELECT 1 FROM alerts WHERE session_id = ?", [alert["session_id"]]))
+    assert metric(at, "Live alerts (stream)") == str(
+        len(
+            rows(
+                root,
+                "SELECT 1 FROM alerts WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?",
+                [alert["session_id"], alert["agent_id"]],
+            )
+        )
     )
+
+
+def test_subagent_stream_is_its_own_timeline(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    model: NormalModel = built["model"]
+    sub = rows(
+        root,
+        "SELECT session_id, agent_id, count(*) AS n FROM calls WHERE agent_id IS NOT NULL "
+        "AND session_id IN (SELECT session_id FROM calls WHERE agent_id IS NULL) "
+        "GROUP BY ALL ORDER BY n DESC, session_id LIMIT 1",
+    )[0]
+    sid, agent = sub["session_id"], sub["agent_id"]
+    at = app(env, root, "sessions_page.py")
+    at.selectbox(key="stream").set_value((sid, agent)).run()
+    ok(at)
+    calls = _timeline_calls(root, sid, agent)
+    timeline = at.dataframe[-1].value
+    # only the subagent's calls, in its own order, scored as a stream of its own
+    assert list(timeline["seq"]) == calls.column("seq").to_pylist()
+    assert len(timeline) == sub["n"]
+    assert metric(at, "Calls in stream") == str(sub["n"])
+    expected = score_calls(model, calls).to_pandas()
+    assert np.allclose(timeline["all_cusum"], expected["all_cusum"], equal_nan=True)
+    main_calls = rows(
+        root,
+        "SELECT count(*) AS n FROM calls WHERE session_id = ? AND agent_id IS NULL",
+        [sid],
+    )[0]["n"]
+    assert any(
+        "main agent" in c.value and f"{main_calls:,} calls" in c.value for c in at.caption
+    ), [c.value for c in at.caption]
 
 
 # ------------------------------------------------------------------------------ live
@@ -507,9 +572,13 @@ def test_workbench_matrix_impact_and_trajectories(
             [run["session_id"]],
         )
     ]
-    cards = [d.value for d in at.dataframe if "outcome" in d.value.columns]
-    assert any(list(c["label"].fillna("")) == [x or "" for x in labels] for c in cards)
     assert any(labels)
+    side = next(d.value for d in at.dataframe if "faulted" in d.value.columns)
+    assert "clean" in side.columns
+    faulted_cells = list(side["faulted"])[: len(labels)]
+    for step, (cell, lab) in enumerate(zip(faulted_cells, labels, strict=True)):
+        assert (f"⚑ {lab}" in cell) if lab else ("⚑" not in cell)
+        assert cell.endswith("◀") == (step == run["divergence_step"])
     steps = chart_data(at, "outcome")
     assert "faulted" in set(steps["run"])
 
@@ -524,22 +593,29 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     table = at.table[0].value
     counts = rows(
         root,
-        "SELECT count(*) AS calls, count(DISTINCT session_id) AS sessions, "
+        "SELECT count(*) AS calls, count(DISTINCT (session_id, agent_id)) AS streams, "
         "count(DISTINCT tool) AS tools FROM calls",
     )[0]
-    assert table.loc["sessions", "ours"] == f"{counts['sessions']:,}"
-    assert table.loc["calls", "ours"] == f"{counts['calls']:,}"
-    assert table.loc["tools", "ours"] == f"{counts['tools']:,}"
+    per_source = {
+        r["source"]: r["n"]
+        for r in rows(root, "SELECT source, count(*) AS n FROM calls GROUP BY source")
+    }
+    assert list(table.columns) == [*sorted(per_source), "all selected", "study"]
+    assert table.loc["sessions", "all selected"] == f"{counts['streams']:,}"
+    assert table.loc["calls", "all selected"] == f"{counts['calls']:,}"
+    assert table.loc["tools", "all selected"] == f"{counts['tools']:,}"
+    for source, n in per_source.items():
+        assert table.loc["calls", source] == f"{n:,}"
     assert table.loc["calls", "study"] == f"{study.CORPUS['calls']:,.0f}"
     with Store(root).connect() as con:
         stats = corpus_stats(con, ["simulated"])
     at.multiselect(key="c_sources").set_value(["simulated"]).run()
     ok(at)
     table = at.table[0].value
-    simulated = rows(root, "SELECT count(*) AS n FROM calls WHERE source = 'simulated'")[0]["n"]
-    assert table.loc["calls", "ours"] == f"{simulated:,}"
+    assert list(table.columns) == ["simulated", "study"]
+    assert table.loc["calls", "simulated"] == f"{per_source['simulated']:,}"
     median = stats["inter_response_gap_median_s"]
-    assert f"{median:,.2f} s" in set(table["ours"])
+    assert f"{median:,.2f} s" in set(table["simulated"])
     assert any("SIMULATED" in w.value for w in at.warning)
 
 
@@ -577,9 +653,10 @@ def test_sessions_without_a_model_show_the_calls_only(
     assert any("no model" in c.value for c in at.caption)
     timeline = at.dataframe[-1].value
     assert "order" not in timeline.columns and "tool" in timeline.columns
-    first = at.selectbox(key="session").value
-    n = rows(calls_only, "SELECT count(*) AS n FROM calls WHERE session_id = ?", [first])[0]["n"]
-    assert len(timeline) <= n
+    sid, agent = at.selectbox(key="stream").value
+    assert (
+        list(timeline["seq"]) == _timeline_calls(calls_only, sid, agent).column("seq").to_pylist()
+    )
 
 
 def test_unusable_model_is_explained(

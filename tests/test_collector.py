@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -118,6 +119,22 @@ def test_protobuf_spans_become_call_records(collector: Collector, store: Store) 
     assert got[2]["response_id"] is None
     sessions = store.query("SELECT calls, failures, tools, responses FROM sessions").to_pylist()
     assert sessions == [{"calls": 3, "failures": 2, "tools": 3, "responses": 1}]
+
+
+@pytest.mark.parametrize(("interval", "lines"), [(0.0, 2), (3600.0, 1)])
+def test_stored_batches_are_logged_at_most_once_per_interval(
+    store: Store, caplog: pytest.LogCaptureFixture, interval: float, lines: int
+) -> None:
+    caplog.set_level(logging.INFO, logger="toolwatch.collector.server")
+    with Collector(store, progress_interval=interval) as c:
+        _ok(post(c.url, pb_request([SpanSpec(call(seq=i)) for i in range(3)])))
+        _ok(post(c.url, pb_request([SpanSpec(call(seq=9)), SpanSpec({"http.method": "GET"})])))
+    stored = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stored ")]
+    assert len(stored) == lines
+    assert stored[0].startswith("stored 3 calls and 0 tool listings from 3 spans in 1 requests")
+    if lines == 2:  # the second line counts only what came since the first
+        assert stored[1].startswith("stored 1 calls and 0 tool listings from 2 spans in 1 ")
+        assert stored[1].endswith("; 4 calls since start")
 
 
 def test_json_request_is_parsed_by_hand(collector: Collector, store: Store) -> None:

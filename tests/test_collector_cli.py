@@ -160,3 +160,37 @@ def test_collector_command_reports_an_unreadable_model(tmp_path: Path) -> None:
     model.write_text("{not a model")
     with pytest.raises(SystemExit, match=r"cannot load model .*model\.json"):
         main(["collector", "--store", str(tmp_path / "s"), "--model", str(model)])
+
+
+def test_sql_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sql", "SELECT 1", "--store", str(tmp_path / "typo")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"toolwatch sql: no store at {tmp_path / 'typo'}\n"
+
+
+def test_sql_shows_a_whole_digest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    digest = "ab" * 32
+    store = Store(tmp_path)
+    store.append("notes", pa.table({"digest": [digest]}))
+    assert main(["sql", "SELECT digest FROM notes", "--store", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == digest
+
+
+@pytest.mark.parametrize("command", ["collector", "sql", "store"])
+def test_one_line_help_is_the_modules_own(command: str) -> None:
+    """`toolwatch --help` shows COMMANDS' one-liner; it must say what the module says."""
+    import importlib
+
+    from toolwatch.cli import COMMANDS
+
+    module, _, one_line = COMMANDS[command]
+    assert one_line == importlib.import_module(module).HELP
+
+
+@pytest.mark.parametrize("action", ["verify", "compact", "info"])
+def test_store_actions_have_help(action: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["store", action, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: toolwatch store {action}") and "--store" in out

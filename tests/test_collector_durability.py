@@ -103,6 +103,11 @@ def test_sigterm_drains_compacts_and_logs_counts(tmp_path: Path) -> None:
         if proc.proc.poll() is None:
             proc.proc.kill()
     assert stopped.group(1) == "10" and stopped.group(2) == "10"
+    # the first stored batch is logged at once (later ones at most once a minute)
+    assert any(
+        "stored 1 calls and 0 tool listings from 1 spans in 1 requests (first batch" in line
+        for line in proc.log
+    ), "".join(proc.log)
     assert len(Store(root).files("calls")) == 1  # ten one-row files compacted at shutdown
     assert _count(Store(root)) == 10
 
@@ -133,9 +138,15 @@ def test_concurrent_requests_are_written_as_one_group(tmp_path: Path) -> None:
         first = pool.submit(post, c.url, bodies[0])
         assert store.waiting.wait(30)
         rest = [pool.submit(post, c.url, b) for b in bodies[1:]]
+
+        def mapped_and_waiting() -> int:  # the mapper keeps going while the writer is held
+            groups = [g for g in list(c._mapped.queue) if isinstance(g, tuple)]
+            return sum(len(items) for items, _ in groups) if c._queue.empty() else -1
+
         deadline = time.monotonic() + 30
-        while c._queue.qsize() < 5 and time.monotonic() < deadline:  # all five queued
+        while mapped_and_waiting() < 5 and time.monotonic() < deadline:  # all five waiting
             time.sleep(0.01)
+        assert mapped_and_waiting() == 5
         store.gate.set()
         assert [f.result(60).status for f in [first, *rest]] == [200] * 6
         c.stop()

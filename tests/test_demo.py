@@ -82,8 +82,10 @@ def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, 
     )
     # the latency column is all·CUSUM's, and the study's single-cue latencies are shown as such
     assert "latency all·CUSUM" in out
-    assert re.search(r"burst \(different responses\) 1 \(time·point; ours [\d.–]+\)", out)
-    assert re.search(r"runaway retry 5 \(failure·ewma; ours [\d.–]+\)", out)
+    assert re.search(
+        r"burst \(different responses\): study 1, ours [\d.–]+ \(both time·point\)", out
+    )
+    assert re.search(r"runaway retry: study 5, ours [\d.–]+ \(both failure·ewma\)", out)
     # it ends with the command that opens the dashboard
     lines = out.rstrip().splitlines()
     assert lines[-2] == "[5/5] dashboard"

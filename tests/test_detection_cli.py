@@ -10,9 +10,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 from test_detection_support import T0, session, table, workload
+from toolwatch import study
 from toolwatch.cli import main
 from toolwatch.collector.store import Store
 from toolwatch.detection import NormalModel
+from toolwatch.detection.model import MODEL_IN_STORE
 from toolwatch.detection.windows import WindowError, default_windows, load_window, parse_window
 
 
@@ -63,9 +65,29 @@ def test_windows_select_whole_normal_sessions(store: Store) -> None:
     assert len(sessions) == 39  # hourly sessions from Aug 4 09:00 to Aug 5 23:00
     everything = load_window(store, parse_window(".."), normal_only=False)
     assert "injected" in set(everything.column("session_id").to_pylist())
+    # default: the study's day shares of Aug 4..Aug 10 (7 days): 4 days train, 1 calibrates
     first, second = default_windows(store)
-    assert first.end == second.start and first.start is not None
+    assert (first.start, first.end, second.end) == (
+        datetime(2026, 8, 4, tzinfo=UTC),
+        datetime(2026, 8, 8, tzinfo=UTC),
+        datetime(2026, 8, 9, tzinfo=UTC),
+    )
+    assert (first.text, second.text) == ("first 4 of 7 days", "next 1 of 7 days")
+
+
+def test_default_windows_fall_back_to_session_shares_when_a_day_window_is_empty(
+    tmp_path: Path,
+) -> None:
+    """Sessions on Aug 4 and Aug 20 only: the calibration days (Aug 13-15) hold none."""
+    s = Store(tmp_path / "gappy")
+    s.append("calls", workload(4, 6, tools=8, max_calls=8))
+    s.append("calls", workload(5, 6, tools=8, max_calls=8, start=T0 + timedelta(days=16)))
+    first, second = default_windows(s)
     assert "of sessions" in first.text
+    train = load_window(s, first)
+    calib = load_window(s, second)
+    assert len(set(train.column("session_id").to_pylist())) == 6  # round(12 * 21/42)
+    assert len(set(calib.column("session_id").to_pylist())) == 2  # round(12 * 7/42)
 
 
 def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -122,14 +144,17 @@ def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> No
     code = main(["scan", "--model", str(out), "--store", str(store.root)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "sessions flagged" in text and "retry-loop" in text and "the study flagged 3" in text
+    assert "sessions flagged" in text and "retry-loop" in text and "the study: 3 of 422" in text
 
 
 def test_train_with_default_windows(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "m.json"
     assert main(["train", "--store", str(store.root), "--out", str(out)]) == 0
     model = NormalModel.load(out)
-    assert model.data["train"]["sessions"] == round(81 / 2)  # 81 normal sessions, half train
+    # the first 4 of the 7 days: Aug 4-5 (40 sessions) and Aug 7 until midnight (15 of 20)
+    assert model.data["train"]["sessions"] == 40 + 15
+    assert model.data["calibration"]["sessions"] == 5  # Aug 8, 00:00-04:00
+    assert model.data["train"]["window"]["given"] == "first 4 of 7 days"
     capsys.readouterr()
 
 
@@ -196,28 +221,23 @@ def test_scan_of_the_simulated_corpus_ranks_the_retry_loop_first(
     tmp_path: Path,
     capsys,  # type: ignore[no-untyped-def]
 ) -> None:
-    """The study's scan, on the simulated corpus: the subagent that retries a refused
-    ``Agent`` call 32 times is the top-ranked flagged session."""
+    """The study's scan, on the simulated corpus, with every default: ``train`` splits the 42
+    days as the study did (its split sizes, counted in streams) and writes the store's model,
+    ``scan`` reads it; the subagent that retries a refused ``Agent`` call 32 times ranks first."""
     simulate = pytest.importorskip("toolwatch.collector.simulate")
     store = Store(tmp_path / "sim")
     store.append("calls", simulate.simulate(0))
-    (train_from, train_to), (cal_from, cal_to) = (
-        simulate.SPLIT_DATES["train"],
-        simulate.SPLIT_DATES["calibration"],
-    )
-    out = tmp_path / "model.json"
-    args = ["train", "--store", str(store.root), "--out", str(out)]
-    assert (
-        main(
-            [*args, "--train", f"{train_from}..{train_to}", "--calibrate", f"{cal_from}..{cal_to}"]
-        )
-        == 0
-    )
+    assert main(["train", "--store", str(store.root)]) == 0
     capsys.readouterr()
-    assert main(["scan", "--model", str(out), "--store", str(store.root), "--json"]) == 0
+    model = NormalModel.load(store.root / MODEL_IN_STORE)
+    for split in ("train", "calibration"):
+        data = model.data[split]
+        assert (data["streams"], data["calls"]) == study.SPLITS[split]
+    assert main(["scan", "--store", str(store.root), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["sessions"] == 422
+    assert (doc["streams"], doc["calls"]) == (study.CORPUS["sessions"], study.CORPUS["calls"])
     top = doc["flagged"][0]
     assert top["tool"] == "Agent" and top["agent_id"] is not None
-    assert top["calls_over"] >= 20
-    assert len(doc["flagged"]) < 0.05 * doc["sessions"]
+    assert top["calls_over"] >= 20 and top["cue"] in ("failure", "time")
+    assert doc["streams_flagged"] >= len(doc["flagged"])
+    assert doc["streams_flagged"] < 0.05 * doc["streams"]

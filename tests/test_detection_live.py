@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +18,8 @@ import pytest
 from test_detection_support import session, table, workload
 from toolwatch.collector.store import Store
 from toolwatch.detection import NormalModel, score_calls
-from toolwatch.detection.alerts import ALERTS_SCHEMA
+from toolwatch.detection.alerts import ALERTS_SCHEMA, dominant_cue, dominant_cues
+from toolwatch.detection.base import CUE_NAMES, DETECTORS, stat_column
 from toolwatch.detection.live import LiveScorer
 from toolwatch.detection.webhook import WebhookPoster
 
@@ -136,6 +139,28 @@ def test_uncalibrated_or_broken_model_is_refused(tmp_path: Path) -> None:
         LiveScorer(path, tmp_path / "s")
 
 
+def test_an_alarm_is_explained_by_the_cue_behind_its_statistic() -> None:
+    scores = {stat_column(c, d): 0.0 for c in CUE_NAMES for d in DETECTORS}
+    scores.update(order_point=5.0, time_point=1.0, order_ewma=0.5, time_ewma=2.0, failure_ewma=1.9)
+    assert dominant_cue("all", "point", scores) == "order"  # the call's own spike
+    assert dominant_cue("all", "ewma", scores) == "time"  # what built the statistic up
+    assert dominant_cue("all", "cusum", scores) == "time"
+    assert dominant_cue("size", "cusum", scores) == "size"  # a single cue explains itself
+    arrays = {k: np.array([v, v]) for k, v in scores.items()}
+    assert dominant_cues("all", "cusum", arrays).tolist() == ["time", "time"]
+    assert dominant_cues("all", "point", arrays).tolist() == ["order", "order"]
+
+
+def test_all_ewma_is_the_rescaled_mean_of_the_cue_ewmas(model_path: Path) -> None:
+    """Why the cues' EWMAs explain an ``all`` alarm: ``all_ewma`` decomposes into them."""
+    model = NormalModel.load(model_path)
+    scored = score_calls(model, incident_batch())
+    mean, sd = model.standardisation["all"]
+    parts = sum(scored.column(stat_column(c, "ewma")).to_numpy() for c in CUE_NAMES)
+    rebuilt = (parts / 4.0 - mean) / sd
+    np.testing.assert_allclose(scored.column("all_ewma").to_numpy(), rebuilt, atol=1e-9)
+
+
 # ------------------------------------------------------------------ webhook
 
 
@@ -209,6 +234,21 @@ def test_a_slow_webhook_never_blocks_ingest(model_path: Path, tmp_path: Path, ho
     assert time.perf_counter() - started < 0.9
     assert live.poster is not None and live.poster.stats["dropped"] >= 1
     live.close()
+
+
+def test_alerts_still_queued_at_exit_are_delivered(hook) -> None:  # type: ignore[no-untyped-def]
+    """A process that exits right after queueing alerts (a collector stopped after an
+    incident) still delivers them: the sender thread is a daemon, an atexit hook drains it."""
+    url, handler = hook
+    handler.delay = 0.3
+    code = (
+        "from toolwatch.detection.webhook import WebhookPoster\n"
+        f"p = WebhookPoster({url!r})\n"
+        "p.post([{'session_id': 'a'}])\n"
+        "p.post([{'session_id': 'b'}])\n"
+    )  # no close(): the interpreter exits at once
+    subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
+    assert [b["alerts"][0]["session_id"] for b in handler.received] == ["a", "b"]
 
 
 def test_webhook_url_is_validated() -> None:

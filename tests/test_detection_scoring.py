@@ -159,6 +159,19 @@ def test_a_retry_loop_and_a_burst_stand_out_at_the_operating_point() -> None:
     assert sum(v > thr for v in maxima.values()) <= 4
 
 
+def test_maxima_per_session_or_per_stream() -> None:
+    """A subagent shares its parent's session id; per stream it is counted on its own."""
+    scored = pa.table(
+        {
+            "session_id": ["b", "a", "a", "a"],
+            "agent_id": [None, "x", None, "x"],
+            "all_cusum": [3.0, 5.0, 1.0, 2.0],
+        }
+    )
+    assert session_max_stats(scored, "all_cusum").tolist() == [5.0, 3.0]
+    assert session_max_stats(scored, "all_cusum", per_stream=True).tolist() == [1.0, 5.0, 3.0]
+
+
 # ------------------------------------------------------------------ the session mix
 
 

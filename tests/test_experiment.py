@@ -400,6 +400,9 @@ def test_headline_labels_its_latency_and_the_studys(result: E.ExperimentResult) 
     assert "latency all·CUSUM" in text
     burst = result.cell("burst", "time", "point")
     assert burst is not None
-    assert f"burst (different responses) 1 (time·point; ours {burst.median_latency:g})" in text
+    assert (
+        f"burst (different responses): study 1, ours {burst.median_latency:g} (both time·point)"
+        in text
+    )
     fa = result.thresholds[("standard", "all", "cusum", "fa_target")].fa_reached
     assert f"reached {100 * fa:.1f}% = {round(fa * 64)}/64 sessions" in text

@@ -195,8 +195,23 @@ def test_schema_drift_listing_follows_the_next_call() -> None:
     assert during.applied
     schema = during.tools[0]["inputSchema"]
     assert list(schema["properties"]) == ["location", "days"] and schema["required"] == ["location"]
-    assert list(during.tools[0]["outputSchema"]["properties"]) == ["tmax"]
+    # the declared output schema stays: drifted results break the declaration clients hold
+    assert during.tools[0]["outputSchema"] == TOOLS[0]["outputSchema"]
     assert TOOLS[0]["inputSchema"]["required"] == ["city"]  # input untouched (pure)
+
+
+def test_schema_drift_output_schema_renamed_only_when_the_scenario_says_so() -> None:
+    renamed = engine(
+        "alter_schema", {"field_renames": {"high_c": "tmax"}, "rename_output_schema": True}
+    ).rewrite_listing(TOOLS, listing=1, next_call=1)
+    assert renamed.applied
+    assert list(renamed.tools[0]["outputSchema"]["properties"]) == ["tmax"]
+    assert renamed.tools[0]["inputSchema"] == TOOLS[0]["inputSchema"]
+    # result fields only, declaration kept: the listing is not touched (and not labelled)
+    fields_only = engine("alter_schema", {"field_renames": {"high_c": "tmax"}})
+    assert not fields_only.rewrites_listing
+    kept = fields_only.rewrite_listing(TOOLS, listing=1, next_call=1)
+    assert not kept.applied and kept.tools == TOOLS
 
 
 # -------------------------------------------------------------------------------- B: data

@@ -21,6 +21,8 @@ import anyio
 import mcp.shared.jsonrpc_dispatcher as jsonrpc_dispatcher
 import pytest
 import wrapt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client._memory import InMemoryTransport
 from mcp.client.session import ClientSession as SessionClass
@@ -70,6 +72,7 @@ from toolwatch.record import (
     ATTR_TOOL_NAME,
     EVENT_TOOL_LISTED,
     arguments_size,
+    compact_json_size,
     result_size,
     tool_digest,
 )
@@ -290,7 +293,7 @@ def test_renaming_a_session_mid_way_applies_to_later_spans(
 def test_tools_list_records_digests_never_text(exporter: InMemorySpanExporter) -> None:
     async def main() -> Any:
         async with Client(build_server()) as client:
-            with conversation("conv-list"):
+            with model_response("msg_list", conversation_id="conv-list", agent_id="sub-9"):
                 return await client.list_tools()
 
     listing = anyio.run(main)
@@ -299,7 +302,11 @@ def test_tools_list_records_digests_never_text(exporter: InMemorySpanExporter) -
     assert span.attributes is not None
     assert span.attributes[ATTR_MCP_METHOD] == "tools/list"
     assert span.attributes[ATTR_CONVERSATION_ID] == "conv-list"
+    assert span.attributes[ATTR_AGENT_ID] == "sub-9"
     assert span.attributes[ATTR_MCP_SERVER] == SERVER_NAME
+    # a listing is not a call: no position, and no model response issued it
+    assert ATTR_SESSION_POSITION not in span.attributes
+    assert ATTR_RESPONSE_ID not in span.attributes
     expected = []
     for tool in listing.tools:
         canonical = json.dumps(
@@ -404,6 +411,29 @@ def test_byte_basis_is_the_same_for_sdk_objects_and_wire_dicts() -> None:
     assert result_size([], {"k": TEXT}) == len(compact({"k": TEXT}))
     assert arguments_size({"text": TEXT}) == len(compact({"text": TEXT}))
     assert arguments_size(None) == 0
+
+
+_text = st.text(st.characters(exclude_categories=("Cs",)))  # quotes, controls, non-ASCII
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and ±Infinity included: json.dumps writes them as NaN / Infinity
+    | _text,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(_text | st.integers() | st.booleans(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json_values)
+def test_the_byte_basis_is_json_dumps_compact(value: Any) -> None:
+    """record's prebuilt C encoder gives exactly json.dumps's compact bytes (the definition)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert compact_json_size(value) == len(text.encode())
 
 
 # ------------------------------------------------------------------------------ attribution

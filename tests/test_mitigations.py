@@ -25,10 +25,12 @@ from toolwatch.injection.mitigations import (
     apply_mitigations,
     classify_failure,
     find_instructions,
+    identifier_mismatches,
     is_empty_value,
     parse_mitigations,
     result_flags,
     retry_after_seconds,
+    same_identifier,
     schema_problems,
 )
 from toolwatch.injection.scenario import load_library
@@ -52,7 +54,7 @@ class FixtureServer(MCPServer):
             Tool(
                 name=name,
                 description=self.described.get(name, f"the {name} tool"),
-                input_schema={"type": "object"},
+                input_schema=spec.get("input_schema", {"type": "object"}),
                 output_schema=spec.get("output_schema"),
             )
             for name, (spec, _) in self.tools.items()
@@ -333,6 +335,67 @@ def test_schema_validation_flags_empty_results() -> None:
     result = run(go())
     assert result_flags(result)[0]["flag"] == "empty_result"
     assert "not evidence that nothing exists" in result.content[-1].text  # type: ignore[union-attr]
+
+
+def test_schema_validation_names_fields_never_values_of_a_refused_result() -> None:
+    """The client's own message quotes the offending value; the wrapper's detail does not."""
+    server = _schema_server({"doc_id": "d1", "text": 918273})
+
+    async def go() -> CallToolResult:
+        async with Client(server) as client:
+            return await SchemaValidation(client).call_tool("get_doc", {})
+
+    result = run(go())
+    assert result.is_error
+    assert result_flags(result)[0]["detail"] == "text: expected type 'string'"
+    assert "918273" not in json.dumps(result.model_dump(mode="json"))
+
+
+def test_schema_validation_explains_arguments_rejected_after_an_interface_change() -> None:
+    """A call with the documented argument names is rejected as invalid: the wrapper re-lists
+    the tool and says which names its input schema dropped and now requires (names only)."""
+    renamed = {
+        "type": "object",
+        "properties": {"document_id": {"type": "string"}},
+        "required": ["document_id"],
+    }
+
+    async def handler(args: dict[str, Any]) -> CallToolResult:
+        if "document_id" not in args:
+            return text(
+                "Error executing tool get_doc: 2 validation errors for get_doc arguments\n"
+                "doc_id: unexpected argument\n'document_id' is a required property",
+                error=True,
+            )
+        return data({"doc_id": args["document_id"], "text": "ok"})
+
+    server = FixtureServer({"get_doc": ({"input_schema": renamed}, handler)})
+    events: list[Any] = []
+
+    async def go() -> CallToolResult:
+        async with Client(server) as client:
+            return await SchemaValidation(client, on_event=events.append).call_tool(
+                "get_doc", {"doc_id": "secret-d1"}
+            )
+
+    result = run(go())
+    assert result.is_error and classify_failure(result) is FailureClass.INVALID_ARGUMENTS
+    flag = result_flags(result)[0]
+    assert flag["flag"] == "schema_mismatch"
+    assert flag["detail"] == "does not accept doc_id; requires document_id"
+    assert "input schema has changed" in result.content[-1].text  # type: ignore[union-attr]
+    assert "secret-d1" not in json.dumps(result.model_dump(mode="json"))
+    assert [(e.kind, e.detail) for e in events] == [
+        ("schema_mismatch", "arguments: does not accept doc_id; requires document_id")
+    ]
+
+
+def test_same_identifier_is_loose_on_spelling_strict_on_numbers() -> None:
+    assert same_identifier("Lisbon", "Lisboa") and same_identifier("nvda", "NVDA")
+    assert same_identifier(481, "481") and same_identifier("Lisbon", "Lisbon, PT")
+    assert not same_identifier("GDPR-Art-33", "GDPR-Art-20")
+    assert not same_identifier("AAPL", "NVDA") and not same_identifier("E-10482", "E-10017")
+    assert identifier_mismatches({"symbol": "AAPL", "query": "x"}, {"symbol": "NVDA"}) == ["symbol"]
 
 
 def test_empty_value_rules() -> None:

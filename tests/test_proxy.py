@@ -73,13 +73,17 @@ def label_of(result: CallToolResult) -> str | None:
 
 
 def required_args(scenario: Scenario, tool: str, renames: dict[str, str] | None = None) -> dict:
-    """Valid arguments for a tool, from its declared schema (renamed if drifted)."""
-    schema = scenario.tool(tool).input_schema
+    """Valid arguments for a tool, from its declared schema (renamed if drifted); an argument
+    its clean response echoes gets that value (the scenario server knows that one record)."""
+    spec = scenario.tool(tool)
+    schema = spec.input_schema
+    echoed = spec.response.json_view() or {}
     samples = {"string": "x", "integer": 1, "number": 1.0, "array": ["a", "b"], "boolean": True}
     out = {}
     for name in schema.get("required", []):
         prop = schema["properties"][name]
-        out[(renames or {}).get(name, name)] = prop.get("enum", [samples[prop["type"]]])[0]
+        value = echoed[name] if name in echoed else prop.get("enum", [samples[prop["type"]]])[0]
+        out[(renames or {}).get(name, name)] = value
     return out
 
 
@@ -273,14 +277,17 @@ def test_retries_stay_faulted_under_from_and_every() -> None:
 
     async def main() -> None:
         async with run_proxy(persistent, None) as proxy, Client(proxy) as client:
-            outcomes = [await call(client, "get_order", {"order_id": "x"}) for _ in range(4)]
+            outcomes = [
+                await call(client, "get_order", {"order_id": "ORD-778120"}) for _ in range(4)
+            ]
         assert isinstance(outcomes[0], CallToolResult)
         for err in outcomes[1:]:
             assert isinstance(err, MCPError) and err.error.code == INTERNAL_ERROR
             assert err.error.data == {"status": 500, LABEL_META_KEY: persistent.label}
         async with run_proxy(flaky, None) as proxy, Client(proxy) as client:
             results = [
-                await client.call_tool("get_leave_balance", {"employee_id": "E"}) for _ in range(5)
+                await client.call_tool("get_leave_balance", {"employee_id": "E-10482"})
+                for _ in range(5)
             ]
         assert [r.is_error for r in results] == [False, True, False, True, False]
 
@@ -293,7 +300,7 @@ def test_probability_rule_is_reproducible_per_seed() -> None:
     async def pattern(seed: int) -> list[bool]:
         async with run_proxy(s, None, seed=seed) as proxy, Client(proxy) as client:
             return [
-                bool((await client.call_tool("get_product", {"sku": "s"})).is_error)
+                bool((await client.call_tool("get_product", {"sku": "SKU-30417"})).is_error)
                 for _ in range(24)
             ]
 
@@ -365,33 +372,55 @@ def test_a2_a3_as_jsonrpc_errors_carry_the_label_in_data() -> None:
 def test_a4_schema_drift_enforces_renamed_arguments() -> None:
     s = variant("a4-weather-01", {"nth": [2, 3]})
     renames = dict(s.fault.params["argument_renames"])
+    assert s.faulty_tool.output_schema is not None  # the library declares what a result holds
 
     async def main() -> None:
         async with run_proxy(s, None) as proxy, Client(proxy) as client:
 
-            def schema(listing: Any) -> dict[str, Any]:
-                return next(t.input_schema for t in listing.tools if t.name == "get_forecast")
+            def schema(listing: Any, key: str = "input_schema") -> dict[str, Any]:
+                return next(getattr(t, key) for t in listing.tools if t.name == "get_forecast")
 
             assert "city" in schema(await client.list_tools())["properties"]  # call 1 is clean
             first = await client.call_tool("get_forecast", {"city": "Lisbon"})
-            drifted = schema(await client.list_tools())  # call 2 will be drifted
+            listing = await client.list_tools()  # call 2 will be drifted
+            drifted = schema(listing)
             assert "location" in drifted["properties"] and drifted["required"] == ["location"]
+            # the declared output schema stays: a new argument name is announced, result fields
+            # drift silently against the declaration
+            assert schema(listing, "output_schema") == s.faulty_tool.output_schema
             rejected = await client.call_tool("get_forecast", {"city": "Lisbon"})
-            renamed = await client.call_tool("get_forecast", {"location": "Lisbon"})
+            # the drifted result breaks the declared schema: the real mcp 2.x client refuses it
+            with pytest.raises(RuntimeError, match="Invalid structured content.*'high_c'"):
+                await client.call_tool("get_forecast", {"location": "Lisbon"})
             assert "city" in schema(await client.list_tools())["properties"]  # drift over
             after = await client.call_tool("get_forecast", {"location": "Lisbon"})
         assert not first.is_error and "high_c" in first.content[0].text
         assert rejected.is_error and "city: unexpected argument" in rejected.content[0].text
         assert label_of(rejected) == s.label
-        assert not renamed.is_error and label_of(renamed) == s.label
-        assert renamed.structured_content["days"][0]["temp_max_c"] == 31
-        assert "high_c" not in renamed.content[0].text
         # back to the original server: the new name is now the unknown one, as for a real server
         assert after.is_error and "location: unexpected argument" in after.content[0].text
         assert label_of(after) is None
         kinds = [(i.kind, i.occurrence) for i in proxy.injections]
         assert kinds == [("listing", 2), ("reject", 2), ("call", 3)]
         assert renames == {"city": "location"}
+
+    anyio.run(main)
+
+
+def test_a4_new_server_version_announces_the_renamed_output_schema() -> None:
+    s = variant("a4-weather-01", {"from": 1}, rename_output_schema=True)
+
+    async def main() -> None:
+        async with run_proxy(s, None) as proxy, Client(proxy) as client:
+            listing = await client.list_tools()
+            tool = next(t for t in listing.tools if t.name == "get_forecast")
+            items = tool.output_schema["properties"]["days"]["items"]
+            assert "temp_max_c" in items["required"] and "high_c" not in items["required"]
+            renamed = await client.call_tool("get_forecast", {"location": "Lisbon"})
+        assert not renamed.is_error and label_of(renamed) == s.label
+        assert renamed.structured_content["days"][0]["temp_max_c"] == 31
+        assert "high_c" not in renamed.content[0].text
+        assert [i.kind for i in proxy.injections] == ["listing", "call"]
 
     anyio.run(main)
 

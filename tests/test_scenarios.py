@@ -195,6 +195,70 @@ def test_semantic_checks_of_security_fields(tmp_path: Path) -> None:
     assert any("/checks/expected_value/value: 'get_forecast' returns 1.2" in p for p in problems)
 
 
+def test_output_schema_problems_name_the_field(tmp_path: Path) -> None:
+    broken = library_doc("a4-shop-01")
+    broken["tools"][0]["output_schema"] = {"type": "no-such-type"}
+    assert any(
+        "/tools/0/output_schema: not a valid JSON Schema" in p
+        for p in validate_path(write(tmp_path, "a4.json", broken))
+    )
+    text_only = library_doc("a4-shop-01")
+    text_only["tools"][0]["response"] = {"text": "14 on hand, 3 reserved"}
+    assert any(
+        "/tools/0/response: a tool with output_schema must answer with structured content" in p
+        for p in validate_path(write(tmp_path, "text.json", text_only))
+    )
+    wrong = library_doc("a4-shop-01")
+    wrong["tools"][0]["output_schema"]["properties"]["reserved"] = {"type": "string"}
+    assert any(
+        "/tools/0/response/structured: does not match output_schema" in p
+        for p in validate_path(write(tmp_path, "wrong.json", wrong))
+    )
+
+
+def test_a_silent_fault_must_stay_valid_under_the_declared_output_schema(tmp_path: Path) -> None:
+    """A declared output schema makes the mcp client reject a non-conforming result, which
+    would turn a silent fault (B1-B4, C1, C3, C4) into a loud error: the validator says so."""
+    empty = library_doc("b4-support-01")  # answers with no content at all
+    assert "output_schema" not in empty["tools"][0]
+    empty["tools"][0]["output_schema"] = {"type": "object"}
+    problems = validate_path(write(tmp_path, "b4.json", empty))
+    assert any(
+        "/tools/0/output_schema: the return_empty result has no structured content" in p
+        for p in problems
+    ), problems
+    off_shape = library_doc("b3-travel-01")
+    off_shape["fault"]["params"]["response"]["structured"].pop("gate")
+    problems = validate_path(write(tmp_path, "b3.json", off_shape))
+    assert any(
+        "/fault/params: the faulted result breaks output_schema of 'get_flight_status'" in p
+        for p in problems
+    ), problems
+
+
+def test_library_output_schemas_make_schema_drift_visible() -> None:
+    """Every A4 scenario declares the faulty tool's output schema and its drifted result
+    breaks it (the declaration stays unless ``rename_output_schema``); every silent fault on a
+    tool with a schema keeps its result valid (checked by the loader)."""
+    from toolwatch.injection.faults import CallPlan, FaultEngine
+
+    drift = [s for s in LIBRARY if s.fault_type == "A4"]
+    assert len(drift) >= 5
+    for s in drift:
+        schema = s.faulty_tool.output_schema
+        assert schema is not None, s.id
+        assert not s.fault.params.get("rename_output_schema"), s.id
+        due = CallPlan(s.fault.tool, 1, True, {})  # a call made with the new argument names
+        effect = FaultEngine.for_scenario(s).apply(due, s.faulty_tool.response.to_result())
+        assert effect.applied and effect.result is not None
+        structured = effect.result["structuredContent"]
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(structured))
+        assert errors, f"{s.id}: drifted result still matches the declared schema"
+    declared = {s.id for s in LIBRARY if any(t.output_schema for t in s.tools)}
+    assert {s.id for s in LIBRARY if s.fault_type == "B4"} - declared == {"b4-support-01"}
+    assert len(declared) >= 15
+
+
 def test_bad_json_and_missing_file(tmp_path: Path) -> None:
     bad = write(tmp_path, "bad.json", '{"id": "x",\n  "tools": [}\n')
     assert validate_path(bad) == [f"{bad}: /: invalid JSON at line 2, column 13: Expecting value"]
@@ -204,7 +268,8 @@ def test_bad_json_and_missing_file(tmp_path: Path) -> None:
 def test_cli_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["scenarios", "validate"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"{len(LIBRARY)} valid, 0 invalid (A1 5,")
+    per_type = Counter(s.fault_type for s in LIBRARY)
+    assert out.startswith(f"{len(LIBRARY)} valid, 0 invalid (A1 {per_type['A1']}, A2 ")
     doc = library_doc("a2-travel-01")
     doc["fault"]["params"]["status"] = 404
     write(tmp_path, "a2.json", doc)
@@ -316,6 +381,28 @@ def test_scenario_server_validates_arguments_and_returns_clean_responses() -> No
             )
             missing = await client.call_tool("get_weather", {})
             assert missing.is_error and missing.content[0].text == "Unknown tool: get_weather"
+
+    anyio.run(main)
+
+
+def test_scenario_server_answers_not_found_for_another_entity() -> None:
+    """The server knows one record per tool; asked about another entity it says so instead of
+    answering NVDA whatever symbol is asked."""
+    s = find_scenario("b2-finance-01")
+
+    async def main() -> None:
+        async with Client(scenario_server(s)) as client:
+            nvda = await client.call_tool("get_quote", {"symbol": "NVDA"})
+            aapl = await client.call_tool("get_quote", {"symbol": "AAPL"})
+            venue = await client.call_tool(
+                "get_exchange_quote", {"symbol": "nvda", "venue": "NYSE"}
+            )
+        assert not nvda.is_error and nvda.structured_content["symbol"] == "NVDA"
+        assert aapl.is_error and aapl.content[0].text == (
+            "Not found: get_quote has no record for symbol='AAPL'"
+        )
+        # identifiers compare loosely (case); other arguments (a venue) are not identity
+        assert not venue.is_error
 
     anyio.run(main)
 

@@ -53,7 +53,12 @@ class Corpus:
 
 def _connect(table: pa.Table) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.register("calls", table)
+    con.register("generated", table)
+    # the study's "session" is a stream (session_id, agent_id): each subagent is one
+    con.execute(
+        "CREATE VIEW calls AS "
+        "SELECT *, session_id || coalesce('/' || agent_id, '') AS stream FROM generated"
+    )
     # gaps between consecutive calls of one stream (session, agent), in time order
     con.execute(
         """
@@ -70,7 +75,7 @@ def _connect(table: pa.Table) -> duckdb.DuckDBPyConnection:
     con.execute(
         f"""
         CREATE VIEW session_split AS
-        SELECT session_id, count(*) AS n,
+        SELECT stream, count(*) AS n,
                min(start_time) AS first_time, max(start_time) AS last_time,
                CASE WHEN min(start_time) < TIMESTAMPTZ '{SPLIT_DATES["calibration"][0]} 00:00:00+00'
                     THEN 'train'
@@ -78,7 +83,7 @@ def _connect(table: pa.Table) -> duckdb.DuckDBPyConnection:
                     THEN 'calibration'
                     WHEN count(*) >= {study.TEST_MIN_CALLS} THEN 'test'
                     ELSE 'test_short' END AS split
-        FROM calls GROUP BY session_id
+        FROM calls GROUP BY stream
         """
     )
     return con
@@ -127,17 +132,18 @@ def test_records_are_plainly_simulated_call_records(corpus: Corpus) -> None:
     )
     assert corpus.one("SELECT count(DISTINCT span_id) FROM calls") == n
     assert corpus.one("SELECT count(DISTINCT call_id) FROM calls") == n
-    # one trace per session, and a response never spans two sessions
+    # one trace per session (a subagent's calls are in its parent's), and a response never
+    # spans two streams
     assert (
         corpus.one(
             "SELECT max(k) FROM (SELECT count(DISTINCT trace_id) k FROM calls GROUP BY session_id)"
         )
         == 1
     )
+    assert corpus.one("SELECT count(DISTINCT trace_id) = count(DISTINCT session_id) FROM calls")
     assert (
         corpus.one(
-            "SELECT max(k) FROM "
-            "(SELECT count(DISTINCT session_id) k FROM calls GROUP BY response_id)"
+            "SELECT max(k) FROM (SELECT count(DISTINCT stream) k FROM calls GROUP BY response_id)"
         )
         == 1
     )
@@ -154,22 +160,43 @@ def test_records_are_plainly_simulated_call_records(corpus: Corpus) -> None:
 
 
 def test_seq_is_time_order_and_responses_are_contiguous(corpus: Corpus) -> None:
-    bad_seq = corpus.one(
+    # seq numbers the calls of a session (main agent and subagents together, as the importer
+    # and the instrumentation do): 0..n-1, in time order
+    bad_numbering = corpus.one(
+        "SELECT count(*) FROM (SELECT session_id FROM calls GROUP BY session_id "
+        "HAVING min(seq) <> 0 OR max(seq) <> count(*) - 1 OR count(DISTINCT seq) <> count(*))"
+    )
+    assert bad_numbering == 0
+    out_of_order = corpus.one(
         """
         SELECT count(*) FROM (
-            SELECT seq, row_number() OVER (PARTITION BY session_id ORDER BY start_time) - 1 AS pos,
-                   start_time, lag(start_time) OVER (PARTITION BY session_id ORDER BY seq) AS prev
+            SELECT start_time, stream,
+                   lag(start_time) OVER (PARTITION BY session_id ORDER BY seq) AS prev,
+                   lag(start_time) OVER (PARTITION BY stream ORDER BY seq) AS prev_in_stream
             FROM calls
-        ) WHERE seq <> pos OR start_time <= prev
+        ) WHERE start_time < prev OR start_time <= prev_in_stream
         """
     )
-    assert bad_seq == 0
-    # the calls of one response are consecutive in their session
+    assert out_of_order == 0
+    # one numbering per session: the main agent's calls continue after a subagent's
+    interleaved = corpus.one(
+        """
+        SELECT count(*) FROM (
+            SELECT session_id, agent_id, lag(agent_id) OVER (PARTITION BY session_id ORDER BY seq)
+                   AS prev_agent, row_number() OVER (PARTITION BY session_id ORDER BY seq) AS k
+            FROM calls
+        ) WHERE k > 1 AND agent_id IS NOT DISTINCT FROM NULL AND prev_agent IS NOT NULL
+        """
+    )
+    assert interleaved > 0
+    # the calls of one response are consecutive in their stream
     split_responses = corpus.one(
         """
         SELECT count(*) FROM (
-            SELECT response_id, max(seq) - min(seq) + 1 AS span, count(*) AS n
-            FROM calls GROUP BY response_id
+            SELECT response_id, max(k) - min(k) + 1 AS span, count(*) AS n
+            FROM (SELECT response_id,
+                         row_number() OVER (PARTITION BY stream ORDER BY seq) AS k FROM calls)
+            GROUP BY response_id
         ) WHERE span <> n
         """
     )
@@ -180,7 +207,8 @@ def test_seq_is_time_order_and_responses_are_contiguous(corpus: Corpus) -> None:
 
 
 def test_corpus_size_and_window(corpus: Corpus) -> None:
-    assert corpus.one("SELECT count(DISTINCT session_id) FROM calls") == C["sessions"]
+    assert corpus.one("SELECT count(DISTINCT stream) FROM calls") == C["sessions"]
+    assert corpus.one("SELECT count(DISTINCT session_id) FROM calls") < C["sessions"]
     assert corpus.table.num_rows == C["calls"]
     first, last = corpus.one("SELECT min(start_time)::DATE, max(start_time)::DATE FROM calls")
     assert first == date.fromisoformat(study.CORPUS_START)
@@ -214,11 +242,18 @@ def test_split_sizes_by_time_are_exact(corpus: Corpus) -> None:
     # the public helper agrees with the SQL
     helper = assign_splits(corpus.table)
     for name in ("train", "calibration", "test", "test_short"):
-        sql = {
-            r[0]
-            for r in corpus.rows("SELECT session_id FROM session_split WHERE split = ?", [name])
-        }
-        assert set(helper[name]) == sql
+        rows = corpus.rows("SELECT stream FROM session_split WHERE split = ?", [name])
+        sql = {r[0] for r in rows}
+        assert {f"{s}/{a}" if a else s for s, a in helper[name]} == sql
+        firsts = [
+            corpus.one(
+                "SELECT min(start_time) FROM calls WHERE session_id = ? "
+                "AND agent_id IS NOT DISTINCT FROM ?",
+                [s, a],
+            )
+            for s, a in helper[name][:50]
+        ]
+        assert firsts == sorted(firsts)  # listed by first call time
 
 
 def test_no_session_crosses_a_split_boundary(corpus: Corpus) -> None:
@@ -235,6 +270,19 @@ def test_no_session_crosses_a_split_boundary(corpus: Corpus) -> None:
          f"{bounds[1]} 00:00:00+00", f"{bounds[2]} 00:00:00+00"],
     )  # fmt: skip
     assert crossing == 0
+    # nor does a whole session (a parent with its subagents): time windows select sessions
+    conversations = corpus.one(
+        """
+        SELECT count(*) FROM (
+            SELECT session_id, min(start_time) AS a, max(start_time) AS b FROM calls
+            GROUP BY session_id
+        ) WHERE (a < ?::TIMESTAMPTZ) <> (b < ?::TIMESTAMPTZ)
+             OR (a < ?::TIMESTAMPTZ) <> (b < ?::TIMESTAMPTZ)
+        """,
+        [f"{bounds[0]} 00:00:00+00", f"{bounds[0]} 00:00:00+00", f"{bounds[1]} 00:00:00+00",
+         f"{bounds[1]} 00:00:00+00"],
+    )  # fmt: skip
+    assert conversations == 0
 
 
 # ------------------------------------------------------------------------ tools
@@ -324,7 +372,7 @@ def test_first_use_share(corpus: Corpus) -> None:
     # share of a session's calls that are its first use of that tool, averaged over sessions
     per_session = corpus.one(
         "SELECT avg(d / n) FROM (SELECT count(DISTINCT tool)::DOUBLE AS d, count(*) AS n "
-        "FROM calls GROUP BY session_id)"
+        "FROM calls GROUP BY stream)"
     )
     assert abs(per_session - C["first_use_share"]) <= 0.03  # 0.37 ± 0.03
 
@@ -336,8 +384,8 @@ def _log_loss(corpus: Corpus) -> tuple[float, float]:
     session's own running bigram with Witten–Bell weights, as the study's order cue does.
     """
     rows = corpus.rows(
-        "SELECT c.session_id, c.tool, s.split FROM calls c JOIN session_split s USING (session_id) "
-        "ORDER BY c.session_id, c.start_time, c.seq"
+        "SELECT c.stream, c.tool, s.split FROM calls c JOIN session_split s USING (stream) "
+        "ORDER BY c.stream, c.start_time, c.seq"
     )
     sessions: dict[str, list[str]] = defaultdict(list)
     split: dict[str, str] = {}
@@ -415,38 +463,34 @@ def test_failures(corpus: Corpus) -> None:
 
 
 def test_subagent_sessions(corpus: Corpus) -> None:
-    sessions, subagents = corpus.one(
-        "SELECT count(*), count(*) FILTER (WHERE a IS NOT NULL) "
-        "FROM (SELECT session_id, any_value(agent_id) AS a FROM calls GROUP BY session_id)"
+    streams, subagents = corpus.one(
+        "SELECT count(DISTINCT stream), count(DISTINCT stream) FILTER (WHERE agent_id IS NOT NULL) "
+        "FROM calls"
     )
-    assert 0.15 <= subagents / sessions <= 0.40
-    agents_per_session = corpus.one(
-        "SELECT max(k) FROM "
-        "(SELECT count(DISTINCT coalesce(agent_id, '')) k FROM calls GROUP BY session_id)"
-    )
-    assert agents_per_session == 1
-    # a subagent's session id names its parent, which runs in the same split and calls
-    # Task/Agent a few seconds before the subagent's first call
+    assert 0.15 <= subagents / streams <= 0.40
+    # a subagent carries its parent's session id (and trace) and its own agent id; its parent
+    # runs in the same split and calls Task/Agent a few seconds before the subagent's first call
     rows = corpus.rows(
         """
         WITH sub AS (
-            SELECT session_id, split_part(session_id, '/agent-', 1) AS parent,
-                   any_value(agent_id) AS agent, min(start_time) AS t0
-            FROM calls WHERE agent_id IS NOT NULL GROUP BY session_id
-        )
-        SELECT sub.session_id, sub.agent, sub.session_id LIKE '%/agent-' || sub.agent,
+            SELECT stream, session_id, agent_id, min(start_time) AS t0
+            FROM calls WHERE agent_id IS NOT NULL GROUP BY ALL
+        ),
+        parent AS (SELECT DISTINCT session_id, stream FROM calls WHERE agent_id IS NULL)
+        SELECT sub.stream, regexp_full_match(sub.agent_id, '[0-9a-f]{8}'),
                (SELECT min(epoch_us(sub.t0) - epoch_us(p.start_time)) FROM calls p
-                WHERE p.session_id = sub.parent AND p.tool IN ('Task', 'Agent')
-                  AND p.start_time < sub.t0) / 1e6 AS lead_s,
-               (SELECT split FROM session_split WHERE session_id = sub.parent) =
-               (SELECT split FROM session_split WHERE session_id = sub.session_id)
-                 OR (SELECT split FROM session_split WHERE session_id = sub.parent) LIKE 'test%'
+                WHERE p.session_id = sub.session_id AND p.agent_id IS NULL
+                  AND p.tool IN ('Task', 'Agent') AND p.start_time < sub.t0) / 1e6 AS lead_s,
+               (SELECT split FROM session_split s JOIN parent USING (stream)
+                WHERE parent.session_id = sub.session_id) AS parent_split,
+               (SELECT split FROM session_split WHERE stream = sub.stream) AS own_split
         FROM sub
         """
     )
-    assert all(r[2] for r in rows)
-    assert all(r[4] for r in rows)
-    led = [r for r in rows if r[3] is not None and 2.0 <= r[3] <= 8.0]
+    assert all(r[1] for r in rows)
+    assert all(r[3] is not None for r in rows)  # every subagent's session has its main agent
+    assert all(r[3] == r[4] or r[3].startswith("test") for r in rows)
+    led = [r for r in rows if r[2] is not None and 2.0 <= r[2] <= 8.0]
     assert len(led) >= 0.9 * len(rows)
 
 
@@ -456,8 +500,8 @@ def test_subagent_sessions(corpus: Corpus) -> None:
 def _long_failed_runs(corpus: Corpus, min_run: int = 20) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """Runs of >= min_run consecutive failed calls of one tool with identical input size."""
     rows = corpus.rows(
-        "SELECT session_id, agent_id, tool, failed, input_bytes, output_bytes, response_id, "
-        "epoch_us(start_time) / 1e6 FROM calls ORDER BY session_id, start_time, seq"
+        "SELECT stream, agent_id, tool, failed, input_bytes, output_bytes, response_id, "
+        "epoch_us(start_time) / 1e6 FROM calls ORDER BY stream, start_time, seq"
     )
     runs: list[tuple[str, list[tuple[Any, ...]]]] = []
     current: list[tuple[Any, ...]] = []
@@ -486,7 +530,7 @@ def _long_failed_runs(corpus: Corpus, min_run: int = 20) -> list[tuple[str, list
 def test_the_retry_loop_subagent_is_there_unlabelled(corpus: Corpus) -> None:
     runs = _long_failed_runs(corpus)
     assert len(runs) == 1  # the one real misbehaviour, nothing else like it
-    session_id, run = runs[0]
+    stream, run = runs[0]
     assert len(run) == 33  # the refused call and 32 retries
     assert {r[2] for r in run} == {"Agent"}
     assert all(r[1] is not None for r in run)  # a subagent
@@ -494,9 +538,9 @@ def test_the_retry_loop_subagent_is_there_unlabelled(corpus: Corpus) -> None:
     assert {r[5] for r in run} == {result_size(REFUSAL_TEXT)}  # the same refusal every time
     gaps = [b[7] - a[7] for a, b in itertools.pairwise(run)]
     assert all(1.0 < g < 10.0 for g in gaps)  # seconds apart
-    first = corpus.one("SELECT min(start_time) FROM calls WHERE session_id = ?", [session_id])
+    first = corpus.one("SELECT min(start_time) FROM calls WHERE stream = ?", [stream])
     assert first.date() == date(2026, 9, 7) and 7 <= first.hour <= 8
-    split, n = corpus.one("SELECT split, n FROM session_split WHERE session_id = ?", [session_id])
+    split, n = corpus.one("SELECT split, n FROM session_split WHERE stream = ?", [stream])
     assert split == "test" and n >= 39  # in the study's test split; flagged at call 39
     assert corpus.one("SELECT count(*) FROM calls WHERE label IS NOT NULL") == 0
 

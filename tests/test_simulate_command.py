@@ -34,7 +34,7 @@ def test_writes_the_store_labelled_and_idempotent(
 
     store = Store(store_dir)
     got = store.query(
-        "SELECT count(*) AS n, count(DISTINCT session_id) AS s, "
+        "SELECT count(*) AS n, count(DISTINCT (session_id, agent_id)) AS s, "
         "count(*) FILTER (WHERE source = 'simulated') AS sim FROM calls"
     ).to_pylist()[0]
     assert got == {"n": expected.num_rows, "s": 40, "sim": expected.num_rows}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -126,16 +127,21 @@ def test_replay_answers_unrecorded_calls_from_the_fallback_or_says_so() -> None:
     sc = scenario("A2")
     recording, _ = _record(sc)
 
-    async def call(server: ReplayServer) -> Any:
+    async def call(server: ReplayServer, tool: str, args: dict[str, Any]) -> Any:
         from mcp import Client
 
         async with Client(server) as client:
-            return await client.call_tool("get_doc", {"doc_id": "never-recorded"})
+            return await client.call_tool(tool, args)
 
-    missing = run(call(ReplayServer(recording)))
+    new_query = ("search_docs", {"query": "a query the clean run never sent"})
+    missing = run(call(ReplayServer(recording), *new_query))
     assert missing.is_error and "no recorded response" in missing.content[0].text
-    answered = run(call(ReplayServer(recording, fallback=ScenarioServer(sc))))
+    answered = run(call(ReplayServer(recording, fallback=ScenarioServer(sc)), *new_query))
     assert not answered.is_error
+    # the fallback is the scenario server: another entity than its record is "not found"
+    other = ("get_doc", {"doc_id": "never-recorded"})
+    unknown = run(call(ReplayServer(recording, fallback=ScenarioServer(sc)), *other))
+    assert unknown.is_error and "Not found" in unknown.content[0].text
 
 
 @pytest.mark.parametrize(
@@ -211,6 +217,40 @@ def test_retry_does_not_fix_a_fault_on_every_call() -> None:
     assert len(mitigated.trajectory.calls_to("search_docs")) == FAST.retry_attempts
     assert all(d.applied for d in mitigated.deliveries)
     assert mitigated.check.status == "fail" and report.fix_confirmed("retry") is False
+
+
+@pytest.mark.parametrize(
+    "drift",
+    [
+        pytest.param({"argument_renames": {"doc_id": "document_id"}}, id="arguments"),
+        pytest.param({"field_renames": {"text": "body"}}, id="result-fields"),
+    ],
+)
+def test_schema_validation_catches_schema_drift_for_the_naive_agent(drift: dict[str, Any]) -> None:
+    """Renamed arguments are rejected by the server; renamed result fields break get_doc's
+    declared output schema, so the real mcp client refuses the result (RuntimeError). Either
+    way the naive agent drops the failure silently; the schema mitigation turns it into an
+    explanation the agent passes on."""
+    doc = scenario_to_json(scenario("A4"))
+    doc["fault"]["params"] = drift
+    from toolwatch.injection.scenario import parse_scenario
+
+    sc = parse_scenario(doc)
+    assert sc.faulty_tool.output_schema is not None
+    report = run(run_scenario(sc, "naive", mitigations=["schema"], config=FAST))
+    faulted = report.faulted
+    assert faulted.check.status == "fail"
+    expected_failure = "invalid_arguments" if "argument_renames" in drift else "invalid_result"
+    hit = faulted.trajectory.calls_to("get_doc")[0]
+    assert hit.injected and hit.failure is not None and hit.failure.value == expected_failure
+    mitigated = report.mitigated["schema"]
+    assert mitigated.check.status == "pass" and report.fix_confirmed("schema") is True
+    assert [e.kind for e in mitigated.trajectory.mitigation_events] == ["schema_mismatch"]
+    assert "[toolwatch schema]" in mitigated.trajectory.final_answer or (
+        "does not match its declared output schema" in mitigated.trajectory.final_answer
+    )
+    careful = run(run_scenario(sc, "careful", config=FAST))
+    assert careful.faulted.check.status == "pass"
 
 
 def test_scanner_stops_c1_without_leaking_the_payload() -> None:
@@ -308,6 +348,24 @@ def test_suite_summary_is_stable_for_a_seed() -> None:
     impact = first["mitigation_impact"]["naive"]["C1"]
     assert impact["scan"]["pass_rate"] == 1.0 and impact["scan"]["fixed"] == 1
     assert set(first["mitigations"]) == {"none", "retry", "scan"}
+
+
+def test_library_exercises_every_fault_type_at_least_five_times() -> None:
+    """Faulted runs of the reference agent over the whole library: every fault type is
+    exercised in >= 5 scenarios, and the scenarios it does not reach are exactly the ones
+    declared so (``metadata.reference_agents``), reported as not exercised, never as passed."""
+    library = load_library()
+    result = run(run_suite(library, ["naive"], config=FAST, concurrency=16))
+    rows = [r for r in result.rows() if r["mode"] == "faulted"]
+    exercised = Counter(r["fault_type"] for r in rows if r["exercised"])
+    assert set(exercised) == {s.fault_type for s in library}
+    assert min(exercised.values()) >= 5, exercised
+    unreached = {r["scenario_id"] for r in rows if not r["exercised"]}
+    declared = {s.id for s in library if s.metadata.get("reference_agents") == "not_exercised"}
+    assert unreached == declared == {"a1-ops-01", "c2-ops-01"}
+    assert not any(r["passed"] for r in rows if not r["exercised"])
+    summary = result.summary()["pass_matrix"]["naive"]
+    assert summary["A1"]["not_exercised"] == 1 and summary["C2"]["not_exercised"] == 1
 
 
 # ============================================================================== CLI
