@@ -282,7 +282,10 @@ def heatmap(
     )
     rects = base.mark_rect().encode(
         color=alt.Color(
-            "rate:Q", scale=PASS_SCALE, title="pass rate", legend=alt.Legend(format="%")
+            "rate:Q",
+            scale=PASS_SCALE,
+            title="pass rate",
+            legend=alt.Legend(format="%", orient="bottom", direction="horizontal"),
         ),
         tooltip=[f"{y}:N", f"{x}:N", f"{text}:N"],
     )
@@ -303,7 +306,7 @@ def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> Spec:
         alt.Chart(steps)
         .mark_point(size=220, filled=True, strokeWidth=3)
         .encode(
-            x=alt.X("step:O", title="step (tool call)"),
+            x=alt.X("step:O", title="step (tool call)", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("run:N", title=None, sort=rows, axis=alt.Axis(labelLimit=260)),
             color=alt.Color("tool:N", title="tool"),
             shape=alt.Shape(

@@ -4,9 +4,9 @@
 
 Runs ``python -m streamlit run <package>/app/main.py -- --store PATH …`` bound to the loopback
 address only, with Streamlit's usage statistics and e-mail prompt off. The store and model
-are checked first so that a wrong path is a one-line error here, not a stack trace in the
-browser; a store that does not exist yet is allowed (the app explains how to fill it and picks
-it up once a collector starts writing).
+are checked first so that a wrong path or a corrupt store file is a one-line error here, not a
+stack trace in the browser; a store that does not exist yet or is empty is allowed (the app
+explains how to fill it and picks it up once a collector starts writing).
 """
 
 from __future__ import annotations
@@ -126,11 +126,15 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"toolwatch app: {problem}", file=sys.stderr)
         return 2
-    if not store.exists():
-        print(
-            f"toolwatch app: no store at {store} yet; the app will say how to fill it",
-            file=sys.stderr,
-        )
+    from toolwatch.app.queries import store_state
+
+    state = store_state(store)
+    if state.status == "unreadable":
+        print(f"toolwatch app: {state.error}", file=sys.stderr)
+        return 2
+    if state.status in ("missing", "empty"):
+        what = f"no store at {store} yet" if state.status == "missing" else f"{store} is empty"
+        print(f"toolwatch app: {what}; the app will say how to fill it", file=sys.stderr)
     port = args.port or free_port()
     model = Path(args.model).expanduser() if args.model else None
     cmd = streamlit_command(store, port, model=model, refresh=args.refresh, headless=args.headless)

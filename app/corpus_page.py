@@ -15,7 +15,7 @@ from toolwatch.app import charts, ui
 from toolwatch.app import queries as q
 from toolwatch.collector.corpus_stats import STAT_KEYS, corpus_stats, source_counts
 from toolwatch.collector.stats_command import LABELS
-from toolwatch.collector.stats_command import _fmt as fmt
+from toolwatch.collector.stats_command import format_stat as fmt
 
 ALL_SELECTED = "all selected"
 

@@ -358,8 +358,10 @@ def _summary(
         m[4].metric(
             f"Peak {statistic}",
             f"{peak:.2f}",
-            f"{peak - threshold:+.2f} vs threshold {threshold:.2f}",
+            f"{peak - threshold:+.2f} vs {threshold:.2f}",
             delta_color="inverse",
+            help="the largest value of the detector statistic in this stream, and how far it "
+            "is above (red) or below (green) the operating-point threshold",
         )
     labels = sorted(set(view.loc[view["injected"], "label"]))
     if labels:

@@ -283,8 +283,8 @@ def _run_card(r: dict[str, Any], steps: pd.DataFrame) -> None:
     note = ""
     if r["injected_calls"] > labelled:
         note = (
-            f" ({r['injected_calls'] - labelled} carry no label: the client gave up before the "
-            "faulted response arrived, or the fault is in the tool list)"
+            f" ({r['injected_calls'] - labelled} without a label on a call: timed out before "
+            "the reply, or a fault in the tool list)"
         )
     st.write(
         f"injected responses: {r['injected_calls']}{note} · task solved: "

@@ -147,6 +147,7 @@ class ImportReport:
     bytes: int = 0
     lines: int = 0
     sessions: int = 0
+    subagents: int = 0  # distinct (session, agent) with an agent: a stream each
     calls: int = 0
     duplicates: int = 0
     restamped: int = 0
@@ -556,6 +557,7 @@ def build_records(parses: Sequence[FileParse]) -> tuple[list[CallRecord], Import
             records.append(_record(call, result, seq, trace_id))
     report.calls = len(records)
     report.sessions = len(sessions)
+    report.subagents = len({(r.session_id, r.agent_id) for r in records if r.agent_id is not None})
     for r in records:
         report.restamped += r.restamped
         report.capped += r.output_truncated

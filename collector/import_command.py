@@ -226,6 +226,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "bytes": r.bytes,
         "lines": r.lines,
         "sessions": r.sessions,
+        "subagents": r.subagents,
         "calls": r.calls,
         "duplicates_removed": r.duplicates,
         "restamped": r.restamped,
@@ -247,8 +248,8 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
 def format_summary(outcome: ImportOutcome) -> str:
     r = outcome.report
     lines = [
-        f"read {r.files:,} file(s), {r.bytes / 1e6:,.1f} MB, {r.lines:,} lines: "
-        f"{r.sessions:,} session(s), {r.calls:,} call(s)",
+        f"read {r.files:,} file(s), {_size_text(r.bytes)}, {r.lines:,} lines: "
+        f"{r.sessions:,} session(s) with {r.subagents:,} subagent(s), {r.calls:,} call(s)",
         f"  duplicates removed: {r.duplicates:,}   re-stamped (kept out of timing): "
         f"{r.restamped:,}   capped outputs: {r.capped:,}",
         f"  failed: {r.failed:,}   without result: {r.without_result:,}   "
@@ -272,6 +273,10 @@ def format_summary(outcome: ImportOutcome) -> str:
     else:
         lines.append("  skipped lines: 0")
     return "\n".join(lines)
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n / 1e3:,.1f} kB"
 
 
 def _size(path: Path) -> int:

@@ -104,13 +104,19 @@ def format_table(
     for key in STAT_KEYS:
         label, kind = LABELS[key]
         study = CORPUS.get(key)
-        study_text = _fmt(float(study), kind) if study is not None else "—"
-        lines.append(f"{label:{width}}  {_fmt(stats[key], kind):>12}  {study_text:>12}")
+        study_text = format_stat(float(study), kind) if study is not None else "—"
+        lines.append(f"{label:{width}}  {format_stat(stats[key], kind):>12}  {study_text:>12}")
+    lines.append(
+        "sessions are streams (session, agent): each subagent counts as one, as in the study; "
+        "gaps are between consecutive calls of one stream"
+    )
     return "\n".join(lines)
 
 
-def _fmt(value: float, kind: str) -> str:
-    if math.isnan(value):
+def format_stat(value: float | None, kind: str) -> str:
+    """One figure as ``toolwatch stats`` prints it (the app's corpus page uses it too):
+    ``kind`` "n" integer, "s" seconds, "%" share; NaN or None → "—"."""
+    if value is None or math.isnan(value):
         return "—"
     if kind == "n":
         return f"{value:,.0f}"

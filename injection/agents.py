@@ -41,7 +41,6 @@ from toolwatch.injection.mitigations import (
     find_urls,
     first_line,
     is_annotation,
-    is_call_failure,
     is_empty_result,
     is_identifier_name,
     iter_leaves,
@@ -52,6 +51,7 @@ from toolwatch.injection.mitigations import (
     schema_problems,
     strip_instructions,
     tool_verb,
+    try_call,
 )
 from toolwatch.injection.scenario import Scenario, argument_errors
 from toolwatch.injection.trajectory import AgentEvent, Trajectory
@@ -667,14 +667,13 @@ class Agent:
         """One model step issuing one call: (result, failure class, error message)."""
         with model_response(self._response_id(st), conversation_id=st.conversation_id):
             await self._think()
-            try:
-                result = await st.client.call_tool(
-                    tool, arguments, read_timeout_seconds=self.config.call_timeout
-                )
-            except Exception as exc:
-                if not is_call_failure(exc):
-                    raise
-                return None, classify_failure(None, exc), first_line(exc)
+            result, error = await try_call(
+                lambda timeout: st.client.call_tool(tool, arguments, read_timeout_seconds=timeout),
+                self.config.call_timeout,
+            )
+        if result is None:
+            assert error is not None
+            return None, classify_failure(None, error), first_line(error)
         return (
             result,
             classify_failure(result, None),

@@ -481,6 +481,40 @@ def _summary_params(params: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
+def _failure(
+    engine: FaultEngine,
+    clean: dict[str, Any] | None,
+    *,
+    status: int,
+    message: str,
+    code: int,
+    what: str,
+    rpc_message: str | None = None,
+    fields: Mapping[str, Any] | None = None,
+    delay_s: float = 0.0,
+) -> FaultEffect:
+    """A failed call as the scenario's ``as`` says: a JSON-RPC error (``jsonrpc_code``, the
+    label in ``data``) or an ``is_error`` result with a JSON body (``body`` overrides it)."""
+    p = engine.params
+    extra = dict(fields or {})
+    if p.get("as", "result") == "jsonrpc":
+        data = {"status": status, **extra, LABEL_META_KEY: engine.label}
+        code = int(p.get("jsonrpc_code", code))
+        return FaultEffect(
+            True,
+            error=RpcError(code, rpc_message or message, data),
+            delay_s=delay_s,
+            note=f"{what} as JSON-RPC error {code}",
+        )
+    body = p.get("body") or {"error": {"status": status, **extra, "message": message}}
+    return FaultEffect(
+        True,
+        _error_result(body, engine.label, clean),
+        delay_s=delay_s,
+        note=f"{what} as is_error result",
+    )
+
+
 def _delay(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | None) -> FaultEffect:
     p = engine.params
     ms = int(p["delay_ms"])
@@ -489,22 +523,14 @@ def _delay(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | None) ->
         return FaultEffect(
             True, label_result(clean, engine.label), delay_s=ms / 1000, note=f"held {ms} ms"
         )
-    message = p.get("message") or f"Gateway Timeout: the tool did not respond within {ms} ms"
-    after = int(p.get("error_after_ms", 0)) / 1000
-    if p.get("as", "result") == "jsonrpc":
-        data = {"status": 504, LABEL_META_KEY: engine.label}
-        return FaultEffect(
-            True,
-            error=RpcError(REQUEST_TIMEOUT, message, data),
-            delay_s=after,
-            note="timeout as JSON-RPC error",
-        )
-    body = {"error": {"status": 504, "message": message}}
-    return FaultEffect(
-        True,
-        _error_result(body, engine.label, clean),
-        delay_s=after,
-        note="timeout as is_error result",
+    return _failure(
+        engine,
+        clean,
+        status=504,
+        message=p.get("message") or f"Gateway Timeout: the tool did not respond within {ms} ms",
+        code=REQUEST_TIMEOUT,
+        what="timeout",
+        delay_s=int(p.get("error_after_ms", 0)) / 1000,
     )
 
 
@@ -512,17 +538,14 @@ def _server_error(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | N
     p = engine.params
     status = int(p.get("status", 500))
     message = p.get("message") or _HTTP_REASONS.get(status, "Server Error")
-    if p.get("as", "result") == "jsonrpc":
-        data = {"status": status, LABEL_META_KEY: engine.label}
-        code = int(p.get("jsonrpc_code", INTERNAL_ERROR))
-        return FaultEffect(
-            True,
-            error=RpcError(code, f"{status} {message}", data),
-            note=f"JSON-RPC error {code} (status {status})",
-        )
-    body = p.get("body") or {"error": {"status": status, "message": message}}
-    return FaultEffect(
-        True, _error_result(body, engine.label, clean), note=f"is_error result (status {status})"
+    return _failure(
+        engine,
+        clean,
+        status=status,
+        message=message,
+        rpc_message=f"{status} {message}",
+        code=INTERNAL_ERROR,
+        what=f"server error {status}",
     )
 
 
@@ -534,27 +557,34 @@ def _forbidden(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | None
         if role
         else f"Permission denied: the caller is not allowed to call {plan.tool}"
     )
-    if p.get("as", "result") == "jsonrpc":
-        data: dict[str, Any] = {"status": 403, LABEL_META_KEY: engine.label}
-        if role:
-            data["required_role"] = role
-        code = int(p.get("jsonrpc_code", PERMISSION_DENIED_CODE))
-        return FaultEffect(
-            True, error=RpcError(code, message, data), note=f"JSON-RPC error {code} (403)"
-        )
-    error: dict[str, Any] = {"status": 403, "code": "permission_denied", "message": message}
+    fields: dict[str, Any] = (
+        {} if p.get("as", "result") == "jsonrpc" else {"code": "permission_denied"}
+    )
     if role:
-        error["required_role"] = role
-    body = p.get("body") or {"error": error}
-    return FaultEffect(True, _error_result(body, engine.label, clean), note="is_error result (403)")
+        fields["required_role"] = role
+    return _failure(
+        engine,
+        clean,
+        status=403,
+        message=message,
+        code=PERMISSION_DENIED_CODE,
+        what="permission denied (403)",
+        fields=fields,
+    )
+
+
+def _replaced(engine: FaultEngine, clean: dict[str, Any] | None) -> FaultEffect | None:
+    """The scenario's ``response`` replacement, when it gives one (A4, B1, B2)."""
+    if "response" not in engine.params:
+        return None
+    result = _response_result(engine.params["response"], engine.label, clean)
+    return FaultEffect(True, result, note="response replaced")
 
 
 def _alter_schema(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | None) -> FaultEffect:
     p = engine.params
-    if "response" in p:
-        return FaultEffect(
-            True, _response_result(p["response"], engine.label, clean), note="response replaced"
-        )
+    if (replaced := _replaced(engine, clean)) is not None:
+        return replaced
     assert clean is not None
     renames = p.get("field_renames") or {}
     edited, changed = (
@@ -568,13 +598,10 @@ def _alter_schema(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | N
 
 def _patch(engine: FaultEngine, plan: CallPlan, clean: dict[str, Any] | None) -> FaultEffect:
     """B1 and B2: overwrite fields (old values / values contradicting another tool)."""
-    p = engine.params
-    if "response" in p:
-        return FaultEffect(
-            True, _response_result(p["response"], engine.label, clean), note="response replaced"
-        )
+    if (replaced := _replaced(engine, clean)) is not None:
+        return replaced
     assert clean is not None
-    patch: Mapping[str, Any] = p["patch"]
+    patch: Mapping[str, Any] = engine.params["patch"]
 
     def edit(doc: Any) -> bool:
         changed = False

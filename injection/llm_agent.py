@@ -25,7 +25,7 @@ from typing import Any, Final
 import httpx2
 from mcp.types import CallToolResult
 from toolwatch.injection.agents import Agent, AgentConfig
-from toolwatch.injection.mitigations import first_line, is_call_failure, result_text
+from toolwatch.injection.mitigations import first_line, result_text, try_call
 from toolwatch.injection.scenario import Scenario
 from toolwatch.injection.trajectory import AgentEvent, Trajectory
 from toolwatch.instrumentation import model_response
@@ -193,15 +193,10 @@ class LLMAgent(Agent):
         except ValueError as exc:
             content = f"Error: the arguments are not a JSON object ({exc})"
         else:
-            result: CallToolResult | None = None
-            error: str | None = None
-            try:
-                result = await client.call_tool(
-                    name, arguments, read_timeout_seconds=self.config.call_timeout
-                )
-            except Exception as exc:
-                if not is_call_failure(exc):
-                    raise
-                error = first_line(exc) or type(exc).__name__
+            result, failure = await try_call(
+                lambda timeout: client.call_tool(name, arguments, read_timeout_seconds=timeout),
+                self.config.call_timeout,
+            )
+            error = None if failure is None else first_line(failure) or type(failure).__name__
             content = outcome_text(result, error)
         return {"role": "tool", "tool_call_id": call.get("id", ""), "content": content}

@@ -59,39 +59,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _quiet_http_logs()
+    try:
+        scenario, target = _resolve(args)
+        anyio.run(_main, args, scenario, target)
+    except _UsageError as exc:
+        print(f"toolwatch proxy: {exc}", file=sys.stderr)
+        return 2
+    except (UpstreamUnavailable, OSError) as exc:
+        print(f"toolwatch proxy: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _UsageError(Exception):
+    """A bad command line or scenario (exit code 2)."""
+
+
+def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget | None]:
+    """The armed scenario (if any) and the upstream (``None``: the scenario's own tools)."""
     scenario: Scenario | None = None
     if args.scenario:
         try:
             scenario = find_scenario(args.scenario)
         except ScenarioError as exc:
-            print(f"toolwatch proxy: invalid scenario\n{exc}", file=sys.stderr)
-            return 2
-    target: UpstreamTarget | None = None
+            raise _UsageError(f"invalid scenario\n{exc}") from exc
     if args.upstream_cmd:
         try:
-            target = upstream_command(args.upstream_cmd)
+            return scenario, upstream_command(args.upstream_cmd)
         except ValueError as exc:
-            print(f"toolwatch proxy: --upstream-cmd: {exc}", file=sys.stderr)
-            return 2
-    elif args.upstream_url:
-        target = args.upstream_url
-    elif scenario is None:
-        print(
-            "toolwatch proxy: give --upstream-cmd or --upstream-url (or a --scenario to serve)",
-            file=sys.stderr,
-        )
-        return 2
-    else:
-        logger.info("no upstream given: serving scenario %s's own tools in process", scenario.id)
-    try:
-        anyio.run(_main, args, scenario, target)
-    except UpstreamUnavailable as exc:
-        print(f"toolwatch proxy: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"toolwatch proxy: {exc}", file=sys.stderr)
-        return 1
-    return 0
+            raise _UsageError(f"--upstream-cmd: {exc}") from exc
+    if args.upstream_url:
+        return scenario, args.upstream_url
+    if scenario is None:
+        raise _UsageError("give --upstream-cmd or --upstream-url (or a --scenario to serve)")
+    logger.info("no upstream given: serving scenario %s's own tools in process", scenario.id)
+    return scenario, None
 
 
 async def _main(

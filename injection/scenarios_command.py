@@ -128,7 +128,7 @@ def _validate(paths: list[str]) -> int:
         print("toolwatch scenarios validate: no scenario files found", file=sys.stderr)
         return 1
     per_type = ", ".join(f"{fid} {counts[fid]}" for fid in FAULT_ACTIONS if counts[fid])
-    print(f"{len(sources) - bad} valid, {bad} invalid ({per_type})")
+    print(f"{len(sources) - bad} valid, {bad} invalid" + (f" ({per_type})" if per_type else ""))
     return 1 if bad else 0
 
 

@@ -123,9 +123,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     suite.add_argument(
         "--detect",
         action="store_true",
-        help="score the runs' calls with the content-free detector (needs --model)",
+        help="score the runs' calls with the content-free detector (the store's model from "
+        "toolwatch train, or --model)",
     )
-    suite.add_argument("--model", type=Path, help="normal model file (from toolwatch train)")
+    suite.add_argument(
+        "--model", type=Path, help="normal model file (default: the store's own, STORE/models)"
+    )
     suite.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
     common(suite)
 
@@ -274,11 +277,10 @@ def _run_suite(args: argparse.Namespace) -> int:
         raise CommandError("--agents names no agent")
     for agent in agents:
         _check_agent(agent)
-    if args.detect and args.model is None:
-        raise CommandError("--detect needs --model FILE (a normal model from toolwatch train)")
     if args.detect and args.no_telemetry:
         raise CommandError("--detect scores the runs' recorded calls: drop --no-telemetry")
-    model = _load_model(args.model) if args.detect else None
+    store = _store(args)
+    model = _load_model(store, args.model) if args.detect else None
     if model is not None and args.think_time == 0:
         log.warning(
             "--detect with --think-time 0: model steps follow each other at machine speed, "
@@ -287,7 +289,6 @@ def _run_suite(args: argparse.Namespace) -> int:
     sets = _mitigation_sets(args.mitigations.split(",")) if args.mitigations else []
     scenarios = _load(args.scenarios)
     config = _config(args)
-    store = _store(args)
     from tqdm import tqdm
 
     with (
@@ -321,16 +322,18 @@ def _run_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_model(path: Path) -> Any:
+def _load_model(store: Any, explicit: Path | None) -> Any:
     try:
         from toolwatch.detection import ModelError, NormalModel
+        from toolwatch.detection.model import model_path_for
     except ImportError as exc:  # the detection extra is missing
         raise CommandError(f"--detect needs the detection component ({exc})") from exc
     try:
+        path = model_path_for(store.root, explicit)
         return NormalModel.load(path)
     except NotImplementedError as exc:
         raise CommandError(
             "--detect: the detector (toolwatch.detection) is not available yet"
         ) from exc
     except (ModelError, OSError) as exc:
-        raise CommandError(f"--model {path}: {exc}") from exc
+        raise CommandError(f"--detect: {exc}") from exc

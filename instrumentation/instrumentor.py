@@ -254,58 +254,50 @@ def _error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
         attrs[ATTR_LABEL] = label
 
 
-def _finish(span: Span, in_flight: _InFlight, late: dict[str, Any]) -> None:
-    """Set what became known during the call, ERROR status if it failed, and end the span."""
-    if in_flight.request_id is not None:
-        late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
-    if late:
-        span.set_attributes(late)
-    if ATTR_ERROR_TYPE in late:
-        span.set_status(Status(StatusCode.ERROR))  # no description: messages may carry content
-    span.end()
+# ---------------------------------------------------------------------------- the span
 
 
-# ---------------------------------------------------------------------------- tools/call
-
-
-async def _traced_call(
+async def _traced(
     settings: _Settings,
     session: Any,
-    name: str,
+    in_flight: _InFlight,
+    name: str | None,
     arguments: Any,
     wrapped: Callable[..., Awaitable[Any]],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    in_flight: _InFlight,
 ) -> Any:
+    """Run one ``tools/call`` (``name`` set) or ``tools/list`` (``name`` None) inside our span."""
     try:
         tracer = settings.tracer or _tracer(settings)
-        where = ctx.resolve(take_position=True)
-        response_id = where[2]
+        where = ctx.resolve(take_position=name is not None)
         attrs = _context_attributes(
-            where,
-            {
-                **_session_attributes(settings, session),
-                ATTR_MCP_METHOD: METHOD_TOOLS_CALL,
-                ATTR_OPERATION: OPERATION_EXECUTE_TOOL,
-                ATTR_TOOL_NAME: name,
-                ATTR_SESSION_POSITION: where[3],
-                ATTR_ARGUMENTS_SIZE: arguments_size(arguments),
-            },
+            where, {**_session_attributes(settings, session), ATTR_MCP_METHOD: in_flight.method}
         )
-        if response_id is not None:
-            attrs[ATTR_RESPONSE_ID] = response_id
+        response_id = where[2]
+        if name is not None:
+            attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
+            attrs[ATTR_TOOL_NAME] = name
+            attrs[ATTR_SESSION_POSITION] = where[3]
+            attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
+            if response_id is not None:  # a listing is not issued by a model response
+                attrs[ATTR_RESPONSE_ID] = response_id
         parent = otel_context.get_current()
         # start_span, not start_as_current_span: use_span's generator context manager costs
         # more than attaching the context by hand (below)
-        span = tracer.start_span(_span_name(name), parent, SpanKind.CLIENT, attrs)
+        span = tracer.start_span(
+            SPAN_NAME_TOOLS_LIST if name is None else _span_name(name),
+            parent,
+            SpanKind.CLIENT,
+            attrs,
+        )
     except Exception:  # telemetry must never break the agent's call
-        log.warning("toolwatch: could not start the span of a tools/call", exc_info=True)
+        log.warning("toolwatch: could not start the span of a %s", in_flight.method, exc_info=True)
         return await wrapped(*args, **kwargs)
 
     del arguments  # only its size is kept
     late: dict[str, Any] = {}
-    if response_id is None and span.is_recording():
+    if name is not None and response_id is None and span.is_recording():
         late[ATTR_RESPONSE_ID] = (
             f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
         )
@@ -320,15 +312,26 @@ async def _traced_call(
         raise
     else:
         try:
-            if _result_attributes(result, late):
+            if name is None:
+                _record_listing(tracer, span, attrs, result)
+            elif _result_attributes(result, late):
                 late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
         except Exception:
-            log.warning("toolwatch: could not measure a tools/call result", exc_info=True)
+            log.warning("toolwatch: could not measure a %s result", in_flight.method, exc_info=True)
         return result
     finally:
         otel_context.detach(context_token)
         _IN_FLIGHT.reset(in_flight_token)
-        _finish(span, in_flight, late)
+        if in_flight.request_id is not None:
+            late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
+        if late:
+            span.set_attributes(late)
+        if ATTR_ERROR_TYPE in late:
+            span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
+        span.end()
+
+
+# ---------------------------------------------------------------------------- wrappers
 
 
 def _call_tool(
@@ -347,7 +350,7 @@ def _call_tool(
     in_flight = (
         _InFlight(METHOD_TOOLS_CALL, session, name) if client_call else _InFlight(METHOD_TOOLS_CALL)
     )
-    return _traced_call(settings, session, name, arguments, wrapped, args, kwargs, in_flight)
+    return _traced(settings, session, in_flight, name, arguments, wrapped, args, kwargs)
 
 
 def _wrap_session_call_tool(
@@ -374,49 +377,17 @@ def _wrap_client_call_tool(
     return _call_tool(wrapped, session, args, kwargs, client_call=True)
 
 
-# ---------------------------------------------------------------------------- tools/list
-
-
-async def _wrap_session_list_tools(
+def _wrap_session_list_tools(
     wrapped: Callable[..., Awaitable[Any]],
     instance: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-) -> Any:
+) -> Awaitable[Any]:
     settings = _settings
     if settings is None:
-        return await wrapped(*args, **kwargs)
-    try:
-        tracer = settings.tracer or _tracer(settings)
-        attrs = _context_attributes(
-            ctx.resolve(take_position=False),
-            {**_session_attributes(settings, instance), ATTR_MCP_METHOD: METHOD_TOOLS_LIST},
-        )
-        parent = otel_context.get_current()
-        span = tracer.start_span(SPAN_NAME_TOOLS_LIST, parent, SpanKind.CLIENT, attrs)
-    except Exception:
-        log.warning("toolwatch: could not start the span of a tools/list", exc_info=True)
-        return await wrapped(*args, **kwargs)
-
+        return wrapped(*args, **kwargs)
     in_flight = _InFlight(METHOD_TOOLS_LIST)
-    in_flight_token = _IN_FLIGHT.set(in_flight)
-    context_token = otel_context.attach(trace.set_span_in_context(span, parent))
-    late: dict[str, Any] = {}
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        late[ATTR_ERROR_TYPE] = error_type_of(exc)
-        raise
-    else:
-        try:
-            _record_listing(tracer, span, attrs, result)
-        except Exception:
-            log.warning("toolwatch: could not digest a tools/list result", exc_info=True)
-        return result
-    finally:
-        otel_context.detach(context_token)
-        _IN_FLIGHT.reset(in_flight_token)
-        _finish(span, in_flight, late)
+    return _traced(settings, instance, in_flight, None, None, wrapped, args, kwargs)
 
 
 def _record_listing(tracer: Tracer, span: Span, attrs: dict[str, Any], result: object) -> None:

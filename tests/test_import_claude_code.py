@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from toolwatch.collector.import_claude_code import (
     TranscriptPathError,
     find_transcripts,
@@ -401,6 +405,87 @@ def _assistant(msg_id: str, call_id: str, stamp: str, session: str | None = "s")
     if session is not None:
         line["sessionId"] = session
     return json.dumps(line)
+
+
+def test_lone_surrogates_count_as_replacement_characters(tmp_path: Path) -> None:
+    """A \\ud83d escape cut from its pair (a truncated preview) is measured, never fatal."""
+    line = json.loads(_assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z"))
+    line["message"]["content"][0]["input"] = {"command": "echo \ud83d", "\udc00k": 1}
+    result = {
+        "type": "user",
+        "sessionId": "s",
+        "timestamp": "2025-01-01T00:00:02.000Z",
+        "message": {
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "cut \ud83d"}]
+        },
+    }
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(result) + "\n")  # escapes, ASCII
+    (record,), report = import_transcripts([path])
+    assert record.input_bytes == len('{"command":"echo \ufffd","\ufffdk":1}'.encode()) == 31
+    assert record.output_bytes == len("cut \ufffd".encode()) == 7
+    assert report.skipped == []
+
+
+def test_a_line_nested_too_deep_is_skipped_not_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    deep = '{"type":"assistant","x":' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(deep + "\n" + _assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z"))
+    records, report = import_transcripts([path])
+    assert [r.call_id for r in records] == ["toolu_1"]
+    assert [(s.line, s.reason) for s in report.skipped] == [(1, "invalid JSON")]
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too: only the stdlib parser reads those
+    | st.sampled_from([2**64, -(2**63) - 1])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-05, 1.5e-07, 0.00012, 1e16, 2.5e-300, -0.0])  # orjson writes
+    | st.text()  # some of these in other forms than the stdlib does
+    | st.text(st.characters(categories=["Cs"]), min_size=1, max_size=2),  # lone surrogates
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_JSON_VALUES, nan=st.booleans(), ascii_file=st.booleans())
+def test_input_size_equals_the_shared_basis_for_any_json(
+    value: object, nan: bool, ascii_file: bool
+) -> None:
+    """The importer's fast size path gives the shared byte basis exactly: floats of every form,
+    escapes, non-ASCII, NaN and huge integers (lines only the stdlib parser accepts), lone
+    surrogates (3 bytes each, as U+FFFD)."""
+    from toolwatch.record import arguments_size
+
+    args = {"v": value, "n": math.nan} if nan else {"v": value}
+    compact = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    expected = len(compact.encode("utf-8", "surrogatepass"))  # 3 bytes per lone surrogate
+    lone = compact.encode("utf-8", "surrogatepass") != compact.encode("utf-8", "replace")
+    if not lone:
+        assert expected == arguments_size(args)  # the shared function itself
+    line = json.loads(_assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z"))
+    line["message"]["content"][0]["input"] = args
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.jsonl"
+        # a lone surrogate can only be written escaped (raw, it is not UTF-8: next test)
+        path.write_text(json.dumps(line, ensure_ascii=ascii_file or lone) + "\n")
+        (record,), report = import_transcripts([path])
+    assert record.input_bytes == expected
+    assert report.skipped == []
+
+
+def test_bytes_that_are_not_utf8_make_an_invalid_line(tmp_path: Path) -> None:
+    good = _assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z").encode()
+    bad = _assistant("msg_2", "toolu_2", "2025-01-01T00:00:02.000Z").encode()
+    bad = bad.replace(b'"Bash"', b'"B\xed\xa0\x80"')  # an encoded surrogate: not UTF-8
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(bad + b"\n" + good + b"\n")
+    records, report = import_transcripts([path])
+    assert [r.call_id for r in records] == ["toolu_1"]
+    assert [(s.line, s.reason) for s in report.skipped] == [(1, "invalid JSON")]
 
 
 def test_datetime_parsing_handles_offsets(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_import_writes_the_records_it_builds(
     expected.sort(key=lambda r: (r["session_id"], r["seq"]))
     assert _rows(store) == expected
     out = capsys.readouterr().out
-    assert "5 session(s), 29 call(s)" in out
+    assert "41.4 kB, 92 lines: 5 session(s) with 4 subagent(s), 29 call(s)" in out
     assert "duplicates removed: 5" in out
     assert "re-stamped (kept out of timing): 1" in out
     assert "capped outputs: 2" in out
@@ -150,6 +150,7 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert _import(tmp_path / "s", FIXTURES / "traps", extra=("--json",)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["files"] == 3
+    assert (doc["sessions"], doc["subagents"]) == (2, 0)
     assert doc["calls"] == 7
     assert doc["written"] == 7
     assert doc["duplicates_removed"] == 5

@@ -390,7 +390,7 @@ def test_a4_schema_drift_enforces_renamed_arguments() -> None:
             assert schema(listing, "output_schema") == s.faulty_tool.output_schema
             rejected = await client.call_tool("get_forecast", {"city": "Lisbon"})
             # the drifted result breaks the declared schema: the real mcp 2.x client refuses it
-            with pytest.raises(RuntimeError, match="Invalid structured content.*'high_c'"):
+            with pytest.raises(RuntimeError, match=r"Invalid structured content.*'high_c'"):
                 await client.call_tool("get_forecast", {"location": "Lisbon"})
             assert "city" in schema(await client.list_tools())["properties"]  # drift over
             after = await client.call_tool("get_forecast", {"location": "Lisbon"})

@@ -448,13 +448,15 @@ def test_runs_reach_the_store_as_spans_and_the_detector_scores_them(
     assert any(lab.startswith("C1:") for lab in labels)
     assert all(r and "/r" in r for r in calls.column("response_id").to_pylist())
 
-    # a model of these agents' clean behaviour, then --detect against it
+    # a model of these agents' clean behaviour, saved where `toolwatch train` puts it (the
+    # store's own model, found without --model), then --detect against it
+    from toolwatch.detection.model import MODEL_IN_STORE
+
     clean = store.query("SELECT * FROM calls WHERE ends_with(session_id, '-clean')")
-    model_path = tmp_path / "model.json"
+    model_path = store_dir / MODEL_IN_STORE
+    model_path.parent.mkdir(parents=True, exist_ok=True)
     NormalModel.fit(clean).calibrate(clean).save(model_path)
-    code = cli_main(
-        [*base, "--detect", "--model", str(model_path), "--json", str(tmp_path / "s.json")]
-    )
+    code = cli_main([*base, "--detect", "--json", str(tmp_path / "s.json")])
     assert code == 0
     out = capsys.readouterr().out
     assert "Detection (all_cusum at the operating point)" in out
