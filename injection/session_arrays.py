@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from toolwatch.collector.schema import CALLS_SCHEMA
+from toolwatch.detection.frame import SCORING_COLUMNS
 from toolwatch.record import CALL_FIELDS
 
 _INT_FIELDS = {f.name for f in CALL_FIELDS if f.arrow in ("int64", "int32")}
@@ -63,20 +64,6 @@ class SessionCalls:
         return SessionCalls(merged)
 
 
-#: Columns the batch scorer reads (the rest of the record is not needed to score).
-SCORING_COLUMNS: tuple[str, ...] = (
-    "session_id",
-    "agent_id",
-    "seq",
-    "tool",
-    "start_time",
-    "input_bytes",
-    "output_bytes",
-    "output_truncated",
-    "failed",
-    "response_id",
-    "restamped",
-)
 #: Columns span injection reads or writes besides those: enough for every injector.
 INJECTION_COLUMNS: tuple[str, ...] = (*SCORING_COLUMNS, "server", "error_type", "label")
 
