@@ -73,7 +73,7 @@ def render() -> None:
             },
         )
         st.caption(
-            f"Checked at {now:%H:%M:%S} UTC. Each alert is one excursion of a session above "
+            f"Checked at {now:%H:%M:%S} UTC. Each alert is one excursion of a stream above "
             "the model's operating point; `cue` is the cue that explains it."
         )
 

@@ -40,13 +40,16 @@ def main() -> None:
                 f"model `{s.model}`" + (" (store's own)" if s.model_origin == "store" else "")
             )
         else:
-            st.caption(f"no model (`--model FILE` or `{MODEL_IN_STORE}` in the store)")
+            st.caption(
+                f"no model: `toolwatch train --store STORE` saves `{MODEL_IN_STORE}` in the "
+                "store, where the app looks (or start it with `--model FILE`)"
+            )
     state = q.store_state(s.store)
     if state.status == "missing":
         st.error(
             f"**No store at `{s.store}`.** Start the app with `--store PATH` pointing at a "
             f"toolwatch store, or create one with {fill_hint(q.CALLS, s.store)}. "
-            f"{q.DEMO_HINT}"
+            f"{fill_hint('demo', s.store)}"
         )
         st.stop()
     if state.status == "unreadable":
@@ -60,7 +63,7 @@ def main() -> None:
             f"- **detection results** (Detection): {fill_hint(q.EXPERIMENTS, s.store)}\n"
             f"- **live alerts** (Live): {fill_hint(q.ALERTS, s.store)}\n"
             f"- **workbench runs** (Workbench): {fill_hint(q.WORKBENCH_RUNS, s.store)}\n\n"
-            f"{q.DEMO_HINT}"
+            f"{fill_hint('demo', s.store)}"
         )
         st.stop()
     nav.run()

@@ -23,10 +23,11 @@ import pandas as pd
 import pyarrow as pa
 from toolwatch.collector.store import CALLS, Store, StoreError
 from toolwatch.detection.alerts import ALERTS_TABLE as ALERTS
+from toolwatch.detection.model import MODEL_IN_STORE
 from toolwatch.injection.experiment import EXPERIMENT_RUNS, EXPERIMENTS
 from toolwatch.injection.workbench import RUNS_TABLE as WORKBENCH_RUNS
 
-#: How to fill each part of the store (shown on empty pages).
+#: How to fill each part of the store (shown on empty pages); ``STORE`` stands for its path.
 FILL_HINTS: Final[dict[str, str]] = {
     CALLS: (
         "`toolwatch simulate --store STORE` (a simulated corpus shaped like the study's), "
@@ -34,19 +35,24 @@ FILL_HINTS: Final[dict[str, str]] = {
         "or `toolwatch collector --store STORE` receiving OTLP spans from instrumented agents"
     ),
     EXPERIMENTS: (
-        "`toolwatch train --store STORE --out STORE/models/model.json`, then "
-        "`toolwatch experiment --store STORE` (the study's injection experiment)"
+        "`toolwatch experiment --store STORE` (the study's injection experiment on the "
+        "store's calls)"
     ),
     ALERTS: (
-        "`toolwatch collector --store STORE --model MODEL` scores every call as it arrives and "
-        "records an alert whenever a session crosses the operating point"
+        "`toolwatch train --store STORE`, then `toolwatch collector --store STORE --model "
+        f"STORE/{MODEL_IN_STORE}`: it scores every call as it arrives and records an alert "
+        "whenever a stream crosses the operating point"
     ),
     WORKBENCH_RUNS: (
         "`toolwatch workbench suite --store STORE` (every scenario × agent, clean / faulted / "
         "mitigated) or `toolwatch workbench run SCENARIO --store STORE --mitigation all`"
     ),
+    "demo": (
+        "`toolwatch demo --store STORE` fills an empty store with calls, a model, the "
+        "experiment and a live alert in one go; add `toolwatch workbench suite --store STORE` "
+        "for the Workbench page."
+    ),
 }
-DEMO_HINT: Final = "`toolwatch demo` fills a fresh store with all of it in one go."
 
 
 @dataclass
@@ -74,7 +80,7 @@ def store_state(root: Path) -> StoreState:
         tables = store.tables()
         con = store.connect()
         try:
-            con.execute(f"SELECT count(*) FROM {CALLS}").fetchone()
+            one(con, f"SELECT count(*) FROM {CALLS}")
         finally:
             con.close()
     except (StoreError, duckdb.Error, OSError) as exc:
@@ -105,6 +111,15 @@ def arrow(
     return con.sql(sql, params=list(params) if params else None).to_arrow_table()
 
 
+def one(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> tuple[Any, ...] | None:
+    """The first row of ``sql``, fetched to the end: DuckDB 2.0 refuses a later ``con.sql``
+    while an ``execute`` result is still open, which ``fetchone`` leaves behind."""
+    rows = con.execute(sql, list(params) if params else []).fetchall()
+    return tuple(rows[0]) if rows else None
+
+
 def records(
     con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
 ) -> list[dict[str, Any]]:
@@ -113,24 +128,23 @@ def records(
 
 
 def has_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
-    ).fetchone()
+    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
     return bool(row and row[0])
 
 
 def has_column(con: duckdb.DuckDBPyConnection, view: str, column: str) -> bool:
-    row = con.execute(
+    row = one(
+        con,
         "SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
         [view, column],
-    ).fetchone()
+    )
     return bool(row and row[0])
 
 
 def count(con: duckdb.DuckDBPyConnection, view: str) -> int:
     if not has_view(con, view):
         return 0
-    row = con.execute(f"SELECT count(*) FROM {view}").fetchone()
+    row = one(con, f"SELECT count(*) FROM {view}")
     return int(row[0]) if row else 0
 
 
@@ -232,7 +246,7 @@ def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def stream_date_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
-    row = con.execute("SELECT min(first_time)::DATE, max(first_time)::DATE FROM streams").fetchone()
+    row = one(con, "SELECT min(first_time)::DATE, max(first_time)::DATE FROM streams")
     if row is None or row[0] is None:
         return None
     return row[0], row[1]
@@ -289,17 +303,20 @@ def stream_calls(con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str 
     )
 
 
-def stream_keyed_calls(con: duckdb.DuckDBPyConnection, session_ids: Sequence[str]) -> pa.Table:
-    """The calls of the given sessions with ``session_id`` replaced by a stream key
-    (:func:`stream_key`), so that a per-session report (the scan) comes out per stream."""
+def stream_keyed_calls(
+    con: duckdb.DuckDBPyConnection, session_ids: Sequence[str] | None = None
+) -> pa.Table:
+    """The calls of the given sessions (None: all) with ``session_id`` replaced by a stream key
+    (:func:`split_stream_key` undoes it), so that a per-session report (the scan, which keeps
+    a session's strongest stream) comes out per stream."""
     return arrow(
         con,
         f"""
         SELECT * EXCLUDE (date, session_id),
                session_id || chr(31) || coalesce(agent_id, '') AS session_id
-        FROM {CALLS} WHERE list_contains(?, session_id)
+        FROM {CALLS} WHERE $1 IS NULL OR list_contains($1, session_id)
         """,
-        [list(session_ids)],
+        [list(session_ids) if session_ids is not None else None],
     )
 
 
@@ -345,7 +362,8 @@ def stream_alerts(
 
 def alert_totals(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
     """Counts for the live page's headline: all alerts, last hour, last 24 hours, latest."""
-    row = con.execute(
+    row = one(
+        con,
         f"""
         SELECT count(*),
                count(*) FILTER (WHERE alert_time > ?::TIMESTAMPTZ - INTERVAL 1 HOUR),
@@ -355,7 +373,7 @@ def alert_totals(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any
         FROM {ALERTS}
         """,
         [now, now],
-    ).fetchone()
+    )
     assert row is not None
     return {
         "total": int(row[0]),

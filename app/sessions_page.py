@@ -61,12 +61,13 @@ def _scan(
     key: tuple[str, ...],
     model_path: str,
     model_checksum: str,
-    session_ids: tuple[str, ...],
+    session_ids: tuple[str, ...] | None,
 ) -> pd.DataFrame:
-    """Flags of the scan per stream of the given sessions: margin, cue, first call."""
+    """Flags of the scan per stream of the given sessions (None: every session): margin, cue,
+    first call."""
     model = NormalModel.load(model_path)
     columns = ["session_id", "agent", "scan_margin", "scan_cue", "scan_statistic", "scan_seq"]
-    if model is None or not model.calibrated or not session_ids:
+    if model is None or not model.calibrated or session_ids == ():
         return pd.DataFrame(columns=columns)
     with q.open_store(Path(root)) as con:
         calls = q.stream_keyed_calls(con, session_ids)
@@ -148,12 +149,14 @@ def _filtered_streams(con: Any, root: Path, model: NormalModel | None) -> pd.Dat
     if model is not None and model.calibrated and not streams.empty:
         total = int(streams["calls"].sum())
         if total <= SCAN_MAX_CALLS:
+            # the whole store when it fits (one cached scan for every filter), else the filter
+            whole = q.count(con, q.CALLS) <= SCAN_MAX_CALLS
             flags = _scan(
                 str(root),
                 q.fingerprint(root, q.CALLS),
                 str(ui.settings().model),
                 model.checksum,
-                tuple(sorted(set(streams["session_id"]))),
+                None if whole else tuple(sorted(set(streams["session_id"]))),
             )
         else:
             st.caption(

@@ -53,8 +53,8 @@ def model(s: AppSettings) -> tuple[NormalModel | None, str]:
     """The model artifact (cached per file version), or ``None`` and why not."""
     if s.model is None:
         return None, (
-            "no model: start the app with `--model FILE` (from `toolwatch train --out FILE`) or "
-            f"save one as {s.store / MODEL_IN_STORE}"
+            f"no model: `toolwatch train --store {s.store}` saves one as "
+            f"{s.store / MODEL_IN_STORE}, where the app looks (or start it with `--model FILE`)"
         )
     try:
         mtime = s.model.stat().st_mtime_ns

@@ -272,7 +272,7 @@ class _FileParser:
         if stamp is not None and response_id is not None:
             self.stamp_responses.setdefault(stamp, set()).add(response_id)
         if type(content) is list:
-            self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict)
+            self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict, raw)
 
     def calls(
         self,
@@ -284,8 +284,10 @@ class _FileParser:
         agent_id: str | None,
         line_no: int,
         strict: bool,
+        raw: bytes,
     ) -> None:
         when: datetime | None = None
+        exact: list[Any] | None = None  # the content as the stdlib reads it, when needed
         session: str | None = None
         for block_index, block in enumerate(content):
             if type(block) is not dict or block.get("type") != "tool_use":
@@ -309,11 +311,16 @@ class _FileParser:
                 continue
             assert stamp is not None
             inline = side and agent_id is None
+            args = block.get("input")
+            fast = strict and not _has_float(args)
+            if strict and not fast:  # orjson read integers beyond 64 bits as floats: re-read
+                exact = exact or json.loads(raw)["message"]["content"]
+                args = exact[block_index].get("input")
             self.out.calls.append(
                 _Call(
                     call_id=call_id,
                     tool=tool,
-                    input_bytes=_input_size(block.get("input"), strict),
+                    input_bytes=_input_size(args, fast),
                     stamp=stamp,
                     time=when,
                     response_id=response_id,
@@ -371,29 +378,36 @@ class _FileParser:
 
 
 def _text(value: Any) -> str | None:
-    """A non-empty string field, else None (absent, null, empty or of another type)."""
-    return value if type(value) is str and value else None
+    """A non-empty string field, else None (absent, null, empty or of another type). A lone
+    surrogate (an escape cut from its pair) becomes U+FFFD: ids and names are stored as UTF-8."""
+    if type(value) is not str or not value:
+        return None
+    if value.isascii():  # O(1): the usual case
+        return value
+    return _LONE_SURROGATE.sub("\ufffd", value)
 
 
 def _loads(raw: bytes) -> tuple[Any, bool]:
-    """The parsed line, and whether orjson parsed it (then it holds no NaN/Infinity, no
-    integer beyond 64 bits and no lone surrogate). The stdlib parses what orjson refuses."""
+    """The parsed line, and whether orjson parsed it (then it holds no NaN/Infinity and no lone
+    surrogate, but integers beyond 64 bits have become floats). The stdlib parses what orjson
+    refuses; bytes that are not UTF-8 raise (an invalid line) — ``json.loads`` on bytes would
+    let encoded surrogates through."""
     if orjson is not None:
         try:
             return orjson.loads(raw), True
         except orjson.JSONDecodeError:
             pass
-    return json.loads(raw), False
+    return json.loads(raw.decode("utf-8-sig")), False
 
 
-def _input_size(value: Any, strict: bool) -> int:
-    """:func:`arguments_size` of a parsed ``input``, 5-15x faster through orjson when that is
-    byte-identical: compact separators, UTF-8 kept and the same escapes, but other forms for
-    some floats (``1e-05`` → ``0.00001``), so values holding a float take the stdlib path.
-    Lone surrogates count as U+FFFD (3 bytes), as a UTF-8 writer emits them."""
+def _input_size(value: Any, fast: bool) -> int:
+    """:func:`arguments_size` of a parsed ``input``; ``fast`` (the value holds no float and was
+    parsed by orjson) lets orjson measure it 5-15x faster, byte-identical then: compact
+    separators, UTF-8 kept, the same escapes (floats are where the two differ: ``1e-05`` is
+    ``0.00001`` there). Lone surrogates count as U+FFFD (3 bytes), as a UTF-8 writer emits."""
     if value is None:
         return 0
-    if strict and orjson is not None and not _has_float(value):
+    if fast and orjson is not None:
         return len(orjson.dumps(value))
     try:
         return arguments_size(value)

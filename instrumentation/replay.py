@@ -65,7 +65,8 @@ class ReplayError(ValueError):
 
 
 def record_attributes(record: CallRecord | Mapping[str, Any]) -> dict[str, Any]:
-    """The span attributes of a record (``None`` values are left out), per CALL_FIELDS."""
+    """The span attributes of a record (``None`` values are left out), per CALL_FIELDS, plus
+    the unknown-duration marker when the record has no duration."""
     attrs: dict[str, Any] = {
         ATTR_MCP_METHOD: METHOD_TOOLS_CALL,
         ATTR_OPERATION: OPERATION_EXECUTE_TOOL,
@@ -76,6 +77,8 @@ def record_attributes(record: CallRecord | Mapping[str, Any]) -> dict[str, Any]:
             continue
         assert f.attribute is not None
         attrs[f.attribute] = _coerce(value, f)
+    if _value(record, "duration_us") is None:
+        attrs[ATTR_DURATION_UNKNOWN] = True
     return attrs
 
 
@@ -232,8 +235,6 @@ def _prepare(
     if duration is not None and (not isinstance(duration, int) or duration < 0):
         raise ValueError(f"field 'duration_us' must be a non-negative integer, got {duration!r}")
     attrs = record_attributes(record)
-    if duration is None:
-        attrs[ATTR_DURATION_UNKNOWN] = True
     end_ns = start_ns + (duration or 0) * 1000
     ids.trace_id, ids.span_id = int(trace_id, 16), int(span_id, 16)
     return start_ns, end_ns, bool(_value(record, "failed")), attrs

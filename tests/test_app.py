@@ -720,6 +720,13 @@ def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFi
     assert f"--model {bad}" in capsys.readouterr().err
     assert cli_main(["app", "--store", str(tmp_path), "--port", "70000"]) == 2
     assert "70000" in capsys.readouterr().err
+    corrupt = tmp_path / "corrupt"
+    Store(corrupt).append("calls", simulate(seed=2, sessions=4))
+    bad_file = Store(corrupt).files("calls")[0]
+    bad_file.write_bytes(b"PAR1 this is not parquet")
+    assert cli_main(["app", "--store", str(corrupt), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the store" in err and bad_file.name in err
 
 
 def test_streamlit_command_is_loopback_without_telemetry(tmp_path: Path) -> None:

@@ -177,6 +177,36 @@ class DevTools:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
+def _load(tools: DevTools, url: str, ready: str, timeout: float = 90) -> dict[str, Any]:
+    """Navigate and poll until the script is idle and ``ready`` (a PAGE_STATE key) is set."""
+    tools.call("Page.navigate", url=url)
+    deadline = time.monotonic() + timeout
+    state: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        state = json.loads(tools.evaluate(PAGE_STATE))
+        if state["state"] == "notRunning" and state[ready]:
+            break
+        time.sleep(0.5)
+    time.sleep(2)  # let the charts draw for the screenshot
+    return state
+
+
+def _screenshot(tools: DevTools, name: str) -> bytes:
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = base64.b64decode(tools.call("Page.captureScreenshot", format="png")["data"])
+    (ARTIFACTS / f"app-{name}.png").write_bytes(shot)
+    return shot
+
+
+#: The other pages: (url path, title, text that shows the page drew real content).
+OTHER_PAGES = (
+    ("sessions", "Sessions", "Calls in stream"),
+    ("live", "Live alerts", "Alerts per hour"),
+    ("workbench", "Workbench", "Pass rate of faulted runs"),
+    ("corpus", "Corpus", "within-response gaps"),
+)
+
+
 def test_detection_table_renders_in_a_real_browser(running_app: dict[str, Any]) -> None:
     root = running_app["root"]
     runaway = rows(
@@ -186,23 +216,25 @@ def test_detection_table_renders_in_a_real_browser(running_app: dict[str, Any]) 
         "AND threshold_mode = 'fa_target'",
     )[0]
     expected = interval(runaway["rate"], runaway["ci_low"], runaway["ci_high"])
+    base = f"http://127.0.0.1:{running_app['port']}/"
     tools = DevTools(running_app["browser"])
+    others: dict[str, tuple[dict[str, Any], str, int]] = {}
     try:
         tools.call("Page.enable")
-        tools.call("Page.navigate", url=f"http://127.0.0.1:{running_app['port']}/")
-        deadline = time.monotonic() + 90
-        state: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            state = json.loads(tools.evaluate(PAGE_STATE))
-            if state["state"] == "notRunning" and state["table"]:
-                break
-            time.sleep(0.5)
-        time.sleep(2)  # let the charts draw for the screenshot
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot = tools.call("Page.captureScreenshot", format="png")
-        (ARTIFACTS / "app-detection.png").write_bytes(base64.b64decode(shot["data"]))
+        state = _load(tools, base, "table")
+        png = _screenshot(tools, "detection")
         html = tools.evaluate("document.documentElement.outerHTML")
         (ARTIFACTS / "app-detection.html").write_text(html)
+        # every other page draws in the browser too (charts are rendered client-side)
+        for path, _title, _marker in OTHER_PAGES:
+            page_state = _load(tools, base + path, "title")
+            text = tools.evaluate("document.querySelector('[data-testid=\"stMain\"]').innerText")
+            charts = tools.evaluate(
+                'document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas, '
+                '[data-testid="stVegaLiteChart"] svg\').length'
+            )
+            others[path] = (page_state, str(text or ""), int(charts or 0))
+            _screenshot(tools, path)
     finally:
         tools.close()
     assert state.get("state") == "notRunning", state
@@ -212,5 +244,10 @@ def test_detection_table_renders_in_a_real_browser(running_app: dict[str, Any]) 
     assert label("runaway_retry") in table and label("burst") in table
     assert expected in table
     assert f"{runaway['detected']}/{runaway['runs']}" in table
-    png = (ARTIFACTS / "app-detection.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    for path, title, marker in OTHER_PAGES:
+        page_state, text, charts = others[path]
+        assert page_state["state"] == "notRunning" and page_state["title"] == title, page_state
+        assert page_state["errors"] == 0, path
+        assert marker in text, (path, text[:500])
+        assert charts > 0, f"{path}: no chart drawn"

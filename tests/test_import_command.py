@@ -33,7 +33,7 @@ def test_import_writes_the_records_it_builds(
 ) -> None:
     store = tmp_path / "store"
     assert _import(store, *(FIXTURES / c for c in ALL_CASES)) == 0
-    expected = []
+    expected: list[dict[str, object]] = []
     for case in ALL_CASES:
         records, _ = import_transcripts([FIXTURES / case])
         expected.extend(r.as_dict() for r in records)
@@ -163,6 +163,33 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "tool_result without tool_use_id": 1,
     }
     assert {"path": str(S4_ORIG), "line": 8, "reason": "not a JSON object"} in doc["skipped"]
+
+
+def test_escaped_lone_surrogates_in_names_and_ids_are_stored_replaced(tmp_path: Path) -> None:
+    """Ids and names are stored as UTF-8: a lone surrogate escape becomes U+FFFD, the import
+    goes through (it used to stop at the store with a traceback)."""
+    line = {
+        "type": "assistant",
+        "sessionId": "s\udc00",
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {
+            "id": "msg_\ud83d",
+            "content": [{"type": "tool_use", "id": "toolu_\ud800", "name": "B\ud800", "input": {}}],
+        },
+    }
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps(line) + "\n")  # ensure_ascii: the surrogates are escapes
+    store = tmp_path / "store"
+    assert _import(store, src, extra=("--quiet",)) == 0
+    (row,) = _rows(store)
+    assert (row["session_id"], row["response_id"], row["call_id"], row["tool"]) == (
+        "s\ufffd",
+        "msg_\ufffd",
+        "toolu_\ufffd",
+        "B\ufffd",
+    )
+    assert _import(store, src, extra=("--quiet",)) == 0  # and idempotent
+    assert len(_rows(store)) == 1
 
 
 def test_progress_bar_on_directories_only(
