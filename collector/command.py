@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _scorer(args: argparse.Namespace, store: Store) -> Any:
-    """The live scorer's ``process`` as ``on_batch``, or None; SystemExit with a clear reason."""
+    """The live scorer (its ``process`` is ``on_batch``), or None; SystemExit with a reason."""
     if args.model is None:
         if args.webhook:
             raise SystemExit("toolwatch collector: --webhook needs --model (alerts come from it)")
@@ -82,18 +82,18 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
     log.info(
         "live scoring with %s%s", args.model, f", alerts to {args.webhook}" * bool(args.webhook)
     )
-    return scorer.process
+    return scorer
 
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    on_batch = _scorer(args, store)
+    scorer = _scorer(args, store)
     collector = Collector(
         store,
         host=args.host,
         port=args.port,
         token=args.token or os.environ.get(ENV_TOKEN) or None,
-        on_batch=on_batch,
+        on_batch=scorer.process if scorer is not None else None,
         max_body=args.max_body,
         queue_limit=args.queue_limit,
         compact_interval=args.compact_interval or None,
@@ -114,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
         while not stop.wait(0.5):
             pass
     finally:
-        collector.stop()
+        collector.stop()  # flushes; the last batches reach the scorer before it closes
+        if scorer is not None:
+            scorer.close()  # delivers webhook alerts still queued
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
