@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -127,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `toolwatch sql ... | head`: the reader left; stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from toolwatch.app.settings import DEFAULT_REFRESH_S, MAIN_SCRIPT, MODEL_IN_STORE
-from toolwatch.collector.store import resolve_store
+from toolwatch.collector.store import add_store_argument, resolve_store
 
 HELP = "open the Streamlit dashboard"
 HOST = "127.0.0.1"
@@ -31,9 +31,7 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument(
         "--port",
         type=int,

@@ -14,8 +14,7 @@ from toolwatch import study
 from toolwatch.app import charts, ui
 from toolwatch.app import queries as q
 from toolwatch.collector.corpus_stats import STAT_KEYS, corpus_stats, source_counts
-from toolwatch.collector.stats_command import LABELS
-from toolwatch.collector.stats_command import format_stat as fmt
+from toolwatch.collector.stats_command import LABELS, format_stat
 
 ALL_SELECTED = "all selected"
 
@@ -48,8 +47,8 @@ def render() -> None:
         text, kind = LABELS[key]
         published = study.CORPUS.get(key)
         row = {"fact": text.strip() if not text.startswith("  ") else "  · " + text.strip()}
-        row.update({name: fmt(stats[key], kind) for name, stats in columns.items()})
-        row["study"] = fmt(float(published), kind) if published is not None else "—"
+        row.update({name: format_stat(stats[key], kind) for name, stats in columns.items()})
+        row["study"] = format_stat(float(published), kind) if published is not None else "—"
         rows.append(row)
     st.table(pd.DataFrame(rows).set_index("fact"))
     st.caption(

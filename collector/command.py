@@ -18,7 +18,7 @@ from toolwatch.collector.server import (
     DEFAULT_QUEUE_LIMIT,
     Collector,
 )
-from toolwatch.collector.store import ENV_STORE, Store
+from toolwatch.collector.store import Store, add_store_argument
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="port (0 = any free port; default 4318)"
     )
-    parser.add_argument(
-        "--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument(
         "--token",
         help=f"require 'Authorization: Bearer TOKEN' (default ${ENV_TOKEN}; unset = no token)",

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from typing import Final
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 #: Output keys, in display order (those also in ``study.CORPUS`` are compared with it).
 STAT_KEYS: Final[tuple[str, ...]] = (
@@ -149,3 +151,22 @@ def _float(value: object) -> float:
     if value is None:
         return math.nan
     return float(value)  # type: ignore[arg-type]
+
+
+def provenance_note(calls: pa.Table) -> str:
+    """One line saying where a table of calls came from, loud when any of it is simulated.
+
+    Results computed on the simulator describe the simulator, not real agents; every report
+    that prints numbers from calls says so with this line.
+    """
+    if "source" not in calls.column_names or calls.num_rows == 0:
+        return f"data: {calls.num_rows:,} calls"
+    counts = {
+        str(row["values"]): int(row["counts"])
+        for row in pc.value_counts(calls.column("source")).to_pylist()
+    }
+    parts = ", ".join(f"{source} {n:,}" for source, n in sorted(counts.items()))
+    line = f"data: {calls.num_rows:,} calls ({parts})"
+    if counts.get("simulated"):
+        line += " — SIMULATED workload (toolwatch simulate), not real agent traffic"
+    return line

@@ -26,7 +26,7 @@ from toolwatch.collector.import_claude_code import (
     parse_file,
 )
 from toolwatch.collector.schema import CALLS_SCHEMA
-from toolwatch.collector.store import CALLS, Store, StoreError
+from toolwatch.collector.store import CALLS, Store, StoreError, add_store_argument
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="transcript files or directories (searched recursively for *.jsonl)",
     )
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument(
         "--otlp",
         metavar="URL",

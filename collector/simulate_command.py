@@ -30,7 +30,7 @@ from toolwatch.collector.simulate import (
     split_dates,
     stream_calls,
 )
-from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,7 @@ SIMULATIONS_SCHEMA: Final = pa.schema(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--sessions",

@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, TextIO
 
 import pyarrow as pa
-from toolwatch.collector.store import ENV_STORE, Store, StoreError
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 
 HELP = "run SQL over the store and print a table"
 MAX_CELL = 80  # wide enough for a whole sha256 digest (64 hex digits) and any id
@@ -24,9 +24,7 @@ MAX_CELL = 80  # wide enough for a whole sha256 digest (64 hex digits) and any i
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sql", help='one SQL statement, e.g. "SELECT * FROM sessions LIMIT 5"')
-    parser.add_argument(
-        "--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument(
         "--format", choices=("table", "csv", "json"), default="table", help="output format"
     )

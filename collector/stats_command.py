@@ -14,7 +14,7 @@ import sys
 from typing import Any, Final
 
 from toolwatch.collector.corpus_stats import STAT_KEYS, corpus_stats, source_counts
-from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.record import SOURCES
 from toolwatch.study import CORPUS
 
@@ -46,9 +46,7 @@ LABELS: Final[dict[str, tuple[str, str]]] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument(
         "--source",
         action="append",

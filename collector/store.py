@@ -10,6 +10,7 @@ the SQL of the shared views lives only here.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -51,6 +52,13 @@ def default_store_path() -> Path:
     """``$TOOLWATCH_STORE`` if set, else ``~/.toolwatch/store``."""
     env = os.environ.get(ENV_STORE)
     return Path(env).expanduser() if env else Path.home() / ".toolwatch" / "store"
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--store`` option every command shares (one wording, one default)."""
+    parser.add_argument(
+        "--store", help=f"store directory (default: ${ENV_STORE} or ~/.toolwatch/store)"
+    )
 
 
 def resolve_store(path: str | os.PathLike[str] | None) -> Path:

@@ -7,7 +7,7 @@ import sys
 
 import pyarrow as pa
 from toolwatch.collector.sql_command import format_table
-from toolwatch.collector.store import ENV_STORE, Store
+from toolwatch.collector.store import Store, add_store_argument
 from tqdm import tqdm
 
 HELP = "verify, compact or describe (info) the store"
@@ -29,9 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     actions.add_parser("info", help="tables, files, rows and date range")
     for sub in (verify, compact, actions.choices["info"]):
-        sub.add_argument(
-            "--store", help=f"store directory (default ${ENV_STORE} or ~/.toolwatch/store)"
-        )
+        add_store_argument(sub)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ import argparse
 import json
 import sys
 
-from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.corpus_stats import provenance_note
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.detection.base import CUE_SETS, DETECTORS, stat_column
 from toolwatch.detection.frame import CallsError
 from toolwatch.detection.model import MODEL_IN_STORE, ModelError, NormalModel, model_path_for
@@ -32,9 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model",
         help=f"model artifact (default: STORE/{MODEL_IN_STORE}, where `toolwatch train` writes)",
     )
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
     parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
     parser.add_argument(
@@ -73,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(doc, indent=2))
     else:
+        print(provenance_note(calls))
         print(format_result(result, args.top))
     return 0
 

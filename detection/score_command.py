@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.detection.base import CUE_SETS, DETECTORS, SCORE_COLUMNS, stat_column
 from toolwatch.detection.batch import score_calls
 from toolwatch.detection.frame import CallsError
@@ -36,9 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
     parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument("--out", help="write per-call scores to this .parquet or .csv file")
 
 

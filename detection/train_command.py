@@ -16,7 +16,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.detection.base import CUE_SETS, DETECTORS
 from toolwatch.detection.model import MODEL_IN_STORE, ModelConfig, ModelError, NormalModel
 from toolwatch.detection.windows import WindowError, default_windows, load_window, parse_window
@@ -36,9 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FROM..TO",
         help="calibration window (ISO dates; default: the next 7/42 of the days)",
     )
-    parser.add_argument(
-        "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     parser.add_argument(
         "--out", help=f"artifact path (default: STORE/{MODEL_IN_STORE}, where scoring looks)"
     )

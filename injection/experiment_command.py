@@ -11,7 +11,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from toolwatch import study
-from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.corpus_stats import provenance_note
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,9 +42,7 @@ def _study_dates() -> tuple[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store", help="store directory (default $TOOLWATCH_STORE or ~/.toolwatch/store)"
-    )
+    add_store_argument(parser)
     split = parser.add_mutually_exclusive_group()
     split.add_argument(
         "--split-dates",
@@ -204,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary(result), indent=2, sort_keys=False))
     else:
+        print(provenance_note(calls))
         sys.stdout.write(render(result))
         if args.save:
             where = f"--store {shlex.quote(str(args.store))} " if args.store else ""

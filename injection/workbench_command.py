@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from toolwatch.collector.store import StoreError
+from toolwatch.collector.store import StoreError, add_store_argument
 from toolwatch.injection.agents import AGENT_NAMES, AgentConfig
 from toolwatch.injection.mitigations import parse_mitigations
 from toolwatch.injection.scenario import (
@@ -62,9 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.required = True
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--store", help="store directory (default: $TOOLWATCH_STORE or ~/.toolwatch/store)"
-        )
+        add_store_argument(p)
         p.add_argument("--seed", type=int, default=0, help="seed for occurrence draws and jitter")
         p.add_argument(
             "--call-timeout",
