@@ -95,9 +95,22 @@ def build_store(root: Path, sessions: int = 80) -> dict[str, Any]:
     return {"root": root, "model": model, "model_path": model_path, "run_id": result.run_id}
 
 
+_SHARED: dict[str, dict[str, Any]] = {}
+
+
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One built store per test session: the browser test reuses this module's (building it
+    costs ~8 s). Tests may add rows (the live test appends alerts); each compares the page with
+    the store as it is when it runs."""
+    held = _SHARED.get("built")
+    if held is None or not held["root"].is_dir():
+        held = _SHARED["built"] = build_store(tmp_path_factory.mktemp("app") / "store")
+    return held
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return build_store(tmp_path_factory.mktemp("app") / "store")
+    return shared_store(tmp_path_factory)
 
 
 @pytest.fixture

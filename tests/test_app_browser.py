@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app import build_store, interval, rows
+from test_app import interval, rows, shared_store
 from toolwatch.app.command import free_port
 from toolwatch.injection.experiment_report import label
 
@@ -71,8 +71,7 @@ def chromium() -> str:
 @pytest.fixture(scope="module")
 def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     browser = chromium()
-    root = tmp_path_factory.mktemp("browser") / "store"
-    build_store(root)
+    root = shared_store(tmp_path_factory)["root"]
     port = free_port()
     log = (tmp_path_factory.mktemp("logs") / "app.log").open("w")
     proc = subprocess.Popen(
