@@ -61,6 +61,13 @@ SPAN_NAME_TOOLS_LIST: Final = "tools/list"
 #: ``_meta`` key of a CallToolResult carrying a ground-truth label (set by the fault proxy on
 #: injected responses; structural metadata, copied by the instrumentation to :data:`ATTR_LABEL`).
 LABEL_META_KEY: Final = "toolwatch/label"
+#: Server→client notification the fault proxy sends, on the request's own stream, before it
+#: holds a call (A1): the client may time out before the labelled result arrives, so the label
+#: is announced up front. Its ``_meta`` holds :data:`LABEL_META_KEY`, the JSON-RPC id of the
+#: call (:data:`REQUEST_META_KEY`) and the tool name (:data:`TOOL_META_KEY`); nothing else.
+INJECTION_NOTIFICATION: Final = "notifications/toolwatch/injection"
+REQUEST_META_KEY: Final = "toolwatch/request"
+TOOL_META_KEY: Final = "toolwatch/tool"
 
 OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 METHOD_TOOLS_CALL: Final = "tools/call"

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import mcp_types as types
 from mcp import MCPError
+from mcp.server.context import ServerRequestContext
 from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT
 from toolwatch.injection.scenario import (
     FaultSpec,
@@ -39,7 +41,14 @@ from toolwatch.injection.scenario import (
     resolve_pointer,
     set_pointer,
 )
-from toolwatch.record import LABEL_META_KEY
+from toolwatch.record import (
+    INJECTION_NOTIFICATION,
+    LABEL_META_KEY,
+    REQUEST_META_KEY,
+    TOOL_META_KEY,
+)
+
+logger = logging.getLogger(__name__)
 
 #: JSON-RPC code of a permission-denied error (implementation-defined server error range).
 PERMISSION_DENIED_CODE: Final = -32003
@@ -84,16 +93,43 @@ class FaultEffect:
     delay_s: float = 0.0
     note: str = ""
 
-    async def deliver(self) -> types.CallToolResult:
+    async def deliver(
+        self, announce: Callable[[], Awaitable[None]] | None = None
+    ) -> types.CallToolResult:
         """Answer the call the way a server does: hold ``delay_s`` (a real wait, so the
         client's own deadline can expire), then raise the JSON-RPC error or return the
-        result. The proxy and the workbench's replay server both answer through this."""
+        result. The proxy and the workbench's replay server both answer through this.
+        ``announce`` runs before a hold (see :func:`announce_injection`): a client that
+        gives up first never sees the labelled answer."""
         if self.delay_s > 0:
+            if announce is not None:
+                await announce()
             await anyio.sleep(self.delay_s)
         if self.error is not None:
             raise MCPError(self.error.code, self.error.message, self.error.data)
         assert self.result is not None
         return types.CallToolResult.model_validate(self.result)
+
+
+async def announce_injection(ctx: ServerRequestContext[Any, Any], tool: str, label: str) -> None:
+    """Tell the client, on this request's own stream, that the call is injected with ``label``.
+
+    A vendor notification (:data:`~toolwatch.record.INJECTION_NOTIFICATION`) whose ``_meta``
+    holds the label, the call's JSON-RPC id and the tool name, never content: the
+    instrumentation puts the label on the call's span even when the client times out before
+    the (labelled) answer arrives; other clients drop the unknown method. Best effort: a
+    transport that cannot carry it costs the label, never the call.
+    """
+    meta = {LABEL_META_KEY: label, REQUEST_META_KEY: ctx.request_id, TOOL_META_KEY: tool}
+    note = types.Notification[types.NotificationParams, str](
+        method=INJECTION_NOTIFICATION, params=types.NotificationParams(_meta=meta)
+    )
+    try:
+        await ctx.session.send_notification(
+            cast(types.ServerNotification, note), related_request_id=ctx.request_id
+        )
+    except Exception as exc:  # the fault must still be served
+        logger.warning("could not announce injection %s on %r: %s", label, tool, exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,6 +489,26 @@ class FaultEngine:
                 f"{original}\n\n{p['instruction']}" if original else p["instruction"]
             )
         return ListingEffect(out, True, "description rewritten")
+
+    def poisoned_after(
+        self, tools: Sequence[Mapping[str, Any]], effect: ListingEffect, before: bool
+    ) -> bool:
+        """Whether the poisoned description is in force once this listing (the upstream's
+        ``tools``, rewritten into ``effect``) is served: a listing naming the target replaces
+        what the client holds; one without it (another page) changes nothing."""
+        if not self.counts_listings or _tool_in(tools, self.fault.tool) is None:
+            return before
+        return effect.applied
+
+    def listed_call(self, clean: Mapping[str, Any], *, poisoned: bool) -> FaultEffect:
+        """A call of the target tool of a ``tools/list`` fault (C2, C4 in a description): its
+        result is the clean one, labelled while the poisoned description is in force, since
+        the agent made the call under it."""
+        if not poisoned:
+            return FaultEffect(False, dict(clean), note="clean listing in force")
+        return FaultEffect(
+            True, label_result(clean, self.label), note="served under a poisoned listing"
+        )
 
 
 def _summary_params(params: Mapping[str, Any]) -> dict[str, Any]:

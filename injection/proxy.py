@@ -40,7 +40,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from pydantic import TypeAdapter, ValidationError
-from toolwatch.injection.faults import FaultEngine, label_result
+from toolwatch.injection.faults import FaultEngine, announce_injection
 from toolwatch.injection.scenario import Scenario
 from toolwatch.injection.scenario_server import scenario_server
 from toolwatch.record import LABEL_META_KEY
@@ -378,8 +378,7 @@ class FaultProxy(Server[Any]):
         effect = engine.rewrite_listing(
             wire, listing=self.listings, next_call=self.calls[target] + 1
         )
-        if engine.counts_listings and any(t["name"] == target for t in wire):
-            self._listing_poisoned = effect.applied
+        self._listing_poisoned = engine.poisoned_after(wire, effect, self._listing_poisoned)
         # The listing depends on proxy state: tell clients not to cache it.
         update: dict[str, Any] = {"ttl_ms": 0}
         if effect.applied:
@@ -391,9 +390,14 @@ class FaultProxy(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> _CallResult:
-        return _unstamp(await self._call(params.name, params.arguments))
+        return _unstamp(await self._call(params.name, params.arguments, ctx))
 
-    async def _call(self, name: str, arguments: dict[str, Any] | None) -> _CallResult:
+    async def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        ctx: ServerRequestContext[Any] | None = None,
+    ) -> _CallResult:
         self.calls[name] += 1
         n = self.calls[name]
         engine = self.engine
@@ -401,12 +405,13 @@ class FaultProxy(Server[Any]):
             return await self._forward(lambda: self.upstream.call_tool(name, arguments))
         if engine.counts_listings:
             result = await self._forward(lambda: self.upstream.call_tool(name, arguments))
-            if self._listing_poisoned and isinstance(result, types.CallToolResult):
-                self._record(name, n, "under_listing", "served under a poisoned listing")
-                return types.CallToolResult.model_validate(
-                    label_result(_dump(result), engine.label)
-                )
-            return result
+            if not isinstance(result, types.CallToolResult):
+                return result
+            listed = engine.listed_call(_dump(result), poisoned=self._listing_poisoned)
+            if not listed.applied:
+                return result
+            self._record(name, n, "under_listing", listed.note)
+            return await listed.deliver()
         plan = engine.plan(name, arguments, n, self._upstream_tools)
         if not plan.due:
             return await self._forward(lambda: self.upstream.call_tool(name, arguments))
@@ -429,7 +434,10 @@ class FaultProxy(Server[Any]):
                 return upstream_result
             return await self._forward(lambda: self.upstream.call_tool(name, arguments))
         self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
-        return await effect.deliver()
+        if ctx is None:
+            return await effect.deliver()
+        request = ctx
+        return await effect.deliver(lambda: announce_injection(request, name, engine.label))
 
     async def _relay(self, request: Any, result_type: type[_R]) -> _R:
         """Forward any other request unchanged (resources, prompts)."""

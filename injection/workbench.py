@@ -35,7 +35,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from toolwatch.injection.agents import Agent, AgentConfig, make_agent
 from toolwatch.injection.checks import CheckResult, Labels, check, labels, task_solved
-from toolwatch.injection.faults import FaultEngine
+from toolwatch.injection.faults import FaultEngine, announce_injection
 from toolwatch.injection.mitigations import (
     MITIGATION_NAMES,
     apply_mitigations,
@@ -139,6 +139,7 @@ class ReplayServer(MCPServer):
         self.exact: Counter[str] = Counter()
         self.listings = 0
         self.deliveries: list[Delivery] = []
+        self._listing_poisoned = False  # a C2/C4 description fault is in force
 
     def _clean_listing(self) -> list[dict[str, Any]]:
         if self.recording.tools is not None:
@@ -152,7 +153,11 @@ class ReplayServer(MCPServer):
         if self.engine is not None:
             self.listings += 1
             nxt = self.calls[self.engine.fault.tool] + 1
-            tools = self.engine.rewrite_listing(tools, listing=self.listings, next_call=nxt).tools
+            effect = self.engine.rewrite_listing(tools, listing=self.listings, next_call=nxt)
+            self._listing_poisoned = self.engine.poisoned_after(
+                tools, effect, self._listing_poisoned
+            )
+            tools = effect.tools
         return [types.Tool.model_validate(t) for t in tools]
 
     async def _clean(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -177,11 +182,21 @@ class ReplayServer(MCPServer):
         engine = self.engine
         if engine is None or not engine.targets(name):
             return types.CallToolResult.model_validate(await self._clean(name, arguments))
-        plan = engine.plan(name, arguments, n, self._clean_listing())
-        clean = await self._clean(name, plan.arguments) if plan.call_upstream else None
-        effect = engine.apply(plan, clean)
+        if engine.counts_listings:
+            listed = await self._clean(name, arguments)
+            effect = engine.listed_call(listed, poisoned=self._listing_poisoned)
+        else:
+            plan = engine.plan(name, arguments, n, self._clean_listing())
+            clean = await self._clean(name, plan.arguments) if plan.call_upstream else None
+            effect = engine.apply(plan, clean)
         self.deliveries.append(Delivery(name, n, effect.applied, effect.note))
-        return await effect.deliver()
+        try:
+            request = None if context is None else context.request_context
+        except ValueError:  # called outside a request (directly, in a test)
+            request = None
+        if request is None:
+            return await effect.deliver()
+        return await effect.deliver(lambda: announce_injection(request, name, engine.label))
 
     def applied(self, tool: str) -> bool | None:
         """Whether the latest call of ``tool`` had the fault applied (None: not the target)."""

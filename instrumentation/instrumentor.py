@@ -58,11 +58,14 @@ from toolwatch.record import (
     ERROR_TYPE_TIMEOUT,
     ERROR_TYPE_TOOL_ERROR,
     EVENT_TOOL_LISTED,
+    INJECTION_NOTIFICATION,
     LABEL_META_KEY,
     METHOD_TOOLS_CALL,
     METHOD_TOOLS_LIST,
     OPERATION_EXECUTE_TOOL,
+    REQUEST_META_KEY,
     SPAN_NAME_TOOLS_LIST,
+    TOOL_META_KEY,
     arguments_size,
     result_size,
     span_name,
@@ -81,6 +84,8 @@ TRANSPORT_TCP = "tcp"  # streamable HTTP
 
 _DISPATCHER_MODULE = "mcp.shared.jsonrpc_dispatcher"
 _DISPATCHER_SPAN_FN = "otel_span"  # the SDK's send span; its attributes carry the request id
+#: the session's receive-order notification hook (sees every server notification, raw)
+_NOTIFY_HOOK = ("mcp.client.session", "ClientSession", "_intercept_notification")
 
 try:
     _VERSION: str | None = metadata.version("toolwatch")
@@ -120,11 +125,15 @@ class _InFlight:
     session: Any = None
     tool: str | None = None
     request_id: str | None = None
+    #: a ground-truth label announced by a fault proxy before the answer (see _note_injection)
+    label: str | None = None
 
 
 _settings: _Settings | None = None
 _sessions: WeakKeyDictionary[Any, _SessionInfo] = WeakKeyDictionary()
 _IN_FLIGHT: ContextVar[_InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
+#: tools/call spans open per ClientSession, with their tool name, for injection announcements
+_OPEN_CALLS: WeakKeyDictionary[Any, list[tuple[_InFlight, str]]] = WeakKeyDictionary()
 #: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
 _SPAN_NAMES: dict[str, str] = {}
 _MAX_SPAN_NAMES = 4_096
@@ -301,6 +310,13 @@ async def _traced(
         late[ATTR_RESPONSE_ID] = (
             f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
         )
+    open_calls: list[tuple[_InFlight, str]] | None = None
+    if name is not None:
+        entry = (in_flight, name)
+        open_calls = _OPEN_CALLS.get(session)
+        if open_calls is None:
+            open_calls = _OPEN_CALLS[session] = []
+        open_calls.append(entry)
     in_flight_token = _IN_FLIGHT.set(in_flight)
     # The span is made current so that the SDK's send span nests under it and the W3C trace
     # context the SDK injects into the request carries it to the server.
@@ -322,8 +338,12 @@ async def _traced(
     finally:
         otel_context.detach(context_token)
         _IN_FLIGHT.reset(in_flight_token)
+        if open_calls is not None:
+            open_calls.remove(entry)
         if in_flight.request_id is not None:
             late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
+        if in_flight.label is not None and ATTR_LABEL not in late:
+            late[ATTR_LABEL] = in_flight.label  # e.g. a call that timed out before its answer
         if late:
             span.set_attributes(late)
         if ATTR_ERROR_TYPE in late:
@@ -462,6 +482,45 @@ def _observe_send_span(
     return wrapped(*args, **kwargs)
 
 
+def _note_injection(session: Any, params: Any) -> None:
+    """Give the announced label to the open call it names: by JSON-RPC id when the span knows
+    it, else (in-process transports mint ids the span never sees) the session's one open
+    call of that tool without an id. Ambiguous or unknown announcements are ignored."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return
+    label, request_id, tool = (
+        meta.get(LABEL_META_KEY),
+        meta.get(REQUEST_META_KEY),
+        meta.get(TOOL_META_KEY),
+    )
+    calls = _OPEN_CALLS.get(session)
+    if not isinstance(label, str) or not calls:
+        return
+    rid = None if request_id is None or isinstance(request_id, bool) else str(request_id)
+    match = [c for c, _ in calls if rid is not None and c.request_id == rid]
+    if not match:
+        match = [c for c, n in calls if c.request_id is None and n == tool]
+    if len(match) == 1:
+        match[0].label = label
+    else:
+        log.debug("toolwatch: injection announcement matches %d open calls; ignored", len(match))
+
+
+def _observe_notification(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """See a fault proxy's injection announcement (runs in receive order, so before the
+    call's answer or its timeout), without consuming or changing any notification."""
+    method = args[0] if args else kwargs.get("method")
+    if method == INJECTION_NOTIFICATION and _settings is not None:
+        try:
+            _note_injection(instance, args[1] if len(args) > 1 else kwargs.get("params"))
+        except Exception:
+            log.debug("toolwatch: could not read an injection announcement", exc_info=True)
+    return wrapped(*args, **kwargs)
+
+
 # ---------------------------------------------------------------------------- instrumentor
 
 #: (module, class, method, wrapper); ``_uninstrument`` restores exactly these.
@@ -495,6 +554,13 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
                 _DISPATCHER_MODULE,
                 _DISPATCHER_SPAN_FN,
             )
+        module, owner, method = _NOTIFY_HOOK
+        try:
+            wrapt.wrap_function_wrapper(module, f"{owner}.{method}", _observe_notification)
+        except (AttributeError, ImportError):
+            log.debug(
+                "toolwatch: no %s.%s in this mcp; announced labels are not seen", owner, method
+            )
         _settings = _Settings(kwargs.get("tracer_provider"), kwargs.get("server_name"))
 
     def _uninstrument(self, **kwargs: Any) -> None:
@@ -503,6 +569,8 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
         for module, owner, method, _ in _WRAPPED:
             unwrap(getattr(importlib.import_module(module), owner), method)
         unwrap(importlib.import_module(_DISPATCHER_MODULE), _DISPATCHER_SPAN_FN)
+        module, owner, method = _NOTIFY_HOOK
+        unwrap(getattr(importlib.import_module(module), owner), method)
 
 
 def instrument(
