@@ -249,37 +249,27 @@ class Store:
 
 # -------------------------------------------------------------------- shared views
 
-SHARED_VIEWS: tuple[str, ...] = (
-    """
-    CREATE OR REPLACE VIEW sessions AS
-    SELECT session_id,
-           any_value(source) AS source,
+#: What the sessions and streams views report per group (one list, two groupings).
+_SUMMARY = """any_value(source) AS source,
            count(*) AS calls,
            min(start_time) AS first_time,
            max(start_time) AS last_time,
            count(DISTINCT tool) AS tools,
            count(*) FILTER (WHERE failed) AS failures,
            count(DISTINCT response_id) AS responses,
-           count(DISTINCT agent_id) AS subagents,
-           count(*) FILTER (WHERE label IS NOT NULL) AS labelled_calls
-    FROM calls
-    GROUP BY session_id
+           count(*) FILTER (WHERE label IS NOT NULL) AS labelled_calls"""
+
+SHARED_VIEWS: tuple[str, ...] = (
+    f"""
+    CREATE OR REPLACE VIEW sessions AS
+    SELECT session_id, {_SUMMARY}, count(DISTINCT agent_id) AS subagents
+    FROM calls GROUP BY session_id
     """,
     # the unit of analysis: one row per stream (session, agent); agent_id NULL = main agent
-    """
+    f"""
     CREATE OR REPLACE VIEW streams AS
-    SELECT session_id,
-           agent_id,
-           any_value(source) AS source,
-           count(*) AS calls,
-           min(start_time) AS first_time,
-           max(start_time) AS last_time,
-           count(DISTINCT tool) AS tools,
-           count(*) FILTER (WHERE failed) AS failures,
-           count(DISTINCT response_id) AS responses,
-           count(*) FILTER (WHERE label IS NOT NULL) AS labelled_calls
-    FROM calls
-    GROUP BY session_id, agent_id
+    SELECT session_id, agent_id, {_SUMMARY}
+    FROM calls GROUP BY session_id, agent_id
     """,
 )
 

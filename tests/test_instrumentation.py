@@ -12,7 +12,6 @@ import hashlib
 import json
 import sys
 import uuid
-from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any
@@ -107,17 +106,6 @@ PLAN: list[tuple[str, dict[str, Any], str | None, Any]] = [
     ("structured", {"n": 7, "text": TEXT}, None, len(compact({"n": 7, "text": TEXT}))),
     ("labelled", {"text": "x", "label": "burst"}, None, 1),
 ]
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    instrument(tracer_provider=provider)
-    yield exp
-    uninstrument()
-    provider.shutdown()
 
 
 async def drive(call: Any) -> dict[str, Any]:

@@ -8,15 +8,12 @@ span as ``toolwatch.label``, and clean calls must stay unlabelled.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp_types import REQUEST_TIMEOUT
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from toolwatch.injection.faults import FaultEngine
 from toolwatch.injection.proxy import http_server, run_proxy
@@ -24,7 +21,7 @@ from toolwatch.injection.scenario import Occurrence, Scenario, find_scenario
 from toolwatch.injection.scenario_server import ScenarioServer
 from toolwatch.injection.trajectory import Recording
 from toolwatch.injection.workbench import ReplayServer
-from toolwatch.instrumentation import instrument, model_response, uninstrument
+from toolwatch.instrumentation import model_response
 from toolwatch.record import (
     ATTR_ERROR_TYPE,
     ATTR_JSONRPC_REQUEST_ID,
@@ -32,16 +29,6 @@ from toolwatch.record import (
     ATTR_TOOL_NAME,
     ERROR_TYPE_TIMEOUT,
 )
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    instrument(tracer_provider=provider)
-    yield exp
-    uninstrument()
 
 
 def _args(scenario: Any, tool: str) -> dict[str, Any]:
