@@ -19,65 +19,69 @@ from types import ModuleType
 #: subcommand -> (module, extra that provides its dependencies, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": (
-        "toolwatch.injection.demo_command",
+        "toolwatch.app.commands.demo",
         "all",
         "simulate, train, experiment, then a live alert",
     ),
     "collector": (
-        "toolwatch.collector.command",
+        "toolwatch.detection.commands.collector",
         "collector",
         "receive OTLP/HTTP spans into the store",
     ),
     "sql": (
-        "toolwatch.collector.sql_command",
+        "toolwatch.collector.commands.sql",
         "collector",
         "run SQL over the store and print a table",
     ),
     "store": (
-        "toolwatch.collector.store_command",
+        "toolwatch.collector.commands.store",
         "collector",
         "verify, compact or describe (info) the store",
     ),
     "import": (
-        "toolwatch.collector.import_command",
+        "toolwatch.collector.commands.import_transcripts",
         "collector",
         "import agent transcripts as call records",
     ),
     "simulate": (
-        "toolwatch.collector.simulate_command",
+        "toolwatch.collector.commands.simulate",
         "collector",
         "write a simulated workload (labelled simulated)",
     ),
-    "stats": ("toolwatch.collector.stats_command", "collector", "corpus facts beside the study's"),
+    "stats": ("toolwatch.collector.commands.stats", "collector", "corpus facts beside the study's"),
     "train": (
-        "toolwatch.detection.train_command",
+        "toolwatch.detection.commands.train",
         "detection",
         "fit the normal model and thresholds",
     ),
-    "score": ("toolwatch.detection.score_command", "detection", "score a stored window"),
+    "score": ("toolwatch.detection.commands.score", "detection", "score a stored window"),
     "scan": (
-        "toolwatch.detection.scan_command",
+        "toolwatch.detection.commands.scan",
         "detection",
         "rank sessions flagged at the operating point",
     ),
     "experiment": (
-        "toolwatch.injection.experiment_command",
+        "toolwatch.injection.commands.experiment",
         "detection",
         "the study's injection experiment",
     ),
-    "proxy": ("toolwatch.injection.proxy_command", "", "MCP fault-injection proxy"),
+    "proxy": ("toolwatch.injection.commands.proxy", "", "MCP fault-injection proxy"),
     "serve-scenario": (
-        "toolwatch.injection.serve_command",
+        "toolwatch.injection.commands.serve_scenario",
         "",
         "serve a scenario's tools as an MCP server",
     ),
-    "scenarios": ("toolwatch.injection.scenarios_command", "", "list and validate fault scenarios"),
+    "scenarios": (
+        "toolwatch.injection.commands.scenarios",
+        "",
+        "list and validate fault scenarios",
+    ),
     "workbench": (
-        "toolwatch.injection.workbench_command",
+        "toolwatch.injection.commands.workbench",
         "detection",
         "reproduce -> intervene -> mitigate runs",
     ),
-    "app": ("toolwatch.app.command", "app", "open the Streamlit dashboard"),
+    "app": ("toolwatch.app.commands.app", "app", "open the Streamlit dashboard"),
 }
 
 

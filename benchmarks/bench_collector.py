@@ -41,9 +41,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from toolwatch.collector.columnar import map_parsed
-from toolwatch.collector.server import Collector
-from toolwatch.collector.store import Store
+
+from toolwatch.collector.otlp.columnar import map_parsed
+from toolwatch.collector.otlp.server import Collector
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.record import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,

@@ -1,6 +1,7 @@
 """Benchmark: detection throughput (online and batch) and memory per open session.
 
-Data: the simulated corpus (``toolwatch.collector.simulate``: the study's 422 sessions —
+Data: the simulated corpus (``toolwatch.collector.sources.simulator.workload``: the study's 422
+sessions —
 streams ``(session_id, agent_id)``, each subagent one of them — 26,327 calls, 78 tools); the
 model is fitted on its training split and calibrated on its calibration split. Measured in the
 same run (CPU time of this process, best of ``--repeat``):
@@ -34,10 +35,11 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from river import stats
-from toolwatch.collector.simulate import assign_splits, simulate
+
+from toolwatch.collector.sources.simulator.workload import assign_splits, simulate
 from toolwatch.detection import NormalModel, OnlineScorer, score_calls
-from toolwatch.detection.base import Call
-from toolwatch.detection.frame import prepare
+from toolwatch.detection.calls.frame import prepare
+from toolwatch.detection.cues.base import Call
 
 TARGET_ONLINE = 30_000
 TARGET_BATCH = 300_000

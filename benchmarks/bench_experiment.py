@@ -20,9 +20,9 @@ import sys
 import tempfile
 import time
 
-from toolwatch.collector.simulate import simulate
-from toolwatch.collector.store import Store
-from toolwatch.injection.experiment import ExperimentConfig, run_experiment, save_result
+from toolwatch.collector.sources.simulator.workload import simulate
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.injection.experiment.protocol import ExperimentConfig, run_experiment, save_result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.cli import main as cli_main
-from toolwatch.collector.import_claude_code import import_transcripts
+from toolwatch.collector.sources.claude_code import import_transcripts
 
 TOOLS = ["Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite", "WebFetch"]
 MCP_TOOLS = ["mcp__github__create_pull_request", "mcp__plugin_playwright_playwright__browser_click"]

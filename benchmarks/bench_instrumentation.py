@@ -33,6 +33,7 @@ from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
+
 from toolwatch.instrumentation import instrument, model_response, uninstrument
 
 TARGET_OVERHEAD = 0.15

@@ -3,14 +3,14 @@
 Users need a handful of names: :class:`NormalModel` (fit / calibrate / save / load),
 :func:`score_calls` (vectorised batch scoring), :class:`OnlineScorer` (per-call scoring),
 :func:`run_detector` and :func:`threshold_at_false_alarm` (experiments), and
-:class:`~toolwatch.detection.live.LiveScorer` (alerts while the collector ingests).
+:class:`~toolwatch.detection.alerting.live.LiveScorer` (alerts while the collector ingests).
 """
 
-from toolwatch.detection.base import CUE_NAMES, CUE_SETS, DETECTORS
-from toolwatch.detection.batch import run_detector, score_calls
-from toolwatch.detection.model import ModelConfig, ModelError, NormalModel
-from toolwatch.detection.online import OnlineScorer
-from toolwatch.detection.thresholds import session_max_stats, threshold_at_false_alarm
+from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, DETECTORS
+from toolwatch.detection.model.normal_model import ModelConfig, ModelError, NormalModel
+from toolwatch.detection.model.thresholds import session_max_stats, threshold_at_false_alarm
+from toolwatch.detection.scoring.batch import run_detector, score_calls
+from toolwatch.detection.scoring.online import OnlineScorer
 
 __all__ = [
     "CUE_NAMES",

@@ -37,17 +37,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolwatch.instrumentation.context import conversation, model_response
+from toolwatch.instrumentation.client.context import conversation, model_response
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
-    from toolwatch.instrumentation.instrumentor import (
+
+    from toolwatch.instrumentation.client.instrumentor import (
         ToolwatchMCPInstrumentor,
         describe_session,
         error_type_of,
     )
-    from toolwatch.instrumentation.otlp import configure_otlp
-    from toolwatch.instrumentation.replay import send_records
+    from toolwatch.instrumentation.export.otlp import configure_otlp
+    from toolwatch.instrumentation.export.replay import send_records
 
 __all__ = [
     "ToolwatchMCPInstrumentor",
@@ -63,11 +64,11 @@ __all__ = [
 
 # Heavy modules (mcp, the OTel SDK) load on first use so that `import toolwatch` stays cheap.
 _LAZY = {
-    "ToolwatchMCPInstrumentor": "toolwatch.instrumentation.instrumentor",
-    "describe_session": "toolwatch.instrumentation.instrumentor",
-    "error_type_of": "toolwatch.instrumentation.instrumentor",
-    "configure_otlp": "toolwatch.instrumentation.otlp",
-    "send_records": "toolwatch.instrumentation.replay",
+    "ToolwatchMCPInstrumentor": "toolwatch.instrumentation.client.instrumentor",
+    "describe_session": "toolwatch.instrumentation.client.instrumentor",
+    "error_type_of": "toolwatch.instrumentation.client.instrumentor",
+    "configure_otlp": "toolwatch.instrumentation.export.otlp",
+    "send_records": "toolwatch.instrumentation.export.replay",
 }
 
 
@@ -88,13 +89,13 @@ def instrument(
     ``tracer_provider``: where the spans go (default: see the module docstring).
     ``server_name``: server name for sessions whose server does not identify itself.
     """
-    from toolwatch.instrumentation.instrumentor import instrument as _instrument
+    from toolwatch.instrumentation.client.instrumentor import instrument as _instrument
 
     _instrument(tracer_provider=tracer_provider, server_name=server_name)
 
 
 def uninstrument() -> None:
     """Remove the wrappers; calls made afterwards leave no span."""
-    from toolwatch.instrumentation.instrumentor import uninstrument as _uninstrument
+    from toolwatch.instrumentation.client.instrumentor import uninstrument as _uninstrument
 
     _uninstrument()

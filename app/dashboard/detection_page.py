@@ -1,0 +1,418 @@
+"""Detection: the study-style table at a chosen false-alarm target, ROC curves, latency.
+
+Everything comes from the ``experiments`` / ``experiment_runs`` views written by
+``toolwatch experiment``; the study's published figures (:mod:`toolwatch.study`) sit beside.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from toolwatch import study
+from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import detection_view as dv
+from toolwatch.app.dashboard import queries as q
+from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.injection.spans.anomalies import KINDS
+
+VARIANT_LABELS = {
+    "standard": "with response ids",
+    "no_response_ids": "response ids dropped (ablation)",
+}
+MODE_TARGET = "target false-alarm rate"
+MODE_OPERATING = "operating point"
+
+
+@st.cache_data(show_spinner="Reading the experiment's runs…", max_entries=8)
+def _maxima(root: str, key: tuple[str, ...], run_id: str, variant: str) -> pd.DataFrame:
+    with q.open_store(Path(root)) as con:
+        return q.experiment_run_maxima(con, run_id, variant)
+
+
+@st.cache_data(show_spinner="Evaluating the threshold…", max_entries=32)
+def _cells_at(
+    root: str, key: tuple[str, ...], run_id: str, variant: str, target: float, boot: int, seed: int
+) -> pd.DataFrame:
+    return dv.cells_at_target(_maxima(root, key, run_id, variant), target, boot, seed)
+
+
+def _kind_order(kinds: list[str]) -> list[str]:
+    known = [k for k in KINDS if k in kinds]
+    return known + sorted(k for k in kinds if k not in KINDS)
+
+
+def render() -> None:
+    s = ui.settings()
+    st.title("Detection")
+    st.caption(
+        "Injected anomalies against normal test sessions (the study's protocol): detection "
+        "within the window, at a threshold chosen on normal sessions only."
+    )
+    with q.open_store(s.store) as con:
+        runs = ui.listing_or_explain(
+            con, q.EXPERIMENTS, s.store, "experiment results", q.experiment_list
+        )
+        if runs is None:
+            return
+        chosen = _choose_run(runs)
+        config = json.loads(chosen["config_json"])
+        split = json.loads(chosen["split_json"])
+        variants = [v for v in chosen["variants"] if v in VARIANT_LABELS] or list(
+            chosen["variants"]
+        )
+        c1, c2, c3 = st.columns([2, 2, 3])
+        variant = c1.radio(
+            "Corpus", variants, format_func=lambda v: VARIANT_LABELS.get(v, v), key="variant"
+        )
+        cue_set = c2.selectbox("Cue set", CUE_SETS, index=0, key="cue_set")
+        detector = c2.selectbox("Detector", DETECTORS, index=DETECTORS.index("cusum"), key="det")
+        stored = q.experiment_cells(con, chosen["run_id"], variant)
+        has_max = q.has_column(con, q.EXPERIMENT_RUNS, "window_max")
+        mode = c3.radio("Threshold", [MODE_TARGET, MODE_OPERATING], key="mode", horizontal=True)
+        stored_target = float(chosen["fa_target"])
+        target = stored_target
+        if mode == MODE_TARGET:
+            if has_max:
+                percent = c3.slider(
+                    "Target: % of normal test sessions that ever alarm",
+                    min_value=0.0,
+                    max_value=25.0,
+                    value=round(100 * stored_target, 1),
+                    step=0.5,
+                    format="%.1f%%",
+                    key="target",
+                    help=f"The experiment's own target is {dv.pct(stored_target, 1)} "
+                    "(the study's 5 %); other targets are evaluated from the stored runs.",
+                )
+                target = percent / 100
+            else:
+                c3.caption(
+                    f"Target {dv.pct(stored_target, 1)} (the experiment's). Other targets need "
+                    "the per-run maxima that newer `toolwatch experiment` runs save."
+                )
+        v = View(
+            root=s.store,
+            key=q.fingerprint(s.store, q.EXPERIMENTS, q.EXPERIMENT_RUNS),
+            run=chosen,
+            config=config,
+            variant=variant,
+            cue_set=cue_set,
+            detector=detector,
+            mode=mode,
+            target=target,
+            stored_target=stored_target,
+            stored=stored,
+            has_max=has_max,
+        )
+        cells, source = _cells(v)
+        _headline(v, cells)
+        _table(v, cells)
+        _grid(cells)
+        st.caption(source)
+        _roc(v)
+        _latency(con, v)
+        _configuration(chosen, config, split)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the page shows: the run, corpus variant, statistic and threshold the user chose."""
+
+    root: Path
+    key: tuple[str, ...]  # file fingerprint of the experiment tables (cache key)
+    run: dict[str, Any]
+    config: dict[str, Any]
+    variant: str
+    cue_set: str
+    detector: str
+    mode: str
+    target: float
+    stored_target: float
+    stored: pd.DataFrame  # the stored cells of this run and variant
+    has_max: bool  # runs carry window maxima (other targets, ROC)
+
+    @property
+    def at_stored_target(self) -> bool:
+        return math.isclose(self.target, self.stored_target, abs_tol=1e-9)
+
+    @property
+    def threshold_mode(self) -> str:
+        return "operating_point" if self.mode == MODE_OPERATING else "fa_target"
+
+    def pick(self, cells: pd.DataFrame) -> pd.DataFrame:
+        """The cells of the chosen cue set and detector."""
+        return cells[(cells["cue_set"] == self.cue_set) & (cells["detector"] == self.detector)]
+
+
+def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
+    def describe(i: int) -> str:
+        r = runs.iloc[i]
+        created = pd.Timestamp(r["created"]).strftime("%Y-%m-%d %H:%M UTC")
+        seeds = len(str(r["seeds"]).split(","))
+        return f"{r['run_id']} · {created} · {r['normal_sessions']} test sessions × {seeds} seeds"
+
+    i = st.selectbox("Experiment run", range(len(runs)), format_func=describe, key="run")
+    return dict(runs.iloc[int(i or 0)])
+
+
+def _cells(v: View) -> tuple[pd.DataFrame, str]:
+    """The cells to show and a sentence saying where they come from."""
+    boot = int(v.config.get("bootstrap", 2000))
+    seed = int(v.config.get("bootstrap_seed", 0))
+    stored = v.stored
+    if v.mode == MODE_OPERATING:
+        cells = stored[stored["threshold_mode"] == "operating_point"]
+        return cells, (
+            "Operating point: the model's threshold (top 0.1 % of calibration call statistics); "
+            "its false-alarm rate is the share of normal test sessions that alarm at it. "
+            f"95 % intervals: {boot:,} bootstrap resamples of sessions (seed {seed})."
+        )
+    if v.at_stored_target:
+        cells = stored[stored["threshold_mode"] == "fa_target"]
+        return cells, (
+            f"As stored by `toolwatch experiment` (run {v.run['run_id']}). 95 % intervals: "
+            f"{boot:,} bootstrap resamples of sessions (seed {seed})."
+        )
+    computed = _cells_at(
+        str(v.root), v.key, v.run["run_id"], v.variant, float(v.target), boot, seed
+    )
+    auc = stored[stored["threshold_mode"] == "fa_target"][["kind", "cue_set", "auc"]]
+    auc = auc.drop_duplicates(["kind", "cue_set"])
+    cells = computed.merge(auc, on=["kind", "cue_set"], how="left")
+    cells["median_latency"] = math.nan
+    return cells, (
+        f"Evaluated at {dv.pct(v.target, 1)} from the runs' stored window maxima with the "
+        f"experiment's threshold rule; 95 % intervals: {boot:,} bootstrap resamples of sessions "
+        f"(seed {seed}). Latency is recorded at the experiment's own thresholds only."
+    )
+
+
+def _headline(v: View, cells: pd.DataFrame) -> None:
+    picked = v.pick(cells)
+    if picked.empty:
+        st.warning(f"No results for {v.cue_set}·{v.detector} in this run.")
+        return
+    first = picked.iloc[0]
+    n = int(v.stored["normal_sessions"].iloc[0]) if not v.stored.empty else 0
+    reached = float(first["fa_reached"])
+    k = round(reached * n)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Threshold", f"{float(first['threshold']):.2f}", help=f"on {v.cue_set}·{v.detector}")
+    m2.metric(
+        "False alarms reached",
+        dv.pct(reached, 1),
+        help="share of normal test sessions whose statistic ever crosses the threshold",
+    )
+    m3.metric("Normal sessions alarming", f"{k} / {n}")
+    if v.mode == MODE_TARGET:
+        m4.metric("Target", dv.pct(v.target, 1))
+    else:
+        m4.metric("Mode", "operating point")
+
+
+def _table(v: View, cells: pd.DataFrame) -> None:
+    cue_set, detector = v.cue_set, v.detector
+    picked = v.pick(cells).set_index("kind")
+    kinds = _kind_order(list(picked.index))
+    rows = []
+    bars = []
+    for kind in kinds:
+        c = picked.loc[kind]
+        study_auc = dv.study_auc(kind, cue_set)
+        rows.append(
+            {
+                "kind": ui.label(kind),
+                "detected (95% CI)": dv.rate_text(c["rate"], c["ci_low"], c["ci_high"]),
+                "runs": f"{int(c['detected'])}/{int(c['runs'])}",
+                "false alarms reached": dv.pct(float(c["fa_reached"]), 1),
+                "median latency (calls)": ui.number(c.get("median_latency"), "{:g}"),
+                "per-call AUC": ui.number(c.get("auc"), "{:.2f}"),
+                "study: detected": dv.study_rate(kind, cue_set, detector) or "–",
+                "study: AUC": ui.number(study_auc, "{:.2f}"),
+                "study: latency": dv.study_latency(kind) or "–",
+            }
+        )
+        published = (
+            study.DETECTION_ALL_CUSUM.get(kind)
+            if (cue_set, detector)
+            == (
+                "all",
+                "cusum",
+            )
+            else None
+        )
+        bars.append(
+            {
+                "kind": kind,
+                "label": ui.label(kind),
+                "rate": float(c["rate"]),
+                "ci_low": float(c["ci_low"]),
+                "ci_high": float(c["ci_high"]),
+                "study_rate": published[0] if published else math.nan,
+            }
+        )
+    which = "operating point" if v.mode == MODE_OPERATING else "target false-alarm rate"
+    st.subheader(f"Detection — {cue_set} · {detector} at the {which}")
+    st.table(pd.DataFrame(rows).set_index("kind"))
+    if bars:
+        st.altair_chart(
+            charts.detection_bars(
+                pd.DataFrame(bars), "ours (bar, 95% interval) and the study's (red tick)"
+            ),
+            width="stretch",
+        )
+
+
+def _grid(cells: pd.DataFrame) -> None:
+    with st.expander("Every cue set × detector"):
+        grid = cells.assign(
+            label=cells["kind"].map(ui.label),
+            cell=cells["cue_set"] + "·" + cells["detector"],
+            text=[
+                dv.rate_text(r, lo, hi)
+                for r, lo, hi in zip(cells["rate"], cells["ci_low"], cells["ci_high"], strict=True)
+            ],
+        )
+        order = [f"{c}·{d}" for c in CUE_SETS for d in DETECTORS]
+        pivot = grid.pivot_table(index="label", columns="cell", values="text", aggfunc="first")
+        pivot = pivot.reindex(columns=[c for c in order if c in pivot.columns])
+        pivot = pivot.reindex([ui.label(k) for k in _kind_order(list(cells["kind"].unique()))])
+        st.dataframe(pivot, width="stretch")
+        fa = grid.drop_duplicates("cell").set_index("cell")
+        st.caption(
+            "False alarms reached: "
+            + ", ".join(
+                f"{c} {dv.pct(float(fa.loc[c, 'fa_reached']), 1)}" for c in order if c in fa.index
+            )
+        )
+
+
+def _roc(v: View) -> None:
+    cue_set, detector = v.cue_set, v.detector
+    st.subheader(f"ROC — {cue_set} · {detector}")
+    if not v.has_max:
+        st.info(
+            "ROC curves need each run's window maximum, which this store's experiment rows do "
+            "not have; re-run `toolwatch experiment` to save them."
+        )
+        return
+    maxima = _maxima(str(v.root), v.key, v.run["run_id"], v.variant)
+    one = maxima[(maxima["cue_set"] == cue_set) & (maxima["detector"] == detector)]
+    points, areas = dv.roc_curves(one)
+    if points.empty:
+        st.info("No runs for this cue set and detector.")
+        return
+    points = points.assign(label=points["kind"].map(ui.label))
+    order = [ui.label(k) for k in _kind_order(list(areas["kind"]))]
+    st.altair_chart(
+        charts.roc_chart(points, areas, v.target if v.mode == MODE_TARGET else None, order),
+        width="stretch",
+    )
+    per_call = v.stored[v.stored["threshold_mode"] == "fa_target"]
+    per_call = per_call[per_call["cue_set"] == cue_set].drop_duplicates("kind").set_index("kind")
+    rows = []
+    for kind in _kind_order(list(areas["kind"])):
+        area = float(areas.loc[areas["kind"] == kind, "auc"].iloc[0])
+        rows.append(
+            {
+                "kind": ui.label(kind),
+                f"AUC, sessions ({cue_set}·{detector})": f"{area:.2f}",
+                f"AUC per call ({cue_set})": ui.number(
+                    per_call["auc"].get(kind, math.nan), "{:.2f}"
+                ),
+                "study: AUC per call": ui.number(dv.study_auc(kind, "all"), "{:.2f}"),
+            }
+        )
+    st.table(pd.DataFrame(rows).set_index("kind"))
+    st.caption(
+        "Curve: each threshold's share of normal test sessions alarming (x) against the share "
+        "of injected runs detected within their window (y); the dashed dark line is the chosen "
+        "target. Session AUC = P(a run's window maximum > a normal session's maximum). Per-call "
+        "AUC (the study's measure) ranks inserted calls against every other call."
+    )
+
+
+def _latency(con: Any, v: View) -> None:
+    cue_set, detector = v.cue_set, v.detector
+    st.subheader(f"Latency — {cue_set} · {detector}")
+    lat = q.experiment_latencies(
+        con, v.run["run_id"], v.variant, cue_set, detector, v.threshold_mode
+    )
+    if v.mode == MODE_TARGET and not v.at_stored_target:
+        st.caption(
+            f"Shown at the experiment's own target {dv.pct(v.stored_target, 1)}: latency is "
+            "recorded per run at the stored thresholds."
+        )
+    if lat.empty:
+        st.info("No detected runs at this threshold.")
+        return
+    lat = lat.assign(label=lat["kind"].map(ui.label))
+    study_points = pd.DataFrame(
+        [
+            {"label": ui.label(k), "latency": calls}
+            for k, (calls, cue, det) in study.LATENCY.items()
+            if k in set(lat["kind"])
+        ],
+        columns=["label", "latency"],
+    )
+    order = [ui.label(k) for k in _kind_order(list(lat["kind"].unique()))]
+    st.altair_chart(charts.latency_chart(lat, study_points, order), width="stretch")
+    kinds = _kind_order(list(lat["kind"].unique()))
+    summary = (
+        lat.groupby("kind")["latency"]
+        .agg(
+            detected_runs="count",
+            median="median",
+            p90=lambda x: x.quantile(0.9),
+            max="max",
+        )
+        .reindex(kinds)
+    )
+    summary.index = pd.Index([ui.label(k) for k in kinds], name="kind")
+    summary["study: median"] = [dv.study_latency(k) or "–" for k in kinds]
+    st.dataframe(
+        summary,
+        width="stretch",
+        column_config={
+            "detected_runs": st.column_config.NumberColumn("detected runs"),
+            "median": st.column_config.NumberColumn("median (calls)", format="%g"),
+            "p90": st.column_config.NumberColumn("90th percentile", format="%.1f"),
+            "max": st.column_config.NumberColumn("max", format="%d"),
+        },
+    )
+    st.caption(
+        "Calls from the insertion point to the first alarm, over the detected runs (1 = the "
+        "inserted call itself). Red ticks: the study's median, for the cue and detector named "
+        "in the table."
+    )
+
+
+def _configuration(chosen: dict[str, Any], config: dict[str, Any], split: dict[str, Any]) -> None:
+    with st.expander("Split and configuration (saved with the results)"):
+        rows = []
+        for name in ("train", "calibration", "test"):
+            ours = split.get(name, [None, None])
+            pub = study.SPLITS[name]
+            rows.append(
+                {
+                    "split": name,
+                    "sessions": ours[0],
+                    "calls": ours[1],
+                    "study: sessions": pub[0],
+                    "study: calls": pub[1],
+                }
+            )
+        st.table(pd.DataFrame(rows).set_index("split"))
+        st.json(config, expanded=False)
+        st.caption(f"Re-run exactly: `toolwatch experiment --rerun {chosen['run_id']}`")
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,208 @@
+"""Detection results at any false-alarm target, and the detection-vs-false-alarm (ROC) curves.
+
+The experiment stores, per injected run and per normal test session, the largest detector
+statistic inside the run's detection window (``experiment_runs.window_max``; for a normal
+session its maximum). A threshold ``h`` detects a run when that value is above ``h`` and makes a
+normal session alarm when its maximum is, so every target and the whole ROC curve follow from
+the stored rows with the experiment's own functions (:mod:`toolwatch.injection.experiment.metrics`):
+the threshold is :func:`~toolwatch.injection.experiment.metrics.threshold_for_false_alarm` over the
+normal
+maxima, intervals come from :func:`~toolwatch.injection.experiment.metrics.bootstrap_rate_cis` with
+the
+run's resample count and seed, and the area under a curve is
+:func:`~toolwatch.injection.experiment.metrics.auc` of runs against normal sessions. At the
+experiment's
+own target the rates equal the stored ones; the intervals resample the same sessions with the
+same seed but in session-id order, so they can differ from the stored ones in the last digit —
+the page shows the stored cells there.
+
+Also: the study's published figure beside a cell (:mod:`toolwatch.study`), as display text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+from toolwatch import study
+from toolwatch.injection.experiment import metrics as M
+
+NORMAL: Final = "normal"
+CELL_COLUMNS: Final[tuple[str, ...]] = (
+    "cue_set",
+    "detector",
+    "kind",
+    "threshold",
+    "fa_target",
+    "fa_reached",
+    "normal_sessions",
+    "runs",
+    "detected",
+    "rate",
+    "ci_low",
+    "ci_high",
+)
+
+
+def cells_at_target(
+    maxima: pd.DataFrame, target: float, resamples: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """Detection per cue set × detector × kind at the smallest threshold that keeps the share
+    of alarming normal sessions within ``target``.
+
+    ``maxima``: rows of ``cue_set, detector, kind, session_id, window_max`` (kind ``normal`` =
+    the uninjected test sessions), as :func:`toolwatch.app.dashboard.queries.experiment_run_maxima`.
+    """
+    rows: list[dict[str, object]] = []
+    if maxima.empty:
+        return pd.DataFrame(columns=list(CELL_COLUMNS))
+    # numpy arrays once: pandas indexing per cell costs more than the statistics
+    combo_codes, combos = pd.factorize(
+        maxima["cue_set"].astype(str) + "\x00" + maxima["detector"].astype(str), sort=True
+    )
+    kind_codes, kinds = pd.factorize(maxima["kind"], sort=True)
+    session_codes, session_names = pd.factorize(maxima["session_id"], sort=True)
+    values = np.nan_to_num(maxima["window_max"].to_numpy(float), nan=-np.inf)
+    normal_code = list(kinds).index(NORMAL) if NORMAL in set(kinds) else -1
+    weights_cache: dict[int, np.ndarray] = {}
+    for c, combo in enumerate(combos):
+        cue_set, detector = str(combo).split("\x00")
+        in_combo = combo_codes == c
+        is_normal = in_combo & (kind_codes == normal_code)
+        if not is_normal.any():
+            continue
+        # the normal test sessions index the bootstrap; sessions in session-id order
+        sessions = np.unique(session_codes[is_normal])
+        position = np.full(len(session_names), -1, dtype=np.int64)
+        position[sessions] = np.arange(sessions.size)
+        normal_max = np.full(sessions.size, -np.inf)
+        np.maximum.at(normal_max, position[session_codes[is_normal]], values[is_normal])
+        choice = M.threshold_for_false_alarm(normal_max, target)
+        hits_cols, runs_cols, pending = [], [], []
+        for k, kind in enumerate(kinds):
+            if k == normal_code:
+                continue
+            sel = in_combo & (kind_codes == k)
+            index = position[session_codes[sel]]
+            keep = index >= 0
+            detected = values[sel][keep] > choice.threshold
+            hits_cols.append(
+                np.bincount(index[keep], weights=detected.astype(float), minlength=sessions.size)
+            )
+            runs_cols.append(np.bincount(index[keep], minlength=sessions.size).astype(float))
+            pending.append((str(kind), int(detected.size), int(detected.sum())))
+        if not pending:
+            continue
+        if sessions.size not in weights_cache:
+            weights_cache[sessions.size] = M.bootstrap_weights(sessions.size, resamples, seed)
+        lo, hi = M.bootstrap_rate_cis(
+            np.stack(hits_cols, 1), np.stack(runs_cols, 1), weights_cache[sessions.size]
+        )
+        for j, (kind, n_runs, n_detected) in enumerate(pending):
+            rows.append(
+                {
+                    "cue_set": cue_set,
+                    "detector": detector,
+                    "kind": kind,
+                    "threshold": choice.threshold,
+                    "fa_target": float(target),
+                    "fa_reached": choice.reached,
+                    "normal_sessions": int(sessions.size),
+                    "runs": n_runs,
+                    "detected": n_detected,
+                    "rate": n_detected / n_runs if n_runs else math.nan,
+                    "ci_low": float(lo[j]),
+                    "ci_high": float(hi[j]),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+
+
+def roc_curves(maxima: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per kind, the (false-alarm rate, detection rate) pairs over every threshold (``step``:
+    threshold rank, lowest first, so the curve runs from (1, 1) to (0, 0)), and the
+    area under each curve (probability that a run's window maximum exceeds a normal session's
+    maximum, ties half). ``maxima``: one cue set × detector (kind, session_id, window_max)."""
+    points: list[pd.DataFrame] = []
+    areas: list[dict[str, object]] = []
+    normal = maxima.loc[maxima["kind"] == NORMAL, "window_max"].to_numpy(float)
+    normal = np.nan_to_num(normal, nan=-np.inf)
+    if normal.size == 0:
+        return (
+            pd.DataFrame(columns=["kind", "step", "false_alarm", "detection"]),
+            pd.DataFrame(columns=["kind", "auc"]),
+        )
+    for kind in sorted(k for k in maxima["kind"].unique() if k != NORMAL):
+        runs = maxima.loc[maxima["kind"] == kind, "window_max"].to_numpy(float)
+        runs = np.nan_to_num(runs, nan=-np.inf)
+        if runs.size == 0:
+            continue
+        grid = np.unique(np.concatenate([normal, runs]))
+        thresholds = np.concatenate([[-np.inf], grid])  # from everything alarming to nothing
+        fa = _share_above(normal, thresholds)
+        dr = _share_above(runs, thresholds)
+        points.append(
+            pd.DataFrame(
+                {"kind": kind, "step": np.arange(fa.size), "false_alarm": fa, "detection": dr}
+            )
+        )
+        positive = np.concatenate([np.ones(runs.size, bool), np.zeros(normal.size, bool)])
+        areas.append({"kind": kind, "auc": M.auc(np.concatenate([runs, normal]), positive)})
+    if not points:
+        return (
+            pd.DataFrame(columns=["kind", "step", "false_alarm", "detection"]),
+            pd.DataFrame(columns=["kind", "auc"]),
+        )
+    return pd.concat(points, ignore_index=True), pd.DataFrame(areas)
+
+
+def _share_above(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    ordered = np.sort(values)
+    above = ordered.size - np.searchsorted(ordered, thresholds, side="right")
+    return np.asarray(above / ordered.size, dtype=float)
+
+
+# ------------------------------------------------------------------------------ the study
+
+
+def study_rate(kind: str, cue_set: str, detector: str) -> str:
+    """The study's detection rate for this cell, as text (empty when it published none)."""
+    if (cue_set, detector) == ("all", "cusum") and kind in study.DETECTION_ALL_CUSUM:
+        rate, lo, hi = study.DETECTION_ALL_CUSUM[kind]
+        return rate_text(rate, lo, hi)
+    single = study.DETECTION_SINGLE_CUE.get(kind)
+    if single is not None and single[0] == cue_set:
+        return f"{pct(single[1])} (best detector)"
+    if kind == "runaway_retry" and cue_set == "time":
+        return f"{pct(study.RUNAWAY_TIME_ONLY)} (best detector)"
+    return ""
+
+
+def study_auc(kind: str, cue_set: str) -> float | None:
+    """The study's per-call AUC (all cues) for ``kind``."""
+    return study.AUC.get(kind) if cue_set == "all" else None
+
+
+def study_latency(kind: str) -> str:
+    entry = study.LATENCY.get(kind)
+    if entry is None:
+        return ""
+    calls, cue, det = entry
+    return f"{calls} ({cue}·{det})"
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    """A share as a percentage (``–`` for none / NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{100 * x:.{digits}f}%"
+
+
+def rate_text(rate: float, lo: float | None, hi: float | None) -> str:
+    """``91% (85–95)``: a rate with its 95 % interval."""
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return pct(rate)
+    return f"{pct(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"

@@ -1,0 +1,85 @@
+"""Live: alerts as a running collector records them, refreshed every few seconds.
+
+``toolwatch collector --model FILE`` scores each call as it is stored and appends an alert row
+whenever a session crosses the operating point; this page re-reads the ``alerts`` view on a
+timer (a Streamlit fragment, so only this part reruns).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import queries as q
+
+BY = {"alert_time": "when the alert was raised", "call_time": "when the alerted call happened"}
+
+
+def render() -> None:
+    s = ui.settings()
+    st.title("Live alerts")
+    auto = st.toggle(f"Auto-refresh every {s.refresh_s:g} s", value=True, key="auto")
+    by = st.radio(
+        "Count per hour by", list(BY), format_func=BY.__getitem__, horizontal=True, key="by"
+    )
+
+    @st.fragment(run_every=s.refresh_s if auto else None)
+    def panel() -> None:
+        now = datetime.now(UTC)
+        with q.open_store(s.store) as con:
+            if not q.has_view(con, q.ALERTS):
+                ui.explain_empty(q.ALERTS, s.store, "alerts")
+                st.caption(f"Checked at {now:%H:%M:%S} UTC.")
+                return
+            totals = q.alert_totals(con, now)
+            per_hour = q.alerts_per_hour(con, by)
+            recent = q.recent_alerts(con, 50)
+        m = st.columns(5)
+        m[0].metric("Alerts", f"{totals['total']:,}")
+        m[1].metric("Last hour", f"{totals['last_hour']:,}")
+        m[2].metric("Last 24 h", f"{totals['last_day']:,}")
+        m[3].metric("Sessions alerted", f"{totals['sessions']:,}")
+        latest = totals["latest"]
+        m[4].metric(
+            "Latest (UTC)",
+            "–" if latest is None else f"{latest:%H:%M:%S}",
+            None if latest is None else f"{latest:%Y-%m-%d}",
+            delta_color="off",
+            delta_arrow="off",
+        )
+        st.altair_chart(
+            charts.alerts_per_hour_chart(
+                per_hour, f"Alerts per hour ({BY[by]}, UTC)", pd.Timestamp(now)
+            ),
+            width="stretch",
+        )
+        st.subheader("Most recent alerts")
+        recent.insert(2, "stream", recent.pop("agent_id").map(ui.stream_name))
+        st.dataframe(
+            recent,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "alert_time": st.column_config.DatetimeColumn(
+                    "raised (UTC)", format="YYYY-MM-DD HH:mm:ss"
+                ),
+                "call_time": st.column_config.DatetimeColumn(
+                    "call time (UTC)", format="YYYY-MM-DD HH:mm:ss"
+                ),
+                "score": st.column_config.NumberColumn(format="%.2f"),
+                "threshold": st.column_config.NumberColumn(format="%.2f"),
+            },
+        )
+        st.caption(
+            f"Checked at {now:%H:%M:%S} UTC. Each alert is one excursion of a stream above "
+            "the model's operating point; `cue` is the cue that explains it."
+        )
+
+    panel()
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,74 @@
+"""The dashboard's entry script (``toolwatch app`` runs ``streamlit run`` on this file).
+
+It checks the store once per run — a missing or unreadable store is a clear error on every
+page, an empty one a short guide to filling it — then hands over to the chosen page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard.settings import MODEL_IN_STORE
+from toolwatch.app.dashboard.ui import fill_hint, settings
+
+HERE = Path(__file__).resolve().parent
+#: (script, title, icon, url path)
+PAGES: tuple[tuple[str, str, str, str], ...] = (
+    ("detection_page.py", "Detection", ":material/radar:", "detection"),
+    ("sessions_page.py", "Sessions", ":material/timeline:", "sessions"),
+    ("live_page.py", "Live", ":material/notifications_active:", "live"),
+    ("workbench_page.py", "Workbench", ":material/science:", "workbench"),
+    ("corpus_page.py", "Corpus", ":material/dataset:", "corpus"),
+)
+
+
+def main() -> None:
+    st.set_page_config(page_title="toolwatch", page_icon=":material/radar:", layout="wide")
+    s = settings()
+    nav = st.navigation(
+        [
+            st.Page(str(HERE / name), title=title, icon=icon, url_path=path, default=i == 0)
+            for i, (name, title, icon, path) in enumerate(PAGES)
+        ]
+    )
+    with st.sidebar:
+        st.caption(f"store `{s.store}`")
+        if s.model is not None:
+            st.caption(
+                f"model `{s.model}`" + (" (store's own)" if s.model_origin == "store" else "")
+            )
+        else:
+            st.caption(
+                f"no model: `toolwatch train --store STORE` saves `{MODEL_IN_STORE}` in the "
+                "store, where the app looks (or start it with `--model FILE`)"
+            )
+    state = q.store_state(s.store)
+    if state.status == "missing":
+        st.error(
+            f"**No store at `{s.store}`.** Start the app with `--store PATH` pointing at a "
+            f"toolwatch store, or create one with {fill_hint(q.CALLS, s.store)}. "
+            f"{fill_hint('demo', s.store)}"
+        )
+        st.stop()
+    if state.status == "unreadable":
+        st.error(f"**The store cannot be read.** {state.error}")
+        st.stop()
+    if state.status == "empty":
+        st.title("toolwatch")
+        st.info(
+            f"The store `{s.store}` is empty. Fill it, then reload this page:\n\n"
+            f"- **calls** (Sessions, Corpus): {fill_hint(q.CALLS, s.store)}\n"
+            f"- **detection results** (Detection): {fill_hint(q.EXPERIMENTS, s.store)}\n"
+            f"- **live alerts** (Live): {fill_hint(q.ALERTS, s.store)}\n"
+            f"- **workbench runs** (Workbench): {fill_hint(q.WORKBENCH_RUNS, s.store)}\n\n"
+            f"{fill_hint('demo', s.store)}"
+        )
+        st.stop()
+    nav.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,482 @@
+"""The dashboard's named queries: SQL over the store's DuckDB views, nothing else.
+
+Every page reads through these functions and :func:`open_store`; the views themselves (and the
+shared ``sessions`` and ``streams`` views) are defined by
+:mod:`toolwatch.collector.store.parquet_store`, the
+table names by the modules that write them, the corpus facts by
+:func:`toolwatch.collector.stats.corpus.corpus_stats`, the workbench aggregation by
+:func:`toolwatch.injection.workbench.runner.summarize`, the flags by
+:func:`toolwatch.detection.scoring.scan.scan` — this module only selects rows for display.
+Results are pandas frames (what Streamlit and altair take); times are UTC.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
+from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
+from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.injection.experiment.protocol import EXPERIMENT_RUNS, EXPERIMENTS
+from toolwatch.injection.workbench.runner import RUNS_TABLE as WORKBENCH_RUNS
+
+#: How to fill each part of the store (shown on empty pages); ``STORE`` stands for its path.
+FILL_HINTS: Final[dict[str, str]] = {
+    CALLS: (
+        "`toolwatch simulate --store STORE` (a simulated corpus shaped like the study's), "
+        "`toolwatch import claude-code ~/.claude/projects --store STORE` (your own transcripts), "
+        "or `toolwatch collector --store STORE` receiving OTLP spans from instrumented agents"
+    ),
+    EXPERIMENTS: (
+        "`toolwatch experiment --store STORE` (the study's injection experiment on the "
+        "store's calls)"
+    ),
+    ALERTS: (
+        "`toolwatch train --store STORE`, then `toolwatch collector --store STORE --model "
+        f"STORE/{MODEL_IN_STORE}`: it scores every call as it arrives and records an alert "
+        "whenever a stream crosses the operating point"
+    ),
+    WORKBENCH_RUNS: (
+        "`toolwatch workbench suite --store STORE` (every scenario × agent, clean / faulted / "
+        "mitigated) or `toolwatch workbench run SCENARIO --store STORE --mitigation all`"
+    ),
+    "demo": (
+        "`toolwatch demo --store STORE` fills an empty store with calls, a model, the "
+        "experiment and a live alert in one go; add `toolwatch workbench suite --store STORE` "
+        "for the Workbench page."
+    ),
+}
+
+
+@dataclass
+class StoreState:
+    """What the store at ``root`` holds, or why it cannot be read."""
+
+    root: Path
+    status: str  # "ok" | "empty" | "missing" | "unreadable"
+    tables: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def readable(self) -> bool:
+        return self.status in ("ok", "empty")
+
+
+def store_state(root: Path) -> StoreState:
+    """Check the store before any page reads it (missing, not a directory, corrupt, empty)."""
+    if not root.exists():
+        return StoreState(root, "missing", error=f"there is no store at {root}")
+    if not root.is_dir():
+        return StoreState(root, "unreadable", error=f"the store path {root} is not a directory")
+    store = Store(root)
+    try:
+        tables = store.tables()
+        con = store.connect()
+        try:
+            one(con, f"SELECT count(*) FROM {CALLS}")
+        finally:
+            con.close()
+    except (StoreError, duckdb.Error, OSError) as exc:
+        return StoreState(root, "unreadable", error=f"cannot read the store {root}: {exc}")
+    return StoreState(root, "ok" if tables else "empty", tables=tables)
+
+
+@contextlib.contextmanager
+def open_store(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection with the store's views, times in UTC; closed on exit."""
+    con = Store(root).connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        yield con
+    finally:
+        con.close()
+
+
+def frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> Any:
+    """Run ``sql`` and return a pandas frame."""
+    return con.execute(sql, list(params) if params else []).df()
+
+
+def arrow(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> pa.Table:
+    """Run ``sql`` and return an Arrow table (for the detection functions)."""
+    return con.sql(sql, params=list(params) if params else None).to_arrow_table()
+
+
+def one(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> tuple[Any, ...] | None:
+    """The first row of ``sql``, fetched to the end: DuckDB 2.0 refuses a later ``con.sql``
+    while an ``execute`` result is still open, which ``fetchone`` leaves behind."""
+    rows = con.execute(sql, list(params) if params else []).fetchall()
+    return tuple(rows[0]) if rows else None
+
+
+def records(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
+    """Run ``sql`` and return plain rows (NULL stays ``None``, unlike a pandas frame)."""
+    return arrow(con, sql, params).to_pylist()
+
+
+def has_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
+    return bool(row and row[0])
+
+
+def has_column(con: duckdb.DuckDBPyConnection, view: str, column: str) -> bool:
+    row = one(
+        con,
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+        [view, column],
+    )
+    return bool(row and row[0])
+
+
+def count(con: duckdb.DuckDBPyConnection, view: str) -> int:
+    if not has_view(con, view):
+        return 0
+    row = one(con, f"SELECT count(*) FROM {view}")
+    return int(row[0]) if row else 0
+
+
+def fingerprint(root: Path, *tables: str) -> tuple[str, ...]:
+    """Names of the files behind ``tables``: changes whenever rows are appended or compacted
+    (file names are unique per write), so it keys caches of derived results."""
+    store = Store(root)
+    return tuple(str(p.relative_to(root)) for t in tables for p in store.files(t))
+
+
+# ------------------------------------------------------------------------------ experiments
+
+
+def experiment_list(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per saved experiment run, newest first."""
+    return frame(
+        con,
+        f"""
+        SELECT run_id, max(created) AS created, any_value(fa_target) AS fa_target,
+               any_value(normal_sessions) AS normal_sessions, any_value(seeds) AS seeds,
+               any_value(config_json) AS config_json, any_value(split_json) AS split_json,
+               list(DISTINCT variant ORDER BY variant DESC) AS variants,
+               count(DISTINCT kind) AS kinds
+        FROM {EXPERIMENTS}
+        GROUP BY run_id
+        ORDER BY created DESC, run_id
+        """,
+    )
+
+
+def experiment_cells(con: duckdb.DuckDBPyConnection, run_id: str, variant: str) -> pd.DataFrame:
+    """The stored study-style cells of one run and variant (every kind × cue set × detector ×
+    threshold mode)."""
+    return frame(
+        con,
+        f"""
+        SELECT kind, cue_set, detector, threshold_mode, threshold, fa_target, fa_reached,
+               normal_sessions, runs, detected, rate, ci_low, ci_high, median_latency, auc,
+               notes_json
+        FROM {EXPERIMENTS}
+        WHERE run_id = ? AND variant = ?
+        """,
+        [run_id, variant],
+    )
+
+
+def experiment_run_maxima(
+    con: duckdb.DuckDBPyConnection, run_id: str, variant: str
+) -> pd.DataFrame:
+    """Per cue set × detector and run (and per normal test session, kind ``normal``): the
+    largest statistic in its detection window. Empty when the store's experiment rows predate
+    the ``window_max`` column."""
+    columns = ["cue_set", "detector", "kind", "session_id", "seed", "window_max"]
+    if not has_column(con, EXPERIMENT_RUNS, "window_max"):
+        return pd.DataFrame(columns=columns)
+    return frame(
+        con,
+        f"""
+        SELECT {", ".join(columns)}
+        FROM {EXPERIMENT_RUNS}
+        WHERE run_id = ? AND variant = ? AND threshold_mode = 'fa_target'
+        ORDER BY cue_set, detector, kind, session_id, seed
+        """,
+        [run_id, variant],
+    )
+
+
+def experiment_latencies(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    variant: str,
+    cue_set: str,
+    detector: str,
+    mode: str,
+) -> pd.DataFrame:
+    """Latency (calls from the insertion point) of every detected injected run."""
+    if not has_view(con, EXPERIMENT_RUNS):
+        return pd.DataFrame(columns=["kind", "latency"])
+    return frame(
+        con,
+        f"""
+        SELECT kind, latency
+        FROM {EXPERIMENT_RUNS}
+        WHERE run_id = ? AND variant = ? AND cue_set = ? AND detector = ?
+          AND threshold_mode = ? AND kind <> 'normal' AND detected AND latency IS NOT NULL
+        ORDER BY kind, latency
+        """,
+        [run_id, variant, cue_set, detector, mode],
+    )
+
+
+# ------------------------------------------------------------------------------ streams
+
+
+def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [
+        str(r[0]) for r in con.execute("SELECT DISTINCT source FROM streams ORDER BY 1").fetchall()
+    ]
+
+
+def stream_date_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
+    row = one(con, "SELECT min(first_time)::DATE, max(first_time)::DATE FROM streams")
+    if row is None or row[0] is None:
+        return None
+    return row[0], row[1]
+
+
+def stream_list(
+    con: duckdb.DuckDBPyConnection,
+    source_filter: Sequence[str] | None = None,
+    first_day: date | None = None,
+    last_day: date | None = None,
+    session_id: str | None = None,
+) -> pd.DataFrame:
+    """Streams (the shared ``streams`` view: one row per session × agent) with their live
+    alerts, newest first; ``agent_id`` is None for a main agent."""
+    alerts = (
+        f"(SELECT session_id, agent_id, count(*) AS alerts FROM {ALERTS} GROUP BY ALL)"
+        if has_view(con, ALERTS)
+        else "(SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS agent_id, 0::BIGINT AS alerts "
+        "WHERE false)"
+    )
+    return frame(
+        con,
+        f"""
+        SELECT s.session_id, s.agent_id, s.source, s.first_time, s.last_time, s.calls, s.tools,
+               s.failures, s.responses, s.labelled_calls, coalesce(a.alerts, 0) AS alerts
+        FROM streams s LEFT JOIN {alerts} a
+          ON a.session_id = s.session_id AND a.agent_id IS NOT DISTINCT FROM s.agent_id
+        WHERE ($1 IS NULL OR list_contains($1, s.source))
+          AND ($2 IS NULL OR s.first_time::DATE >= $2)
+          AND ($3 IS NULL OR s.first_time::DATE <= $3)
+          AND ($4 IS NULL OR s.session_id = $4)
+        ORDER BY s.first_time DESC, s.session_id, s.agent_id NULLS FIRST
+        """,
+        [
+            list(source_filter) if source_filter is not None else None,
+            first_day,
+            last_day,
+            session_id,
+        ],
+    )
+
+
+def stream_calls(con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str | None) -> pa.Table:
+    """Every call of one stream, in stream order (time, then position), as the scorer takes
+    them."""
+    return arrow(
+        con,
+        f"""
+        SELECT * EXCLUDE (date) FROM {CALLS}
+        WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
+        ORDER BY start_time, seq
+        """,
+        [session_id, agent_id],
+    )
+
+
+def stream_keyed_calls(
+    con: duckdb.DuckDBPyConnection, session_ids: Sequence[str] | None = None
+) -> pa.Table:
+    """The calls of the given sessions (None: all) with ``session_id`` replaced by a stream key
+    (:func:`split_stream_key` undoes it), so that a per-session report (the scan, which keeps
+    a session's strongest stream) comes out per stream."""
+    return arrow(
+        con,
+        f"""
+        SELECT * EXCLUDE (date, session_id),
+               session_id || chr(31) || coalesce(agent_id, '') AS session_id
+        FROM {CALLS} WHERE $1 IS NULL OR list_contains($1, session_id)
+        """,
+        [list(session_ids) if session_ids is not None else None],
+    )
+
+
+def split_stream_key(key: str) -> tuple[str, str | None]:
+    """``(session_id, agent_id)`` of a key made by :func:`stream_keyed_calls`."""
+    session_id, _, agent = key.rpartition(chr(31))
+    return session_id, agent or None
+
+
+def calls_of_sessions(con: duckdb.DuckDBPyConnection, session_ids: Sequence[str]) -> pd.DataFrame:
+    """The calls of several sessions (e.g. one workbench unit's runs), in session order."""
+    return frame(
+        con,
+        f"""
+        SELECT session_id, seq, start_time, tool, server, input_bytes, output_bytes, failed,
+               error_type, response_id, label
+        FROM {CALLS}
+        WHERE list_contains(?, session_id)
+        ORDER BY session_id, start_time, seq
+        """,
+        [list(session_ids)],
+    )
+
+
+def stream_alerts(
+    con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str | None
+) -> pd.DataFrame:
+    """The live alerts of one stream, in call order."""
+    if not has_view(con, ALERTS):
+        return pd.DataFrame(columns=["alert_time", "agent_id", "seq", "call_index", "span_id"])
+    return frame(
+        con,
+        f"""SELECT alert_time, agent_id, seq, call_index, span_id, tool, cue_set, detector, cue,
+                   score, threshold, model_id
+            FROM {ALERTS} WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
+            ORDER BY call_time, alert_time""",
+        [session_id, agent_id],
+    )
+
+
+# ------------------------------------------------------------------------------ live alerts
+
+
+def alert_totals(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
+    """Counts for the live page's headline: all alerts, last hour, last 24 hours, latest."""
+    row = one(
+        con,
+        f"""
+        SELECT count(*),
+               count(*) FILTER (WHERE alert_time > ?::TIMESTAMPTZ - INTERVAL 1 HOUR),
+               count(*) FILTER (WHERE alert_time > ?::TIMESTAMPTZ - INTERVAL 24 HOUR),
+               max(alert_time),
+               count(DISTINCT session_id)
+        FROM {ALERTS}
+        """,
+        [now, now],
+    )
+    assert row is not None
+    return {
+        "total": int(row[0]),
+        "last_hour": int(row[1]),
+        "last_day": int(row[2]),
+        "latest": row[3],
+        "sessions": int(row[4]),
+    }
+
+
+def alerts_per_hour(con: duckdb.DuckDBPyConnection, by: str = "alert_time") -> pd.DataFrame:
+    """Alerts per UTC hour (``by`` = arrival ``alert_time`` or the alerted ``call_time``),
+    split by the cue that explains them."""
+    if by not in ("alert_time", "call_time"):
+        raise ValueError(f"alerts are counted by alert_time or call_time, not {by!r}")
+    return frame(
+        con,
+        f"""
+        SELECT date_trunc('hour', {by}) AS hour, cue, count(*) AS alerts
+        FROM {ALERTS}
+        GROUP BY ALL
+        ORDER BY hour, cue
+        """,
+    )
+
+
+def recent_alerts(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFrame:
+    return frame(
+        con,
+        f"""
+        SELECT alert_time, session_id, agent_id, tool, cue, score, threshold, cue_set, detector,
+               call_time, seq, call_index, model_id
+        FROM {ALERTS}
+        ORDER BY alert_time DESC, call_time DESC
+        LIMIT ?
+        """,
+        [int(limit)],
+    )
+
+
+# ------------------------------------------------------------------------------ workbench
+
+
+def workbench_suites(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per workbench run id (a suite or a single run), newest first."""
+    return frame(
+        con,
+        f"""
+        SELECT run_id, max(time) AS time, count(*) AS runs,
+               count(DISTINCT scenario_id) AS scenarios,
+               string_agg(DISTINCT agent, ', ' ORDER BY agent) AS agents
+        FROM {WORKBENCH_RUNS}
+        GROUP BY run_id
+        ORDER BY time DESC, run_id
+        """,
+    )
+
+
+def workbench_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """The run rows of one workbench run id, as plain rows (the shape
+    :func:`toolwatch.injection.workbench.runner.summarize` takes)."""
+    return records(
+        con,
+        f"""
+        SELECT * EXCLUDE (date) FROM {WORKBENCH_RUNS}
+        WHERE run_id = ?
+        ORDER BY scenario_id, agent,
+                 CASE mode WHEN 'clean' THEN 0 WHEN 'faulted' THEN 1 ELSE 2 END, mitigation
+        """,
+        [run_id],
+    )
+
+
+# ------------------------------------------------------------------------------ corpus
+
+
+def calls_per_day(
+    con: duckdb.DuckDBPyConnection, source_filter: Sequence[str] | None = None
+) -> pd.DataFrame:
+    return frame(
+        con,
+        f"""
+        SELECT start_time::DATE AS day, source, count(*) AS calls
+        FROM {CALLS}
+        WHERE $1 IS NULL OR list_contains($1, source)
+        GROUP BY ALL ORDER BY day, source
+        """,
+        [list(source_filter) if source_filter is not None else None],
+    )
+
+
+def top_tools(
+    con: duckdb.DuckDBPyConnection, source_filter: Sequence[str] | None = None, limit: int = 20
+) -> pd.DataFrame:
+    return frame(
+        con,
+        f"""
+        SELECT tool, server, count(*) AS calls, avg(CAST(failed AS DOUBLE)) AS failure_rate
+        FROM {CALLS}
+        WHERE $1 IS NULL OR list_contains($1, source)
+        GROUP BY ALL ORDER BY calls DESC, tool LIMIT $2
+        """,
+        [list(source_filter) if source_filter is not None else None, int(limit)],
+    )

@@ -1,0 +1,91 @@
+"""Shared pieces of the pages: settings, the model, empty states, formatting."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import streamlit as st
+
+from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
+from toolwatch.detection import ModelError, NormalModel
+from toolwatch.injection.experiment.report import label as kind_label
+
+
+def settings() -> AppSettings:
+    return load_settings()
+
+
+def fill_hint(table: str, store: Path) -> str:
+    return q.FILL_HINTS[table].replace("STORE", str(store))
+
+
+def explain_empty(table: str, store: Path, what: str) -> None:
+    """A friendly note that part of the store is empty, with the command that fills it."""
+    st.info(f"No {what} in the store {store} yet. Fill it with {fill_hint(table, store)}.")
+
+
+def listing_or_explain(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    store: Path,
+    what: str,
+    fetch: Callable[[duckdb.DuckDBPyConnection], pd.DataFrame],
+) -> pd.DataFrame | None:
+    """``fetch(con)`` when ``table`` has rows; otherwise explain how to fill it and ``None``."""
+    found = fetch(con) if q.has_view(con, table) else None
+    if found is None or found.empty:
+        explain_empty(table, store, what)
+        return None
+    return found
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _load_model(path: str, mtime_ns: int) -> NormalModel:
+    return NormalModel.load(path)
+
+
+def model(s: AppSettings) -> tuple[NormalModel | None, str]:
+    """The model artifact (cached per file version), or ``None`` and why not."""
+    if s.model is None:
+        return None, (
+            f"no model: `toolwatch train --store {s.store}` saves one as "
+            f"{s.store / MODEL_IN_STORE}, where the app looks (or start it with `--model FILE`)"
+        )
+    try:
+        mtime = s.model.stat().st_mtime_ns
+    except OSError as exc:
+        return None, f"cannot read the model file {s.model}: {exc.strerror or exc}"
+    try:
+        return _load_model(str(s.model), mtime), ""
+    except (ModelError, OSError, ValueError) as exc:
+        return None, f"the model file {s.model} cannot be used: {exc}"
+
+
+MAIN_AGENT = "main agent"
+
+
+def agent_of(value: Any) -> str | None:
+    """A frame's ``agent_id`` cell as ``str | None`` (pandas turns NULL into NaN or None)."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def stream_name(agent_id: Any) -> str:
+    """How a stream is named on every page: the main agent or ``subagent <id>``."""
+    agent = agent_of(agent_id)
+    return MAIN_AGENT if agent is None else f"subagent {agent}"
+
+
+def label(kind: str) -> str:
+    return kind_label(kind)
+
+
+def number(x: Any, fmt: str = "{:,.0f}") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return fmt.format(x)

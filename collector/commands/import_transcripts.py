@@ -1,0 +1,286 @@
+"""``toolwatch import claude-code PATH…``: agent transcripts → call records in the store.
+
+Parsing lives in :mod:`toolwatch.collector.sources.claude_code`; this module adds what touches
+the outside: the store (idempotent appends: call ids already stored are never written again),
+the optional OTLP export, the progress bar and the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from toolwatch.collector.sources.claude_code import (
+    SOURCE,
+    ImportReport,
+    TranscriptPathError,
+    build_records,
+    find_transcripts,
+    parse_file,
+)
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError, add_store_argument
+from toolwatch.record import CALL_FIELD_NAMES, CallRecord
+
+log = logging.getLogger(__name__)
+
+HELP = "import agent transcripts as call records"
+FORMATS = ("claude-code",)
+#: How many skipped lines the summary names by file:line (all are counted).
+SHOWN_SKIPPED = 20
+
+
+@dataclass(slots=True)
+class ImportOutcome:
+    """Result of one import run: what was read, written and exported."""
+
+    report: ImportReport
+    records: list[CallRecord]
+    written: int = 0
+    already_stored: int = 0
+    exported: int = 0
+    store: Path | None = None
+    files_written: list[Path] = field(default_factory=list)
+    seq_overlap_sessions: int = 0
+
+
+class ExportError(RuntimeError):
+    """OTLP export was asked for but could not be done (the store write, if any, stands)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("format", choices=FORMATS, help="transcript format")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="transcript files or directories (searched recursively for *.jsonl)",
+    )
+    add_store_argument(parser)
+    parser.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="also export as OTLP spans to this endpoint (the new calls; all with --no-store)",
+    )
+    parser.add_argument(
+        "--no-store", action="store_true", help="do not write the store (use with --otlp)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.no_store and not args.otlp:
+        print("toolwatch import: --no-store needs --otlp URL (nothing to do)", file=sys.stderr)
+        return 2
+    try:
+        outcome = import_claude_code(
+            args.paths,
+            store=None if args.no_store else Store(args.store),
+            otlp=args.otlp,
+            progress=not args.quiet,
+        )
+    except TranscriptPathError as exc:
+        print(f"toolwatch import: {exc}", file=sys.stderr)
+        return 2
+    except (StoreError, OSError) as exc:
+        print(f"toolwatch import: cannot write the store: {exc}", file=sys.stderr)
+        return 1
+    except ExportError as exc:
+        print(f"toolwatch import: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(summary_dict(outcome), indent=2))
+    else:
+        print(format_summary(outcome))
+    return 0
+
+
+def import_claude_code(
+    paths: Sequence[str | Path],
+    *,
+    store: Store | None,
+    otlp: str | None = None,
+    progress: bool = False,
+) -> ImportOutcome:
+    """Import transcripts under ``paths`` into ``store`` (if given) and/or export to ``otlp``."""
+    files = find_transcripts(paths)
+    if not files:
+        shown = ", ".join(str(p) for p in paths)
+        raise TranscriptPathError(f"no *.jsonl transcript found under {shown}")
+    show_bar = progress and any(Path(p).is_dir() for p in paths)
+    parses = []
+    from tqdm import tqdm
+
+    total = sum(_size(p) for p in files)
+    with tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        desc="import",
+        file=sys.stderr,
+        disable=not show_bar,
+    ) as bar:
+        for index, path in enumerate(files):
+            parses.append(parse_file(path, index, bar.update))
+    records, report = build_records(parses)
+    outcome = ImportOutcome(report=report, records=records)
+    to_send = records
+    if store is not None:
+        outcome.store = store.root
+        fresh, overlap = new_records(store, records)
+        outcome.already_stored = len(records) - len(fresh)
+        outcome.seq_overlap_sessions = overlap
+        if overlap:
+            log.warning(
+                "%d session(s) already hold imported calls from files not read in this run: "
+                "seq of the new calls counts only this run's files (import all files of a "
+                "session together)",
+                overlap,
+            )
+        outcome.files_written = store.append(CALLS, records_table(fresh))
+        outcome.written = len(fresh)
+        to_send = fresh
+    if otlp:
+        outcome.exported = export_otlp(to_send, otlp)
+    return outcome
+
+
+def new_records(store: Store, records: Sequence[CallRecord]) -> tuple[list[CallRecord], int]:
+    """Records whose call id is not in the store yet, and how many of their sessions already
+    hold imported calls that this run did not read (their ``seq`` cannot be aligned)."""
+    if not records:
+        return [], 0
+    ids = [r.call_id for r in records]
+    con = store.connect()
+    try:
+        # list parameters + unnest: registering an Arrow table would import pandas (~1 s)
+        stored = {
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT call_id FROM calls "
+                "WHERE call_id IN (SELECT unnest($ids::VARCHAR[]))",
+                {"ids": ids},
+            ).fetchall()
+        }
+        fresh = [r for r in records if r.call_id not in stored]
+        if not fresh:
+            return [], 0
+        row = con.execute(
+            "SELECT count(DISTINCT session_id) FROM calls "
+            "WHERE source = $source "
+            "AND session_id IN (SELECT unnest($sessions::VARCHAR[])) "
+            "AND call_id NOT IN (SELECT unnest($ids::VARCHAR[]))",
+            {"source": SOURCE, "sessions": sorted({r.session_id for r in fresh}), "ids": ids},
+        ).fetchone()
+        overlap = int(row[0]) if row else 0
+    finally:
+        con.close()
+    return fresh, overlap
+
+
+def records_table(records: Sequence[CallRecord]) -> pa.Table:
+    """Records as an Arrow table of the calls schema (column-wise: no per-row dicts).
+
+    ``pa.array`` makes pyarrow import pandas once per process (~0.4 s CPU); building the
+    buffers by hand instead was measured slower end to end, so this stays.
+    """
+    columns = {name: [getattr(r, name) for r in records] for name in CALL_FIELD_NAMES}
+    return pa.Table.from_pydict(columns, schema=CALLS_SCHEMA)
+
+
+def export_otlp(records: Sequence[CallRecord], endpoint: str) -> int:
+    """Send records as OTLP spans through the instrumentation's replay; returns how many."""
+    try:
+        from toolwatch.instrumentation.export.replay import send_records
+    except ImportError as exc:
+        raise ExportError(
+            "OTLP export is unavailable: toolwatch.instrumentation.export.replay cannot be "
+            "imported "
+            f"({exc})"
+        ) from exc
+    if not records:
+        return 0
+    try:
+        return int(send_records(records, endpoint))
+    except Exception as exc:  # ReplayError, network and protocol errors of the exporter
+        raise ExportError(f"OTLP export to {endpoint} failed: {exc}") from exc
+
+
+# ------------------------------------------------------------------------------------ summary
+
+
+def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
+    r = outcome.report
+    return {
+        "files": r.files,
+        "unreadable_files": [{"path": p, "error": e} for p, e in r.unreadable_files],
+        "bytes": r.bytes,
+        "lines": r.lines,
+        "sessions": r.sessions,
+        "subagents": r.subagents,
+        "calls": r.calls,
+        "duplicates_removed": r.duplicates,
+        "restamped": r.restamped,
+        "capped_outputs": r.capped,
+        "failed": r.failed,
+        "without_result": r.without_result,
+        "subagent_calls": r.subagent_calls,
+        "mcp_calls": r.mcp_calls,
+        "store": str(outcome.store) if outcome.store else None,
+        "written": outcome.written,
+        "already_stored": outcome.already_stored,
+        "exported": outcome.exported,
+        "skipped_lines": len(r.skipped),
+        "skipped_by_reason": r.skipped_by_reason(),
+        "skipped": [{"path": s.path, "line": s.line, "reason": s.reason} for s in r.skipped],
+    }
+
+
+def format_summary(outcome: ImportOutcome) -> str:
+    r = outcome.report
+    lines = [
+        f"read {r.files:,} file(s), {_size_text(r.bytes)}, {r.lines:,} lines: "
+        f"{r.sessions:,} session(s) with {r.subagents:,} subagent(s), {r.calls:,} call(s)",
+        f"  duplicates removed: {r.duplicates:,}   re-stamped (kept out of timing): "
+        f"{r.restamped:,}   capped outputs: {r.capped:,}",
+        f"  failed: {r.failed:,}   without result: {r.without_result:,}   "
+        f"subagent calls: {r.subagent_calls:,}   MCP calls: {r.mcp_calls:,}",
+    ]
+    if outcome.store is not None:
+        lines.append(
+            f"  store {outcome.store}: {outcome.written:,} new call(s) written, "
+            f"{outcome.already_stored:,} already there"
+        )
+    if outcome.exported:
+        lines.append(f"  exported as OTLP: {outcome.exported:,} call(s)")
+    for path, error in r.unreadable_files:
+        lines.append(f"  unreadable file {path}: {error}")
+    if r.skipped:
+        lines.append(f"  skipped {len(r.skipped):,} line(s):")
+        lines.extend(f"    {reason}: {n:,}" for reason, n in r.skipped_by_reason().items())
+        lines.extend(f"    {s}" for s in r.skipped[:SHOWN_SKIPPED])
+        if len(r.skipped) > SHOWN_SKIPPED:
+            lines.append(f"    … and {len(r.skipped) - SHOWN_SKIPPED:,} more (--json lists all)")
+    else:
+        lines.append("  skipped lines: 0")
+    return "\n".join(lines)
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n / 1e3:,.1f} kB"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,85 @@
+"""``toolwatch store verify|compact|info``: check, tidy and describe the Parquet store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pyarrow as pa
+from tqdm import tqdm
+
+from toolwatch.collector.commands.sql import format_table
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
+
+HELP = "verify, compact or describe (info) the store"
+QUARANTINE_SUFFIX = ".corrupt"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    verify = actions.add_parser("verify", help="find unreadable Parquet files")
+    verify.add_argument(
+        "--quarantine",
+        action="store_true",
+        help=f"rename unreadable files to *{QUARANTINE_SUFFIX} so queries work again (kept)",
+    )
+    compact = actions.add_parser("compact", help="merge small files (safe while collecting)")
+    compact.add_argument("--table", help="only this table (default: all)")
+    compact.add_argument(
+        "--min-files", type=int, default=2, help="compact a partition with at least N small files"
+    )
+    actions.add_parser("info", help="tables, files, rows and date range")
+    for sub in (verify, compact, actions.choices["info"]):
+        add_store_argument(sub)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    if not store.root.is_dir():
+        print(f"toolwatch store: no store at {store.root}", file=sys.stderr)
+        return 1
+    if args.action == "verify":
+        return _verify(store, args.quarantine)
+    if args.action == "compact":
+        return _compact(store, args.table, args.min_files)
+    return _info(store)
+
+
+def _verify(store: Store, quarantine: bool) -> int:
+    tables = store.tables()
+    bad = []
+    for name in tqdm(tables, desc="verify", unit="table", file=sys.stderr, disable=None):
+        bad += store.verify(name)
+    files = sum(len(store.files(t)) for t in tables)
+    for path, reason in bad:
+        print(f"UNREADABLE {path}: {reason}")
+        if quarantine:
+            target = path.with_name(path.name + QUARANTINE_SUFFIX)
+            path.rename(target)
+            print(f"  moved aside to {target}")
+    for tmp in store.temp_files():
+        print(f"unfinished write (never acknowledged, removed by compaction after 1 h): {tmp}")
+    print(f"{files} files checked in {store.root}: {len(bad)} unreadable")
+    return 1 if bad and not quarantine else 0
+
+
+def _compact(store: Store, table: str | None, min_files: int) -> int:
+    tables = [table] if table else store.tables()
+    for name in tqdm(tables, desc="compact", unit="table", file=sys.stderr, disable=None):
+        before = len(store.files(name))
+        removed = store.compact(name, min_files=min_files)
+        print(f"{name}: {before} files -> {len(store.files(name))} ({removed} merged away)")
+    return 0
+
+
+def _info(store: Store) -> int:
+    rows = store.info()
+    print(f"store {store.root}")
+    if not rows:
+        print("(empty)")
+        return 0
+    sys.stdout.write(format_table(pa.Table.from_pylist(rows)))
+    temp = store.temp_files()
+    if temp:
+        print(f"{len(temp)} unfinished write(s) (*.parquet.tmp), invisible to readers")
+    return 0

@@ -1,0 +1,312 @@
+"""Column-wise mapping of protobuf requests (the collector's fast path).
+
+The request is first parsed as ``ExportTraceServiceRequest`` (validation: malformed → 400),
+then :mod:`toolwatch.collector.otlp.wire` reads every span's ids, times, status and the record's
+attributes as arrays, and the call columns are built from those arrays directly, following
+:data:`toolwatch.collector.otlp.mapping.CALL_PLAN`. A span is mapped here only when every value is
+exactly of the expected type and valid; any other span of interest (tools/list events, an odd
+type, a missing or out-of-range value, a malformed id) goes to the reference
+:func:`~toolwatch.collector.otlp.mapping.map_span`, which decides and words the rejection. Rows keep
+the request's span order. A property test checks that both paths give identical results.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from toolwatch.collector.otlp.decode import (
+    STATUS_CODE_ERROR,
+    attributes_dict,
+    iter_protobuf_spans,
+    parse_protobuf,
+    span_data,
+)
+from toolwatch.collector.otlp.mapping import (
+    CALL_ATTRIBUTES,
+    CALL_PLAN,
+    ERROR_FIELD,
+    INT32_MAX,
+    SDK_SCOPE,
+    FieldPlan,
+    Mapped,
+    Reasons,
+    Rejected,
+    convert,
+    map_span,
+    map_spans,
+    rows_table,
+)
+from toolwatch.collector.otlp.wire import (
+    ANY_BOOL,
+    ANY_INT,
+    ANY_STRING,
+    WireAttr,
+    WireError,
+    WireSpans,
+    all_zero,
+    binary_array,
+    hex_array,
+    scan_spans,
+)
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
+from toolwatch.record import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
+
+log = logging.getLogger(__name__)
+
+_KIND = {"string": ANY_STRING, "int64": ANY_INT, "int32": ANY_INT, "bool": ANY_BOOL}
+_TOP = {"int64": 2**63 - 1, "int32": INT32_MAX}
+
+
+def map_protobuf(body: bytes) -> Mapped:
+    """Map a protobuf ``ExportTraceServiceRequest`` body; :class:`OtlpError` (400) if malformed."""
+    return map_parsed([(body, parse_protobuf(body))])[0]
+
+
+def map_parsed(items: Sequence[tuple[bytes, ExportTraceServiceRequest]]) -> list[Mapped]:
+    """Map several already-validated requests in one pass; one :class:`Mapped` per request."""
+    if not items:
+        return []
+    try:
+        ws = scan_spans([body for body, _ in items], (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN))
+        _check_layout([request for _, request in items], ws)
+    except (WireError, IndexError) as exc:
+        if len(items) > 1:
+            return [m for item in items for m in map_parsed([item])]
+        log.debug("columnar path declined (%s); mapping span by span", exc)
+        return [map_spans(iter_protobuf_spans(items[0][1]))]
+    return _map([request for _, request in items], ws)
+
+
+def _check_layout(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> None:
+    counts = [len(ss.spans) for q in requests for rs in q.resource_spans for ss in rs.scope_spans]
+    seen = np.bincount(ws.scope, minlength=len(counts)) if ws.n else np.zeros(len(counts))
+    if len(seen) != len(counts) or seen.tolist() != counts:
+        raise WireError("span layout differs from the protobuf parse")
+
+
+class _Columns:
+    """Full-length (one entry per span) attribute columns plus the spans they disqualify."""
+
+    def __init__(self, ws: WireSpans, candidate: np.ndarray, scope_resource: list[int]):
+        self.ws = ws
+        self.candidate = candidate
+        self.scope_resource = scope_resource
+        self.slow = np.zeros(ws.n, bool)
+        self.columns: dict[str, pa.Array] = {}
+
+    def build(self, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+        """The field's column (one entry per span); marks spans the reference must decide."""
+        assert plan.attribute is not None
+        ws, n = self.ws, self.ws.n
+        attr = ws.attrs[plan.attribute]
+        expected = _KIND[plan.kind]
+        if attr.span.size == n and (attr.kind == expected).all() and _is_range(attr.span):
+            column = self._dense(plan, attr)  # the usual case: once in every span, right kind
+            if column is not None:
+                self.columns[plan.name] = column
+                return
+        nonempty = attr.kind != 0
+        present = np.zeros(n, bool)
+        present[attr.span[nonempty]] = True
+        self.slow[attr.span[nonempty & (attr.kind != expected)]] = True
+        sel = np.flatnonzero(attr.kind == expected)
+        at = attr.span[sel]
+        if plan.kind == "string":
+            values = binary_array(ws.buf, attr.pos[sel], attr.length[sel]).cast(pa.string())
+            empty = attr.length[sel] == 0
+            if not plan.nullable:
+                self.slow[at[empty]] = True
+            index = np.full(n, -1, np.int64)
+            index[at] = np.arange(sel.size)
+            index[at[empty]] = -1  # an empty optional string is no value (and no fallback)
+            column = values.take(pa.array(index, mask=index < 0))
+            self._check_allowed(plan, column)
+        else:
+            raw = attr.num[sel]
+            vals = np.zeros(n, np.int64)
+            valid = np.zeros(n, bool)
+            valid[at] = True
+            if plan.kind == "bool":
+                vals[at] = raw != 0
+                column = pa.array(vals.astype(bool), mask=~valid, type=pa.bool_())
+            else:
+                signed = raw.view(np.int64)
+                self.slow[at[(signed < 0) | (signed > _TOP[plan.kind])]] = True
+                vals[at] = signed
+                column = pa.array(vals, mask=~valid, type=pa.int64())
+        missing = self.candidate & ~present
+        if missing.any():
+            column = self._fallback(plan, column, present, missing, resources)
+        self.columns[plan.name] = column
+
+    def _dense(self, plan: FieldPlan, attr: WireAttr) -> pa.Array | None:
+        """The column when span i holds entry i; None when an entry needs the general path."""
+        if plan.kind == "string":
+            if (attr.length == 0).any():
+                return None  # empty strings are no value: the general path handles them
+            column = binary_array(self.ws.buf, attr.pos, attr.length).cast(pa.string())
+            self._check_allowed(plan, column)
+            return column
+        if plan.kind == "bool":
+            return pa.array(attr.num != 0)
+        signed = attr.num.view(np.int64)
+        self.slow[(signed < 0) | (signed > _TOP[plan.kind])] = True
+        return pa.array(signed)
+
+    def _check_allowed(self, plan: FieldPlan, column: pa.Array) -> None:
+        if plan.allowed is not None:
+            allowed = pc.is_in(column, value_set=pa.array(plan.allowed))
+            bad = pc.and_(column.is_valid(), pc.invert(allowed))
+            self.slow[bad.to_numpy(zero_copy_only=False)] = True
+
+    def _fallback(
+        self,
+        plan: FieldPlan,
+        column: pa.Array,
+        present: np.ndarray,
+        missing: np.ndarray,
+        resources: list[dict[str, Any]],
+    ) -> pa.Array:
+        """Spans without the attribute take their resource's value, else the default."""
+        per_scope: list[Any] = []
+        for scope_no, resource_no in enumerate(self.scope_resource):
+            try:
+                per_scope.append(convert(plan, resources[resource_no].get(plan.attribute or "")))
+            except Rejected:
+                per_scope.append(None)
+                self.slow[missing & (self.ws.scope == scope_no)] = True
+        if all(v == per_scope[0] and type(v) is type(per_scope[0]) for v in per_scope):
+            fill = pa.repeat(pa.scalar(per_scope[0], type=column.type), self.ws.n)
+        else:
+            fill = pa.array(per_scope, type=column.type).take(pa.array(self.ws.scope))
+        if not present.any():
+            return fill
+        return pc.if_else(pa.array(present), column, fill)
+
+
+def _is_range(index: np.ndarray) -> bool:
+    """``index`` is exactly 0, 1, ..., len - 1."""
+    return bool(index.size == 0 or (index[0] == 0 and (np.diff(index) == 1).all()))
+
+
+def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[Mapped]:
+    n = ws.n
+    spans_of_scope: list[Any] = []  # the protobuf span list of each scope
+    names: list[str] = []
+    scope_resource: list[int] = []
+    scope_request: list[int] = []
+    resources: list[dict[str, Any]] = []
+    for q, request in enumerate(requests):
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                spans_of_scope.append(ss.spans)
+                names.append(ss.scope.name)
+                scope_resource.append(len(resources))
+                scope_request.append(q)
+            resources.append(attributes_dict(rs.resource.attributes))
+    owner = np.array(scope_request or [0], np.int64)[ws.scope]  # request of each span
+    sdk = np.array([name == SDK_SCOPE for name in names] or [False])[ws.scope]
+    is_call = np.zeros(n, bool)
+    is_call[ws.attrs[TOOL_CALL_MARKER].span] = True
+    candidate = ~sdk & (is_call | ws.has_events)
+    cols = _Columns(ws, candidate, scope_resource)
+    slow = cols.slow
+    slow |= ws.has_events | ws.odd
+    slow |= (ws.trace_len != 16) | (ws.span_len != 8) | (ws.start_ns == 0)
+    maybe = np.flatnonzero(candidate & ~slow)
+    zero = all_zero(ws.buf, ws.trace_pos[maybe], 16) | all_zero(ws.buf, ws.span_pos[maybe], 8)
+    slow[maybe[zero]] = True
+    for plan in CALL_PLAN:
+        if plan.attribute is not None:
+            cols.build(plan, resources)
+    slow &= candidate
+    fast = np.flatnonzero(candidate & ~slow)
+    calls = _fast_table(ws, fast, cols.columns)
+
+    # the reference mapping decides every other span of interest
+    first = np.concatenate([[0], np.cumsum(np.bincount(ws.scope, minlength=len(names)))])
+    slow_rows: list[dict[str, Any]] = []
+    slow_at: list[int] = []
+    q_count = len(requests)
+    lists: list[list[dict[str, Any]]] = [[] for _ in range(q_count)]
+    reasons = [Reasons() for _ in range(q_count)]
+    rejected = [0] * q_count
+    ignored = np.bincount(owner[~candidate], minlength=q_count).tolist()
+    for i in np.flatnonzero(slow).tolist():
+        scope_no = int(ws.scope[i])
+        q = scope_request[scope_no]
+        span = spans_of_scope[scope_no][i - int(first[scope_no])]
+        data = span_data(span, names[scope_no], resources[scope_resource[scope_no]])
+        try:
+            out = map_span(data)
+        except Rejected as exc:
+            rejected[q] += 1
+            reasons[q].add(data.span_id, str(exc))
+            continue
+        if out is None:
+            ignored[q] += 1
+            continue
+        call, listed = out
+        if call is not None:
+            slow_rows.append(call)
+            slow_at.append(i)
+        lists[q].extend(listed)
+    at = fast
+    if slow_rows:
+        both = pa.concat_tables([calls, rows_table(slow_rows, CALLS_SCHEMA)])
+        at = np.concatenate([fast, np.array(slow_at, np.int64)])
+        order = np.argsort(at, kind="stable")
+        calls = both.take(pa.array(order))
+        at = at[order]
+    # rows are in span order and each request's spans are contiguous: split by request
+    bounds = np.searchsorted(owner[at], np.arange(q_count + 1)) if at.size else [0] * (q_count + 1)
+    totals = np.bincount(owner, minlength=q_count) if n else np.zeros(q_count, np.int64)
+    columnar = np.bincount(owner[fast], minlength=q_count)
+    return [
+        Mapped(
+            calls.slice(int(bounds[q]), int(bounds[q + 1] - bounds[q])),
+            rows_table(lists[q], TOOL_LISTS_SCHEMA),
+            spans=int(totals[q]),
+            rejected=rejected[q],
+            ignored=int(ignored[q]),
+            reasons=reasons[q].items,
+            columnar=int(columnar[q]),
+        )
+        for q in range(q_count)
+    ]
+
+
+def _fast_table(ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array]) -> pa.Table:
+    if fast.size == ws.n:  # every span mapped here: the columns are the table
+        columns = dict(columns)
+    else:
+        take = pa.array(fast, pa.int64())
+        columns = {name: column.take(take) for name, column in columns.items()}
+    start_ns = ws.start_ns[fast]
+    end_ns = ws.end_ns[fast]
+    marker = ws.attrs[ATTR_DURATION_UNKNOWN]  # a bool true, as the reference reads it
+    unknown = np.zeros(ws.n, bool)
+    unknown[marker.span[(marker.kind == ANY_BOOL) & (marker.num != 0)]] = True
+    has_duration = (end_ns >= start_ns) & ~unknown[fast]
+    duration = np.where(has_duration, (end_ns - start_ns) // np.uint64(1000), 0).astype(np.int64)
+    error = columns[ERROR_FIELD]
+    status_error = ws.status[fast] == STATUS_CODE_ERROR
+    intrinsic: dict[str, pa.Array] = {
+        "trace_id": hex_array(ws.buf, ws.trace_pos[fast], 16),
+        "span_id": hex_array(ws.buf, ws.span_pos[fast], 8),
+        "start_time": pa.array((start_ns // np.uint64(1000)).astype(np.int64)),
+        "duration_us": pa.array(duration, mask=~has_duration),
+        "failed": pc.or_(error.is_valid(), pa.array(status_error)),
+    }
+    arrays = []
+    for f in CALLS_SCHEMA:
+        array = intrinsic[f.name] if f.name in intrinsic else columns[f.name]
+        arrays.append(array.cast(f.type))
+    return pa.Table.from_arrays(arrays, schema=CALLS_SCHEMA)

@@ -1,0 +1,464 @@
+"""The store: an append-only Parquet tree with DuckDB views over it.
+
+Layout: ``<root>/<table>/date=YYYY-MM-DD/part-<time>-<uuid>.parquet`` (zstd). Files are written
+as ``*.parquet.tmp``, fsynced, then renamed with :func:`os.replace`, so a reader's glob
+(``*.parquet``) never sees a half-written file and a crash never leaves a torn one behind.
+
+Every component writes through :meth:`Store.append` and reads through :meth:`Store.connect`;
+the SQL of the shared views lives only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
+
+log = logging.getLogger(__name__)
+
+ENV_STORE = "TOOLWATCH_STORE"
+CALLS = "calls"
+TOOL_LISTS = "tool_lists"
+PARTITION_COLUMN = "date"
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+#: Tables whose schema is fixed by :mod:`toolwatch.record`; others (alerts, experiment
+#: results, workbench runs) bring their own Arrow schema with their first append.
+FIXED_SCHEMAS: dict[str, pa.Schema] = {CALLS: CALLS_SCHEMA, TOOL_LISTS: TOOL_LISTS_SCHEMA}
+#: Columns holding a value unique to (almost) every row: not dictionary-encoded in Parquet.
+_UNIQUE_COLUMNS = frozenset({"trace_id", "span_id", "call_id"})
+#: Column used to pick a row's date partition, per fixed table.
+TIME_COLUMNS: dict[str, str] = {CALLS: "start_time", TOOL_LISTS: "listed_time"}
+
+
+class StoreError(RuntimeError):
+    """The store is missing, unreadable or holds a corrupt file; the message names it."""
+
+
+def default_store_path() -> Path:
+    """``$TOOLWATCH_STORE`` if set, else ``~/.toolwatch/store``."""
+    env = os.environ.get(ENV_STORE)
+    return Path(env).expanduser() if env else Path.home() / ".toolwatch" / "store"
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--store`` option every command shares (one wording, one default)."""
+    parser.add_argument(
+        "--store", help=f"store directory (default: ${ENV_STORE} or ~/.toolwatch/store)"
+    )
+
+
+def resolve_store(path: str | os.PathLike[str] | None) -> Path:
+    return Path(path).expanduser() if path else default_store_path()
+
+
+class Store:
+    """A toolwatch store rooted at a directory (created on first write)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = resolve_store(root)
+
+    # ---------------------------------------------------------------- writing
+
+    def append(
+        self,
+        table_name: str,
+        rows: pa.Table | Sequence[Mapping[str, Any]],
+        *,
+        schema: pa.Schema | None = None,
+        partition_by: str | None = None,
+        fsync: bool = True,
+    ) -> list[Path]:
+        """Durably append rows to ``table_name``; returns the files written.
+
+        Rows are split into one file per date partition. For the fixed tables the partition
+        comes from the record time; for other tables from ``partition_by`` (a timestamp or
+        date column) or today's date when not given.
+        """
+        if not _TABLE_NAME.match(table_name):
+            raise StoreError(f"invalid table name {table_name!r}")
+        schema = FIXED_SCHEMAS.get(table_name, schema)
+        table = _to_table(rows, schema)
+        if table.num_rows == 0:
+            return []
+        column = TIME_COLUMNS.get(table_name, partition_by)
+        written: list[Path] = []
+        for day, part in _split_by_date(table, column):
+            directory = self.root / table_name / f"{PARTITION_COLUMN}={day.isoformat()}"
+            written.append(_write_atomic(part, directory, fsync=fsync))
+        return written
+
+    # ---------------------------------------------------------------- reading
+
+    def files(self, table_name: str) -> list[Path]:
+        base = self.root / table_name
+        return sorted(base.glob("*/*.parquet")) if base.is_dir() else []
+
+    def tables(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.is_dir() and _TABLE_NAME.match(p.name) and self.files(p.name)
+        )
+
+    def connect(self, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with one view per table plus the shared views.
+
+        Views re-read the file list on every query, so files appended after connecting are
+        seen. The fixed tables always exist (empty when no file is there yet).
+        """
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"store path {self.root} is not a directory")
+        con = duckdb.connect(":memory:")
+        if threads:
+            con.execute(f"SET threads = {int(threads)}")
+        names = set(self.tables()) | set(FIXED_SCHEMAS)
+        for name in sorted(names):
+            try:
+                self._create_table_view(con, name)
+            except duckdb.Error as exc:
+                con.close()
+                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
+        for view_sql in SHARED_VIEWS:
+            con.execute(view_sql)
+        return con
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+        """Run one SQL query against a fresh connection and return an Arrow table.
+
+        A file that vanishes between DuckDB's glob and its read (merged away by a concurrent
+        compaction, whose merged file is already in place) is retried once with a fresh list.
+        """
+        for attempt in (1, 2):
+            con = self.connect()
+            try:
+                result = con.sql(sql, params=list(params) if params else None)
+                return result.to_arrow_table() if result is not None else pa.table({})
+            except duckdb.IOException as exc:
+                if attempt == 1 and _vanished(exc):
+                    log.debug("a store file vanished during a query (compaction); retrying")
+                    continue
+                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
+            except duckdb.Error as exc:
+                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
+            finally:
+                con.close()
+        raise AssertionError("unreachable")
+
+    def _create_table_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        files = self.files(name)
+        if files:
+            glob = str(self.root / name / "*" / "*.parquet").replace("'", "''")
+            con.execute(
+                f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('{glob}', "
+                "hive_partitioning = true, union_by_name = true)"
+            )
+        else:
+            schema = FIXED_SCHEMAS[name]
+            cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema)
+            con.execute(
+                f"CREATE OR REPLACE VIEW {name} AS SELECT {cols}, "
+                f"CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
+            )
+
+    # ---------------------------------------------------------------- maintenance
+
+    def verify(self, table_name: str | None = None) -> list[tuple[Path, str]]:
+        """Files that cannot be read as Parquet, with the reason (empty list = healthy)."""
+        bad: list[tuple[Path, str]] = []
+        for name in [table_name] if table_name else self.tables():
+            for path in self.files(name):
+                try:
+                    pq.read_metadata(path)
+                except Exception as exc:  # pyarrow raises several types for corrupt files
+                    bad.append((path, str(exc)))
+        return bad
+
+    def compact(
+        self, table_name: str = CALLS, *, min_files: int = 8, max_rows: int = 1_000_000
+    ) -> int:
+        """Merge each partition's small files; returns how many files were removed.
+
+        A file is small when it holds fewer than ``max_rows // 2`` rows; a partition is
+        compacted once it has ``min_files`` small files, into files of at most ``max_rows``
+        rows (large files are left alone, so a live partition is not rewritten over and over).
+        The merged file is written atomically before the small ones are unlinked, so a crash in
+        between can only leave duplicates, never lose rows; a partition with an unreadable file
+        is left alone and reported in the log. Only one process compacts a table at a time
+        (a lock file), and temp files left by a crashed writer (over an hour old) are removed.
+        """
+        base = self.root / table_name
+        if not base.is_dir():
+            return 0
+        with _exclusive(base / ".compact.lock") as locked:
+            if not locked:
+                log.info("compact: %s is being compacted by another process; skipped", base)
+                return 0
+            _remove_stale_temp_files(base)
+            removed = 0
+            for directory in sorted(p for p in base.iterdir() if p.is_dir()):
+                removed += _compact_partition(directory, min_files, max_rows)
+            return removed
+
+    def temp_files(self) -> list[Path]:
+        """Unfinished writes (``*.parquet.tmp``): never visible to readers, never acknowledged."""
+        return sorted(self.root.glob("*/*/*.parquet.tmp")) if self.root.is_dir() else []
+
+    def info(self) -> list[dict[str, Any]]:
+        """Per table: files, rows, bytes, partitions, first/last partition (from metadata)."""
+        out = []
+        for name in self.tables():
+            files = self.files(name)
+            rows = 0
+            unreadable = 0
+            for path in files:
+                try:
+                    rows += pq.read_metadata(path).num_rows
+                except Exception:
+                    unreadable += 1
+            partitions = sorted({p.parent.name for p in files})
+            out.append(
+                {
+                    "table": name,
+                    "files": len(files),
+                    "rows": rows,
+                    "bytes": sum(p.stat().st_size for p in files),
+                    "partitions": len(partitions),
+                    "first": partitions[0].partition("=")[2] if partitions else None,
+                    "last": partitions[-1].partition("=")[2] if partitions else None,
+                    "unreadable_files": unreadable,
+                }
+            )
+        return out
+
+
+# -------------------------------------------------------------------- shared views
+
+#: What the sessions and streams views report per group (one list, two groupings).
+_SUMMARY = """any_value(source) AS source,
+           count(*) AS calls,
+           min(start_time) AS first_time,
+           max(start_time) AS last_time,
+           count(DISTINCT tool) AS tools,
+           count(*) FILTER (WHERE failed) AS failures,
+           count(DISTINCT response_id) AS responses,
+           count(*) FILTER (WHERE label IS NOT NULL) AS labelled_calls"""
+
+SHARED_VIEWS: tuple[str, ...] = (
+    f"""
+    CREATE OR REPLACE VIEW sessions AS
+    SELECT session_id, {_SUMMARY}, count(DISTINCT agent_id) AS subagents
+    FROM calls GROUP BY session_id
+    """,
+    # the unit of analysis: one row per stream (session, agent); agent_id NULL = main agent
+    f"""
+    CREATE OR REPLACE VIEW streams AS
+    SELECT session_id, agent_id, {_SUMMARY}
+    FROM calls GROUP BY session_id, agent_id
+    """,
+)
+
+
+# -------------------------------------------------------------------- helpers
+
+
+def _to_table(rows: pa.Table | Sequence[Mapping[str, Any]], schema: pa.Schema | None) -> pa.Table:
+    if isinstance(rows, pa.Table):
+        table = rows
+        if schema is not None:
+            table = _conform(table, schema)
+        return table
+    rows = list(rows)
+    if schema is None:
+        return pa.Table.from_pylist(rows)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Reorder/cast a table to ``schema``; missing nullable columns become nulls."""
+    columns = []
+    for f in schema:
+        if f.name in table.column_names:
+            columns.append(table.column(f.name).cast(f.type))
+        elif f.nullable:
+            columns.append(pa.nulls(table.num_rows, f.type))
+        else:
+            raise StoreError(f"rows lack the required column {f.name!r}")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _split_by_date(table: pa.Table, column: str | None) -> Iterable[tuple[date, pa.Table]]:
+    if column is None or column not in table.column_names:
+        yield datetime.now().date(), table
+        return
+    import pyarrow.compute as pc
+
+    col = table.column(column)
+    if col.null_count == len(col) and len(col):
+        raise StoreError(f"partition column {column!r} has no values")
+    if pa.types.is_timestamp(col.type):
+        days = (
+            pc.cast(col, pa.date32())
+            if col.type.tz is None
+            else pc.cast(pc.cast(col, pa.timestamp(col.type.unit)), pa.date32())
+        )
+    elif pa.types.is_date(col.type):
+        days = col
+    else:
+        raise StoreError(f"partition column {column!r} is not a timestamp or date")
+    bounds = pc.min_max(days).as_py()
+    if bounds["min"] == bounds["max"] and days.null_count == 0:  # the usual case: one day
+        yield bounds["min"], table
+        return
+    for day in pc.unique(days).to_pylist():
+        mask = pc.equal(days, pa.scalar(day, pa.date32()))
+        yield day, table.filter(mask)
+
+
+def _write_atomic(table: pa.Table, directory: Path, *, fsync: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+    final = directory / name
+    tmp = directory / (name + ".tmp")
+    # dictionary-encode strings except the per-row unique ids (it only costs time there)
+    dictionary = [
+        f.name
+        for f in table.schema
+        if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+        and f.name not in _UNIQUE_COLUMNS
+    ]
+    pq.write_table(table, tmp, compression="zstd", use_dictionary=dictionary)
+    if fsync:
+        _fsync(tmp)  # the data, before the name points at it
+    os.replace(tmp, final)
+    if fsync:
+        _fsync(directory)  # the rename itself
+    return final
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's (or a directory's entries') writes to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _duck_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "VARCHAR"
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_int32(t):
+        return "INTEGER"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    if pa.types.is_date(t):
+        return "DATE"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    raise StoreError(f"no DuckDB type for {t}")
+
+
+def _explain_duckdb_error(exc: Exception, root: Path, store: Store | None = None) -> str:
+    """DuckDB's message, naming the corrupt file(s) when a Parquet file cannot be read."""
+    text = str(exc)
+    lower = text.lower()
+    if "parquet" in lower or "magic" in lower or "corrupt" in lower:
+        bad = store.verify() if store is not None else []
+        if bad:
+            names = ", ".join(str(p) for p, _ in bad[:5])
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            return (
+                f"corrupt Parquet file(s) in the store {root}: {names}{more} ({bad[0][1]}); "
+                "run `toolwatch store verify --quarantine` to move them aside"
+            )
+        if "magic" in lower or "corrupt" in lower:
+            return f"a Parquet file in the store {root} is corrupt: {text}"
+    return text
+
+
+def _vanished(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "no such file" in text or "no files found" in text or "cannot open file" in text
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[bool]:
+    """Hold an exclusive, non-blocking lock on ``path`` (yields False if someone else has it)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no cross-process lock
+        yield True
+        return
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _remove_stale_temp_files(base: Path, max_age_s: float = 3600.0) -> None:
+    now = time.time()
+    for tmp in base.glob("*/*.parquet.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > max_age_s:
+                tmp.unlink()
+                log.info("removed an unfinished write left by a crash: %s", tmp)
+        except FileNotFoundError:
+            pass
+
+
+def _compact_partition(directory: Path, min_files: int, max_rows: int) -> int:
+    small: list[tuple[Path, int]] = []
+    for path in sorted(directory.glob("*.parquet")):
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except Exception as exc:
+            log.error("compact: skipping %s, unreadable file %s: %s", directory, path.name, exc)
+            return 0
+        if rows < max_rows // 2:
+            small.append((path, rows))
+    if len(small) < min_files:
+        return 0
+    removed = 0
+    group: list[Path] = []
+    rows_in_group = 0
+    for path, rows in [*small, (Path(), max_rows)]:  # the sentinel flushes the last group
+        if group and rows_in_group + rows > max_rows:
+            if len(group) > 1:
+                merged = pa.concat_tables(
+                    [pq.read_table(p, partitioning=None) for p in group], promote_options="default"
+                )
+                _write_atomic(merged, directory, fsync=True)
+                for p in group:
+                    p.unlink()
+                removed += len(group) - 1
+            group, rows_in_group = [], 0
+        group.append(path)
+        rows_in_group += rows
+    return removed

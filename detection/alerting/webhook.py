@@ -1,0 +1,172 @@
+"""POST alerts to a webhook from a background thread, so ingest never waits on the network.
+
+:meth:`WebhookPoster.post` only enqueues (a bounded queue; when it is full the batch is
+dropped and counted, never blocking the caller). One daemon thread sends each batch as
+``{"alerts": [...]}`` JSON and retries connection errors, timeouts, 408, 429 and 5xx with
+exponential backoff (``backoff_s · 2^attempt``, capped at ``max_backoff_s``; a
+``Retry-After`` in seconds is honoured up to the cap) for ``max_attempts`` attempts. Other
+4xx answers are not retried (the receiver rejected the payload). Outcomes are logged and
+counted in :attr:`WebhookPoster.stats`.
+
+The sender is a daemon thread, so it never holds a process open; instead, alerts still queued
+when the interpreter exits get up to ``exit_timeout_s`` to be delivered (an ``atexit`` hook,
+registered while the thread runs) — a collector stopped by SIGINT/SIGTERM right after an
+incident still posts it. :meth:`WebhookPoster.close` does the same explicitly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import queue
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolwatch.detection.alerting.alerts import alert_json
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class WebhookPoster:
+    """Deliver alert batches to ``url`` in the background (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_queue: int = 1000,
+        max_attempts: int = 5,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        timeout_s: float = 5.0,
+        exit_timeout_s: float = 5.0,
+    ) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"webhook URL must be http(s)://host/..., got {url!r}")
+        self.url = url
+        self.max_attempts = max(1, int(max_attempts))
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self.timeout_s = float(timeout_s)
+        self.exit_timeout_s = float(exit_timeout_s)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.stats = {"sent": 0, "failed": 0, "dropped": 0, "retries": 0}
+
+    def post(self, alerts: Sequence[Mapping[str, Any]]) -> bool:
+        """Queue a batch for delivery; ``False`` if it was dropped (queue full or closed)."""
+        if not alerts:
+            return True
+        if self._stop.is_set():
+            self.stats["dropped"] += 1
+            return False
+        self._ensure_thread()
+        try:
+            self._queue.put_nowait([alert_json(a) for a in alerts])
+        except queue.Full:
+            self.stats["dropped"] += 1
+            log.error("webhook queue full: dropped %d alert(s) for %s", len(alerts), self.url)
+            return False
+        return True
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued batch was delivered or given up; ``False`` on timeout."""
+        done = threading.Event()
+
+        def waiter() -> None:
+            self._queue.join()
+            done.set()
+
+        threading.Thread(target=waiter, daemon=True).start()
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the sender after what it can deliver within ``timeout`` seconds."""
+        atexit.unregister(self._at_exit)
+        self.flush(timeout)
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(_STOP)
+            thread.join(timeout)
+
+    # ---------------------------------------------------------------- sender thread
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="toolwatch-webhook", daemon=True
+                )
+                self._thread.start()
+                atexit.register(self._at_exit)
+
+    def _at_exit(self) -> None:
+        pending = self._queue.unfinished_tasks
+        if pending:
+            log.info("webhook %s: delivering %d pending batch(es) before exit", self.url, pending)
+        self.close(self.exit_timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is _STOP:
+                    return
+                self._deliver(item)
+            finally:
+                self._queue.task_done()
+
+    def _deliver(self, batch: list[dict[str, Any]]) -> None:
+        body = json.dumps({"alerts": batch}).encode("utf-8")
+        for attempt in range(self.max_attempts):
+            wait = min(self.backoff_s * (2**attempt), self.max_backoff_s)
+            try:
+                request = urllib.request.Request(
+                    self.url,
+                    data=body,
+                    headers={"Content-Type": "application/json", "User-Agent": "toolwatch"},
+                    method="POST",
+                )
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    response.read()
+                self.stats["sent"] += 1
+                return
+            except urllib.error.HTTPError as exc:
+                if exc.code not in (408, 429) and exc.code < 500:
+                    log.error(
+                        "webhook %s rejected %d alert(s): HTTP %d", self.url, len(batch), exc.code
+                    )
+                    self.stats["failed"] += 1
+                    return
+                wait = min(_retry_after(exc) or wait, self.max_backoff_s)
+                reason = f"HTTP {exc.code}"
+            except (urllib.error.URLError, OSError) as exc:
+                reason = str(getattr(exc, "reason", exc))
+            if attempt + 1 < self.max_attempts:
+                self.stats["retries"] += 1
+                log.warning("webhook %s: %s; retrying in %.2fs", self.url, reason, wait)
+                if self._stop.wait(wait):
+                    break
+        self.stats["failed"] += 1
+        log.error("webhook %s: gave up on %d alert(s)", self.url, len(batch))
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
+    value = exc.headers.get("Retry-After") if exc.headers else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,120 @@
+"""``toolwatch collector``: receive OTLP/HTTP spans into the store until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from toolwatch.collector.otlp.server import (
+    DEFAULT_COMPACT_INTERVAL,
+    DEFAULT_MAX_BODY,
+    DEFAULT_PORT,
+    DEFAULT_QUEUE_LIMIT,
+    Collector,
+)
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
+
+log = logging.getLogger(__name__)
+
+HELP = "receive OTLP/HTTP spans into the store"
+ENV_TOKEN = "TOOLWATCH_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="port (0 = any free port; default 4318)"
+    )
+    add_store_argument(parser)
+    parser.add_argument(
+        "--token",
+        help=f"require 'Authorization: Bearer TOKEN' (default ${ENV_TOKEN}; unset = no token)",
+    )
+    parser.add_argument("--model", type=Path, help="score every batch live with this model file")
+    parser.add_argument("--webhook", help="POST live alerts to this URL (needs --model)")
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        help="largest accepted body in bytes, compressed or not (default 16 MiB)",
+    )
+    parser.add_argument(
+        "--queue-limit",
+        type=int,
+        default=DEFAULT_QUEUE_LIMIT,
+        help="spans waiting for the disk before requests get 503 + Retry-After",
+    )
+    parser.add_argument(
+        "--compact-interval",
+        type=float,
+        default=DEFAULT_COMPACT_INTERVAL,
+        help="seconds between compactions of small files (0 = only at shutdown)",
+    )
+
+
+def _scorer(args: argparse.Namespace, store: Store) -> Any:
+    """The live scorer (its ``process`` is ``on_batch``), or None; SystemExit with a reason."""
+    if args.model is None:
+        if args.webhook:
+            raise SystemExit("toolwatch collector: --webhook needs --model (alerts come from it)")
+        return None
+    if not args.model.is_file():
+        raise SystemExit(f"toolwatch collector: model file {args.model} not found")
+    try:
+        from toolwatch.detection.alerting.live import LiveScorer
+    except ImportError as exc:
+        raise SystemExit(
+            "toolwatch collector: live scoring (--model) needs toolwatch.detection.alerting.live, "
+            f"which could not be imported ({exc}); install 'toolwatch[detection]'"
+        ) from exc
+    try:
+        scorer = LiveScorer(args.model, store, webhook=args.webhook)
+    except Exception as exc:
+        raise SystemExit(f"toolwatch collector: cannot load model {args.model}: {exc}") from exc
+    log.info(
+        "live scoring with %s%s", args.model, f", alerts to {args.webhook}" * bool(args.webhook)
+    )
+    return scorer
+
+
+def run(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    scorer = _scorer(args, store)
+    collector = Collector(
+        store,
+        host=args.host,
+        port=args.port,
+        token=args.token or os.environ.get(ENV_TOKEN) or None,
+        on_batch=scorer.process if scorer is not None else None,
+        max_body=args.max_body,
+        queue_limit=args.queue_limit,
+        compact_interval=args.compact_interval or None,
+    )
+    try:
+        collector.start()
+    except (OSError, RuntimeError) as exc:
+        print(f"toolwatch collector: {exc}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        collector.stop()  # flushes; the last batches reach the scorer before it closes
+        if scorer is not None:
+            scorer.close()  # delivers webhook alerts still queued
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

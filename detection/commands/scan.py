@@ -1,0 +1,110 @@
+"""``toolwatch scan``: run the operating point over every stored session; rank the flagged.
+
+    toolwatch scan [--model model.json] [--store PATH] [--statistic all_cusum ...] [--top 20]
+
+Prints one line per flagged session, strongest first: the stream (subagent or main agent), the
+first call above the threshold (its index in the stream, the stream's length, its seq in the
+session), the tool, the cue that explains the excursion, the peak against the threshold and how
+many calls were above it; the header compares the flagged streams with the study's count (the
+study counted each subagent as a session of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tqdm import tqdm
+
+from toolwatch.collector.stats.corpus import provenance_note
+from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.detection.calls.frame import CallsError
+from toolwatch.detection.calls.windows import WindowError, bounded, load_window
+from toolwatch.detection.cues.base import CUE_SETS, DETECTORS, stat_column
+from toolwatch.detection.model.normal_model import (
+    MODEL_IN_STORE,
+    ModelError,
+    NormalModel,
+    model_path_for,
+)
+from toolwatch.detection.scoring.scan import ScanResult, scan
+from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
+
+HELP = "rank sessions flagged at the operating point"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        help=f"model artifact (default: STORE/{MODEL_IN_STORE}, where `toolwatch train` writes)",
+    )
+    add_store_argument(parser)
+    parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
+    parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
+    parser.add_argument(
+        "--statistic",
+        action="append",
+        choices=[stat_column(s, d) for s in CUE_SETS for d in DETECTORS],
+        help="statistic to flag on (repeatable; default: the model's alert_on, all_cusum)",
+    )
+    parser.add_argument("--top", type=int, default=20, help="show this many sessions (default 20)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
+            path = model_path_for(Store(args.store).root, args.model)
+            model = NormalModel.load(path)
+            if not model.calibrated:
+                raise ModelError(f"model file {path} has no thresholds (never calibrated)")
+            bar.update()
+            calls = load_window(Store(args.store), bounded(args.start, args.end), normal_only=False)
+            bar.update()
+            result = scan(model, calls, args.statistic)
+            bar.update()
+    except (ModelError, WindowError, StoreError, CallsError) as exc:
+        print(f"toolwatch scan: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        doc = {
+            "model_id": model.model_id,
+            "sessions": result.sessions,
+            "streams": result.streams,
+            "calls": result.calls,
+            "streams_flagged": result.streams_flagged,
+            "flagged": [dict(f.as_dict(), call_time=f.call_time.isoformat()) for f in result.flags],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(provenance_note(calls))
+        print(format_result(result, args.top))
+    return 0
+
+
+def format_result(result: ScanResult, top: int) -> str:
+    lines = [
+        f"{len(result.flags)} of {result.sessions} sessions flagged "
+        f"({result.streams_flagged} of {result.streams} streams, {result.calls:,} calls); "
+        f"the study: {SCAN_FLAGGED_SESSIONS} of {int(CORPUS['sessions'])} "
+        "(it counted each subagent as a session: compare streams)"
+    ]
+    if not result.flags:
+        return lines[0]
+    header = (
+        f"{'#':>3}  {'session':<28} {'agent':<14} {'call':>5} {'of':>5} {'seq':>5} {'tool':<22} "
+        f"{'statistic':<13} {'cue':<8} {'peak':>8} {'thresh':>8} {'over':>5}"
+    )
+    lines.append(header)
+    for rank, f in enumerate(result.flags[:top], 1):
+        lines.append(
+            f"{rank:>3}  {f.session_id[:28]:<28} {(f.agent_id or '-')[:14]:<14} "
+            f"{f.call_index:>5} {f.stream_calls:>5} {f.seq if f.seq is not None else '-':>5} "
+            f"{f.tool[:22]:<22} "
+            f"{f.statistic:<13} {f.cue:<8} {f.peak:>8.2f} {f.threshold:>8.2f} "
+            f"{f.calls_over:>5}"
+        )
+    if len(result.flags) > top:
+        lines.append(f"... {len(result.flags) - top} more (--top)")
+    return "\n".join(lines)

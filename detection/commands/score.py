@@ -1,0 +1,102 @@
+"""``toolwatch score``: score a stored window with a model and summarise (optionally save).
+
+    toolwatch score [--model model.json] [--from 2026-09-01 --to 2026-09-14] [--store PATH]
+        [--out scores.parquet|scores.csv]
+
+Every call of the sessions whose first call is in the window is scored (batch scorer);
+labelled (injected) sessions are included. The summary gives, per cue set × detector, how
+many calls and sessions are above the model's operating point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.detection.calls.frame import CallsError
+from toolwatch.detection.calls.windows import WindowError, bounded, load_window
+from toolwatch.detection.cues.base import CUE_SETS, DETECTORS, SCORE_COLUMNS, stat_column
+from toolwatch.detection.model.normal_model import (
+    MODEL_IN_STORE,
+    ModelError,
+    NormalModel,
+    model_path_for,
+)
+from toolwatch.detection.scoring.batch import score_calls
+
+HELP = "score a stored window"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        help=f"model artifact (default: STORE/{MODEL_IN_STORE}, where `toolwatch train` writes)",
+    )
+    parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
+    parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
+    add_store_argument(parser)
+    parser.add_argument("--out", help="write per-call scores to this .parquet or .csv file")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.out and Path(args.out).suffix.lower() not in (".parquet", ".csv"):
+            raise WindowError(f"--out {args.out}: use a .parquet or .csv file name")
+        with tqdm(total=3, desc="score", unit="step", file=sys.stderr, leave=False) as bar:
+            model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
+            window = bounded(args.start, args.end)
+            bar.update()
+            calls = load_window(Store(args.store), window, normal_only=False)
+            bar.update()
+            scored = score_calls(model, calls)
+            bar.update()
+    except (ModelError, WindowError, StoreError, CallsError) as exc:
+        print(f"toolwatch score: {exc}", file=sys.stderr)
+        return 1
+    print(summary(model, scored))
+    if args.out:
+        write_scores(scored, Path(args.out))
+        print(f"scores -> {args.out}")
+    return 0
+
+
+def summary(model: NormalModel, scored: pa.Table) -> str:
+    """Calls/sessions above the operating point per cue set × detector, and cue-score means."""
+    n = scored.num_rows
+    sessions = np.asarray(scored.column("session_id").to_pylist(), dtype=object)
+    n_sessions = len(set(sessions.tolist()))
+    lines = [f"{n} calls, {n_sessions} sessions scored with model {model.model_id}"]
+    if n == 0:
+        return "\n".join(lines)
+    means = ", ".join(
+        f"{c} {float(np.mean(scored.column(c).to_numpy())):.3f}" for c in SCORE_COLUMNS
+    )
+    lines.append(f"  mean per-call score: {means}")
+    if not model.calibrated:
+        lines.append("  (model not calibrated: no operating point)")
+        return "\n".join(lines)
+    lines.append("  above the operating point (calls / sessions):")
+    lines.append("    " + f"{'cue set':<9}" + "".join(f"{d:>16}" for d in DETECTORS))
+    for s in CUE_SETS:
+        cells = []
+        for d in DETECTORS:
+            over = scored.column(stat_column(s, d)).to_numpy() > model.threshold(s, d)
+            cells.append(f"{int(over.sum())} / {len(set(sessions[over].tolist()))}")
+        lines.append("    " + f"{s:<9}" + "".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines)
+
+
+def write_scores(scored: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".csv":
+        pacsv.write_csv(scored, path)
+    else:
+        pq.write_table(scored, path, compression="zstd")

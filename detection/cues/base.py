@@ -1,0 +1,222 @@
+"""The contract every cue and every detector follows (one small unit per file, river-style).
+
+A **cue** turns one tool call into a non-negative *surprise* score. It is fitted once on the
+training calls, then scores calls two ways that must agree exactly:
+
+* ``score_many(frame)`` — all calls of a :class:`~toolwatch.detection.calls.frame.CallFrame` at once
+  (numpy; used for the training statistics, calibration and batch scoring);
+* ``score_one(call, ctx, state)`` — one call of a live stream (used by the online scorer); it
+  scores the call *given the stream so far*, then folds the call into the cue's per-stream
+  ``state`` (from ``new_state()``; ``None`` for cues without one).
+
+Both paths compute every float with the same operations in the same order (``math.log`` on
+both sides, never ``numpy.log``), which is why online and batch scores are bit-identical.
+
+A **detector** turns one stream's sequence of standardised scores ``x`` into a statistic that
+is compared with a threshold. An instance is the state of one stream (``update(x)`` returns
+the statistic after ``x``; ``clone()`` gives a fresh stream with the same parameters) and
+``run(x, starts)`` computes the same statistic for many streams at once.
+
+What a *stream* is: the calls of one ``(session_id, agent_id)`` pair, ordered by
+``(start_time, seq)``. A subagent is its own stream because its calls interleave with the
+parent's in time but follow their own plan; every cue state and detector state is per stream
+and starts afresh with the stream.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from toolwatch.detection.calls.frame import CallFrame
+
+#: The four cues, in the order their scores are summed into ``all``.
+CUE_NAMES: Final[tuple[str, ...]] = ("order", "size", "time", "failure")
+#: Cue sets scored by the detectors: ``all`` first (the study's headline), then each cue.
+CUE_SETS: Final[tuple[str, ...]] = ("all", "order", "size", "time", "failure")
+DETECTORS: Final[tuple[str, ...]] = ("point", "ewma", "cusum")
+#: Batch/online output columns of the per-call cue-set scores, then the detector statistics.
+SCORE_COLUMNS: Final[tuple[str, ...]] = (*CUE_NAMES, "all")
+STAT_COLUMNS: Final[tuple[str, ...]] = tuple(f"{s}_{d}" for s in CUE_SETS for d in DETECTORS)
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_US: Final = timedelta(microseconds=1)
+
+
+def stat_column(cue_set: str, detector: str) -> str:
+    """Name of the column holding ``detector``'s statistic over ``cue_set`` (``all_cusum``)."""
+    return f"{cue_set}_{detector}"
+
+
+def to_microseconds(value: datetime | int) -> int:
+    """Microseconds since the epoch of a call time (naive datetimes are taken as UTC)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return (value - _EPOCH) // _US
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    raise TypeError(f"start_time must be a datetime or integer microseconds, not {value!r}")
+
+
+@dataclass(slots=True)
+class Call:
+    """The fields of one call record the cues read (content-free, like the record itself)."""
+
+    session_id: str
+    agent_id: str | None
+    seq: int | None
+    tool: str
+    start_us: int
+    input_bytes: int
+    output_bytes: int | None
+    failed: bool
+    response_id: str | None
+    restamped: bool = False
+    output_truncated: bool = False
+
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> Call:
+        """Read a call from a record dict (``CallRecord.as_dict()`` or an Arrow row).
+
+        Raises ``ValueError`` naming the field when a required one is missing or invalid.
+        """
+        try:
+            session_id = row["session_id"]
+            tool = row["tool"]
+            start = row["start_time"]
+            input_bytes = row["input_bytes"]
+            failed = row["failed"]
+        except KeyError as exc:
+            raise ValueError(f"call record lacks the field {exc.args[0]!r}") from None
+        if session_id is None or tool is None or start is None or input_bytes is None:
+            missing = [
+                k
+                for k, v in (
+                    ("session_id", session_id),
+                    ("tool", tool),
+                    ("start_time", start),
+                    ("input_bytes", input_bytes),
+                )
+                if v is None
+            ]
+            raise ValueError(f"call record has no value for {', '.join(missing)}")
+        if input_bytes < 0:
+            raise ValueError(f"call record has negative input_bytes ({input_bytes})")
+        output_bytes = row.get("output_bytes")
+        if output_bytes is not None and output_bytes < 0:
+            raise ValueError(f"call record has negative output_bytes ({output_bytes})")
+        return cls(
+            session_id=str(session_id),
+            agent_id=row.get("agent_id"),
+            seq=row.get("seq"),
+            tool=str(tool),
+            start_us=to_microseconds(start),
+            input_bytes=int(input_bytes),
+            output_bytes=None if output_bytes is None else int(output_bytes),
+            failed=bool(failed),
+            response_id=row.get("response_id"),
+            restamped=bool(row.get("restamped") or False),
+            output_truncated=bool(row.get("output_truncated") or False),
+        )
+
+
+class StreamContext:
+    """What a stream remembers about its previous call; shared by the cues.
+
+    ``index`` is the 0-based position of the call being scored; ``prev_start_us`` etc. are
+    ``None``/``False`` before the stream's first call.
+    """
+
+    __slots__ = ("index", "prev_response", "prev_restamped", "prev_start_us")
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.prev_start_us: int | None = None
+        self.prev_response: str | None = None
+        self.prev_restamped = False
+
+    def advance(self, call: Call) -> None:
+        """Make ``call`` the previous call of the stream."""
+        self.index += 1
+        self.prev_start_us = call.start_us
+        self.prev_response = call.response_id
+        self.prev_restamped = call.restamped
+
+
+class NotFittedError(RuntimeError):
+    """A cue was asked to score before it was fitted or loaded."""
+
+
+class Cue(abc.ABC):
+    """A fitted per-call surprise score (see the module docstring for the two paths)."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def fit(self, frame: CallFrame) -> Cue:
+        """Learn the cue's parameters from training calls; returns ``self``."""
+
+    @abc.abstractmethod
+    def score_many(self, frame: CallFrame) -> np.ndarray:
+        """Scores of every call of ``frame`` (float64, frame order)."""
+
+    def new_state(self) -> Any:
+        """Fresh per-stream state for :meth:`score_one` (``None``: the cue keeps none)."""
+        return None
+
+    @abc.abstractmethod
+    def score_one(self, call: Call, ctx: StreamContext, state: Any) -> float:
+        """Score of ``call`` given its stream so far; then fold ``call`` into ``state``."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready parameters (numbers, strings, lists; no pickle)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Cue:
+        """Inverse of :meth:`to_dict`; raises ``ValueError``/``KeyError`` on bad input."""
+
+    @property
+    @abc.abstractmethod
+    def fitted(self) -> bool:
+        """Whether the cue has parameters."""
+
+    def _check_fitted(self) -> None:
+        if not self.fitted:
+            raise NotFittedError(f"the {self.name} cue is not fitted (call fit or load a model)")
+
+
+class Detector(abc.ABC):
+    """The state of one stream's detector over standardised scores ``x``."""
+
+    __slots__ = ()
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def update(self, x: float) -> float:
+        """Feed the stream's next score; returns the statistic after it."""
+
+    @abc.abstractmethod
+    def clone(self) -> Detector:
+        """A fresh detector (new stream) with the same parameters."""
+
+    @abc.abstractmethod
+    def run(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """The statistic over many streams laid end to end.
+
+        ``starts`` is a boolean mask marking each stream's first call (index 0 always starts
+        one). Identical, element by element, to feeding each stream through :meth:`update`.
+        This instance's own state is not touched.
+        """
+
+    @abc.abstractmethod
+    def params(self) -> dict[str, float]:
+        """The parameters (saved in the model config)."""

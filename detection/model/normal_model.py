@@ -1,0 +1,443 @@
+"""The normal model: four fitted cues, their standardisation, detectors and thresholds.
+
+Life cycle: :meth:`NormalModel.fit` on a training window (cues + the training mean and sd of
+every cue set's per-call score), :meth:`NormalModel.calibrate` on a later calibration window
+(operating-point thresholds), :meth:`NormalModel.save` to a JSON artifact, and
+:meth:`NormalModel.load` wherever scoring happens.
+
+Standardisation: each cue's score is standardised by its training mean and sd,
+``z = (score − mean) / sd``; ``all = (z_order + z_size + z_time + z_failure) / 4``. Every
+detector reads the *standardised* score of its cue set — for ``all`` that is ``all`` itself
+standardised by its own training mean and sd — so CUSUM's ``k = 0.5`` is half a training σ
+whichever cue set it watches. An sd below ``min_sd`` (a cue constant over the training
+window) is replaced by 1, i.e. the cue's raw units.
+
+The artifact is human-readable JSON (no pickle): ``format``, ``version``, the config, the
+data windows with their counts, every cue's parameters, the standardisation, the thresholds
+and a SHA-256 ``checksum`` of all of that. Loading checks each, and a missing, corrupt,
+edited, foreign or other-version file raises :class:`ModelError` naming the file and the
+problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolwatch.detection.calls.frame import CallFrame, prepare
+from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, DETECTORS, Cue, Detector, stat_column
+from toolwatch.detection.cues.failure import FailureCue
+from toolwatch.detection.cues.order import OrderCue
+from toolwatch.detection.cues.size import SizeCue
+from toolwatch.detection.cues.timing import TimeCue
+from toolwatch.detection.detectors.cusum import CUSUM
+from toolwatch.detection.detectors.ewma import EWMA
+from toolwatch.detection.detectors.point import Point
+from toolwatch.detection.model.thresholds import operating_threshold
+
+#: Where a store keeps its own model (relative to the store root): ``toolwatch train`` writes
+#: it there by default, and scoring, the dashboard and the demo look for it there.
+MODEL_IN_STORE: Final = Path("models") / "model.json"
+
+
+def model_path_for(store_root: Path, explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The model to use: ``explicit`` if given, else the store's own (which must exist)."""
+    if explicit:
+        return Path(explicit)
+    path = Path(store_root) / MODEL_IN_STORE
+    if not path.exists():
+        raise ModelError(
+            f"no model given and none in the store ({path}); run `toolwatch train` first "
+            "or pass --model FILE"
+        )
+    return path
+
+
+FORMAT: Final = "toolwatch.normal-model"
+VERSION: Final = 1
+
+CUE_CLASSES: Final[dict[str, type[Cue]]] = {
+    "order": OrderCue,
+    "size": SizeCue,
+    "time": TimeCue,
+    "failure": FailureCue,
+}
+
+
+class ModelError(ValueError):
+    """A model cannot be built, used or loaded; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Every knob of the normal model (saved in the artifact)."""
+
+    ewma_alpha: float = 0.3
+    cusum_k: float = 0.5
+    #: operating point: alarm above this quantile of calibration call statistics
+    operating_quantile: float = 0.999
+    order_session_mix: bool = True
+    size_min_count: int = 5
+    size_min_sd: float = 0.25
+    failure_prior_strength: float = 2.0
+    time_max_knots: int = 5000
+    #: standardisation: an sd below this is replaced by 1
+    min_sd: float = 1e-6
+    #: statistics that raise live alerts and flag sessions in a scan (``<cue set>_<detector>``)
+    alert_on: tuple[str, ...] = ("all_cusum",)
+
+    def __post_init__(self) -> None:
+        valid = {stat_column(s, d) for s in CUE_SETS for d in DETECTORS}
+        bad = [a for a in self.alert_on if a not in valid]
+        if bad:
+            raise ModelError(
+                f"config alert_on names unknown statistics {bad}; valid: {sorted(valid)}"
+            )
+        if not 0.0 < self.ewma_alpha <= 1.0:
+            raise ModelError(f"config ewma_alpha must be in (0, 1], got {self.ewma_alpha}")
+        if not 0.0 < self.operating_quantile <= 1.0:
+            raise ModelError(
+                f"config operating_quantile must be in (0, 1], got {self.operating_quantile}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["alert_on"] = list(self.alert_on)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ModelError(f"unknown config field(s) {unknown}")
+        values = dict(data)
+        if "alert_on" in values:
+            values["alert_on"] = tuple(values["alert_on"])
+        return cls(**values)
+
+
+@dataclass
+class NormalModel:
+    """Fitted cues + standardisation + detectors (+ thresholds once calibrated)."""
+
+    config: ModelConfig
+    cues: dict[str, Cue]
+    #: cue set -> (mean, sd) of its training per-call score
+    standardisation: dict[str, tuple[float, float]]
+    #: cue set -> detector -> operating-point threshold (empty until calibrated)
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: data windows and counts: {"train": {...}, "calibration": {...}}
+    data: dict[str, Any] = field(default_factory=dict)
+    created: str = ""
+    checksum: str = ""
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def fit(
+        cls,
+        train_calls: pa.Table,
+        config: ModelConfig | Mapping[str, Any] | None = None,
+        *,
+        window: Mapping[str, Any] | None = None,
+    ) -> NormalModel:
+        """Fit the cues and their standardisation on the training calls.
+
+        ``window`` describes how the calls were selected (saved with the counts).
+        """
+        cfg = _config(config)
+        frame = _frame(train_calls, "training")
+        if frame.n == 0:
+            raise ModelError("the training window has no calls: nothing to learn from")
+        cues: dict[str, Cue] = {
+            "order": OrderCue(session_mix=cfg.order_session_mix),
+            "size": SizeCue(min_count=cfg.size_min_count, min_sd=cfg.size_min_sd),
+            "time": TimeCue(max_knots=cfg.time_max_knots),
+            "failure": FailureCue(prior_strength=cfg.failure_prior_strength),
+        }
+        for cue in cues.values():
+            cue.fit(frame)
+        standardisation: dict[str, tuple[float, float]] = {}
+        z: dict[str, np.ndarray] = {}
+        for name in CUE_NAMES:
+            raw = cues[name].score_many(frame)
+            standardisation[name] = _mean_sd(raw, cfg.min_sd)
+            mean, sd = standardisation[name]
+            z[name] = (raw - mean) / sd
+        combined = (z["order"] + z["size"] + z["time"] + z["failure"]) / 4.0
+        standardisation["all"] = _mean_sd(combined, cfg.min_sd)
+        model = cls(
+            config=cfg,
+            cues=cues,
+            standardisation=dict(sorted(standardisation.items())),
+            data={"train": {**_describe(frame), "window": dict(window or {})}},
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        return model
+
+    def calibrate(
+        self, calib_calls: pa.Table, *, window: Mapping[str, Any] | None = None
+    ) -> NormalModel:
+        """Set the operating-point threshold of every cue set × detector; returns ``self``."""
+        from toolwatch.detection.scoring.batch import score_frame
+
+        frame = _frame(calib_calls, "calibration")
+        if frame.n == 0:
+            raise ModelError("the calibration window has no calls: cannot set thresholds")
+        stats = score_frame(self, frame)
+        q = self.config.operating_quantile
+        thresholds: dict[str, dict[str, float]] = {}
+        alarms: dict[str, dict[str, int]] = {}
+        for s in CUE_SETS:
+            thresholds[s] = {}
+            alarms[s] = {}
+            for d in DETECTORS:
+                values = stats[stat_column(s, d)]
+                thresholds[s][d] = operating_threshold(values, q)
+                over = values > thresholds[s][d]
+                alarms[s][d] = int(np.unique(frame.stream[over]).shape[0])
+        self.thresholds = thresholds
+        self.data["calibration"] = {
+            **_describe(frame),
+            "window": dict(window or {}),
+            "streams_alarming": alarms,
+        }
+        self.checksum = ""
+        return self
+
+    # ---------------------------------------------------------------- use
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.thresholds)
+
+    def threshold(self, cue_set: str, detector: str) -> float:
+        """The operating-point threshold of ``cue_set`` × ``detector``."""
+        if not self.thresholds:
+            raise ModelError("the model is not calibrated: run calibrate() (toolwatch train)")
+        try:
+            return self.thresholds[cue_set][detector]
+        except KeyError:
+            raise ModelError(f"no threshold for {cue_set} × {detector}") from None
+
+    def detectors(self) -> dict[str, Detector]:
+        """Fresh detector prototypes, by name, with the configured parameters."""
+        return {
+            "point": Point(),
+            "ewma": EWMA(alpha=self.config.ewma_alpha),
+            "cusum": CUSUM(k=self.config.cusum_k),
+        }
+
+    @property
+    def model_id(self) -> str:
+        """Short id of this model's content (first 12 hex digits of its checksum)."""
+        digest = self.checksum or _checksum(self._body())
+        return digest.split(":", 1)[-1][:12]
+
+    # ---------------------------------------------------------------- artifact
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "created": self.created,
+            "toolwatch_version": _toolwatch_version(),
+            "config": self.config.to_dict(),
+            "data": self.data,
+            "cues": {name: self.cues[name].to_dict() for name in CUE_NAMES},
+            "standardisation": {
+                s: {"mean": m, "sd": sd} for s, (m, sd) in self.standardisation.items()
+            },
+            "thresholds": self.thresholds,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        body = self._body()
+        return {**body, "checksum": _checksum(body)}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the artifact atomically (``path.tmp`` then rename); returns the path."""
+        path = Path(path)
+        doc = self.to_dict()
+        self.checksum = doc["checksum"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(_pretty(doc) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], *, source: str = "model") -> NormalModel:
+        """Rebuild a model from its artifact dict, checking format, version and checksum."""
+        if not isinstance(doc, Mapping):
+            raise ModelError(f"{source} is not a toolwatch model (a JSON object is expected)")
+        if doc.get("format") != FORMAT:
+            raise ModelError(
+                f"{source} is not a toolwatch model (format {doc.get('format')!r}, "
+                f"expected {FORMAT!r})"
+            )
+        if doc.get("version") != VERSION:
+            raise ModelError(
+                f"{source} is a version {doc.get('version')!r} model; this toolwatch reads "
+                f"version {VERSION} — retrain it with `toolwatch train`"
+            )
+        body = {k: v for k, v in doc.items() if k != "checksum"}
+        try:
+            expected = _checksum(body)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"{source} holds values that are not plain JSON: {exc}") from None
+        if doc.get("checksum") != expected:
+            raise ModelError(
+                f"{source} does not match its checksum: the file was edited or damaged "
+                "(retrain with `toolwatch train` or restore the original)"
+            )
+        where = "config"
+        try:
+            config = ModelConfig.from_dict(doc["config"])
+            cues: dict[str, Cue] = {}
+            for name in CUE_NAMES:
+                where = f"cues.{name}"
+                cues[name] = CUE_CLASSES[name].from_dict(doc["cues"][name])
+            where = "standardisation"
+            standardisation = {
+                s: (
+                    float(doc["standardisation"][s]["mean"]),
+                    float(doc["standardisation"][s]["sd"]),
+                )
+                for s in CUE_SETS
+            }
+            if any(not sd > 0 for _, sd in standardisation.values()):
+                raise ValueError("an sd is not positive")
+            where = "thresholds"
+            thresholds = {
+                s: {d: float(v) for d, v in dets.items()} for s, dets in doc["thresholds"].items()
+            }
+            if thresholds and (
+                set(thresholds) != set(CUE_SETS)
+                or any(set(d) != set(DETECTORS) for d in thresholds.values())
+            ):
+                raise ValueError(f"thresholds must cover {CUE_SETS} × {DETECTORS}")
+            where = "data"
+            data = dict(doc["data"])
+        except ModelError as exc:
+            raise ModelError(f"{source}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ModelError(f"{source}: invalid {where}: {detail}") from None
+        return cls(
+            config=config,
+            cues=cues,
+            standardisation=standardisation,
+            thresholds=thresholds,
+            data=data,
+            created=str(doc.get("created", "")),
+            checksum=expected,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> NormalModel:
+        """Read an artifact written by :meth:`save`; :class:`ModelError` if it is unusable."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ModelError(
+                f"model file {path} not found (create one with `toolwatch train`)"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelError(f"model file {path} cannot be read: {exc}") from None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ModelError(
+                f"model file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                f"{exc.msg}); it may be truncated"
+            ) from None
+        return cls.from_dict(doc, source=f"model file {path}")
+
+
+# -------------------------------------------------------------------------- helpers
+
+
+def _config(config: ModelConfig | Mapping[str, Any] | None) -> ModelConfig:
+    if config is None:
+        return ModelConfig()
+    if isinstance(config, ModelConfig):
+        return config
+    return ModelConfig.from_dict(config)
+
+
+def _frame(calls: pa.Table, what: str) -> CallFrame:
+    try:
+        return prepare(calls)
+    except ValueError as exc:
+        raise ModelError(f"{what} calls: {exc}") from None
+
+
+def _mean_sd(values: np.ndarray, min_sd: float) -> tuple[float, float]:
+    if values.shape[0] == 0:
+        return 0.0, 1.0
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1)) if values.shape[0] > 1 else 0.0
+    return mean, (sd if sd >= min_sd else 1.0)
+
+
+def _describe(frame: CallFrame) -> dict[str, Any]:
+    """Counts and time range of a window's calls (saved in the artifact)."""
+    first = last = None
+    if frame.n:
+        first = datetime.fromtimestamp(int(frame.start_us.min()) / 1e6, UTC).isoformat()
+        last = datetime.fromtimestamp(int(frame.start_us.max()) / 1e6, UTC).isoformat()
+    sessions = len(pc.unique(frame.table.column("session_id"))) if frame.n else 0
+    return {
+        "calls": frame.n,
+        "sessions": sessions,
+        "streams": frame.stream_count,
+        "tools": len(frame.tool_names),
+        "failures": int(frame.failed.sum()),
+        "first_call": first,
+        "last_call": last,
+    }
+
+
+def _checksum(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _toolwatch_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("toolwatch")
+    except Exception:  # not installed as a distribution (e.g. a source checkout)
+        return "unknown"
+
+
+def _pretty(value: Any, indent: int = 0) -> str:
+    """JSON with nested objects indented but lists of numbers/strings on one line."""
+    pad = " " * indent
+    inner = " " * (indent + 2)
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(k))}: {_pretty(v, indent + 2)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in value):
+            return json.dumps(list(value), allow_nan=False)
+        items = [f"{inner}{_pretty(v, indent + 2)}" for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value, allow_nan=False)

@@ -1,0 +1,216 @@
+"""``toolwatch experiment``: the study's injection experiment on the calls of a store."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+from toolwatch import study
+from toolwatch.collector.stats.corpus import provenance_note
+from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from toolwatch.injection.experiment.protocol import ExperimentConfig, ExperimentResult
+
+HELP = "the study's injection experiment"
+log = logging.getLogger(__name__)
+
+
+def _pair(kind: type, name: str) -> Any:
+    def parse(text: str) -> tuple[Any, Any]:
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise argparse.ArgumentTypeError(f"{name} needs two comma-separated values: {text!r}")
+        try:
+            return kind(parts[0]), kind(parts[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: cannot read {text!r}") from None
+
+    return parse
+
+
+def _study_dates() -> tuple[str, str]:
+    from toolwatch.injection.experiment.protocol import default_split_dates
+
+    return default_split_dates()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    split = parser.add_mutually_exclusive_group()
+    split.add_argument(
+        "--split-dates",
+        type=_pair(str, "--split-dates"),
+        metavar="TRAIN_END,CALIB_END",
+        help="last day of training and of calibration, inclusive (default: the study's "
+        f"{','.join(_study_dates())}); the test split is every later session",
+    )
+    split.add_argument(
+        "--split-shares",
+        type=_pair(float, "--split-shares"),
+        metavar="TRAIN,CALIB",
+        help="shares of sessions, ordered by start time, for training and calibration "
+        "(e.g. 0.44,0.07: the study's proportions); for corpora that are not the study's",
+    )
+    parser.add_argument(
+        "--min-calls",
+        type=int,
+        default=study.TEST_MIN_CALLS,
+        help=f"test sessions need this many calls (default {study.TEST_MIN_CALLS})",
+    )
+    parser.add_argument(
+        "--head",
+        type=int,
+        default=10,
+        help="insert no earlier than this call (default 10, the study's)",
+    )
+    parser.add_argument(
+        "--tail",
+        type=int,
+        default=10,
+        help="leave at least this many calls after the insertion point (default 10); "
+        "--min-calls must be at least head + tail + 1",
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="random seeds 0..N-1 (default 5)")
+    parser.add_argument(
+        "--target-fa",
+        type=float,
+        default=0.05,
+        help="target share of normal test sessions that alarm (default 0.05)",
+    )
+    parser.add_argument(
+        "--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)"
+    )
+    parser.add_argument(
+        "--kinds",
+        help="comma-separated subset of anomaly kinds (default: all seven and both controls)",
+    )
+    parser.add_argument(
+        "--ablation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run with response ids dropped (default: yes)",
+    )
+    parser.add_argument(
+        "--rerun",
+        metavar="RUN_ID",
+        help="repeat a saved run exactly: its saved configuration replaces the options above",
+    )
+    parser.add_argument(
+        "--write-injected",
+        action="store_true",
+        help="also append the first seed's injected sessions (labelled with their kind) to "
+        "the store's calls, e.g. to browse them in the dashboard",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--save",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save results in the store's experiments / experiment_runs tables (default: yes)",
+    )
+
+
+def run_with_progress(
+    calls: pa.Table,
+    config: ExperimentConfig,
+    *,
+    run_id: str | None = None,
+    leave: bool = True,
+) -> ExperimentResult:
+    """:func:`~toolwatch.injection.experiment.protocol.run_experiment` with a progress bar on stderr
+    (shared by ``toolwatch experiment`` and ``toolwatch demo``)."""
+    from tqdm import tqdm
+
+    from toolwatch.injection.experiment.protocol import progress_steps, run_experiment
+
+    with tqdm(
+        total=progress_steps(config),
+        desc="experiment",
+        unit="step",
+        file=sys.stderr,
+        disable=None,
+        leave=leave,
+    ) as bar:
+        return run_experiment(calls, config, progress=bar.update, run_id=run_id)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolwatch.injection.experiment.protocol import (
+        ExperimentConfig,
+        ExperimentError,
+        data_changed,
+        injected_calls,
+        load_calls,
+        load_run,
+        save_result,
+    )
+    from toolwatch.injection.experiment.report import render, summary
+
+    store = Store(args.store)
+    saved_split: dict[str, Any] | None = None
+    try:
+        if args.rerun:
+            config, saved_split = load_run(store, args.rerun)
+        else:
+            kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
+            config = ExperimentConfig(
+                split_dates=args.split_dates,
+                split_shares=args.split_shares,
+                min_calls=args.min_calls,
+                head=args.head,
+                tail=args.tail,
+                seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
+                target_fa=args.target_fa,
+                bootstrap=args.bootstrap,
+                ablation=args.ablation,
+            )
+            if kinds:
+                config = dataclasses.replace(config, kinds=kinds)
+        calls = load_calls(store)
+        result = run_with_progress(calls, config)
+    except (ExperimentError, StoreError, ValueError) as exc:
+        # ValueError: the scorer rejected a column of the stored calls (it names it)
+        print(f"toolwatch experiment: {exc}", file=sys.stderr)
+        return 2
+    if args.save:
+        try:
+            save_result(store, result)
+        except (StoreError, OSError) as exc:
+            print(f"toolwatch experiment: could not save results: {exc}", file=sys.stderr)
+            return 1
+        log.info("saved experiment %s in %s", result.run_id, store.root)
+    if args.write_injected:
+        try:
+            labelled = injected_calls(calls, config)
+            store.append("calls", labelled)
+        except (ExperimentError, StoreError, OSError) as exc:
+            print(f"toolwatch experiment: could not write injected calls: {exc}", file=sys.stderr)
+            return 1
+        log.info("wrote %d labelled injected calls to %s", labelled.num_rows, store.root)
+    changed = data_changed(saved_split, result) if saved_split is not None else None
+    if changed:
+        print(
+            f"toolwatch experiment: the store's calls changed since run {args.rerun} "
+            f"({changed}): same configuration and seeds, but the numbers can differ",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps(summary(result), indent=2, sort_keys=False))
+    else:
+        print(provenance_note(calls))
+        sys.stdout.write(render(result))
+        if args.save:
+            where = f"--store {shlex.quote(str(args.store))} " if args.store else ""
+            print(
+                f"saved as run {result.run_id} in {store.root} "
+                f"(re-run: toolwatch experiment {where}--rerun {result.run_id})"
+            )
+    return 0

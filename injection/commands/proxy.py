@@ -1,0 +1,116 @@
+"""``toolwatch proxy``: the fault-injection MCP proxy between a client and an upstream server.
+
+    toolwatch proxy --scenario a2-weather-01 --upstream-cmd "python my_server.py"
+    toolwatch proxy --scenario s.json --upstream-url http://127.0.0.1:8000/mcp --transport http
+
+Without an upstream, the scenario's own tools are served in process (fully offline). Without a
+scenario the proxy is transparent. What is armed is logged at start (stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import anyio
+
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError, find_scenario
+from toolwatch.injection.proxy.proxy import (
+    UpstreamTarget,
+    UpstreamUnavailable,
+    run_proxy,
+    serve,
+    upstream_command,
+)
+
+HELP = "MCP fault-injection proxy"
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scenario",
+        metavar="FILE|ID",
+        help="scenario file (toolwatch or AgentCheck format) or packaged scenario id; "
+        "omit for a transparent proxy",
+    )
+    upstream = parser.add_mutually_exclusive_group()
+    upstream.add_argument(
+        "--upstream-cmd", metavar="CMD", help='upstream server command over stdio, e.g. "uvx srv"'
+    )
+    upstream.add_argument(
+        "--upstream-url", metavar="URL", help="upstream streamable-HTTP endpoint (…/mcp)"
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="how clients reach the proxy (default: stdio)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free port)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of probabilistic occurrence rules (default 0)"
+    )
+    parser.add_argument(
+        "--injection-log", metavar="FILE", help="append one JSON line per injection to FILE"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    _quiet_http_logs()
+    try:
+        scenario, target = _resolve(args)
+        anyio.run(_main, args, scenario, target)
+    except _UsageError as exc:
+        print(f"toolwatch proxy: {exc}", file=sys.stderr)
+        return 2
+    except (UpstreamUnavailable, OSError) as exc:
+        print(f"toolwatch proxy: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _UsageError(Exception):
+    """A bad command line or scenario (exit code 2)."""
+
+
+def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget | None]:
+    """The armed scenario (if any) and the upstream (``None``: the scenario's own tools)."""
+    scenario: Scenario | None = None
+    if args.scenario:
+        try:
+            scenario = find_scenario(args.scenario)
+        except ScenarioError as exc:
+            raise _UsageError(f"invalid scenario\n{exc}") from exc
+    if args.upstream_cmd:
+        try:
+            return scenario, upstream_command(args.upstream_cmd)
+        except ValueError as exc:
+            raise _UsageError(f"--upstream-cmd: {exc}") from exc
+    if args.upstream_url:
+        return scenario, args.upstream_url
+    if scenario is None:
+        raise _UsageError("give --upstream-cmd or --upstream-url (or a --scenario to serve)")
+    logger.info("no upstream given: serving scenario %s's own tools in process", scenario.id)
+    return scenario, None
+
+
+async def _main(
+    args: argparse.Namespace, scenario: Scenario | None, target: UpstreamTarget | None
+) -> None:
+    async with run_proxy(scenario, target, seed=args.seed, injection_log=args.injection_log) as p:
+        await serve(
+            p,
+            args.transport,
+            host=args.host,
+            port=args.port,
+            on_listening=lambda url: logger.info("fault proxy listening on %s", url),
+        )
+
+
+def _quiet_http_logs() -> None:
+    """The HTTP client logs every request at INFO; the proxy's own lines matter more."""
+    for name in ("httpx", "httpx2", "mcp.client.streamable_http"):
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -1,0 +1,158 @@
+"""``toolwatch scenarios list|validate|show``: the fault-scenario library.
+
+``validate`` with no path checks the packaged library; with paths (files or directories) it
+checks those, in either format. Every problem is printed as ``file: /json/pointer: message``;
+the exit code is 1 when any file is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from toolwatch.injection.faults.scenario import (
+    FAULT_ACTIONS,
+    FAULT_NAMES,
+    Scenario,
+    ScenarioError,
+    find_scenario,
+    iter_scenario_paths,
+    library_files,
+    load_library,
+    load_scenario,
+    parse_text,
+    scenario_to_json,
+)
+
+HELP = "list and validate fault scenarios"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = sub.add_parser("list", help="list scenarios (packaged library unless --path)")
+    ls.add_argument("--path", nargs="*", default=None, help="scenario files or directories")
+    ls.add_argument("--fault", choices=sorted(FAULT_ACTIONS), help="only this fault type")
+    ls.add_argument("--domain", help="only this domain")
+    ls.add_argument("--json", action="store_true", help="one JSON object per line")
+    val = sub.add_parser("validate", help="check scenario files (schema + semantics)")
+    val.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
+    show = sub.add_parser("show", help="print one scenario (toolwatch format)")
+    show.add_argument("scenario", metavar="FILE|ID")
+    show.add_argument("--json", action="store_true", help="the full scenario as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "validate":
+        return _validate(args.paths)
+    if args.action == "show":
+        return _show(args.scenario, as_json=args.json)
+    return _list(args)
+
+
+def _load(paths: list[str] | None) -> tuple[list[Scenario], list[str]]:
+    if not paths:
+        try:
+            return load_library(), []
+        except ScenarioError as exc:
+            return [], [str(exc)]
+    scenarios, errors = [], []
+    for path in iter_scenario_paths(paths):
+        try:
+            scenarios.append(load_scenario(path))
+        except ScenarioError as exc:
+            errors.append(str(exc))
+    return scenarios, errors
+
+
+def _list(args: argparse.Namespace) -> int:
+    scenarios, errors = _load(args.path)
+    for error in errors:
+        print(error, file=sys.stderr)
+    shown = [
+        s
+        for s in scenarios
+        if (args.fault is None or s.fault_type == args.fault)
+        and (args.domain is None or s.domain == args.domain)
+    ]
+    for s in shown:
+        if args.json:
+            row = {
+                "id": s.id,
+                "fault_type": s.fault_type,
+                "action": s.fault.action,
+                "domain": s.domain,
+                "tool": s.fault.tool,
+                "occurrence": s.fault.occurrence.to_json(),
+                "source": s.source,
+            }
+            print(json.dumps(row))
+        else:
+            print(f"{s.id:32} {s.fault_type} {s.fault.action:32} {s.domain:18} {s.fault.tool}")
+    if not args.json:
+        print(f"{len(shown)} scenario(s)", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _validate(paths: list[str]) -> int:
+    if paths:
+        files = list(iter_scenario_paths(paths))
+        sources = [(str(p), None) for p in files]
+    else:
+        sources = [(f"scenarios/{t.name}", t) for t in library_files()]
+    bad = 0
+    ids: dict[str, str] = {}
+    counts: Counter[str] = Counter()
+    for name, traversable in sources:
+        try:
+            if traversable is None:
+                scenario = load_scenario(Path(name))
+            else:
+                scenario = parse_text(traversable.read_text(encoding="utf-8"), name)
+        except ScenarioError as exc:
+            bad += 1
+            print(exc, file=sys.stderr)
+            continue
+        if scenario.id in ids:
+            bad += 1
+            print(
+                f"{name}: /id: duplicate id {scenario.id!r} (also {ids[scenario.id]})",
+                file=sys.stderr,
+            )
+            continue
+        ids[scenario.id] = name
+        counts[scenario.fault_type] += 1
+    if not sources:
+        print("toolwatch scenarios validate: no scenario files found", file=sys.stderr)
+        return 1
+    per_type = ", ".join(f"{fid} {counts[fid]}" for fid in FAULT_ACTIONS if counts[fid])
+    print(f"{len(sources) - bad} valid, {bad} invalid" + (f" ({per_type})" if per_type else ""))
+    return 1 if bad else 0
+
+
+def _show(ref: str, *, as_json: bool) -> int:
+    try:
+        s = find_scenario(ref)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(scenario_to_json(s), indent=2, ensure_ascii=False))
+        return 0
+    print(f"{s.id}  [{s.fault_type} {FAULT_NAMES[s.fault_type]}]  domain {s.domain}  ({s.source})")
+    print(f"task: {s.task}")
+    for t in s.tools:
+        mark = "*" if t.name == s.fault.tool else " "
+        args = ", ".join((t.input_schema.get("properties") or {}).keys())
+        print(f" {mark} {t.name}({args})")
+    print(
+        f"fault: {s.fault.action} on {s.fault.tool} at {s.fault.occurrence.describe()}; "
+        f"label {s.label}"
+    )
+    print(f"pass: {s.scoring.minimum_pass_criterion}")
+    print(f"fail: {s.scoring.clear_failure_signal}")
+    for b in s.scoring.acceptable_behaviors:
+        print(f"  ok: {b}")
+    return 0

@@ -1,0 +1,59 @@
+"""``toolwatch serve-scenario SCENARIO``: a scenario's tools as a real MCP server.
+
+The server answers every call with the tool's clean response (after validating the arguments
+against the declared input schema), so ``toolwatch proxy --upstream-cmd "toolwatch
+serve-scenario X"`` reproduces a scenario fully offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import anyio
+
+from toolwatch.injection.faults.scenario import ScenarioError, find_scenario
+from toolwatch.injection.faults.server import scenario_server
+from toolwatch.injection.proxy.proxy import serve
+
+HELP = "serve a scenario's tools as an MCP server"
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", metavar="SCENARIO", help="scenario file or packaged id")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free port)")
+    parser.add_argument("--name", help="server name announced to clients")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        scenario = find_scenario(args.scenario)
+    except ScenarioError as exc:
+        print(f"toolwatch serve-scenario: invalid scenario\n{exc}", file=sys.stderr)
+        return 2
+    server = scenario_server(scenario, name=args.name)
+    logger.info(
+        "serving scenario %s (%d tools: %s) over %s",
+        scenario.id,
+        len(scenario.tools),
+        ", ".join(t.name for t in scenario.tools),
+        args.transport,
+    )
+    try:
+        anyio.run(
+            lambda: serve(
+                server,
+                args.transport,
+                host=args.host,
+                port=args.port,
+                on_listening=lambda url: logger.info("listening on %s", url),
+            )
+        )
+    except OSError as exc:
+        print(f"toolwatch serve-scenario: {exc}", file=sys.stderr)
+        return 1
+    return 0

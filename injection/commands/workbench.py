@@ -1,0 +1,337 @@
+"""``toolwatch workbench run|suite``: reproduce → intervene → mitigate from the command line.
+
+``run`` takes one scenario through a clean run, a faulted replay and (with ``--mitigation``)
+mitigated replays, and prints the first divergence, the primary check, the diagnostic labels
+and ``fix_confirmed``. ``suite`` does that for every scenario of the library (or the given
+files) and agent, and prints the pass-rate matrix (agent × fault type) and the
+mitigation-impact table. Both append one content-free row per agent run to the store table
+``workbench_runs``; the calls themselves reach the store as spans through an in-process
+collector, unless ``--no-telemetry``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from toolwatch.collector.store.parquet_store import StoreError, add_store_argument
+from toolwatch.injection.faults.scenario import (
+    Scenario,
+    ScenarioError,
+    find_scenario,
+    iter_scenario_paths,
+    load_library,
+    load_scenario,
+)
+from toolwatch.injection.mitigations.base import parse_mitigations
+from toolwatch.injection.workbench.agents import AGENT_NAMES, AgentConfig
+from toolwatch.injection.workbench.runner import (
+    RUNS_TABLE,
+    RunReport,
+    WorkbenchConfig,
+    detect_suite,
+    render_detection,
+    render_report,
+    render_summary,
+    report_json,
+    report_rows,
+    run_scenario,
+    run_suite,
+    runs_schema,
+)
+
+log = logging.getLogger(__name__)
+
+HELP = "reproduce -> intervene -> mitigate runs"
+DEFAULT_SUITE_MITIGATIONS = "retry,schema,scan,verify,all"
+
+
+class CommandError(Exception):
+    """A user-facing problem (bad scenario, agent not configured, ...): message, exit code 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="workbench_command", metavar="{run,suite}")
+    sub.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        add_store_argument(p)
+        p.add_argument("--seed", type=int, default=0, help="seed for occurrence draws and jitter")
+        p.add_argument(
+            "--call-timeout",
+            type=float,
+            default=AgentConfig.call_timeout,
+            help="the agent's deadline per tool call, seconds (A1 delays must exceed it)",
+        )
+        p.add_argument(
+            "--think-time",
+            type=float,
+            default=0.0,
+            metavar="S",
+            help="seconds each model step takes (0: machine speed; about 1.5 or more makes "
+            "the runs' timing look like a model's to the detector's time cue)",
+        )
+        p.add_argument(
+            "--no-telemetry",
+            action="store_true",
+            help="do not export the runs' tool-call spans to the store",
+        )
+
+    run = sub.add_parser("run", help="one scenario: clean, faulted and mitigated runs")
+    run.add_argument("scenario", help="scenario file (toolwatch or AgentCheck format) or id")
+    run.add_argument("--agent", choices=AGENT_NAMES, default="naive")
+    run.add_argument(
+        "--mitigation",
+        action="append",
+        default=[],
+        metavar="LIST",
+        help="mitigations for one mitigated run, comma-separated: retry,schema,scan,verify "
+        "or all (repeat the option for several mitigated runs)",
+    )
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    common(run)
+
+    suite = sub.add_parser("suite", help="every scenario x agent: pass rates and mitigation impact")
+    suite.add_argument("--agents", default="naive,careful", help="comma-separated agents")
+    suite.add_argument(
+        "--mitigations",
+        default=DEFAULT_SUITE_MITIGATIONS,
+        help="comma-separated mitigation sets, one mitigated run each; join names with + for a "
+        f"combined set; 'none' for no mitigated runs (default {DEFAULT_SUITE_MITIGATIONS})",
+    )
+    suite.add_argument(
+        "--scenarios",
+        nargs="+",
+        metavar="PATH",
+        help="scenario files or directories (default: the packaged library)",
+    )
+    suite.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="scenario x agent units in flight at once (they mostly wait: timeouts, think time)",
+    )
+    suite.add_argument(
+        "--detect",
+        action="store_true",
+        help="score the runs' calls with the content-free detector (the store's model from "
+        "toolwatch train, or --model)",
+    )
+    suite.add_argument(
+        "--model", type=Path, help="normal model file (default: the store's own, STORE/models)"
+    )
+    suite.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
+    common(suite)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not getattr(args, "verbose", False):
+        # faulted runs make the in-process servers log every failing tool at INFO
+        logging.getLogger("mcp.server").setLevel(logging.WARNING)
+    try:
+        if args.workbench_command == "run":
+            return _run_one(args)
+        return _run_suite(args)
+    except (CommandError, ScenarioError, StoreError) as exc:
+        print(f"toolwatch workbench: {exc}", file=sys.stderr)
+        return 2
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _config(args: argparse.Namespace) -> WorkbenchConfig:
+    if args.call_timeout <= 0:
+        raise CommandError("--call-timeout must be positive")
+    return WorkbenchConfig(
+        agent=AgentConfig(call_timeout=args.call_timeout, seed=args.seed), seed=args.seed
+    )
+
+
+def _check_agent(name: str) -> None:
+    if name not in AGENT_NAMES:
+        raise CommandError(f"unknown agent {name!r}; choose from {', '.join(AGENT_NAMES)}")
+    if name == "llm":
+        from toolwatch.injection.workbench.llm_agent import LLMNotConfigured, LLMSettings
+
+        try:
+            LLMSettings.from_env()
+        except LLMNotConfigured as exc:
+            raise CommandError(str(exc)) from exc
+
+
+def _mitigation_sets(values: Sequence[str]) -> list[tuple[str, ...]]:
+    sets: list[tuple[str, ...]] = []
+    for value in values:
+        try:
+            names = parse_mitigations(value)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if names and names not in sets:
+            sets.append(names)
+    return sets
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from toolwatch.collector.store.parquet_store import Store
+
+    store = Store(args.store)
+    if store.root.exists() and not store.root.is_dir():
+        raise CommandError(f"--store {store.root} is not a directory")
+    return store
+
+
+@contextmanager
+def telemetry(store: Any, enabled: bool) -> Iterator[str | None]:
+    """Instrument the MCP client and export its spans to an in-process collector writing to
+    ``store``; yields the collector URL (``None`` when disabled)."""
+    if not enabled:
+        yield None
+        return
+    try:
+        from toolwatch.collector.otlp.server import Collector
+    except ImportError as exc:
+        raise CommandError(
+            f"cannot record the runs' spans: the collector is not available ({exc}); "
+            "use --no-telemetry to run without them"
+        ) from exc
+    from toolwatch.instrumentation import configure_otlp, instrument, uninstrument
+
+    collector = Collector(store, port=0)
+    collector.start()
+    provider = None
+    try:
+        url = _collector_url(collector)
+        provider = configure_otlp(endpoint=url, service_name="toolwatch-workbench")
+        instrument(tracer_provider=provider)
+        yield url
+    finally:
+        uninstrument()
+        if provider is not None:
+            provider.force_flush()
+            provider.shutdown()
+        collector.stop()
+
+
+def _collector_url(collector: Any) -> str:
+    for attr in ("url", "endpoint"):
+        value = getattr(collector, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    port = getattr(collector, "port", None)
+    if not port:
+        raise CommandError("the in-process collector did not report its port")
+    return f"http://127.0.0.1:{port}"
+
+
+def _append(store: Any, rows: list[dict[str, Any]]) -> None:
+    try:
+        store.append(RUNS_TABLE, rows, schema=runs_schema(), partition_by="time")
+    except OSError as exc:
+        raise CommandError(f"cannot write the runs to {store.root}: {exc.strerror}") from exc
+
+
+def _run_one(args: argparse.Namespace) -> int:
+    _check_agent(args.agent)
+    scenario = find_scenario(args.scenario)
+    config = _config(args)
+    sets = _mitigation_sets(args.mitigation)
+    store = _store(args)
+    with telemetry(store, not args.no_telemetry):
+        report: RunReport = asyncio.run(
+            run_scenario(scenario, args.agent, mitigations=sets, config=config)
+        )
+    rows = report_rows(report, run_id=report.run_id, config=config)
+    _append(store, rows)
+    if args.json:
+        print(json.dumps(report_json(report), indent=2, default=str))
+    else:
+        print(render_report(report))
+    return 0
+
+
+def _load(paths: Sequence[str] | None) -> list[Scenario]:
+    if not paths:
+        scenarios = load_library()
+        if not scenarios:
+            raise CommandError("the packaged scenario library is empty; pass --scenarios")
+        return scenarios
+    files = list(iter_scenario_paths(paths))
+    if not files:
+        raise CommandError(f"no scenario files in {', '.join(paths)}")
+    return [load_scenario(p) for p in files]
+
+
+def _run_suite(args: argparse.Namespace) -> int:
+    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+    if not agents:
+        raise CommandError("--agents names no agent")
+    for agent in agents:
+        _check_agent(agent)
+    if args.detect and args.no_telemetry:
+        raise CommandError("--detect scores the runs' recorded calls: drop --no-telemetry")
+    store = _store(args)
+    model = _load_model(store, args.model) if args.detect else None
+    if model is not None and args.think_time == 0:
+        log.warning(
+            "--detect with --think-time 0: model steps follow each other at machine speed, "
+            "which the time cue reads as a burst if the model was trained on model-paced calls"
+        )
+    sets = _mitigation_sets(args.mitigations.split(",")) if args.mitigations else []
+    scenarios = _load(args.scenarios)
+    config = _config(args)
+    from tqdm import tqdm
+
+    with (
+        telemetry(store, not args.no_telemetry),
+        tqdm(
+            total=len(scenarios) * len(agents), desc="workbench", unit="run", file=sys.stderr
+        ) as bar,
+    ):
+        result = asyncio.run(
+            run_suite(
+                scenarios,
+                agents,
+                mitigations=sets,
+                config=config,
+                concurrency=args.concurrency,
+                on_done=lambda _report: bar.update(1),
+            )
+        )
+    rows = result.rows()
+    _append(store, rows)
+    summary = result.summary()
+    print(render_summary(summary))
+    print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
+    if model is not None:
+        detection = detect_suite(store, model, result)
+        summary["detection"] = detection
+        print()
+        print(render_detection(detection))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    return 0
+
+
+def _load_model(store: Any, explicit: Path | None) -> Any:
+    try:
+        from toolwatch.detection import ModelError, NormalModel
+        from toolwatch.detection.model.normal_model import model_path_for
+    except ImportError as exc:  # the detection extra is missing
+        raise CommandError(f"--detect needs the detection component ({exc})") from exc
+    try:
+        path = model_path_for(store.root, explicit)
+        return NormalModel.load(path)
+    except NotImplementedError as exc:
+        raise CommandError(
+            "--detect: the detector (toolwatch.detection) is not available yet"
+        ) from exc
+    except (ModelError, OSError) as exc:
+        raise CommandError(f"--detect: {exc}") from exc

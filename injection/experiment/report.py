@@ -1,0 +1,406 @@
+"""The experiment's results as the study's tables, each beside the published numbers.
+
+Everything here reads an :class:`~toolwatch.injection.experiment.protocol.ExperimentResult` and
+:mod:`toolwatch.study`; nothing is recomputed from calls. :func:`summary` gives the same
+content as a JSON-ready dict for ``--json`` and the dashboard.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from toolwatch import study
+from toolwatch.detection import DETECTORS
+from toolwatch.injection.experiment.protocol import ExperimentResult
+from toolwatch.injection.spans.anomalies import (
+    ANOMALY_KINDS,
+    KINDS,
+    NOTE_MID_RESPONSE,
+    NOTE_READ_PAIR,
+)
+
+SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
+HEADLINE = ("all", "cusum")
+
+_LABELS: dict[str, str] = {
+    "burst": "burst (different responses)",
+    "runaway_retry": "runaway retry",
+    "sequence_hijack": "sequence hijack",
+    "large_exfiltration": "large exfiltration",
+    "exfiltration_2sigma": "exfiltration +2σ",
+    "key_exfiltration": "key exfiltration",
+    "out_of_scope_tool": "out-of-scope tool",
+    "control_other_normal": "control: other normal 8",
+    "control_same_response_burst": "control: same-response burst",
+}
+
+
+def label(kind: str) -> str:
+    return _LABELS.get(kind, kind)
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{100 * x:.{digits}f}%"
+
+
+def _ci(lo: float | None, hi: float | None) -> str:
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f" ({100 * lo:.0f}–{100 * hi:.0f})"
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return fmt.format(x)
+
+
+def _kinds(result: ExperimentResult) -> list[str]:
+    return [k for k in KINDS if k in result.config.kinds]
+
+
+def best_detector_per_cue(result: ExperimentResult, variant: str = "standard") -> dict[str, str]:
+    """Per single cue, the detector with the highest mean detection over the anomaly kinds
+    (the study reports each cue with one detector: its best)."""
+    out: dict[str, str] = {}
+    kinds = [k for k in _kinds(result) if k in ANOMALY_KINDS]
+    for cue in SINGLE_CUES:
+        means = []
+        for det in DETECTORS:
+            rates = [c.rate for k in kinds if (c := result.cell(k, cue, det, variant=variant))]
+            means.append(float(np.nanmean(rates)) if rates else -1.0)
+        out[cue] = DETECTORS[int(np.argmax(means))]
+    return out
+
+
+def best_single_cue(
+    result: ExperimentResult, kind: str, variant: str = "standard"
+) -> tuple[str, str, float] | None:
+    """(cue, detector, rate) of the single cue × detector that detects ``kind`` best."""
+    best: tuple[str, str, float] | None = None
+    for cue in SINGLE_CUES:
+        for det in DETECTORS:
+            c = result.cell(kind, cue, det, variant=variant)
+            if c is not None and not math.isnan(c.rate) and (best is None or c.rate > best[2]):
+                best = (cue, det, c.rate)
+    return best
+
+
+def _fa_sentence(result: ExperimentResult, cue: str, det: str, variant: str = "standard") -> str:
+    t = result.thresholds.get((variant, cue, det, "fa_target"))
+    n = result.split["test"][0]
+    if t is None:
+        return ""
+    k = round(t.fa_reached * n)
+    return f"{pct(t.fa_reached, 1)} = {k}/{n} sessions"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def headline(result: ExperimentResult) -> str:
+    """The headline table alone (``toolwatch demo``): all cues + CUSUM at the target
+    false-alarm rate, beside the study's published numbers, with a legend for newcomers.
+
+    Its latency column is all·CUSUM's; the study published latencies only for a single cue
+    per kind, so the legend gives ours at that very cue beside them (never mixed up).
+    """
+    cfg = result.config
+    n_test, test_calls = result.split["test"]
+    rows = []
+    for kind in _kinds(result):
+        c = result.cell(kind, *HEADLINE)
+        pub = study.DETECTION_ALL_CUSUM.get(kind)
+        rows.append(
+            [
+                label(kind),
+                pct(c.rate) + _ci(c.ci_low, c.ci_high) if c else "–",
+                pct(pub[0]) + _ci(pub[1], pub[2]) if pub else "–",
+                _num(c.auc) if c else "–",
+                _num(study.AUC.get(kind)),
+                _num(c.median_latency, "{:g}") if c else "–",
+            ]
+        )
+    header = ["kind", "ours (95% CI)", "study", "AUC ours", "study", "latency all·CUSUM"]
+    legend = [
+        f"ours: share of the {len(cfg.seeds)} × {n_test} injected runs per kind with an alarm "
+        "within max(#inserted, 10) + 10 calls of the insertion point; study: the published "
+        f"figure ({study.SPLITS['test'][0]} test sessions × 5 seeds)",
+        "AUC: per call, injected calls vs all other calls, ranked by the all-cue score "
+        "(0.5 = chance)",
+        "latency: median calls from the insertion point to the first all·CUSUM alarm, over "
+        "the detected runs (1 = the first injected call)",
+    ]
+    text = "\n".join(textwrap.fill(x, 100, subsequent_indent="  ") for x in legend)
+    shown = [k for k in study.LATENCY if k in cfg.kinds]
+    if shown:
+        text += "\n  the study published latencies for one single cue only (not all·CUSUM):"
+    for kind in shown:
+        calls, cue, det = study.LATENCY[kind]
+        c = result.cell(kind, cue, det)
+        ours = _num(c.median_latency, "{:g}") if c else "–"
+        text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
+    return (
+        f"Detection at {pct(cfg.target_fa)} session false alarms (reached "
+        f"{_fa_sentence(result, *HEADLINE) or '–'}), all cues + CUSUM — "
+        f"{len(cfg.seeds)} seed(s) × {n_test} test sessions ({test_calls:,} calls) per kind\n"
+        + _table(header, rows)
+        + "\n"
+        + text
+    )
+
+
+def render(result: ExperimentResult) -> str:
+    """All tables as text (stdout of ``toolwatch experiment``)."""
+    cfg = result.config
+    split = result.split
+    n_test = split["test"][0]
+    runs_per_kind = n_test * len(cfg.seeds)
+    parts: list[str] = []
+    how = (
+        f"by dates: train ≤ {split['train_end']}, calibration ≤ {split['calibration_end']}"
+        if split.get("mode") == "dates"
+        else f"by shares of sessions ordered by start: {split.get('shares')}"
+    )
+    rows = []
+    for name, key in (("train", "train"), ("calibration", "calibration"), ("test", "test")):
+        ours = split[key]
+        published = study.SPLITS[name]
+        shown = f"{name} (≥ {cfg.min_calls} calls)" if name == "test" else name
+        rows.append([shown, f"{ours[0]} / {ours[1]:,}", f"{published[0]} / {published[1]:,}"])
+    parts.append(
+        f"toolwatch experiment {result.run_id} — corpus {split.get('corpus_span', '?')}, "
+        f"split {how}\n" + _table(["split", "ours (sessions / calls)", "study"], rows)
+    )
+    fa_all = _fa_sentence(result, *HEADLINE)
+    parts.append(
+        f"Runs: {len(cfg.seeds)} seeds × {n_test} test sessions = {runs_per_kind} per kind; "
+        f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of sessions "
+        f"(seed {cfg.bootstrap_seed}).\n"
+        f"False alarms: target {pct(cfg.target_fa, 1)} of normal test sessions; the largest "
+        f"reachable level not above it (one threshold grid shared with the injected runs) "
+        f"is, for all cues × CUSUM, {fa_all}."
+    )
+
+    # headline
+    rows = []
+    for kind in _kinds(result):
+        c = result.cell(kind, *HEADLINE)
+        pub = study.DETECTION_ALL_CUSUM.get(kind)
+        best = best_single_cue(result, kind)
+        pub_single = study.DETECTION_SINGLE_CUE.get(kind)
+        rows.append(
+            [
+                label(kind),
+                (pct(c.rate) + _ci(c.ci_low, c.ci_high)) if c else "–",
+                (pct(pub[0]) + _ci(pub[1], pub[2])) if pub else "–",
+                f"{best[0]}·{best[1]} {pct(best[2])}" if best else "–",
+                f"{pub_single[0]} {pct(pub_single[1])}" if pub_single else "",
+                _num(c.auc) if c else "–",
+                _num(study.AUC.get(kind)),
+            ]
+        )
+    parts.append(
+        f"Detection at {pct(cfg.target_fa)} session false alarms — all cues + CUSUM\n"
+        + _table(
+            [
+                "kind",
+                "ours (95% CI)",
+                "study (95% CI)",
+                "best single cue (ours)",
+                "study",
+                "AUC ours",
+                "study",
+            ],
+            rows,
+        )
+    )
+
+    # single cues
+    best_det = best_detector_per_cue(result)
+    header = ["kind", *(f"{cue}·{best_det[cue]}" for cue in SINGLE_CUES)]
+    rows = []
+    for kind in _kinds(result):
+        row = [label(kind)]
+        for cue in SINGLE_CUES:
+            c = result.cell(kind, cue, best_det[cue])
+            row.append(pct(c.rate) if c else "–")
+        rows.append(row)
+    fa_line = ", ".join(
+        f"{cue}·{best_det[cue]} {_fa_sentence(result, cue, best_det[cue])}" for cue in SINGLE_CUES
+    )
+    parts.append(
+        "Single cue, each with its best detector over the anomaly kinds "
+        "(study: time/failure/order EWMA, size point; false alarms reached 3.1–4.7 %)\n"
+        + _table(header, rows)
+        + f"\nfalse alarms reached: {fa_line}"
+    )
+
+    # latency
+    rows = []
+    for kind, (calls, cue, det) in study.LATENCY.items():
+        if kind not in result.config.kinds:
+            continue
+        c = result.cell(kind, cue, det)
+        h = result.cell(kind, *HEADLINE)
+        rows.append(
+            [
+                label(kind),
+                f"{_num(c.median_latency, '{:g}') if c else '–'} ({cue}·{det}, "
+                f"detected {pct(c.rate) if c else '–'})",
+                f"{_num(h.median_latency, '{:g}') if h else '–'}",
+                f"{calls} ({cue}·{det})",
+            ]
+        )
+    parts.append(
+        "Median latency, calls from the insertion point to the first alarm (1 = the first "
+        "injected call)\n" + _table(["kind", "ours", "ours all·CUSUM", "study"], rows)
+    )
+
+    # operating point
+    t_op = result.thresholds.get(("standard", *HEADLINE, "operating_point"))
+    if t_op is not None:
+        rows = []
+        for kind in _kinds(result):
+            c = result.cell(kind, *HEADLINE, mode="operating_point")
+            rows.append([label(kind), pct(c.rate) + _ci(c.ci_low, c.ci_high) if c else "–"])
+        k = round(t_op.fa_reached * n_test)
+        parts.append(
+            "Operating point (threshold = top 0.1 % of calibration call statistics), all cues + "
+            f"CUSUM: threshold {_num(t_op.value)}; on the test split it reaches "
+            f"{pct(t_op.fa_reached, 1)} session false alarms ({k}/{n_test}; the study's scan "
+            f"flagged {study.SCAN_FLAGGED_SESSIONS} of {int(study.CORPUS['sessions'])} sessions)\n"
+            + _table(["kind", "detected (95% CI)"], rows)
+        )
+
+    # ablation
+    if any(c.variant == "no_response_ids" for c in result.cells):
+        parts.append(_ablation(result))
+
+    notes = _notes(result)
+    if notes:
+        parts.append("Notes\n" + "\n".join(f"- {n}" for n in notes))
+    parts.append(
+        "Timings: "
+        + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
+        + f" (total {sum(result.timings.values()):.2f}s)"
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def _ablation(result: ExperimentResult) -> str:
+    time_det = best_detector_per_cue(result, "no_response_ids")["time"]
+    std_time_det = best_detector_per_cue(result)["time"]
+    rows = []
+
+    def fa(variant: str, cue: str, det: str, mode: str) -> str:
+        t = result.thresholds.get((variant, cue, det, mode))
+        return pct(t.fa_reached, 1) if t else "–"
+
+    rows.append(
+        [
+            "false alarms at the operating point, time·point",
+            fa("standard", "time", "point", "operating_point"),
+            fa("no_response_ids", "time", "point", "operating_point"),
+        ]
+    )
+    rows.append(
+        [
+            "false alarms at the operating point, all·CUSUM",
+            fa("standard", "all", "cusum", "operating_point"),
+            fa("no_response_ids", "all", "cusum", "operating_point"),
+        ]
+    )
+    for kind in ("burst", "control_same_response_burst", "runaway_retry"):
+        if kind not in result.config.kinds:
+            continue
+        for cue, det_std, det_abl in (
+            ("time", std_time_det, time_det),
+            ("time", "point", "point"),
+            ("all", "cusum", "cusum"),
+        ):
+            a = result.cell(kind, cue, det_std)
+            b = result.cell(kind, cue, det_abl, variant="no_response_ids")
+            shown = det_std if det_std == det_abl else f"{det_std} / {det_abl}"
+            rows.append(
+                [
+                    f"{label(kind)}, {cue}·{shown}",
+                    pct(a.rate) if a else "–",
+                    pct(b.rate) if b else "–",
+                ]
+            )
+    return (
+        "Ablation — response ids dropped (train, calibration and test): every gap counts as a "
+        "gap between different responses, so parallel calls look like a machine-speed burst\n"
+        + _table(["", "with response ids", "without"], rows)
+        + f"\n(detection at {pct(result.config.target_fa)} session false alarms unless stated)"
+    )
+
+
+def _notes(result: ExperimentResult) -> list[str]:
+    out = []
+    runs = result.split["test"][0] * len(result.config.seeds)
+    for kind in _kinds(result):
+        notes = result.notes.get(kind, {})
+        pair = notes.get(NOTE_READ_PAIR, 0)
+        if pair:
+            out.append(
+                f"{label(kind)}: no Read before any allowed insertion point in {pair} of {runs} "
+                "runs; a Read + network call pair was inserted there instead"
+            )
+        mid = notes.get(NOTE_MID_RESPONSE, 0)
+        if mid:
+            out.append(
+                f"{label(kind)}: {mid} of {runs} runs inserted inside a model response "
+                "(no response boundary was usable)"
+            )
+        for key, v in notes.items():
+            if key.startswith("skipped: "):
+                out.append(f"{label(kind)}: {v} of {runs} runs skipped — {key[9:]}")
+    return out
+
+
+def summary(result: ExperimentResult) -> dict[str, Any]:
+    """JSON-ready results: everything in :meth:`ExperimentResult.to_dict` plus the headline
+    rows beside the published figures."""
+    headline = []
+    for kind in _kinds(result):
+        c = result.cell(kind, *HEADLINE)
+        best = best_single_cue(result, kind)
+        pub = study.DETECTION_ALL_CUSUM.get(kind)
+        headline.append(
+            {
+                "kind": kind,
+                "rate": None if c is None else _nan_none(c.rate),
+                "ci": None if c is None else [_nan_none(c.ci_low), _nan_none(c.ci_high)],
+                "fa_reached": None if c is None else c.fa_reached,
+                "auc": None if c is None else _nan_none(c.auc),
+                "median_latency": None if c is None else _nan_none(c.median_latency),
+                "best_single_cue": None
+                if best is None
+                else {"cue": best[0], "detector": best[1], "rate": best[2]},
+                "study": {
+                    "rate": pub[0] if pub else None,
+                    "ci": [pub[1], pub[2]] if pub and pub[1] is not None else None,
+                    "auc": study.AUC.get(kind),
+                    "best_single_cue": study.DETECTION_SINGLE_CUE.get(kind),
+                },
+            }
+        )
+    return {**result.to_dict(), "headline": headline, "notes_text": _notes(result)}
+
+
+def _nan_none(v: float) -> float | None:
+    return None if math.isnan(v) else v

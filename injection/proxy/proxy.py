@@ -1,0 +1,592 @@
+"""The fault proxy: a real MCP server in front of a real upstream MCP server.
+
+The proxy forwards ``tools/list`` and ``tools/call`` (and resources / prompts when the upstream
+has them) from any client to the upstream, which it reaches over stdio (a command it starts),
+streamable HTTP (a URL) or in process (a server object). With no fault due, the client gets
+what the upstream returned (only the upstream's ``serverInfo`` stamp is re-issued by the
+proxy's own runner, era-correctly: see :func:`_unstamp`). A scenario arms one fault; the
+proxy counts the calls of each tool (and the ``tools/list`` responses), asks the fault engine
+(:mod:`.faults`) what each call becomes, and labels every injected response so detection can
+be scored later.
+
+Occurrences are counted per proxy, across all clients of that proxy. An upstream that dies is
+reported as a JSON-RPC error naming it, and is reconnected (restarted, for a command) on the
+next request, so the proxy keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import socket
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio
+import mcp_types as types
+import uvicorn
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from pydantic import TypeAdapter, ValidationError
+
+from toolwatch.injection.faults.engine import FaultEngine, announce_injection
+from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.faults.server import scenario_server
+from toolwatch.record import LABEL_META_KEY
+
+logger = logging.getLogger(__name__)
+
+UpstreamTarget = str | StdioServerParameters | Server[Any] | MCPServer
+Transport = Literal["stdio", "http"]
+_T = TypeVar("_T")
+_R = TypeVar("_R", bound=types.Result)
+_CallResult = types.CallToolResult | types.InputRequiredResult
+_CALL_RESULT: TypeAdapter[_CallResult] = TypeAdapter(_CallResult)
+_CLIENT_INFO = types.Implementation(name="toolwatch-proxy", version="0.1.0")
+#: ``data`` key of the JSON-RPC error the proxy sends when the upstream cannot be reached.
+UPSTREAM_UNAVAILABLE_KEY = "toolwatch/upstream"
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream server cannot be reached (not started, crashed, connection closed)."""
+
+
+def describe_target(target: UpstreamTarget) -> str:
+    """A short human name of an upstream (for logs and error messages)."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, StdioServerParameters):
+        return shlex.join([target.command, *target.args])
+    return f"in-process server {target.name!r}"
+
+
+def upstream_command(command_line: str) -> StdioServerParameters:
+    """A stdio upstream from a shell-like command line; it inherits our environment."""
+    parts = shlex.split(command_line)
+    if not parts:
+        raise ValueError("empty upstream command")
+    return StdioServerParameters(command=parts[0], args=parts[1:], env=dict(os.environ))
+
+
+# --------------------------------------------------------------------------------------------
+# The upstream connection
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Connection:
+    client: Client
+    closed: anyio.Event
+
+
+class Upstream:
+    """The proxy's client connection to the upstream, owned by one task so that it can be
+    dropped and re-established (a crashed stdio server is restarted) without the proxy."""
+
+    def __init__(self, target: UpstreamTarget, *, connect_timeout: float = 30.0) -> None:
+        self.target = target
+        self.name = describe_target(target)
+        self.connect_timeout = connect_timeout
+        self._conn: _Connection | None = None
+        self._lock = anyio.Lock()
+        self._stack = AsyncExitStack()
+        self._tg: TaskGroup | None = None
+        self.connects = 0
+
+    async def __aenter__(self) -> Upstream:
+        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        try:
+            await self._connect()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._conn is not None:
+            self._conn.closed.set()
+            self._conn = None
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        await self._stack.aclose()
+
+    async def _own(self, *, task_status: TaskStatus[_Connection]) -> None:
+        started = False
+        try:
+            async with Client(self.target, client_info=_CLIENT_INFO) as client:
+                conn = _Connection(client, anyio.Event())
+                started = True
+                task_status.started(conn)
+                await conn.closed.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            logger.warning("upstream %s: connection ended with %s", self.name, _reason(exc))
+
+    async def _connect(self) -> _Connection:
+        assert self._tg is not None
+        try:
+            with anyio.fail_after(self.connect_timeout):
+                conn: _Connection = await self._tg.start(self._own)
+        except TimeoutError as exc:
+            raise UpstreamUnavailable(
+                f"cannot connect to upstream {self.name}: no answer within {self.connect_timeout} s"
+            ) from exc
+        except Exception as exc:
+            raise UpstreamUnavailable(
+                f"cannot connect to upstream {self.name}: {_reason(exc)}"
+            ) from exc
+        self._conn = conn
+        self.connects += 1
+        if self.connects > 1:
+            logger.info("upstream %s: reconnected", self.name)
+        return conn
+
+    async def _connection(self) -> _Connection:
+        if self._conn is not None:
+            return self._conn
+        async with self._lock:
+            if self._conn is None:
+                await self._connect()
+            assert self._conn is not None
+            return self._conn
+
+    def _drop(self, conn: _Connection, reason: str) -> None:
+        if self._conn is conn:
+            logger.warning(
+                "upstream %s failed (%s); reconnecting on the next request", self.name, reason
+            )
+            self._conn = None
+            conn.closed.set()
+
+    @property
+    def client(self) -> Client:
+        if self._conn is None:
+            raise UpstreamUnavailable(f"upstream {self.name} is not connected")
+        return self._conn.client
+
+    async def send(self, fn: Callable[[ClientSession], Awaitable[_T]]) -> _T:
+        """Run one request on the upstream session; connection failures become
+        :class:`UpstreamUnavailable` (and a reconnect), JSON-RPC errors pass through."""
+        conn = await self._connection()
+        try:
+            return await fn(conn.client.session)
+        except MCPError as exc:
+            if exc.error.code != types.CONNECTION_CLOSED:
+                raise
+            self._drop(conn, exc.error.message)
+            raise UpstreamUnavailable(f"upstream {self.name}: {exc.error.message}") from exc
+        except ValidationError as exc:
+            # Field locations only: pydantic messages would echo the result's content.
+            where = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
+            raise MCPError(
+                code=types.INTERNAL_ERROR,
+                message=f"toolwatch proxy: upstream {self.name} sent an invalid result "
+                f"(fields: {', '.join(where[:5])})",
+            ) from exc
+        except Exception as exc:
+            self._drop(conn, _reason(exc))
+            raise UpstreamUnavailable(f"upstream {self.name}: {_reason(exc)}") from exc
+
+    async def list_tools(
+        self, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return await self.send(
+            lambda s: s.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
+        )
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> _CallResult:
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=arguments)
+        )
+        # The raw request, not ``call_tool``: the proxy must not validate or reshape results.
+        return await self.send(lambda s: s.send_request(request, _CALL_RESULT))
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_reason(e) for e in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# The proxy server
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One injected response (content-free): what, where, when."""
+
+    time: float
+    scenario: str
+    fault: str
+    action: str
+    tool: str
+    occurrence: int
+    kind: str  # "call" | "reject" | "listing" | "under_listing"
+    label: str
+    note: str
+
+
+class FaultProxy(Server[Any]):
+    """A low-level ``Server`` forwarding to an :class:`Upstream`, with at most one armed fault.
+
+    ``mcp.Client(proxy)`` connects to it in process; :func:`serve` runs it over stdio or
+    streamable HTTP.
+    """
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        scenario: Scenario | None = None,
+        *,
+        seed: int = 0,
+        injection_log: str | Path | None = None,
+    ) -> None:
+        client = upstream.client
+        info = client.server_info or types.Implementation(name="upstream", version="")
+        caps = client.server_capabilities
+        super().__init__(
+            info.name,
+            version=info.version,
+            title=info.title,
+            description=info.description,
+            instructions=client.instructions,
+            website_url=info.website_url,
+            icons=info.icons,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources if caps.resources else None,
+            on_read_resource=self._read_resource if caps.resources else None,
+            on_list_resource_templates=self._list_resource_templates if caps.resources else None,
+            on_list_prompts=self._list_prompts if caps.prompts else None,
+            on_get_prompt=self._get_prompt if caps.prompts else None,
+        )
+        self.upstream = upstream
+        self.scenario = scenario
+        self.seed = seed
+        self.engine = FaultEngine.for_scenario(scenario, seed=seed) if scenario else None
+        self.calls: Counter[str] = Counter()
+        self.listings = 0
+        self.injections: list[Injection] = []
+        self._upstream_tools: list[dict[str, Any]] = []
+        self._listing_poisoned = False
+        self._log_path = Path(injection_log) if injection_log else None
+
+    # -- start-up ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Learn the upstream's tools and say which fault is armed (or that none is)."""
+        try:
+            listing = await self.upstream.list_tools(None)
+        except (UpstreamUnavailable, MCPError) as exc:
+            logger.warning("could not list the upstream's tools at start: %s", exc)
+        else:
+            self._remember(listing)
+        for line in self.armed():
+            logger.info("%s", line)
+        if self.engine is not None and self._upstream_tools:
+            names = {t["name"] for t in self._upstream_tools}
+            if self.engine.fault.tool not in names:
+                logger.warning(
+                    "armed fault targets tool %r, which upstream %s does not list (it lists: %s)",
+                    self.engine.fault.tool,
+                    self.upstream.name,
+                    ", ".join(sorted(names)) or "nothing",
+                )
+
+    def armed(self) -> list[str]:
+        """Lines describing what the proxy will do to traffic."""
+        if self.engine is None or self.scenario is None:
+            return [f"proxy to {self.upstream.name}: transparent, no fault armed"]
+        return [
+            f"proxy to {self.upstream.name}: scenario {self.scenario.id} "
+            f"({self.scenario.source}), seed {self.seed}",
+            f"armed: {self.engine.describe()}",
+        ]
+
+    def _remember(self, listing: types.ListToolsResult) -> None:
+        wire = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listing.tools]
+        by_name = {t["name"]: t for t in self._upstream_tools}
+        by_name.update({t["name"]: t for t in wire})
+        self._upstream_tools = list(by_name.values())
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def _record(self, tool: str, occurrence: int, kind: str, note: str) -> None:
+        assert self.engine is not None and self.scenario is not None
+        event = Injection(
+            time=time.time(),
+            scenario=self.scenario.id,
+            fault=self.engine.fault.fault_id,
+            action=self.engine.fault.action,
+            tool=tool,
+            occurrence=occurrence,
+            kind=kind,
+            label=self.engine.label,
+            note=note,
+        )
+        self.injections.append(event)
+        unit = "tools/list" if kind == "listing" else "call"
+        logger.info("injected %s into %s #%d of %r: %s", event.label, unit, occurrence, tool, note)
+        if self._log_path is not None:
+            with self._log_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(asdict(event)) + "\n")
+
+    # -- forwarding ----------------------------------------------------------------------------
+
+    async def _forward(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        try:
+            return await call()
+        except UpstreamUnavailable as exc:
+            raise MCPError(
+                code=types.INTERNAL_ERROR,
+                message=f"toolwatch proxy: {exc}",
+                data={UPSTREAM_UNAVAILABLE_KEY: "unavailable"},
+            ) from exc
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return _unstamp(await self._listing(params))
+
+    async def _listing(self, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        result = await self._forward(lambda: self.upstream.list_tools(params))
+        self.listings += 1
+        self._remember(result)
+        engine = self.engine
+        if engine is None or not engine.rewrites_listing:
+            return result
+        wire = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in result.tools]
+        target = engine.fault.tool
+        effect = engine.rewrite_listing(
+            wire, listing=self.listings, next_call=self.calls[target] + 1
+        )
+        self._listing_poisoned = engine.poisoned_after(wire, effect, self._listing_poisoned)
+        # The listing depends on proxy state: tell clients not to cache it.
+        update: dict[str, Any] = {"ttl_ms": 0}
+        if effect.applied:
+            self._record(target, self.listings, "listing", effect.note)
+            update["tools"] = [types.Tool.model_validate(t) for t in effect.tools]
+            update["meta"] = {**(result.meta or {}), LABEL_META_KEY: engine.label}
+        return result.model_copy(update=update)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> _CallResult:
+        return _unstamp(await self._call(params.name, params.arguments, ctx))
+
+    async def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        ctx: ServerRequestContext[Any] | None = None,
+    ) -> _CallResult:
+        self.calls[name] += 1
+        n = self.calls[name]
+        engine = self.engine
+        if engine is None or not engine.targets(name):
+            return await self._forward(lambda: self.upstream.call_tool(name, arguments))
+        if engine.counts_listings:
+            result = await self._forward(lambda: self.upstream.call_tool(name, arguments))
+            if not isinstance(result, types.CallToolResult):
+                return result
+            listed = engine.listed_call(_dump(result), poisoned=self._listing_poisoned)
+            if not listed.applied:
+                return result
+            self._record(name, n, "under_listing", listed.note)
+            return await listed.deliver()
+        plan = engine.plan(name, arguments, n, self._upstream_tools)
+        if not plan.due:
+            return await self._forward(lambda: self.upstream.call_tool(name, arguments))
+        upstream_result: types.CallToolResult | None = None
+        if plan.call_upstream:
+            raw = await self._forward(lambda: self.upstream.call_tool(name, plan.arguments))
+            if not isinstance(raw, types.CallToolResult):
+                return raw
+            upstream_result = raw
+        effect = engine.apply(plan, None if upstream_result is None else _dump(upstream_result))
+        if not effect.applied:
+            logger.warning(
+                "fault %s due on call #%d of %r but not applicable (%s); forwarded unchanged",
+                engine.label,
+                n,
+                name,
+                effect.note,
+            )
+            if upstream_result is not None:
+                return upstream_result
+            return await self._forward(lambda: self.upstream.call_tool(name, arguments))
+        self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
+        if ctx is None:
+            return await effect.deliver()
+        request = ctx
+        return await effect.deliver(lambda: announce_injection(request, name, engine.label))
+
+    async def _relay(self, request: Any, result_type: type[_R]) -> _R:
+        """Forward any other request unchanged (resources, prompts)."""
+        result = await self._forward(
+            lambda: self.upstream.send(lambda s: s.send_request(request, result_type))
+        )
+        return _unstamp(result)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return await self._relay(
+            types.ListResourcesRequest(params=params), types.ListResourcesResult
+        )
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return await self._relay(
+            types.ListResourceTemplatesRequest(params=params), types.ListResourceTemplatesResult
+        )
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await self._relay(types.ReadResourceRequest(params=params), types.ReadResourceResult)
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return await self._relay(types.ListPromptsRequest(params=params), types.ListPromptsResult)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return await self._relay(types.GetPromptRequest(params=params), types.GetPromptResult)
+
+
+def _unstamp(result: _R) -> _R:
+    """Drop the upstream's ``serverInfo`` stamp: the proxy's own runner stamps the same
+    identity when the client speaks the 2026 protocol, and nothing for an older client,
+    exactly as the upstream would for a direct connection in that era."""
+    meta = result.meta
+    if not meta or types.SERVER_INFO_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
+    return result.model_copy(update={"meta": rest or None})
+
+
+def _dump(result: types.CallToolResult) -> dict[str, Any]:
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+@asynccontextmanager
+async def run_proxy(
+    scenario: Scenario | None,
+    upstream: UpstreamTarget | None = None,
+    *,
+    seed: int = 0,
+    injection_log: str | Path | None = None,
+    connect_timeout: float = 30.0,
+) -> AsyncIterator[FaultProxy]:
+    """Connect to ``upstream`` and yield a :class:`FaultProxy` (an MCP ``Server``).
+
+    ``upstream`` is a URL, ``StdioServerParameters``, or a server object; when omitted, the
+    scenario's own tools are served in process (fully offline). Raises
+    :class:`UpstreamUnavailable` when the upstream cannot be reached at start.
+    """
+    if upstream is None:
+        if scenario is None:
+            raise ValueError("run_proxy needs an upstream or a scenario to serve")
+        upstream = scenario_server(scenario)
+    async with Upstream(upstream, connect_timeout=connect_timeout) as up:
+        proxy = FaultProxy(up, scenario, seed=seed, injection_log=injection_log)
+        await proxy.start()
+        yield proxy
+
+
+# --------------------------------------------------------------------------------------------
+# Serving a server (the proxy, or a scenario server) over stdio or streamable HTTP
+# --------------------------------------------------------------------------------------------
+
+
+def _lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
+    return server._lowlevel_server if isinstance(server, MCPServer) else server
+
+
+@dataclass
+class HttpServer:
+    """A running streamable-HTTP endpoint (see :func:`http_server`)."""
+
+    url: str
+    done: anyio.Event
+
+    async def wait_closed(self) -> None:
+        await self.done.wait()
+
+
+@asynccontextmanager
+async def http_server(
+    server: Server[Any] | MCPServer, *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[HttpServer]:
+    """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
+    port; the real one is in the yielded URL) until the block exits."""
+    app = server.streamable_http_app(host=host)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    uv = uvicorn.Server(config)
+    done = anyio.Event()
+
+    async def run() -> None:
+        try:
+            await uv.serve(sockets=[sock])
+        finally:
+            sock.close()
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        while not uv.started and not done.is_set():
+            await anyio.sleep(0.01)
+        if done.is_set():
+            raise OSError(f"could not serve HTTP on {host}:{bound}")
+        host_part = f"[{host}]" if ":" in host else host
+        try:
+            yield HttpServer(f"http://{host_part}:{bound}/mcp", done)
+        finally:
+            uv.should_exit = True
+
+
+async def serve(
+    server: Server[Any] | MCPServer,
+    transport: Transport = "stdio",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
+    if transport == "stdio":
+        lowlevel = _lowlevel(server)
+        async with stdio_server() as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        return
+    async with http_server(server, host=host, port=port) as endpoint:
+        if on_listening is not None:
+            on_listening(endpoint.url)
+        await endpoint.wait_closed()

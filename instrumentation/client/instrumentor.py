@@ -1,0 +1,595 @@
+"""The MCP client instrumentor: one content-free CLIENT span per tool call.
+
+Where the calls go through in mcp 2.3 (checked by introspection, see ARCHITECTURE.md):
+``mcp.Client.call_tool`` → ``ClientSession.call_tool`` (once per round: input-required
+rounds and the ``HEADER_MISMATCH`` re-send are extra rounds) → the dispatcher. Wrapping
+``ClientSession.call_tool`` therefore catches both the unified ``Client`` and raw sessions;
+``Client.call_tool`` is wrapped too so that one logical call through ``Client`` is one span
+however many rounds it takes (its rounds then open no span of their own).
+
+Everything recorded is shape: sizes (``record.arguments_size`` / ``record.result_size``), the
+failure class, ids. Arguments, results and exception messages are never put on a span, and
+nothing here keeps a reference to them after the size is computed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import mcp.client.client
+import wrapt
+from mcp import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.types import REQUEST_TIMEOUT, CallToolResult, ListToolsResult
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+    BaseInstrumentor,
+)
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer
+
+from toolwatch.instrumentation.client import context as ctx
+from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
+from toolwatch.record import (
+    ATTR_AGENT_ID,
+    ATTR_ARGUMENTS_SIZE,
+    ATTR_CONVERSATION_ID,
+    ATTR_ERROR_TYPE,
+    ATTR_JSONRPC_REQUEST_ID,
+    ATTR_LABEL,
+    ATTR_MCP_METHOD,
+    ATTR_MCP_PROTOCOL_VERSION,
+    ATTR_MCP_SERVER,
+    ATTR_NETWORK_TRANSPORT,
+    ATTR_OPERATION,
+    ATTR_RESPONSE_ID,
+    ATTR_RESULT_SIZE,
+    ATTR_SESSION_POSITION,
+    ATTR_SOURCE,
+    ATTR_TOOL_DIGEST,
+    ATTR_TOOL_NAME,
+    ERROR_TYPE_TIMEOUT,
+    ERROR_TYPE_TOOL_ERROR,
+    EVENT_TOOL_LISTED,
+    INJECTION_NOTIFICATION,
+    LABEL_META_KEY,
+    METHOD_TOOLS_CALL,
+    METHOD_TOOLS_LIST,
+    OPERATION_EXECUTE_TOOL,
+    REQUEST_META_KEY,
+    SPAN_NAME_TOOLS_LIST,
+    TOOL_META_KEY,
+    arguments_size,
+    result_size,
+    span_name,
+    tool_digest,
+)
+
+log = logging.getLogger(__name__)
+
+INSTRUMENTS: tuple[str, ...] = ("mcp >= 2.3, < 3",)
+#: tools/list events per span; the SDK keeps at most 128 events per span by default, so longer
+#: listings continue on child spans of the same name and attributes.
+MAX_TOOL_EVENTS_PER_SPAN = 100
+SOURCE_OTLP = "otlp"
+TRANSPORT_PIPE = "pipe"  # stdio, per the semantic conventions
+TRANSPORT_TCP = "tcp"  # streamable HTTP
+
+_DISPATCHER_MODULE = "mcp.shared.jsonrpc_dispatcher"
+_DISPATCHER_SPAN_FN = "otel_span"  # the SDK's send span; its attributes carry the request id
+#: the session's receive-order notification hook (sees every server notification, raw)
+_NOTIFY_HOOK = ("mcp.client.session", "ClientSession", "_intercept_notification")
+
+try:
+    _VERSION: str | None = metadata.version("toolwatch")
+except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+    _VERSION = None
+
+
+# ---------------------------------------------------------------------------- state
+
+
+@dataclass(slots=True)
+class _Settings:
+    tracer_provider: trace.TracerProvider | None
+    server_name: str | None
+    tracer: Tracer | None = None  # resolved on first use (see _tracer)
+
+
+@dataclass(slots=True)
+class _SessionInfo:
+    server_name: str | None = None
+    transport: str | None = None
+    #: attributes every span of the session shares, cached once the session has negotiated
+    #: its protocol (they cannot change after that) for the settings in ``cached_for``
+    attributes: dict[str, Any] | None = None
+    cached_for: _Settings | None = None
+
+
+@dataclass(slots=True)
+class _InFlight:
+    """A span of ours in progress: receives the JSON-RPC id of the request it sends.
+
+    ``session``/``tool`` are set for a ``Client.call_tool`` span, whose session rounds then
+    open no span of their own.
+    """
+
+    method: str
+    session: Any = None
+    tool: str | None = None
+    request_id: str | None = None
+    #: a ground-truth label announced by a fault proxy before the answer (see _note_injection)
+    label: str | None = None
+
+
+_settings: _Settings | None = None
+_sessions: WeakKeyDictionary[Any, _SessionInfo] = WeakKeyDictionary()
+_IN_FLIGHT: ContextVar[_InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
+#: tools/call spans open per ClientSession, with their tool name, for injection announcements
+_OPEN_CALLS: WeakKeyDictionary[Any, list[tuple[_InFlight, str]]] = WeakKeyDictionary()
+#: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
+_SPAN_NAMES: dict[str, str] = {}
+_MAX_SPAN_NAMES = 4_096
+
+
+def describe_session(
+    session: Any, *, server_name: str | None = None, transport: str | None = None
+) -> None:
+    """Name the MCP server and transport of a session (``mcp.Client`` or ``ClientSession``).
+
+    The server name declared here wins over the server's own ``serverInfo`` name (use the name
+    the agent's configuration gives the server). ``transport`` is a ``network.transport``
+    value: ``pipe`` for stdio, ``tcp`` for HTTP. ``mcp.Client`` sessions get the transport
+    automatically; raw ``ClientSession`` users declare it here.
+    """
+    if isinstance(session, mcp.client.client.Client):
+        try:
+            session = session.session
+        except RuntimeError as exc:
+            raise RuntimeError(
+                "describe_session: the Client is not connected yet; call it inside `async with`"
+            ) from exc
+    info = _sessions.get(session)
+    if info is None:
+        info = _sessions[session] = _SessionInfo()
+    if server_name is not None:
+        info.server_name = server_name
+    if transport is not None:
+        info.transport = transport
+    info.attributes = None  # recomputed at the next span
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``error.type`` of a failed call: ``timeout``, the JSON-RPC code, or the class name."""
+    if isinstance(exc, MCPError):
+        return ERROR_TYPE_TIMEOUT if exc.code == REQUEST_TIMEOUT else str(exc.code)
+    if isinstance(exc, TimeoutError):
+        return ERROR_TYPE_TIMEOUT
+    return type(exc).__name__
+
+
+def _tracer(settings: _Settings) -> Tracer:
+    tracer = settings.tracer
+    if tracer is None:
+        provider = settings.tracer_provider
+        if provider is None and isinstance(trace.get_tracer_provider(), ProxyTracerProvider):
+            provider = fallback_provider()  # nobody configured an SDK: export on our own
+        tracer = trace.get_tracer(TRACER_NAME, _VERSION, tracer_provider=provider)
+        settings.tracer = tracer
+    return tracer
+
+
+def _span_name(tool: str) -> str:
+    name = _SPAN_NAMES.get(tool)
+    if name is None:
+        name = span_name(tool)
+        if len(_SPAN_NAMES) < _MAX_SPAN_NAMES:
+            _SPAN_NAMES[tool] = name
+    return name
+
+
+def _server_name(settings: _Settings, session: Any, info: _SessionInfo | None) -> str | None:
+    if info is not None and info.server_name:
+        return info.server_name
+    server_info = getattr(session, "server_info", None)
+    name = getattr(server_info, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return settings.server_name
+
+
+def _session_attributes(settings: _Settings, session: Any) -> dict[str, Any]:
+    """Source, server, transport and protocol version: shared by every span of a session.
+
+    Read-only for callers (it may be the cached dict): copy it before adding to it.
+    """
+    info = _sessions.get(session)
+    if info is not None and info.attributes is not None and info.cached_for is settings:
+        return info.attributes
+    attrs: dict[str, Any] = {ATTR_SOURCE: SOURCE_OTLP}
+    server = _server_name(settings, session, info)
+    if server is not None:
+        attrs[ATTR_MCP_SERVER] = server
+    if info is not None and info.transport:
+        attrs[ATTR_NETWORK_TRANSPORT] = info.transport
+    version = getattr(session, "protocol_version", None)
+    if isinstance(version, str):
+        attrs[ATTR_MCP_PROTOCOL_VERSION] = version
+        # negotiated: server info and version are final; describe_session() resets the cache
+        if info is None:
+            info = _sessions[session] = _SessionInfo()
+        info.attributes, info.cached_for = attrs, settings
+    return attrs
+
+
+def _context_attributes(call: ctx.CallContext, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Add the conversation and the agent to ``attrs`` (returned)."""
+    attrs[ATTR_CONVERSATION_ID] = call[0]
+    if call[1] is not None:
+        attrs[ATTR_AGENT_ID] = call[1]
+    return attrs
+
+
+def _result_attributes(result: object, attrs: dict[str, Any]) -> bool:
+    """Add the result's size and label to ``attrs``; True if it is a tool error."""
+    if not isinstance(result, CallToolResult):
+        return False  # an input-required round or an extension's claimed shape: no size
+    attrs[ATTR_RESULT_SIZE] = result_size(result.content, result.structured_content)
+    meta = result.meta
+    if meta:
+        label = meta.get(LABEL_META_KEY)
+        if isinstance(label, str):
+            attrs[ATTR_LABEL] = label
+    return bool(result.is_error)
+
+
+def _error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
+    """``error.type`` of a raised call, and the ground-truth label a fault proxy put in a
+    JSON-RPC error's ``data`` (never the message)."""
+    attrs[ATTR_ERROR_TYPE] = error_type_of(exc)
+    data = exc.data if isinstance(exc, MCPError) else None
+    label = data.get(LABEL_META_KEY) if isinstance(data, Mapping) else None
+    if isinstance(label, str):
+        attrs[ATTR_LABEL] = label
+
+
+# ---------------------------------------------------------------------------- the span
+
+
+async def _traced(
+    settings: _Settings,
+    session: Any,
+    in_flight: _InFlight,
+    name: str | None,
+    arguments: Any,
+    wrapped: Callable[..., Awaitable[Any]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Run one ``tools/call`` (``name`` set) or ``tools/list`` (``name`` None) inside our span."""
+    try:
+        tracer = settings.tracer or _tracer(settings)
+        where = ctx.resolve(take_position=name is not None)
+        attrs = _context_attributes(
+            where, {**_session_attributes(settings, session), ATTR_MCP_METHOD: in_flight.method}
+        )
+        response_id = where[2]
+        if name is not None:
+            attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
+            attrs[ATTR_TOOL_NAME] = name
+            attrs[ATTR_SESSION_POSITION] = where[3]
+            attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
+            if response_id is not None:  # a listing is not issued by a model response
+                attrs[ATTR_RESPONSE_ID] = response_id
+        parent = otel_context.get_current()
+        # start_span, not start_as_current_span: use_span's generator context manager costs
+        # more than attaching the context by hand (below)
+        span = tracer.start_span(
+            SPAN_NAME_TOOLS_LIST if name is None else _span_name(name),
+            parent,
+            SpanKind.CLIENT,
+            attrs,
+        )
+    except Exception:  # telemetry must never break the agent's call
+        log.warning("toolwatch: could not start the span of a %s", in_flight.method, exc_info=True)
+        return await wrapped(*args, **kwargs)
+
+    del arguments  # only its size is kept
+    late: dict[str, Any] = {}
+    if name is not None and response_id is None and span.is_recording():
+        late[ATTR_RESPONSE_ID] = (
+            f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
+        )
+    open_calls: list[tuple[_InFlight, str]] | None = None
+    if name is not None:
+        entry = (in_flight, name)
+        open_calls = _OPEN_CALLS.get(session)
+        if open_calls is None:
+            open_calls = _OPEN_CALLS[session] = []
+        open_calls.append(entry)
+    in_flight_token = _IN_FLIGHT.set(in_flight)
+    # The span is made current so that the SDK's send span nests under it and the W3C trace
+    # context the SDK injects into the request carries it to the server.
+    context_token = otel_context.attach(trace.set_span_in_context(span, parent))
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _error_attributes(exc, late)
+        raise
+    else:
+        try:
+            if name is None:
+                _record_listing(tracer, span, attrs, result)
+            elif _result_attributes(result, late):
+                late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
+        except Exception:
+            log.warning("toolwatch: could not measure a %s result", in_flight.method, exc_info=True)
+        return result
+    finally:
+        otel_context.detach(context_token)
+        _IN_FLIGHT.reset(in_flight_token)
+        if open_calls is not None:
+            open_calls.remove(entry)
+        if in_flight.request_id is not None:
+            late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
+        if in_flight.label is not None and ATTR_LABEL not in late:
+            late[ATTR_LABEL] = in_flight.label  # e.g. a call that timed out before its answer
+        if late:
+            span.set_attributes(late)
+        if ATTR_ERROR_TYPE in late:
+            span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
+        span.end()
+
+
+# ---------------------------------------------------------------------------- wrappers
+
+
+def _call_tool(
+    wrapped: Callable[..., Awaitable[Any]],
+    session: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    client_call: bool,
+) -> Awaitable[Any]:
+    # Plain function returning the awaitable: no extra coroutine frame on the hot path.
+    settings = _settings
+    name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
+    if settings is None or session is None or not isinstance(name, str):
+        return wrapped(*args, **kwargs)  # let the SDK report a bad call or an unentered Client
+    arguments = kwargs.get("arguments", args[1] if len(args) > 1 else None)
+    in_flight = (
+        _InFlight(METHOD_TOOLS_CALL, session, name) if client_call else _InFlight(METHOD_TOOLS_CALL)
+    )
+    return _traced(settings, session, in_flight, name, arguments, wrapped, args, kwargs)
+
+
+def _wrap_session_call_tool(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Awaitable[Any]:
+    outer = _IN_FLIGHT.get()
+    if outer is not None and outer.session is instance:
+        name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
+        if name == outer.tool:
+            return wrapped(*args, **kwargs)  # a round of a Client.call_tool whose span is open
+    return _call_tool(wrapped, instance, args, kwargs, client_call=False)
+
+
+def _wrap_client_call_tool(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Awaitable[Any]:
+    session = getattr(instance, "_session", None)  # None until entered: the SDK raises then
+    return _call_tool(wrapped, session, args, kwargs, client_call=True)
+
+
+def _wrap_session_list_tools(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Awaitable[Any]:
+    settings = _settings
+    if settings is None:
+        return wrapped(*args, **kwargs)
+    in_flight = _InFlight(METHOD_TOOLS_LIST)
+    return _traced(settings, instance, in_flight, None, None, wrapped, args, kwargs)
+
+
+def _record_listing(tracer: Tracer, span: Span, attrs: dict[str, Any], result: object) -> None:
+    """One event per listed tool: its name and digest, never its description or schema."""
+    if not isinstance(result, ListToolsResult) or not span.is_recording():
+        return
+    events = [
+        {
+            ATTR_TOOL_NAME: tool.name,
+            ATTR_TOOL_DIGEST: tool_digest(tool.name, tool.description, tool.input_schema),
+        }
+        for tool in result.tools
+    ]
+    first, rest = events[:MAX_TOOL_EVENTS_PER_SPAN], events[MAX_TOOL_EVENTS_PER_SPAN:]
+    for event in first:
+        span.add_event(EVENT_TOOL_LISTED, event)
+    parent = trace.set_span_in_context(span)
+    for start in range(0, len(rest), MAX_TOOL_EVENTS_PER_SPAN):
+        more = tracer.start_span(
+            SPAN_NAME_TOOLS_LIST, context=parent, kind=SpanKind.CLIENT, attributes=attrs
+        )
+        for event in rest[start : start + MAX_TOOL_EVENTS_PER_SPAN]:
+            more.add_event(EVENT_TOOL_LISTED, event)
+        more.end()
+
+
+# ---------------------------------------------------------------------------- transports
+
+
+async def _wrap_client_aenter(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    client = await wrapped(*args, **kwargs)
+    try:
+        target = instance.server
+        transport = (
+            TRANSPORT_PIPE
+            if isinstance(target, StdioServerParameters)
+            else TRANSPORT_TCP
+            if isinstance(target, str)
+            else None  # in-process server or a caller-built transport: unknown
+        )
+        if transport is not None:
+            info = _sessions.get(instance.session)
+            if info is None:
+                _sessions[instance.session] = _SessionInfo(transport=transport)
+            elif info.transport is None:
+                info.transport = transport
+    except Exception:
+        log.debug("toolwatch: could not note the transport of a Client", exc_info=True)
+    return client
+
+
+def _observe_send_span(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Read the JSON-RPC request id off the SDK's own send span, without changing it."""
+    in_flight = _IN_FLIGHT.get()
+    if in_flight is not None:
+        attributes = kwargs.get("attributes")
+        # dict first: an exact type match skips the ABC's Python-level __instancecheck__
+        if (
+            isinstance(attributes, (dict, Mapping))
+            and attributes.get(ATTR_MCP_METHOD) == in_flight.method
+        ):
+            request_id = attributes.get(ATTR_JSONRPC_REQUEST_ID)
+            if request_id is not None:
+                in_flight.request_id = str(request_id)
+    return wrapped(*args, **kwargs)
+
+
+def _note_injection(session: Any, params: Any) -> None:
+    """Give the announced label to the open call it names: by JSON-RPC id when the span knows
+    it, else (in-process transports mint ids the span never sees) the session's one open
+    call of that tool without an id. Ambiguous or unknown announcements are ignored."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return
+    label, request_id, tool = (
+        meta.get(LABEL_META_KEY),
+        meta.get(REQUEST_META_KEY),
+        meta.get(TOOL_META_KEY),
+    )
+    calls = _OPEN_CALLS.get(session)
+    if not isinstance(label, str) or not calls:
+        return
+    rid = None if request_id is None or isinstance(request_id, bool) else str(request_id)
+    match = [c for c, _ in calls if rid is not None and c.request_id == rid]
+    if not match:
+        match = [c for c, n in calls if c.request_id is None and n == tool]
+    if len(match) == 1:
+        match[0].label = label
+    else:
+        log.debug("toolwatch: injection announcement matches %d open calls; ignored", len(match))
+
+
+def _observe_notification(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """See a fault proxy's injection announcement (runs in receive order, so before the
+    call's answer or its timeout), without consuming or changing any notification."""
+    method = args[0] if args else kwargs.get("method")
+    if method == INJECTION_NOTIFICATION and _settings is not None:
+        try:
+            _note_injection(instance, args[1] if len(args) > 1 else kwargs.get("params"))
+        except Exception:
+            log.debug("toolwatch: could not read an injection announcement", exc_info=True)
+    return wrapped(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------- instrumentor
+
+#: (module, class, method, wrapper); ``_uninstrument`` restores exactly these.
+_WRAPPED: tuple[tuple[str, str, str, Callable[..., Any]], ...] = (
+    ("mcp.client.session", "ClientSession", "call_tool", _wrap_session_call_tool),
+    ("mcp.client.session", "ClientSession", "list_tools", _wrap_session_list_tools),
+    ("mcp.client.client", "Client", "call_tool", _wrap_client_call_tool),
+    ("mcp.client.client", "Client", "__aenter__", _wrap_client_aenter),
+)
+
+
+class ToolwatchMCPInstrumentor(BaseInstrumentor):
+    """OpenTelemetry instrumentor for mcp 2.x clients (entry point ``mcp_toolwatch``).
+
+    ``instrument(tracer_provider=..., server_name=...)``: ``server_name`` is used when a
+    session's server neither identifies itself nor was named with :func:`describe_session`.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return INSTRUMENTS
+
+    def _instrument(self, **kwargs: Any) -> None:
+        global _settings
+        for module, owner, method, wrapper in _WRAPPED:
+            wrapt.wrap_function_wrapper(module, f"{owner}.{method}", wrapper)
+        try:
+            wrapt.wrap_function_wrapper(_DISPATCHER_MODULE, _DISPATCHER_SPAN_FN, _observe_send_span)
+        except (AttributeError, ImportError):
+            log.debug(
+                "toolwatch: no %s.%s in this mcp; spans get no jsonrpc.request.id",
+                _DISPATCHER_MODULE,
+                _DISPATCHER_SPAN_FN,
+            )
+        module, owner, method = _NOTIFY_HOOK
+        try:
+            wrapt.wrap_function_wrapper(module, f"{owner}.{method}", _observe_notification)
+        except (AttributeError, ImportError):
+            log.debug(
+                "toolwatch: no %s.%s in this mcp; announced labels are not seen", owner, method
+            )
+        _settings = _Settings(kwargs.get("tracer_provider"), kwargs.get("server_name"))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        global _settings
+        _settings = None
+        for module, owner, method, _ in _WRAPPED:
+            unwrap(getattr(importlib.import_module(module), owner), method)
+        unwrap(importlib.import_module(_DISPATCHER_MODULE), _DISPATCHER_SPAN_FN)
+        module, owner, method = _NOTIFY_HOOK
+        unwrap(getattr(importlib.import_module(module), owner), method)
+
+
+def instrument(
+    tracer_provider: trace.TracerProvider | None = None, server_name: str | None = None
+) -> None:
+    """Instrument mcp clients (re-instrumenting with these settings if already instrumented).
+
+    ``tracer_provider``: where spans go; default the global provider, or — when no SDK was
+    configured at all — toolwatch's own OTLP exporter (see :func:`fallback_provider`).
+    """
+    instrumentor = ToolwatchMCPInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()
+    instrumentor.instrument(tracer_provider=tracer_provider, server_name=server_name)
+
+
+def uninstrument() -> None:
+    """Remove every wrapper; calls made afterwards leave no span."""
+    instrumentor = ToolwatchMCPInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()

@@ -1,0 +1,693 @@
+"""The dashboard: every page under ``streamlit.testing`` on a real small store.
+
+The store is built the way a user builds one: a simulated corpus (``simulate``), a model fitted
+and calibrated on it and saved where the app looks (``<store>/models/model.json``), the
+injection experiment saved by ``save_result``, live alerts from the ``LiveScorer``, and a
+workbench suite run by the real CLI (its calls arrive through the instrumented client and an
+in-process collector). Each test then compares what a page shows with the store, read by
+independent SQL.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from support.app import KINDS, interval, pct0, rows
+from support.paths import REPO
+from toolwatch import study
+from toolwatch.app.commands.app import streamlit_command
+from toolwatch.app.dashboard import detection_view as dv
+from toolwatch.app.dashboard.settings import MAIN_SCRIPT, MODEL_IN_STORE, load_settings
+from toolwatch.cli import main as cli_main
+from toolwatch.collector.sources.simulator.workload import simulate
+from toolwatch.collector.stats.corpus import corpus_stats
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection import NormalModel, score_calls
+from toolwatch.detection.alerting.live import LiveScorer
+from toolwatch.injection.experiment.report import label
+
+SCENARIOS = REPO / "scenarios"
+TIMEOUT = 60
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    monkeypatch.delenv("TOOLWATCH_MODEL", raising=False)
+    monkeypatch.delenv("TOOLWATCH_STORE", raising=False)
+    yield monkeypatch
+
+
+def app(env: pytest.MonkeyPatch, root: Path, page: str | None = None, **extra: str) -> AppTest:
+    env.setenv("TOOLWATCH_STORE", str(root))
+    for key, value in extra.items():
+        env.setenv(key, value)
+    at = AppTest.from_file(str(MAIN_SCRIPT), default_timeout=TIMEOUT)
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    return at
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def metric(at: AppTest, name: str) -> str:
+    return next(str(m.value) for m in at.metric if m.label == name)
+
+
+def chart_data(at: AppTest, column: str, index: int | None = None) -> pd.DataFrame:
+    """The dataset holding ``column`` of the ``index``-th chart (default: the first chart
+    that has one)."""
+    import pyarrow as pa
+
+    charts = at.get("vega_lite_chart")
+    chosen = charts if index is None else [charts[index]]
+    for element in chosen:
+        for dataset in element.proto.datasets:  # type: ignore[attr-defined]
+            table = pa.ipc.open_stream(dataset.data.data).read_all()
+            if column in table.column_names:
+                return table.to_pandas()
+    raise AssertionError(f"no chart with a {column!r} column")
+
+
+# ------------------------------------------------------------------------------ detection
+
+
+def stored_cells(root: Path, variant: str, mode: str) -> dict[str, dict[str, Any]]:
+    found = rows(
+        root,
+        "SELECT * FROM experiments WHERE variant = ? AND cue_set = 'all' AND detector = 'cusum' "
+        "AND threshold_mode = ?",
+        [variant, mode],
+    )
+    return {r["kind"]: r for r in found}
+
+
+def test_detection_table_matches_the_stored_experiment(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root)
+    ok(at)
+    assert at.title[0].value == "Detection"
+    table = at.table[0].value
+    cells = stored_cells(root, "standard", "fa_target")
+    assert set(table.index) == {label(k) for k in KINDS}
+    for kind, c in cells.items():
+        row = table.loc[label(kind)]
+        assert row["detected (95% CI)"] == interval(c["rate"], c["ci_low"], c["ci_high"])
+        assert row["runs"] == f"{c['detected']}/{c['runs']}"
+        assert row["false alarms reached"] == f"{100 * c['fa_reached']:.1f}%"
+        assert row["per-call AUC"] == f"{c['auc']:.2f}"
+    rate, lo, hi = study.DETECTION_ALL_CUSUM["burst"]
+    assert table.loc[label("burst"), "study: detected"] == interval(rate, lo, hi)
+    assert table.loc[label("burst"), "study: AUC"] == f"{study.AUC['burst']:.2f}"
+    any_cell = next(iter(cells.values()))
+    n = any_cell["normal_sessions"]
+    assert metric(at, "False alarms reached") == f"{100 * any_cell['fa_reached']:.1f}%"
+    assert metric(at, "Normal sessions alarming") == f"{round(any_cell['fa_reached'] * n)} / {n}"
+    assert metric(at, "Threshold") == f"{any_cell['threshold']:.2f}"
+    bars = chart_data(at, "study_rate")
+    assert dict(zip(bars["kind"], bars["rate"], strict=True)) == pytest.approx(
+        {k: c["rate"] for k, c in cells.items()}
+    )
+
+
+def _maxima(root: Path, variant: str = "standard") -> dict[str, list[float]]:
+    found = rows(
+        root,
+        "SELECT kind, window_max FROM experiment_runs WHERE variant = ? AND cue_set = 'all' "
+        "AND detector = 'cusum' AND threshold_mode = 'fa_target'",
+        [variant],
+    )
+    out: dict[str, list[float]] = {}
+    for r in found:
+        out.setdefault(r["kind"], []).append(r["window_max"])
+    return out
+
+
+def test_detection_at_another_target_follows_the_threshold_rule(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root)
+    at.slider(key="target").set_value(20.0).run()
+    ok(at)
+    maxima = _maxima(root)
+    normal = np.array(maxima.pop("normal"))
+    # smallest threshold among the normal maxima (and ±inf) keeping <= 20 % of them above it
+    candidates = sorted({-math.inf, math.inf, *normal.tolist()})
+    threshold = next(h for h in candidates if np.mean(normal > h) <= 0.2 + 1e-12)
+    table = at.table[0].value
+    for kind, values in maxima.items():
+        hits = int(np.sum(np.array(values) > threshold))
+        row = table.loc[label(kind)]
+        assert row["runs"] == f"{hits}/{len(values)}"
+        assert row["detected (95% CI)"].startswith(pct0(hits / len(values)) + " (")
+        assert row["false alarms reached"] == f"{100 * np.mean(normal > threshold):.1f}%"
+    assert metric(at, "Threshold") == f"{threshold:.2f}"
+    assert metric(at, "Target") == "20.0%"
+    assert any("Evaluated at 20.0%" in c.value for c in at.caption)
+
+
+def test_detection_operating_point_and_ablation(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root)
+    at.radio(key="mode").set_value("operating point").run()
+    ok(at)
+    table = at.table[0].value
+    for kind, c in stored_cells(root, "standard", "operating_point").items():
+        assert table.loc[label(kind), "detected (95% CI)"] == interval(
+            c["rate"], c["ci_low"], c["ci_high"]
+        )
+        assert table.loc[label(kind), "false alarms reached"] == f"{100 * c['fa_reached']:.1f}%"
+    at.radio(key="mode").set_value("target false-alarm rate").run()
+    at.radio(key="variant").set_value("no_response_ids").run()
+    ok(at)
+    table = at.table[0].value
+    for kind, c in stored_cells(root, "no_response_ids", "fa_target").items():
+        assert table.loc[label(kind), "runs"] == f"{c['detected']}/{c['runs']}"
+
+
+def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root)
+    ok(at)
+    maxima = _maxima(root)
+    normal = np.array(maxima.pop("normal"))
+    roc = at.table[1].value
+    for kind, values in maxima.items():
+        runs = np.array(values)
+        # P(run max > normal max), ties half: pairwise, independent of the app's ranking
+        greater = (runs[:, None] > normal[None, :]).mean()
+        ties = (runs[:, None] == normal[None, :]).mean()
+        assert roc.loc[label(kind), "AUC, sessions (all·cusum)"] == f"{greater + ties / 2:.2f}"
+    per_call = stored_cells(root, "standard", "fa_target")
+    for kind, c in per_call.items():
+        assert roc.loc[label(kind), "AUC per call (all)"] == f"{c['auc']:.2f}"
+    curves = chart_data(at, "false_alarm")
+    assert set(curves["kind"]) == set(KINDS)
+    for _, part in curves.groupby("kind"):
+        assert part["false_alarm"].max() == pytest.approx(1.0)
+        assert part["false_alarm"].min() == pytest.approx(0.0)
+    latency = next(d.value for d in at.dataframe if "detected_runs" in d.value.columns)
+    expected = rows(
+        root,
+        "SELECT kind, count(*) AS n, median(latency) AS med FROM experiment_runs "
+        "WHERE variant = 'standard' AND cue_set = 'all' AND detector = 'cusum' "
+        "AND threshold_mode = 'fa_target' AND kind <> 'normal' AND detected GROUP BY kind",
+    )
+    assert expected
+    for r in expected:
+        assert latency.loc[label(r["kind"]), "detected_runs"] == r["n"]
+        assert latency.loc[label(r["kind"]), "median"] == pytest.approx(r["med"])
+    assert latency.loc[label("burst"), "study: median"] == "1 (time·point)"
+
+
+def test_cells_at_the_stored_target_equal_the_stored_cells(built: dict[str, Any]) -> None:
+    root = built["root"]
+    maxima = pd.DataFrame(
+        rows(
+            root,
+            "SELECT cue_set, detector, kind, session_id, window_max FROM experiment_runs "
+            "WHERE variant = 'standard' AND threshold_mode = 'fa_target'",
+        )
+    )
+    cells = dv.cells_at_target(maxima, 0.05, 200, 0)
+    stored = pd.DataFrame(
+        rows(
+            root,
+            "SELECT * FROM experiments WHERE variant = 'standard' AND threshold_mode = 'fa_target'",
+        )
+    )
+    merged = cells.merge(stored, on=["cue_set", "detector", "kind"], suffixes=("", "_stored"))
+    assert len(merged) == len(stored) == 15 * len(KINDS)
+    for col in ("rate", "threshold", "fa_reached", "runs", "detected"):
+        assert np.allclose(merged[col], merged[f"{col}_stored"]), col
+    assert ((merged["ci_low"] <= merged["rate"]) & (merged["rate"] <= merged["ci_high"])).all()
+
+
+# ------------------------------------------------------------------------------ sessions
+
+
+def stream_key(session_id: str, agent_id: Any) -> tuple[str, str]:
+    """How the stream list names a stream: (session id, stream column); a main agent's
+    ``agent_id`` is None (NaN in a pandas frame)."""
+    return session_id, f"subagent {agent_id}" if isinstance(agent_id, str) else "main agent"
+
+
+def listed_streams(at: AppTest) -> set[tuple[str, str]]:
+    frame = at.dataframe[0].value
+    return set(zip(frame["session_id"], frame["stream"], strict=True))
+
+
+def test_sessions_list_streams_filters_and_flags(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root, "sessions_page.py")
+    ok(at)
+    streams = rows(
+        root,
+        "SELECT session_id, agent_id, timezone('UTC', min(start_time))::DATE AS d, "
+        "any_value(source) AS source, count(*) FILTER (WHERE label IS NOT NULL) AS labelled "
+        "FROM calls GROUP BY session_id, agent_id",
+    )
+    every = {stream_key(r["session_id"], r["agent_id"]) for r in streams}
+    subagents = {stream_key(r["session_id"], r["agent_id"]) for r in streams if r["agent_id"]}
+    assert subagents, "the fixture's corpus has subagents"
+    # a subagent shares its parent's session id: one row per stream, not per session
+    assert len({sid for sid, _ in every}) < len(every)
+    listed = at.dataframe[0].value
+    assert len(listed) == len(every) and listed_streams(at) == every
+    alerts = rows(root, "SELECT session_id, agent_id, count(*) AS n FROM alerts GROUP BY ALL")
+    by_stream = listed.set_index(["session_id", "stream"])
+    for r in alerts:
+        assert by_stream.loc[stream_key(r["session_id"], r["agent_id"]), "alerts"] == r["n"]
+    model: NormalModel = built["model"]
+    scored = score_calls(model, Store(root).query("SELECT * EXCLUDE (date) FROM calls"))
+    over = scored.to_pandas()
+    over = over[over["all_cusum"] > model.threshold("all", "cusum")]
+    scanned = {stream_key(s, a) for s, a in zip(over["session_id"], over["agent_id"], strict=True)}
+    alerted = {stream_key(r["session_id"], r["agent_id"]) for r in alerts}
+    at.selectbox(key="flag").set_value("flagged only").run()
+    ok(at)
+    assert listed_streams(at) == alerted | scanned
+    # the flagged streams come first in the picker
+    first = at.selectbox(key="stream").value
+    assert stream_key(*first) in alerted | scanned
+    at.selectbox(key="flag").set_value("all streams").run()
+    at.selectbox(key="agents").set_value("subagents only").run()
+    ok(at)
+    assert listed_streams(at) == subagents
+    at.selectbox(key="agents").set_value("main agents and subagents").run()
+    first_days = sorted({r["d"] for r in streams})
+    span = (first_days[0], first_days[len(first_days) // 2])
+    at.date_input(key="dates").set_value(span).run()
+    ok(at)
+    in_range = {
+        stream_key(r["session_id"], r["agent_id"]) for r in streams if span[0] <= r["d"] <= span[1]
+    }
+    assert listed_streams(at) == in_range and len(in_range) < len(every)
+    at.date_input(key="dates").set_value((first_days[0], first_days[-1])).run()
+    at.multiselect(key="sources").set_value(["otlp"]).run()
+    ok(at)
+    otlp = {stream_key(r["session_id"], r["agent_id"]) for r in streams if r["source"] == "otlp"}
+    assert listed_streams(at) == otlp
+    at.checkbox(key="injected").check().run()
+    ok(at)
+    labelled = {
+        stream_key(r["session_id"], r["agent_id"])
+        for r in streams
+        if r["source"] == "otlp" and r["labelled"]
+    }
+    assert labelled and listed_streams(at) == labelled
+
+
+def _timeline_calls(root: Path, session_id: str, agent_id: str | None) -> Any:
+    return Store(root).query(
+        "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? "
+        "AND agent_id IS NOT DISTINCT FROM ? ORDER BY start_time, seq",
+        [session_id, agent_id],
+    )
+
+
+def test_session_timeline_scores_injected_calls_and_alerts(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    model: NormalModel = built["model"]
+    faulted = rows(
+        root,
+        "SELECT session_id FROM workbench_runs WHERE mode = 'faulted' AND agent = 'naive' "
+        "AND scenario_id = 'c1-support-01'",
+    )[0]["session_id"]
+    at = app(env, root, "sessions_page.py")
+    at.selectbox(key="stream").set_value((faulted, None)).run()
+    ok(at)
+    calls = _timeline_calls(root, faulted, None)
+    timeline = at.dataframe[-1].value
+    assert list(timeline["tool"]) == calls.column("tool").to_pylist()
+    assert list(timeline["label"].fillna("")) == [
+        x or "" for x in calls.column("label").to_pylist()
+    ]
+    assert metric(at, "Injected calls") == str(
+        sum(x is not None for x in calls.column("label").to_pylist())
+    )
+    expected = score_calls(model, calls).to_pandas().set_index("span_id")
+    shown = timeline.assign(span=calls.column("span_id").to_pylist()).set_index("span")
+    for cue in ("order", "size", "time", "failure", "all_cusum"):
+        assert np.allclose(shown[cue], expected.loc[shown.index, cue], equal_nan=True), cue
+    assert len(at.get("vega_lite_chart")) >= 1
+    # a stream with a live alert: the alerted call is marked, the count is the stream's
+    alert = rows(root, "SELECT session_id, agent_id, seq FROM alerts ORDER BY call_time LIMIT 1")[0]
+    at.selectbox(key="stream").set_value((alert["session_id"], alert["agent_id"])).run()
+    ok(at)
+    timeline = at.dataframe[-1].value.set_index("seq")
+    assert "live alert" in timeline.loc[alert["seq"], "alert_by"]
+    assert metric(at, "Live alerts (stream)") == str(
+        len(
+            rows(
+                root,
+                "SELECT 1 FROM alerts WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?",
+                [alert["session_id"], alert["agent_id"]],
+            )
+        )
+    )
+
+
+def test_subagent_stream_is_its_own_timeline(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    model: NormalModel = built["model"]
+    sub = rows(
+        root,
+        "SELECT session_id, agent_id, count(*) AS n FROM calls WHERE agent_id IS NOT NULL "
+        "AND session_id IN (SELECT session_id FROM calls WHERE agent_id IS NULL) "
+        "GROUP BY ALL ORDER BY n DESC, session_id LIMIT 1",
+    )[0]
+    sid, agent = sub["session_id"], sub["agent_id"]
+    at = app(env, root, "sessions_page.py")
+    at.selectbox(key="stream").set_value((sid, agent)).run()
+    ok(at)
+    calls = _timeline_calls(root, sid, agent)
+    timeline = at.dataframe[-1].value
+    # only the subagent's calls, in its own order, scored as a stream of its own
+    assert list(timeline["seq"]) == calls.column("seq").to_pylist()
+    assert len(timeline) == sub["n"]
+    assert metric(at, "Calls in stream") == str(sub["n"])
+    expected = score_calls(model, calls).to_pandas()
+    assert np.allclose(timeline["all_cusum"], expected["all_cusum"], equal_nan=True)
+    main_calls = rows(
+        root,
+        "SELECT count(*) AS n FROM calls WHERE session_id = ? AND agent_id IS NULL",
+        [sid],
+    )[0]["n"]
+    assert any(
+        "main agent" in c.value and f"{main_calls:,} calls" in c.value for c in at.caption
+    ), [c.value for c in at.caption]
+
+
+# ------------------------------------------------------------------------------ live
+
+
+def test_live_alert_counts_match_the_store(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root, "live_page.py")
+    ok(at)
+    totals = rows(root, "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM alerts")[0]
+    assert metric(at, "Alerts") == f"{totals['n']:,}"
+    assert metric(at, "Sessions alerted") == f"{totals['s']:,}"
+    assert metric(at, "Last 24 h") == f"{totals['n']:,}"  # raised by the fixture just now
+    recent = at.dataframe[0].value
+    assert len(recent) == min(50, totals["n"])
+    assert set(recent["session_id"]) <= {
+        r["session_id"] for r in rows(root, "SELECT * FROM alerts")
+    }
+    assert chart_data(at, "alerts")["alerts"].sum() == totals["n"]
+    # a new alert stored by the live scorer shows up on the next refresh
+    model_path = built["model_path"]
+    sid = rows(root, "SELECT session_id FROM alerts LIMIT 1")[0]["session_id"]
+    extra = Store(root).query(
+        "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? ORDER BY start_time, seq",
+        [sid],
+    )
+    with LiveScorer(model_path, Store(root)) as live:
+        raised = len(live.process(extra))
+    assert raised > 0
+    at.run()
+    ok(at)
+    assert metric(at, "Alerts") == f"{totals['n'] + raised:,}"
+    at.radio(key="by").set_value("call_time").run()
+    ok(at)
+    per_hour = rows(
+        root,
+        "SELECT date_trunc('hour', call_time) AS h, count(*) AS n FROM alerts GROUP BY h",
+    )
+    data = chart_data(at, "alerts")
+    got = data.groupby("hour")["alerts"].sum()
+    assert len(got) == len(per_hour)
+    assert sorted(got.tolist()) == sorted(r["n"] for r in per_hour)
+
+
+# ------------------------------------------------------------------------------ workbench
+
+
+def test_workbench_matrix_impact_and_trajectories(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root, "workbench_page.py")
+    ok(at)
+    matrix = at.table[0].value
+    faulted = rows(
+        root,
+        "SELECT agent, fault_type, count(*) FILTER (WHERE exercised AND passed) AS p, "
+        "count(*) FILTER (WHERE exercised) AS e FROM workbench_runs WHERE mode = 'faulted' "
+        "GROUP BY ALL",
+    )
+    assert len(faulted) == 4
+    for r in faulted:
+        rate = f"{r['p'] / r['e']:.0%}" if r["e"] else "–"
+        assert matrix.loc[r["agent"], r["fault_type"]].startswith(f"{rate} {r['p']}/{r['e']}")
+    impact = {t.value.index.name: t.value for t in at.table[1:3]}
+    mitigated = rows(
+        root,
+        "SELECT agent, fault_type, mitigation, avg(CAST(passed AS DOUBLE)) AS rate, "
+        "count(*) FILTER (WHERE fix_confirmed) AS fixed FROM workbench_runs "
+        "WHERE mode = 'mitigated' AND exercised GROUP BY ALL",
+    )
+    tables = [t.value for t in at.table[1:3]]
+    assert len(tables) == 2
+    for r in mitigated:
+        fixed = f" +{r['fixed']}" if r["fixed"] else ""
+        texts = {t.loc[r["fault_type"], r["mitigation"]] for t in tables}
+        assert f"{r['rate']:.0%}{fixed}" in texts
+    assert impact  # both agents have a tab
+    at.selectbox(key="scenario").set_value("c1-support-01").run()
+    at.selectbox(key="agent").set_value("naive").run()
+    ok(at)
+    run = rows(
+        root,
+        "SELECT * FROM workbench_runs WHERE scenario_id = 'c1-support-01' AND agent = 'naive' "
+        "AND mode = 'faulted'",
+    )[0]
+    texts = [m.value for m in at.markdown]
+    assert "**faulted**" in texts
+    status = ":red[**FAIL**]" if run["status"] == "fail" else ":green[**PASS**]"
+    assert any(t.startswith(status) and run["check_reason"] in t for t in texts)
+    assert any(f"diverges at step {run['divergence_step']}" in t for t in texts)
+    labels = [
+        r["label"]
+        for r in rows(
+            root,
+            "SELECT label FROM calls WHERE session_id = ? ORDER BY start_time, seq",
+            [run["session_id"]],
+        )
+    ]
+    assert any(labels)
+    side = next(d.value for d in at.dataframe if "faulted" in d.value.columns)
+    assert "clean" in side.columns
+    faulted_cells = list(side["faulted"])[: len(labels)]
+    for step, (cell, lab) in enumerate(zip(faulted_cells, labels, strict=True)):
+        assert (f"⚑ {lab}" in cell) if lab else ("⚑" not in cell)
+        assert cell.endswith("◀") == (step == run["divergence_step"])
+    steps = chart_data(at, "outcome")
+    assert "faulted" in set(steps["run"])
+
+
+# ------------------------------------------------------------------------------ corpus
+
+
+def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    root = built["root"]
+    at = app(env, root, "corpus_page.py")
+    ok(at)
+    table = at.table[0].value
+    counts = rows(
+        root,
+        "SELECT count(*) AS calls, count(DISTINCT (session_id, agent_id)) AS streams, "
+        "count(DISTINCT tool) AS tools FROM calls",
+    )[0]
+    per_source = {
+        r["source"]: r["n"]
+        for r in rows(root, "SELECT source, count(*) AS n FROM calls GROUP BY source")
+    }
+    assert list(table.columns) == [*sorted(per_source), "all selected", "study"]
+    assert table.loc["sessions", "all selected"] == f"{counts['streams']:,}"
+    assert table.loc["calls", "all selected"] == f"{counts['calls']:,}"
+    assert table.loc["tools", "all selected"] == f"{counts['tools']:,}"
+    for source, n in per_source.items():
+        assert table.loc["calls", source] == f"{n:,}"
+    assert table.loc["calls", "study"] == f"{study.CORPUS['calls']:,.0f}"
+    with Store(root).connect() as con:
+        stats = corpus_stats(con, ["simulated"])
+    at.multiselect(key="c_sources").set_value(["simulated"]).run()
+    ok(at)
+    table = at.table[0].value
+    assert list(table.columns) == ["simulated", "study"]
+    assert table.loc["calls", "simulated"] == f"{per_source['simulated']:,}"
+    median = stats["inter_response_gap_median_s"]
+    assert f"{median:,.2f} s" in set(table["simulated"])
+    assert any("SIMULATED" in w.value for w in at.warning)
+
+
+# ------------------------------------------------------------------------------ empty, missing
+
+
+@pytest.fixture(scope="module")
+def calls_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("calls_only") / "store"
+    Store(root).append("calls", simulate(seed=1, sessions=12))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("page", "hint"),
+    [
+        (None, "toolwatch experiment"),
+        ("live_page.py", "toolwatch collector"),
+        ("workbench_page.py", "toolwatch workbench suite"),
+    ],
+)
+def test_pages_explain_how_to_fill_an_empty_part(
+    calls_only: Path, env: pytest.MonkeyPatch, page: str | None, hint: str
+) -> None:
+    at = app(env, calls_only, page)
+    ok(at)
+    assert any(hint in i.value and str(calls_only) in i.value for i in at.info)
+
+
+def test_sessions_without_a_model_show_the_calls_only(
+    calls_only: Path, env: pytest.MonkeyPatch
+) -> None:
+    at = app(env, calls_only, "sessions_page.py")
+    ok(at)
+    assert any("no model" in c.value for c in at.caption)
+    timeline = at.dataframe[-1].value
+    assert "order" not in timeline.columns and "tool" in timeline.columns
+    sid, agent = at.selectbox(key="stream").value
+    assert (
+        list(timeline["seq"]) == _timeline_calls(calls_only, sid, agent).column("seq").to_pylist()
+    )
+
+
+def test_unusable_model_is_explained(
+    calls_only: Path, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bad = tmp_path / "model.json"
+    bad.write_text("{not json")
+    at = app(env, calls_only, "sessions_page.py", TOOLWATCH_MODEL=str(bad))
+    ok(at)
+    assert any(str(bad) in c.value and "cannot be used" in c.value for c in at.caption)
+
+
+def test_empty_store_explains_every_command(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    at = app(env, root)
+    ok(at)
+    text = at.info[0].value
+    for command in (
+        "toolwatch simulate",
+        "toolwatch experiment",
+        "toolwatch collector",
+        "toolwatch workbench",
+        "toolwatch demo",
+    ):
+        assert command in text
+
+
+def test_missing_store_is_a_clear_error(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = app(env, tmp_path / "nowhere")
+    assert not at.exception
+    assert "No store at" in at.error[0].value and str(tmp_path / "nowhere") in at.error[0].value
+
+
+def test_unreadable_store_is_a_clear_error(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("not a store")
+    at = app(env, file)
+    assert not at.exception
+    assert "not a directory" in at.error[0].value
+    root = tmp_path / "corrupt"
+    Store(root).append("calls", simulate(seed=2, sessions=4))
+    bad = next(Store(root).files("calls")[0].parent.glob("*.parquet"))
+    bad.write_bytes(b"PAR1 this is not parquet")
+    at = app(env, root)
+    assert not at.exception
+    assert "cannot be read" in at.error[0].value and bad.name in at.error[0].value
+
+
+# ------------------------------------------------------------------------------ command
+
+
+def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    assert cli_main(["app", "--store", str(file)]) == 2
+    assert f"the store path {file} is not a directory" in capsys.readouterr().err
+    bad = tmp_path / "m.json"
+    bad.write_text("{}")
+    assert cli_main(["app", "--store", str(tmp_path), "--model", str(bad)]) == 2
+    assert f"--model {bad}" in capsys.readouterr().err
+    assert cli_main(["app", "--store", str(tmp_path), "--port", "70000"]) == 2
+    assert "70000" in capsys.readouterr().err
+    corrupt = tmp_path / "corrupt"
+    Store(corrupt).append("calls", simulate(seed=2, sessions=4))
+    bad_file = Store(corrupt).files("calls")[0]
+    bad_file.write_bytes(b"PAR1 this is not parquet")
+    assert cli_main(["app", "--store", str(corrupt), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the store" in err and bad_file.name in err
+
+
+def test_streamlit_command_is_loopback_without_telemetry(tmp_path: Path) -> None:
+    cmd = streamlit_command(tmp_path, 8765, model=tmp_path / "m.json", refresh=3, headless=True)
+    assert cmd[1:5] == ["-m", "streamlit", "run", str(MAIN_SCRIPT)]
+    pairs = dict(itertools.pairwise(cmd))
+    assert pairs["--server.address"] == "127.0.0.1"
+    assert pairs["--server.port"] == "8765"
+    assert pairs["--browser.gatherUsageStats"] == "false"
+    assert pairs["--server.headless"] == "true"
+    script_args = cmd[cmd.index("--") + 1 :]
+    assert script_args == [
+        "--store",
+        str(tmp_path),
+        "--refresh",
+        "3",
+        "--model",
+        str(tmp_path / "m.json"),
+    ]
+    settings = load_settings([str(MAIN_SCRIPT), *script_args])
+    assert settings.store == tmp_path
+    assert settings.model == tmp_path / "m.json" and settings.model_origin == "--model"
+    assert settings.refresh_s == 3
+
+
+def test_settings_fall_back_to_the_environment_and_the_store_model(
+    env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    env.setenv("TOOLWATCH_STORE", str(tmp_path))
+    settings = load_settings(["pytest", "--store", "ignored"])  # not the app's own argv
+    assert settings.store == tmp_path and settings.model is None
+    (tmp_path / MODEL_IN_STORE).parent.mkdir(parents=True)
+    (tmp_path / MODEL_IN_STORE).write_text("{}")
+    settings = load_settings(["pytest"])
+    assert settings.model == tmp_path / MODEL_IN_STORE and settings.model_origin == "store"
+    assert os.environ.get("TOOLWATCH_MODEL") is None

@@ -1,0 +1,197 @@
+"""``toolwatch sql`` and ``toolwatch store`` on a real store; ``toolwatch collector`` errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from toolwatch.cli import main
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.record import CallRecord
+
+
+def _record(i: int, tool: str = "Read", session: str = "s1") -> dict:
+    return CallRecord(
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+        session_id=session,
+        agent_id=None,
+        seq=i,
+        tool=tool,
+        server=None,
+        start_time=datetime(2026, 8, 4, 9, tzinfo=UTC) + timedelta(seconds=i),
+        duration_us=1500,
+        input_bytes=100 + i,
+        output_bytes=None if i == 1 else 2000,
+        failed=i == 1,
+        error_type="tool_error" if i == 1 else None,
+        response_id=f"msg_{i}",
+        call_id=None,
+        source="simulated",
+    ).as_dict()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "store")
+    s.append("calls", [_record(0), _record(1, "Bash"), _record(2, "Grep", "s2")])
+    return s
+
+
+def test_sql_prints_an_aligned_table(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    sql = "SELECT seq, tool, input_bytes, output_bytes, failed FROM calls ORDER BY seq"
+    assert main(["sql", sql, "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split(" | ") == ["seq", "tool", "input_bytes", "output_bytes", "failed"]
+    assert set(out[1]) == {"-", "+"}
+    assert [c.strip() for c in out[2].split("|")] == ["0", "Read", "100", "2000", "false"]
+    assert [c.strip() for c in out[3].split("|")] == ["1", "Bash", "101", "NULL", "true"]
+    assert out[3].split("|")[0] == "  1 "  # numbers are right-aligned
+    assert out[-1] == "(3 rows)"
+
+
+def test_sql_views_sessions_and_max_rows(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    sql = "SELECT session_id, calls, failures FROM sessions ORDER BY session_id"
+    assert main(["sql", sql, "--store", str(store.root), "--max-rows", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [c.strip() for c in out[2].split("|")] == ["s1", "2", "1"]
+    assert out[-1] == "(2 rows, first 1 shown; --max-rows 0 shows all)"
+
+
+def test_sql_csv_and_json(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    sql = "SELECT seq, start_time, output_bytes FROM calls ORDER BY seq"
+    assert main(["sql", sql, "--store", str(store.root), "--format", "csv"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["seq"] for r in table] == ["0", "1", "2"]
+    assert table[1]["output_bytes"] == ""
+    assert table[0]["start_time"].startswith("2026-08-04T09:00:00")
+    assert main(["sql", sql, "--store", str(store.root), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc[1] == {"seq": 1, "start_time": "2026-08-04T09:00:01+00:00", "output_bytes": None}
+
+
+def test_sql_has_a_view_for_every_table(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    alerts = pa.table({"session_id": ["s1"], "score": [4.5], "at": [datetime(2026, 8, 4)]})
+    store.append("alerts", alerts, partition_by="at")
+    assert main(["sql", "SELECT session_id, score FROM alerts", "--store", str(store.root)]) == 0
+    assert "4.5" in capsys.readouterr().out
+    assert main(["sql", "SELECT count(*) AS n FROM tool_lists", "--store", str(store.root)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].strip() == "0"
+
+
+def test_sql_errors_are_one_clear_line(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sql", "SELEC 1", "--store", str(store.root)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("toolwatch sql: Parser Error") and "Traceback" not in err
+    assert main(["sql", "SELECT nope FROM calls", "--store", str(store.root)]) == 1
+    assert '"nope" not found' in capsys.readouterr().err
+
+
+def test_corrupt_parquet_is_named_then_quarantined(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = store.files("calls")[0]
+    bad = good.with_name("part-99999999999999999999-torn.parquet")
+    bad.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])  # a torn copy
+    assert main(["sql", "SELECT count(*) FROM calls", "--store", str(store.root)]) == 1
+    err = capsys.readouterr().err
+    assert str(bad) in err and "verify --quarantine" in err and "Traceback" not in err
+
+    assert main(["store", "verify", "--store", str(store.root)]) == 1
+    assert f"UNREADABLE {bad}" in capsys.readouterr().out
+    assert main(["store", "verify", "--quarantine", "--store", str(store.root)]) == 0
+    assert not bad.exists() and bad.with_name(bad.name + ".corrupt").exists()
+    capsys.readouterr()
+    assert main(["sql", "SELECT count(*) AS n FROM calls", "--store", str(store.root)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].strip() == "3"
+
+
+def test_store_compact_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(tmp_path)
+    for i in range(6):
+        store.append("calls", [_record(i)])
+    assert main(["store", "compact", "--store", str(tmp_path)]) == 0
+    assert "calls: 6 files -> 1 (5 merged away)" in capsys.readouterr().out
+    assert main(["store", "info", "--store", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header, values = ([c.strip() for c in out[i].split("|")] for i in (1, 3))
+    row = dict(zip(header, values, strict=True))
+    assert (row["table"], row["files"], row["rows"], row["first"]) == (
+        "calls",
+        "1",
+        "6",
+        "2026-08-04",
+    )
+
+
+def test_store_command_without_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["store", "info", "--store", str(tmp_path / "missing")]) == 1
+    assert "no store at" in capsys.readouterr().err
+
+
+def test_collector_command_option_errors(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"model file .* not found"):
+        main(["collector", "--store", str(tmp_path), "--model", str(tmp_path / "none.json")])
+    with pytest.raises(SystemExit, match="--webhook needs --model"):
+        main(["collector", "--store", str(tmp_path), "--webhook", "http://127.0.0.1:9/x"])
+
+
+def test_collector_command_reports_a_busy_port(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["collector", "--store", str(tmp_path), "--port", str(port)]) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_collector_command_reports_an_unreadable_model(tmp_path: Path) -> None:
+    pytest.importorskip("toolwatch.detection.alerting.live")
+    model = tmp_path / "model.json"
+    model.write_text("{not a model")
+    with pytest.raises(SystemExit, match=r"cannot load model .*model\.json"):
+        main(["collector", "--store", str(tmp_path / "s"), "--model", str(model)])
+
+
+def test_sql_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sql", "SELECT 1", "--store", str(tmp_path / "typo")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"toolwatch sql: no store at {tmp_path / 'typo'}\n"
+
+
+def test_sql_shows_a_whole_digest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    digest = "ab" * 32
+    store = Store(tmp_path)
+    store.append("notes", pa.table({"digest": [digest]}))
+    assert main(["sql", "SELECT digest FROM notes", "--store", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == digest
+
+
+@pytest.mark.parametrize("command", ["collector", "sql", "store"])
+def test_one_line_help_is_the_modules_own(command: str) -> None:
+    """`toolwatch --help` shows COMMANDS' one-liner; it must say what the module says."""
+    import importlib
+
+    from toolwatch.cli import COMMANDS
+
+    module, _, one_line = COMMANDS[command]
+    assert one_line == importlib.import_module(module).HELP
+
+
+@pytest.mark.parametrize("action", ["verify", "compact", "info"])
+def test_store_actions_have_help(action: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["store", action, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: toolwatch store {action}") and "--store" in out

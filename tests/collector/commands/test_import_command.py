@@ -1,0 +1,272 @@
+"""``toolwatch import claude-code``: store writes, idempotency, privacy, summary, OTLP export."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from support.paths import FIXTURES
+from toolwatch.cli import main
+from toolwatch.collector.sources.claude_code import import_transcripts
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.record import CALL_FIELD_NAMES, CallRecord
+
+FIXTURES = FIXTURES / "claude_code"
+CANARY = b"tw-canary"
+ALL_CASES = ["v1_inline", "v2_agents", "v21_subagents", "traps"]
+
+
+def _import(store: Path, *paths: Path, extra: tuple[str, ...] = ()) -> int:
+    return main(["import", "claude-code", *map(str, paths), "--store", str(store), *extra])
+
+
+def _rows(store: Path) -> list[dict[str, object]]:
+    cols = ", ".join(CALL_FIELD_NAMES)
+    return Store(store).query(f"SELECT {cols} FROM calls ORDER BY session_id, seq").to_pylist()
+
+
+def test_import_writes_the_records_it_builds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    assert _import(store, *(FIXTURES / c for c in ALL_CASES)) == 0
+    expected: list[dict[str, object]] = []
+    for case in ALL_CASES:
+        records, _ = import_transcripts([FIXTURES / case])
+        expected.extend(r.as_dict() for r in records)
+    expected.sort(key=lambda r: (r["session_id"], r["seq"]))
+    assert _rows(store) == expected
+    out = capsys.readouterr().out
+    assert "41.4 kB, 92 lines: 5 session(s) with 4 subagent(s), 29 call(s)" in out
+    assert "duplicates removed: 5" in out
+    assert "re-stamped (kept out of timing): 1" in out
+    assert "capped outputs: 2" in out
+    assert "29 new call(s) written, 0 already there" in out
+    assert "skipped 8 line(s):" in out
+    assert "    invalid JSON: 3" in out
+    assert f"{S4_ORIG}:10: tool_use line without timestamp" in out
+
+
+S4_ORIG = (FIXTURES / "traps" / "orig" / "e1a2b3c4-4444-4d4d-8e8e-000000000004.jsonl").resolve()
+
+
+def test_import_twice_adds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    assert _import(store, FIXTURES) == 0
+    files = Store(store).files("calls")
+    before = _rows(store)
+    capsys.readouterr()
+    assert _import(store, FIXTURES, FIXTURES / "traps") == 0
+    assert "0 new call(s) written, 29 already there" in capsys.readouterr().out
+    assert Store(store).files("calls") == files
+    assert _rows(store) == before
+
+
+def test_reimport_of_a_grown_session_adds_only_new_calls(tmp_path: Path) -> None:
+    """A live session imported early, then again once it has grown (and spawned a subagent)."""
+    src = FIXTURES / "v21_subagents" / "-home-u-proj"
+    work = tmp_path / "proj"
+    shutil.copytree(src, work)
+    sid = "c4d2e6f8-3333-4c4c-8d8d-000000000003"
+    main_file = work / f"{sid}.jsonl"
+    full = main_file.read_text().splitlines(keepends=True)
+    main_file.write_text("".join(full[:9]))  # so far: D1-D3 and their results
+    subagents = work / sid / "subagents"
+    shutil.move(subagents, tmp_path / "later")  # the subagent does not exist yet
+    store = tmp_path / "store"
+    assert _import(store, work, extra=("--quiet",)) == 0
+    assert [r["call_id"] for r in _rows(store)] == ["toolu_D1", "toolu_D2", "toolu_D3"]
+    main_file.write_text("".join(full))
+    shutil.move(tmp_path / "later", subagents)
+    assert _import(store, work, extra=("--quiet",)) == 0
+    fresh = tmp_path / "fresh"
+    assert _import(fresh, work, extra=("--quiet",)) == 0
+    assert len(_rows(fresh)) == 8
+    assert _rows(store) == _rows(fresh)  # same seq, durations and ids as a one-shot import
+
+
+def test_session_split_across_runs_is_warned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session's subagent file imported in a later run cannot align seq: say so."""
+    proj = FIXTURES / "v21_subagents" / "-home-u-proj"
+    sid = "c4d2e6f8-3333-4c4c-8d8d-000000000003"
+    store = tmp_path / "store"
+    assert _import(store, proj / f"{sid}.jsonl") == 0
+    assert "already hold imported calls" not in caplog.text
+    assert _import(store, proj / sid / "subagents") == 0
+    assert "1 session(s) already hold imported calls from files not read in this run" in caplog.text
+    assert len(_rows(store)) == 8
+
+
+def test_no_content_is_stored_or_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Canary strings sit in every input, result, prompt, thinking and cwd of the fixtures."""
+    assert all(CANARY in p.read_bytes() for p in FIXTURES.rglob("*.jsonl"))
+    store = tmp_path / "store"
+    assert _import(store, FIXTURES) == 0
+    assert _import(store, FIXTURES, extra=("--json",)) == 0
+    captured = capsys.readouterr()
+    assert CANARY.decode() not in captured.out + captured.err
+    assert _canary_hits(store) == []
+
+
+def test_canary_scan_can_find_a_leak(tmp_path: Path) -> None:
+    """Positive control: the same scan finds a canary once one is stored."""
+    records, _ = import_transcripts([FIXTURES / "v2_agents"])
+    leak = records[0]
+    leak.tool = "tw-canary-leak"
+    Store(tmp_path).append("calls", [leak.as_dict()])
+    hits = _canary_hits(tmp_path)
+    assert any(h.startswith("bytes:") for h in hits)
+    assert any(h.startswith("sql:calls") for h in hits)
+
+
+def _canary_hits(root: Path) -> list[str]:
+    hits = [f"bytes:{p}" for p in root.rglob("*") if p.is_file() and CANARY in p.read_bytes()]
+    store = Store(root)
+    con = store.connect()
+    try:
+        views = [
+            r[0]
+            for r in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        ]
+        for view in views:
+            for row in con.execute(f"SELECT * FROM {view}").fetchall():
+                if any(CANARY.decode() in str(v) for v in row):
+                    hits.append(f"sql:{view}")
+    finally:
+        con.close()
+    return hits
+
+
+def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _import(tmp_path / "s", FIXTURES / "traps", extra=("--json",)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == 3
+    assert (doc["sessions"], doc["subagents"]) == (2, 0)
+    assert doc["calls"] == 7
+    assert doc["written"] == 7
+    assert doc["duplicates_removed"] == 5
+    assert doc["skipped_by_reason"] == {
+        "invalid JSON": 3,
+        "not a JSON object": 1,
+        "tool_use line without timestamp": 1,
+        "tool_use line with invalid timestamp": 1,
+        "tool_use without id": 1,
+        "tool_result without tool_use_id": 1,
+    }
+    assert {"path": str(S4_ORIG), "line": 8, "reason": "not a JSON object"} in doc["skipped"]
+
+
+def test_escaped_lone_surrogates_in_names_and_ids_are_stored_replaced(tmp_path: Path) -> None:
+    """Ids and names are stored as UTF-8: a lone surrogate escape becomes U+FFFD, the import
+    goes through (it used to stop at the store with a traceback)."""
+    line = {
+        "type": "assistant",
+        "sessionId": "s\udc00",
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {
+            "id": "msg_\ud83d",
+            "content": [{"type": "tool_use", "id": "toolu_\ud800", "name": "B\ud800", "input": {}}],
+        },
+    }
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps(line) + "\n")  # ensure_ascii: the surrogates are escapes
+    store = tmp_path / "store"
+    assert _import(store, src, extra=("--quiet",)) == 0
+    (row,) = _rows(store)
+    assert (row["session_id"], row["response_id"], row["call_id"], row["tool"]) == (
+        "s\ufffd",
+        "msg_\ufffd",
+        "toolu_\ufffd",
+        "B\ufffd",
+    )
+    assert _import(store, src, extra=("--quiet",)) == 0  # and idempotent
+    assert len(_rows(store)) == 1
+
+
+def test_progress_bar_on_directories_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _import(tmp_path / "a", FIXTURES / "v2_agents") == 0
+    assert "import:" in capsys.readouterr().err
+    one = next((FIXTURES / "v1_inline").rglob("*.jsonl"))
+    assert _import(tmp_path / "b", one) == 0
+    assert "import:" not in capsys.readouterr().err
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _import(tmp_path / "s", tmp_path / "nowhere") == 2
+    err = capsys.readouterr().err
+    assert "no such file or directory" in err and "nowhere" in err
+    assert "Traceback" not in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _import(tmp_path / "s", empty) == 2
+    assert "no *.jsonl transcript found" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_no_store_needs_otlp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "claude-code", str(FIXTURES), "--no-store"]) == 2
+    assert "--no-store needs --otlp" in capsys.readouterr().err
+
+
+def test_export_unavailable_keeps_the_store_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "toolwatch.instrumentation.export.replay", None)
+    store = tmp_path / "store"
+    code = _import(store, FIXTURES / "v2_agents", extra=("--otlp", "http://127.0.0.1:9/v1/traces"))
+    assert code == 1
+    assert "OTLP export is unavailable" in capsys.readouterr().err
+    assert len(_rows(store)) == 7
+
+
+def test_otlp_export_sends_every_new_call_without_content(tmp_path: Path) -> None:
+    pytest.importorskip(
+        "toolwatch.instrumentation.export.replay",
+        reason="toolwatch.instrumentation.export.replay.send_records is not there yet",
+    )
+    from support.otlp_sink import OTLPSink
+    from toolwatch.record import ATTR_ARGUMENTS_SIZE, ATTR_RESPONSE_ID, ATTR_TOOL_NAME
+
+    store = tmp_path / "s"
+    with OTLPSink() as sink:
+        assert _import(store, FIXTURES / "v21_subagents", extra=("--otlp", sink.url)) == 0
+        spans = sink.wait_for(8)
+        assert CANARY not in sink.raw()
+    rows = _rows(store)
+    assert len(spans) == len(rows) == 8
+    by_id = {s["span_id"]: s for s in spans}
+    for row in rows:
+        span = by_id[str(row["span_id"])]
+        assert span["trace_id"] == row["trace_id"]
+        assert span["name"] == f"tools/call {row['tool']}"
+        assert span["attributes"][ATTR_TOOL_NAME] == row["tool"]
+        assert span["attributes"][ATTR_ARGUMENTS_SIZE] == row["input_bytes"]
+        assert span["attributes"][ATTR_RESPONSE_ID] == row["response_id"]
+        start = row["start_time"]
+        assert isinstance(start, datetime)
+        assert span["start_ns"] == int(start.timestamp() * 1_000_000) * 1000
+    # a re-import sends nothing new; --no-store sends everything read
+    with OTLPSink() as sink:
+        assert _import(store, FIXTURES / "v21_subagents", extra=("--otlp", sink.url)) == 0
+        assert sink.spans() == []
+        argv = ["import", "claude-code", str(FIXTURES / "v2_agents"), "--no-store"]
+        assert main([*argv, "--otlp", sink.url]) == 0
+        assert len(sink.wait_for(7)) == 7
+
+
+def test_records_are_call_records() -> None:
+    records, _ = import_transcripts([FIXTURES / "v2_agents"])
+    assert all(isinstance(r, CallRecord) for r in records)

@@ -1,0 +1,240 @@
+"""Durability and flow control: acknowledged means on disk (kill -9), graceful shutdown
+flushes, a full write queue answers 503 + Retry-After, writes are grouped, ``on_batch`` can
+fail without losing anything, and small files are compacted.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from support.collector import PB, GatedStore, SpanSpec, call, pb_request, post
+from toolwatch.collector.otlp.decode import decode_status, decode_success
+from toolwatch.collector.otlp.server import Collector
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store.parquet_store import Store
+
+LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)/v1/traces")
+
+
+def _count(store: Store) -> int:
+    return int(store.query("SELECT count(*) AS n FROM calls").column("n")[0].as_py())
+
+
+class _CollectorProcess:
+    """``toolwatch collector`` as a real subprocess, its stderr read on a thread."""
+
+    def __init__(self, store: Path, *extra: str) -> None:
+        command = [sys.executable, "-m", "toolwatch", "collector", "--port", "0"]
+        self.proc = subprocess.Popen(
+            [*command, "--store", str(store), *extra],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.log: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = self._wait_for(LISTENING).group(1)
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+            self.lines.put(line)
+
+    def _wait_for(self, pattern: re.Pattern[str], timeout: float = 60) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            match = pattern.search(line)
+            if match:
+                return match
+        raise AssertionError(f"no line matching {pattern.pattern!r}; log:\n{''.join(self.log)}")
+
+
+def test_acknowledged_spans_survive_kill_9(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    proc = _CollectorProcess(root)
+    try:
+        bodies = [
+            pb_request([SpanSpec(call(seq=i * 100 + j)) for j in range(100)]) for i in range(8)
+        ]
+        with ThreadPoolExecutor(4) as pool:
+            replies = list(pool.map(lambda b: post(proc.url, b), bodies))
+        proc.proc.kill()  # SIGKILL right after the last 200: no chance to flush anything
+        proc.proc.wait(30)
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+    assert [r.status for r in replies] == [200] * 8
+    assert proc.proc.returncode == -signal.SIGKILL
+    store = Store(root)
+    assert store.verify() == []  # no torn file is visible to readers
+    assert _count(store) == 800
+    assert store.query("SELECT count(DISTINCT span_id) AS n FROM calls").to_pylist() == [{"n": 800}]
+
+
+def test_sigterm_drains_compacts_and_logs_counts(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    proc = _CollectorProcess(root, "--compact-interval", "0")
+    try:
+        for i in range(10):
+            assert post(proc.url, pb_request([SpanSpec(call(seq=i))])).status == 200
+        assert len(Store(root).files("calls")) == 10
+        proc.proc.send_signal(signal.SIGTERM)
+        stopped = proc._wait_for(re.compile(r"collector stopped: (\d+) requests.* (\d+) calls"))
+        assert proc.proc.wait(30) == 0
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+    assert stopped.group(1) == "10" and stopped.group(2) == "10"
+    # the first stored batch is logged at once (later ones at most once a minute)
+    assert any(
+        "stored 1 calls and 0 tool listings from 1 spans in 1 requests (first batch" in line
+        for line in proc.log
+    ), "".join(proc.log)
+    assert len(Store(root).files("calls")) == 1  # ten one-row files compacted at shutdown
+    assert _count(Store(root)) == 10
+
+
+def test_full_write_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
+    store = GatedStore(tmp_path)
+    big = pb_request([SpanSpec(call(seq=i)) for i in range(1000)])
+    small = pb_request([SpanSpec(call(seq=5000))])
+    with Collector(store, queue_limit=1000, retry_after=3) as c, ThreadPoolExecutor(2) as pool:
+        store.gate.clear()
+        first = pool.submit(post, c.url, big)
+        assert store.waiting.wait(30)  # the writer holds 1,000 spans that are not durable yet
+        refused = post(c.url, small)
+        assert refused.status == 503
+        assert refused.headers["retry-after"] == "3"
+        assert "queue full" in decode_status(PB, refused.body)[1]
+        store.gate.set()
+        assert first.result(60).status == 200
+        assert post(c.url, small).status == 200  # retried once the queue drained
+    assert _count(store) == 1001
+
+
+def test_concurrent_requests_are_written_as_one_group(tmp_path: Path) -> None:
+    store = GatedStore(tmp_path)
+    bodies = [pb_request([SpanSpec(call(seq=i * 10 + j)) for j in range(10)]) for i in range(6)]
+    with Collector(store) as c, ThreadPoolExecutor(6) as pool:
+        store.gate.clear()
+        first = pool.submit(post, c.url, bodies[0])
+        assert store.waiting.wait(30)
+        rest = [pool.submit(post, c.url, b) for b in bodies[1:]]
+
+        def mapped_and_waiting() -> int:  # the mapper keeps going while the writer is held
+            groups = [g for g in list(c._mapped.queue) if isinstance(g, tuple)]
+            return sum(len(items) for items, _ in groups) if c._queue.empty() else -1
+
+        deadline = time.monotonic() + 30
+        while mapped_and_waiting() < 5 and time.monotonic() < deadline:  # all five waiting
+            time.sleep(0.01)
+        assert mapped_and_waiting() == 5
+        store.gate.set()
+        assert [f.result(60).status for f in [first, *rest]] == [200] * 6
+        c.stop()
+        assert (c.stats.batches, c.stats.calls) == (2, 60)  # 1 + one group of 5 requests
+    assert _count(store) == 60
+
+
+def test_stop_answers_in_flight_requests_after_their_write(tmp_path: Path) -> None:
+    store = GatedStore(tmp_path)
+    c = Collector(store).start()
+    with ThreadPoolExecutor(2) as pool:
+        store.gate.clear()
+        in_flight = pool.submit(post, c.url, pb_request([SpanSpec(call(seq=i)) for i in range(5)]))
+        assert store.waiting.wait(30)
+        stopping = pool.submit(c.stop)
+        time.sleep(0.3)
+        assert not stopping.done()  # stop waits for the admitted request
+        store.gate.set()
+        reply = in_flight.result(60)
+        stopping.result(60)
+    assert reply.status == 200
+    assert _count(store) == 5
+
+
+class _FailingOnce(Store):
+    def __init__(self, root: Any) -> None:
+        super().__init__(root)
+        self.failures = 1
+
+    def append(self, table_name: str, rows: Any, **kwargs: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(28, "No space left on device")
+        return super().append(table_name, rows, **kwargs)
+
+
+def test_a_failed_write_is_503_and_nothing_is_acknowledged(tmp_path: Path) -> None:
+    store = _FailingOnce(tmp_path)
+    body = pb_request([SpanSpec(call())])
+    with Collector(store) as c:
+        reply = post(c.url, body)
+        assert reply.status == 503 and "retry-after" in reply.headers
+        assert "No space left" in decode_status(PB, reply.body)[1]
+        assert post(c.url, body).status == 200  # the client's retry succeeds
+    assert _count(store) == 1
+
+
+def test_on_batch_sees_durable_batches_and_its_errors_lose_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    seen: list[tuple[int, int]] = []
+
+    def on_batch(table: pa.Table) -> None:
+        assert table.schema == CALLS_SCHEMA
+        seen.append((table.num_rows, _count(store)))  # already on disk when called
+        if len(seen) == 1:
+            raise RuntimeError("scorer crashed")
+
+    with Collector(store, on_batch=on_batch) as c:
+        for n in (3, 4):
+            specs = [SpanSpec(call(seq=i)) for i in range(n)]
+            assert decode_success(PB, post(c.url, pb_request(specs)).body) == (0, "")
+    assert [rows for rows, _ in seen] == [3, 4]
+    assert seen[0][1] >= 3 and seen[1][1] >= 7  # each batch was durable before the call
+    assert c.stats.callback_errors == 1
+    assert _count(store) == 7
+
+
+def test_slow_on_batch_does_not_hold_up_ingest(tmp_path: Path) -> None:
+    release = threading.Event()
+    with Collector(Store(tmp_path), on_batch=lambda t: release.wait(30)) as c:
+        started = time.monotonic()
+        for i in range(5):
+            assert post(c.url, pb_request([SpanSpec(call(seq=i))])).status == 200
+        assert time.monotonic() - started < 10
+        release.set()
+
+
+@pytest.mark.parametrize("interval", [0.2])
+def test_periodic_compaction_keeps_every_row(tmp_path: Path, interval: float) -> None:
+    store = Store(tmp_path)
+    with Collector(store, compact_interval=interval) as c:
+        for i in range(12):
+            assert post(c.url, pb_request([SpanSpec(call(seq=i))])).status == 200
+        deadline = time.monotonic() + 20
+        while len(store.files("calls")) > 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(store.files("calls")) <= 4
+        assert _count(store) == 12
+        assert post(c.url, pb_request([SpanSpec(call(seq=99))])).status == 200
+    assert _count(store) == 13

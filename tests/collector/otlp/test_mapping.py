@@ -1,0 +1,349 @@
+"""Span → record mapping: the columnar protobuf path gives exactly what the reference mapping
+gives, for well-formed and for odd requests (random ones, and hand-crafted wire bytes with
+repeated fields), and the OTLP/JSON parser reads what OTLP/JSON allows.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from support.collector import T0, SpanSpec, call, pb_request, pb_span
+from toolwatch.collector.otlp.columnar import map_parsed, map_protobuf
+from toolwatch.collector.otlp.decode import (
+    OtlpError,
+    decode_json,
+    gunzip_bounded,
+    iter_protobuf_spans,
+    parse_protobuf,
+)
+from toolwatch.collector.otlp.mapping import (
+    CALL_ATTRIBUTES,
+    CALL_INTRINSICS,
+    CALL_PLAN,
+    TOOL_LIST_INTRINSICS,
+    TOOL_LIST_PLAN,
+    Mapped,
+    map_spans,
+)
+from toolwatch.record import (
+    ATTR_ARGUMENTS_SIZE,
+    ATTR_CONVERSATION_ID,
+    ATTR_DURATION_UNKNOWN,
+    ATTR_ERROR_TYPE,
+    ATTR_SERVICE_NAME,
+    ATTR_SOURCE,
+    ATTR_TOOL_DIGEST,
+    ATTR_TOOL_NAME,
+    CALL_FIELDS,
+    EVENT_TOOL_LISTED,
+    SOURCES,
+    TOOL_LIST_FIELDS,
+)
+
+
+def _reference(body: bytes) -> Mapped:
+    return map_spans(iter_protobuf_spans(parse_protobuf(body)))
+
+
+def _assert_same(fast: Mapped, ref: Mapped) -> None:
+    assert fast.calls.schema == ref.calls.schema
+    assert fast.calls.to_pylist() == ref.calls.to_pylist()
+    assert fast.tool_lists.to_pylist() == ref.tool_lists.to_pylist()
+    assert (fast.spans, fast.rejected, fast.ignored) == (ref.spans, ref.rejected, ref.ignored)
+    assert fast.reasons == ref.reasons
+
+
+def test_plan_covers_every_record_field() -> None:
+    assert [p.name for p in CALL_PLAN] == [f.name for f in CALL_FIELDS]
+    assert {f.name for f in CALL_FIELDS if f.attribute is None} == CALL_INTRINSICS
+    assert [p.name for p in TOOL_LIST_PLAN] == [f.name for f in TOOL_LIST_FIELDS]
+    assert {f.name for f in TOOL_LIST_FIELDS if f.attribute is None} == TOOL_LIST_INTRINSICS
+    assert set(CALL_ATTRIBUTES) == {f.attribute for f in CALL_FIELDS if f.attribute}
+
+
+# --------------------------------------------------------------------------- random requests
+
+_KIND = {p.attribute: p.kind for p in CALL_PLAN if p.attribute}
+_odd_value = st.one_of(
+    st.none(),  # an empty AnyValue
+    st.text(max_size=6),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.sampled_from(["", "12", *SOURCES]),
+)
+
+
+def _good_value(attribute: str) -> st.SearchStrategy[Any]:
+    kind = _KIND[attribute]
+    if attribute == ATTR_SOURCE:
+        return st.sampled_from(SOURCES)
+    if kind == "string":
+        return st.text(alphabet="abcé_-/ 0", min_size=1, max_size=8)
+    if kind == "bool":
+        return st.booleans()
+    top = 2**31 - 1 if kind == "int32" else 2**62
+    return st.one_of(st.integers(0, 300), st.integers(0, top))
+
+
+_REQUIRED = (ATTR_ARGUMENTS_SIZE, ATTR_TOOL_NAME, ATTR_CONVERSATION_ID)
+_clean_attributes = st.fixed_dictionaries(
+    {a: _good_value(a) for a in _REQUIRED},
+    optional={
+        **{a: _good_value(a) for a in CALL_ATTRIBUTES if a not in _REQUIRED},
+        ATTR_DURATION_UNKNOWN: st.booleans(),
+    },
+)
+_messy_attributes = st.fixed_dictionaries(
+    {},
+    optional={
+        **{a: st.one_of(_good_value(a), _odd_value) for a in CALL_ATTRIBUTES},
+        ATTR_DURATION_UNKNOWN: st.one_of(st.booleans(), _odd_value),
+        "gen_ai.operation.name": st.just("execute_tool"),
+    },
+)
+#: half the spans are clean (the columnar path maps them), half are not (the reference does)
+_attributes = st.one_of(_clean_attributes, _messy_attributes)
+
+
+@st.composite
+def _span(draw: st.DrawFn) -> SpanSpec:
+    start = draw(st.sampled_from([T0, T0 + 7_123_456, 0, 2**63 + 5]))
+    end = draw(st.sampled_from([start + 1_500_000, start, max(start - 1000, 0), 0]))
+    trace = draw(st.sampled_from(["random", "random", "random", "empty", "zero", "short"]))
+    trace_id = {"empty": b"", "zero": bytes(16), "short": b"\x01" * 15}.get(trace)
+    events = []
+    if draw(st.integers(0, 5)) == 0:
+        for i in range(draw(st.integers(1, 3))):
+            ev = {ATTR_TOOL_NAME: f"t{i}", ATTR_TOOL_DIGEST: "ab" * 32}
+            if draw(st.integers(0, 4)) == 0:
+                del ev[draw(st.sampled_from(sorted(ev)))]
+            events.append((draw(st.sampled_from([EVENT_TOOL_LISTED, "exception"])), T0, ev))
+    spec = SpanSpec(
+        draw(_attributes),
+        start_ns=start,
+        end_ns=end,
+        status=draw(st.sampled_from([0, 0, 1, 2, 7])),
+        events=events,
+    )
+    if trace_id is not None:
+        spec.trace_id = trace_id
+        spec.span_id = b"" if trace == "empty" else spec.span_id
+    return spec
+
+
+_resource = st.dictionaries(
+    st.sampled_from([ATTR_SERVICE_NAME, ATTR_SOURCE, ATTR_CONVERSATION_ID, "host.name"]),
+    st.one_of(st.text(max_size=5), st.integers(-3, 3), st.sampled_from(SOURCES)),
+    max_size=3,
+)
+_scopes = st.lists(
+    st.tuples(
+        st.sampled_from(["toolwatch", "toolwatch", "mcp-python-sdk", "other.lib"]),
+        st.lists(_span(), max_size=6),
+    ),
+    min_size=1,
+    max_size=2,
+)
+_groups = st.lists(st.tuples(_resource, _scopes), min_size=1, max_size=2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups=_groups)
+def test_columnar_path_equals_reference_on_random_requests(groups: Any) -> None:
+    body = pb_request(groups=groups)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    share = fast.columnar / max(1, fast.calls.num_rows)
+    event(f"share of rows mapped column-wise: {round(share, 1)}")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests=st.lists(_groups, min_size=2, max_size=3))
+def test_requests_mapped_together_equal_each_alone(requests: Any) -> None:
+    bodies = [pb_request(groups=g) for g in requests]
+    together = map_parsed([(b, parse_protobuf(b)) for b in bodies])
+    assert len(together) == len(bodies)
+    for fast, body in zip(together, bodies, strict=True):
+        _assert_same(fast, _reference(body))
+
+
+def test_large_clean_request_takes_the_columnar_path_for_every_span() -> None:
+    specs = [SpanSpec(call(f"tool{i % 7}", input_bytes=i, seq=i)) for i in range(3000)]
+    body = pb_request(specs)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.calls.num_rows == 3000 and fast.calls.column("seq").to_pylist() == list(range(3000))
+    assert fast.columnar == 3000  # no span needed the one-by-one path
+
+
+# --------------------------------------------------------------------------- crafted wire bytes
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (tag + varint length + payload)."""
+    out = bytearray([(number << 3) | 2])
+    n = len(payload)
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + payload
+
+
+def _request_of_raw_spans(*spans: bytes) -> bytes:
+    scope = _field(1, _field(1, b"toolwatch")) + b"".join(_field(2, s) for s in spans)
+    resource = _field(1, _field(1, _field(1, b"service.name") + _field(2, _field(1, b"svc"))))
+    return _field(1, resource + _field(2, scope))
+
+
+def _span_bytes(attrs: dict[str, Any], **kw: Any) -> bytes:
+    return pb_span(SpanSpec(attrs, **kw)).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # the same attribute twice: the last one wins
+        lambda: _span_bytes({ATTR_TOOL_NAME: "Second"}, trace_id=b"\x02" * 16),
+        # an error.type given only in the second half: merged in
+        lambda: _span_bytes({ATTR_ERROR_TYPE: "timeout"}, status=2),
+        # a status message given twice: messages merge
+        lambda: pb_span(SpanSpec({}, status=1)).SerializeToString(),
+        # nothing: a plain span
+        lambda: b"",
+    ],
+)
+def test_repeated_fields_follow_protobuf_merge_semantics(extra: Any) -> None:
+    first = _span_bytes(call("First", seq=3), status=2)
+    body = _request_of_raw_spans(first + extra(), _span_bytes(call("Other", seq=4)))
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.calls.num_rows == 2
+    assert fast.columnar == (2 if not extra() else 1)  # a merged span goes one by one
+
+
+def test_an_anyvalue_with_two_values_takes_the_last() -> None:
+    tool_kv = _field(1, ATTR_TOOL_NAME.encode()) + _field(2, _field(1, b"A") + _field(1, b"B"))
+    span = _span_bytes(call(seq=1)) + _field(9, tool_kv)
+    body = _request_of_raw_spans(span)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.calls.column("tool").to_pylist() == ["B"]
+
+
+def test_the_unknown_duration_marker_gives_null_on_both_paths() -> None:
+    """A replayed record without a duration arrives as end = start plus the marker."""
+    specs = [
+        SpanSpec(call(seq=0, **{ATTR_DURATION_UNKNOWN: True}), end_ns=T0),
+        SpanSpec(call(seq=1, **{ATTR_DURATION_UNKNOWN: False}), end_ns=T0),
+        SpanSpec(call(seq=2, **{ATTR_DURATION_UNKNOWN: "true"}), end_ns=T0 + 3_000),
+        SpanSpec(call(seq=3), end_ns=T0),  # a real zero duration stays 0
+    ]
+    body = pb_request(specs)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.columnar == 4  # the marker needs no detour through the reference mapping
+    assert fast.calls.column("duration_us").to_pylist() == [None, 0, 3, 0]
+
+
+def test_malformed_protobuf_raises_400() -> None:
+    good = pb_request([SpanSpec(call())])
+    for body in (good[:-3], b"\x0a\x05abc", b"\xff\xff\xff"):
+        with pytest.raises(OtlpError) as err:
+            map_protobuf(body)
+        assert err.value.status == 400
+
+
+# --------------------------------------------------------------------------- OTLP/JSON
+
+
+def _json_doc(span: dict[str, Any], resource: list[Any] | None = None) -> bytes:
+    return json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": resource or []},
+                    "scopeSpans": [{"scope": {"name": "toolwatch"}, "spans": [span]}],
+                    "unknownField": {"ignored": True},
+                }
+            ]
+        }
+    ).encode()
+
+
+def test_json_values_in_every_allowed_form() -> None:
+    span = {
+        "traceId": "0AF7651916CD43DD8448EB211C80319C",  # upper case is still hex
+        "spanId": "B7AD6B7169203331",
+        "startTimeUnixNano": 1786000000000000000,  # a number is accepted too
+        "endTimeUnixNano": "1786000000002000000",
+        "status": {"code": "STATUS_CODE_ERROR"},
+        "attributes": [
+            {"key": ATTR_TOOL_NAME, "value": {"stringValue": "Read"}},
+            {"key": ATTR_CONVERSATION_ID, "value": {"stringValue": "s1"}},
+            {"key": ATTR_ARGUMENTS_SIZE, "value": {"intValue": 42}},
+            {"key": "toolwatch.tool.call.result.size", "value": {"intValue": "9000000000"}},
+            {"key": "ratio", "value": {"doubleValue": "NaN"}},
+            {"key": "blob", "value": {"bytesValue": "AAEC"}},
+            {"key": "list", "value": {"arrayValue": {"values": [{"intValue": "1"}]}}},
+            {"key": "map", "value": {"kvlistValue": {"values": [{"key": "k", "value": {}}]}}},
+        ],
+    }
+    (decoded,) = decode_json(_json_doc(span, [{"key": "service.name", "value": {"x": 1}}]))
+    assert decoded.trace_id == "0af7651916cd43dd8448eb211c80319c"
+    assert decoded.status_code == 2
+    assert decoded.attributes[ATTR_ARGUMENTS_SIZE] == 42
+    assert decoded.attributes["toolwatch.tool.call.result.size"] == 9_000_000_000
+    assert math.isnan(decoded.attributes["ratio"])
+    assert decoded.attributes["blob"] == b"\x00\x01\x02"
+    assert decoded.attributes["list"] == [1] and decoded.attributes["map"] == {"k": None}
+    assert decoded.resource == {"service.name": None}  # unknown value kinds are ignored
+    (row,) = map_spans([decoded]).calls.to_pylist()
+    assert (row["failed"], row["input_bytes"], row["duration_us"]) == (True, 42, 2000)
+
+
+@pytest.mark.parametrize(
+    ("doc", "where"),
+    [
+        ({"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": {}}]}]}]}, "attributes"),
+        ({"resourceSpans": [{"scopeSpans": [{"scope": {"name": 5}}]}]}, "scope.name"),
+        (
+            {"resourceSpans": [{"scopeSpans": [{"spans": [{"events": [{"name": 1}]}]}]}]},
+            "events[0].name",
+        ),
+        (
+            {
+                "resourceSpans": [
+                    {"resource": {"attributes": [{"key": "a", "value": {"intValue": "x"}}]}}
+                ]
+            },
+            "resource.attributes[0].value.intValue",
+        ),
+        ([], "request must be an object"),
+    ],
+)
+def test_json_shape_errors_name_the_field(doc: Any, where: str) -> None:
+    with pytest.raises(OtlpError) as err:
+        decode_json(json.dumps(doc).encode())
+    assert err.value.status == 400 and where in err.value.message
+
+
+def test_gunzip_bounded() -> None:
+    data = b"abc" * 1000
+    assert gunzip_bounded(gzip.compress(data), len(data)) == data
+    assert gunzip_bounded(gzip.compress(data) + gzip.compress(b"!"), 10_000) == data + b"!"
+    with pytest.raises(OtlpError) as err:
+        gunzip_bounded(gzip.compress(data), len(data) - 1)
+    assert err.value.status == 413
+    with pytest.raises(OtlpError) as err:
+        gunzip_bounded(gzip.compress(data)[:-12], 10_000)
+    assert err.value.status == 400

@@ -1,0 +1,291 @@
+"""Live scoring: alert rows in the store, crossing semantics, webhook delivery, robustness."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from support.detection import session, table, workload
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection import NormalModel, score_calls
+from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, dominant_cue, dominant_cues
+from toolwatch.detection.alerting.live import LiveScorer
+from toolwatch.detection.alerting.webhook import WebhookPoster
+from toolwatch.detection.cues.base import CUE_NAMES, DETECTORS, stat_column
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = NormalModel.fit(workload(1, 40, tools=8)).calibrate(workload(2, 10, tools=8))
+    return model.save(tmp_path_factory.mktemp("model") / "model.json")
+
+
+def incident_batch() -> pa.Table:
+    """Normal sessions plus a runaway retry loop in a subagent and a machine-speed burst."""
+    retry = session(
+        ["tool03"] * 25, name="w5-0001", agent="sub-retry", gap=2.0, failed=True, start=20_000.0
+    )
+    burst = session([f"tool0{i % 8}" for i in range(15)], name="burst", gap=0.1)
+    return pa.concat_tables([workload(5, 6, tools=8), table(retry + burst)])
+
+
+def expected_alerts(model: NormalModel, calls: pa.Table, stat: str = "all_cusum") -> list[tuple]:
+    """Crossings computed independently from the batch scorer."""
+    scored = score_calls(model, calls).to_pylist()
+    cue_set, _, det = stat.rpartition("_")
+    thr = model.threshold(cue_set, det)
+    out, above = [], False
+    for row in scored:
+        if row["call_index"] == 0:
+            above = False
+        now = row[stat] > thr
+        if now and not above:
+            out.append(
+                (row["session_id"], row["agent_id"], row["seq"], row["call_index"], row[stat])
+            )
+        above = now
+    return out
+
+
+def key(alert: dict[str, Any]) -> tuple:
+    return (
+        alert["session_id"],
+        alert["agent_id"],
+        alert["seq"],
+        alert["call_index"],
+        alert["score"],
+    )
+
+
+def test_live_scorer_writes_the_expected_alert_rows(model_path: Path, tmp_path: Path) -> None:
+    model = NormalModel.load(model_path)
+    calls = incident_batch()
+    want = expected_alerts(model, calls)
+    assert any(a[1] == "sub-retry" for a in want) and any(a[0] == "burst" for a in want)
+    store = Store(tmp_path / "store")
+    with LiveScorer(model_path, store) as live:
+        alerts = live.process(calls)
+    assert sorted(map(key, alerts)) == sorted(want)
+    retry = next(a for a in alerts if a["agent_id"] == "sub-retry")
+    assert retry["cue_set"] == "all" and retry["detector"] == "cusum"
+    assert retry["threshold"] == model.threshold("all", "cusum")
+    assert retry["tool"] == "tool03" and retry["cue"] in ("failure", "time")
+    assert retry["model_id"] == model.model_id and retry["model_version"] == 1
+    stored = store.query("SELECT * EXCLUDE (date) FROM alerts ORDER BY call_time").to_pylist()
+    assert sorted(map(key, stored)) == sorted(want)
+    assert store.query("SELECT * FROM alerts LIMIT 0").schema.names[: len(ALERTS_SCHEMA)] == (
+        ALERTS_SCHEMA.names
+    )
+
+
+def test_state_carries_across_batches(model_path: Path, tmp_path: Path) -> None:
+    calls = incident_batch()
+    whole = LiveScorer(model_path, tmp_path / "a").process(calls)
+    live = LiveScorer(model_path, tmp_path / "b")
+    pieces: list[dict[str, Any]] = []
+    order = np.argsort(calls.column("start_time").to_numpy(), kind="stable")
+    for chunk in np.array_split(order, 7):  # arrival order, in seven collector batches
+        pieces += live.process(calls.take(pa.array(chunk)))
+    assert sorted(map(key, pieces)) == sorted(map(key, whole))
+
+
+def test_one_alert_per_excursion_not_per_call(model_path: Path, tmp_path: Path) -> None:
+    retry = table(session(["tool03"] * 40, name="loop", gap=2.0, failed=True))
+    alerts = LiveScorer(model_path, tmp_path / "s").process(retry)
+    assert len(alerts) == 1  # the CUSUM stays above threshold for the rest of the loop
+
+
+def test_bad_rows_are_skipped_never_raised(model_path: Path, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    live = LiveScorer(model_path, tmp_path / "s")
+    assert live.process(workload(5, 1, tools=8).drop_columns(["tool"])) == []
+    assert "lacks column" in caplog.text
+    good = workload(5, 1, tools=8)
+    sizes = good.column("input_bytes").to_pylist()
+    sizes[0] = -5
+    bad = good.set_column(
+        good.schema.get_field_index("input_bytes"), "input_bytes", pa.array(sizes, pa.int64())
+    )
+    live.process(bad)
+    assert live.calls_skipped == good.num_rows + 1
+    assert live.calls_scored == good.num_rows - 1
+    assert live.process(table([])) == []
+    strings = good.set_column(
+        good.schema.get_field_index("start_time"),
+        "start_time",
+        pa.array(["not a time"] * good.num_rows),
+    )
+    assert live.process(strings) == []
+    assert "unreadable batch" in caplog.text
+
+
+def test_uncalibrated_or_broken_model_is_refused(tmp_path: Path) -> None:
+    from toolwatch.detection import ModelError
+
+    path = NormalModel.fit(workload(1, 5)).save(tmp_path / "raw.json")
+    with pytest.raises(ModelError, match="never calibrated"):
+        LiveScorer(path, tmp_path / "s")
+    path.write_text("{")
+    with pytest.raises(ModelError, match="not valid JSON"):
+        LiveScorer(path, tmp_path / "s")
+
+
+def test_an_alarm_is_explained_by_the_cue_behind_its_statistic() -> None:
+    scores = {stat_column(c, d): 0.0 for c in CUE_NAMES for d in DETECTORS}
+    scores.update(order_point=5.0, time_point=1.0, order_ewma=0.5, time_ewma=2.0, failure_ewma=1.9)
+    assert dominant_cue("all", "point", scores) == "order"  # the call's own spike
+    assert dominant_cue("all", "ewma", scores) == "time"  # what built the statistic up
+    assert dominant_cue("all", "cusum", scores) == "time"
+    assert dominant_cue("size", "cusum", scores) == "size"  # a single cue explains itself
+    arrays = {k: np.array([v, v]) for k, v in scores.items()}
+    assert dominant_cues("all", "cusum", arrays).tolist() == ["time", "time"]
+    assert dominant_cues("all", "point", arrays).tolist() == ["order", "order"]
+
+
+def test_all_ewma_is_the_rescaled_mean_of_the_cue_ewmas(model_path: Path) -> None:
+    """Why the cues' EWMAs explain an ``all`` alarm: ``all_ewma`` decomposes into them."""
+    model = NormalModel.load(model_path)
+    scored = score_calls(model, incident_batch())
+    mean, sd = model.standardisation["all"]
+    parts = sum(scored.column(stat_column(c, "ewma")).to_numpy() for c in CUE_NAMES)
+    rebuilt = (parts / 4.0 - mean) / sd
+    np.testing.assert_allclose(scored.column("all_ewma").to_numpy(), rebuilt, atol=1e-9)
+
+
+# ------------------------------------------------------------------ webhook
+
+
+class _Hook(BaseHTTPRequestHandler):
+    script: ClassVar[list[int]] = []
+    received: ClassVar[list[dict[str, Any]]] = []
+    delay = 0.0
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        time.sleep(self.delay)
+        status = self.script.pop(0) if self.script else 200
+        if status == 200:
+            self.received.append(json.loads(body))
+        self.send_response(status)
+        if status == 503:
+            self.send_header("Retry-After", "0")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def hook() -> Iterator[tuple[str, type[_Hook]]]:
+    handler = type("Hook", (_Hook,), {"script": [], "received": [], "delay": 0.0})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/alerts", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_webhook_gets_the_alerts_after_retries(model_path: Path, tmp_path: Path, hook) -> None:  # type: ignore[no-untyped-def]
+    url, handler = hook
+    handler.script = [500, 503]  # two failures, then success
+    poster = WebhookPoster(url, backoff_s=0.01)
+    live = LiveScorer(model_path, tmp_path / "s", poster=poster)
+    alerts = live.process(incident_batch())
+    assert poster.flush(10)
+    live.close()
+    assert len(handler.received) == 1
+    posted = handler.received[0]["alerts"]
+    assert [(a["session_id"], a["call_index"], a["score"]) for a in posted] == [
+        (a["session_id"], a["call_index"], a["score"]) for a in alerts
+    ]
+    assert isinstance(posted[0]["alert_time"], str)
+    assert poster.stats == {"sent": 1, "failed": 0, "dropped": 0, "retries": 2}
+
+
+def test_webhook_does_not_retry_a_rejection(hook) -> None:  # type: ignore[no-untyped-def]
+    url, handler = hook
+    handler.script = [400]
+    poster = WebhookPoster(url, backoff_s=0.01)
+    poster.post([{"session_id": "s"}])
+    assert poster.flush(10)
+    poster.close()
+    assert handler.received == [] and poster.stats["failed"] == 1
+    assert poster.stats["retries"] == 0
+
+
+def test_a_slow_webhook_never_blocks_ingest(model_path: Path, tmp_path: Path, hook) -> None:  # type: ignore[no-untyped-def]
+    url, handler = hook
+    handler.delay = 1.0
+    live = LiveScorer(model_path, tmp_path / "s", poster=WebhookPoster(url, max_queue=1))
+    started = time.perf_counter()
+    for _ in range(3):
+        live.process(table(session(["tool03"] * 25, name=f"loop{_}", gap=2.0, failed=True)))
+    assert time.perf_counter() - started < 0.9
+    assert live.poster is not None and live.poster.stats["dropped"] >= 1
+    live.close()
+
+
+def test_alerts_still_queued_at_exit_are_delivered(hook) -> None:  # type: ignore[no-untyped-def]
+    """A process that exits right after queueing alerts (a collector stopped after an
+    incident) still delivers them: the sender thread is a daemon, an atexit hook drains it."""
+    url, handler = hook
+    handler.delay = 0.3
+    code = (
+        "from toolwatch.detection.alerting.webhook import WebhookPoster\n"
+        f"p = WebhookPoster({url!r})\n"
+        "p.post([{'session_id': 'a'}])\n"
+        "p.post([{'session_id': 'b'}])\n"
+    )  # no close(): the interpreter exits at once
+    subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
+    assert [b["alerts"][0]["session_id"] for b in handler.received] == ["a", "b"]
+
+
+def test_webhook_url_is_validated() -> None:
+    with pytest.raises(ValueError, match="http"):
+        WebhookPoster("ftp://example.org/x")
+
+
+def test_spans_over_otlp_to_a_collector_with_a_model_produce_alert_rows(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """Records → OTLP/HTTP spans → the collector (real HTTP on loopback) → durable write →
+    ``on_batch`` = the live scorer → alert rows in the store's ``alerts`` view."""
+    server = pytest.importorskip("toolwatch.collector.otlp.server")
+    replay = pytest.importorskip("toolwatch.instrumentation.export.replay")
+    calls = incident_batch()
+    calls = calls.set_column(
+        calls.schema.get_field_index("span_id"),
+        "span_id",
+        pa.array([f"{i + 1:016x}" for i in range(calls.num_rows)]),
+    )
+    calls = calls.take(
+        pa.compute.sort_indices(calls, [("start_time", "ascending"), ("seq", "ascending")])
+    )
+    store = Store(tmp_path / "store")
+    live = LiveScorer(model_path, store)
+    collector = server.Collector(store, port=0, on_batch=live.process, compact_interval=None)
+    collector.start()
+    try:
+        sent = replay.send_records(calls.to_pylist(), collector.url, batch=100)
+    finally:
+        collector.stop()
+    assert sent == calls.num_rows
+    stored = store.query("SELECT * EXCLUDE (date) FROM calls")
+    assert stored.num_rows == calls.num_rows
+    want = expected_alerts(NormalModel.load(model_path), stored)
+    assert want and live.calls_scored == calls.num_rows
+    got = store.query("SELECT * EXCLUDE (date) FROM alerts").to_pylist()
+    assert sorted(map(key, got)) == sorted(want)
+    assert {a["session_id"] for a in got} >= {"burst", "w5-0001"}

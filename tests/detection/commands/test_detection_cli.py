@@ -1,0 +1,249 @@
+"""``toolwatch train`` / ``score`` / ``scan`` on a real Parquet store, and the time windows."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+from support.detection import T0, session, table, workload
+from toolwatch import study
+from toolwatch.cli import main
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection import NormalModel
+from toolwatch.detection.calls.windows import (
+    WindowError,
+    default_windows,
+    load_window,
+    parse_window,
+)
+from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    s = Store(tmp_path_factory.mktemp("cli") / "store")
+    day = timedelta(days=1)
+    s.append("calls", workload(1, 40, tools=8))  # Aug 4-5
+    s.append("calls", workload(2, 20, tools=8, start=T0 + 3 * day, prefix="c"))  # Aug 7
+    s.append("calls", workload(3, 20, tools=8, start=T0 + 5 * day, prefix="t"))  # Aug 9
+    loop = session(
+        ["tool03"] * 30,
+        name="retry-loop",
+        agent="sub",
+        gap=2.0,
+        failed=True,
+        start=(6 * day + timedelta(hours=2)).total_seconds(),
+    )
+    injected = session(
+        ["tool01"] * 12,
+        name="injected",
+        gap=0.1,
+        label="burst",
+        start=timedelta(hours=3).total_seconds(),
+    )  # in the training window
+    s.append("calls", table(loop + injected))
+    return s
+
+
+def test_windows_parse_dates_and_times() -> None:
+    w = parse_window("2026-08-04..2026-08-05")
+    assert w.start == datetime(2026, 8, 4, tzinfo=UTC)
+    assert w.end == datetime(2026, 8, 6, tzinfo=UTC)  # a date-only TO includes that day
+    w = parse_window("2026-08-04T12:00..")
+    assert w.start == datetime(2026, 8, 4, 12, tzinfo=UTC) and w.end is None
+    with pytest.raises(WindowError, match=r"FROM\.\.TO"):
+        parse_window("2026-08-04")
+    with pytest.raises(WindowError, match="not an ISO date"):
+        parse_window("yesterday..today")
+    with pytest.raises(WindowError, match="ends before"):
+        parse_window("2026-08-05..2026-08-01")
+
+
+def test_windows_select_whole_normal_sessions(store: Store) -> None:
+    train = load_window(store, parse_window("2026-08-04..2026-08-05"))
+    sessions = set(train.column("session_id").to_pylist())
+    assert "injected" not in sessions  # labelled sessions never train
+    assert len(sessions) == 39  # hourly sessions from Aug 4 09:00 to Aug 5 23:00
+    everything = load_window(store, parse_window(".."), normal_only=False)
+    assert "injected" in set(everything.column("session_id").to_pylist())
+    # default: the study's day shares of Aug 4..Aug 10 (7 days): 4 days train, 1 calibrates
+    first, second = default_windows(store)
+    assert (first.start, first.end, second.end) == (
+        datetime(2026, 8, 4, tzinfo=UTC),
+        datetime(2026, 8, 8, tzinfo=UTC),
+        datetime(2026, 8, 9, tzinfo=UTC),
+    )
+    assert (first.text, second.text) == ("first 4 of 7 days", "next 1 of 7 days")
+
+
+def test_default_windows_fall_back_to_session_shares_when_a_day_window_is_empty(
+    tmp_path: Path,
+) -> None:
+    """Sessions on Aug 4 and Aug 20 only: the calibration days (Aug 13-15) hold none."""
+    s = Store(tmp_path / "gappy")
+    s.append("calls", workload(4, 6, tools=8, max_calls=8))
+    s.append("calls", workload(5, 6, tools=8, max_calls=8, start=T0 + timedelta(days=16)))
+    first, second = default_windows(s)
+    assert "of sessions" in first.text
+    train = load_window(s, first)
+    calib = load_window(s, second)
+    assert len(set(train.column("session_id").to_pylist())) == 6  # round(12 * 21/42)
+    assert len(set(calib.column("session_id").to_pylist())) == 2  # round(12 * 7/42)
+
+
+def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "model.json"
+    code = main(
+        [
+            "train",
+            "--store",
+            str(store.root),
+            "--train",
+            "2026-08-04..2026-08-05",
+            "--calibrate",
+            "2026-08-07..2026-08-08",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "operating-point thresholds" in text and str(out) in text
+    model = NormalModel.load(out)
+    assert model.data["train"]["sessions"] == 39
+    assert model.data["train"]["window"]["given"] == "2026-08-04..2026-08-05"
+    assert model.data["calibration"]["sessions"] == 20
+
+    scores = tmp_path / "scores.csv"
+    code = main(
+        [
+            "score",
+            "--model",
+            str(out),
+            "--store",
+            str(store.root),
+            "--from",
+            "2026-08-09",
+            "--out",
+            str(scores),
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "above the operating point" in text
+    written = pacsv.read_csv(scores)
+    assert set(written.column("session_id").to_pylist()) >= {"retry-loop"}
+    assert "all_cusum" in written.column_names
+
+    code = main(["scan", "--model", str(out), "--store", str(store.root), "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    top = doc["flagged"][0]
+    assert (top["session_id"], top["agent_id"], top["tool"]) == ("retry-loop", "sub", "tool03")
+    assert top["statistic"] == "all_cusum" and top["calls_over"] > 10
+    assert doc["sessions"] == 82
+    code = main(["scan", "--model", str(out), "--store", str(store.root)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "sessions flagged" in text and "retry-loop" in text and "the study: 3 of 422" in text
+
+
+def test_train_with_default_windows(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "m.json"
+    assert main(["train", "--store", str(store.root), "--out", str(out)]) == 0
+    model = NormalModel.load(out)
+    # the first 4 of the 7 days: Aug 4-5 (40 sessions) and Aug 7 until midnight (15 of 20)
+    assert model.data["train"]["sessions"] == 40 + 15
+    assert model.data["calibration"]["sessions"] == 5  # Aug 8, 00:00-04:00
+    assert model.data["train"]["window"]["given"] == "first 4 of 7 days"
+    capsys.readouterr()
+
+
+def test_commands_report_bad_input_clearly(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "toolwatch.normal-model", "version": 1')
+    assert main(["score", "--model", str(bad), "--store", str(store.root)]) == 1
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main(["scan", "--model", str(tmp_path / "none.json"), "--store", str(store.root)]) == 1
+    assert "not found" in capsys.readouterr().err
+    assert main(["train", "--store", str(store.root), "--train", "2026-08-04..2026-08-05"]) == 1
+    assert "both --train and --calibrate" in capsys.readouterr().err
+    code = main(
+        [
+            "train",
+            "--store",
+            str(store.root),
+            "--train",
+            "2030-01-01..2030-01-02",
+            "--calibrate",
+            "2030-01-03..2030-01-04",
+            "--out",
+            str(tmp_path / "x.json"),
+        ]
+    )
+    assert code == 1
+    assert "has no normal calls" in capsys.readouterr().err
+    empty = Store(tmp_path / "empty")
+    assert main(["train", "--store", str(empty.root)]) == 1
+    assert "0 normal session(s)" in capsys.readouterr().err
+    assert main(["score", "--model", str(bad), "--out", str(tmp_path / "x.txt")]) == 1
+    assert ".parquet or .csv" in capsys.readouterr().err
+
+
+def test_scored_window_round_trips_to_parquet(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    model = NormalModel.fit(load_window(store, parse_window("2026-08-04..2026-08-05")))
+    model.calibrate(load_window(store, parse_window("2026-08-07..2026-08-08")))
+    path = model.save(tmp_path / "m.json")
+    out = tmp_path / "s.parquet"
+    assert (
+        main(
+            [
+                "score",
+                "--model",
+                str(path),
+                "--store",
+                str(store.root),
+                "--to",
+                "2026-08-05",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    import pyarrow.parquet as pq
+
+    scored = pq.read_table(out)
+    assert isinstance(scored, pa.Table) and "injected" in scored.column("session_id").to_pylist()
+    capsys.readouterr()
+
+
+def test_scan_of_the_simulated_corpus_ranks_the_retry_loop_first(
+    tmp_path: Path,
+    capsys,  # type: ignore[no-untyped-def]
+) -> None:
+    """The study's scan, on the simulated corpus, with every default: ``train`` splits the 42
+    days as the study did (its split sizes, counted in streams) and writes the store's model,
+    ``scan`` reads it; the subagent that retries a refused ``Agent`` call 32 times ranks first."""
+    simulate = pytest.importorskip("toolwatch.collector.sources.simulator.workload")
+    store = Store(tmp_path / "sim")
+    store.append("calls", simulate.simulate(0))
+    assert main(["train", "--store", str(store.root)]) == 0
+    capsys.readouterr()
+    model = NormalModel.load(store.root / MODEL_IN_STORE)
+    for split in ("train", "calibration"):
+        data = model.data[split]
+        assert (data["streams"], data["calls"]) == study.SPLITS[split]
+    assert main(["scan", "--store", str(store.root), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["streams"], doc["calls"]) == (study.CORPUS["sessions"], study.CORPUS["calls"])
+    top = doc["flagged"][0]
+    assert top["tool"] == "Agent" and top["agent_id"] is not None
+    assert top["calls_over"] >= 20 and top["cue"] in ("failure", "time")
+    assert doc["streams_flagged"] >= len(doc["flagged"])
+    assert doc["streams_flagged"] < 0.05 * doc["streams"]
