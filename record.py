@@ -1,14 +1,12 @@
 """The call record: the one row schema every toolwatch component shares.
 
 A call record describes one tool call by its *shape* only (tool, time, byte sizes, outcome and
-the model response that issued it), never by its content. This module is the single place that
-names the fields, their Arrow types and the span attributes they map to; every other module
-imports from here instead of spelling a field or attribute name again.
-
-The attribute names follow the OpenTelemetry GenAI / MCP semantic conventions where one exists
-and use the ``toolwatch.*`` namespace otherwise. The strings are written out here rather than
-imported from ``opentelemetry.semconv._incubating`` because those constants are deprecated and
-move between releases.
+the model response that issued it), never by its content. :class:`CallRecord` is the single
+declaration of its fields: each carries its Arrow type, whether it may be null, the span
+attribute it maps to (:mod:`toolwatch.conventions`) and its meaning; :data:`CALL_FIELDS`, the
+Arrow schema, the collector's mapping, the replay and the docs are all derived from it. The
+byte basis (:func:`arguments_size`, :func:`result_size`) and the tool digest are here too, so
+instrumentation, importers and simulators measure the same way.
 
 Only the standard library is imported here so that the production install (instrumentation)
 and every extra can use it.
@@ -19,75 +17,28 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, get_args, get_type_hints
 
-# --------------------------------------------------------------------------------------------
-# Span attribute names (semantic conventions first, toolwatch namespace for the rest)
-# --------------------------------------------------------------------------------------------
-
-ATTR_MCP_METHOD: Final = "mcp.method.name"
-ATTR_MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
-ATTR_OPERATION: Final = "gen_ai.operation.name"
-ATTR_TOOL_NAME: Final = "gen_ai.tool.name"
-ATTR_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
-ATTR_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-ATTR_RESPONSE_ID: Final = "gen_ai.response.id"
-ATTR_ERROR_TYPE: Final = "error.type"
-ATTR_JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
-ATTR_NETWORK_TRANSPORT: Final = "network.transport"
-ATTR_SERVICE_NAME: Final = "service.name"  # resource attribute
-
-ATTR_ARGUMENTS_SIZE: Final = "toolwatch.tool.call.arguments.size"
-ATTR_RESULT_SIZE: Final = "toolwatch.tool.call.result.size"
-ATTR_MCP_SERVER: Final = "toolwatch.mcp.server.name"
-ATTR_AGENT_ID: Final = "toolwatch.agent.id"
-ATTR_SESSION_POSITION: Final = "toolwatch.session.position"
-ATTR_SOURCE: Final = "toolwatch.source"
-ATTR_LABEL: Final = "toolwatch.label"
-ATTR_RESTAMPED: Final = "toolwatch.timing.restamped"
-ATTR_RESULT_TRUNCATED: Final = "toolwatch.tool.call.result.truncated"
-#: ``true`` on a replayed span whose record has no duration: an OTLP span always has an end
-#: time, so the replay sends end = start with this marker and the collector maps the span
-#: back to a null ``duration_us`` (live spans never carry it).
-ATTR_DURATION_UNKNOWN: Final = "toolwatch.tool.call.duration.unknown"
-
-# tools/list digests (one span event per tool, never the description text)
-EVENT_TOOL_LISTED: Final = "toolwatch.tool.listed"
-ATTR_TOOL_DIGEST: Final = "toolwatch.tool.digest"
-SPAN_NAME_TOOLS_LIST: Final = "tools/list"
-
-#: ``_meta`` key of a CallToolResult carrying a ground-truth label (set by the fault proxy on
-#: injected responses; structural metadata, copied by the instrumentation to :data:`ATTR_LABEL`).
-LABEL_META_KEY: Final = "toolwatch/label"
-#: Server→client notification the fault proxy sends, on the request's own stream, before it
-#: holds a call (A1): the client may time out before the labelled result arrives, so the label
-#: is announced up front. Its ``_meta`` holds :data:`LABEL_META_KEY`, the JSON-RPC id of the
-#: call (:data:`REQUEST_META_KEY`) and the tool name (:data:`TOOL_META_KEY`); nothing else.
-INJECTION_NOTIFICATION: Final = "notifications/toolwatch/injection"
-REQUEST_META_KEY: Final = "toolwatch/request"
-TOOL_META_KEY: Final = "toolwatch/tool"
-
-OPERATION_EXECUTE_TOOL: Final = "execute_tool"
-METHOD_TOOLS_CALL: Final = "tools/call"
-METHOD_TOOLS_LIST: Final = "tools/list"
-ERROR_TYPE_TOOL_ERROR: Final = "tool_error"
-ERROR_TYPE_TIMEOUT: Final = "timeout"
-
-#: A span is a toolwatch tool-call span when it carries this marker attribute with this value.
-#: The MCP SDK's own spans carry ``gen_ai.operation.name`` too, but never the size attributes,
-#: so the collector keys on the presence of :data:`ATTR_ARGUMENTS_SIZE`.
-TOOL_CALL_MARKER: Final = ATTR_ARGUMENTS_SIZE
-
-Source = Literal["otlp", "import", "simulated"]
-SOURCES: Final[tuple[str, ...]] = ("otlp", "import", "simulated")
-
-
-def span_name(tool: str) -> str:
-    """Span name of a tool call, per the MCP semantic conventions."""
-    return f"{METHOD_TOOLS_CALL} {tool}"
-
+from toolwatch.conventions import (
+    ATTR_AGENT_ID,
+    ATTR_ARGUMENTS_SIZE,
+    ATTR_CONVERSATION_ID,
+    ATTR_ERROR_TYPE,
+    ATTR_LABEL,
+    ATTR_MCP_SERVER,
+    ATTR_RESPONSE_ID,
+    ATTR_RESTAMPED,
+    ATTR_RESULT_SIZE,
+    ATTR_RESULT_TRUNCATED,
+    ATTR_SERVICE_NAME,
+    ATTR_SESSION_POSITION,
+    ATTR_SOURCE,
+    ATTR_TOOL_CALL_ID,
+    ATTR_TOOL_DIGEST,
+    ATTR_TOOL_NAME,
+)
 
 # --------------------------------------------------------------------------------------------
 # The record
@@ -96,80 +47,83 @@ def span_name(tool: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One column of the call record: its Arrow type name, span attribute and meaning."""
+    """One stored column: its Arrow type name, span attribute (if any) and meaning."""
 
     name: str
-    arrow: str  # "string" | "int64" | "int32" | "bool" | "timestamp" | "date"
+    arrow: str  # "string" | "int64" | "int32" | "bool" | "timestamp" | "date" | "float64"
     nullable: bool
     attribute: str | None
     doc: str
 
 
-CALL_FIELDS: Final[tuple[Field, ...]] = (
-    Field(
-        "trace_id", "string", False, None, "32 hex digits; span's trace id (synthetic for imports)"
-    ),
-    Field("span_id", "string", False, None, "16 hex digits; unique per call"),
-    Field("session_id", "string", False, ATTR_CONVERSATION_ID, "conversation / session key"),
-    Field("agent_id", "string", True, ATTR_AGENT_ID, "subagent id; null for the main agent"),
-    Field("seq", "int32", True, ATTR_SESSION_POSITION, "0-based position in the session"),
-    Field("tool", "string", False, ATTR_TOOL_NAME, "tool name as the model called it"),
-    Field("server", "string", True, ATTR_MCP_SERVER, "MCP server name; null for built-in tools"),
-    Field("start_time", "timestamp", False, None, "call start, UTC, microseconds"),
-    Field("duration_us", "int64", True, None, "call duration in microseconds"),
-    Field("input_bytes", "int64", False, ATTR_ARGUMENTS_SIZE, "UTF-8 bytes of compact JSON args"),
-    Field("output_bytes", "int64", True, ATTR_RESULT_SIZE, "UTF-8 bytes of the result content"),
-    Field("failed", "bool", False, None, "the call failed (error.type set)"),
-    Field("error_type", "string", True, ATTR_ERROR_TYPE, "tool_error, timeout, JSON-RPC code, ..."),
-    Field("response_id", "string", True, ATTR_RESPONSE_ID, "model response that issued the call"),
-    Field("call_id", "string", True, ATTR_TOOL_CALL_ID, "tool call id (e.g. toolu_...)"),
-    Field("source", "string", False, ATTR_SOURCE, "otlp | import | simulated"),
-    Field("service", "string", True, ATTR_SERVICE_NAME, "resource service.name"),
-    Field("restamped", "bool", False, ATTR_RESTAMPED, "time is a rewritten (resume) stamp"),
-    Field(
-        "output_truncated", "bool", False, ATTR_RESULT_TRUNCATED, "output_bytes is a lower bound"
-    ),
-    Field("label", "string", True, ATTR_LABEL, "ground truth for injected calls; null = normal"),
-)
+@dataclass(frozen=True, slots=True)
+class Col:
+    """A record field's column declaration, attached with ``Annotated`` (see :func:`columns_of`).
 
-TOOL_LIST_FIELDS: Final[tuple[Field, ...]] = (
-    Field("trace_id", "string", False, None, "trace of the tools/list span"),
-    Field("span_id", "string", False, None, "the tools/list span"),
-    Field("session_id", "string", True, ATTR_CONVERSATION_ID, "conversation, if declared"),
-    Field("server", "string", True, ATTR_MCP_SERVER, "MCP server name"),
-    Field("tool", "string", False, ATTR_TOOL_NAME, "listed tool"),
-    Field("digest", "string", False, ATTR_TOOL_DIGEST, "sha256 of name+description+input schema"),
-    Field("listed_time", "timestamp", False, None, "when the list was received, UTC"),
-    Field("service", "string", True, ATTR_SERVICE_NAME, "resource service.name"),
-)
+    The Arrow type follows the Python type (str → string, int → int64, bool → bool, datetime →
+    timestamp) unless ``arrow`` says otherwise; ``X | None`` makes the column nullable.
+    """
 
-CALL_FIELD_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in CALL_FIELDS)
+    doc: str
+    attribute: str | None = None
+    arrow: str | None = None
+
+
+_ARROW_OF: Final[dict[type, str]] = {
+    str: "string",
+    int: "int64",
+    bool: "bool",
+    datetime: "timestamp",
+}
+
+
+def columns_of(cls: type) -> tuple[Field, ...]:
+    """The columns a record dataclass declares (its ``Annotated[..., Col(...)]`` fields)."""
+    hints = get_type_hints(cls, include_extras=True)
+    out = []
+    for f in fields(cls):
+        hint = hints[f.name]
+        base, col = get_args(hint)
+        types = [t for t in get_args(base) if t is not type(None)] or [base]
+        nullable = type(None) in get_args(base)
+        out.append(
+            Field(f.name, col.arrow or _ARROW_OF[types[0]], nullable, col.attribute, col.doc)
+        )
+    return tuple(out)
 
 
 @dataclass(slots=True)
 class CallRecord:
-    """One tool call. Field order and names mirror :data:`CALL_FIELDS` (checked by a test)."""
+    """One tool call: the row of the ``calls`` table, declared once (see the module docs)."""
 
-    trace_id: str
-    span_id: str
-    session_id: str
-    agent_id: str | None
-    seq: int | None
-    tool: str
-    server: str | None
-    start_time: datetime
-    duration_us: int | None
-    input_bytes: int
-    output_bytes: int | None
-    failed: bool
-    error_type: str | None
-    response_id: str | None
-    call_id: str | None
-    source: str
-    service: str | None = None
-    restamped: bool = False
-    output_truncated: bool = False
-    label: str | None = None
+    trace_id: Annotated[str, Col("32 hex digits; span's trace id (synthetic for imports)")]
+    span_id: Annotated[str, Col("16 hex digits; unique per call")]
+    session_id: Annotated[str, Col("conversation / session key", ATTR_CONVERSATION_ID)]
+    agent_id: Annotated[str | None, Col("subagent id; null for the main agent", ATTR_AGENT_ID)]
+    seq: Annotated[
+        int | None, Col("0-based position in the session", ATTR_SESSION_POSITION, arrow="int32")
+    ]
+    tool: Annotated[str, Col("tool name as the model called it", ATTR_TOOL_NAME)]
+    server: Annotated[str | None, Col("MCP server name; null for built-in tools", ATTR_MCP_SERVER)]
+    start_time: Annotated[datetime, Col("call start, UTC, microseconds")]
+    duration_us: Annotated[int | None, Col("call duration in microseconds")]
+    input_bytes: Annotated[int, Col("UTF-8 bytes of compact JSON args", ATTR_ARGUMENTS_SIZE)]
+    output_bytes: Annotated[int | None, Col("UTF-8 bytes of the result content", ATTR_RESULT_SIZE)]
+    failed: Annotated[bool, Col("the call failed (error.type set)")]
+    error_type: Annotated[
+        str | None, Col("tool_error, timeout, JSON-RPC code, ...", ATTR_ERROR_TYPE)
+    ]
+    response_id: Annotated[str | None, Col("model response that issued the call", ATTR_RESPONSE_ID)]
+    call_id: Annotated[str | None, Col("tool call id (e.g. toolu_...)", ATTR_TOOL_CALL_ID)]
+    source: Annotated[str, Col("otlp | import | simulated", ATTR_SOURCE)]
+    service: Annotated[str | None, Col("resource service.name", ATTR_SERVICE_NAME)] = None
+    restamped: Annotated[bool, Col("time is a rewritten (resume) stamp", ATTR_RESTAMPED)] = False
+    output_truncated: Annotated[
+        bool, Col("output_bytes is a lower bound", ATTR_RESULT_TRUNCATED)
+    ] = False
+    label: Annotated[
+        str | None, Col("ground truth for injected calls; null = normal", ATTR_LABEL)
+    ] = None
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -179,18 +133,21 @@ class CallRecord:
 class ToolListing:
     """One tool as announced by ``tools/list``: a digest, never the text."""
 
-    trace_id: str
-    span_id: str
-    session_id: str | None
-    server: str | None
-    tool: str
-    digest: str
-    listed_time: datetime
-    service: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    trace_id: Annotated[str, Col("trace of the tools/list span")]
+    span_id: Annotated[str, Col("the tools/list span")]
+    session_id: Annotated[str | None, Col("conversation, if declared", ATTR_CONVERSATION_ID)]
+    server: Annotated[str | None, Col("MCP server name", ATTR_MCP_SERVER)]
+    tool: Annotated[str, Col("listed tool", ATTR_TOOL_NAME)]
+    digest: Annotated[str, Col("sha256 of name+description+input schema", ATTR_TOOL_DIGEST)]
+    listed_time: Annotated[datetime, Col("when the list was received, UTC")]
+    service: Annotated[str | None, Col("resource service.name", ATTR_SERVICE_NAME)] = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in TOOL_LIST_FIELDS}
+
+#: The call record's columns, derived from :class:`CallRecord`.
+CALL_FIELDS: Final[tuple[Field, ...]] = columns_of(CallRecord)
+#: The ``tool_lists`` columns, derived from :class:`ToolListing`.
+TOOL_LIST_FIELDS: Final[tuple[Field, ...]] = columns_of(ToolListing)
+CALL_FIELD_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in CALL_FIELDS)
 
 
 def split_mcp_name(name: str) -> tuple[str | None, str]:

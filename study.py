@@ -36,6 +36,13 @@ SPLITS: Final[dict[str, tuple[int, int]]] = {
     "test": (64, 8_167),
 }
 TEST_MIN_CALLS: Final = 30
+#: The study's split by time, in days of its 42-day corpus (Aug 4–24 train, Aug 25–31
+#: calibration, Sep 1–14 test), and the shares of the corpus that train and calibrate. Every
+#: default split (the simulator's dates, the store's default windows) derives from these.
+SPLIT_NAMES: Final[tuple[str, ...]] = ("train", "calibration", "test")
+SPLIT_DAYS: Final[tuple[int, int, int]] = (21, 7, 14)
+TRAIN_SHARE: Final = SPLIT_DAYS[0] / sum(SPLIT_DAYS)
+CALIBRATE_SHARE: Final = SPLIT_DAYS[1] / sum(SPLIT_DAYS)
 
 #: Detection rate at 5 % session false alarms, all cues + CUSUM (with 95 % interval if given).
 DETECTION_ALL_CUSUM: Final[dict[str, tuple[float, float | None, float | None]]] = {

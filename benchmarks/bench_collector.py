@@ -45,7 +45,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from toolwatch.collector.otlp.columnar import map_parsed
 from toolwatch.collector.otlp.server import Collector
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
     ATTR_ERROR_TYPE,

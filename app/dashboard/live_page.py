@@ -30,7 +30,7 @@ def render() -> None:
     def panel() -> None:
         now = datetime.now(UTC)
         with q.open_store(s.store) as con:
-            if not q.has_view(con, q.ALERTS):
+            if not q.has_rows(con, q.ALERTS):
                 ui.explain_empty(q.ALERTS, s.store, "alerts")
                 st.caption(f"Checked at {now:%H:%M:%S} UTC.")
                 return

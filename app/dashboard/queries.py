@@ -129,9 +129,10 @@ def records(
     return arrow(con, sql, params).to_pylist()
 
 
-def has_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+def has_rows(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """The view exists (every registered table has one, empty or not) and holds a row."""
     row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
-    return bool(row and row[0])
+    return bool(row and row[0]) and one(con, f"SELECT 1 FROM {name} LIMIT 1") is not None
 
 
 def has_column(con: duckdb.DuckDBPyConnection, view: str, column: str) -> bool:
@@ -144,7 +145,7 @@ def has_column(con: duckdb.DuckDBPyConnection, view: str, column: str) -> bool:
 
 
 def count(con: duckdb.DuckDBPyConnection, view: str) -> int:
-    if not has_view(con, view):
+    if not has_rows(con, view):
         return 0
     row = one(con, f"SELECT count(*) FROM {view}")
     return int(row[0]) if row else 0
@@ -223,7 +224,7 @@ def experiment_latencies(
     mode: str,
 ) -> pd.DataFrame:
     """Latency (calls from the insertion point) of every detected injected run."""
-    if not has_view(con, EXPERIMENT_RUNS):
+    if not has_rows(con, EXPERIMENT_RUNS):
         return pd.DataFrame(columns=["kind", "latency"])
     return frame(
         con,
@@ -265,7 +266,7 @@ def stream_list(
     alerts, newest first; ``agent_id`` is None for a main agent."""
     alerts = (
         f"(SELECT session_id, agent_id, count(*) AS alerts FROM {ALERTS} GROUP BY ALL)"
-        if has_view(con, ALERTS)
+        if has_rows(con, ALERTS)
         else "(SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS agent_id, 0::BIGINT AS alerts "
         "WHERE false)"
     )
@@ -347,7 +348,7 @@ def stream_alerts(
     con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str | None
 ) -> pd.DataFrame:
     """The live alerts of one stream, in call order."""
-    if not has_view(con, ALERTS):
+    if not has_rows(con, ALERTS):
         return pd.DataFrame(columns=["alert_time", "agent_id", "seq", "call_index", "span_id"])
     return frame(
         con,

@@ -38,7 +38,7 @@ def listing_or_explain(
     fetch: Callable[[duckdb.DuckDBPyConnection], pd.DataFrame],
 ) -> pd.DataFrame | None:
     """``fetch(con)`` when ``table`` has rows; otherwise explain how to fill it and ``None``."""
-    found = fetch(con) if q.has_view(con, table) else None
+    found = fetch(con) if q.has_rows(con, table) else None
     if found is None or found.empty:
         explain_empty(table, store, what)
         return None

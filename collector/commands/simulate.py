@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolwatch import study
+from toolwatch import study, tables
 from toolwatch.collector.sources.simulator.workload import (
     SOURCE,
     SimulationConfig,
@@ -32,6 +32,7 @@ from toolwatch.collector.sources.simulator.workload import (
     split_dates,
     stream_calls,
 )
+from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 
 log = logging.getLogger(__name__)
@@ -39,20 +40,8 @@ log = logging.getLogger(__name__)
 HELP = "write a simulated workload (labelled simulated)"
 BANNER: Final = "SIMULATED workload"
 #: Table of the configurations written (one row per ``toolwatch simulate`` that wrote rows).
-SIMULATIONS_TABLE: Final = "simulations"
-SIMULATIONS_SCHEMA: Final = pa.schema(
-    [
-        pa.field("generated_time", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("seed", pa.int64(), nullable=False),
-        pa.field("sessions", pa.int64(), nullable=False),
-        pa.field("start", pa.string(), nullable=False),
-        pa.field("days", pa.int64(), nullable=False),
-        pa.field("runaway_retries", pa.int64(), nullable=False),
-        pa.field("calls", pa.int64(), nullable=False),
-        pa.field("calls_written", pa.int64(), nullable=False),
-        pa.field("config", pa.string(), nullable=False),
-    ]
-)
+SIMULATIONS_TABLE: Final = tables.SIMULATIONS.name
+SIMULATIONS_SCHEMA: Final = SCHEMAS[SIMULATIONS_TABLE]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from toolwatch.collector.stats.corpus import STAT_KEYS, corpus_stats, source_counts
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
-from toolwatch.record import SOURCES
+from toolwatch.conventions import SOURCES
 from toolwatch.study import CORPUS
 
 HELP = "corpus facts beside the study's"

@@ -56,7 +56,7 @@ from toolwatch.collector.otlp.wire import (
     scan_spans,
 )
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
-from toolwatch.record import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
+from toolwatch.conventions import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
 
 log = logging.getLogger(__name__)
 

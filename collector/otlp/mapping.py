@@ -23,16 +23,14 @@ import pyarrow as pa
 
 from toolwatch.collector.otlp.decode import STATUS_CODE_ERROR, EventData, SpanData
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
-    CALL_FIELDS,
     EVENT_TOOL_LISTED,
     SOURCES,
     TOOL_CALL_MARKER,
-    TOOL_LIST_FIELDS,
-    Field,
 )
+from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS, Field
 
 #: Instrumentation scope of the MCP SDK's own spans (they carry gen_ai.operation.name too).
 SDK_SCOPE: Final = "mcp-python-sdk"

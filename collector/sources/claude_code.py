@@ -56,13 +56,8 @@ try:  # 3x faster than the stdlib parser on transcript lines (benchmarks/bench_i
 except ImportError:  # pragma: no cover - orjson ships with the collector extra
     orjson = None  # type: ignore[assignment]
 
-from toolwatch.record import (
-    ERROR_TYPE_TOOL_ERROR,
-    CallRecord,
-    arguments_size,
-    result_size,
-    split_mcp_name,
-)
+from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
+from toolwatch.record import CallRecord, arguments_size, result_size, split_mcp_name
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,14 @@
-"""Arrow schemas derived from :mod:`toolwatch.record` (never spelled out a second time)."""
+"""Arrow schemas derived from the table registry (:mod:`toolwatch.tables`), never spelled out
+a second time."""
 
 from __future__ import annotations
 
+from typing import Final
+
 import pyarrow as pa
 
-from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS, Field
+from toolwatch import tables
+from toolwatch.record import Field
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -17,11 +21,14 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 
-def arrow_schema(record_fields: tuple[Field, ...]) -> pa.Schema:
-    return pa.schema(
-        [pa.field(f.name, _ARROW_TYPES[f.arrow], nullable=f.nullable) for f in record_fields]
-    )
+def arrow_schema(fields: tuple[Field, ...] | tables.Table) -> pa.Schema:
+    """The Arrow schema of a registered table (or of a tuple of fields)."""
+    if isinstance(fields, tables.Table):
+        fields = fields.fields
+    return pa.schema([pa.field(f.name, _ARROW_TYPES[f.arrow], nullable=f.nullable) for f in fields])
 
 
-CALLS_SCHEMA: pa.Schema = arrow_schema(CALL_FIELDS)
-TOOL_LISTS_SCHEMA: pa.Schema = arrow_schema(TOOL_LIST_FIELDS)
+#: Arrow schema of every registered table, by table name.
+SCHEMAS: Final[dict[str, pa.Schema]] = {name: arrow_schema(t) for name, t in tables.TABLES.items()}
+CALLS_SCHEMA: Final[pa.Schema] = SCHEMAS[tables.CALLS.name]
+TOOL_LISTS_SCHEMA: Final[pa.Schema] = SCHEMAS[tables.TOOL_LISTS.name]

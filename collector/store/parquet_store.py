@@ -26,23 +26,22 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
+from toolwatch import tables
+from toolwatch.collector.store.arrow_schema import SCHEMAS
 
 log = logging.getLogger(__name__)
 
 ENV_STORE = "TOOLWATCH_STORE"
-CALLS = "calls"
-TOOL_LISTS = "tool_lists"
+CALLS = tables.CALLS.name
+TOOL_LISTS = tables.TOOL_LISTS.name
 PARTITION_COLUMN = "date"
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
-#: Tables whose schema is fixed by :mod:`toolwatch.record`; others (alerts, experiment
-#: results, workbench runs) bring their own Arrow schema with their first append.
-FIXED_SCHEMAS: dict[str, pa.Schema] = {CALLS: CALLS_SCHEMA, TOOL_LISTS: TOOL_LISTS_SCHEMA}
+#: Column used to pick a row's date partition, per registered table; a table outside the
+#: registry (an extension's) brings its own Arrow schema and partition column.
+TIME_COLUMNS: dict[str, str] = {t.name: t.time_column for t in tables.TABLES.values()}
 #: Columns holding a value unique to (almost) every row: not dictionary-encoded in Parquet.
 _UNIQUE_COLUMNS = frozenset({"trace_id", "span_id", "call_id"})
-#: Column used to pick a row's date partition, per fixed table.
-TIME_COLUMNS: dict[str, str] = {CALLS: "start_time", TOOL_LISTS: "listed_time"}
 
 
 class StoreError(RuntimeError):
@@ -91,7 +90,7 @@ class Store:
         """
         if not _TABLE_NAME.match(table_name):
             raise StoreError(f"invalid table name {table_name!r}")
-        schema = FIXED_SCHEMAS.get(table_name, schema)
+        schema = SCHEMAS.get(table_name, schema)
         table = _to_table(rows, schema)
         if table.num_rows == 0:
             return []
@@ -128,7 +127,7 @@ class Store:
         con = duckdb.connect(":memory:")
         if threads:
             con.execute(f"SET threads = {int(threads)}")
-        names = set(self.tables()) | set(FIXED_SCHEMAS)
+        names = set(self.tables()) | set(SCHEMAS)
         for name in sorted(names):
             try:
                 self._create_table_view(con, name)
@@ -170,7 +169,7 @@ class Store:
                 "hive_partitioning = true, union_by_name = true)"
             )
         else:
-            schema = FIXED_SCHEMAS[name]
+            schema = SCHEMAS[name]
             cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema)
             con.execute(
                 f"CREATE OR REPLACE VIEW {name} AS SELECT {cols}, "

@@ -17,30 +17,13 @@ from datetime import datetime
 from typing import Any, Final
 
 import numpy as np
-import pyarrow as pa
 
+from toolwatch import tables
+from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.detection.cues.base import CUE_NAMES, stat_column
 
-ALERTS_TABLE: Final = "alerts"
-ALERTS_SCHEMA: Final = pa.schema(
-    [
-        pa.field("alert_time", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("session_id", pa.string(), nullable=False),
-        pa.field("agent_id", pa.string()),
-        pa.field("seq", pa.int32()),
-        pa.field("call_index", pa.int32(), nullable=False),
-        pa.field("call_time", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("span_id", pa.string()),
-        pa.field("tool", pa.string(), nullable=False),
-        pa.field("cue_set", pa.string(), nullable=False),
-        pa.field("detector", pa.string(), nullable=False),
-        pa.field("cue", pa.string(), nullable=False),
-        pa.field("score", pa.float64(), nullable=False),
-        pa.field("threshold", pa.float64(), nullable=False),
-        pa.field("model_id", pa.string(), nullable=False),
-        pa.field("model_version", pa.int32(), nullable=False),
-    ]
-)
+ALERTS_TABLE: Final = tables.ALERTS.name
+ALERTS_SCHEMA: Final = SCHEMAS[ALERTS_TABLE]
 
 
 def parse_statistic(name: str) -> tuple[str, str]:

@@ -22,11 +22,12 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from toolwatch import study
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 
-TRAIN_SHARE: Final = 21 / 42
-CALIBRATE_SHARE: Final = 7 / 42
+TRAIN_SHARE: Final = study.TRAIN_SHARE
+CALIBRATE_SHARE: Final = study.CALIBRATE_SHARE
 
 
 class WindowError(ValueError):

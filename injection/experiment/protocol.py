@@ -39,7 +39,8 @@ from typing import Any, Final
 import numpy as np
 import pyarrow as pa
 
-from toolwatch import study
+from toolwatch import study, tables
+from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.detection import CUE_SETS, DETECTORS, NormalModel, score_calls
 from toolwatch.injection.experiment import metrics as M
 from toolwatch.injection.spans.anomalies import (
@@ -818,60 +819,11 @@ def injected_calls(
 
 # ------------------------------------------------------------------------------ the store
 
-EXPERIMENTS: Final = "experiments"
-EXPERIMENT_RUNS: Final = "experiment_runs"
-
-_TS = pa.timestamp("us", tz="UTC")
-
-#: One row per (run id, variant, kind, cue set, detector, threshold mode).
-EXPERIMENTS_SCHEMA: Final = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("created", _TS),
-        ("variant", pa.string()),
-        ("kind", pa.string()),
-        ("cue_set", pa.string()),
-        ("detector", pa.string()),
-        ("threshold_mode", pa.string()),
-        ("threshold", pa.float64()),
-        ("fa_target", pa.float64()),
-        ("fa_reached", pa.float64()),
-        ("normal_sessions", pa.int64()),
-        ("runs", pa.int64()),
-        ("detected", pa.int64()),
-        ("rate", pa.float64()),
-        ("ci_low", pa.float64()),
-        ("ci_high", pa.float64()),
-        ("median_latency", pa.float64()),
-        ("auc", pa.float64()),
-        ("notes_json", pa.string()),
-        ("split_json", pa.string()),
-        ("config_json", pa.string()),
-        ("seeds", pa.string()),
-    ]
-)
-
-#: One row per (run id, variant, kind, seed, session, cue set, detector, threshold mode);
-#: kind ``normal`` rows are the uninjected test sessions (detected = the session alarmed).
-EXPERIMENT_RUNS_SCHEMA: Final = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("created", _TS),
-        ("variant", pa.string()),
-        ("kind", pa.string()),
-        ("seed", pa.int64()),
-        ("session_id", pa.string()),
-        ("position", pa.int64()),
-        ("inserted", pa.int64()),
-        ("note", pa.string()),
-        ("cue_set", pa.string()),
-        ("detector", pa.string()),
-        ("threshold_mode", pa.string()),
-        ("detected", pa.bool_()),
-        ("latency", pa.int64()),
-        ("window_max", pa.float64()),
-    ]
-)
+EXPERIMENTS: Final = tables.EXPERIMENTS.name
+EXPERIMENT_RUNS: Final = tables.EXPERIMENT_RUNS.name
+EXPERIMENTS_SCHEMA: Final = SCHEMAS[EXPERIMENTS]
+EXPERIMENT_RUNS_SCHEMA: Final = SCHEMAS[EXPERIMENT_RUNS]
+_TS = EXPERIMENTS_SCHEMA.field("created").type
 
 
 def experiment_rows(result: ExperimentResult) -> pa.Table:

@@ -34,6 +34,12 @@ from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT
 
+from toolwatch.conventions import (
+    INJECTION_NOTIFICATION,
+    LABEL_META_KEY,
+    REQUEST_META_KEY,
+    TOOL_META_KEY,
+)
 from toolwatch.injection.faults.scenario import (
     FaultSpec,
     Scenario,
@@ -41,12 +47,6 @@ from toolwatch.injection.faults.scenario import (
     pointer_join,
     resolve_pointer,
     set_pointer,
-)
-from toolwatch.record import (
-    INJECTION_NOTIFICATION,
-    LABEL_META_KEY,
-    REQUEST_META_KEY,
-    TOOL_META_KEY,
 )
 
 logger = logging.getLogger(__name__)

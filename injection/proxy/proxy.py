@@ -41,10 +41,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from pydantic import TypeAdapter, ValidationError
 
+from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.engine import FaultEngine, announce_injection
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import scenario_server
-from toolwatch.record import LABEL_META_KEY
 
 logger = logging.getLogger(__name__)
 

@@ -34,6 +34,7 @@ from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from toolwatch import tables
 from toolwatch.injection.faults.engine import FaultEngine, announce_injection
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import ScenarioServer
@@ -58,7 +59,7 @@ from toolwatch.instrumentation.client.context import resolve
 log = logging.getLogger(__name__)
 
 #: Store table of workbench runs (one row per agent run).
-RUNS_TABLE: Final = "workbench_runs"
+RUNS_TABLE: Final = tables.WORKBENCH_RUNS.name
 
 
 # =============================================================================================
@@ -388,36 +389,10 @@ async def run_scenario(
 
 
 def runs_schema() -> Any:
-    import pyarrow as pa
+    """The ``workbench_runs`` Arrow schema (from the table registry)."""
+    from toolwatch.collector.store.arrow_schema import SCHEMAS
 
-    return pa.schema(
-        [
-            pa.field("run_id", pa.string(), nullable=False),
-            pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("scenario_id", pa.string(), nullable=False),
-            pa.field("fault_type", pa.string(), nullable=False),
-            pa.field("domain", pa.string()),
-            pa.field("agent", pa.string(), nullable=False),
-            pa.field("mode", pa.string(), nullable=False),
-            pa.field("mitigation", pa.string(), nullable=False),
-            pa.field("status", pa.string(), nullable=False),
-            pa.field("passed", pa.bool_(), nullable=False),
-            pa.field("exercised", pa.bool_(), nullable=False),
-            pa.field("check_reason", pa.string()),
-            pa.field("divergence_step", pa.int32()),
-            pa.field("divergence_reason", pa.string()),
-            pa.field("failure_detection", pa.string()),
-            pa.field("recovery_action", pa.string()),
-            pa.field("uncertainty_communication", pa.string()),
-            pa.field("fix_confirmed", pa.bool_()),
-            pa.field("task_solved", pa.bool_()),
-            pa.field("steps", pa.int32(), nullable=False),
-            pa.field("injected_calls", pa.int32(), nullable=False),
-            pa.field("session_id", pa.string(), nullable=False),
-            pa.field("seed", pa.int64(), nullable=False),
-            pa.field("config", pa.string(), nullable=False),
-        ]
-    )
+    return SCHEMAS[RUNS_TABLE]
 
 
 def report_rows(

@@ -36,9 +36,7 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer
 
-from toolwatch.instrumentation.client import context as ctx
-from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
@@ -67,11 +65,11 @@ from toolwatch.record import (
     REQUEST_META_KEY,
     SPAN_NAME_TOOLS_LIST,
     TOOL_META_KEY,
-    arguments_size,
-    result_size,
     span_name,
-    tool_digest,
 )
+from toolwatch.instrumentation.client import context as ctx
+from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
+from toolwatch.record import arguments_size, result_size, tool_digest
 
 log = logging.getLogger(__name__)
 

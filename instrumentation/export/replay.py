@@ -31,20 +31,17 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from toolwatch.instrumentation.export.otlp import traces_url
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
     ATTR_MCP_METHOD,
     ATTR_OPERATION,
     ATTR_SERVICE_NAME,
-    CALL_FIELDS,
-    EPOCH,
     METHOD_TOOLS_CALL,
     OPERATION_EXECUTE_TOOL,
-    CallRecord,
-    Field,
     span_name,
 )
+from toolwatch.instrumentation.export.otlp import traces_url
+from toolwatch.record import CALL_FIELDS, EPOCH, CallRecord, Field
 
 log = logging.getLogger(__name__)
 

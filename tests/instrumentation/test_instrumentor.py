@@ -42,17 +42,7 @@ from pydantic import BaseModel
 
 from support.mcp_test_server import SERVER_NAME, build_server
 from support.paths import MCP_TEST_SERVER
-from toolwatch.instrumentation import (
-    ToolwatchMCPInstrumentor,
-    conversation,
-    describe_session,
-    error_type_of,
-    instrument,
-    model_response,
-    uninstrument,
-)
-from toolwatch.instrumentation.client.context import process_conversation_id
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
@@ -71,11 +61,18 @@ from toolwatch.record import (
     ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
     EVENT_TOOL_LISTED,
-    arguments_size,
-    compact_json_size,
-    result_size,
-    tool_digest,
 )
+from toolwatch.instrumentation import (
+    ToolwatchMCPInstrumentor,
+    conversation,
+    describe_session,
+    error_type_of,
+    instrument,
+    model_response,
+    uninstrument,
+)
+from toolwatch.instrumentation.client.context import process_conversation_id
+from toolwatch.record import arguments_size, compact_json_size, result_size, tool_digest
 
 SERVER_SCRIPT = MCP_TEST_SERVER
 TEXT = "héllo wörld ✓"  # multi-byte: bytes ≠ characters

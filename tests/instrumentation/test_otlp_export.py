@@ -13,10 +13,7 @@ from mcp import Client
 
 from support.mcp_test_server import build_server
 from support.otlp_sink import OTLPSink
-from toolwatch.instrumentation import configure_otlp, instrument, send_records, uninstrument
-from toolwatch.instrumentation.export.otlp import traces_url
-from toolwatch.instrumentation.export.replay import ReplayError, record_attributes
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
@@ -34,8 +31,11 @@ from toolwatch.record import (
     ATTR_SOURCE,
     ATTR_TOOL_CALL_ID,
     ATTR_TOOL_NAME,
-    CallRecord,
 )
+from toolwatch.instrumentation import configure_otlp, instrument, send_records, uninstrument
+from toolwatch.instrumentation.export.otlp import traces_url
+from toolwatch.instrumentation.export.replay import ReplayError, record_attributes
+from toolwatch.record import CallRecord
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 891_234, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ import pytest
 
 from support.otlp_sink import OTLPSink
 from support.paths import TESTS
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_CONVERSATION_ID,
     ATTR_ERROR_TYPE,
     ATTR_JSONRPC_REQUEST_ID,

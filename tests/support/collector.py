@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from toolwatch.collector.otlp.decode import key_value
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
     ATTR_MCP_METHOD,

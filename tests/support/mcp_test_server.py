@@ -24,7 +24,7 @@ from mcp import MCPError
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 
-from toolwatch.record import LABEL_META_KEY
+from toolwatch.conventions import LABEL_META_KEY
 
 SERVER_NAME = "toolwatch-test-server"
 

@@ -74,7 +74,8 @@ from toolwatch.collector.sources.simulator.tools import (
     ServerSpec,
 )
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.record import ERROR_TYPE_TOOL_ERROR, result_size
+from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
+from toolwatch.record import result_size
 
 SOURCE: Final = "simulated"
 SERVICE: Final = "toolwatch-simulator"
@@ -87,10 +88,8 @@ REFUSAL_TEXT: Final = "Concurrent subagent limit reached. Do not retry."
 #: The retry loop's tool: the subagent tried to start a subagent of its own.
 RETRY_TOOL: Final = "Agent"
 
-SPLIT_NAMES: Final[tuple[str, ...]] = ("train", "calibration", "test")
-#: Days of each split in the study's 42-day corpus (Aug 4–24, Aug 25–31, Sep 1–14).
-_SPLIT_DAYS: Final[tuple[int, int, int]] = (21, 7, 14)
-_STUDY_DAYS: Final = 42
+SPLIT_NAMES: Final = study.SPLIT_NAMES
+_STUDY_DAYS: Final = sum(study.SPLIT_DAYS)
 #: The client upgrade (tool renames) and the retry loop, as offsets into a 42-day corpus.
 _UPGRADE_DAY: Final = 34  # 2026-09-07
 _RUNAWAY_OFFSET: Final = timedelta(days=34, hours=8)  # 2026-09-07 08:00 UTC
@@ -122,8 +121,8 @@ def split_dates(
     first = _as_date(start)
     if days < 3:
         raise ValueError(f"days must be at least 3 (one per split), got {days}")
-    train = max(1, round(days * _SPLIT_DAYS[0] / _STUDY_DAYS))
-    calibration = max(1, round(days * _SPLIT_DAYS[1] / _STUDY_DAYS))
+    train = max(1, round(days * study.SPLIT_DAYS[0] / _STUDY_DAYS))
+    calibration = max(1, round(days * study.SPLIT_DAYS[1] / _STUDY_DAYS))
     if train + calibration >= days:
         train, calibration = days - 2, 1
     out: dict[str, tuple[date, date]] = {}

@@ -77,12 +77,15 @@ def test_sql_csv_and_json(store: Store, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_sql_has_a_view_for_every_table(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
-    alerts = pa.table({"session_id": ["s1"], "score": [4.5], "at": [datetime(2026, 8, 4)]})
-    store.append("alerts", alerts, partition_by="at")
-    assert main(["sql", "SELECT session_id, score FROM alerts", "--store", str(store.root)]) == 0
+    extra = pa.table({"session_id": ["s1"], "score": [4.5], "at": [datetime(2026, 8, 4)]})
+    store.append("extension_rows", extra, partition_by="at")  # a table outside the registry
+    sql = "SELECT session_id, score FROM extension_rows"
+    assert main(["sql", sql, "--store", str(store.root)]) == 0
     assert "4.5" in capsys.readouterr().out
-    assert main(["sql", "SELECT count(*) AS n FROM tool_lists", "--store", str(store.root)]) == 0
-    assert capsys.readouterr().out.splitlines()[2].strip() == "0"
+    for registered in ("tool_lists", "alerts", "workbench_runs"):  # empty: no file yet
+        sql = f"SELECT count(*) AS n FROM {registered}"
+        assert main(["sql", sql, "--store", str(store.root)]) == 0
+        assert capsys.readouterr().out.splitlines()[2].strip() == "0"
 
 
 def test_sql_errors_are_one_clear_line(store: Store, capsys: pytest.CaptureFixture[str]) -> None:

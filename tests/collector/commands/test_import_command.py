@@ -238,7 +238,7 @@ def test_otlp_export_sends_every_new_call_without_content(tmp_path: Path) -> Non
         reason="toolwatch.instrumentation.export.replay.send_records is not there yet",
     )
     from support.otlp_sink import OTLPSink
-    from toolwatch.record import ATTR_ARGUMENTS_SIZE, ATTR_RESPONSE_ID, ATTR_TOOL_NAME
+    from toolwatch.conventions import ATTR_ARGUMENTS_SIZE, ATTR_RESPONSE_ID, ATTR_TOOL_NAME
 
     store = tmp_path / "s"
     with OTLPSink() as sink:

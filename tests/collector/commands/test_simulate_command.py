@@ -11,7 +11,8 @@ import pytest
 from toolwatch.cli import main
 from toolwatch.collector.sources.simulator.workload import SOURCE, simulate
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.record import ATTR_SOURCE, ATTR_TOOL_NAME, EPOCH
+from toolwatch.conventions import ATTR_SOURCE, ATTR_TOOL_NAME
+from toolwatch.record import EPOCH
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -32,7 +32,7 @@ from toolwatch.collector.otlp.mapping import (
     Mapped,
     map_spans,
 )
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
     ATTR_DURATION_UNKNOWN,
@@ -41,11 +41,10 @@ from toolwatch.record import (
     ATTR_SOURCE,
     ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
-    CALL_FIELDS,
     EVENT_TOOL_LISTED,
     SOURCES,
-    TOOL_LIST_FIELDS,
 )
+from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS
 
 
 def _reference(body: bytes) -> Mapped:

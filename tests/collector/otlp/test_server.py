@@ -30,7 +30,7 @@ from support.collector import (
 from toolwatch.collector.otlp.decode import decode_status, decode_success
 from toolwatch.collector.otlp.server import Collector
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.record import (
+from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
     ATTR_ERROR_TYPE,

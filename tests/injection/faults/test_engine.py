@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT
 
+from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.engine import (
     PERMISSION_DENIED_CODE,
     FaultEngine,
@@ -26,7 +27,6 @@ from toolwatch.injection.faults.scenario import (
     load_library,
     resolve_pointer,
 )
-from toolwatch.record import LABEL_META_KEY
 
 LIBRARY = load_library()
 LABEL = "X9:test-scenario"

@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT, CallToolResult, TextContent
 
 from toolwatch.cli import main as cli_main
+from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.engine import PERMISSION_DENIED_CODE
 from toolwatch.injection.faults.scenario import (
     Occurrence,
@@ -37,7 +38,6 @@ from toolwatch.injection.proxy.proxy import (
     http_server,
     run_proxy,
 )
-from toolwatch.record import LABEL_META_KEY
 
 PYTHON = sys.executable
 

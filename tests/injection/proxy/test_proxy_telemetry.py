@@ -16,6 +16,13 @@ from mcp import Client, MCPError
 from mcp_types import REQUEST_TIMEOUT
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from toolwatch.conventions import (
+    ATTR_ERROR_TYPE,
+    ATTR_JSONRPC_REQUEST_ID,
+    ATTR_LABEL,
+    ATTR_TOOL_NAME,
+    ERROR_TYPE_TIMEOUT,
+)
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Occurrence, Scenario, find_scenario
 from toolwatch.injection.faults.server import ScenarioServer
@@ -23,13 +30,6 @@ from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.workbench.runner import ReplayServer
 from toolwatch.injection.workbench.trajectory import Recording
 from toolwatch.instrumentation import model_response
-from toolwatch.record import (
-    ATTR_ERROR_TYPE,
-    ATTR_JSONRPC_REQUEST_ID,
-    ATTR_LABEL,
-    ATTR_TOOL_NAME,
-    ERROR_TYPE_TIMEOUT,
-)
 
 
 def _args(scenario: Any, tool: str) -> dict[str, Any]:

@@ -1,0 +1,80 @@
+"""Semantic conventions: every span attribute, event, span name and metadata key toolwatch uses.
+
+The names follow the OpenTelemetry GenAI / MCP semantic conventions where one exists and use the
+``toolwatch.*`` namespace otherwise. They are written out here rather than imported from
+``opentelemetry.semconv._incubating`` because those constants are deprecated and move between
+releases. Kept apart from the code that emits or reads them (the instrumentation, the replay,
+the collector's mapping), so that no other module spells an attribute name.
+
+Only the standard library is imported here: the production install (instrumentation) and every
+extra use it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+# --------------------------------------------------------------------------------------------
+# Span attribute names (semantic conventions first, toolwatch namespace for the rest)
+# --------------------------------------------------------------------------------------------
+
+ATTR_MCP_METHOD: Final = "mcp.method.name"
+ATTR_MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+ATTR_OPERATION: Final = "gen_ai.operation.name"
+ATTR_TOOL_NAME: Final = "gen_ai.tool.name"
+ATTR_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+ATTR_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+ATTR_RESPONSE_ID: Final = "gen_ai.response.id"
+ATTR_ERROR_TYPE: Final = "error.type"
+ATTR_JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+ATTR_NETWORK_TRANSPORT: Final = "network.transport"
+ATTR_SERVICE_NAME: Final = "service.name"  # resource attribute
+
+ATTR_ARGUMENTS_SIZE: Final = "toolwatch.tool.call.arguments.size"
+ATTR_RESULT_SIZE: Final = "toolwatch.tool.call.result.size"
+ATTR_MCP_SERVER: Final = "toolwatch.mcp.server.name"
+ATTR_AGENT_ID: Final = "toolwatch.agent.id"
+ATTR_SESSION_POSITION: Final = "toolwatch.session.position"
+ATTR_SOURCE: Final = "toolwatch.source"
+ATTR_LABEL: Final = "toolwatch.label"
+ATTR_RESTAMPED: Final = "toolwatch.timing.restamped"
+ATTR_RESULT_TRUNCATED: Final = "toolwatch.tool.call.result.truncated"
+#: ``true`` on a replayed span whose record has no duration: an OTLP span always has an end
+#: time, so the replay sends end = start with this marker and the collector maps the span
+#: back to a null ``duration_us`` (live spans never carry it).
+ATTR_DURATION_UNKNOWN: Final = "toolwatch.tool.call.duration.unknown"
+
+# tools/list digests (one span event per tool, never the description text)
+EVENT_TOOL_LISTED: Final = "toolwatch.tool.listed"
+ATTR_TOOL_DIGEST: Final = "toolwatch.tool.digest"
+SPAN_NAME_TOOLS_LIST: Final = "tools/list"
+
+#: ``_meta`` key of a CallToolResult carrying a ground-truth label (set by the fault proxy on
+#: injected responses; structural metadata, copied by the instrumentation to :data:`ATTR_LABEL`).
+LABEL_META_KEY: Final = "toolwatch/label"
+#: Server→client notification the fault proxy sends, on the request's own stream, before it
+#: holds a call (A1): the client may time out before the labelled result arrives, so the label
+#: is announced up front. Its ``_meta`` holds :data:`LABEL_META_KEY`, the JSON-RPC id of the
+#: call (:data:`REQUEST_META_KEY`) and the tool name (:data:`TOOL_META_KEY`); nothing else.
+INJECTION_NOTIFICATION: Final = "notifications/toolwatch/injection"
+REQUEST_META_KEY: Final = "toolwatch/request"
+TOOL_META_KEY: Final = "toolwatch/tool"
+
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+METHOD_TOOLS_CALL: Final = "tools/call"
+METHOD_TOOLS_LIST: Final = "tools/list"
+ERROR_TYPE_TOOL_ERROR: Final = "tool_error"
+ERROR_TYPE_TIMEOUT: Final = "timeout"
+
+#: A span is a toolwatch tool-call span when it carries this marker attribute with this value.
+#: The MCP SDK's own spans carry ``gen_ai.operation.name`` too, but never the size attributes,
+#: so the collector keys on the presence of :data:`ATTR_ARGUMENTS_SIZE`.
+TOOL_CALL_MARKER: Final = ATTR_ARGUMENTS_SIZE
+
+Source = Literal["otlp", "import", "simulated"]
+SOURCES: Final[tuple[str, ...]] = ("otlp", "import", "simulated")
+
+
+def span_name(tool: str) -> str:
+    """Span name of a tool call, per the MCP semantic conventions."""
+    return f"{METHOD_TOOLS_CALL} {tool}"

@@ -1,0 +1,223 @@
+"""Every table toolwatch stores, declared once: its name, columns, partition column and purpose.
+
+This is the registry the store, the Arrow schemas, the DuckDB views and the docs all derive
+from (:mod:`toolwatch.collector.store.arrow_schema`, :class:`~toolwatch.collector.store.Store`,
+``docs/ARCHITECTURE.md``, checked by a test). A component that adds a table adds it here; no
+other module spells a column list. Only the standard library is imported, so the production
+install (instrumentation) can read it too.
+
+The call record's own fields live in :mod:`toolwatch.record` (they map to span attributes);
+the other tables are results written by toolwatch's commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS, Field
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A stored table: ``<store>/<name>/date=YYYY-MM-DD/*.parquet``, one DuckDB view."""
+
+    name: str
+    fields: tuple[Field, ...]
+    #: the timestamp column whose UTC date picks a row's ``date=`` partition
+    time_column: str
+    #: who writes it (a command or component), for the docs
+    writer: str
+    doc: str
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"table {self.name!r} has no column {name!r}")
+
+
+def _f(name: str, arrow: str, doc: str, *, nullable: bool = True) -> Field:
+    return Field(name, arrow, nullable, None, doc)
+
+
+ALERT_FIELDS: Final[tuple[Field, ...]] = (
+    _f("alert_time", "timestamp", "when the alert was raised, UTC", nullable=False),
+    _f("session_id", "string", "session of the stream that alarmed", nullable=False),
+    _f("agent_id", "string", "subagent of the stream; null for the main agent"),
+    _f("seq", "int32", "position of the call in its session"),
+    _f("call_index", "int32", "0-based position of the call in its stream", nullable=False),
+    _f("call_time", "timestamp", "start of the call that crossed, UTC", nullable=False),
+    _f("span_id", "string", "the call's span id"),
+    _f("tool", "string", "the call's tool", nullable=False),
+    _f("cue_set", "string", "cue set of the watched statistic (all, order, ...)", nullable=False),
+    _f(
+        "detector",
+        "string",
+        "detector of the watched statistic (point, ewma, cusum)",
+        nullable=False,
+    ),
+    _f("cue", "string", "the cue that explains the crossing", nullable=False),
+    _f("score", "float64", "the statistic at the call", nullable=False),
+    _f("threshold", "float64", "the threshold it crossed", nullable=False),
+    _f("model_id", "string", "checksum of the model that raised it", nullable=False),
+    _f("model_version", "int32", "model artifact format version", nullable=False),
+)
+
+SIMULATION_FIELDS: Final[tuple[Field, ...]] = (
+    _f("generated_time", "timestamp", "when the workload was written, UTC", nullable=False),
+    _f("seed", "int64", "random seed", nullable=False),
+    _f("sessions", "int64", "sessions generated", nullable=False),
+    _f("start", "string", "first day (ISO)", nullable=False),
+    _f("days", "int64", "days covered", nullable=False),
+    _f(
+        "runaway_retries",
+        "int64",
+        "retries of the labelled-normal runaway subagent",
+        nullable=False,
+    ),
+    _f("calls", "int64", "calls generated", nullable=False),
+    _f("calls_written", "int64", "calls not already in the store, written", nullable=False),
+    _f("config", "string", "the full configuration, JSON", nullable=False),
+)
+
+EXPERIMENT_FIELDS: Final[tuple[Field, ...]] = (
+    _f("run_id", "string", "experiment run id"),
+    _f("created", "timestamp", "when the run finished, UTC"),
+    _f("variant", "string", "standard, or an ablation (no_response_ids)"),
+    _f("kind", "string", "injected anomaly or control"),
+    _f("cue_set", "string", "all, order, size, time, failure"),
+    _f("detector", "string", "point, ewma, cusum"),
+    _f("threshold_mode", "string", "fa_target (shared grid) or operating_point"),
+    _f("threshold", "float64", "the threshold used"),
+    _f("fa_target", "float64", "the session false-alarm target asked for"),
+    _f("fa_reached", "float64", "the session false-alarm rate actually reached"),
+    _f("normal_sessions", "int64", "normal test streams behind the false-alarm rate"),
+    _f("runs", "int64", "injected runs"),
+    _f("detected", "int64", "runs detected within the window"),
+    _f("rate", "float64", "detected / runs"),
+    _f("ci_low", "float64", "bootstrap 95 % interval, low"),
+    _f("ci_high", "float64", "bootstrap 95 % interval, high"),
+    _f("median_latency", "float64", "median calls from insertion to first crossing"),
+    _f("auc", "float64", "per-call AUC, inserted vs other calls"),
+    _f("notes_json", "string", "why runs were skipped, per kind, JSON"),
+    _f("split_json", "string", "the split and the data fingerprint, JSON"),
+    _f("config_json", "string", "the full configuration, JSON"),
+    _f("seeds", "string", "comma-separated seeds"),
+)
+
+EXPERIMENT_RUN_FIELDS: Final[tuple[Field, ...]] = (
+    _f("run_id", "string", "experiment run id"),
+    _f("created", "timestamp", "when the run finished, UTC"),
+    _f("variant", "string", "standard, or an ablation"),
+    _f("kind", "string", "injected kind; normal = an uninjected test stream"),
+    _f("seed", "int64", "injection seed"),
+    _f("session_id", "string", "the test stream's session"),
+    _f("position", "int64", "insertion position (call index)"),
+    _f("inserted", "int64", "calls inserted or re-timed"),
+    _f("note", "string", "what was injected (structure only)"),
+    _f("cue_set", "string", "all, order, size, time, failure"),
+    _f("detector", "string", "point, ewma, cusum"),
+    _f("threshold_mode", "string", "fa_target or operating_point"),
+    _f("detected", "bool", "crossed within the window (normal: ever alarmed)"),
+    _f("latency", "int64", "calls from insertion to first crossing"),
+    _f("window_max", "float64", "largest statistic inside the detection window"),
+)
+
+WORKBENCH_RUN_FIELDS: Final[tuple[Field, ...]] = (
+    _f("run_id", "string", "suite run id", nullable=False),
+    _f("time", "timestamp", "when the run finished, UTC", nullable=False),
+    _f("scenario_id", "string", "scenario", nullable=False),
+    _f("fault_type", "string", "A1 ... C4", nullable=False),
+    _f("domain", "string", "scenario domain"),
+    _f("agent", "string", "reference agent", nullable=False),
+    _f("mode", "string", "clean, faulted or mitigated", nullable=False),
+    _f("mitigation", "string", "mitigations applied (none, retry, ...)", nullable=False),
+    _f("status", "string", "pass, fail or not_exercised", nullable=False),
+    _f("passed", "bool", "the primary checks passed", nullable=False),
+    _f("exercised", "bool", "the fault was exercised by the run", nullable=False),
+    _f("check_reason", "string", "the primary check's evidence"),
+    _f("divergence_step", "int32", "first step where the run left the clean trajectory"),
+    _f("divergence_reason", "string", "why it diverged there"),
+    _f("failure_detection", "string", "diagnostic label"),
+    _f("recovery_action", "string", "diagnostic label"),
+    _f("uncertainty_communication", "string", "diagnostic label"),
+    _f("fix_confirmed", "bool", "the mitigation fixed the faulted run"),
+    _f("task_solved", "bool", "the task's answer checks passed"),
+    _f("steps", "int32", "tool calls made", nullable=False),
+    _f("injected_calls", "int32", "calls answered with a fault", nullable=False),
+    _f("session_id", "string", "the run's conversation id (its calls' session)", nullable=False),
+    _f("seed", "int64", "suite seed", nullable=False),
+    _f("config", "string", "the suite configuration, JSON", nullable=False),
+)
+
+CALLS: Final = Table(
+    "calls", CALL_FIELDS, "start_time", "collector, import, simulate", "one row per tool call"
+)
+TOOL_LISTS: Final = Table(
+    "tool_lists",
+    TOOL_LIST_FIELDS,
+    "listed_time",
+    "collector",
+    "one row per tool announced by tools/list (a digest, never the text)",
+)
+ALERTS: Final = Table(
+    "alerts", ALERT_FIELDS, "alert_time", "collector (live scorer)", "one row per alert"
+)
+SIMULATIONS: Final = Table(
+    "simulations",
+    SIMULATION_FIELDS,
+    "generated_time",
+    "simulate",
+    "one row per simulated workload written",
+)
+EXPERIMENTS: Final = Table(
+    "experiments",
+    EXPERIMENT_FIELDS,
+    "created",
+    "experiment",
+    "one row per run × variant × kind × cue set × detector × threshold mode",
+)
+EXPERIMENT_RUNS: Final = Table(
+    "experiment_runs",
+    EXPERIMENT_RUN_FIELDS,
+    "created",
+    "experiment",
+    "one row per injected (or normal) test stream × cue set × detector × threshold mode",
+)
+WORKBENCH_RUNS: Final = Table(
+    "workbench_runs",
+    WORKBENCH_RUN_FIELDS,
+    "time",
+    "workbench",
+    "one row per scenario × agent × mode × mitigation",
+)
+
+#: Every stored table, by name.
+TABLES: Final[dict[str, Table]] = {
+    t.name: t
+    for t in (CALLS, TOOL_LISTS, ALERTS, SIMULATIONS, EXPERIMENTS, EXPERIMENT_RUNS, WORKBENCH_RUNS)
+}
+
+
+def markdown(table: Table) -> str:
+    """The table's columns as ``docs/ARCHITECTURE.md`` shows them (checked by a test).
+
+    Tables filled from spans (calls, tool_lists) also name each column's span attribute.
+    """
+    spans = any(f.attribute for f in table.fields)
+    head = "| field | type | null | span attribute | meaning |\n|---|---|---|---|---|\n"
+    if not spans:
+        head = "| field | type | null | meaning |\n|---|---|---|---|\n"
+    lines = []
+    for f in table.fields:
+        cells = [f"`{f.name}`", f.arrow, "yes" if f.nullable else "no"]
+        if spans:
+            cells.append(f"`{f.attribute}`" if f.attribute else "(span field)")
+        cells.append(f.doc)
+        lines.append("| " + " | ".join(cells) + " |\n")
+    return head + "".join(lines)
