@@ -30,7 +30,7 @@ from toolwatch.injection.faults.scenario import (
     load_library,
     load_scenario,
 )
-from toolwatch.injection.mitigations.base import parse_mitigations
+from toolwatch.injection.mitigations.stack import parse_mitigations
 from toolwatch.injection.workbench.agents import AGENT_NAMES, AgentConfig
 from toolwatch.injection.workbench.runner import (
     RUNS_TABLE,

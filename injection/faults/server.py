@@ -19,7 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from toolwatch.injection.faults.scenario import Scenario, ToolSpec, argument_errors
-from toolwatch.injection.mitigations.base import identifier_mismatches
+from toolwatch.injection.mitigations.values import identifier_mismatches
 
 logger = logging.getLogger(__name__)
 

@@ -35,26 +35,28 @@ from typing import Any, Final
 from mcp.types import CallToolResult, TextContent, Tool
 
 from toolwatch.injection.faults.scenario import Scenario, argument_errors
-from toolwatch.injection.mitigations.base import (
-    FailureClass,
-    annotation_texts,
-    classify_failure,
+from toolwatch.injection.mitigations.failures import FailureClass, classify_failure, first_line
+from toolwatch.injection.mitigations.instructions import (
     find_instructions,
     find_urls,
-    first_line,
+    strip_instructions,
+)
+from toolwatch.injection.mitigations.results import (
+    annotation_texts,
     is_annotation,
     is_empty_result,
-    is_identifier_name,
     iter_leaves,
-    normalize_scalar,
     result_data,
     result_flags,
     result_text,
-    schema_problems,
-    strip_instructions,
-    tool_verb,
-    try_call,
 )
+from toolwatch.injection.mitigations.values import (
+    is_identifier_name,
+    normalize_scalar,
+    schema_problems,
+    tool_verb,
+)
+from toolwatch.injection.mitigations.wrapper import try_call
 from toolwatch.injection.workbench.trajectory import AgentEvent, Trajectory
 from toolwatch.instrumentation import model_response
 

@@ -27,19 +27,16 @@ from typing import Any, Final, Literal
 
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
-from toolwatch.injection.mitigations.base import (
-    FailureClass,
+from toolwatch.injection.mitigations.failures import FailureClass
+from toolwatch.injection.mitigations.instructions import host_allowed, host_of, hosts_in
+from toolwatch.injection.mitigations.results import (
     annotation_texts,
-    host_allowed,
-    host_of,
-    hosts_in,
     iter_leaves,
     iter_strings,
-    normalize_scalar,
     result_data,
     result_text,
-    tokens,
 )
+from toolwatch.injection.mitigations.values import normalize_scalar, tokens
 from toolwatch.injection.workbench.trajectory import Step, Trajectory
 
 Status = Literal["pass", "fail", "not_exercised"]

@@ -38,7 +38,7 @@ from toolwatch import tables
 from toolwatch.injection.faults.engine import FaultEngine, announce_injection
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import ScenarioServer
-from toolwatch.injection.mitigations.base import (
+from toolwatch.injection.mitigations.stack import (
     MITIGATION_NAMES,
     apply_mitigations,
     parse_mitigations,

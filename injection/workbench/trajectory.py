@@ -26,16 +26,9 @@ from typing import Any, Literal
 
 from mcp.types import CallToolResult, ListToolsResult, Tool
 
-from toolwatch.injection.mitigations.base import (
-    ClientWrapper,
-    FailureClass,
-    MitigationEvent,
-    Send,
-    classify_failure,
-    first_line,
-    result_flags,
-    try_call,
-)
+from toolwatch.injection.mitigations.failures import FailureClass, classify_failure, first_line
+from toolwatch.injection.mitigations.results import result_flags
+from toolwatch.injection.mitigations.wrapper import ClientWrapper, MitigationEvent, Send, try_call
 
 Outcome = Literal["ok", "error", "timeout"]
 Mode = Literal["clean", "faulted", "mitigated"]

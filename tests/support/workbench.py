@@ -14,7 +14,7 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 
 from toolwatch.injection.faults.scenario import Scenario, parse_scenario
-from toolwatch.injection.mitigations.base import FailureClass, classify_failure
+from toolwatch.injection.mitigations.failures import FailureClass, classify_failure
 from toolwatch.injection.workbench.trajectory import Step, Trajectory
 
 DOC_TEXT = (

@@ -17,24 +17,23 @@ from mcp.types import CallToolResult, TextContent, Tool
 
 from toolwatch.injection.faults.scenario import load_library
 from toolwatch.injection.faults.server import ScenarioServer
-from toolwatch.injection.mitigations.base import (
-    FLAGS_META_KEY,
+from toolwatch.injection.mitigations.failures import (
     FailureClass,
-    InjectionScanner,
-    OutputVerifier,
-    RetryWithBackoff,
-    SchemaValidation,
-    apply_mitigations,
     classify_failure,
-    find_instructions,
-    identifier_mismatches,
-    is_empty_value,
-    parse_mitigations,
-    result_flags,
     retry_after_seconds,
+)
+from toolwatch.injection.mitigations.instructions import find_instructions
+from toolwatch.injection.mitigations.results import FLAGS_META_KEY, is_empty_value, result_flags
+from toolwatch.injection.mitigations.retry import RetryWithBackoff
+from toolwatch.injection.mitigations.scan import InjectionScanner
+from toolwatch.injection.mitigations.schema import SchemaValidation
+from toolwatch.injection.mitigations.stack import apply_mitigations, parse_mitigations
+from toolwatch.injection.mitigations.values import (
+    identifier_mismatches,
     same_identifier,
     schema_problems,
 )
+from toolwatch.injection.mitigations.verify import OutputVerifier
 from toolwatch.injection.workbench.agents import make_agent
 from toolwatch.injection.workbench.runner import run_agent
 

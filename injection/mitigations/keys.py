@@ -1,0 +1,40 @@
+"""What the keys of a JSON tool result mean: identifiers, anchors (what a record is about),
+freshness stamps and response metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_META_KEYS: Final = re.compile(
+    r"(^|_)(count|total|page|pages|limit|offset|query|q|cursor|next|took|ms|source)$", re.I
+)
+
+
+def is_metadata_key(key: str) -> bool:
+    """Scalars that describe a response rather than carry its content (ids, dates, counts)."""
+    return bool(
+        ANCHOR_KEYS.search(key)
+        or IDENTIFIER_NAME.search(key)
+        or FRESHNESS_KEYS.search(key)
+        or _META_KEYS.search(key)
+    )
+
+
+#: Keys whose date says how current the data is (not what it is about: a contract's start date
+#: or a birth date may be old and still correct).
+FRESHNESS_KEYS: Final = re.compile(
+    r"(as_?of|updated|modified|timestamp|fetched|retrieved|observed|generated|refreshed|"
+    r"last_?(?:update|sync|seen|checked|refresh)|valid_?(?:at|on|from)|captured|reported_?at|"
+    r"issued|collected|published|released|rules_effective)",
+    re.I,
+)
+#: Keys that name the entity a result is about (two results about the same entity share one).
+ANCHOR_KEYS: Final = re.compile(
+    r"(^id$|_id$|^sku$|^symbol$|^ticker$|^flight$|^city$|^region$|^account$|^repo$|^isbn$)", re.I
+)
+#: Argument names that identify what is asked for (compared with the result's echo).
+IDENTIFIER_NAME: Final = re.compile(
+    r"(^|_)(id|key|code|number|no|ref|sku|slug|symbol|ticker|flight|station|account)$", re.I
+)

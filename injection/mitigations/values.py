@@ -1,0 +1,277 @@
+"""Comparing values across tool results: dates, scalars, identifiers, word tokens, tool verbs and
+JSON-schema problems (used by the verifier, the agents and the checks).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import jsonschema
+
+from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, IDENTIFIER_NAME
+from toolwatch.injection.mitigations.results import iter_leaves
+
+_DATE = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+)
+#: First words of tool names that only read; any other tool is an action (it changes state).
+READ_VERBS: Final = frozenset(
+    [
+        "get",
+        "list",
+        "search",
+        "fetch",
+        "find",
+        "check",
+        "lookup",
+        "look",
+        "read",
+        "query",
+        "show",
+        "describe",
+        "count",
+        "verify",
+        "view",
+        "browse",
+        "compare",
+        "inspect",
+        "summarize",
+        "summarise",
+        "retrieve",
+    ]
+)
+WRITE_VERBS: Final = frozenset(
+    [
+        "merge",
+        "book",
+        "restart",
+        "update",
+        "issue",
+        "refund",
+        "send",
+        "post",
+        "put",
+        "patch",
+        "delete",
+        "create",
+        "transfer",
+        "pay",
+        "cancel",
+        "reset",
+        "set",
+        "add",
+        "remove",
+        "write",
+        "approve",
+        "close",
+        "deploy",
+        "rollback",
+        "submit",
+        "place",
+        "execute",
+        "run",
+        "trigger",
+        "assign",
+        "grant",
+        "revoke",
+        "upload",
+        "move",
+        "rename",
+        "archive",
+        "publish",
+        "notify",
+        "email",
+        "mail",
+        "reply",
+        "schedule",
+        "order",
+        "buy",
+        "sell",
+    ]
+)
+
+
+def tool_verb(tool_name: str) -> tuple[str, bool]:
+    """(action word, whether it changes state) of a tool name like ``update_salary``."""
+    words = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool_name) if w]
+    words = [w.lower() for w in words]
+    if not words:
+        return "", False
+    if words[0] in READ_VERBS:
+        return words[0], False
+    for w in words:
+        if w in WRITE_VERBS:
+            return w, True
+    return words[0], False
+
+
+def parse_date(value: Any) -> datetime | None:
+    """A UTC datetime from an ISO-8601 date/datetime string, else ``None``."""
+    if not isinstance(value, str):
+        return None
+    m = _DATE.match(value.strip())
+    if not m:
+        return None
+    try:
+        y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        hh, mm, ss = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
+        dt = datetime(y, mo, d, hh, mm, ss, tzinfo=UTC)
+    except ValueError:
+        return None
+    tz = m.group(7)
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        dt -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+    return dt
+
+
+def normalize_scalar(value: Any) -> str:
+    """Comparable form of a scalar: numbers canonical, strings case/space folded."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        f = float(value)
+        if math.isfinite(f) and f == int(f):
+            return str(int(f))
+        return repr(round(f, 6))
+    return re.sub(r"\s+", " ", str(value)).strip().lower()
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_-]{2,}", re.I)
+_STOP: Final = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "into",
+        "about",
+        "what",
+        "when",
+        "where",
+        "which",
+        "their",
+        "there",
+        "have",
+        "has",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "could",
+        "should",
+        "any",
+        "all",
+        "not",
+        "but",
+        "you",
+        "your",
+        "our",
+        "its",
+        "per",
+        "via",
+    ]
+)
+
+
+def tokens(value: Any) -> set[str]:
+    """Content words (≥ 3 chars, stop words dropped) of all strings/numbers in a value."""
+    out: set[str] = set()
+    for _, leaf in iter_leaves(value):
+        if isinstance(leaf, str | int | float) and not isinstance(leaf, bool):
+            for w in _WORD.findall(str(leaf)):
+                w = w.lower()
+                if w not in _STOP:
+                    out.add(w)
+                    out.update(p for p in re.split(r"[_-]", w) if len(p) >= 3 and p not in _STOP)
+    return out
+
+
+def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
+    """Human-readable reasons ``data`` violates ``schema`` (empty list = valid)."""
+    try:
+        validator_cls = jsonschema.validators.validator_for(schema)
+        validator = validator_cls(schema)
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    except jsonschema.exceptions.SchemaError as exc:
+        return [f"declared output schema is invalid: {exc.message}"]
+    return [describe_schema_error(err) for err in errors[:8]]
+
+
+def describe_schema_error(err: jsonschema.ValidationError) -> str:
+    """One schema violation by field path and rule only: never the offending value, which is
+    result content (jsonschema's own message quotes it)."""
+    where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+    if err.validator == "required":
+        missing = [
+            str(r)
+            for r in err.validator_value
+            if isinstance(err.instance, Mapping) and r not in err.instance
+        ]
+        return f"{where}: missing required field(s) {', '.join(missing)}"
+    if err.validator == "additionalProperties":
+        return f"{where}: unexpected field(s)"
+    return f"{where}: expected {err.validator} {err.validator_value!r}"
+
+
+def client_rejection_detail(exc: BaseException) -> str:
+    """Why the mcp client refused a result (see :func:`is_client_validation_error`), by field
+    names: the SDK chains the jsonschema error it raised from."""
+    cause = exc.__cause__
+    if isinstance(cause, jsonschema.ValidationError):
+        return describe_schema_error(cause)
+    if "did not return structured content" in str(exc):
+        return "(top level): no structured content"
+    return "the declared output schema could not be applied"
+
+
+def same_identifier(asked: Any, answered: Any) -> bool:
+    """Loose equality for identifiers: equal after normalising, containment (``Lisbon`` /
+    ``Lisbon, PT``) or a long common prefix (``Lisbon`` / ``Lisboa``) — but never when their
+    digits differ (``GDPR-Art-33`` is not ``GDPR-Art-20``)."""
+    a, b = normalize_scalar(asked), normalize_scalar(answered)
+    if a == b or not a or not b:
+        return True  # nothing to tell them apart by
+    if re.findall(r"\d+", a) != re.findall(r"\d+", b):
+        return False
+    if min(len(a), len(b)) >= 4 and (a in b or b in a):
+        return True
+    prefix = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        prefix += 1
+    return prefix >= max(5, int(0.8 * min(len(a), len(b))))
+
+
+def is_identifier_name(name: str) -> bool:
+    """Argument or field names that say *which* entity is meant (an id, a symbol, a city,
+    a repository path) rather than what is asked about it."""
+    return bool(IDENTIFIER_NAME.search(name) or ANCHOR_KEYS.search(name)) or name == "path"
+
+
+def identifier_mismatches(arguments: Mapping[str, Any], data: Any) -> list[str]:
+    """Identifier arguments that the result echoes (top-level field of the same name) with
+    another value: the answer is about another entity than the one asked for."""
+    if not isinstance(data, Mapping):
+        return []
+    out: list[str] = []
+    for name, asked in arguments.items():
+        if not is_identifier_name(name):
+            continue  # free text (a query) is echoed normalised; only identifiers must match
+        if not isinstance(asked, str | int) or isinstance(asked, bool) or name not in data:
+            continue
+        answered = data[name]
+        scalar = isinstance(answered, str | int) and not isinstance(answered, bool)
+        if scalar and not same_identifier(asked, answered):
+            out.append(name)
+    return out

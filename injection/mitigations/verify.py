@@ -1,0 +1,219 @@
+"""The output verifier: cross-checks values between tools and flags contradictions, stale timestamps
+and results that do not mention what was asked for (annotations: the result is kept).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from mcp.types import CallToolResult
+
+from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, FRESHNESS_KEYS
+from toolwatch.injection.mitigations.results import annotate, iter_leaves, result_data
+from toolwatch.injection.mitigations.values import (
+    identifier_mismatches,
+    normalize_scalar,
+    parse_date,
+    tool_verb,
+)
+from toolwatch.injection.mitigations.wrapper import EventSink, Mitigation, Send
+
+
+class OutputVerifier(Mitigation):
+    """Cross-check results within a session: contradictions, staleness, off-target answers.
+
+    * **conflict**: a number in this result differs from one another *reading* tool returned
+      about the same entity (the results share an identifier such as ``employee_id`` or
+      ``sku``) under a field with a name in common (``temp_c`` / ``temp_c``,
+      ``stock_total`` / ``on_hand_total``); list items and the results of actions (a restart,
+      an update) are not compared, since they describe other entities or a new state;
+    * **stale**: a freshness field (``as_of``, ``updated_at``, ``published``, ...) is more than
+      ``max_age`` older than the newest freshness date any result of the session carried —
+      data is judged against the other sources, not the wall clock, so an archived session
+      does not look stale by age alone (``reference_time`` overrides). When the fresher
+      result comes second, its annotation names the earlier, stale one;
+    * **mismatch**: the result names a different entity than the one asked for (called with
+      ``runbook_id=RB-CHK-07``, it answers about ``runbook_id: RB-SRCH-02``).
+    """
+
+    name = "verify"
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        max_age: timedelta = timedelta(days=180),
+        reference_time: datetime | None = None,
+        on_event: EventSink | None = None,
+    ) -> None:
+        super().__init__(inner, on_event=on_event)
+        self.max_age = max_age
+        self.reference_time = reference_time
+        self._seen: list[_Seen] = []
+
+    async def handle(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
+    ) -> CallToolResult:
+        result = await send(timeout)
+        if result.is_error:
+            return result
+        for flag, message, detail in self.inspect(name, arguments, result_data(result)):
+            self._emit(flag, name, detail)
+            result = annotate(result, self.name, flag, message, detail)
+        return result
+
+    def inspect(
+        self, tool: str, arguments: Mapping[str, Any], data: Any
+    ) -> list[tuple[str, str, str]]:
+        """Problems of one result given the session so far: (flag, message, detail)."""
+        seen = _Seen.of(tool, data)
+        found: list[tuple[str, str, str]] = []
+        mismatched = identifier_mismatches(arguments, data)
+        if mismatched:
+            detail = ", ".join(f"{name} differs from the request" for name in mismatched)
+            found.append(
+                (
+                    "mismatch",
+                    f"This result is about something else than what was asked ({detail}); it "
+                    "may be unrelated to the request.",
+                    detail,
+                )
+            )
+        if not seen.writes:
+            conflicts = sorted(
+                {
+                    f"{key} vs {other_key} of {prior.tool}"
+                    for prior in self._seen
+                    if not prior.writes and prior.tool != tool and prior.same_entity(seen)
+                    for key, value in seen.numbers.items()
+                    for other_key, other in prior.numbers.items()
+                    if _related_keys(key, other_key) and _differ(value, other)
+                }
+            )
+            if conflicts:
+                detail = "; ".join(conflicts)
+                found.append(
+                    (
+                        "conflict",
+                        f"Values in this result contradict an earlier result ({detail}). The "
+                        "sources disagree; do not pick one without saying so.",
+                        detail,
+                    )
+                )
+        newest = max((d for p in self._seen for _, d in p.dates), default=None)
+        reference = self.reference_time or max(
+            [d for d in (newest, *[d for _, d in seen.dates]) if d is not None], default=None
+        )
+        stale = [
+            f"{key} {(reference - when).days} days older"
+            for key, when in seen.dates
+            if reference is not None and reference - when > self.max_age
+        ]
+        if stale:
+            detail = ", ".join(stale)
+            found.append(
+                (
+                    "stale",
+                    f"This result may be out of date ({detail} than other data in this "
+                    "session); confirm it is current before relying on it.",
+                    detail,
+                )
+            )
+        fresh = max((d for _, d in seen.dates), default=None)
+        if fresh is not None and self.reference_time is None:
+            older = sorted(
+                {
+                    f"{prior.tool} {key} {(fresh - when).days} days older"
+                    for prior in self._seen
+                    for key, when in prior.dates
+                    if fresh - when > self.max_age
+                }
+            )
+            if older:
+                detail = ", ".join(older)
+                found.append(
+                    (
+                        "stale",
+                        f"An earlier result is much older than this one ({detail}); it may be "
+                        "out of date.",
+                        detail,
+                    )
+                )
+        self._seen.append(seen)
+        return found
+
+
+@dataclass
+class _Seen:
+    """What the verifier keeps of one result: anchors, top-level numbers, freshness dates."""
+
+    tool: str
+    writes: bool
+    anchors: set[tuple[str, str]]
+    numbers: dict[str, float]
+    dates: list[tuple[str, datetime]]
+
+    @classmethod
+    def of(cls, tool: str, data: Any) -> _Seen:
+        anchors: set[tuple[str, str]] = set()
+        numbers: dict[str, float] = {}
+        dates: list[tuple[str, datetime]] = []
+        for path, value in iter_leaves(data):
+            if not path or not isinstance(path[-1], str):
+                continue
+            key = str(path[-1])
+            in_list = any(isinstance(p, int) for p in path)
+            if FRESHNESS_KEYS.search(key) and (when := parse_date(value)) is not None:
+                dates.append((key, when))
+                continue
+            if in_list:
+                continue
+            if ANCHOR_KEYS.search(key) and isinstance(value, str | int) and value != "":
+                anchors.add((key.lower(), normalize_scalar(value)))
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                numbers[key] = float(value)
+        return cls(tool, tool_verb(tool)[1], anchors, numbers, dates)
+
+    def same_entity(self, other: _Seen) -> bool:
+        mine = {v for _, v in self.anchors}
+        return bool(mine & {v for _, v in other.anchors})
+
+
+_UNIT_WORDS: Final = frozenset(
+    [
+        "eur",
+        "usd",
+        "gbp",
+        "pct",
+        "percent",
+        "c",
+        "f",
+        "k",
+        "kph",
+        "mph",
+        "mm",
+        "cm",
+        "km",
+        "kg",
+        "mg",
+        "ms",
+        "s",
+        "min",
+    ]
+)
+
+
+def _key_words(key: str) -> set[str]:
+    return {w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key.lower()) if w} - _UNIT_WORDS
+
+
+def _related_keys(a: str, b: str) -> bool:
+    return a.lower() == b.lower() or bool(_key_words(a) & _key_words(b))
+
+
+def _differ(a: float, b: float) -> bool:
+    return abs(a - b) > 1e-9 + 0.01 * max(abs(a), abs(b))
