@@ -17,7 +17,7 @@ import streamlit as st
 from toolwatch import study
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
-from toolwatch.injection.faults.scenario import FAULT_ACTIONS
+from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 from toolwatch.injection.workbench.runner import summarize
 
 STEP_COLUMNS = (

@@ -407,7 +407,7 @@ def live_stage(
     from toolwatch.app.demo.agent import SERVER_NAME, demo_scenario
     from toolwatch.collector.otlp.server import Collector
     from toolwatch.detection.alerting.live import LiveScorer
-    from toolwatch.injection.faults.scenario import load_scenario
+    from toolwatch.injection.faults.library import load_scenario
     from toolwatch.instrumentation import configure_otlp, instrument, uninstrument
 
     if model_path is None:

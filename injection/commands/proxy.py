@@ -15,7 +15,8 @@ import sys
 
 import anyio
 
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError, find_scenario
+from toolwatch.injection.faults.library import find_scenario
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.proxy.proxy import (
     UpstreamTarget,
     UpstreamUnavailable,

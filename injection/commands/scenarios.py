@@ -13,19 +13,17 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from toolwatch.injection.faults.scenario import (
-    FAULT_ACTIONS,
-    FAULT_NAMES,
-    Scenario,
-    ScenarioError,
+from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.injection.faults.library import (
     find_scenario,
     iter_scenario_paths,
     library_files,
     load_library,
     load_scenario,
     parse_text,
-    scenario_to_json,
 )
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError
+from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, FAULT_NAMES
 
 HELP = "list and validate fault scenarios"
 

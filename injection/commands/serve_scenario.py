@@ -13,7 +13,8 @@ import sys
 
 import anyio
 
-from toolwatch.injection.faults.scenario import ScenarioError, find_scenario
+from toolwatch.injection.faults.library import find_scenario
+from toolwatch.injection.faults.scenario import ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
 

@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store.parquet_store import StoreError, add_store_argument
-from toolwatch.injection.faults.scenario import (
-    Scenario,
-    ScenarioError,
+from toolwatch.injection.faults.library import (
     find_scenario,
     iter_scenario_paths,
     load_library,
     load_scenario,
 )
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.mitigations.stack import parse_mitigations
 from toolwatch.injection.workbench.agents import AGENT_NAMES, AgentConfig
 from toolwatch.injection.workbench.runner import (

@@ -42,7 +42,8 @@ from mcp.server.stdio import stdio_server
 from pydantic import TypeAdapter, ValidationError
 
 from toolwatch.conventions import LABEL_META_KEY
-from toolwatch.injection.faults.engine import FaultEngine, announce_injection
+from toolwatch.injection.faults.effects import announce_injection
+from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import scenario_server
 

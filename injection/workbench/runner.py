@@ -35,7 +35,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from toolwatch import tables
-from toolwatch.injection.faults.engine import FaultEngine, announce_injection
+from toolwatch.injection.faults.effects import announce_injection
+from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.mitigations.stack import (

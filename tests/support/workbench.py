@@ -13,7 +13,8 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from toolwatch.injection.faults.scenario import Scenario, parse_scenario
+from toolwatch.injection.faults.library import parse_scenario
+from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.failures import FailureClass, classify_failure
 from toolwatch.injection.workbench.trajectory import Step, Trajectory
 

@@ -31,7 +31,7 @@ from toolwatch.app.demo.agent import (
 from toolwatch.app.demo.pipeline import MARKER, MODEL_FILE, QUICK, DemoError, prepare_store
 from toolwatch.collector.sources.simulator.workload import SimulationConfig, generate
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.injection.faults.scenario import parse_scenario
+from toolwatch.injection.faults.library import parse_scenario
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import run_proxy
 

@@ -11,22 +11,18 @@ import pytest
 from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from toolwatch.conventions import LABEL_META_KEY
-from toolwatch.injection.faults.engine import (
-    PERMISSION_DENIED_CODE,
-    FaultEngine,
+from toolwatch.injection.faults.edits import (
     edit_json,
     label_result,
     longest_string_pointer,
     rename_schema,
 )
-from toolwatch.injection.faults.scenario import (
-    FAULT_ACTIONS,
-    FaultSpec,
-    Occurrence,
-    Scenario,
-    load_library,
-    resolve_pointer,
-)
+from toolwatch.injection.faults.effects import PERMISSION_DENIED_CODE
+from toolwatch.injection.faults.engine import FaultEngine
+from toolwatch.injection.faults.library import load_library
+from toolwatch.injection.faults.pointer import resolve_pointer
+from toolwatch.injection.faults.scenario import FaultSpec, Occurrence, Scenario
+from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 
 LIBRARY = load_library()
 LABEL = "X9:test-scenario"

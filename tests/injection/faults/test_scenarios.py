@@ -16,19 +16,18 @@ from mcp import Client
 
 from support.paths import FIXTURES, REPO
 from toolwatch.cli import main as cli_main
-from toolwatch.injection.faults.scenario import (
-    FAULT_ACTIONS,
-    Scenario,
-    ScenarioError,
+from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.injection.faults.library import (
     find_scenario,
     load_library,
     load_scenario,
     parse_scenario,
-    scenario_schema,
-    scenario_to_json,
     validate_path,
 )
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.server import scenario_server
+from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
+from toolwatch.injection.faults.validation import scenario_schema
 
 FIXTURES = FIXTURES / "agentcheck"
 LIBRARY = load_library()
@@ -242,7 +241,8 @@ def test_library_output_schemas_make_schema_drift_visible() -> None:
     """Every A4 scenario declares the faulty tool's output schema and its drifted result
     breaks it (the declaration stays unless ``rename_output_schema``); every silent fault on a
     tool with a schema keeps its result valid (checked by the loader)."""
-    from toolwatch.injection.faults.engine import CallPlan, FaultEngine
+    from toolwatch.injection.faults.effects import CallPlan
+    from toolwatch.injection.faults.engine import FaultEngine
 
     drift = [s for s in LIBRARY if s.fault_type == "A4"]
     assert len(drift) >= 5

@@ -15,7 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, Tool
 
-from toolwatch.injection.faults.scenario import load_library
+from toolwatch.injection.faults.library import load_library
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.mitigations.failures import (
     FailureClass,

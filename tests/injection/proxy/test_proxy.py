@@ -23,14 +23,11 @@ from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT, CallToolResult, TextConte
 
 from toolwatch.cli import main as cli_main
 from toolwatch.conventions import LABEL_META_KEY
-from toolwatch.injection.faults.engine import PERMISSION_DENIED_CODE
-from toolwatch.injection.faults.scenario import (
-    Occurrence,
-    Scenario,
-    find_scenario,
-    resolve_pointer,
-    scenario_to_json,
-)
+from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.injection.faults.effects import PERMISSION_DENIED_CODE
+from toolwatch.injection.faults.library import find_scenario
+from toolwatch.injection.faults.pointer import resolve_pointer
+from toolwatch.injection.faults.scenario import Occurrence, Scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.proxy.proxy import (
     UPSTREAM_UNAVAILABLE_KEY,

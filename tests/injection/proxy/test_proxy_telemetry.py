@@ -24,7 +24,8 @@ from toolwatch.conventions import (
     ERROR_TYPE_TIMEOUT,
 )
 from toolwatch.injection.faults.engine import FaultEngine
-from toolwatch.injection.faults.scenario import Occurrence, Scenario, find_scenario
+from toolwatch.injection.faults.library import find_scenario
+from toolwatch.injection.faults.scenario import Occurrence, Scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.workbench.runner import ReplayServer

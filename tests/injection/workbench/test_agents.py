@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 import pytest
 
 from support.workbench import DOCS, EXFIL, PAYLOAD, scenario
+from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.engine import FaultEngine
-from toolwatch.injection.faults.scenario import load_library, parse_scenario, scenario_to_json
+from toolwatch.injection.faults.library import load_library, parse_scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.workbench.agents import (
     AgentConfig,

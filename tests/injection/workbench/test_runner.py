@@ -15,8 +15,9 @@ import pytest
 from support.workbench import DOC_TEXT, PAYLOAD, scenario, step, trajectory
 from toolwatch.cli import main as cli_main
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.engine import FaultEngine
-from toolwatch.injection.faults.scenario import load_library, scenario_to_json
+from toolwatch.injection.faults.library import load_library
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.workbench.agents import AgentConfig, NaiveAgent
 from toolwatch.injection.workbench.runner import (
@@ -234,7 +235,7 @@ def test_schema_validation_catches_schema_drift_for_the_naive_agent(drift: dict[
     explanation the agent passes on."""
     doc = scenario_to_json(scenario("A4"))
     doc["fault"]["params"] = drift
-    from toolwatch.injection.faults.scenario import parse_scenario
+    from toolwatch.injection.faults.library import parse_scenario
 
     sc = parse_scenario(doc)
     assert sc.faulty_tool.output_schema is not None
@@ -276,7 +277,7 @@ def test_a_fault_on_a_tool_the_agent_never_calls_is_not_exercised() -> None:
     sc = scenario("A2", occurrence={"nth": 1})
     doc = scenario_to_json(sc)
     doc["fault"]["tool"] = "http_post"  # a sink the plan never calls
-    from toolwatch.injection.faults.scenario import parse_scenario
+    from toolwatch.injection.faults.library import parse_scenario
 
     unused = parse_scenario(doc)
     report = run(run_scenario(unused, "naive", mitigations=["retry"], config=FAST))

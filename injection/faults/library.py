@@ -1,0 +1,105 @@
+"""Loading scenarios: the shipped library (package data), single files in toolwatch's format or
+AgentCheck's, and paths given on the command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from toolwatch.injection.faults.agentcheck import from_agentcheck, is_agentcheck
+from toolwatch.injection.faults.codec import build_scenario
+from toolwatch.injection.faults.scenario import FORMAT, Problem, Scenario, ScenarioError
+from toolwatch.injection.faults.validation import LIBRARY_PACKAGE, SCHEMA_RESOURCE, validate_data
+
+
+def library_files() -> list[Any]:
+    """The packaged scenario files (``importlib.resources`` traversables), sorted by name."""
+    root = resources.files(LIBRARY_PACKAGE)
+    return sorted(
+        (p for p in root.iterdir() if p.name.endswith(".json") and p.name != SCHEMA_RESOURCE),
+        key=lambda p: p.name,
+    )
+
+
+def load_library() -> list[Scenario]:
+    """Every packaged scenario; a broken packaged file raises :class:`ScenarioError`."""
+    return [
+        parse_text(p.read_text(encoding="utf-8"), f"scenarios/{p.name}") for p in library_files()
+    ]
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """A scenario file in either format; :class:`ScenarioError` names the file and fields."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(str(path), [Problem("", f"cannot read file: {exc.strerror}")]) from exc
+    return parse_text(text, str(path))
+
+
+def find_scenario(ref: str | Path) -> Scenario:
+    """A scenario by file path, or by the id of a packaged scenario."""
+    path = Path(ref)
+    if path.suffix == ".json" or path.exists():
+        return load_scenario(path)
+    files = library_files()
+    for traversable in files:
+        if traversable.name == f"{ref}.json":
+            return parse_text(traversable.read_text(encoding="utf-8"), f"scenarios/{ref}.json")
+    for traversable in files:
+        text = traversable.read_text(encoding="utf-8")
+        with contextlib.suppress(ValueError):
+            if json.loads(text).get("id") == str(ref):
+                return parse_text(text, f"scenarios/{traversable.name}")
+    raise ScenarioError(
+        str(ref), [Problem("", "no such file and no packaged scenario with this id")]
+    )
+
+
+def parse_text(text: str, source: str) -> Scenario:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(
+            source,
+            [Problem("", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")],
+        ) from exc
+    return parse_scenario(data, source)
+
+
+def parse_scenario(data: Any, source: str = "<memory>") -> Scenario:
+    """A validated :class:`Scenario` from decoded JSON in either format."""
+    problems = validate_data(data)
+    if problems:
+        raise ScenarioError(source, problems)
+    if is_agentcheck(data):
+        data = from_agentcheck(data)
+        fmt = "agentcheck"
+    else:
+        fmt = FORMAT
+    return build_scenario(data, source, fmt)
+
+
+def validate_path(path: str | Path) -> list[str]:
+    """Rendered problems (``file: /pointer: message``) of one scenario file; empty when valid."""
+    try:
+        load_scenario(path)
+    except ScenarioError as exc:
+        return [p.render(exc.source) for p in exc.problems]
+    return []
+
+
+def iter_scenario_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Scenario files among ``paths`` (directories are searched for ``*.json``)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*.json") if p.name != SCHEMA_RESOURCE)
+        else:
+            yield path
