@@ -18,7 +18,7 @@ from toolwatch import study
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
-from toolwatch.injection.workbench.runner import summarize
+from toolwatch.injection.workbench.suite import summarize
 
 STEP_COLUMNS = (
     "run",

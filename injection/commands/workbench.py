@@ -30,21 +30,18 @@ from toolwatch.injection.faults.library import (
 )
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.mitigations.stack import parse_mitigations
-from toolwatch.injection.workbench.agents import AGENT_NAMES, AgentConfig
-from toolwatch.injection.workbench.runner import (
+from toolwatch.injection.workbench.agent import AgentConfig
+from toolwatch.injection.workbench.agents import AGENT_NAMES
+from toolwatch.injection.workbench.detect import detect_suite, render_detection
+from toolwatch.injection.workbench.report import (
     RUNS_TABLE,
-    RunReport,
-    WorkbenchConfig,
-    detect_suite,
-    render_detection,
     render_report,
-    render_summary,
     report_json,
     report_rows,
-    run_scenario,
-    run_suite,
     runs_schema,
 )
+from toolwatch.injection.workbench.runner import RunReport, WorkbenchConfig, run_scenario
+from toolwatch.injection.workbench.suite import render_summary, run_suite
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,10 @@
+"""The live fault proxy: an MCP server in front of a real upstream (stdio or HTTP) that forwards
+every call, and answers the calls a scenario's fault is due on with the faulted response (the
+same fault engine the workbench replays with), labelling them for ground truth.
+
+Users need :class:`FaultProxy` and :func:`upstream_command`; the command is ``toolwatch proxy``.
+"""
+
+from toolwatch.injection.proxy.proxy import FaultProxy, upstream_command
+
+__all__ = ["FaultProxy", "upstream_command"]

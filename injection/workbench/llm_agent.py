@@ -29,7 +29,7 @@ from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.failures import first_line
 from toolwatch.injection.mitigations.results import result_text
 from toolwatch.injection.mitigations.wrapper import try_call
-from toolwatch.injection.workbench.agents import Agent, AgentConfig
+from toolwatch.injection.workbench.agent import Agent, AgentConfig
 from toolwatch.injection.workbench.trajectory import AgentEvent, Trajectory
 from toolwatch.instrumentation import model_response
 

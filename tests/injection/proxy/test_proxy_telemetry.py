@@ -28,7 +28,7 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Occurrence, Scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
-from toolwatch.injection.workbench.runner import ReplayServer
+from toolwatch.injection.workbench.replay import ReplayServer
 from toolwatch.injection.workbench.trajectory import Recording
 from toolwatch.instrumentation import model_response
 

@@ -17,14 +17,9 @@ from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.library import load_library, parse_scenario
 from toolwatch.injection.faults.server import ScenarioServer
-from toolwatch.injection.workbench.agents import (
-    AgentConfig,
-    CarefulAgent,
-    NaiveAgent,
-    make_agent,
-    plan_from_scenario,
-    remap_arguments,
-)
+from toolwatch.injection.workbench.agent import AgentConfig
+from toolwatch.injection.workbench.agents import make_agent
+from toolwatch.injection.workbench.careful_agent import CarefulAgent
 from toolwatch.injection.workbench.checks import task_solved
 from toolwatch.injection.workbench.llm_agent import (
     ENV_API_KEY,
@@ -35,7 +30,10 @@ from toolwatch.injection.workbench.llm_agent import (
     LLMNotConfigured,
     LLMSettings,
 )
-from toolwatch.injection.workbench.runner import ReplayServer, run_agent
+from toolwatch.injection.workbench.naive_agent import NaiveAgent
+from toolwatch.injection.workbench.planning import plan_from_scenario, remap_arguments
+from toolwatch.injection.workbench.replay import ReplayServer
+from toolwatch.injection.workbench.runner import run_agent
 from toolwatch.injection.workbench.trajectory import Recording
 
 

@@ -6,14 +6,13 @@ import pytest
 from mcp.types import Tool
 
 from support.workbench import DOC_TEXT, EXFIL, PAYLOAD, scenario, step, trajectory
-from toolwatch.injection.workbench.checks import (
-    check,
+from toolwatch.injection.workbench.checks import check, task_solved
+from toolwatch.injection.workbench.evidence import (
     communicates_uncertainty,
-    labels,
     own_words,
-    task_solved,
     value_present,
 )
+from toolwatch.injection.workbench.labels import labels
 from toolwatch.injection.workbench.trajectory import AgentEvent
 
 SEARCH = {"matches": [{"doc_id": "dt0133", "title": "Onboarding Incident Brief 133"}]}

@@ -19,17 +19,12 @@ from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.library import load_library
 from toolwatch.injection.faults.server import ScenarioServer
-from toolwatch.injection.workbench.agents import AgentConfig, NaiveAgent
-from toolwatch.injection.workbench.runner import (
-    RUNS_TABLE,
-    ReplayServer,
-    WorkbenchConfig,
-    report_rows,
-    run_agent,
-    run_scenario,
-    run_suite,
-    runs_schema,
-)
+from toolwatch.injection.workbench.agent import AgentConfig
+from toolwatch.injection.workbench.naive_agent import NaiveAgent
+from toolwatch.injection.workbench.replay import ReplayServer
+from toolwatch.injection.workbench.report import RUNS_TABLE, report_rows, runs_schema
+from toolwatch.injection.workbench.runner import WorkbenchConfig, run_agent, run_scenario
+from toolwatch.injection.workbench.suite import run_suite
 from toolwatch.injection.workbench.trajectory import Recording, first_divergence
 
 FAST = WorkbenchConfig(
