@@ -1,1 +1,1 @@
-"""toolwatch.app."""
+"""What a person runs on top of every other room: the dashboard and the demo."""

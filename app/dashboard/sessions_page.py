@@ -25,7 +25,7 @@ import streamlit as st
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.detection import CUE_NAMES, CUE_SETS, DETECTORS, NormalModel, score_calls
-from toolwatch.detection.alerting.alerts import parse_statistic
+from toolwatch.detection.detectors.base import parse_statistic
 from toolwatch.detection.scoring.scan import scan
 
 FLAG_ALL = "all streams"

@@ -28,17 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.detection.alerting.alerts import (
-    ALERTS_SCHEMA,
-    ALERTS_TABLE,
-    describe,
-    dominant_cue,
-    parse_statistic,
-)
+from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
 from toolwatch.detection.cues.base import Call
+from toolwatch.detection.detectors.base import parse_statistic
 from toolwatch.detection.model.normal_model import VERSION, ModelError, NormalModel
+from toolwatch.detection.scoring.explain import dominant_cue
 from toolwatch.detection.scoring.online import OnlineScorer, StreamKey
 
 log = logging.getLogger(__name__)

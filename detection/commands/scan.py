@@ -21,7 +21,8 @@ from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.frame import CallsError
 from toolwatch.detection.calls.windows import WindowError, bounded, load_window
-from toolwatch.detection.cues.base import CUE_SETS, DETECTORS, stat_column
+from toolwatch.detection.cues.base import CUE_SETS
+from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.normal_model import (
     MODEL_IN_STORE,
     ModelError,

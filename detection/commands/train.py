@@ -25,7 +25,8 @@ from toolwatch.detection.calls.windows import (
     load_window,
     parse_window,
 )
-from toolwatch.detection.cues.base import CUE_SETS, DETECTORS
+from toolwatch.detection.cues.base import CUE_SETS
+from toolwatch.detection.detectors.base import DETECTORS
 from toolwatch.detection.model.normal_model import (
     MODEL_IN_STORE,
     ModelConfig,

@@ -1,26 +1,21 @@
-"""The contract every cue and every detector follows (one small unit per file, river-style).
+"""The contract every cue follows (one small unit per file, river-style).
 
 A **cue** turns one tool call into a non-negative *surprise* score. It is fitted once on the
 training calls, then scores calls two ways that must agree exactly:
 
-* ``score_many(frame)`` — all calls of a :class:`~toolwatch.detection.calls.frame.CallFrame` at once
-  (numpy; used for the training statistics, calibration and batch scoring);
+* ``score_many(frame)`` — all calls of a :class:`~toolwatch.detection.calls.frame.CallFrame` at
+  once (numpy; used for the training statistics, calibration and batch scoring);
 * ``score_one(call, ctx, state)`` — one call of a live stream (used by the online scorer); it
   scores the call *given the stream so far*, then folds the call into the cue's per-stream
   ``state`` (from ``new_state()``; ``None`` for cues without one).
 
-Both paths compute every float with the same operations in the same order (``math.log`` on
-both sides, never ``numpy.log``), which is why online and batch scores are bit-identical.
+Both paths compute every float with the same operations in the same order (``math.log`` on both
+sides, never ``numpy.log``), which is why online and batch scores are bit-identical.
 
-A **detector** turns one stream's sequence of standardised scores ``x`` into a statistic that
-is compared with a threshold. An instance is the state of one stream (``update(x)`` returns
-the statistic after ``x``; ``clone()`` gives a fresh stream with the same parameters) and
-``run(x, starts)`` computes the same statistic for many streams at once.
-
-What a *stream* is: the calls of one ``(session_id, agent_id)`` pair, ordered by
-``(start_time, seq)``. A subagent is its own stream because its calls interleave with the
-parent's in time but follow their own plan; every cue state and detector state is per stream
-and starts afresh with the stream.
+What a *stream* is: the calls of one ``(session_id, agent_id)`` pair, ordered by ``(start_time,
+seq)``. A subagent is its own stream because its calls interleave with the parent's in time but
+follow their own plan; every cue state and detector state is per stream and starts afresh with the
+stream.
 """
 
 from __future__ import annotations
@@ -40,18 +35,11 @@ if TYPE_CHECKING:
 CUE_NAMES: Final[tuple[str, ...]] = ("order", "size", "time", "failure")
 #: Cue sets scored by the detectors: ``all`` first (the study's headline), then each cue.
 CUE_SETS: Final[tuple[str, ...]] = ("all", "order", "size", "time", "failure")
-DETECTORS: Final[tuple[str, ...]] = ("point", "ewma", "cusum")
 #: Batch/online output columns of the per-call cue-set scores, then the detector statistics.
 SCORE_COLUMNS: Final[tuple[str, ...]] = (*CUE_NAMES, "all")
-STAT_COLUMNS: Final[tuple[str, ...]] = tuple(f"{s}_{d}" for s in CUE_SETS for d in DETECTORS)
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
-
-
-def stat_column(cue_set: str, detector: str) -> str:
-    """Name of the column holding ``detector``'s statistic over ``cue_set`` (``all_cusum``)."""
-    return f"{cue_set}_{detector}"
 
 
 def to_microseconds(value: datetime | int) -> int:
@@ -192,31 +180,3 @@ class Cue(abc.ABC):
     def _check_fitted(self) -> None:
         if not self.fitted:
             raise NotFittedError(f"the {self.name} cue is not fitted (call fit or load a model)")
-
-
-class Detector(abc.ABC):
-    """The state of one stream's detector over standardised scores ``x``."""
-
-    __slots__ = ()
-    name: ClassVar[str]
-
-    @abc.abstractmethod
-    def update(self, x: float) -> float:
-        """Feed the stream's next score; returns the statistic after it."""
-
-    @abc.abstractmethod
-    def clone(self) -> Detector:
-        """A fresh detector (new stream) with the same parameters."""
-
-    @abc.abstractmethod
-    def run(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        """The statistic over many streams laid end to end.
-
-        ``starts`` is a boolean mask marking each stream's first call (index 0 always starts
-        one). Identical, element by element, to feeding each stream through :meth:`update`.
-        This instance's own state is not touched.
-        """
-
-    @abc.abstractmethod
-    def params(self) -> dict[str, float]:
-        """The parameters (saved in the model config)."""

@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from toolwatch.detection.calls.frame import sweep
-from toolwatch.detection.cues.base import Detector
+from toolwatch.detection.detectors.base import Detector
 
 
 class CUSUM(Detector):

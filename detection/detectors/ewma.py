@@ -20,7 +20,7 @@ import numpy as np
 from river import stats
 
 from toolwatch.detection.calls.frame import sweep
-from toolwatch.detection.cues.base import Detector
+from toolwatch.detection.detectors.base import Detector
 
 
 class EWMA(Detector):

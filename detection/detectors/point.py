@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from toolwatch.detection.cues.base import Detector
+from toolwatch.detection.detectors.base import Detector
 
 
 class Point(Detector):

@@ -36,11 +36,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolwatch.detection.calls.frame import CallFrame, prepare
-from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, DETECTORS, Cue, Detector, stat_column
+from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
 from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.size import SizeCue
 from toolwatch.detection.cues.timing import TimeCue
+from toolwatch.detection.detectors.base import DETECTORS, Detector, stat_column
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
 from toolwatch.detection.detectors.point import Point
@@ -187,16 +188,38 @@ class NormalModel:
         )
         return model
 
+    def score_frame(self, frame: CallFrame) -> dict[str, np.ndarray]:
+        """Scores and detector statistics of a prepared frame, by output column name."""
+        std = self.standardisation
+        out: dict[str, np.ndarray] = {}
+        z: dict[str, np.ndarray] = {}
+        for name in CUE_NAMES:
+            raw = self.cues[name].score_many(frame)
+            out[name] = raw
+            mean, sd = std[name]
+            z[name] = (raw - mean) / sd
+        out["all"] = (z["order"] + z["size"] + z["time"] + z["failure"]) / 4.0
+        mean, sd = std["all"]
+        x = {"all": (out["all"] - mean) / sd, **z}
+        # one sweep per detector for all cue sets: the five series laid end to end as streams
+        n = frame.n
+        flat = np.concatenate([x[s] for s in CUE_SETS])
+        starts = np.tile(frame.start, len(CUE_SETS))
+        detectors = self.detectors()
+        stats = {det: detectors[det].run(flat, starts) for det in DETECTORS}
+        for j, cue_set in enumerate(CUE_SETS):
+            for det in DETECTORS:
+                out[stat_column(cue_set, det)] = stats[det][j * n : (j + 1) * n]
+        return out
+
     def calibrate(
         self, calib_calls: pa.Table, *, window: Mapping[str, Any] | None = None
     ) -> NormalModel:
         """Set the operating-point threshold of every cue set × detector; returns ``self``."""
-        from toolwatch.detection.scoring.batch import score_frame
-
         frame = _frame(calib_calls, "calibration")
         if frame.n == 0:
             raise ModelError("the calibration window has no calls: cannot set thresholds")
-        stats = score_frame(self, frame)
+        stats = self.score_frame(frame)
         q = self.config.operating_quantile
         thresholds: dict[str, dict[str, float]] = {}
         alarms: dict[str, dict[str, int]] = {}

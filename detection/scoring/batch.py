@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from toolwatch.detection.calls.frame import CallFrame, CallsError, prepare, starts_mask
-from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, DETECTORS, stat_column
+from toolwatch.detection.calls.frame import CallsError, prepare, starts_mask
+from toolwatch.detection.detectors.base import DETECTORS
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
 from toolwatch.detection.detectors.point import Point
@@ -43,7 +43,7 @@ def score_calls(model: NormalModel, calls: pa.Table) -> pa.Table:
     invalid column.
     """
     frame = prepare(calls)
-    values = score_frame(model, frame)
+    values = model.score_frame(frame)
     table = frame.table
     columns: dict[str, pa.Array | pa.ChunkedArray] = {
         "session_id": table.column("session_id"),
@@ -59,31 +59,6 @@ def score_calls(model: NormalModel, calls: pa.Table) -> pa.Table:
     for name, arr in values.items():
         columns[name] = pa.array(arr, type=pa.float64())
     return pa.table(columns)
-
-
-def score_frame(model: NormalModel, frame: CallFrame) -> dict[str, np.ndarray]:
-    """Scores and detector statistics of a prepared frame, by output column name."""
-    std = model.standardisation
-    out: dict[str, np.ndarray] = {}
-    z: dict[str, np.ndarray] = {}
-    for name in CUE_NAMES:
-        raw = model.cues[name].score_many(frame)
-        out[name] = raw
-        mean, sd = std[name]
-        z[name] = (raw - mean) / sd
-    out["all"] = (z["order"] + z["size"] + z["time"] + z["failure"]) / 4.0
-    mean, sd = std["all"]
-    x = {"all": (out["all"] - mean) / sd, **z}
-    # one sweep per detector for all cue sets: the five series laid end to end as streams
-    n = frame.n
-    flat = np.concatenate([x[s] for s in CUE_SETS])
-    starts = np.tile(frame.start, len(CUE_SETS))
-    detectors = model.detectors()
-    stats = {det: detectors[det].run(flat, starts) for det in DETECTORS}
-    for j, cue_set in enumerate(CUE_SETS):
-        for det in DETECTORS:
-            out[stat_column(cue_set, det)] = stats[det][j * n : (j + 1) * n]
-    return out
 
 
 def run_detector(
@@ -114,4 +89,4 @@ def run_detector(
     return np.asarray(detectors[kind].run(scores, mask))
 
 
-__all__ = ["CallsError", "run_detector", "score_calls", "score_frame"]
+__all__ = ["CallsError", "run_detector", "score_calls"]

@@ -28,14 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from river import stats
 
-from toolwatch.detection.cues.base import (
-    CUE_NAMES,
-    CUE_SETS,
-    DETECTORS,
-    Call,
-    StreamContext,
-    stat_column,
-)
+from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Call, StreamContext
+from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
 

@@ -19,10 +19,12 @@ import pytest
 from support.detection import session, table, workload
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
-from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, dominant_cue, dominant_cues
+from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.alerting.webhook import WebhookPoster
-from toolwatch.detection.cues.base import CUE_NAMES, DETECTORS, stat_column
+from toolwatch.detection.cues.base import CUE_NAMES
+from toolwatch.detection.detectors.base import DETECTORS, stat_column
+from toolwatch.detection.scoring.explain import dominant_cue, dominant_cues
 
 
 @pytest.fixture(scope="module")

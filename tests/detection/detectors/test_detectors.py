@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from toolwatch.detection import DETECTORS, run_detector, threshold_at_false_alarm
-from toolwatch.detection.cues.base import Detector
+from toolwatch.detection.detectors.base import Detector
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
 from toolwatch.detection.detectors.point import Point
