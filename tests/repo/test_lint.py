@@ -1,4 +1,4 @@
-"""ruff and mypy stay clean: the house style is checked by CI, not by memory."""
+"""ruff, mypy and the import contracts stay clean: the house style is checked by CI, not by memory."""
 
 from __future__ import annotations
 
@@ -41,3 +41,10 @@ def test_mypy_is_clean(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Success" in out.stdout
+
+
+def test_import_contracts_hold() -> None:
+    """The layering in pyproject.toml ([tool.importlinter]) is checked by a tool, not by hope."""
+    out = _run(str(BIN / "lint-imports"), "--no-cache")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert ", 0 broken." in out.stdout
