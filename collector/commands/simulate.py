@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolwatch import study, tables
-from toolwatch.collector.sources.simulator.workload import (
+from toolwatch.collector.sources.simulator import (
     SOURCE,
     SimulationConfig,
     assign_splits,

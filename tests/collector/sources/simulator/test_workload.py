@@ -20,9 +20,7 @@ import pyarrow as pa
 import pytest
 
 from toolwatch import study
-from toolwatch.collector.sources.simulator.workload import (
-    REFUSAL_TEXT,
-    SERVICE,
+from toolwatch.collector.sources.simulator import (
     SOURCE,
     SPLIT_DATES,
     SimulationConfig,
@@ -31,6 +29,7 @@ from toolwatch.collector.sources.simulator.workload import (
     simulate,
     split_dates,
 )
+from toolwatch.collector.sources.simulator.config import REFUSAL_TEXT, SERVICE
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.record import result_size, split_mcp_name
 
