@@ -294,8 +294,8 @@ def _write_marker(
 
 def simulate_stage(store: Store, options: DemoOptions, out: Emit) -> pa.Table:
     """Generate the SIMULATED corpus and write it (and its configuration) to the store."""
-    from toolwatch.collector.commands.simulate import record_simulation, summary_lines
     from toolwatch.collector.sources.simulator import SimulationConfig, generate
+    from toolwatch.collector.sources.simulator.report import record_simulation, summary_lines
 
     config = SimulationConfig(seed=options.seed, sessions=options.sessions)
     t = time.perf_counter()
