@@ -33,7 +33,7 @@ from toolwatch.collector.sources.delivery import (
     append_new_calls,
     send_otlp,
 )
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.record import CallRecord
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from toolwatch.collector.sources.delivery import (
 )
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.sources.simulator.report import BANNER, record_simulation, summary_lines
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 
 HELP = "write a simulated workload (labelled simulated)"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table, write_csv, write_json
 
 HELP = "run SQL over the store and print a table"

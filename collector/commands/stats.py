@@ -12,9 +12,9 @@ import argparse
 import json
 import sys
 
-from toolwatch.collector.stats.corpus import corpus_stats, source_counts
+from toolwatch.collector.stats import corpus_stats, source_counts
 from toolwatch.collector.stats.report import format_report, stats_document
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
 
 HELP = "corpus facts beside the study's"

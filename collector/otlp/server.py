@@ -52,7 +52,7 @@ from toolwatch.collector.otlp.writer import (
     PendingRequest,
     WriteFailed,
 )
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import Store
 
 log = logging.getLogger(__name__)
 

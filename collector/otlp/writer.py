@@ -29,8 +29,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from toolwatch.collector.otlp.columnar import map_parsed
 from toolwatch.collector.otlp.decode import OtlpError, SpanData
 from toolwatch.collector.otlp.mapping import Mapped, map_spans
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
-from toolwatch.collector.store.parquet_store import CALLS, TOOL_LISTS, Store
+from toolwatch.collector.store import CALLS_SCHEMA, Store
+from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
+from toolwatch.collector.store.parquet_store import CALLS, TOOL_LISTS
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import CALLS, Store
+from toolwatch.collector.store import CALLS_SCHEMA, Store
+from toolwatch.collector.store.parquet_store import CALLS
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
 
 #: What a source hands over: a table of the calls schema, or call records.

@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 from toolwatch import study, tables
 from toolwatch.collector.sources.simulator.config import SOURCE, SimulationConfig, split_dates
 from toolwatch.collector.sources.simulator.splits import assign_splits, stream_calls
+from toolwatch.collector.store import Store
 from toolwatch.collector.store.arrow_schema import SCHEMAS
-from toolwatch.collector.store.parquet_store import Store
 
 BANNER: Final = "SIMULATED workload"
 #: Table of the configurations written (one row per ``toolwatch simulate`` that wrote rows).

@@ -28,7 +28,7 @@ from toolwatch.collector.sources.simulator.plan import SessionPlan
 from toolwatch.collector.sources.simulator.tools import (
     ALL_TOOLS,
 )
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
 from toolwatch.record import CallRecord
 

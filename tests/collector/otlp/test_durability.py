@@ -20,10 +20,9 @@ import pyarrow as pa
 import pytest
 
 from support.collector import PB, GatedStore, SpanSpec, call, pb_request, post
+from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_status, decode_success
-from toolwatch.collector.otlp.server import Collector
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import CALLS_SCHEMA, Store
 
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)/v1/traces")
 

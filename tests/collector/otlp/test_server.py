@@ -27,9 +27,9 @@ from support.collector import (
     post,
     rows,
 )
+from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_status, decode_success
-from toolwatch.collector.otlp.server import Collector
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import Store
 from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,

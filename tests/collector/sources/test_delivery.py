@@ -22,8 +22,7 @@ from toolwatch.collector.sources.delivery import (
     stored_call_ids,
 )
 from toolwatch.collector.sources.simulator import simulate
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.conventions import ATTR_TOOL_CALL_ID
 from toolwatch.record import CallRecord
 

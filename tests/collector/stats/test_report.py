@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from toolwatch.collector.stats.corpus import STAT_KEYS
+from toolwatch.collector.stats import STAT_KEYS
 from toolwatch.collector.stats.report import LABELS, format_report, format_stat, stats_document
 from toolwatch.study import CORPUS
 

@@ -10,8 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.paths import REPO
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import Store, StoreError
+from toolwatch.collector.store import CALLS_SCHEMA, Store, StoreError
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.sources.simulator.table import RECORD_DEFAULTS, schema_table
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.record import CALL_FIELD_NAMES
 
 

@@ -30,7 +30,7 @@ from toolwatch.collector.sources.simulator import (
     split_dates,
 )
 from toolwatch.collector.sources.simulator.config import REFUSAL_TEXT, SERVICE
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.record import result_size, split_mcp_name
 
 C = study.CORPUS
