@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from support.collector import record
 from toolwatch.collector.sources.delivery import (
     ExportFailed,
     ExportUnavailable,
@@ -24,30 +24,6 @@ from toolwatch.collector.sources.delivery import (
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.conventions import ATTR_TOOL_CALL_ID
-from toolwatch.record import CallRecord
-
-T0 = datetime(2026, 8, 4, 9, 0, tzinfo=UTC)
-
-
-def _record(i: int, source: str = "import") -> CallRecord:
-    return CallRecord(
-        trace_id=f"{i + 1:032x}",
-        span_id=f"{i + 1:016x}",
-        session_id="s1",
-        agent_id=None,
-        seq=i,
-        tool="Read",
-        server=None,
-        start_time=T0 + timedelta(seconds=i),
-        duration_us=1000,
-        input_bytes=10 + i,
-        output_bytes=20,
-        failed=False,
-        error_type=None,
-        response_id=f"msg_{i}",
-        call_id=f"toolu_{i}",
-        source=source,
-    )
 
 
 def _call_ids(store: Store) -> list[str]:
@@ -56,7 +32,7 @@ def _call_ids(store: Store) -> list[str]:
 
 
 def test_records_become_a_calls_table() -> None:
-    records = [_record(i) for i in range(3)]
+    records = [record(i) for i in range(3)]
     table = records_table(records)
     assert table.schema.equals(CALLS_SCHEMA)
     assert table.to_pylist() == [r.as_dict() for r in records]
@@ -65,20 +41,20 @@ def test_records_become_a_calls_table() -> None:
 
 def test_a_second_append_adds_nothing(tmp_path: Path) -> None:
     store = Store(tmp_path / "s")
-    first = append_new_calls(store, [_record(i) for i in range(4)])
+    first = append_new_calls(store, [record(i) for i in range(4)])
     assert (first.calls.num_rows, first.already_stored, len(first.files)) == (4, 0, 1)
-    again = append_new_calls(store, [_record(i) for i in range(6)])
+    again = append_new_calls(store, [record(i) for i in range(6)])
     assert again.calls.column("call_id").to_pylist() == ["toolu_4", "toolu_5"]
     assert again.already_stored == 4
-    assert append_new_calls(store, [_record(i) for i in range(6)]).files == []
+    assert append_new_calls(store, [record(i) for i in range(6)]).files == []
     assert _call_ids(store) == [f"toolu_{i}" for i in range(6)]
 
 
 def test_a_call_is_known_by_its_id_whatever_its_source(tmp_path: Path) -> None:
     store = Store(tmp_path / "s")
-    append_new_calls(store, [_record(0, source="otlp")])
+    append_new_calls(store, [record(0, source="otlp")])
     assert stored_call_ids(store, ["toolu_0", "toolu_1", None]) == {"toolu_0"}
-    fresh = not_stored(store, [_record(0, source="simulated"), _record(1, source="simulated")])
+    fresh = not_stored(store, [record(0, source="simulated"), record(1, source="simulated")])
     assert fresh.column("call_id").to_pylist() == ["toolu_1"]
 
 
@@ -106,7 +82,7 @@ def test_send_otlp_sends_records_and_tables_with_their_ids() -> None:
     pytest.importorskip("toolwatch.instrumentation.export.replay")
     from support.otlp_sink import OTLPSink
 
-    records = [_record(i) for i in range(3)]
+    records = [record(i) for i in range(3)]
     with OTLPSink() as sink:
         assert send_otlp(records, sink.url) == 3
         assert (
@@ -126,7 +102,7 @@ def test_send_otlp_says_how_far_it_got_when_refused() -> None:
     pytest.importorskip("toolwatch.instrumentation.export.replay")
     from support.otlp_sink import OTLPSink
 
-    records = [_record(i) for i in range(2500)]  # three batches of at most 1,000
+    records = [record(i) for i in range(2500)]  # three batches of at most 1,000
     with OTLPSink(refuse_after=1) as sink, pytest.raises(ExportFailed) as info:
         send_otlp(records, sink.url)
     assert info.value.sent == 1000
@@ -137,4 +113,4 @@ def test_send_otlp_says_how_far_it_got_when_refused() -> None:
 def test_send_otlp_without_the_replay_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "toolwatch.instrumentation.export.replay", None)
     with pytest.raises(ExportUnavailable, match="OTLP export is unavailable"):
-        send_otlp([_record(0)], "http://127.0.0.1:9/v1/traces")
+        send_otlp([record(0)], "http://127.0.0.1:9/v1/traces")
