@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from river import stats
 
-from toolwatch.collector.sources.simulator.workload import assign_splits, simulate
+from toolwatch.collector.sources.simulator import assign_splits, simulate
 from toolwatch.detection import NormalModel, OnlineScorer, score_calls
 from toolwatch.detection.calls.frame import prepare
 from toolwatch.detection.cues.base import Call

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from toolwatch.collector.sources.simulator.workload import simulate
+from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.protocol import ExperimentConfig, run_experiment, save_result
 

@@ -1,9 +1,10 @@
 """Corpus: the store's corpus facts beside the study's (the numbers of ``toolwatch stats``).
 
 The facts come from :func:`toolwatch.collector.stats.corpus.corpus_stats` (one SQL query over
-the ``calls`` view), the labels and number formats from ``toolwatch stats``, the study's from
-:data:`toolwatch.study.CORPUS`. Each source gets its own column, so a simulated corpus, an
-import and a collector's live traffic are compared with the study one by one.
+the ``calls`` view), the labels and number formats from :mod:`toolwatch.collector.stats.report`
+(as ``toolwatch stats``), the study's from :data:`toolwatch.study.CORPUS`. Each source gets its
+own column, so a simulated corpus, an import and a collector's live traffic are compared with
+the study one by one.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import streamlit as st
 from toolwatch import study
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
-from toolwatch.collector.commands.stats import LABELS, format_stat
 from toolwatch.collector.stats.corpus import STAT_KEYS, corpus_stats, source_counts
+from toolwatch.collector.stats.report import LABELS, format_stat
 
 ALL_SELECTED = "all selected"
 

@@ -294,8 +294,8 @@ def _write_marker(
 
 def simulate_stage(store: Store, options: DemoOptions, out: Emit) -> pa.Table:
     """Generate the SIMULATED corpus and write it (and its configuration) to the store."""
-    from toolwatch.collector.commands.simulate import record_simulation, summary_lines
-    from toolwatch.collector.sources.simulator.workload import SimulationConfig, generate
+    from toolwatch.collector.sources.simulator import SimulationConfig, generate
+    from toolwatch.collector.sources.simulator.report import record_simulation, summary_lines
 
     config = SimulationConfig(seed=options.seed, sessions=options.sessions)
     t = time.perf_counter()
@@ -310,7 +310,7 @@ def simulate_stage(store: Store, options: DemoOptions, out: Emit) -> pa.Table:
 
 def train_stage(store: Store, out: Emit) -> Path:
     """Fit on the study's training days, calibrate on its calibration days, save the model."""
-    from toolwatch.collector.sources.simulator.workload import SPLIT_DATES
+    from toolwatch.collector.sources.simulator import SPLIT_DATES
     from toolwatch.detection import NormalModel
     from toolwatch.detection.calls.windows import load_window, parse_window
 

@@ -1,8 +1,9 @@
 """``toolwatch import claude-code PATH…``: agent transcripts → call records in the store.
 
-Parsing lives in :mod:`toolwatch.collector.sources.claude_code`; this module adds what touches
-the outside: the store (idempotent appends: call ids already stored are never written again),
-the optional OTLP export, the progress bar and the summary.
+Parsing lives in :mod:`toolwatch.collector.sources.claude_code`, delivery in
+:mod:`toolwatch.collector.sources.delivery` (idempotent appends: call ids already stored are
+never written again; the optional OTLP export); this module adds the progress bar, the warning
+about sessions split across runs, and the summary.
 """
 
 from __future__ import annotations
@@ -26,9 +27,14 @@ from toolwatch.collector.sources.claude_code import (
     find_transcripts,
     parse_file,
 )
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError, add_store_argument
-from toolwatch.record import CALL_FIELD_NAMES, CallRecord
+from toolwatch.collector.sources.delivery import (
+    Calls,
+    DeliveryError,
+    append_new_calls,
+    send_otlp,
+)
+from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.record import CallRecord
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +56,6 @@ class ImportOutcome:
     store: Path | None = None
     files_written: list[Path] = field(default_factory=list)
     seq_overlap_sessions: int = 0
-
-
-class ExportError(RuntimeError):
-    """OTLP export was asked for but could not be done (the store write, if any, stands)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     except (StoreError, OSError) as exc:
         print(f"toolwatch import: cannot write the store: {exc}", file=sys.stderr)
         return 1
-    except ExportError as exc:
+    except DeliveryError as exc:
         print(f"toolwatch import: {exc}", file=sys.stderr)
         return 1
     if args.json:
@@ -133,11 +135,14 @@ def import_claude_code(
             parses.append(parse_file(path, index, bar.update))
     records, report = build_records(parses)
     outcome = ImportOutcome(report=report, records=records)
-    to_send = records
+    to_send: Calls = records
     if store is not None:
         outcome.store = store.root
-        fresh, overlap = new_records(store, records)
-        outcome.already_stored = len(records) - len(fresh)
+        appended = append_new_calls(store, records)
+        outcome.already_stored = appended.already_stored
+        outcome.files_written = appended.files
+        outcome.written = appended.calls.num_rows
+        overlap = seq_overlap_sessions(store, appended.calls, records)
         outcome.seq_overlap_sessions = overlap
         if overlap:
             log.warning(
@@ -146,73 +151,33 @@ def import_claude_code(
                 "session together)",
                 overlap,
             )
-        outcome.files_written = store.append(CALLS, records_table(fresh))
-        outcome.written = len(fresh)
-        to_send = fresh
+        to_send = appended.calls
     if otlp:
-        outcome.exported = export_otlp(to_send, otlp)
+        outcome.exported = send_otlp(to_send, otlp)
     return outcome
 
 
-def new_records(store: Store, records: Sequence[CallRecord]) -> tuple[list[CallRecord], int]:
-    """Records whose call id is not in the store yet, and how many of their sessions already
-    hold imported calls that this run did not read (their ``seq`` cannot be aligned)."""
-    if not records:
-        return [], 0
-    ids = [r.call_id for r in records]
+def seq_overlap_sessions(store: Store, written: pa.Table, records: Sequence[CallRecord]) -> int:
+    """How many sessions of the calls just ``written`` also hold imported calls that this run
+    did not read (their ``seq`` cannot be aligned with this run's)."""
+    if written.num_rows == 0:
+        return 0
     con = store.connect()
     try:
-        # list parameters + unnest: registering an Arrow table would import pandas (~1 s)
-        stored = {
-            row[0]
-            for row in con.execute(
-                "SELECT DISTINCT call_id FROM calls "
-                "WHERE call_id IN (SELECT unnest($ids::VARCHAR[]))",
-                {"ids": ids},
-            ).fetchall()
-        }
-        fresh = [r for r in records if r.call_id not in stored]
-        if not fresh:
-            return [], 0
         row = con.execute(
             "SELECT count(DISTINCT session_id) FROM calls "
             "WHERE source = $source "
             "AND session_id IN (SELECT unnest($sessions::VARCHAR[])) "
             "AND call_id NOT IN (SELECT unnest($ids::VARCHAR[]))",
-            {"source": SOURCE, "sessions": sorted({r.session_id for r in fresh}), "ids": ids},
+            {
+                "source": SOURCE,
+                "sessions": sorted(set(written.column("session_id").to_pylist())),
+                "ids": [r.call_id for r in records],
+            },
         ).fetchone()
-        overlap = int(row[0]) if row else 0
     finally:
         con.close()
-    return fresh, overlap
-
-
-def records_table(records: Sequence[CallRecord]) -> pa.Table:
-    """Records as an Arrow table of the calls schema (column-wise: no per-row dicts).
-
-    ``pa.array`` makes pyarrow import pandas once per process (~0.4 s CPU); building the
-    buffers by hand instead was measured slower end to end, so this stays.
-    """
-    columns = {name: [getattr(r, name) for r in records] for name in CALL_FIELD_NAMES}
-    return pa.Table.from_pydict(columns, schema=CALLS_SCHEMA)
-
-
-def export_otlp(records: Sequence[CallRecord], endpoint: str) -> int:
-    """Send records as OTLP spans through the instrumentation's replay; returns how many."""
-    try:
-        from toolwatch.instrumentation.export.replay import send_records
-    except ImportError as exc:
-        raise ExportError(
-            "OTLP export is unavailable: toolwatch.instrumentation.export.replay cannot be "
-            "imported "
-            f"({exc})"
-        ) from exc
-    if not records:
-        return 0
-    try:
-        return int(send_records(records, endpoint))
-    except Exception as exc:  # ReplayError, network and protocol errors of the exporter
-        raise ExportError(f"OTLP export to {endpoint} failed: {exc}") from exc
+    return int(row[0]) if row else 0
 
 
 # ------------------------------------------------------------------------------------ summary

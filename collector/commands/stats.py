@@ -1,48 +1,23 @@
 """``toolwatch stats``: the corpus facts of a store beside the study's published figures.
 
 The numbers come from :func:`toolwatch.collector.stats.corpus.corpus_stats` (SQL over the
-``calls`` view); the study's from :data:`toolwatch.study.CORPUS`. The sources present are
-printed too, so a simulated corpus is never mistaken for a real one.
+``calls`` view), their text from :mod:`toolwatch.collector.stats.report`; the study's from
+:data:`toolwatch.study.CORPUS`. The sources present are printed too, so a simulated corpus is
+never mistaken for a real one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from typing import Any, Final
 
-from toolwatch.collector.stats.corpus import STAT_KEYS, corpus_stats, source_counts
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.stats import corpus_stats, source_counts
+from toolwatch.collector.stats.report import format_report, stats_document
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
-from toolwatch.study import CORPUS
 
 HELP = "corpus facts beside the study's"
-
-#: key -> (label, format): "n" integer, "s" seconds, "%" share.
-LABELS: Final[dict[str, tuple[str, str]]] = {
-    "sessions": ("sessions", "n"),
-    "calls": ("calls", "n"),
-    "tools": ("tools", "n"),
-    "mcp_servers": ("MCP servers", "n"),
-    "mcp_tools": ("MCP tools", "n"),
-    "mcp_calls": ("MCP calls", "n"),
-    "days": ("days (UTC span)", "n"),
-    "inter_response_gaps": ("inter-response gaps", "n"),
-    "inter_response_gap_min_s": ("  minimum", "s"),
-    "inter_response_gap_median_s": ("  median", "s"),
-    "inter_response_share_le_1s": ("  share <= 1 s", "%"),
-    "parallel_calls": ("within-response gaps (parallel calls)", "n"),
-    "within_response_gap_median_s": ("  median", "s"),
-    "within_response_share_le_1s": ("  share <= 1 s", "%"),
-    "first_use_share": ("first use of a tool in its session (mean)", "%"),
-    "first_use_share_pooled": ("  pooled over all calls", "%"),
-    "failure_rate": ("failure rate", "%"),
-    "subagent_calls": ("subagent calls", "n"),
-    "restamped_calls": ("re-stamped calls (no timing)", "n"),
-    "skipped_restamped_gaps": ("gaps skipped (re-stamped)", "n"),
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,59 +46,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(stats_document(str(store.root), args.source, sources, stats), indent=2))
     else:
-        print(format_table(str(store.root), args.source, sources, stats))
+        print(format_report(str(store.root), args.source, sources, stats))
     return 0
-
-
-def stats_document(
-    store: str, selected: list[str] | None, sources: dict[str, int], stats: dict[str, float]
-) -> dict[str, Any]:
-    """JSON-ready document: NaN becomes null."""
-    return {
-        "store": store,
-        "selected_sources": selected,
-        "calls_by_source": sources,
-        "stats": {k: _json_number(v) for k, v in stats.items()},
-        "study": {k: v for k, v in CORPUS.items() if k in stats},
-    }
-
-
-def format_table(
-    store: str, selected: list[str] | None, sources: dict[str, int], stats: dict[str, float]
-) -> str:
-    shown = ", ".join(f"{s} {n:,} calls" for s, n in sources.items()) or "empty"
-    lines = [f"store {store} ({shown})"]
-    if selected:
-        lines.append(f"selected sources: {', '.join(selected)}")
-    if "simulated" in sources and (not selected or "simulated" in selected):
-        lines.append("note: includes SIMULATED calls (toolwatch simulate), not real agent data")
-    width = max(len(label) for label, _ in LABELS.values())
-    lines.append(f"{'':{width}}  {'yours':>12}  {'study':>12}")
-    for key in STAT_KEYS:
-        label, kind = LABELS[key]
-        study = CORPUS.get(key)
-        study_text = format_stat(float(study), kind) if study is not None else "—"
-        lines.append(f"{label:{width}}  {format_stat(stats[key], kind):>12}  {study_text:>12}")
-    lines.append(
-        "sessions are streams (session, agent): each subagent counts as one, as in the study; "
-        "gaps are between consecutive calls of one stream"
-    )
-    return "\n".join(lines)
-
-
-def format_stat(value: float | None, kind: str) -> str:
-    """One figure as ``toolwatch stats`` prints it (the app's corpus page uses it too):
-    ``kind`` "n" integer, "s" seconds, "%" share; NaN or None → "—"."""
-    if value is None or math.isnan(value):
-        return "—"
-    if kind == "n":
-        return f"{value:,.0f}"
-    if kind == "s":
-        return f"{value:,.2f} s"
-    return f"{100 * value:.1f} %"
-
-
-def _json_number(value: float) -> float | int | None:
-    if math.isnan(value):
-        return None
-    return int(value) if value.is_integer() else value

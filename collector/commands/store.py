@@ -8,8 +8,8 @@ import sys
 import pyarrow as pa
 from tqdm import tqdm
 
-from toolwatch.collector.commands.sql import format_table
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store import Store, add_store_argument
+from toolwatch.collector.store.result_formats import format_table
 
 HELP = "verify, compact or describe (info) the store"
 QUARANTINE_SUFFIX = ".corrupt"

@@ -55,7 +55,8 @@ from toolwatch.collector.otlp.wire import (
     hex_array,
     scan_spans,
 )
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
+from toolwatch.collector.store import CALLS_SCHEMA
+from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ from typing import Any, Final
 import pyarrow as pa
 
 from toolwatch.collector.otlp.decode import STATUS_CODE_ERROR, EventData, SpanData
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA, TOOL_LISTS_SCHEMA
+from toolwatch.collector.store import CALLS_SCHEMA
+from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,

@@ -81,7 +81,7 @@ class ExperimentError(ValueError):
 def default_split_dates() -> tuple[str, str]:
     """The study's split (the simulator's ``SPLIT_DATES``): last day of training and of
     calibration, inclusive; the test split is everything after."""
-    from toolwatch.collector.sources.simulator.workload import SPLIT_DATES
+    from toolwatch.collector.sources.simulator import SPLIT_DATES
 
     return (SPLIT_DATES["train"][1], SPLIT_DATES["calibration"][1])
 

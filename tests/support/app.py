@@ -9,7 +9,7 @@ from typing import Any
 
 from support.paths import REPO
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE
-from toolwatch.collector.sources.simulator.workload import simulate
+from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import ModelConfig, NormalModel
 from toolwatch.detection.alerting.live import LiveScorer

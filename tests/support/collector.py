@@ -1,7 +1,6 @@
-"""Helpers for the collector tests: OTLP requests built with the protobuf classes (and OTLP/JSON
-by hand), a tiny HTTP client, and a store whose writes can be held (to fill the queue).
-
-No tests here; the ``test_`` prefix only keeps the module next to the tests that import it.
+"""Helpers for the collector tests: call records, OTLP requests built with the protobuf classes
+(and OTLP/JSON by hand), a tiny HTTP client, and a store whose writes can be held (to fill the
+queue). Support code, not collected (``tests/support`` is on the path, not a test folder).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +39,7 @@ from toolwatch.conventions import (
     METHOD_TOOLS_CALL,
     OPERATION_EXECUTE_TOOL,
 )
+from toolwatch.record import CallRecord
 
 PB = "application/x-protobuf"
 JS = "application/json"
@@ -261,3 +262,26 @@ def rows(store: Store, sql: str = "SELECT * FROM calls ORDER BY start_time, span
 
 def table_rows(table: pa.Table) -> list[dict[str, Any]]:
     return table.to_pylist()
+
+
+def record(i: int, day: int = 1, source: str = "simulated") -> CallRecord:
+    """Call record number ``i`` of session ``s1`` on 2026-08-``day`` (call 2 failed); its ids
+    are valid span ids (never all zero), so it can be replayed as OTLP too."""
+    return CallRecord(
+        trace_id=f"{i + 1:032x}",
+        span_id=f"{i + 1:016x}",
+        session_id="s1",
+        agent_id=None,
+        seq=i,
+        tool="Read",
+        server=None,
+        start_time=datetime(2026, 8, day, 12, tzinfo=UTC) + timedelta(seconds=i),
+        duration_us=1000,
+        input_bytes=100 + i,
+        output_bytes=200,
+        failed=i == 2,
+        error_type="tool_error" if i == 2 else None,
+        response_id=f"msg_{i // 2}",
+        call_id=f"toolu_{i}",
+        source=source,
+    )

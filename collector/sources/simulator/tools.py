@@ -1,12 +1,11 @@
 """The simulated workload's tool inventory: 27 built-ins and 8 MCP servers with 51 tools.
 
-Kept apart from the generator (:mod:`toolwatch.collector.sources.simulator.workload`) because it is
-data: what
-each tool's calls look like (sizes, durations, failure rate, how often it opens a response of
-parallel calls), which tools each kind of session works with, and which transitions agents
-favour. Names are real Claude Code names (including the ones a client upgrade renamed) and MCP
-names in the ``mcp__<server>__<tool>`` form, with server and tool names containing ``-`` and
-``_`` as real ones do. The numbers are calibrated so the corpus meets the study's marginals
+Kept apart from the generator (:mod:`toolwatch.collector.sources.simulator.workload`) because it
+is data: what each tool's calls look like (sizes, durations, failure rate, how often it opens a
+response of parallel calls), which tools each kind of session works with, and which transitions
+agents favour. Names are real Claude Code names (including the ones a client upgrade renamed)
+and MCP names in the ``mcp__<server>__<tool>`` form, with server and tool names containing ``-``
+and ``_`` as real ones do. The numbers are calibrated so the corpus meets the study's marginals
 (BRIEF §2–3 and the public-transcripts note); see docs/ARCHITECTURE.md, "Simulated workload".
 """
 

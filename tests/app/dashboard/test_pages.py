@@ -29,7 +29,7 @@ from toolwatch.app.commands.app import streamlit_command
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard.settings import MAIN_SCRIPT, MODEL_IN_STORE, load_settings
 from toolwatch.cli import main as cli_main
-from toolwatch.collector.sources.simulator.workload import simulate
+from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.stats.corpus import corpus_stats
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls

@@ -29,7 +29,7 @@ from toolwatch.app.demo.agent import (
     demo_scenario,
 )
 from toolwatch.app.demo.pipeline import MARKER, MODEL_FILE, QUICK, DemoError, prepare_store
-from toolwatch.collector.sources.simulator.workload import SimulationConfig, generate
+from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.faults.library import parse_scenario
 from toolwatch.injection.faults.server import scenario_server

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from toolwatch.cli import main
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import Store
 from toolwatch.record import CallRecord
 
 

@@ -13,7 +13,7 @@ import pytest
 from support.paths import FIXTURES
 from toolwatch.cli import main
 from toolwatch.collector.sources.claude_code import import_transcripts
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import Store
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
 
 FIXTURES = FIXTURES / "claude_code"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from toolwatch.cli import main
-from toolwatch.collector.sources.simulator.workload import SOURCE, simulate
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.sources.simulator import SOURCE, simulate
+from toolwatch.collector.store import Store
 from toolwatch.conventions import ATTR_SOURCE, ATTR_TOOL_NAME
 from toolwatch.record import EPOCH
 

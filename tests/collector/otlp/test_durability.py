@@ -20,10 +20,9 @@ import pyarrow as pa
 import pytest
 
 from support.collector import PB, GatedStore, SpanSpec, call, pb_request, post
+from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_status, decode_success
-from toolwatch.collector.otlp.server import Collector
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import CALLS_SCHEMA, Store
 
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)/v1/traces")
 
@@ -141,8 +140,8 @@ def test_concurrent_requests_are_written_as_one_group(tmp_path: Path) -> None:
         rest = [pool.submit(post, c.url, b) for b in bodies[1:]]
 
         def mapped_and_waiting() -> int:  # the mapper keeps going while the writer is held
-            groups = [g for g in list(c._mapped.queue) if isinstance(g, tuple)]
-            return sum(len(items) for items, _ in groups) if c._queue.empty() else -1
+            groups = [g for g in list(c._writer._mapped.queue) if isinstance(g, tuple)]
+            return sum(len(items) for items, _ in groups) if c._writer._queue.empty() else -1
 
         deadline = time.monotonic() + 30
         while mapped_and_waiting() < 5 and time.monotonic() < deadline:  # all five waiting

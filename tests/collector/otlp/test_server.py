@@ -27,9 +27,9 @@ from support.collector import (
     post,
     rows,
 )
+from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_status, decode_success
-from toolwatch.collector.otlp.server import Collector
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store import Store
 from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
@@ -126,7 +126,7 @@ def test_protobuf_spans_become_call_records(collector: Collector, store: Store) 
 def test_stored_batches_are_logged_at_most_once_per_interval(
     store: Store, caplog: pytest.LogCaptureFixture, interval: float, lines: int
 ) -> None:
-    caplog.set_level(logging.INFO, logger="toolwatch.collector.otlp.server")
+    caplog.set_level(logging.INFO, logger="toolwatch.collector.otlp")
     with Collector(store, progress_interval=interval) as c:
         _ok(post(c.url, pb_request([SpanSpec(call(seq=i)) for i in range(3)])))
         _ok(post(c.url, pb_request([SpanSpec(call(seq=9)), SpanSpec({"http.method": "GET"})])))

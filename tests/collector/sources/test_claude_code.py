@@ -28,9 +28,9 @@ from toolwatch.collector.sources.claude_code import (
     TranscriptPathError,
     find_transcripts,
     import_transcripts,
-    inline_agent_id,
     parse_file,
 )
+from toolwatch.collector.sources.claude_code.parsing import inline_agent_id
 from toolwatch.record import CallRecord
 
 FIXTURES = FIXTURES / "claude_code"

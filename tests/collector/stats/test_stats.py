@@ -11,8 +11,8 @@ import pytest
 
 from support.paths import FIXTURES
 from toolwatch.cli import main
-from toolwatch.collector.stats.corpus import STAT_KEYS, corpus_stats
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.stats import STAT_KEYS, corpus_stats
+from toolwatch.collector.store import Store
 from toolwatch.record import CallRecord
 from toolwatch.study import CORPUS
 

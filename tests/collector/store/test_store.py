@@ -3,37 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from support.collector import record
 from support.paths import REPO
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
-from toolwatch.collector.store.parquet_store import Store, StoreError
+from toolwatch.collector.store import CALLS_SCHEMA, Store, StoreError
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
-
-
-def _record(i: int, day: int = 1) -> CallRecord:
-    return CallRecord(
-        trace_id=f"{i:032x}",
-        span_id=f"{i:016x}",
-        session_id="s1",
-        agent_id=None,
-        seq=i,
-        tool="Read",
-        server=None,
-        start_time=datetime(2026, 8, day, 12, tzinfo=UTC) + timedelta(seconds=i),
-        duration_us=1000,
-        input_bytes=100 + i,
-        output_bytes=200,
-        failed=i == 2,
-        error_type="tool_error" if i == 2 else None,
-        response_id=f"msg_{i // 2}",
-        call_id=f"toolu_{i}",
-        source="simulated",
-    )
 
 
 def test_record_dataclass_mirrors_field_table() -> None:
@@ -49,7 +27,7 @@ def test_empty_store_has_typed_empty_views(tmp_path: Path) -> None:
 
 def test_append_partitions_by_day_and_reads_back(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    rows = [_record(i).as_dict() for i in range(4)] + [_record(9, day=2).as_dict()]
+    rows = [record(i).as_dict() for i in range(4)] + [record(9, day=2).as_dict()]
     written = store.append("calls", rows)
     assert sorted(p.parent.name for p in written) == ["date=2026-08-01", "date=2026-08-02"]
     assert not list(tmp_path.rglob("*.tmp"))
@@ -63,7 +41,7 @@ def test_append_partitions_by_day_and_reads_back(tmp_path: Path) -> None:
 def test_compact_keeps_every_row(tmp_path: Path) -> None:
     store = Store(tmp_path)
     for i in range(10):
-        store.append("calls", [_record(i).as_dict()])
+        store.append("calls", [record(i).as_dict()])
     assert len(store.files("calls")) == 10
     assert store.compact("calls", min_files=4) == 9
     assert len(store.files("calls")) == 1
@@ -72,7 +50,7 @@ def test_compact_keeps_every_row(tmp_path: Path) -> None:
 
 def test_corrupt_file_is_named(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.append("calls", [_record(0).as_dict()])
+    store.append("calls", [record(0).as_dict()])
     bad = tmp_path / "calls" / "date=2026-08-01" / "part-bad.parquet"
     bad.write_bytes(b"not parquet at all")
     assert [p for p, _ in store.verify()] == [bad]
@@ -91,7 +69,7 @@ def test_missing_required_column_is_an_error(tmp_path: Path) -> None:
 
 
 def _rows(n: int, start: int = 0) -> list[dict]:
-    return [_record(start + i).as_dict() for i in range(n)]
+    return [record(start + i).as_dict() for i in range(n)]
 
 
 def test_compact_leaves_large_files_alone_and_caps_merged_size(tmp_path: Path) -> None:
@@ -116,7 +94,7 @@ def test_compact_waits_for_nobody_when_another_process_compacts(tmp_path: Path) 
 
     store = Store(tmp_path)
     for i in range(4):
-        store.append("calls", [_record(i).as_dict()])
+        store.append("calls", [record(i).as_dict()])
     with open(tmp_path / "calls" / ".compact.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         assert store.compact("calls", min_files=2) == 0
@@ -129,7 +107,7 @@ def test_unfinished_writes_are_invisible_and_cleaned_up(tmp_path: Path) -> None:
     import time
 
     store = Store(tmp_path)
-    store.append("calls", [_record(0).as_dict()])
+    store.append("calls", [record(0).as_dict()])
     tmp = tmp_path / "calls" / "date=2026-08-01" / "part-crashed.parquet.tmp"
     tmp.write_bytes(b"half a parquet file")
     assert store.query("SELECT count(*) AS n FROM calls").to_pylist() == [{"n": 1}]
@@ -144,7 +122,7 @@ def test_unfinished_writes_are_invisible_and_cleaned_up(tmp_path: Path) -> None:
 
 def test_info_describes_tables_from_metadata(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.append("calls", [*_rows(3), _record(7, day=3).as_dict()])
+    store.append("calls", [*_rows(3), record(7, day=3).as_dict()])
     (info,) = store.info()
     assert {k: info[k] for k in ("table", "files", "rows", "partitions", "first", "last")} == {
         "table": "calls",
@@ -159,7 +137,7 @@ def test_info_describes_tables_from_metadata(tmp_path: Path) -> None:
 
 def test_directories_that_are_not_tables_are_ignored(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    store.append("calls", [_record(0).as_dict()])
+    store.append("calls", [record(0).as_dict()])
     odd = tmp_path / "Not A Table" / "x"
     odd.mkdir(parents=True)
     (odd / "part.parquet").write_bytes(

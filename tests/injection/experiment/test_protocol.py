@@ -13,7 +13,7 @@ import pytest
 from support.paths import FIXTURES
 from toolwatch import study
 from toolwatch.cli import main as cli_main
-from toolwatch.collector.sources.simulator.workload import simulate
+from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.experiment import protocol as E

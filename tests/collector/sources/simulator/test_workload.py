@@ -9,101 +9,37 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-import duckdb
-import pyarrow as pa
 import pytest
 
+from support.simulator import Corpus, connect, within
 from toolwatch import study
-from toolwatch.collector.sources.simulator.workload import (
-    REFUSAL_TEXT,
-    SERVICE,
+from toolwatch.collector.sources.simulator import (
     SOURCE,
     SPLIT_DATES,
-    SimulationConfig,
     assign_splits,
-    generate,
     simulate,
-    split_dates,
 )
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.sources.simulator.config import REFUSAL_TEXT, SERVICE
+from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.record import result_size, split_mcp_name
 
 C = study.CORPUS
 
 
-@dataclass
-class Corpus:
-    seed: int
-    table: pa.Table
-    con: duckdb.DuckDBPyConnection
-
-    def one(self, sql: str, params: list[Any] | None = None) -> Any:
-        row = self.con.execute(sql, params or []).fetchone()
-        assert row is not None
-        return row[0] if len(row) == 1 else row
-
-    def rows(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        return self.con.execute(sql, params or []).fetchall()
-
-
-def _connect(table: pa.Table) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.register("generated", table)
-    # the study's "session" is a stream (session_id, agent_id): each subagent is one
-    con.execute(
-        "CREATE VIEW calls AS "
-        "SELECT *, session_id || coalesce('/' || agent_id, '') AS stream FROM generated"
-    )
-    # gaps between consecutive calls of one stream (session, agent), in time order
-    con.execute(
-        """
-        CREATE VIEW gaps AS
-        SELECT * FROM (
-            SELECT session_id, agent_id,
-                   (epoch_us(start_time) - lag(epoch_us(start_time)) OVER w) / 1e6 AS gap_s,
-                   response_id = lag(response_id) OVER w AS same_response
-            FROM calls
-            WINDOW w AS (PARTITION BY session_id, agent_id ORDER BY start_time, seq)
-        ) WHERE gap_s IS NOT NULL
-        """
-    )
-    con.execute(
-        f"""
-        CREATE VIEW session_split AS
-        SELECT stream, count(*) AS n,
-               min(start_time) AS first_time, max(start_time) AS last_time,
-               CASE WHEN min(start_time) < TIMESTAMPTZ '{SPLIT_DATES["calibration"][0]} 00:00:00+00'
-                    THEN 'train'
-                    WHEN min(start_time) < TIMESTAMPTZ '{SPLIT_DATES["test"][0]} 00:00:00+00'
-                    THEN 'calibration'
-                    WHEN count(*) >= {study.TEST_MIN_CALLS} THEN 'test'
-                    ELSE 'test_short' END AS split
-        FROM calls GROUP BY stream
-        """
-    )
-    return con
-
-
 @pytest.fixture(scope="module", params=[0, 1], ids=["seed0", "seed1"])
 def corpus(request: pytest.FixtureRequest) -> Corpus:
     table = simulate(seed=request.param)
-    return Corpus(request.param, table, _connect(table))
+    return Corpus(request.param, table, connect(table))
 
 
 @pytest.fixture(scope="module")
 def corpus0() -> Corpus:
     table = simulate(seed=0)
-    return Corpus(0, table, _connect(table))
-
-
-def _within(value: float, target: float, rel: float) -> bool:
-    return abs(value - target) <= rel * target
+    return Corpus(0, table, connect(table))
 
 
 # ------------------------------------------------------------------------ records
@@ -217,19 +153,6 @@ def test_corpus_size_and_window(corpus: Corpus) -> None:
     assert (last - first).days + 1 == C["days"]
 
 
-def test_split_dates_are_the_studys() -> None:
-    assert SPLIT_DATES == {
-        "train": ("2026-08-04", "2026-08-24"),
-        "calibration": ("2026-08-25", "2026-08-31"),
-        "test": ("2026-09-01", "2026-09-14"),
-    }
-    assert SPLIT_DATES["train"][0] == study.CORPUS_START
-    assert SPLIT_DATES["test"][1] == study.CORPUS_END
-    halved = split_dates("2026-01-01", 21)
-    assert [(b - a).days + 1 for a, b in halved.values()] == [10, 4, 7]  # 21/7/14 scaled
-    assert halved["test"][1] == date(2026, 1, 21)
-
-
 def test_split_sizes_by_time_are_exact(corpus: Corpus) -> None:
     got = {
         s: (k, c)
@@ -303,7 +226,7 @@ def test_tool_inventory(corpus: Corpus) -> None:
     for tool, server in corpus.rows("SELECT DISTINCT tool, server FROM calls"):
         assert split_mcp_name(tool)[0] == server, tool
     mcp_calls = corpus.one("SELECT count(*) FROM calls WHERE server IS NOT NULL")
-    assert _within(mcp_calls, C["mcp_calls"], 0.05)  # 1,772 ± 5 %
+    assert within(mcp_calls, C["mcp_calls"], 0.05)  # 1,772 ± 5 %
 
 
 def test_client_upgrade_adds_a_few_new_tools_in_the_test_window(corpus: Corpus) -> None:
@@ -347,14 +270,14 @@ def test_inter_response_gaps(corpus: Corpus) -> None:
     assert 1.0 < low < 2.0  # study: 1.36 s
     assert abs(median - C["inter_response_gap_median_s"]) <= 2.0  # 11.1 ± 2 s
     assert p95 > 4 * median  # heavy tail (think time, long tools)
-    assert _within(n, C["inter_response_gaps"], 0.05)  # 21,300 ± 5 %
+    assert within(n, C["inter_response_gaps"], 0.05)  # 21,300 ± 5 %
 
 
 def test_within_response_gaps_and_parallel_calls(corpus: Corpus) -> None:
     n, median, le_1s = corpus.one(
         "SELECT count(*), median(gap_s), avg((gap_s <= 1)::DOUBLE) FROM gaps WHERE same_response"
     )
-    assert _within(n, C["parallel_calls"], 0.05)  # 4,618 ± 5 %
+    assert within(n, C["parallel_calls"], 0.05)  # 4,618 ± 5 %
     assert abs(le_1s - C["within_response_share_le_1s"]) <= 0.05  # 0.53 ± 0.05
     assert abs(median - C["within_response_gap_median_s"]) <= 0.15  # 0.89 ± 0.15 s
     # the transcripts note: 11 % of responses hold > 1 call, 25 % of all calls
@@ -433,13 +356,13 @@ def test_sizes(corpus: Corpus) -> None:
         "exp(avg(ln(input_bytes)) + 2 * stddev_samp(ln(input_bytes))) "
         "FROM calls WHERE tool = 'WebFetch'"
     )
-    assert _within(med, 187, 0.10)  # WebFetch input median 187 B
-    assert _within(plus1, 270, 0.10)  # +1σ ≈ 270 B
-    assert _within(plus2, 390, 0.15)  # +2σ ≈ 390 B
+    assert within(med, 187, 0.10)  # WebFetch input median 187 B
+    assert within(plus1, 270, 0.10)  # +1σ ≈ 270 B
+    assert within(plus2, 390, 0.15)  # +2σ ≈ 390 B
     in_med, out_med = corpus.one("SELECT median(input_bytes), median(output_bytes) FROM calls")
-    assert _within(in_med, 150, 0.20)  # transcripts note: inputs ≈ 150 B
+    assert within(in_med, 150, 0.20)  # transcripts note: inputs ≈ 150 B
     # results ≈ 310 B; the median of this two-humped mixture moves ~10 % between seeds
-    assert _within(out_med, 310, 0.25)
+    assert within(out_med, 310, 0.25)
     # every tool with enough calls has its own spread (log-normal-ish, not constant)
     flat = corpus.rows(
         "SELECT tool FROM calls GROUP BY tool HAVING count(*) >= 50 "
@@ -548,7 +471,7 @@ def test_the_retry_loop_subagent_is_there_unlabelled(corpus: Corpus) -> None:
 
 def test_retry_loop_can_be_left_out() -> None:
     table = simulate(seed=0, sessions=120, runaway_retries=0)
-    corpus = Corpus(0, table, _connect(table))
+    corpus = Corpus(0, table, connect(table))
     assert _long_failed_runs(corpus) == []
 
 
@@ -578,69 +501,6 @@ def test_corpus_stats_sees_the_same_corpus(corpus0: Corpus) -> None:
     )
     assert stats["failure_rate"] == pytest.approx(c.one("SELECT avg(failed::DOUBLE) FROM calls"))
     for key in ("mcp_calls", "parallel_calls", "inter_response_gaps"):
-        assert _within(stats[key], C[key], 0.05), key
+        assert within(stats[key], C[key], 0.05), key
     # corpus_stats reads the study's first-use share as the mean over sessions (streams)
     assert abs(stats["first_use_share"] - C["first_use_share"]) <= 0.03
-
-
-# ------------------------------------------------------------------------ determinism, scale
-
-
-def test_same_seed_same_table_other_seed_other_table() -> None:
-    a = simulate(seed=5, sessions=60)
-    b = simulate(seed=5, sessions=60)
-    c = simulate(seed=6, sessions=60)
-    assert a.equals(b)
-    assert not a.equals(c)
-    assert a.column("tool").to_pylist() != c.column("tool").to_pylist()
-    # ids never collide between different corpora (e.g. one store holding both)
-    d = simulate(seed=5, sessions=61)
-    assert not set(a.column("call_id").to_pylist()) & set(d.column("call_id").to_pylist())
-    assert not set(a.column("call_id").to_pylist()) & set(c.column("call_id").to_pylist())
-
-
-def test_scaled_corpus_keeps_shape_and_split_proportions() -> None:
-    table = simulate(seed=2, sessions=100)
-    con = _connect(table)
-    corpus = Corpus(2, table, con)
-    f = 100 / C["sessions"]
-    got = {
-        s: (k, n)
-        for s, k, n in corpus.rows("SELECT split, count(*), sum(n) FROM session_split GROUP BY 1")
-    }
-    assert sum(k for k, _ in got.values()) == 100
-    for name in ("train", "calibration", "test"):
-        sessions, calls = study.SPLITS[name]
-        assert abs(got[name][0] - sessions * f) <= 1, name
-        # mean calls per session stays the study's
-        assert _within(got[name][1] / got[name][0], calls / sessions, 0.02), name
-    assert corpus.one("SELECT count(*) FROM gaps WHERE NOT same_response AND gap_s <= 1") == 0
-    assert SimulationConfig.scaled(0.25).sessions == round(C["sessions"] * 0.25)
-    assert simulate(seed=2, scale=100 / C["sessions"]).equals(table)
-
-
-def test_other_calendar() -> None:
-    table = simulate(seed=3, sessions=60, start="2027-01-04", days=21)
-    first, last = Corpus(3, table, _connect(table)).one(
-        "SELECT min(start_time)::DATE, max(start_time)::DATE FROM calls"
-    )
-    assert first == date(2027, 1, 4)
-    assert last == date(2027, 1, 24)
-
-
-def test_bad_configuration_is_refused_with_the_reason() -> None:
-    with pytest.raises(ValueError, match="sessions"):
-        SimulationConfig(sessions=2)
-    with pytest.raises(ValueError, match="ISO date"):
-        SimulationConfig(start="4 Aug 2026")
-    with pytest.raises(ValueError, match="days"):
-        SimulationConfig(days=2)
-    with pytest.raises(ValueError, match="scale"):
-        SimulationConfig.scaled(0)
-
-
-def test_full_corpus_generates_quickly() -> None:
-    began = time.perf_counter()
-    generate(SimulationConfig(seed=9))
-    # ~0.5 s on an idle core; generous for a shared CI machine (the demo budget is 90 s)
-    assert time.perf_counter() - began < 6.0

@@ -1,0 +1,70 @@
+"""Claude Code session transcripts → content-free call records.
+
+Claude Code writes one JSON Lines file per session (and, from 2.0, one per subagent). This package
+reads them and keeps only the *shape* of each tool call: tool name, time, byte sizes on the shared
+basis of :mod:`toolwatch.record`, failure flag and the model response (``message.id``) that issued
+it. Argument and result content is measured and dropped on the spot; nothing of it is kept.
+
+How each fact of ``shared/claude-code-transcripts.md`` is handled:
+
+* **Response boundary**: ``message.id`` of the assistant line, across lines (one block per line).
+* **Results** are matched by ``tool_use_id``, first in the call's own file, then in any other
+  file of the run. ``is_error`` absent means success; failed calls get ``error_type =
+  "tool_error"``. The result text is never inspected for failure words.
+* **Duration** = result line time − call line time; unknown (``None``) when no result, when
+  either stamp is re-stamped, or when the result is stamped before its call.
+* **Subagents**: a line is a subagent's when ``isSidechain`` is true or its file is named
+  ``agent-<id>.jsonl`` (2.0.x beside the session, 2.1.x under ``<sessionId>/subagents/``). Its
+  agent id is the line's ``agentId``, else the id in the file name, else (≤ 1.0.x inline
+  sidechains, which interleave and carry no id) a derived id: ``"sidechain-"`` + the first 16 hex
+  digits of sha256(``<sessionId>/<uuid of the sidechain's root line>``), the root being reached
+  by following ``parentUuid`` through the file's sidechain lines. Root uuids are random and never
+  rewritten, so the id is stable across re-imports. Session id = the line's ``sessionId`` (the
+  parent session for subagents), else the file's, else one derived from the path.
+* **Re-stamped history**: when ≥ :data:`RESTAMP_MIN_RESPONSES` different responses in one file
+  share one timestamp string, every call (and result) of that file with that stamp is flagged
+  ``restamped``; timing statistics skip gaps touching them.
+* **Duplicates** (same ``tool_use`` id in several files or twice in one): the copy with the
+  earliest stamp is kept (ties: first file by path, then first line).
+* **Capped outputs** (2.1.x ``<persisted-output>`` stubs): ``output_truncated`` is set, the size is
+  the stub's (a lower bound).
+* **Unreadable lines** (invalid JSON, not an object, tool_use line without a valid timestamp,
+  blocks without id/name) are skipped and reported by file and line, never fatal.
+
+``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
+start time, then file (by path), line and block. It counts the calls of the files read in one
+run, so the files of one session should be imported together (re-importing a grown session file
+keeps earlier positions unchanged). ``trace_id`` / ``span_id`` are hashes of the session id and
+the call id, so a re-import yields identical ids.
+
+The modules, in the order a run uses them: :mod:`.transcripts` (finding the files),
+:mod:`.parsing` (one file, line by line), :mod:`.measure` (sizes and clean text of the JSON
+values) and :mod:`.records` (the run's records and report). Parsing only: writing the store and
+exporting are :mod:`toolwatch.collector.sources.delivery`'s.
+"""
+
+from toolwatch.collector.sources.claude_code.parsing import FileParse, SkippedLine, parse_file
+from toolwatch.collector.sources.claude_code.records import (
+    SERVICE,
+    SOURCE,
+    ImportReport,
+    build_records,
+    import_transcripts,
+)
+from toolwatch.collector.sources.claude_code.transcripts import (
+    TranscriptPathError,
+    find_transcripts,
+)
+
+__all__ = [
+    "SERVICE",
+    "SOURCE",
+    "FileParse",
+    "ImportReport",
+    "SkippedLine",
+    "TranscriptPathError",
+    "build_records",
+    "find_transcripts",
+    "import_transcripts",
+    "parse_file",
+]

@@ -1,0 +1,316 @@
+"""One transcript file, line by line: its tool calls (time, tool, argument bytes, response,
+session and agent) and its results (bytes, failure, cap), and the lines it had to skip and why.
+What only the whole file can decide (session fallback, inline subagent ids, re-stamped history)
+is resolved when the file ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from toolwatch.collector.sources.claude_code.measure import (
+    has_float,
+    input_size,
+    is_capped,
+    load_line,
+    result_content_size,
+    text_field,
+)
+
+#: This many different responses sharing one timestamp in one file mark a re-stamped run.
+RESTAMP_MIN_RESPONSES: Final = 3
+INLINE_AGENT_PREFIX: Final = "sidechain-"
+_AGENT_FILE: Final = re.compile(r"^agent-(.+)\.jsonl$")
+
+ProgressCallback = Callable[[int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line (or part of one) that could not be used, and why; never its content."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass(slots=True)
+class TranscriptCall:
+    call_id: str
+    tool: str
+    input_bytes: int
+    stamp: str
+    time: datetime
+    response_id: str | None
+    session_id: str | None
+    agent_id: str | None
+    inline_side: bool
+    uuid: str | None
+    parent: str | None
+    file_index: int
+    line_no: int
+    block: int
+    restamped: bool = False
+
+
+@dataclass(slots=True)
+class TranscriptResult:
+    stamp: str | None
+    output_bytes: int
+    failed: bool
+    truncated: bool
+    restamped: bool = False
+
+
+@dataclass(slots=True)
+class FileParse:
+    """What one transcript file contributes: its calls, its results, its problems."""
+
+    path: Path
+    file_index: int
+    calls: list[TranscriptCall] = field(default_factory=list)
+    results: dict[str, TranscriptResult] = field(default_factory=dict)
+    lines: int = 0
+    bytes: int = 0
+    skipped: list[SkippedLine] = field(default_factory=list)
+    error: str | None = None  # the file itself could not be read
+
+
+def parse_file(
+    path: Path, file_index: int = 0, on_bytes: ProgressCallback | None = None
+) -> FileParse:
+    """Read one transcript file; content is measured and dropped line by line."""
+    parser = _FileParser(path, file_index)
+    out = parser.out
+    pending = 0
+    try:
+        fh = path.open("rb", buffering=1 << 20)
+    except OSError as exc:
+        out.error = exc.strerror or str(exc)
+        return out
+    with fh:
+        line_no = 0
+        try:
+            for raw in fh:
+                line_no += 1
+                size = len(raw)
+                out.bytes += size
+                if on_bytes is not None:
+                    pending += size
+                    if pending >= 1 << 22:
+                        on_bytes(pending)
+                        pending = 0
+                parser.line(raw, line_no)
+        except OSError as exc:
+            out.error = f"read error after line {line_no}: {exc.strerror or exc}"
+        out.lines = line_no
+    if on_bytes is not None and pending:
+        on_bytes(pending)
+    parser.finish()
+    return out
+
+
+class _FileParser:
+    """State of one file's pass: what only the whole file can decide is resolved in finish()."""
+
+    __slots__ = ("file_agent", "file_session", "name", "out", "side_parent", "stamp_responses")
+
+    def __init__(self, path: Path, file_index: int) -> None:
+        self.out = FileParse(path=path, file_index=file_index)
+        self.name = str(path)
+        match = _AGENT_FILE.match(path.name)
+        self.file_agent = match.group(1) if match else None
+        self.file_session: str | None = None
+        self.stamp_responses: dict[str, set[str]] = {}  # timestamp -> response ids
+        self.side_parent: dict[str, str | None] = {}  # inline sidechain tree: uuid -> parent
+
+    def skip(self, line_no: int, reason: str) -> None:
+        self.out.skipped.append(SkippedLine(self.name, line_no, reason))
+
+    def line(self, raw: bytes, line_no: int) -> None:
+        try:
+            obj, strict = load_line(raw)
+        except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too deep
+            if raw.strip():
+                self.skip(line_no, "invalid JSON")
+            return
+        if type(obj) is not dict:
+            self.skip(line_no, "not a JSON object")
+            return
+        kind = obj.get("type")
+        if kind != "assistant" and kind != "user":
+            return  # summary, progress, system, snapshots...: no tool call in them
+        side = obj.get("isSidechain") is True or self.file_agent is not None
+        agent_id: str | None = None
+        if side:
+            agent_id = text_field(obj.get("agentId")) or self.file_agent
+            if agent_id is None:
+                uuid = text_field(obj.get("uuid"))
+                if uuid is not None:
+                    self.side_parent[uuid] = text_field(obj.get("parentUuid"))
+        message = obj.get("message")
+        if type(message) is not dict:
+            self.skip(line_no, f"{kind} line without message")
+            return
+        content = message.get("content")
+        stamp = text_field(obj.get("timestamp"))
+        if kind == "user":
+            if type(content) is list:
+                self.results(content, stamp, line_no)
+            return
+        response_id = text_field(message.get("id"))
+        if stamp is not None and response_id is not None:
+            self.stamp_responses.setdefault(stamp, set()).add(response_id)
+        if type(content) is list:
+            self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict, raw)
+
+    def calls(
+        self,
+        obj: dict[str, Any],
+        content: list[Any],
+        stamp: str | None,
+        response_id: str | None,
+        side: bool,
+        agent_id: str | None,
+        line_no: int,
+        strict: bool,
+        raw: bytes,
+    ) -> None:
+        when: datetime | None = None
+        exact: list[Any] | None = None  # the content as the stdlib reads it, when needed
+        session: str | None = None
+        for block_index, block in enumerate(content):
+            if type(block) is not dict or block.get("type") != "tool_use":
+                continue
+            if when is None:
+                when = parse_time(stamp)
+                if when is None:
+                    what = "without" if stamp is None else "with invalid"
+                    self.skip(line_no, f"tool_use line {what} timestamp")
+                    return
+                session = text_field(obj.get("sessionId"))
+                if self.file_session is None:
+                    self.file_session = session
+            call_id = text_field(block.get("id"))
+            tool = text_field(block.get("name"))
+            if call_id is None:
+                self.skip(line_no, "tool_use without id")
+                continue
+            if tool is None:
+                self.skip(line_no, "tool_use without name")
+                continue
+            assert stamp is not None
+            inline = side and agent_id is None
+            args = block.get("input")
+            fast = strict and not has_float(args)
+            if strict and not fast:  # orjson read integers beyond 64 bits as floats: re-read
+                exact = exact or json.loads(raw)["message"]["content"]
+                args = exact[block_index].get("input")
+            self.out.calls.append(
+                TranscriptCall(
+                    call_id=call_id,
+                    tool=tool,
+                    input_bytes=input_size(args, fast),
+                    stamp=stamp,
+                    time=when,
+                    response_id=response_id,
+                    session_id=session,
+                    agent_id=agent_id,
+                    inline_side=inline,
+                    uuid=text_field(obj.get("uuid")) if inline else None,
+                    parent=text_field(obj.get("parentUuid")) if inline else None,
+                    file_index=self.out.file_index,
+                    line_no=line_no,
+                    block=block_index,
+                )
+            )
+
+    def results(self, content: list[Any], stamp: str | None, line_no: int) -> None:
+        results = self.out.results
+        for block in content:
+            if type(block) is not dict or block.get("type") != "tool_result":
+                continue
+            call_id = text_field(block.get("tool_use_id"))
+            if call_id is None:
+                self.skip(line_no, "tool_result without tool_use_id")
+                continue
+            if call_id in results:
+                continue  # a repeated result: the first one is the call's
+            body = block.get("content")
+            results[call_id] = TranscriptResult(
+                stamp=stamp,
+                output_bytes=result_content_size(body),
+                failed=block.get("is_error") is True,
+                truncated=is_capped(body),
+            )
+
+    def finish(self) -> None:
+        """Resolve what needs the whole file: session fallback, inline agent ids, re-stamps."""
+        out = self.out
+        restamped = {
+            s for s, ids in self.stamp_responses.items() if len(ids) >= RESTAMP_MIN_RESPONSES
+        }
+        default_session = self.file_session or _session_from_path(out.path)
+        for call in out.calls:
+            if call.session_id is None:
+                call.session_id = default_session
+            if call.inline_side:
+                root = _sidechain_root(call.uuid, call.parent, self.side_parent)
+                if root is None:
+                    root = f"{out.path.name}:{call.line_no}"
+                call.agent_id = inline_agent_id(call.session_id, root)
+            if call.stamp in restamped:
+                call.restamped = True
+        if restamped:
+            for result in out.results.values():
+                if result.stamp in restamped:
+                    result.restamped = True
+
+
+def inline_agent_id(session_id: str, root_uuid: str) -> str:
+    """Stable id of a ≤ 1.0.x inline subagent (no ``agentId`` in the data), from its root line."""
+    digest = hashlib.sha256(f"{session_id}/{root_uuid}".encode()).hexdigest()
+    return INLINE_AGENT_PREFIX + digest[:16]
+
+
+def _sidechain_root(
+    uuid: str | None, parent: str | None, side_parent: Mapping[str, str | None]
+) -> str | None:
+    """Topmost sidechain line reached from a line by ``parentUuid`` (cycle-safe)."""
+    root = uuid
+    seen: set[str] = set() if uuid is None else {uuid}
+    current = parent
+    while current is not None and current in side_parent and current not in seen:
+        seen.add(current)
+        root = current
+        current = side_parent[current]
+    return root
+
+
+def _session_from_path(path: Path) -> str:
+    """Fallback session id: ``<sid>`` of ``<sid>/subagents/...``, else the file stem."""
+    parts = path.parts
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == "subagents":
+            return parts[i - 1]
+    return path.stem
+
+
+def parse_time(stamp: str | None) -> datetime | None:
+    if stamp is None:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

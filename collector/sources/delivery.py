@@ -1,0 +1,139 @@
+"""How a source delivers its call records: into the store, only the calls it does not hold yet,
+or to any OTLP/HTTP collector as spans with their original times.
+
+Every source (the Claude Code importer, the simulator) delivers through these functions, so
+"running it twice adds nothing" and "re-sent as OTLP" mean the same for all of them. A call's
+identity is its ``call_id``, whatever its source.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolwatch.collector.store import CALLS_SCHEMA, Store
+from toolwatch.collector.store.parquet_store import CALLS
+from toolwatch.record import CALL_FIELD_NAMES, CallRecord
+
+#: What a source hands over: a table of the calls schema, or call records.
+Calls: TypeAlias = pa.Table | Sequence[CallRecord]
+
+
+class DeliveryError(RuntimeError):
+    """Calls could not be sent as OTLP; what was written to the store before stands."""
+
+
+class ExportUnavailable(DeliveryError):
+    """The OTLP replay (:mod:`toolwatch.instrumentation.export.replay`) cannot be imported."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            "OTLP export is unavailable: toolwatch.instrumentation.export.replay cannot be "
+            f"imported ({reason})"
+        )
+        self.reason = reason
+
+
+class ExportFailed(DeliveryError):
+    """The endpoint refused a batch or could not be reached after ``sent`` spans went."""
+
+    def __init__(self, endpoint: str, sent: int, cause: Exception) -> None:
+        super().__init__(f"OTLP export to {endpoint} failed: {cause}")
+        self.endpoint, self.sent, self.cause = endpoint, sent, cause
+
+
+@dataclass(slots=True)
+class Appended:
+    """What :func:`append_new_calls` did: the calls it wrote and how many were there already."""
+
+    calls: pa.Table
+    already_stored: int
+    files: list[Path] = field(default_factory=list)
+
+
+def records_table(records: Calls) -> pa.Table:
+    """Records as an Arrow table of the calls schema (column-wise: no per-row dicts).
+
+    ``pa.array`` makes pyarrow import pandas once per process (~0.4 s CPU); building the
+    buffers by hand instead was measured slower end to end, so this stays.
+    """
+    if isinstance(records, pa.Table):
+        return records
+    columns = {name: [getattr(r, name) for r in records] for name in CALL_FIELD_NAMES}
+    return pa.Table.from_pydict(columns, schema=CALLS_SCHEMA)
+
+
+def stored_call_ids(store: Store, call_ids: Sequence[str | None]) -> set[str]:
+    """Which of ``call_ids`` the store's ``calls`` table holds already."""
+    ids = [i for i in call_ids if i is not None]
+    if not ids:
+        return set()
+    con = store.connect()
+    try:
+        # list parameters + unnest: registering an Arrow table would import pandas (~1 s)
+        rows = con.execute(
+            "SELECT DISTINCT call_id FROM calls WHERE call_id IN (SELECT unnest($ids::VARCHAR[]))",
+            {"ids": ids},
+        ).fetchall()
+    finally:
+        con.close()
+    return {row[0] for row in rows}
+
+
+def not_stored(store: Store, calls: Calls) -> pa.Table:
+    """The calls whose ``call_id`` the store does not hold yet (all of them when none is)."""
+    table = records_table(calls)
+    if table.num_rows == 0:
+        return table
+    stored = stored_call_ids(store, table.column("call_id").to_pylist())
+    if not stored:
+        return table
+    known = pa.array(sorted(stored), pa.string())
+    return table.filter(pc.invert(pc.is_in(table.column("call_id"), known)))
+
+
+def append_new_calls(store: Store, calls: Calls) -> Appended:
+    """Append to ``calls`` the calls the store does not hold yet, durably; a re-run adds nothing."""
+    table = records_table(calls)
+    fresh = not_stored(store, table)
+    files = store.append(CALLS, fresh) if fresh.num_rows else []
+    return Appended(calls=fresh, already_stored=table.num_rows - fresh.num_rows, files=files)
+
+
+def send_otlp(calls: Calls, endpoint: str, *, progress: bool = False) -> int:
+    """Send calls as OTLP spans with their original times (through the instrumentation's
+    replay); returns how many the endpoint accepted.
+
+    ``progress`` shows a bar on stderr. Raises :class:`ExportUnavailable` when the replay
+    cannot be imported, :class:`ExportFailed` (with the count sent) when the endpoint refuses a
+    batch or cannot be reached.
+    """
+    try:
+        from toolwatch.instrumentation.export.replay import send_records
+    except ImportError as exc:
+        raise ExportUnavailable(str(exc)) from exc
+    records = calls.to_pylist() if isinstance(calls, pa.Table) else list(calls)
+    if not records:
+        return 0
+    from tqdm import tqdm
+
+    with tqdm(
+        total=len(records), unit="span", desc="OTLP", file=sys.stderr, disable=not progress
+    ) as bar:
+        sent = 0
+
+        def on_progress(accepted: int) -> None:
+            nonlocal sent
+            sent = accepted
+            bar.update(accepted - bar.n)
+
+        try:
+            return int(send_records(records, endpoint, on_progress=on_progress))
+        except Exception as exc:  # ReplayError, network and protocol errors of the exporter
+            raise ExportFailed(endpoint, sent, exc) from exc
