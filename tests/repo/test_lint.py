@@ -1,4 +1,4 @@
-"""ruff, mypy and the import contracts stay clean: the house style is checked by CI, not by memory."""
+"""ruff, mypy and the import contracts stay clean: house style is checked by CI, not memory."""
 
 from __future__ import annotations
 
