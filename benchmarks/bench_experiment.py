@@ -22,7 +22,7 @@ import time
 
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.injection.experiment.protocol import ExperimentConfig, run_experiment, save_result
+from toolwatch.injection.experiment import ExperimentConfig, run_experiment, save_result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
-from toolwatch.injection.experiment.protocol import EXPERIMENT_RUNS, EXPERIMENTS
+from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
 from toolwatch.injection.workbench.report import RUNS_TABLE as WORKBENCH_RUNS
 
 #: How to fill each part of the store (shown on empty pages); ``STORE`` stands for its path.

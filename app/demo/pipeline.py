@@ -348,8 +348,12 @@ def train_stage(store: Store, out: Emit) -> Path:
 
 def experiment_stage(store: Store, options: DemoOptions, out: Emit) -> str:
     """The study's full protocol on the stored corpus; prints the headline table."""
-    from toolwatch.injection.commands.experiment import run_with_progress
-    from toolwatch.injection.experiment.protocol import ExperimentConfig, load_calls, save_result
+    from toolwatch.injection.experiment import (
+        ExperimentConfig,
+        load_calls,
+        run_with_progress,
+        save_result,
+    )
     from toolwatch.injection.experiment.report import headline, render
 
     config = ExperimentConfig(seeds=tuple(range(options.seeds)), bootstrap=options.bootstrap)

@@ -8,16 +8,11 @@ import json
 import logging
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolwatch import study
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from toolwatch.injection.experiment.protocol import ExperimentConfig, ExperimentResult
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)
@@ -37,7 +32,7 @@ def _pair(kind: type, name: str) -> Any:
 
 
 def _study_dates() -> tuple[str, str]:
-    from toolwatch.injection.experiment.protocol import default_split_dates
+    from toolwatch.injection.experiment.config import default_split_dates
 
     return default_split_dates()
 
@@ -118,41 +113,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_with_progress(
-    calls: pa.Table,
-    config: ExperimentConfig,
-    *,
-    run_id: str | None = None,
-    leave: bool = True,
-) -> ExperimentResult:
-    """:func:`~toolwatch.injection.experiment.protocol.run_experiment` with a progress bar on stderr
-    (shared by ``toolwatch experiment`` and ``toolwatch demo``)."""
-    from tqdm import tqdm
-
-    from toolwatch.injection.experiment.protocol import progress_steps, run_experiment
-
-    with tqdm(
-        total=progress_steps(config),
-        desc="experiment",
-        unit="step",
-        file=sys.stderr,
-        disable=None,
-        leave=leave,
-    ) as bar:
-        return run_experiment(calls, config, progress=bar.update, run_id=run_id)
-
-
 def run(args: argparse.Namespace) -> int:
-    from toolwatch.injection.experiment.protocol import (
+    from toolwatch.injection.experiment import (
         ExperimentConfig,
         ExperimentError,
-        data_changed,
-        injected_calls,
         load_calls,
-        load_run,
+        run_with_progress,
         save_result,
     )
     from toolwatch.injection.experiment.report import render, summary
+    from toolwatch.injection.experiment.runs import injected_calls
+    from toolwatch.injection.experiment.storage import data_changed, load_run
 
     store = Store(args.store)
     saved_split: dict[str, Any] | None = None

@@ -15,7 +15,7 @@ import numpy as np
 
 from toolwatch import study
 from toolwatch.detection import DETECTORS
-from toolwatch.injection.experiment.protocol import ExperimentResult
+from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.spans.anomalies import (
     ANOMALY_KINDS,
     KINDS,

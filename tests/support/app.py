@@ -14,7 +14,7 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import ModelConfig, NormalModel
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.calls.windows import default_windows, load_window
-from toolwatch.injection.experiment.protocol import (
+from toolwatch.injection.experiment import (
     ExperimentConfig,
     load_calls,
     run_experiment,

@@ -1,0 +1,125 @@
+"""Steps 5 and 6 per kind: whether each run was detected within its window and how soon, at
+every threshold, with bootstrap intervals and per-call AUC (:mod:`.metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.injection.experiment import metrics as M
+from toolwatch.injection.experiment.config import MODES, ExperimentConfig
+from toolwatch.injection.experiment.results import NORMAL, CellResult, RunOutcomes, Threshold
+from toolwatch.injection.experiment.runs import KindRuns
+from toolwatch.injection.experiment.split import stream_name
+from toolwatch.injection.spans.session_arrays import SessionCalls
+
+
+def normal_outcomes(
+    variant: str,
+    test: Sequence[SessionCalls],
+    normal_max: Mapping[str, np.ndarray],
+    thresholds: Mapping[tuple[str, str, str, str], Threshold],
+    config: ExperimentConfig,
+) -> RunOutcomes:
+    """The uninjected test sessions as runs of kind ``normal`` (detected = alarmed)."""
+    n = len(test)
+    detected: dict[tuple[str, str, str], np.ndarray] = {}
+    latency: dict[tuple[str, str, str], np.ndarray] = {}
+    for cue in CUE_SETS:
+        for det in DETECTORS:
+            for mode in MODES:
+                thr = thresholds[(variant, cue, det, mode)].value
+                detected[(cue, det, mode)] = normal_max[f"{cue}_{det}"] > thr
+                latency[(cue, det, mode)] = np.zeros(n, dtype=np.int64)
+    return RunOutcomes(
+        variant=variant,
+        kind=NORMAL,
+        session_ids=[stream_name(s) for s in test],
+        seed=np.full(n, -1, dtype=np.int64),
+        positions=np.full(n, -1, dtype=np.int64),
+        inserted=np.zeros(n, dtype=np.int64),
+        notes=[""] * n,
+        detected=detected,
+        latency=latency,
+        window_max={(c, d): normal_max[f"{c}_{d}"] for c in CUE_SETS for d in DETECTORS},
+    )
+
+
+def evaluate_kind(
+    variant: str,
+    runs: KindRuns,
+    stats: Mapping[str, np.ndarray],
+    thresholds: Mapping[tuple[str, str, str, str], Threshold],
+    weights: np.ndarray,
+    n_sessions: int,
+    config: ExperimentConfig,
+) -> tuple[list[CellResult], RunOutcomes]:
+    """One kind's cells (per cue set × detector × threshold mode) and per-run outcomes."""
+    layout = runs.layout
+    positive = layout.injected_mask()
+    keys: list[tuple[str, str, str]] = []
+    hits_cols: list[np.ndarray] = []
+    runs_cols: list[np.ndarray] = []
+    pending: list[dict[str, Any]] = []
+    detected_out: dict[tuple[str, str, str], np.ndarray] = {}
+    latency_out: dict[tuple[str, str, str], np.ndarray] = {}
+    per_session_runs = np.bincount(runs.session_index, minlength=n_sessions).astype(np.float64)
+    aucs = {cue: M.auc(stats[f"{cue}_point"], positive) for cue in CUE_SETS}
+    for cue in CUE_SETS:
+        for det in DETECTORS:
+            col = f"{cue}_{det}"
+            for mode in MODES:
+                thr = thresholds[(variant, cue, det, mode)]
+                detected, latency = M.window_outcomes(stats[col], layout, thr.value)
+                detected_out[(cue, det, mode)] = detected
+                latency_out[(cue, det, mode)] = latency
+                hits = np.bincount(
+                    runs.session_index, weights=detected.astype(np.float64), minlength=n_sessions
+                )
+                keys.append((cue, det, mode))
+                hits_cols.append(hits)
+                runs_cols.append(per_session_runs)
+                pending.append(
+                    {
+                        "threshold": thr.value,
+                        "fa_reached": thr.fa_reached,
+                        "runs": len(detected),
+                        "detected": int(detected.sum()),
+                        "rate": float(detected.mean()) if len(detected) else float("nan"),
+                        "median_latency": M.median_or_nan(latency[detected]),
+                        "auc": aucs[cue],
+                    }
+                )
+    lo, hi = M.bootstrap_rate_cis(np.stack(hits_cols, 1), np.stack(runs_cols, 1), weights)
+    cells = [
+        CellResult(
+            variant=variant,
+            kind=runs.kind,
+            cue_set=cue,
+            detector=det,
+            mode=mode,
+            ci_low=float(lo[j]),
+            ci_high=float(hi[j]),
+            **pending[j],
+        )
+        for j, (cue, det, mode) in enumerate(keys)
+    ]
+    out = RunOutcomes(
+        variant=variant,
+        kind=runs.kind,
+        session_ids=[stream_name(s) for s in runs.sessions],
+        seed=runs.seed,
+        positions=runs.positions,
+        inserted=runs.inserted,
+        notes=runs.notes,
+        detected=detected_out,
+        latency=latency_out,
+        window_max={
+            (c, d): M.window_max(stats[f"{c}_{d}"], layout) for c in CUE_SETS for d in DETECTORS
+        },
+    )
+    return cells, out

@@ -1,0 +1,129 @@
+"""``toolwatch experiment``: saved results, exact re-runs, changed data and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.paths import FIXTURES
+from toolwatch.cli import main as cli_main
+from toolwatch.collector.sources.simulator import simulate
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection import CUE_SETS, DETECTORS
+
+
+@pytest.fixture()
+def small_store(tmp_path):  # type: ignore[no-untyped-def]
+    store = Store(tmp_path / "store")
+    store.append("calls", simulate(seed=1, scale=0.3))
+    return store
+
+
+def _no_constants(token: str) -> None:
+    raise AssertionError(f"{token} in JSON output")
+
+
+def _run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli_main(["experiment", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_saves_results_and_reruns_exactly(
+    small_store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--store", str(small_store.root), "--split-shares", "0.44,0.07"]
+    kinds = ("burst", "key_exfiltration", "control_same_response_burst")
+    code, out, err = _run_cli(
+        [*base, "--seeds", "1", "--bootstrap", "50", "--kinds", ",".join(kinds), "--json"],
+        capsys,
+    )
+    assert code == 0, err
+    first = json.loads(out, parse_constant=_no_constants)  # strict JSON: no NaN / Infinity
+    run_id = first["run_id"]
+    assert [h["kind"] for h in first["headline"]] == list(kinds)
+    rows = small_store.query(
+        "SELECT count(*) AS n, count(DISTINCT config_json) AS configs FROM experiments "
+        "WHERE run_id = ?",
+        [run_id],
+    ).to_pylist()[0]
+    assert rows == {"n": 2 * len(kinds) * len(CUE_SETS) * len(DETECTORS) * 2, "configs": 1}
+    runs = small_store.query(
+        "SELECT kind, count(*) AS n FROM experiment_runs WHERE run_id = ? AND variant = "
+        "'standard' AND cue_set = 'all' AND detector = 'cusum' AND threshold_mode = "
+        "'fa_target' GROUP BY kind",
+        [run_id],
+    ).to_pylist()
+    per_kind = {r["kind"]: r["n"] for r in runs}
+    assert per_kind["normal"] == first["split"]["test"][0]
+    assert per_kind["burst"] == first["split"]["test"][0]  # 1 seed × test sessions
+
+    code, out, err = _run_cli(
+        ["--store", str(small_store.root), "--rerun", run_id, "--json"], capsys
+    )
+    assert code == 0, err
+    second = json.loads(out)
+    assert second["run_id"] != run_id
+    assert second["cells"] == first["cells"]
+    assert second["config"] == first["config"]
+
+    code, out, err = _run_cli(
+        [*base, "--seeds", "1", "--bootstrap", "20", "--no-save", "--no-ablation"], capsys
+    )
+    assert code == 0, err
+    assert "Detection at 5% session false alarms" in out and "study (95% CI)" in out
+    assert "Ablation" not in out
+
+
+def test_cli_reports_bad_input_clearly(
+    tmp_path, small_store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = _run_cli(["--store", str(tmp_path / "empty")], capsys)
+    assert code == 2 and "holds no calls" in err and "Traceback" not in err
+    code, _, err = _run_cli(
+        ["--store", str(small_store.root), "--split-dates", "2020-01-01,2020-01-02"], capsys
+    )
+    assert code == 2 and "empty" in err and "--split-shares" in err
+    code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", "nope"], capsys)
+    assert code == 2 and "no saved experiments" in err
+    with pytest.raises(SystemExit):
+        cli_main(["experiment", "--split-shares", "0.5"])
+
+
+def test_cli_on_a_real_imported_store(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """The user's own sessions (a Claude Code import): tiny, so the defaults cannot hold;
+    every attempt ends in a clear result or a clear error, never a traceback."""
+
+    fixtures = FIXTURES / "claude_code"
+    store = str(tmp_path / "imported")
+    assert cli_main(["import", "claude-code", str(fixtures), "--store", store]) == 0
+    capsys.readouterr()
+    shares = ["--store", store, "--split-shares", "0.5,0.2", "--bootstrap", "50", "--no-save"]
+    code, _, err = _run_cli(["--store", store], capsys)
+    assert code == 2 and "empty test split" in err and "--split-shares" in err
+    code, _, err = _run_cli(shares, capsys)
+    assert code == 2 and "longest has" in err and "--min-calls" in err
+    code, _, err = _run_cli([*shares, "--min-calls", "3"], capsys)
+    assert code == 2 and "--head / --tail" in err
+    code, out, err = _run_cli([*shares, "--min-calls", "3", "--head", "1", "--tail", "1"], capsys)
+    assert code == 0, err
+    assert "Traceback" not in err and "Detection at 5% session false alarms" in out
+    # what could not be placed is said, once per reason (no position in the reason)
+    assert "runs skipped — fewer than 10 calls from the insertion point on" in out
+    assert out.count("burst (different responses): ") == 1
+
+
+def test_rerun_says_when_the_store_changed(
+    small_store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--store", str(small_store.root), "--split-shares", "0.44,0.07", "--seeds", "1"]
+    code, out, err = _run_cli([*base, "--bootstrap", "20", "--kinds", "burst"], capsys)
+    assert code == 0, err
+    run_id = out.rsplit("--rerun ", 1)[1].split(")")[0]
+    assert f"--store {small_store.root} --rerun {run_id}" in out  # a hint that works as is
+    code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", run_id], capsys)
+    assert code == 0 and "changed" not in err
+    small_store.append("calls", simulate(seed=9, scale=0.02))
+    code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", run_id], capsys)
+    assert code == 0 and f"the store's calls changed since run {run_id}" in err

@@ -1,0 +1,66 @@
+"""The split by time: the study's dates, shares of sessions, only uninjected sessions as normal."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from toolwatch import study
+from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
+from toolwatch.injection.experiment.results import ExperimentResult
+from toolwatch.injection.experiment.runs import build_runs
+from toolwatch.injection.experiment.split import normal_sessions, split_by_time
+from toolwatch.injection.spans.anomalies import InjectionContext
+from toolwatch.injection.spans.session_arrays import to_table
+
+
+def test_date_split_reproduces_the_studys_split_sizes(result: ExperimentResult) -> None:
+    for name in ("train", "calibration", "test"):
+        assert tuple(result.split[name]) == study.SPLITS[name]
+    assert result.split["mode"] == "dates"
+    assert (result.split["train_end"], result.split["calibration_end"]) == (
+        "2026-08-24",
+        "2026-08-31",
+    )
+
+
+def test_split_by_shares_orders_sessions_by_start(corpus: pa.Table) -> None:
+    sessions = normal_sessions(corpus)
+    config = ExperimentConfig(split_shares=(0.44, 0.07))
+    split = split_by_time(sessions, config)
+    n = len(sessions)
+    assert len(split.train) == round(0.44 * n)
+    assert len(split.calibration) == round(0.07 * n)
+    assert split.test_all == n - len(split.train) - len(split.calibration)
+    assert all(len(s) >= 30 for s in split.test)
+
+    def first(group: list) -> list[int]:
+        return [int(s["start_time"][0]) for s in group]
+
+    assert max(first(split.train)) <= min(first(split.calibration))
+    assert max(first(split.calibration)) <= min(first(split.test))
+
+
+def test_default_dates_on_another_corpus_ask_for_shares(corpus: pa.Table) -> None:
+    shifted = corpus.set_column(
+        corpus.schema.get_field_index("start_time"),
+        "start_time",
+        pc.subtract(corpus.column("start_time"), pa.scalar(timedelta(days=400))),
+    )
+    with pytest.raises(ExperimentError, match="--split-shares"):
+        split_by_time(normal_sessions(shifted), ExperimentConfig())
+
+
+def test_labelled_sessions_in_the_store_are_not_used_as_normal(corpus: pa.Table) -> None:
+    config = ExperimentConfig(seeds=(0,), kinds=("burst",))
+    sessions = normal_sessions(corpus)
+    split = split_by_time(sessions, config)
+    context = InjectionContext.from_sessions(split.train, corpus)
+    injected = build_runs(split.test[:1], context, config)["burst"].sessions[0]
+    injected = injected.replace(session_id=np.full(len(injected), "injected-copy", dtype=object))
+    mixed = pa.concat_tables([corpus, to_table([injected])])
+    assert len(normal_sessions(mixed)) == len(sessions)
