@@ -20,7 +20,7 @@ from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.detection import CUE_SETS, DETECTORS
-from toolwatch.injection.spans.anomalies import KINDS
+from toolwatch.injection.spans.kinds import KINDS
 
 VARIANT_LABELS = {
     "standard": "with response ids",

@@ -13,7 +13,7 @@ from typing import Any, Final
 from toolwatch import study
 from toolwatch.collector.sources.simulator import SPLIT_DATES
 from toolwatch.detection import ModelConfig
-from toolwatch.injection.spans.anomalies import (
+from toolwatch.injection.spans.kinds import (
     DEFAULT_PARAMS,
     KINDS,
     KindParams,

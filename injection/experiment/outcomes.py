@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+import toolwatch.injection.experiment.metrics as M
 from toolwatch.detection import CUE_SETS, DETECTORS
-from toolwatch.injection.experiment import metrics as M
 from toolwatch.injection.experiment.config import MODES, ExperimentConfig
 from toolwatch.injection.experiment.results import NORMAL, CellResult, RunOutcomes, Threshold
 from toolwatch.injection.experiment.runs import KindRuns

@@ -35,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 from tqdm import tqdm
 
+import toolwatch.injection.experiment.metrics as M
 from toolwatch.detection import CUE_SETS, DETECTORS
-from toolwatch.injection.experiment import metrics as M
 from toolwatch.injection.experiment.config import VARIANTS, ExperimentConfig
 from toolwatch.injection.experiment.outcomes import evaluate_kind, normal_outcomes
 from toolwatch.injection.experiment.results import (
@@ -53,9 +53,7 @@ from toolwatch.injection.experiment.scoring import (
     score_groups,
 )
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time
-from toolwatch.injection.spans.anomalies import (
-    InjectionContext,
-)
+from toolwatch.injection.spans.context import InjectionContext
 
 
 def run_experiment(

@@ -16,12 +16,8 @@ import numpy as np
 from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.results import ExperimentResult
-from toolwatch.injection.spans.anomalies import (
-    ANOMALY_KINDS,
-    KINDS,
-    NOTE_MID_RESPONSE,
-    NOTE_READ_PAIR,
-)
+from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
+from toolwatch.injection.spans.kinds import ANOMALY_KINDS, KINDS
 
 SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
 HEADLINE = ("all", "cusum")

@@ -13,22 +13,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from toolwatch.injection.experiment import metrics as M
+import toolwatch.injection.experiment.metrics as M
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.split import split_by_time
-from toolwatch.injection.spans.anomalies import (
-    DEFAULT_PARAMS,
-    KINDS,
-    InjectionContext,
-    InjectionError,
-    draw_position,
-    inject,
-)
-from toolwatch.injection.spans.session_arrays import (
-    SessionCalls,
-    split_sessions,
-    to_table,
-)
+from toolwatch.injection.spans.context import InjectionContext
+from toolwatch.injection.spans.contract import InjectionError
+from toolwatch.injection.spans.kinds import DEFAULT_PARAMS, KINDS
+from toolwatch.injection.spans.registry import draw_position, inject
+from toolwatch.injection.spans.session_arrays import SessionCalls, split_sessions, to_table
 
 
 @dataclass

@@ -11,11 +11,7 @@ import pyarrow as pa
 
 from toolwatch.detection import CUE_SETS, DETECTORS, ModelConfig, NormalModel, score_calls
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
-from toolwatch.injection.spans.session_arrays import (
-    SCORING_COLUMNS,
-    SessionCalls,
-    to_table,
-)
+from toolwatch.injection.spans.session_arrays import SCORING_COLUMNS, SessionCalls, to_table
 
 
 def _run_session_id(run: int, original: SessionCalls) -> str:

@@ -15,11 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError, parse_day
-from toolwatch.injection.spans.session_arrays import (
-    INJECTION_COLUMNS,
-    SessionCalls,
-    split_sessions,
-)
+from toolwatch.injection.spans.session_arrays import INJECTION_COLUMNS, SessionCalls, split_sessions
 
 log = logging.getLogger(__name__)
 

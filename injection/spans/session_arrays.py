@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,8 @@ _INT_FIELDS = {f.name for f in CALL_FIELDS if f.arrow in ("int64", "int32")}
 _BOOL_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "bool"}
 _TIME_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "timestamp"}
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in CALL_FIELDS)
+#: Microseconds per second (``start_time`` counts microseconds since the epoch, UTC).
+US_PER_S: Final = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.experiment.config import VARIANTS, ExperimentConfig
 from toolwatch.injection.experiment.protocol import run_experiment
 from toolwatch.injection.experiment.results import ExperimentResult
-from toolwatch.injection.spans.anomalies import CONTROL_KINDS, KINDS
+from toolwatch.injection.spans.kinds import CONTROL_KINDS, KINDS
 
 
 def test_burst_and_runaway_are_detected_far_above_the_controls(

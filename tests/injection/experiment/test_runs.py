@@ -13,7 +13,7 @@ from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.runs import build_runs, injected_calls
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time
 from toolwatch.injection.experiment.storage import load_calls
-from toolwatch.injection.spans.anomalies import InjectionContext
+from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.session_arrays import to_table
 
 

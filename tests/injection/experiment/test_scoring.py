@@ -9,7 +9,7 @@ from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model, score_groups
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time
-from toolwatch.injection.spans.anomalies import InjectionContext
+from toolwatch.injection.spans.context import InjectionContext
 
 
 def test_batch_scoring_equals_scoring_each_session_alone(corpus: pa.Table) -> None:

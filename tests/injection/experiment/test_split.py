@@ -14,7 +14,7 @@ from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentEr
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time
-from toolwatch.injection.spans.anomalies import InjectionContext
+from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.session_arrays import to_table
 
 
