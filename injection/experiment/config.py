@@ -21,7 +21,9 @@ from toolwatch.injection.spans.kinds import (
     params_to_dict,
 )
 
+#: Threshold modes: at a target false-alarm rate, or the model's calibrated operating point.
 MODES: Final[tuple[str, ...]] = ("fa_target", "operating_point")
+#: With response ids, and the ablation without them.
 VARIANTS: Final[tuple[str, ...]] = ("standard", "no_response_ids")
 
 

@@ -1,6 +1,6 @@
 """The experiment's results as the study's tables, each beside the published numbers.
 
-Everything here reads an :class:`~toolwatch.injection.experiment.protocol.ExperimentResult` and
+Everything here reads an :class:`~toolwatch.injection.experiment.results.ExperimentResult` and
 :mod:`toolwatch.study`; nothing is recomputed from calls. :func:`summary` gives the same
 content as a JSON-ready dict for ``--json`` and the dashboard.
 """

@@ -12,11 +12,14 @@ import numpy as np
 
 from toolwatch.injection.experiment.config import ExperimentConfig
 
+#: The kind of the uninjected test sessions in ``experiment_runs`` (detected = alarmed).
 NORMAL: Final = "normal"
 
 
 @dataclass(frozen=True)
 class Threshold:
+    """A chosen threshold and the share of normal test sessions that alarm at it."""
+
     value: float
     fa_reached: float
 
