@@ -218,6 +218,6 @@ def markdown(table: Table) -> str:
         cells = [f"`{f.name}`", f.arrow, "yes" if f.nullable else "no"]
         if spans:
             cells.append(f"`{f.attribute}`" if f.attribute else "(span field)")
-        cells.append(f.doc)
+        cells.append(f.doc.replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |\n")
     return head + "".join(lines)

@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from toolwatch.app.demo.pipeline import DEFAULT_STORE, FULL, QUICK, DemoError, DemoOptions, run_demo
+from toolwatch.app.demo.options import DEFAULT_STORE, FULL, QUICK, DemoError, DemoOptions
+from toolwatch.app.demo.pipeline import run_demo
 
 HELP = "simulate, train, experiment, then a live alert"
 

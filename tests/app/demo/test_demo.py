@@ -28,7 +28,8 @@ from toolwatch.app.demo.agent import (
     Pacing,
     demo_scenario,
 )
-from toolwatch.app.demo.pipeline import MARKER, MODEL_FILE, QUICK, DemoError, prepare_store
+from toolwatch.app.demo.demo_store import prepare_store
+from toolwatch.app.demo.options import MARKER, MODEL_FILE, QUICK, DemoError
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.faults.library import parse_scenario

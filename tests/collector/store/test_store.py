@@ -9,7 +9,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.collector import record
-from support.paths import REPO
 from toolwatch.collector.store import CALLS_SCHEMA, Store, StoreError
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
 
@@ -147,14 +146,3 @@ def test_directories_that_are_not_tables_are_ignored(tmp_path: Path) -> None:
     )
     assert store.tables() == ["calls"]
     assert store.query("SELECT count(*) AS n FROM calls").to_pylist() == [{"n": 1}]
-
-
-def test_architecture_doc_lists_every_record_field() -> None:
-    """docs/ARCHITECTURE.md's record table stays in step with record.CALL_FIELDS."""
-    from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS
-
-    doc = (REPO / "docs" / "ARCHITECTURE.md").read_text()
-    for f in (*CALL_FIELDS, *TOOL_LIST_FIELDS):
-        attribute = f"`{f.attribute}`" if f.attribute else "(span field)"
-        assert f"| `{f.name}` | {f.arrow} |" in doc, f.name
-        assert attribute in doc, f.name
