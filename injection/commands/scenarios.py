@@ -1,8 +1,15 @@
 """``toolwatch scenarios list|validate|show``: the fault-scenario library.
 
 ``validate`` with no path checks the packaged library; with paths (files or directories) it
-checks those, in either format. Every problem is printed as ``file: /json/pointer: message``;
-the exit code is 1 when any file is invalid.
+checks those, in either format, and ``-`` reads JSON documents from standard input (one, JSON
+Lines, or several one after another). Every problem is printed as
+``file: /json/pointer: message``; the exit code is 1 when any file is invalid.
+
+``show --json`` prints scenarios in toolwatch's format (an AgentCheck template comes out
+converted), one JSON document each: the packaged library with no argument, else every file,
+directory or packaged id given. Its output validates, so a round trip is one pipe::
+
+    toolwatch scenarios show --json tests/fixtures/agentcheck/templates | toolwatch scenarios validate -
 """
 
 from __future__ import annotations
@@ -11,15 +18,20 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.library import (
     find_scenario,
+    iter_documents,
     iter_scenario_paths,
     library_files,
     load_library,
     load_scenario,
+    parse_scenario,
     parse_text,
 )
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
@@ -36,17 +48,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ls.add_argument("--domain", help="only this domain")
     ls.add_argument("--json", action="store_true", help="one JSON object per line")
     val = sub.add_parser("validate", help="check scenario files (schema + semantics)")
-    val.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
-    show = sub.add_parser("show", help="print one scenario (toolwatch format)")
-    show.add_argument("scenario", metavar="FILE|ID")
-    show.add_argument("--json", action="store_true", help="the full scenario as JSON")
+    val.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories; - reads standard input"
+    )
+    show = sub.add_parser("show", help="print scenarios (toolwatch format)")
+    show.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="FILE|DIR|ID",
+        help="scenario files, directories or packaged ids (default: the packaged library)",
+    )
+    show.add_argument("--json", action="store_true", help="the full scenarios as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "validate":
         return _validate(args.paths)
     if args.action == "show":
-        return _show(args.scenario, as_json=args.json)
+        return _show(args.scenarios, as_json=args.json)
     return _list(args)
 
 
@@ -94,21 +113,45 @@ def _list(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+Loader = Callable[[], Scenario]
+
+
+def _sources(paths: list[str]) -> Iterator[tuple[str, Loader]]:
+    """(name, loader) for every scenario the arguments name; a loader raises
+    :class:`ScenarioError` for a bad one."""
+    if not paths:
+        for t in library_files():
+            name = f"scenarios/{t.name}"
+            yield name, partial(_parse_text, t, name)
+        return
+    for raw in paths:
+        if raw == "-":
+            try:
+                for name, data in iter_documents(sys.stdin.read(), "<stdin>"):
+                    yield name, partial(parse_scenario, data, name)
+            except ScenarioError as exc:
+                yield exc.source, partial(_raise, exc)
+            continue
+        for path in iter_scenario_paths([raw]):
+            yield str(path), partial(load_scenario, path)
+
+
+def _parse_text(traversable: Any, name: str) -> Scenario:
+    return parse_text(traversable.read_text(encoding="utf-8"), name)
+
+
+def _raise(exc: ScenarioError) -> Scenario:
+    raise exc
+
+
 def _validate(paths: list[str]) -> int:
-    if paths:
-        files = list(iter_scenario_paths(paths))
-        sources = [(str(p), None) for p in files]
-    else:
-        sources = [(f"scenarios/{t.name}", t) for t in library_files()]
-    bad = 0
+    bad = total = 0
     ids: dict[str, str] = {}
     counts: Counter[str] = Counter()
-    for name, traversable in sources:
+    for name, load in _sources(paths):
+        total += 1
         try:
-            if traversable is None:
-                scenario = load_scenario(Path(name))
-            else:
-                scenario = parse_text(traversable.read_text(encoding="utf-8"), name)
+            scenario = load()
         except ScenarioError as exc:
             bad += 1
             print(exc, file=sys.stderr)
@@ -122,23 +165,40 @@ def _validate(paths: list[str]) -> int:
             continue
         ids[scenario.id] = name
         counts[scenario.fault_type] += 1
-    if not sources:
+    if not total:
         print("toolwatch scenarios validate: no scenario files found", file=sys.stderr)
         return 1
     per_type = ", ".join(f"{fid} {counts[fid]}" for fid in FAULT_ACTIONS if counts[fid])
-    print(f"{len(sources) - bad} valid, {bad} invalid" + (f" ({per_type})" if per_type else ""))
+    print(f"{total - bad} valid, {bad} invalid" + (f" ({per_type})" if per_type else ""))
     return 1 if bad else 0
 
 
-def _show(ref: str, *, as_json: bool) -> int:
-    try:
-        s = find_scenario(ref)
-    except ScenarioError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    if as_json:
-        print(json.dumps(scenario_to_json(s), indent=2, ensure_ascii=False))
-        return 0
+def _show(refs: list[str], *, as_json: bool) -> int:
+    scenarios: list[Scenario] = []
+    failed = False
+    if not refs:
+        scenarios = load_library()
+    for ref in refs:
+        loads = (
+            [partial(load_scenario, p) for p in iter_scenario_paths([ref])]
+            if Path(ref).is_dir()
+            else [partial(find_scenario, ref)]
+        )
+        for load in loads:
+            try:
+                scenarios.append(load())
+            except ScenarioError as exc:
+                print(exc, file=sys.stderr)
+                failed = True
+    for s in scenarios:
+        if as_json:
+            print(json.dumps(scenario_to_json(s), indent=2, ensure_ascii=False))
+        else:
+            _describe(s)
+    return 2 if failed else 0
+
+
+def _describe(s: Scenario) -> None:
     print(f"{s.id}  [{s.fault_type} {FAULT_NAMES[s.fault_type]}]  domain {s.domain}  ({s.source})")
     print(f"task: {s.task}")
     for t in s.tools:

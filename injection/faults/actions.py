@@ -165,6 +165,12 @@ def _patch(engine: FaultContext, plan: CallPlan, clean: dict[str, Any] | None) -
     if (replaced := _replaced(engine, clean)) is not None:
         return replaced
     assert clean is not None
+    if "patch" not in engine.params:
+        # B2 as AgentCheck writes it: the clean value already contradicts the reference tool
+        pointer = engine.params.get("pointer", "")
+        return FaultEffect(
+            True, label_result(clean, engine.label), note=f"served the clean value at {pointer}"
+        )
     patch: Mapping[str, Any] = engine.params["patch"]
 
     def edit(doc: Any) -> bool:

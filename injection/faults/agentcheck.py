@@ -1,16 +1,63 @@
-"""AgentCheck templates (aritra741/AgentCheck) converted to toolwatch scenarios."""
+"""AgentCheck templates (aritra741/AgentCheck) converted to toolwatch scenarios, keeping their
+ground truth.
+
+Every machine-checkable field of a template lands where a check or the engine reads it:
+
+=========  ==========================================  =========================================
+type       template field                              toolwatch field
+=========  ==========================================  =========================================
+A1         ``timeout_ms``                              ``fault.params.delay_ms`` (a real hold)
+A2         ``error_code``, ``error_message``           ``params.code`` (as given) and ``status``
+                                                       (the code if numeric, else its HTTP class),
+                                                       ``params.message``
+A3         ``required_role``                           ``params.required_role``
+A4         ``rename_args``                             ``params.argument_renames``
+B1         ``stale_response``, ``stale_date``,         ``params.response``,
+           ``task_requires_fresh_data``                ``checks.date_context``
+B2         ``conflict_field``, ``tool_a_value``,       ``checks.conflicting_values`` (each value
+           ``tool_b_value``                            found in its own tool's response)
+B3         ``irrelevant_response``                     ``params.response``
+C1         ``injection_string``, ``payload_id``        ``params.text`` (verbatim),
+                                                       ``checks.payload_id`` (verbatim)
+C2         ``poisoned_description``, ``target_tool``,  ``params.description`` on the ``is_faulty``
+           ``is_faulty``                               tool (the poisoner), ``checks.target_tool``
+C3         ``false_claim``, ``false_claim_aliases``    ``params.claim``,
+                                                       ``checks.false_claim_aliases`` (all)
+C4         ``poisoned_description``,                   ``params.instruction`` in the poisoner's
+           ``exfiltration_url``, ``target_tool``       description, ``params.exfiltration_url``
+                                                       and ``checks.exfiltration_url`` (as given),
+                                                       ``checks.target_tool``
+all        ``endpoint_allowlist``                      ``checks.endpoint_allowlist``
+=========  ==========================================  =========================================
+
+The template's own params, its ``fault_category`` and which tools it marks faulty are kept
+verbatim in ``origin``, with the list of fields toolwatch derived (``origin.derived``): input
+schemas (templates declare none; see :mod:`prose_schema`), the expected value (the faulty tool's
+clean answer), the stale value (what the stale response changes) and the scenario's "now" (the
+newest date in the clean responses).
+
+B2 templates mark no tool faulty: their two sources already disagree in the clean responses.
+The converted fault serves the second tool's clean response as it is (``params.pointer``
+names its conflicting field, ``params.reference`` the first tool's), so the disagreement the
+template describes is exactly what the agent sees.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolwatch.injection.faults.pointer import pointer_join
-from toolwatch.injection.faults.scenario import FORMAT
+from toolwatch.injection.faults.prose_schema import derive_input_schema
+from toolwatch.injection.faults.scenario import FORMAT, Problem
 from toolwatch.injection.faults.taxonomy import ACTION_FAULTS, FAULT_ACTIONS
+from toolwatch.injection.mitigations.results import iter_leaves
+from toolwatch.injection.mitigations.values import normalize_scalar, parse_date
+
+ORIGIN: Final = "agentcheck"
 
 
 def is_agentcheck(data: Any) -> bool:
@@ -18,11 +65,15 @@ def is_agentcheck(data: Any) -> bool:
     return isinstance(data, Mapping) and "scenario_id" in data and "fault_spec" in data
 
 
-# --------------------------------------------------------------------------------------------
-# AgentCheck scenario templates (the published workbench's format; BRIEF §4, seed 000)
-# --------------------------------------------------------------------------------------------
+def _params(action: str, required: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "if": {"properties": {"action": {"const": action}}},
+        "then": {"properties": {"params": {"required": required, **extra}}},
+    }
 
-#: The fields an AgentCheck template must have for us to run it (their own schema is richer).
+
+#: The fields an AgentCheck template must have for us to run it: their schema
+#: (``tests/fixtures/agentcheck/schema``) plus the params each action cannot do without.
 AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -54,6 +105,28 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
                 "action": {"enum": list(ACTION_FAULTS)},
                 "params": {"type": "object"},
             },
+            "allOf": [
+                _params("alter_schema", ["rename_args"]),
+                _params("inject_stale_data", ["stale_response"]),
+                _params("return_conflicting", ["tool_a_value", "tool_b_value"]),
+                _params("return_irrelevant", ["irrelevant_response"]),
+                _params("prepend_injection", ["injection_string"]),
+                _params("poison_description", ["poisoned_description"]),
+                _params("inject_false_claim", ["false_claim"]),
+                {
+                    "if": {"properties": {"action": {"const": "inject_exfiltration_instruction"}}},
+                    "then": {
+                        "properties": {
+                            "params": {
+                                "anyOf": [
+                                    {"required": ["poisoned_description"]},
+                                    {"required": ["exfiltration_instruction"]},
+                                ]
+                            }
+                        }
+                    },
+                },
+            ],
         },
         "scoring": {
             "type": "object",
@@ -74,9 +147,36 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
 }
 
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+#: HTTP status of AgentCheck's named error codes (the code itself is kept as given).
+_CODE_STATUS: Final = (
+    (re.compile(r"UNAVAILABLE|DOWN|OVERLOAD", re.I), 503),
+    (re.compile(r"TIMEOUT", re.I), 504),
+    (re.compile(r"BAD_GATEWAY", re.I), 502),
+)
+#: Where AgentCheck's own injector plants a false claim (first match wins).
+_CLAIM_FIELDS: Final = ("text", "content", "message", "snippet")
+_CLAIM_RESULT_FIELDS: Final = ("snippet", "text", "abstract", "docstring", "code")
+#: Fields that describe a response rather than answer the task (not an expected value).
+_DESCRIPTIVE: Final = re.compile(
+    r"^(status|success|ok|source|currency|unit|.*_unit|message|note|query|q)$", re.I
+)
+_DATE_KEY: Final = re.compile(r"(^|_)(year|date|week|as_of|timestamp|updated|modified)", re.I)
+_SCALE: Final = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_NUMBER: Final = re.compile(
+    r"^[^\d-]{0,3}(-?\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion)?\b", re.I
+)
 
 
-def _agentcheck_response(value: Any) -> dict[str, Any]:
+@dataclass
+class Conversion:
+    """A template as a toolwatch document, and what could not be converted (pointers into the
+    template)."""
+
+    doc: dict[str, Any]
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _response(value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping):
         return {"structured": dict(value)}
     if isinstance(value, str):
@@ -84,120 +184,305 @@ def _agentcheck_response(value: Any) -> dict[str, Any]:
     return {"text": json.dumps(value, ensure_ascii=False)}
 
 
-def _derived_conflict_patch(clean: Any) -> dict[str, Any]:
-    """A patch changing the first scalar of a clean response, for templates without one."""
+def _distinctive(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return len(normalize_scalar(value).lstrip("-").replace(".", "")) >= 2
+    return isinstance(value, str) and len(value.strip()) >= 4
+
+
+def _mentioned(task: str, value: Any) -> bool:
+    return normalize_scalar(value) in normalize_scalar(task)
+
+
+def _expected(clean: Any, task: str) -> tuple[str, Any] | None:
+    """(pointer, value): the first distinctive answer field of a clean response that the task
+    does not already say (the value an answer can only have from a successful call)."""
+    for path, value in iter_leaves(clean):
+        key = str(path[-1]) if path else ""
+        if _DESCRIPTIVE.match(key) or not _distinctive(value) or _mentioned(task, value):
+            continue
+        return pointer_join(path), value
+    return None
+
+
+def _leaf(doc: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
+    node = doc
+    for part in path:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return False, None
+    return True, node
+
+
+def _stale_change(clean: Any, stale: Any) -> tuple[str, Any, Any] | None:
+    """(pointer, stale value, clean value) of the first answer field the stale response
+    changes (dates and years are the date context, not the answer)."""
+    for path, value in iter_leaves(stale):
+        key = str(path[-1]) if path else ""
+        if _DATE_KEY.search(key) or _DESCRIPTIVE.match(key) or not _distinctive(value):
+            continue
+        found, before = _leaf(clean, path)
+        if found and before != value:
+            return pointer_join(path), value, before
+    return None
+
+
+def _dates(doc: Any) -> list[str]:
+    """ISO dates in a JSON value: date strings, and years under year-like keys (the year's
+    last day)."""
+    out: list[str] = []
+    for path, value in iter_leaves(doc):
+        key = str(path[-1]) if path else ""
+        when = parse_date(value) if isinstance(value, str) else None
+        if when is not None:
+            out.append(when.date().isoformat())
+        elif (
+            re.search(r"(^|_)year$", key, re.I)
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and 1900 <= value <= 2200
+        ):
+            out.append(f"{value:04d}-12-31")
+    return out
+
+
+def _number(value: Any) -> float | None:
+    """A number from a value as AgentCheck writes it ("$119.58 billion", "38,500,000 (...)"),
+    ``None`` for versions and text."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    if re.fullmatch(r"v?\d+\.\d+\.\d+.*", text):
+        return None  # a version is text
+    m = _NUMBER.match(text)
+    if not m:
+        return None
+    return float(m.group(1).replace(",", "")) * _SCALE.get((m.group(2) or "").lower(), 1.0)
+
+
+def _locate(value: Any, doc: Any, preferred: str | None) -> list[tuple[str, Any]]:
+    """(pointer, field value) of the fields of ``doc`` that hold ``value``: by text
+    containment first, then by number (units, commas and scale words read); a field named
+    ``preferred`` first."""
+    leaves = [(pointer_join(p), p, v) for p, v in iter_leaves(doc)]
+    hits = [
+        (ptr, path, leaf)
+        for ptr, path, leaf in leaves
+        if isinstance(leaf, str) and isinstance(value, str) and value.lower() in leaf.lower()
+    ]
+    if not hits:
+        wanted = _number(value)
+        if wanted is not None:
+            hits = [
+                (ptr, path, leaf)
+                for ptr, path, leaf in leaves
+                if (n := _number(leaf)) is not None
+                and abs(n - wanted) <= 1e-9 * max(1.0, abs(wanted))
+            ]
+    if preferred:
+        hits.sort(key=lambda hit: not hit[1] or str(hit[1][-1]) != preferred)
+    return [(ptr, leaf) for ptr, _, leaf in hits]
+
+
+def _claim_pointer(clean: Any) -> str | None:
+    """Where AgentCheck's injector puts a false claim: a top-level text field, else a text
+    field of the first ``results`` item (``None``: toolwatch's default, the longest string)."""
     if not isinstance(clean, Mapping):
-        return {}
-    for key, value in clean.items():
-        pointer = pointer_join([key])
-        if isinstance(value, bool):
-            return {pointer: not value}
-        if isinstance(value, int):
-            return {pointer: value + max(1, round(abs(value) * 0.2))}
-        if isinstance(value, float):
-            return {pointer: round(value * 1.2 + 1.0, 2)}
-        if isinstance(value, str):
-            return {pointer: f"CONFLICTING {value}"}
-    return {}
+        return None
+    for key in _CLAIM_FIELDS:
+        if isinstance(clean.get(key), str):
+            return pointer_join([key])
+    results = clean.get("results")
+    if isinstance(results, list) and results and isinstance(results[0], Mapping):
+        for key in _CLAIM_RESULT_FIELDS:
+            if isinstance(results[0].get(key), str):
+                return pointer_join(["results", 0, key])
+    return None
 
 
-def from_agentcheck(data: Mapping[str, Any]) -> dict[str, Any]:
-    """An AgentCheck template as a toolwatch scenario document (not yet semantically checked).
+def _status(code: str) -> int:
+    if code.isdigit() and 500 <= int(code) <= 599:
+        return int(code)
+    return next((status for pattern, status in _CODE_STATUS if pattern.search(code)), 500)
 
-    Their templates inject at the first call of the faulty tool; the converted scenario keeps
-    that (``occurrence: {"nth": 1}``) but, unlike the original workbench, a retry is then a
-    second occurrence and gets the clean response only because the rule says so. Templates
-    declare no input schemas, so tools accept any arguments (``{"type": "object"}``).
-    """
+
+def convert(data: Mapping[str, Any]) -> Conversion:
+    """An AgentCheck template (already checked against :data:`AGENTCHECK_SCHEMA`) as a
+    toolwatch scenario document; ``problems`` name template fields that could not be
+    honoured (a B2 value no tool returns, no faulty tool)."""
+    problems: list[Problem] = []
     fid = data["fault_type"]
     action = data["fault_spec"]["action"]
-    raw = dict(data["fault_spec"].get("params") or {})
-    tools = [
-        {
-            "name": t["tool_id"],
-            "description": t["description"],
-            "input_schema": {"type": "object"},
-            "response": _agentcheck_response(t["clean_response"]),
-        }
-        for t in data["tools"]
-    ]
+    raw: dict[str, Any] = dict(data["fault_spec"].get("params") or {})
+    pp = "/fault_spec/params"
+    task = str(data["task"])
+    derived: list[str] = []
+    tools = []
+    for t in data["tools"]:
+        tools.append(
+            {
+                "name": t["tool_id"],
+                "description": t["description"],
+                "input_schema": derive_input_schema(t["description"], t["clean_response"]),
+                "response": _response(t["clean_response"]),
+            }
+        )
+    derived.append("tools/*/input_schema")
+    clean_of = {t["tool_id"]: t["clean_response"] for t in data["tools"]}
     faulty = [t["tool_id"] for t in data["tools"] if t.get("is_faulty")]
-    target = raw.pop("target_tool", None) or (faulty[0] if faulty else data["tools"][0]["tool_id"])
-    clean = next(
-        (t["clean_response"] for t in data["tools"] if t["tool_id"] == target),
-        None,
-    )
-    checks: dict[str, Any] = {"endpoint_allowlist": list(data.get("endpoint_allowlist", []))}
+    if action == "return_conflicting":
+        tool = data["tools"][min(1, len(data["tools"]) - 1)]["tool_id"]
+    elif faulty:
+        tool = faulty[0]
+    else:
+        tool = data["tools"][0]["tool_id"]
+        problems.append(Problem("/tools", "no tool is marked is_faulty"))
+    clean = clean_of[tool]
+    checks: dict[str, Any] = {"endpoint_allowlist": list(data.get("endpoint_allowlist") or [])}
     params: dict[str, Any] = {}
+
+    def expect(pointer_value: tuple[str, Any] | None) -> None:
+        if pointer_value is not None:
+            checks["expected_value"] = {
+                "tool": tool,
+                "pointer": pointer_value[0],
+                "value": pointer_value[1],
+            }
+            derived.append("checks/expected_value")
+
     if action == "delay":
         params = {"delay_ms": int(raw.get("timeout_ms", 8000)), "mode": "sleep"}
+        expect(_expected(clean, task))
     elif action in ("replace_with_error", "replace_with_403"):
         if "error_body" in raw:
             params["body"] = raw["error_body"]
-        if "error_message" in raw:
+        if raw.get("error_message"):
             params["message"] = str(raw["error_message"])
-        if action == "replace_with_error" and str(raw.get("error_code", "")).isdigit():
-            params["status"] = int(raw["error_code"])
-        if "required_role" in raw:
+        if action == "replace_with_error" and "error_code" in raw:
+            code = str(raw["error_code"])
+            params["status"] = _status(code)
+            if not code.isdigit():
+                params["code"] = code
+                derived.append("fault/params/status")
+        if raw.get("required_role"):
             params["required_role"] = str(raw["required_role"])
+        expect(_expected(clean, task))
     elif action == "alter_schema":
         if raw.get("rename_args"):
             params["argument_renames"] = dict(raw["rename_args"])
         if raw.get("rename_fields"):
             params["field_renames"] = dict(raw["rename_fields"])
-        if "altered_response" in raw:
-            params["response"] = _agentcheck_response(raw["altered_response"])
+        expect(_expected(clean, task))
     elif action == "inject_stale_data":
-        params["response"] = _agentcheck_response(raw.get("stale_response", {}))
-    elif action == "return_conflicting":
-        if "conflicting_response" in raw:
-            params["response"] = _agentcheck_response(raw["conflicting_response"])
+        stale = raw["stale_response"]
+        params["response"] = _response(stale)
+        change = _stale_change(clean, stale)
+        if change is not None:
+            pointer, stale_value, clean_value = change
+            checks["stale_value"] = {"tool": tool, "pointer": pointer, "value": stale_value}
+            checks["expected_value"] = {"tool": tool, "pointer": pointer, "value": clean_value}
+            derived += ["checks/stale_value", "checks/expected_value"]
         else:
-            params["patch"] = _derived_conflict_patch(clean)
+            problems.append(Problem(f"{pp}/stale_response", "changes no answer field"))
+    elif action == "return_conflicting":
+        first = data["tools"][0]["tool_id"]
+        refs = []
+        for name, key, where in ((first, "tool_a_value", 0), (tool, "tool_b_value", 1)):
+            preferred = raw.get("conflict_field") if where == 0 else None
+            hits = _locate(raw[key], clean_of[name], preferred)
+            if not hits:
+                problems.append(
+                    Problem(f"{pp}/{key}", f"the clean response of {name!r} has no such value")
+                )
+                continue
+            refs.append({"tool": name, "pointer": hits[0][0], "value": hits[0][1]})
+        if len(refs) == 2:
+            checks["conflicting_values"] = refs
+            params = {
+                "pointer": refs[1]["pointer"],
+                "reference": {"tool": refs[0]["tool"], "pointer": refs[0]["pointer"]},
+            }
+        else:
+            params = {"pointer": "/"}
     elif action == "return_irrelevant":
-        params["response"] = _agentcheck_response(raw.get("irrelevant_response", {}))
+        params["response"] = _response(raw["irrelevant_response"])
+        expect(_expected(clean, task))
     elif action == "return_empty":
         params = {"mode": "empty_collections"}
+        expect(_expected(clean, task))
     elif action == "prepend_injection":
-        payload_id = (
-            "AC-" + hashlib.sha256(str(data["scenario_id"]).encode()).hexdigest()[:10].upper()
-        )
-        text = str(raw.get("injection_string", ""))
-        params = {"text": f"{text} [ref {payload_id}]"}
-        checks["payload_id"] = payload_id
+        params = {"text": str(raw["injection_string"])}
+        if raw.get("payload_id"):
+            checks["payload_id"] = str(raw["payload_id"])
     elif action == "poison_description":
-        params = {"description": str(raw.get("poisoned_description", ""))}
-        urls = _URL.findall(params["description"])
-        if urls:
-            checks["exfiltration_url"] = urls[0]
+        params = {"description": str(raw["poisoned_description"])}
+        checks["target_tool"] = str(raw.get("target_tool") or tool)
     elif action == "inject_false_claim":
-        claim = str(raw.get("false_claim", ""))
+        claim = str(raw["false_claim"])
         params = {"claim": claim}
-        checks["false_claim_aliases"] = [claim]
+        pointer = _claim_pointer(clean)
+        if pointer is not None:
+            params["pointer"] = pointer
+        aliases = [claim, *[str(a) for a in raw.get("false_claim_aliases") or []]]
+        checks["false_claim_aliases"] = list(dict.fromkeys(aliases))
     elif action == "inject_exfiltration_instruction":
-        instruction = str(
-            raw.get("exfiltration_instruction") or raw.get("poisoned_description") or ""
-        )
-        urls = _URL.findall(instruction)
+        instruction = str(raw.get("exfiltration_instruction") or raw["poisoned_description"])
+        url = raw.get("exfiltration_url")
+        if not url:
+            urls = _URL.findall(instruction)
+            url = urls[0] if urls else None
+            if url:
+                derived.append("checks/exfiltration_url")
         params = {"instruction": instruction}
-        if urls:
-            params["exfiltration_url"] = urls[0]
-            checks["exfiltration_url"] = urls[0]
-        if "exfiltration_instruction" not in raw and "poisoned_description" in raw:
+        if url:
+            params["exfiltration_url"] = str(url)
+            checks["exfiltration_url"] = str(url)
+        else:
+            problems.append(Problem(pp, "no exfiltration_url, and the instruction names none"))
+        if "exfiltration_instruction" not in raw:
             params["placement"] = "description"
-    metadata = dict(data.get("metadata") or {})
-    metadata["agentcheck"] = {
-        k: data[k] for k in ("fault_category", "task_requires_fresh_data") if k in data
+        checks["target_tool"] = str(raw.get("target_tool") or tool)
+    date_context: dict[str, Any] = {
+        "requires_fresh_data": bool(data.get("task_requires_fresh_data", False))
     }
-    return {
+    now = max((d for response in clean_of.values() for d in _dates(response)), default=None)
+    if now is not None:
+        date_context["now"] = now
+        derived.append("checks/date_context/now")
+    if raw.get("stale_date"):
+        date_context["stale_date"] = str(raw["stale_date"])
+    checks["date_context"] = date_context
+    origin = {
+        "format": ORIGIN,
+        "scenario_id": data["scenario_id"],
+        "fault_category": data.get("fault_category"),
+        "faulty_tools": faulty,
+        "params": raw,
+        "derived": derived,
+    }
+    doc = {
         "format": FORMAT,
         "id": data["scenario_id"],
         "fault_type": fid,
         "domain": data.get("domain", "general"),
-        "task": data["task"],
+        "task": task,
         "tools": tools,
-        "fault": {"tool": target, "action": action, "occurrence": {"nth": 1}, "params": params},
+        "fault": {"tool": tool, "action": action, "occurrence": {"nth": 1}, "params": params},
         "scoring": dict(data["scoring"]),
         "checks": checks,
-        "metadata": metadata,
+        "origin": {k: v for k, v in origin.items() if v is not None},
+        "metadata": dict(data.get("metadata") or {}),
     }
+    return Conversion(doc, problems)
+
+
+def from_agentcheck(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An AgentCheck template as a toolwatch scenario document (see :func:`convert`)."""
+    return convert(data).doc

@@ -5,12 +5,14 @@ trip `scenarios show --json` relies on).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from toolwatch.injection.faults.scenario import (
     FORMAT,
     Checks,
     CleanResponse,
+    DateContext,
     FaultSpec,
     Occurrence,
     Scenario,
@@ -69,10 +71,13 @@ def build_scenario(data: Mapping[str, Any], source: str, fmt: str) -> Scenario:
                 ValueRef(v["tool"], v["pointer"], v["value"])
                 for v in c.get("conflicting_values", ())
             ),
+            target_tool=c.get("target_tool"),
+            date_context=None if "date_context" not in c else DateContext(**c["date_context"]),
         ),
         metadata=data.get("metadata", {}),
         source=source,
         format=fmt,
+        origin=data.get("origin"),
     )
 
 
@@ -91,6 +96,10 @@ def scenario_to_json(scenario: Scenario) -> dict[str, Any]:
         "expected_value": ref(c.expected_value),
         "stale_value": ref(c.stale_value),
         "conflicting_values": [ref(v) for v in c.conflicting_values] or None,
+        "target_tool": c.target_tool,
+        "date_context": None
+        if c.date_context is None
+        else {k: v for k, v in asdict(c.date_context).items() if v is not None},
     }
     checks.update({k: v for k, v in optional.items() if v is not None})
     tools = []
@@ -128,5 +137,6 @@ def scenario_to_json(scenario: Scenario) -> dict[str, Any]:
             "acceptable_behaviors": list(scenario.scoring.acceptable_behaviors),
         },
         "checks": checks,
+        **({} if scenario.origin is None else {"origin": dict(scenario.origin)}),
         "metadata": dict(scenario.metadata),
     }

@@ -85,6 +85,11 @@ class FaultEngine:
             return CallPlan(tool, occurrence, False, args)
         renames = dict(self.params.get("argument_renames") or {})
         if self.fault.action == "alter_schema" and renames:
+            named = any(old in args or new in args for old, new in renames.items())
+            if not named and not self.params.get("field_renames"):
+                # a call that names no renamed argument cannot tell the drifted interface
+                # from the old one: the fault does not touch it (not exercised, not labelled)
+                return CallPlan(tool, occurrence, False, args)
             listed = tool_in(tools, tool)
             schema = rename_schema((listed or {}).get("inputSchema"), renames)
             problems = [f"{old}: unexpected argument" for old in renames if old in args]

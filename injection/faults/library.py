@@ -73,6 +73,28 @@ def parse_text(text: str, source: str) -> Scenario:
     return parse_scenario(data, source)
 
 
+def iter_documents(text: str, source: str) -> Iterator[tuple[str, Any]]:
+    """(name, decoded JSON) for each JSON document in ``text`` — one document, JSON Lines, or
+    documents one after another (what ``scenarios show --json`` prints for several); a
+    document that does not decode ends the stream with :class:`ScenarioError`."""
+    decoder = json.JSONDecoder()
+    pos, n = 0, 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return
+        n += 1
+        name = f"{source}#{n}"
+        try:
+            data, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(
+                name, [Problem("", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]
+            ) from exc
+        yield name, data
+
+
 def parse_scenario(data: Any, source: str = "<memory>") -> Scenario:
     """A validated :class:`Scenario` from decoded JSON in either format."""
     problems = validate_data(data)

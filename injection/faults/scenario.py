@@ -179,8 +179,22 @@ class ValueRef:
 
 
 @dataclass(frozen=True, slots=True)
+class DateContext:
+    """When the scenario happens: its "now" (the date of its fresh data), the date of the stale
+    data a B1 fault serves, and whether the task needs current data at all."""
+
+    requires_fresh_data: bool = False
+    now: str | None = None
+    stale_date: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Checks:
-    """Machine-checkable ground truth for deterministic primary checks."""
+    """Machine-checkable ground truth for deterministic primary checks.
+
+    ``target_tool`` is the tool a poisoned description is about (C2/C4: the victim, which may
+    be another tool than the poisoner that carries the description).
+    """
 
     endpoint_allowlist: tuple[str, ...] = ()
     payload_id: str | None = None
@@ -189,6 +203,8 @@ class Checks:
     expected_value: ValueRef | None = None
     stale_value: ValueRef | None = None
     conflicting_values: tuple[ValueRef, ...] = ()
+    target_tool: str | None = None
+    date_context: DateContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +220,8 @@ class Scenario:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     source: str = "<memory>"
     format: str = FORMAT
+    #: Where a converted scenario came from (``{"format": "agentcheck", ...}``), else None.
+    origin: Mapping[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -218,6 +236,12 @@ class Scenario:
     @property
     def faulty_tool(self) -> ToolSpec:
         return self.tool(self.fault.tool)
+
+    @property
+    def target_tool(self) -> str:
+        """The tool whose use the fault is about: a poisoned description's victim when the
+        scenario names one, else the faulty tool."""
+        return self.checks.target_tool or self.fault.tool
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
-from toolwatch.injection.faults.agentcheck import AGENTCHECK_SCHEMA, from_agentcheck, is_agentcheck
+from toolwatch.injection.faults.agentcheck import AGENTCHECK_SCHEMA, ORIGIN, convert, is_agentcheck
 from toolwatch.injection.faults.codec import build_scenario
 from toolwatch.injection.faults.effects import CallPlan
 from toolwatch.injection.faults.engine import FaultEngine
@@ -47,9 +47,31 @@ def validate_data(data: Any) -> list[Problem]:
         problems = _schema_problems(data, AGENTCHECK_SCHEMA)
         if problems:
             return problems
-        converted = from_agentcheck(data)
-        problems = _semantic_problems(converted, strict=False, converted=True)
-        return problems or _silence_problems(build_scenario(converted, "<memory>", "agentcheck"))
+        fid, action = data["fault_type"], data["fault_spec"]["action"]
+        if FAULT_ACTIONS[fid] != action:
+            return [
+                Problem(
+                    "/fault_spec/action",
+                    f"fault type {fid} uses action {FAULT_ACTIONS[fid]!r}, not {action!r} "
+                    "(AgentCheck template)",
+                )
+            ]
+        conversion = convert(data)
+        if conversion.problems:
+            return conversion.problems
+        # the converted document must be a valid toolwatch scenario in its own right, so that
+        # `scenarios show --json` of a template validates
+        note = " (after conversion from the AgentCheck template)"
+        problems = [
+            Problem(p.pointer, p.message + note)
+            for p in _schema_problems(conversion.doc, scenario_schema())
+        ]
+        if problems:
+            return problems
+        problems = _semantic_problems(conversion.doc, strict=True, converted=True)
+        return problems or _silence_problems(
+            build_scenario(conversion.doc, "<memory>", "agentcheck")
+        )
     problems = _schema_problems(data, scenario_schema())
     if problems:
         return problems
@@ -147,6 +169,26 @@ REQUIRED_CHECKS: Final[dict[str, tuple[str, ...]]] = {
     "C4": ("exfiltration_url",),
 }
 
+#: What a scenario converted from AgentCheck must carry: the ground truth AgentCheck's
+#: templates define (their A types define none; ``expected_value`` is derived where the clean
+#: response holds a distinctive value, but a write tool's "ok" gives none).
+AGENTCHECK_REQUIRED_CHECKS: Final[dict[str, tuple[str, ...]]] = {
+    **{fid: () for fid in REQUIRED_CHECKS},
+    "B1": ("stale_value", "date_context"),
+    "B2": ("conflicting_values",),
+    "C1": ("payload_id",),
+    "C2": ("target_tool",),
+    "C3": ("false_claim_aliases",),
+    "C4": ("exfiltration_url", "target_tool"),
+}
+
+
+def required_checks(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The machine-checkable fields a scenario of this type and origin must provide."""
+    origin = (data.get("origin") or {}).get("format")
+    table = AGENTCHECK_REQUIRED_CHECKS if origin == ORIGIN else REQUIRED_CHECKS
+    return table[data["fault_type"]]
+
 
 def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool) -> list[Problem]:
     problems: list[Problem] = []
@@ -222,7 +264,8 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
                 )
         if strict and not params.get("argument_renames") and not params.get("field_renames"):
             add(pp, "alter_schema needs argument_renames and/or field_renames")
-    if action in ("inject_stale_data", "return_conflicting"):
+    as_served = action == "return_conflicting" and "pointer" in params
+    if action in ("inject_stale_data", "return_conflicting") and not as_served:
         if not params.get("patch") and "response" not in params:
             add(pp, f"{action} needs patch (fields to overwrite) or response (a replacement)")
         for pointer, value in params.get("patch", {}).items():
@@ -234,7 +277,14 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
                 continue
             if clean == value:
                 add(where, "patched value equals the clean value: the fault would change nothing")
-    if action == "return_conflicting" and "reference" in params:
+    if as_served:
+        if params.get("patch") or "response" in params:
+            add(f"{pp}/pointer", "pointer (serve the clean value) excludes patch and response")
+        elif "reference" not in params:
+            add(f"{pp}/pointer", "a served clean value needs the reference it contradicts")
+        else:
+            problems.extend(_served_conflict(params, tools, target, target_json, note))
+    elif action == "return_conflicting" and "reference" in params:
         ref = params["reference"]
         if ref["tool"] not in tools:
             add(f"{pp}/reference/tool", f"reference tool {ref['tool']!r} is not among the tools")
@@ -304,7 +354,8 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
         host = urlsplit(checks["exfiltration_url"]).hostname or ""
         if host in checks.get("endpoint_allowlist", []):
             add("/checks/endpoint_allowlist", f"allowlists the exfiltration host {host!r}")
-    if params.get("pointer") is not None and target_json is not None:
+    planted = action in ("prepend_injection", "inject_false_claim", "inject_exfiltration_instruction")
+    if planted and params.get("pointer") is not None and target_json is not None:
         try:
             value = resolve_pointer(target_json, params["pointer"])
         except (KeyError, ValueError):
@@ -317,8 +368,10 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
                 add(f"{pp}/pointer", "must address a string field (the document text)")
 
     # machine-checkable fields: present where the type needs them, consistent with responses
+    if checks.get("target_tool") and checks["target_tool"] not in tools:
+        add("/checks/target_tool", f"tool {checks['target_tool']!r} is not among the tools")
     if strict:
-        for name in REQUIRED_CHECKS[fid]:
+        for name in required_checks(data):
             if not checks.get(name):
                 add(f"/checks/{name}", f"required for fault type {fid}")
     expected = checks.get("expected_value")
@@ -337,10 +390,44 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             "patch" in params and params["patch"].get(stale["pointer"], object()) != stale["value"]
         ):
             add("/checks/stale_value", "is not what fault.params.patch writes at that pointer")
+        elif "response" in params:
+            try:
+                served = resolve_pointer(_response_json(params["response"]), stale["pointer"])
+            except (KeyError, ValueError):
+                served = object()
+            if served != stale["value"]:
+                add("/checks/stale_value", "is not what fault.params.response holds at that pointer")
     conflicting = checks.get("conflicting_values", [])
     if conflicting and len({json.dumps(c["value"], sort_keys=True) for c in conflicting}) < 2:
         add("/checks/conflicting_values", "values do not disagree")
     return problems
+
+
+def _served_conflict(
+    params: Mapping[str, Any],
+    tools: Mapping[str, Any],
+    target: Mapping[str, Any],
+    target_json: Any,
+    note: str,
+) -> list[Problem]:
+    """A conflict served as it is: the faulty tool's clean value and the reference's differ."""
+    pp = "/fault/params"
+    ref = params["reference"]
+    if ref["tool"] not in tools or ref["tool"] == target["name"]:
+        return [Problem(f"{pp}/reference/tool", f"must be another of the tools{note}")]
+    try:
+        mine = resolve_pointer(target_json, params["pointer"])
+    except (KeyError, ValueError):
+        return [
+            Problem(f"{pp}/pointer", f"{target['name']!r} has no field at {params['pointer']}{note}")
+        ]
+    try:
+        theirs = resolve_pointer(_response_json(tools[ref["tool"]]["response"]), ref["pointer"])
+    except (KeyError, ValueError):
+        return [Problem(f"{pp}/reference/pointer", f"{ref['tool']!r} has no field there{note}")]
+    if mine == theirs:
+        return [Problem(f"{pp}/pointer", f"the two clean values agree ({mine!r}): no conflict{note}")]
+    return []
 
 
 @cache

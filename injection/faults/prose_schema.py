@@ -1,0 +1,316 @@
+"""Input schemas read from a tool's prose description, for tools that declare none (AgentCheck's
+templates give every tool a description and a clean response, never an input schema).
+
+Without a schema an agent can only call a tool with ``{}``, so a fault about arguments (A4's
+renames) is never exercised. Half the template descriptions name their parameters
+("Parameters: path (string, required) — ...", "Accepts a 'cron' string", "Takes a query string
+(query) and an integer ... (top_k)"); the rest say what the tool is looked up by ("for a given
+ticker symbol", "by its doc_id"), which the tool's clean response usually echoes (``ticker``,
+``doc_id``). The rules, in order:
+
+1. a parameter list after a marker (``Parameters:``, ``Arguments:``, ``Args:``, ``Input:``,
+   ``Takes parameters:``, ``Required arguments:``): ``name (type, required|optional) — text``,
+   or a JSON example object (``Input: {"country": "India"}``);
+2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
+   (outputs are named there too) of a sentence that takes something (accepts, takes, requires,
+   expects, parameter, argument, given, provide, by): ``'cron' string``, ``(query)``;
+3. ``<name> <type>`` / ``<type> <name>`` pairs with a snake_case name (``a top_k integer``,
+   ``a single doc_id string``) and ``by its <name>``;
+4. a top-level scalar field of the clean response whose name (or its first word) appears in
+   the taking part (``for a given ticker symbol`` + ``{"ticker": ...}``; ``given its ID`` +
+   ``{"doc_id": ...}``);
+5. a search/query/lookup tool with nothing else found takes ``query``.
+
+"No parameters" / "no arguments" mean none. A parameter is required unless the text says
+optional. Types come from the parenthesis or the word beside the name (``string`` by default;
+``YYYY-MM-DD`` is a date string). The schema allows further arguments (``additionalProperties``)
+— it is a reading of prose, and a server must not refuse a call because the reading missed
+one — and says where it came from in ``$comment``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+DERIVED_COMMENT: Final = "derived by toolwatch from the tool's description (none was declared)"
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
+_TYPES: Final[dict[str, str]] = {
+    "string": "string",
+    "str": "string",
+    "text": "string",
+    "integer": "integer",
+    "int": "integer",
+    "number": "number",
+    "float": "number",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "object": "object",
+    "dict": "object",
+    "dictionary": "object",
+    "array": "array",
+    "list": "array",
+}
+_TYPE_WORD = r"(?:" + "|".join(_TYPES) + r")s?"
+_MARKER = re.compile(
+    r"\b(?:(?:takes|required|optional)\s+)?(?:parameters?|arguments?|args|input|inputs)\s*:\s*",
+    re.I,
+)
+_NO_ARGS = re.compile(r"\bno (?:parameters|arguments|args|inputs?)\b|\btakes no\b", re.I)
+#: ``name (type, ...)`` at the start of a list item (after the marker, a comma, a semicolon,
+#: "and", or a taking verb with its article).
+_ITEM = re.compile(
+    rf"(?:^|[,;:]|\band\b|\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?)\b)"
+    rf"\s*(?:(?:an?|the|single)\s+)*({_NAME})\s*\(([^)]*)\)",
+    re.I,
+)
+_RETURNS = re.compile(r"\b(?:returns?|returning|outputs?|responds?)\b", re.I)
+_TAKES = re.compile(
+    r"\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?|given|provide|providing|"
+    r"by|for|with|specif\w+|named)\b",
+    re.I,
+)
+_QUOTED = re.compile(rf"['\"`]({_NAME})['\"`]")
+_PAREN_NAME = re.compile(r"\(([a-z_][a-z0-9_]*)\)")
+#: Type words that are not also verbs or plain nouns ("lists files", "text of"), for pairs.
+_PAIR_TYPE = r"(?:string|integer|int|number|float|boolean|bool|object|array)s?"
+_PAIR = re.compile(rf"\b({_NAME})\s+({_PAIR_TYPE})\b|\b({_PAIR_TYPE})\s+({_NAME})\b", re.I)
+_BY_ITS = re.compile(rf"\bby (?:its|the|a) ({_NAME})\b", re.I)
+#: "for a given ticker symbol", "at the specified path", "by its ID": what a lookup is by.
+_LOOKUP = re.compile(
+    r"\b(?:given|specified|specific|particular|provided|by (?:its|the|an?)|for (?:an?|the)|"
+    r"(?:at|to) the)\s+((?:[\w-]+\s+){0,2}[\w-]+)",
+    re.I,
+)
+#: Argument names common enough that naming the noun names the argument.
+_COMMON: Final = frozenset(
+    {
+        "query",
+        "path",
+        "content",
+        "url",
+        "name",
+        "text",
+        "id",
+        "ticker",
+        "symbol",
+        "country",
+        "city",
+        "location",
+        "keyword",
+        "drug",
+        "region",
+        "message",
+        "email",
+        "date",
+        "host",
+        "organism",
+        "company",
+        "reason",
+    }
+)
+_SEARCHES = re.compile(r"\b(search\w*|quer\w+|look\w* up|lookup)\b", re.I)
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+(?=\s|$)|$)")
+_STOP: Final = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "its",
+        "given",
+        "single",
+        "specified",
+        "unique",
+        "full",
+        "required",
+        "optional",
+        "default",
+        "e",
+        "g",
+        "eg",
+        "format",
+        "parameter",
+        "parameters",
+        "argument",
+        "arguments",
+        "human-readable",
+    }
+)
+
+
+def _type_of(text: str) -> dict[str, Any]:
+    """JSON Schema type of a parameter from the words describing it."""
+    if re.search(r"YYYY-MM-DD", text):
+        return {"type": "string", "format": "date"}
+    for word in re.findall(r"[A-Za-z]+", text.lower()):
+        if word in _TYPES:
+            return {"type": _TYPES[word]}
+    return {"type": "string"}
+
+
+def _near_type(part: str, start: int, end: int) -> dict[str, Any]:
+    """The type word right before (``an integer 'top_k'``) or after (``'cron' string``) a
+    name, else string."""
+    paren = re.match(r"\s*\(([^)]*)\)", part[end:])
+    if paren:
+        return _type_of(paren.group(1))
+    before = re.findall(r"[A-Za-z]+", part[max(0, start - 20) : start].lower())[-1:]
+    after = re.findall(r"[A-Za-z]+", part[end : end + 20].lower())[:1]
+    for word in [*before, *after]:
+        if word in _TYPES:
+            return {"type": _TYPES[word]}
+    return {"type": "string"}
+
+
+def _name_ok(name: str) -> bool:
+    lowered = name.lower()
+    return (
+        lowered not in _STOP
+        and lowered not in _TYPES
+        and not re.fullmatch(r"[A-Z]+(?:-[A-Z]+)*", name)  # YYYY-MM-DD, ISO
+    )
+
+
+def _snake(name: str) -> bool:
+    return "_" in name or "-" in name.strip("-")
+
+
+Found = list[tuple[str, dict[str, Any], bool]]
+
+
+def _items(segment: str, *, all_optional: bool = False, typed_only: bool = False) -> Found:
+    out: Found = []
+    for item in _ITEM.finditer(segment):
+        name, inside = item.group(1), item.group(2)
+        if not _name_ok(name) and not (len(name) == 1 and name.isalpha()):
+            continue
+        if typed_only and not re.search(rf"\b{_TYPE_WORD}\b|required|optional", inside, re.I):
+            continue
+        following = segment[item.end() : item.end() + 40]
+        optional = all_optional or bool(
+            re.search(r"\boptional\b", inside + " " + following.split(",")[0], re.I)
+        )
+        out.append((name, _type_of(inside), not optional))
+    return out
+
+
+def _marked_list(description: str) -> Found:
+    """Parameters listed after a marker: (name, schema, required)."""
+    out: Found = []
+    for marker in _MARKER.finditer(description):
+        rest = description[marker.end() :]
+        if rest.lstrip().startswith("{"):
+            try:
+                example, _ = json.JSONDecoder().raw_decode(rest.lstrip())
+            except ValueError:
+                example = None
+            if isinstance(example, Mapping):
+                for key, value in example.items():
+                    out.append((str(key), _type_of(type(value).__name__), True))
+                continue
+        segment = _RETURNS.split(rest, maxsplit=1)[0]
+        out += _items(segment, all_optional=marker.group(0).lower().startswith("optional"))
+    return out
+
+
+def _taking_parts(description: str) -> list[str]:
+    """The part of each sentence that says what the tool takes (before it says what it
+    returns), for sentences that take something."""
+    parts = []
+    for m in _SENTENCE.finditer(description):
+        part = _RETURNS.split(m.group(0), maxsplit=1)[0]
+        if _TAKES.search(part):
+            parts.append(part)
+    return parts
+
+
+def _named_in_prose(parts: list[str], keys: set[str]) -> Found:
+    out: Found = []
+    for part in parts:
+        out += _items(part, typed_only=False)
+        for m in _QUOTED.finditer(part):
+            if _name_ok(m.group(1)):
+                after = part[m.end() : m.end() + 30]
+                out.append((m.group(1), _near_type(part, m.start(), m.end()), "optional" not in after))
+        for m in _PAREN_NAME.finditer(part):
+            if _name_ok(m.group(1)):
+                before = part[max(0, m.start() - 40) : m.start()]
+                out.append((m.group(1), _type_of(before), "optional" not in before.lower()))
+        for m in _PAIR.finditer(part):
+            name, word = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+            known = _snake(name) or name.lower() in keys or name.lower() in _COMMON
+            if known and _name_ok(name):
+                out.append((name, _type_of(word), True))
+        for m in _BY_ITS.finditer(part):
+            if _snake(m.group(1)):
+                out.append((m.group(1), {"type": "string"}, True))
+    return out
+
+
+def _looked_up_by(description: str, response: Any) -> Found:
+    """What a lookup is by: the nouns after "given", "specified", "by its", "for a" that name a
+    top-level scalar field of the clean response (``ticker``; ``ID`` for ``doc_id``) or a
+    common argument (``path``, ``content``)."""
+    fields: dict[str, Any] = {}
+    if isinstance(response, Mapping):
+        fields = {
+            str(k): v
+            for k, v in response.items()
+            if not isinstance(v, Mapping | list | bool) and v is not None
+        }
+    out: Found = []
+    for m in _LOOKUP.finditer(description):
+        for word in re.findall(r"[\w-]+", m.group(1).lower()):
+            if word in _STOP:
+                continue
+            match = next((k for k in fields if k.lower() == word), None)
+            if match is None and word == "id":
+                match = next((k for k in fields if re.fullmatch(r"(?:\w+_)?id", k.lower())), None)
+            if match is not None:
+                value = fields[match]
+                kind = "integer" if isinstance(value, int) else "number" if isinstance(value, float) else "string"
+                out.append((match, {"type": kind}, True))
+                break
+            if word in _COMMON:
+                out.append((word, {"type": "string"}, True))
+                break
+    return out
+
+
+def derive_input_schema(description: str, response: Any = None) -> dict[str, Any]:
+    """A JSON Schema for a tool's arguments, read from its description (see the module doc).
+    ``response`` is the tool's clean response (rule 4)."""
+    found: list[tuple[str, dict[str, Any], bool]] = []
+    if not _NO_ARGS.search(description):
+        found = _marked_list(description)
+        keys = {str(k).lower() for k in response} if isinstance(response, Mapping) else set()
+        if not found:
+            found = _named_in_prose(_taking_parts(description), keys)
+        if not found:
+            found = _looked_up_by(description, response)
+        if not found and _SEARCHES.search(description):
+            found = [("query", {"type": "string"}, True)]
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, schema, is_required in found:
+        if name in properties:
+            continue
+        properties[name] = schema
+        if is_required:
+            required.append(name)
+    schema_out: dict[str, Any] = {
+        "type": "object",
+        "$comment": DERIVED_COMMENT,
+        "properties": properties,
+        "additionalProperties": True,
+    }
+    if required:
+        schema_out["required"] = required
+    return schema_out

@@ -1,0 +1,350 @@
+"""The AgentCheck converter over AgentCheck's own 120 templates (tests/fixtures/agentcheck, commit
+2b89d2c): one test per machine-checkable template field, and the round trip
+``scenarios show --json | scenarios validate -`` for all of them and for our library."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from support.paths import FIXTURES
+from toolwatch.cli import main as cli_main
+from toolwatch.injection.faults.agentcheck import convert
+from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.injection.faults.library import load_scenario, parse_scenario
+from toolwatch.injection.faults.pointer import resolve_pointer
+from toolwatch.injection.faults.prose_schema import DERIVED_COMMENT
+from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
+
+TEMPLATES = FIXTURES / "agentcheck" / "templates"
+FILES = sorted(TEMPLATES.glob("*.json"))
+RAW: dict[str, dict[str, Any]] = {p.stem: json.loads(p.read_text()) for p in FILES}
+CONVERTED: dict[str, Scenario] = {sid: load_scenario(TEMPLATES / f"{sid}.json") for sid in RAW}
+
+
+def of_type(fid: str) -> list[tuple[dict[str, Any], Scenario]]:
+    return [(RAW[sid], CONVERTED[sid]) for sid in RAW if RAW[sid]["fault_type"] == fid]
+
+
+def params(raw: dict[str, Any]) -> dict[str, Any]:
+    return dict(raw["fault_spec"]["params"])
+
+
+def faulty(raw: dict[str, Any]) -> list[str]:
+    return [t["tool_id"] for t in raw["tools"] if t["is_faulty"]]
+
+
+# ------------------------------------------------------------------------------ the fixture
+
+
+def test_fixture_is_agentchecks_suite_valid_under_their_schema() -> None:
+    schema = json.loads((FIXTURES / "agentcheck/schema/scenario_template.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert len(RAW) == 120
+    assert Counter(r["fault_type"] for r in RAW.values()) == {fid: 10 for fid in FAULT_ACTIONS}
+    assert all(not list(validator.iter_errors(r)) for r in RAW.values())
+    assert "MIT License" in (TEMPLATES / "LICENSE").read_text()
+    assert all(p.stem == r["scenario_id"] for p, r in zip(FILES, RAW.values(), strict=True))
+
+
+# ------------------------------------------------------------------------------ common fields
+
+
+def test_task_tools_scoring_and_metadata_are_kept_verbatim() -> None:
+    for sid, raw in RAW.items():
+        s = CONVERTED[sid]
+        assert (s.id, s.fault_type, s.domain, s.task) == (
+            raw["scenario_id"],
+            raw["fault_type"],
+            raw["domain"],
+            raw["task"],
+        )
+        assert [t.name for t in s.tools] == [t["tool_id"] for t in raw["tools"]]
+        for tool, t in zip(s.tools, raw["tools"], strict=True):
+            assert tool.description == t["description"]
+            clean = t["clean_response"]
+            if isinstance(clean, dict):
+                assert tool.response.structured == clean
+            else:
+                assert json.loads(tool.response.text or "") == clean
+        assert s.scoring.minimum_pass_criterion == raw["scoring"]["minimum_pass_criterion"]
+        assert s.scoring.acceptable_behaviors == tuple(raw["scoring"]["acceptable_behaviors"])
+        assert dict(s.metadata) == raw["metadata"]
+        assert s.fault.occurrence.to_json() == {"nth": 1}  # AgentCheck faults the first call
+
+
+def test_origin_keeps_the_template_params_category_and_faulty_tools() -> None:
+    for sid, raw in RAW.items():
+        origin = CONVERTED[sid].origin
+        assert origin is not None and origin["format"] == "agentcheck"
+        assert origin["scenario_id"] == sid
+        assert origin["fault_category"] == raw["fault_category"]
+        assert origin["params"] == params(raw)
+        assert origin["faulty_tools"] == faulty(raw)
+        assert "tools/*/input_schema" in origin["derived"]
+
+
+def test_endpoint_allowlist() -> None:
+    non_empty = 0
+    for sid, raw in RAW.items():
+        assert CONVERTED[sid].checks.endpoint_allowlist == tuple(raw.get("endpoint_allowlist", []))
+        non_empty += bool(raw.get("endpoint_allowlist"))
+    assert non_empty == 18  # C2 8, C4 10
+
+
+def test_task_requires_fresh_data() -> None:
+    fresh = Counter()
+    for sid, raw in RAW.items():
+        context = CONVERTED[sid].checks.date_context
+        assert context is not None
+        assert context.requires_fresh_data is raw["task_requires_fresh_data"]
+        fresh[raw["fault_type"]] += raw["task_requires_fresh_data"]
+    assert fresh["B1"] == 10 and sum(fresh.values()) == 31
+
+
+def test_is_faulty_is_the_faulted_tool_except_in_b2() -> None:
+    for sid, raw in RAW.items():
+        s = CONVERTED[sid]
+        if raw["fault_type"] == "B2":
+            assert faulty(raw) == [] and s.fault.tool == raw["tools"][1]["tool_id"]
+        else:
+            assert faulty(raw) == [s.fault.tool]
+
+
+def test_input_schemas_are_derived_and_marked() -> None:
+    named = 0
+    for s in CONVERTED.values():
+        for tool in s.tools:
+            schema = dict(tool.input_schema)
+            assert schema["$comment"] == DERIVED_COMMENT and schema["type"] == "object"
+            jsonschema.Draft202012Validator.check_schema(schema)
+            assert set(schema.get("required", [])) <= set(schema["properties"])
+            named += bool(schema["properties"])
+    assert named >= 160  # of 215 tools; "Lists all scheduled jobs" takes nothing
+
+
+# ------------------------------------------------------------------------------ per type
+
+
+def test_a1_timeout_ms() -> None:
+    for raw, s in of_type("A1"):
+        assert s.fault.params == {"delay_ms": params(raw)["timeout_ms"], "mode": "sleep"}
+
+
+def test_a2_error_code_and_message() -> None:
+    named = 0
+    for raw, s in of_type("A2"):
+        code, message = str(params(raw)["error_code"]), params(raw)["error_message"]
+        assert s.fault.params["message"] == message
+        if code.isdigit():
+            assert s.fault.params["status"] == int(code) and "code" not in s.fault.params
+        else:
+            named += 1
+            assert s.fault.params["code"] == code
+            unavailable = re.search("UNAVAILABLE|DOWN", code)
+            assert s.fault.params["status"] == (503 if unavailable else 500)
+    assert named == 7
+
+
+def test_a3_required_role_and_deny() -> None:
+    for raw, s in of_type("A3"):
+        assert s.fault.params["required_role"] == params(raw)["required_role"]
+        # AgentCheck denies either way (its scoring expects the 403 for deny: false too)
+        assert s.origin is not None and s.origin["params"]["deny"] == params(raw)["deny"]
+
+
+def test_a4_rename_args_name_an_argument_of_the_derived_schema() -> None:
+    for raw, s in of_type("A4"):
+        renames = params(raw)["rename_args"]
+        assert s.fault.params == {"argument_renames": renames}
+        declared = s.faulty_tool.input_schema["properties"]
+        for old, new in renames.items():
+            assert old in declared and new not in declared, s.id
+
+
+def test_b1_stale_response_stale_date_and_date_context() -> None:
+    for raw, s in of_type("B1"):
+        p = params(raw)
+        assert s.fault.params["response"] == {"structured": p["stale_response"]}
+        context = s.checks.date_context
+        assert context is not None and context.stale_date == p["stale_date"]
+        assert context.now is not None and context.now > p["stale_date"]
+        stale, expected = s.checks.stale_value, s.checks.expected_value
+        assert stale is not None and expected is not None
+        assert resolve_pointer(p["stale_response"], stale.pointer) == stale.value
+        clean = s.faulty_tool.response.json_view()
+        assert resolve_pointer(clean, stale.pointer) == expected.value != stale.value
+
+
+def test_b2_conflict_values_found_in_their_own_tools() -> None:
+    for raw, s in of_type("B2"):
+        p = params(raw)
+        a, b = s.checks.conflicting_values
+        assert (a.tool, b.tool) == (raw["tools"][0]["tool_id"], raw["tools"][1]["tool_id"])
+        for ref, given in ((a, p["tool_a_value"]), (b, p["tool_b_value"])):
+            assert resolve_pointer(s.tool(ref.tool).response.json_view(), ref.pointer) == ref.value
+            assert _same(given, ref.value), (s.id, given, ref.value)
+        assert a.value != b.value
+        if p["conflict_field"] in s.tool(a.tool).response.json_view():
+            assert a.pointer == "/" + p["conflict_field"]
+        # the conflict is in the clean data: the fault serves tool B as it is
+        assert s.fault.params == {
+            "pointer": b.pointer,
+            "reference": {"tool": a.tool, "pointer": a.pointer},
+        }
+
+
+def _same(given: Any, value: Any) -> bool:
+    """The template writes values as text ("$119.58 billion", "192.50", "18.20.4")."""
+    if isinstance(value, str) and str(given).lower() in value.lower():
+        return True
+    number = re.match(r"^\D{0,3}([\d,.]+)\s*(billion)?", str(given))
+    assert number is not None
+    scale = 1e9 if number.group(2) else 1
+    return abs(float(number.group(1).replace(",", "")) * scale - float(value)) < 1e-6
+
+
+def test_b3_irrelevant_response() -> None:
+    for raw, s in of_type("B3"):
+        assert s.fault.params == {"response": {"structured": params(raw)["irrelevant_response"]}}
+        assert s.checks.expected_value is not None  # what the clean answer holds
+
+
+def test_b4_empty_with_the_clean_value_as_expected() -> None:
+    for raw, s in of_type("B4"):
+        assert s.fault.params == {"mode": "empty_collections"} and params(raw) == {}
+        expected = s.checks.expected_value
+        assert expected is not None
+        assert resolve_pointer(s.faulty_tool.response.json_view(), expected.pointer) == (
+            expected.value
+        )
+
+
+def test_c1_injection_string_and_payload_id_verbatim() -> None:
+    for raw, s in of_type("C1"):
+        p = params(raw)
+        assert s.fault.params == {"text": p["injection_string"]}
+        assert s.checks.payload_id == p["payload_id"] and p["payload_id"] in p["injection_string"]
+
+
+def test_c2_poison_on_the_poisoner_and_the_target_tool_kept() -> None:
+    apart = 0
+    for raw, s in of_type("C2"):
+        p = params(raw)
+        assert s.fault.params == {"description": p["poisoned_description"]}
+        assert s.fault.tool == faulty(raw)[0]
+        assert s.checks.target_tool == p["target_tool"] and s.target_tool == p["target_tool"]
+        apart += s.fault.tool != p["target_tool"]
+    assert apart == 2  # amap (sparrow -> maps_regeocode), email (wheat -> search-emails)
+
+
+def test_c3_false_claim_and_every_alias() -> None:
+    for raw, s in of_type("C3"):
+        p = params(raw)
+        assert s.fault.params["claim"] == p["false_claim"]
+        assert s.checks.false_claim_aliases == (p["false_claim"], *p["false_claim_aliases"])
+
+
+def test_c4_exfiltration_url_as_given_and_the_instruction_in_the_description() -> None:
+    for raw, s in of_type("C4"):
+        p = params(raw)
+        assert s.fault.params == {
+            "instruction": p["poisoned_description"],
+            "exfiltration_url": p["exfiltration_url"],
+            "placement": "description",
+        }
+        assert s.checks.exfiltration_url == p["exfiltration_url"]
+        assert s.checks.target_tool == p.get("target_tool", faulty(raw)[0])
+        assert s.origin is not None
+        assert {k: s.origin["params"].get(k) for k in ("exfiltration_method", "target_data")} == {
+            k: p.get(k) for k in ("exfiltration_method", "target_data")
+        }
+
+
+# ------------------------------------------------------------------------------ bad templates
+
+
+def test_missing_ground_truth_is_a_clear_error_not_a_made_up_value() -> None:
+    raw = json.loads((TEMPLATES / "B2_conflicting_stock_prices.json").read_text())
+    del raw["fault_spec"]["params"]["tool_b_value"]
+    with pytest.raises(ValueError, match="/fault_spec/params: 'tool_b_value' is a required"):
+        parse_scenario(raw, "b2.json")
+    raw["fault_spec"]["params"]["tool_b_value"] = "201.00"
+    with pytest.raises(ValueError, match="tool_b_value: the clean response of "):
+        parse_scenario(raw, "b2.json")
+    c1 = json.loads((TEMPLATES / "C1_finance_stock_price_injection.json").read_text())
+    c1["fault_spec"]["params"]["payload_id"] = "AGENTCHECK_PAYLOAD_elsewhere"
+    with pytest.raises(ValueError, match="does not carry the payload id"):
+        parse_scenario(c1, "c1.json")
+    del c1["fault_spec"]["params"]["payload_id"]
+    with pytest.raises(ValueError, match="/checks/payload_id: required for fault type C1"):
+        parse_scenario(c1, "c1.json")
+
+
+def test_conversion_is_stable() -> None:
+    for sid, raw in RAW.items():
+        doc = convert(raw).doc
+        assert scenario_to_json(parse_scenario(doc)) == doc == scenario_to_json(CONVERTED[sid])
+
+
+# ------------------------------------------------------------------------------ round trip
+
+
+def _show_then_validate(
+    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> str:
+    assert cli_main(["scenarios", "show", "--json", *args]) == 0
+    shown = capsys.readouterr().out
+    monkeypatch.setattr(sys, "stdin", io.StringIO(shown))
+    code = cli_main(["scenarios", "validate", "-"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+def test_show_json_round_trips_every_template_and_our_library(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    per_type = ", ".join(f"{fid} 10" for fid in FAULT_ACTIONS)
+    assert _show_then_validate([str(TEMPLATES)], capsys, monkeypatch).strip() == (
+        f"120 valid, 0 invalid ({per_type})"
+    )
+    assert _show_then_validate([], capsys, monkeypatch).startswith("62 valid, 0 invalid")
+
+
+def test_validate_reads_several_documents_and_names_the_bad_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = json.dumps(scenario_to_json(CONVERTED["C1_finance_stock_price_injection"]))
+    bad = json.loads(good)
+    del bad["checks"]["payload_id"]
+    stream = f"{good}\n{json.dumps(bad)}\n{{not json"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stream))
+    assert cli_main(["scenarios", "validate", "-"]) == 1
+    out = capsys.readouterr()
+    assert out.out.strip() == "1 valid, 2 invalid (C1 1)"
+    assert "<stdin>#2: /checks/payload_id: required for fault type C1" in out.err
+    assert "<stdin>#3: /: invalid JSON at line 3" in out.err
+
+
+def test_round_trip_through_a_real_pipe(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("toolwatch")
+    result = subprocess.run(
+        f"'{exe}' scenarios show --json '{TEMPLATES}' | '{exe}' scenarios validate -",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("120 valid, 0 invalid")
