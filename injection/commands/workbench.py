@@ -46,7 +46,9 @@ from toolwatch.injection.workbench.suite import render_summary, run_suite
 log = logging.getLogger(__name__)
 
 HELP = "reproduce -> intervene -> mitigate runs"
-DEFAULT_SUITE_MITIGATIONS = "retry,schema,scan,verify,all"
+#: One run per mitigation, AgentCheck's "+All" (retry+schema+scan, no verifier) and the full
+#: stack with the verifier ("all").
+DEFAULT_SUITE_MITIGATIONS = "retry,schema,scan,verify,retry+schema+scan,all"
 
 
 class CommandError(Exception):

@@ -210,9 +210,7 @@ def _expected(clean: Any, task: str) -> tuple[str, Any] | None:
 def _leaf(doc: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
     node = doc
     for part in path:
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+        if (isinstance(node, Mapping) and part in node) or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
             node = node[part]
         else:
             return False, None

@@ -90,7 +90,8 @@ def iter_documents(text: str, source: str) -> Iterator[tuple[str, Any]]:
             data, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise ScenarioError(
-                name, [Problem("", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]
+                name,
+                [Problem("", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")],
             ) from exc
         yield name, data
 

@@ -238,7 +238,9 @@ def _named_in_prose(parts: list[str], keys: set[str]) -> Found:
         for m in _QUOTED.finditer(part):
             if _name_ok(m.group(1)):
                 after = part[m.end() : m.end() + 30]
-                out.append((m.group(1), _near_type(part, m.start(), m.end()), "optional" not in after))
+                out.append(
+                    (m.group(1), _near_type(part, m.start(), m.end()), "optional" not in after)
+                )
         for m in _PAREN_NAME.finditer(part):
             if _name_ok(m.group(1)):
                 before = part[max(0, m.start() - 40) : m.start()]
@@ -275,7 +277,13 @@ def _looked_up_by(description: str, response: Any) -> Found:
                 match = next((k for k in fields if re.fullmatch(r"(?:\w+_)?id", k.lower())), None)
             if match is not None:
                 value = fields[match]
-                kind = "integer" if isinstance(value, int) else "number" if isinstance(value, float) else "string"
+                kind = (
+                    "integer"
+                    if isinstance(value, int)
+                    else "number"
+                    if isinstance(value, float)
+                    else "string"
+                )
                 out.append((match, {"type": kind}, True))
                 break
             if word in _COMMON:

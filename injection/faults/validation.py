@@ -354,7 +354,11 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
         host = urlsplit(checks["exfiltration_url"]).hostname or ""
         if host in checks.get("endpoint_allowlist", []):
             add("/checks/endpoint_allowlist", f"allowlists the exfiltration host {host!r}")
-    planted = action in ("prepend_injection", "inject_false_claim", "inject_exfiltration_instruction")
+    planted = action in (
+        "prepend_injection",
+        "inject_false_claim",
+        "inject_exfiltration_instruction",
+    )
     if planted and params.get("pointer") is not None and target_json is not None:
         try:
             value = resolve_pointer(target_json, params["pointer"])
@@ -396,7 +400,9 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             except (KeyError, ValueError):
                 served = object()
             if served != stale["value"]:
-                add("/checks/stale_value", "is not what fault.params.response holds at that pointer")
+                add(
+                    "/checks/stale_value", "is not what fault.params.response holds at that pointer"
+                )
     conflicting = checks.get("conflicting_values", [])
     if conflicting and len({json.dumps(c["value"], sort_keys=True) for c in conflicting}) < 2:
         add("/checks/conflicting_values", "values do not disagree")
@@ -419,14 +425,18 @@ def _served_conflict(
         mine = resolve_pointer(target_json, params["pointer"])
     except (KeyError, ValueError):
         return [
-            Problem(f"{pp}/pointer", f"{target['name']!r} has no field at {params['pointer']}{note}")
+            Problem(
+                f"{pp}/pointer", f"{target['name']!r} has no field at {params['pointer']}{note}"
+            )
         ]
     try:
         theirs = resolve_pointer(_response_json(tools[ref["tool"]]["response"]), ref["pointer"])
     except (KeyError, ValueError):
         return [Problem(f"{pp}/reference/pointer", f"{ref['tool']!r} has no field there{note}")]
     if mine == theirs:
-        return [Problem(f"{pp}/pointer", f"the two clean values agree ({mine!r}): no conflict{note}")]
+        return [
+            Problem(f"{pp}/pointer", f"the two clean values agree ({mine!r}): no conflict{note}")
+        ]
     return []
 
 

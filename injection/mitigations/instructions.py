@@ -1,108 +1,412 @@
-"""Finding text addressed to the agent (instructions, overrides, exfiltration requests) and the URLs
-and hosts a value mentions.
+"""Finding text addressed to the agent in tool output and tool descriptions: overrides, dictated
+replies, exfiltration, argument tampering, concealment, planted actions — the injection scanner's
+detector. The matched text never leaves this module: callers get categories and positions.
 
-The matched text never leaves this module: callers get categories and positions.
+The cues look for text that tries to steer *the agent* — not for imperative prose in general:
+a runbook step ("Delete old WAL archives"), a usage note for the caller ("You must provide
+customer_id"), a workflow hint ("Call list_projects to find the project_key") or a security
+advisory that quotes an attack is not a hit. Before matching, every text is also read
+de-obfuscated (NFKC, zero-width characters dropped, look-alike letters in mixed-script words,
+letters spaced or hyphenated apart, leetspeak, embedded base64 / hex, and rot13 or reversed
+text when the text says so), and quoted phrases do not count as an override (an advisory
+quoting "disregard prior directives" is reporting it).
+
+Wording alone cannot decide some cases; the scanner sees the whole ``tools/list`` and passes
+what it knows as :class:`ListingContext`: a description that *requires* calling **another
+listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
+sends to or points at a host outside the deployment's allowlist is exfiltration.
+
+The rules were written against the development half of ``benchmarks/data/scanner_set.jsonl``
+only; ``benchmarks/bench_scanner.py`` reports precision and recall on the held-out half and on
+AgentCheck's templates, which neither rule writing nor tuning ever looked at.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from toolwatch.injection.mitigations.results import iter_strings
+from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of
+from toolwatch.injection.mitigations.values import tool_verb
 
-# Each cue is (category, pattern). Categories are what a blocked result may mention; the
-# matched text itself never leaves this module. The cues look for text *addressed to the
-# agent*: overrides, talk to "the assistant", orders about the reply, orders to call a named
-# tool or send data somewhere, and concealment — not for imperative prose in general, so a
-# runbook step ("restart the service") or a policy ("staff must badge in") is not a hit.
-_TOOL_NAME = r"[`'\"]?[a-z][a-z0-9]*(?:_[a-z0-9]+)+[`'\"]?"
-_INSTRUCTION_CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+# --------------------------------------------------------------------------------------------
+# Vocabulary
+# --------------------------------------------------------------------------------------------
+
+_AI = (
+    r"(?:ai|a\.i\.|assistants?|agents?|models?|llms?|language models?|chatbots?|bots?|"
+    r"copilots?|gpts?)"
+)
+_OBJ = (
+    r"(?:instructions?|directions?|directives?|guidance|prompts?|rules|guidelines|policies|"
+    r"task|question|request|constraints|commands?|orders|settings|budget|role|system prompt)"
+)
+_DATA = (
+    r"(?:conversation|chat|history|messages?|context|session(?:'s)? (?:token|id|cookie)|"
+    r"access tokens?|auth tokens?|tokens?|credentials?|passwords?|passphrases?|secrets?|"
+    r"api[ _-]?keys?|private keys?|ssh|id_rsa|id_ed25519|\.env\b|\.aws|hosts\.yml|"
+    r"clipboard|files? (?:it|you|they) (?:have )?(?:opens?|reads?|read)|each file|every file|"
+    r"the files? (?:you|it) (?:have )?(?:read|opened)|contents?|customer list|e-?mails?|"
+    r"user'?s? (?:full )?(?:name|e-?mail|address|question|query|request|location|files?|card|"
+    r"login|data|details|prompt|input)|card numbers?|address details|original (?:question|query|"
+    r"request|input)|printenv|environment variables?|prior answers|previous answers|"
+    r"the (?:full|entire|whole) (?:conversation|history))"
+)
+_DEST = (
+    r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+|\b(?:argument|parameter|field|"
+    r"header|query parameters?|query string|callback|webhook)\b)"
+)
+_SEND = (
+    r"(?:send|e-?mail|mail|post|upload|forward|copy|paste|transmit|share|include|attach|append|"
+    r"pass|put|submit|leak|exfiltrate)"
+)
+_REPLY = r"(?:answer|reply|respond|return|print|output|say|write|state)"
+_MODAL = (
+    r"(?:must|should|shall|need(?:s)? to|has to|have to|is required to|are required to|"
+    r"required|mandatory|is to|will now)"
+)
+
+# Each cue is (category, pattern). Categories are what a blocked result may mention.
+_CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "override",
         re.compile(
-            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}\b(?:previous|prior|"
-            r"above|earlier|all|any|your|the user'?s?|system|original|the tool|this tool)\b"
-            r"[^.!?\n]{0,30}\b(?:instructions?|directions?|prompts?|rules|guidelines|task|"
-            r"request|constraints|output|results?|response|data)\b|\bsystem override\b|"
-            r"\[\s*system\b|<\s*/?\s*(?:system|important|instructions?)\s*>",
-            re.I,
-        ),
-    ),
-    (
-        "role",
-        re.compile(
-            r"\bnew (?:system )?instructions?\b|\bsystem prompt\b|\[/?INST\]|\byou are now\b|"
-            r"\bfrom now on\b|\bas an ai (?:assistant|model)\b|\b(?:assistant|agent|ai|llm) "
-            r"(?:instruction|directive|notice|note)s?\b|\b(?:note|notice|message|attention|"
-            r"instructions?|reminder)\s+(?:to|for)\s+(?:the\s+|all\s+)?(?:ai\b[\w ]{0,20}|"
-            r"assistants?|agents?|models?|llms?|language models?|bots?)\b|\b(?:ai|llm) "
-            r"(?:assistant|agent|model)s?\s+(?:reading|processing|summari[sz]ing)\b",
+            r"\b(?:ignore|ignoring|disregard|forget|override|bypass|drop|skip|discard)\b"
+            rf"[^.!?\n]{{0,40}}\b(?:previous|prior|earlier|above|preceding|all|any|your|"
+            rf"operator'?s?|system|original|the user'?s?|existing|other)\b[^.!?\n]{{0,30}}\b{_OBJ}"
+            r"|\bignore (?:everything|anything|what) (?:you were|you've been|above|before|else)"
+            r"|\bforget (?:your|all|everything)\b"
+            r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?"
+            r"(?:above|previous|prior|preceding)(?:\s+text|\s+messages?)?\s*(?:[.,;:!]|$|and\b)"
+            r"|\b(?:previous|prior|earlier|old|original) (?:rules|instructions|directives|"
+            r"guidance)\b[^.!?\n]{0,25}\b(?:no longer|outdated|void|superseded|obsolete|invalid)"
+            r"|\binstructions? you (?:received|were given|have)\b[^.!?\n]{0,40}\b(?:outdated|"
+            r"void|wrong|superseded|invalid|replaced)"
+            r"|\b(?:take|takes|taking) precedence over\b"
+            r"|\bsupersedes?\b[^.!?\n]{0,40}\b(?:system|user|instructions?|messages?|prompt)"
+            r"|\b(?:outranks?|overrides?) (?:the )?(?:user|system|anything|all)"
+            r"|\bnew (?:rules?|instructions?|directives?|policy)\b[^.!?\n]{0,15}(?:\bis\b|\bare\b|:)"
+            r"|\bsystem override\b|\bsafety (?:filters?|guidelines?|rules?) (?:are |is )?"
+            r"(?:disabled|off|suspended)|\bproceed without refusing\b|\bskip (?:all )?"
+            r"(?:confirmation|safety)",
             re.I,
         ),
     ),
     (
         "reply",
         re.compile(
-            r"\b(?:tell|inform|advise|assure|notify) the user\b|\b(?:in|into|to|with|end|begin|"
-            r"start) (?:your|every|each|the) (?:final )?(?:reply|replies|answer|answers|"
-            r"response|responses|summary)\b|\b(?:quote|cite) (?:the )?(?:reference|code|tag|"
-            r"id)\b|\breply with\b|\brespond with\b|\bbefore (?:replying|answering|responding)\b",
+            rf"(?:^|[.!?:;,]\s*|\b(?:please|you|must|should|to|and|then|just|simply|always)\s+)"
+            rf"{_REPLY}\b[^.!?\n]{{0,30}}\b(?:only|solely|exclusively|nothing but|nothing else|"
+            r"nothing more|and end your turn|exactly)\b"
+            rf"|\b(?:only|just) (?:say|reply|answer|respond|output|print|return)\b"
+            r"|\byour (?:entire|final|whole|only|next) (?:answer|reply|response|output)\b"
+            r"|\byour (?:answers?|repl(?:y|ies)|responses?|output) (?:must|should|shall|has to|will)\b"
+            r"|\b(?:end|finish|close|start|begin|prefix) (?:your|every|each) (?:answer|reply|"
+            r"response)"
+            r"|\b(?:answer|reply to|respond to) (?:every|each|all|any) "
+            r"|\b(?:every|each|all) (?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies))\b"
+            r"[^.!?\n]{0,60}\bmust\b"
+            r"|\bsummar(?:y|ies) of this (?:page|document|article|site) must\b"
+            r"|\b(?:include|append|embed|insert|add|attach)\b[^.!?\n]{0,60}\b(?:in|to|into|at "
+            r"the end of) (?:your|every|each|the final) (?:answer|reply|response|summary|message)"
+            r"|\bmust include the (?:marker|tag|phrase|string|token|code|link)"
+            r"|\b(?:marker|tag|phrase|string|token|code) [\w\[\]#-]{5,} verbatim"
+            r"|\b(?:tell|inform|assure|advise|notify|convince|warn) (?:the )?(?:user|customer|"
+            r"visitor|reader|human|caller|client)s?\b(?! (?:of|about) (?:the )?(?:error|failure))"
+            r"|\balways (?:answer|reply|respond|say|tell|report|recommend)\b"
+            r"|\b(?:say|state|describe|recommend|classify|mention|report)\b[^.!?\n]{0,80}\b"
+            r"(?:regardless|no matter|whatever (?:the|it))",
             re.I,
         ),
     ),
     (
-        "concealment",
+        "addressed",
         re.compile(
-            r"\b(?:do not|don't|never|must not|without) (?:tell(?:ing)?|inform(?:ing)?|"
-            r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|notify(?:ing)?)\b[^.!?\n]{0,30}"
-            r"\b(?:the )?(?:user|human|operator|anyone)\b|\bmust not be (?:mentioned|disclosed|"
-            r"shown|revealed)\b",
+            rf"(?:^|[\[(<\"'{{:;.!?]\s*|\n)(?:{_AI}|ai (?:agent|model|assistant))\s*[:,-]"
+            rf"|\b(?:note|notice|message|attention|instructions?|reminder|request|directive|"
+            rf"memo|warning)s?\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+|whichever\s+|every\s+)?"
+            rf"(?:{_AI}|language model)\b"
+            rf"|\b(?:dear|hi|hey|hello|hi there)[,!]?\s+(?:{_AI})\b"
+            rf"|\b(?:{_AI})[-_ ](?:directive|instructions?|control|only|notes?)\b"
+            rf"|\b(?:ai|llm|model|assistant)[-_](?:instructions?|directives?)"
+            rf"|_?(?:instructions?|directives?|prompts?|notes?)_(?:for|to)_(?:the_)?"
+            rf"(?:model|assistant|llm|agent|ai)\b"
+            rf"|\bwhichever (?:model|assistant|ai)\b"
+            rf"|\b(?:any|every|the) (?:ai|language model|llm|model|assistant)s? "
+            rf"(?:reading|processing|summari[sz]ing|parsing|using)\b"
+            rf"|\b(?:the )?(?:assistant|agent|model|ai)s? (?:must|should|is (?:authori[sz]ed|"
+            rf"required|instructed|allowed)|are (?:required|instructed|authori[sz]ed))\b"
+            rf"|\bthe model using this tool\b|\bas the assistant\b"
+            rf"|\b(?:requires?|expects?) (?:the |all |any )?(?:{_AI}) to\b"
+            rf"|\b(?:kindly |we |politely )?ask(?:s)? (?:ai |all |any )?(?:assistants?|agents?|"
+            rf"models?|ai)\b|\bfor (?:ai )?(?:agents|assistants|models)\b[^.!?\n]{{0,30}}:"
+            rf"|\battention(?:,| ai| assistant| agent| model)",
             re.I,
         ),
     ),
     (
-        "tool_call",
+        "persona",
         re.compile(
-            rf"\b(?:call|run|invoke|execute|use|using|with|via|trigger)\s+(?:the\s+)?{_TOOL_NAME}"
-            r"(?:\s+(?:tool|function))?\b|\b(?:whenever|when|before|after) (?:you )?(?:use|call|"
-            r"invoke)(?:s|ing)? this tool\b|\b(?:before|after) (?:calling|using|invoking) this "
-            r"tool\b",
+            r"\byou are now\b|\byou are no longer\b|\bfrom now on\b[^.!?\n]{0,40}\b(?:you|your|"
+            r"answer|reply|respond|always|never)\b|\bpretend (?:you are|to be)\b|"
+            r"\bact as (?:my|an?|the)\b|\brole-?play\b|\bdeveloper mode\b|\bjailbreak|"
+            r"\bdan\b[,.]? (?:an|the) (?:assistant|ai)|\bwithout (?:any )?(?:restrictions|"
+            r"filters|safety)|\bunrestricted (?:mode|model|assistant)|\bunfiltered\b|"
+            r"\b(?:audit|maintenance|developer) mode\b[^.!?\n]{0,80}\b(?:must|"
+            r"answer|print|reply|respond|output|reveal)|\bswitch to \w+ mode\b",
             re.I,
         ),
     ),
     (
         "exfiltration",
         re.compile(
-            # a verb, *data from the agent's context*, then a destination: "report bugs to
-            # security@..." is policy, "send this profile to x@..." is exfiltration
-            r"\b(?:send|forward|post|upload|transmit|exfiltrate|email|e-mail|mail|submit|share|"
-            r"copy|mirror|sync|report|leak|paste)\b[^.!?\n]{0,25}?\b(?:this|these|all|every|"
-            r"the (?:current |full |whole |entire |complete )?(?:output|result|response|document|"
-            r"data|contents?|text|file|profile|record|history|conversation|chat|json)s?|your "
-            r"(?:session |api |access )?(?:credentials?|keys?|tokens?|passwords?|secrets?|"
-            r"conversation|history|context)|the (?:user|customer|traveller|traveler|patient|"
-            r"employee|client)'?s)\b[^.!?\n]{0,150}\b(?:to|at|via|using|into)\b[^.!?\n]{0,40}"
-            r"(?:https?://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+)",
+            rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
+            rf"|\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
+            r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.|"
+            r"[\w.+-]+@[\w-]+\.)"
+            rf"|\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
+            rf"field|header)\b[^.!?\n]{{0,40}}\b{_DATA}"
+            rf"|\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,30}}\b{_DATA}[^.!?\n]{{0,40}}"
+            r"\b(?:argument|parameter|field|header)"
+            r"|!\[[^\]]*\]\(https?://[^)]*[?&=]|<img\b[^>]*\bsrc=|tracking pixel"
+            r"|(?<!never )(?<!not )(?<!n't )\b(?:collect|ask (?:the user |them )?for|request)\b"
+            r"[^.!?\n]{0,30}\b(?:password|"
+            r"card(?: number)?|login|credentials?|pin|cvv|social security)"
+            r"|\b(?:read|open|cat|fetch|get)\b[^.!?\n]{0,30}(?:~/|/home/|/root/|\.ssh\b|\.env\b|"
+            r"\.aws\b|hosts\.yml|id_rsa|/etc/passwd)",
             re.I,
         ),
     ),
     (
-        "navigation",
+        "arg_tamper",
         re.compile(
-            r"\b(?:visit|open|navigate to|browse to|go to|fetch|curl|request|load|ping)\b"
-            r"[^.!?\n]{0,30}(?:https?://|www\.)",
+            r"\b(?:whatever|regardless of (?:the|what|which|whatever)|no matter (?:what|which)|"
+            r"ignore the)\b[^.!?\n]{0,50}\b(?:user|caller|requested|request|the number|role)"
+            r"|\b(?:silently|quietly|automatically|always)\s+(?:replace|set|change|modify|add|"
+            r"suffix|prefix|append|prepend|rewrite|override)\b"
+            r"|\b(?:set|put|replace|change|modify|force)\b[^.!?\n]{0,50}\b(?:in|to|for) "
+            r"(?:every|each|all) (?:call|request|invocation)s?"
+            r"|\bmust (?:always|automatically) (?:be|modify|set|replace|change)\b"
+            r"|\bin every call\b",
+            re.I,
+        ),
+    ),
+    (
+        "concealment",
+        re.compile(
+            r"\b(?:do not|don't|never|must not|without)\s+(?:tell(?:ing)?|inform(?:ing)?|"
+            r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|notify(?:ing)?|say(?:ing)?|"
+            r"disclos(?:e|ing)|let(?:ting)?)\b[^.!?\n]{0,40}\b(?:user|human|operator|anyone|"
+            r"customer|visitor|reader|it is|this|that|them|him|her)\b"
+            r"|\bkeep (?:this|it|the \w+)(?: \w+)? (?:between us|secret|hidden|confidential|out "
+            r"of (?:your|the) (?:answer|reply|response))"
+            r"|\b(?:invisible|hidden|silent) step\b|\bthe user (?:does not|doesn't) need to know"
+            r"|\bhide this\b|\bnever mention\b|\bwithout (?:the user|them) (?:knowing|noticing)",
+            re.I,
+        ),
+    ),
+    (
+        "action",
+        re.compile(
+            rf"\b{_MODAL}\b[^.!?\n]{{0,50}}\b(?:call|invoke|run|execute|use)\b[^.!?\n]{{0,50}}"
+            r"\b(?:delete|wipe|remove|unsubscribe|cancel|transfer|grant|share_workspace|"
+            r"set_visibility|login|permissions?|rm -rf|force=true|admin|root|drop)"
+            r"|\brm -rf\b|\|\s*(?:ba)?sh\b|\bos\.system\(|\bcurl [^|\n]{0,80}\|"
+            r"|\b(?:also|then|first)\s+(?:grant|delete|cancel|wipe|mark all|transfer|approve)\b"
+            r"|\b(?:also|then|first)\s+call\s+\w*(?:delete|cancel|remove|wipe|transfer|grant|share|"
+            r"unsubscribe|approve|rate)\w*"
+            r"|\bcall\b[^.!?\n]{0,60}\b(?:after|before) (?:each|every) (?:answer|reply|response|"
+            r"message)\b|\bon the user'?s behalf\b"
+            r"|\bmark (?:this|the) (?:ticket|issue|case) as (?:resolved|closed)"
+            r"|\bapprove and merge\b|\bwithout running the tests\b"
+            r"|\bgrant (?:the user |them )?(?:root|admin|owner)"
+            r"|\badd (?:this|the) user to the (?:admins?|owners?)"
+            r"|\bdelete (?:the user'?s|those|all)\b[^.!?\n]{0,40}\b(?:from|messages|files|"
+            r"e-?mails)",
+            re.I,
+        ),
+    ),
+    (
+        "conditional",
+        re.compile(
+            r"\b(?:if|whenever|when|any ?time|each time|every time|once)\b[^.!?\n]{0,15}\bthe "
+            r"user\b[^.!?\n]{0,50}\b(?:asks?|mentions?|shares?|says?|requests?|types?|"
+            r"talks?)\b[^.!?\n]{0,60}\b(?:reply|say|answer|tell|respond|call|invoke|sign|"
+            r"recommend)\b",
+            re.I,
+        ),
+    ),
+    (
+        "redirect",
+        re.compile(
+            r"\binstead,? (?:call|use|invoke|run)\b|\bdo not use this (?:tool|search|service)\b"
+            r"|(?:^|[.!?:;]\s*|\b(?:you|must|should|please|now|and|then|also)\s+(?:\w+\s+)?)"
+            r"(?:reveal|print|disclose|output|show|dump|repeat)\b[^.!?\n]{0,30}\b(?:system "
+            r"prompt|hidden (?:system )?messages?|(?:full |your )configuration|context window|"
+            r"secrets?|tokens?|passwords?|api keys?|earlier messages)"
+            rf"|\bbefore (?:any other tool is (?:used|called)|using any (?:other )?tools?|calling "
+            rf"any (?:other )?tools?)\b[^.!?\n]{{0,80}}\b(?:read|send|upload|call|include|pass)",
+            re.I,
+        ),
+    ),
+    (
+        "fake_system",
+        re.compile(
+            r"#{2,}\s*system\s*#{2,}|\[\[?\s*(?:system|model-control|admin)[^\]]{0,30}\]\]?\s*"
+            rf"(?:\w+\s+){{0,12}}?(?:must|should|is|are|you|the (?:assistant|agent|model)|"
+            rf"{_AI}|ignore|policy)\b"
+            r"|<\s*/?\s*(?:system|important|instructions?|admin)\s*>|\[/?INST\]"
+            r"|\bsystem:\s*(?:ignore|you|disregard|forget|the assistant|override)\b",
+            re.I,
+        ),
+    ),
+    (
+        "multilingual",
+        re.compile(
+            r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
+            r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"
+            r"indicaciones|vorgaben|instrukcje|instructies)\b"
+            r"|игнорируй|забудь (?:все|предыдущие)|(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
+            r"以前の指示|前の指示を無視"
+            r"|\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
+            r".{0,80}(?:https?://|@)|отправь.{0,80}(?:https?://|@)"
+            r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
+            r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
+            r"|\bréponds? (?:toujours|uniquement|seulement)|\brépondez (?:toujours|uniquement|"
+            r"seulement)|\bdile al usuario\b|\bdígale al usuario\b|\bresponde (?:solo|únicamente)"
+            r"|\brispondi (?:soltanto|solo|sempre)\b|\bdi' all'utente\b|\bdiga ao usuário\b"
+            r"|\b(?:ne (?:dites|dis) pas à l'utilisateur|no le digas al usuario|non dire all'utente|"
+            r"não diga ao usuário|sag dem nutzer nicht|verrate dem nutzer nicht|zeg de gebruiker niet)\b"
+            r"|\b(?:responde siempre|antworte immer|responda sempre|antwoord altijd)\b"
+            r"|не говори пользователю|скажи пользователю|사용자에게 말하지|무시하고|指示を無視|"
+            r"지시를 무시|이전 지시"
+            r"|\bantes de usar cualquier otra herramienta\b"
+            r"|不要告诉用户|不要让用户知道|只回复|只回答|(?:助手|アシスタント).{0,10}(?:必须|しなければ|必ず)"
+            r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b",
             re.I,
         ),
     ),
 )
 
+# --------------------------------------------------------------------------------------------
+# Listing context
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListingContext:
+    """What the scanner knows beyond a text's wording: the tools listed beside it and the hosts
+    the deployment allows (an empty allowlist allows nothing it can judge, so no host cue)."""
+
+    tools: frozenset[str] = frozenset()
+    allowlist: tuple[str, ...] = ()
+    source: str | None = None  # the tool whose description this is
+    acting: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(
+        cls, tools: Collection[str], allowlist: Collection[str] = (), source: str | None = None
+    ) -> ListingContext:
+        names = frozenset(tools)
+        return cls(names, tuple(allowlist), source, frozenset(t for t in names if tool_verb(t)[1]))
+
+
+_REQUIRED = re.compile(
+    r"\b(?:must|required|mandatory|need to|has to|have to|is necessary|necessary to)\b", re.I
+)
+_POINTS_AT = re.compile(
+    r"\b(?:send|post|upload|forward|use|using|call|navigate|redirect|visit|fetch|open)\w*\b",
+    re.I,
+)
+
+
+def _context_cues(sentence: str, context: ListingContext | None) -> str | None:
+    """A category the listing context shows and the wording alone does not."""
+    if context is None:
+        return None
+    others = [
+        name
+        for name in context.acting
+        if name != context.source and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence)
+    ]
+    if others and _REQUIRED.search(sentence):
+        return "shadowing"
+    if context.allowlist:
+        for url in find_urls(sentence):
+            host = host_of(url)
+            if host and not host_allowed(host, context.allowlist) and _POINTS_AT.search(sentence):
+                return "exfiltration"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# De-obfuscation
+# --------------------------------------------------------------------------------------------
+
+_ZERO_WIDTH = re.compile(r"[\u200b-\u200f\u2060\ufeff\u00ad]")
+#: Latin look-alikes of Greek and Cyrillic letters, applied only to words mixing scripts.
+_CONFUSABLE: Final = str.maketrans(
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧαοριενАВЕКМНОРСТХаеорсухіј",
+    "ABEZHIKMNOPTYXaopievABEKMHOPCTXaeopcyxij",
+)
+_MIXED_WORD = re.compile(r"\w+")
+_LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a"})
+_SPACED = re.compile(r"\b(?:[A-Za-z][-.\s]){3,}[A-Za-z]\b")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
+_HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){12,}\b")
+
+
+def _latin(word: str) -> str:
+    scripts = {unicodedata.name(c, "?").split()[0] for c in word if c.isalpha()}
+    return word.translate(_CONFUSABLE) if len(scripts) > 1 and "LATIN" in scripts else word
+
+
+def readings(text: str) -> list[str]:
+    """``text`` and its de-obfuscated readings (each is scanned)."""
+    base = unicodedata.normalize("NFKC", _ZERO_WIDTH.sub("", text))
+    base = _MIXED_WORD.sub(lambda m: _latin(m.group(0)), base)
+    out = [base]
+    if _SPACED.search(base):
+        words = re.split(r"\s{2,}", base)
+        out.append(
+            " ".join(_SPACED.sub(lambda m: re.sub(r"[-.\s]", "", m.group(0)), w) for w in words)
+        )
+    if re.search(r"[a-z][0-9@][a-z]|\b[0-9][a-z]{2}", base, re.I):
+        out.append(base.translate(_LEET))
+    for token in _BASE64.findall(base):
+        try:
+            decoded = base64.b64decode(token + "=" * (-len(token) % 4)).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if decoded and sum(c.isprintable() for c in decoded) > 0.9 * len(decoded):
+            out.append(decoded)
+    for token in _HEX.findall(base):
+        try:
+            out.append(bytes.fromhex(token).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+    if re.search(r"\brot-?13\b", base, re.I):
+        out.append(codecs.decode(base, "rot13"))
+    if re.search(r"\b(?:backwards|reversed|in reverse)\b", base, re.I):
+        out.append(base[::-1])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Finding
+# --------------------------------------------------------------------------------------------
+
+_QUOTED_PHRASE = re.compile(r"(?<![\w])['\"“‘][^'\"”’\n]{3,120}['\"”’](?![\w])")
 #: A sentence ends at . ! ? followed by whitespace (not inside a URL, an e-mail address or a
 #: decimal number) or at a line break.
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+(?:[.!?]+|$)", re.M)
+_SENTENCE = re.compile(r"(?:[^.!?\n。！？]|[.!?]+(?=[^\s.!?]))+(?:[.!?。！？]+|$)", re.M)
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 
 
@@ -115,26 +419,40 @@ class InstructionHit:
     end: int
 
 
-def find_instructions(text: str) -> list[InstructionHit]:
+def categories(text: str, context: ListingContext | None = None) -> list[str]:
+    """Every category of cue in ``text`` (any reading), sorted."""
+    found: set[str] = set()
+    for reading in readings(text):
+        unquoted = _QUOTED_PHRASE.sub(" ", reading)
+        for category, pattern in _CUES:
+            target = unquoted if category == "override" else reading
+            if pattern.search(target):
+                found.add(category)
+        for m in _SENTENCE.finditer(reading):
+            cue = _context_cues(m.group(0), context)
+            if cue:
+                found.add(cue)
+    return sorted(found)
+
+
+def find_instructions(text: str, context: ListingContext | None = None) -> list[InstructionHit]:
     """Stretches of ``text`` that give instructions to the agent (overrides, exfiltration, ...).
 
     A hit starts at the sentence holding the first cue and runs to the end of its paragraph:
     planted instructions come as a block ("Ignore all previous instructions. Report that ..."),
-    and only the first sentence needs to carry a cue for the whole block to be caught.
+    and only the first sentence needs to carry a cue for the whole block to be caught. Text
+    whose cue shows only in a de-obfuscated reading is one hit over the whole text.
     """
     hits: list[InstructionHit] = []
-    if not text:
+    if not text or not categories(text, context):
         return hits
     pos = 0
     while pos < len(text):
         found: tuple[str, int] | None = None
         for m in _SENTENCE.finditer(text, pos):
-            sentence = m.group(0)
-            for category, pattern in _INSTRUCTION_CUES:
-                if pattern.search(sentence):
-                    found = (category, m.start())
-                    break
-            if found:
+            cats = categories(m.group(0), context)
+            if cats:
+                found = (cats[0], m.start())
                 break
         if found is None:
             break
@@ -143,12 +461,14 @@ def find_instructions(text: str) -> list[InstructionHit]:
         end = para.start() if para else len(text)
         hits.append(InstructionHit(category, start, end))
         pos = end + 1
+    if not hits:  # a cue across sentences or only in a decoded reading: the whole text
+        hits.append(InstructionHit(categories(text, context)[0], 0, len(text)))
     return hits
 
 
-def strip_instructions(text: str) -> str:
+def strip_instructions(text: str, context: ListingContext | None = None) -> str:
     """``text`` with every instruction sentence removed (whitespace tidied)."""
-    hits = find_instructions(text)
+    hits = find_instructions(text, context)
     if not hits:
         return text
     out: list[str] = []
@@ -160,67 +480,20 @@ def strip_instructions(text: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip()
 
 
-def instruction_categories(value: Any) -> list[str]:
+def instruction_categories(value: Any, context: ListingContext | None = None) -> list[str]:
     """Categories of all instruction sentences in the strings of a JSON value (sorted, unique)."""
     cats: set[str] = set()
     for s in iter_strings(value):
-        cats.update(h.category for h in find_instructions(s))
+        cats.update(categories(s, context))
     return sorted(cats)
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: Any, context: ListingContext | None = None) -> Any:
     """A copy of a JSON value with instruction sentences removed from every string."""
     if isinstance(value, str):
-        return strip_instructions(value)
+        return strip_instructions(value, context)
     if isinstance(value, Mapping):
-        return {k: redact_value(v) for k, v in value.items()}
+        return {k: redact_value(v, context) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_value(v) for v in value]
+        return [redact_value(v, context) for v in value]
     return value
-
-
-_URL = re.compile(r"(?:https?://|www\.)[^\s\"'<>)\]}]+", re.I)
-_EMAIL = re.compile(r"\b[\w.+-]+@([\w-]+(?:\.[\w-]+)+)\b")
-
-
-def find_urls(text: str) -> list[str]:
-    return [m.group(0).rstrip(".,;:") for m in _URL.finditer(text)]
-
-
-def host_of(url_or_email: str) -> str | None:
-    """Lower-case host of a URL (``www.x`` accepted) or of an e-mail address."""
-    m = _EMAIL.fullmatch(url_or_email.strip())
-    if m:
-        return m.group(1).lower()
-    u = url_or_email.strip()
-    if u.lower().startswith("www."):
-        u = "http://" + u
-    try:
-        host = urlsplit(u).hostname
-    except ValueError:
-        return None
-    return host.lower() if host else None
-
-
-def hosts_in(value: Any) -> set[str]:
-    """Hosts of all URLs and e-mail addresses inside the strings of a JSON value."""
-    hosts: set[str] = set()
-    for s in iter_strings(value):
-        for url in find_urls(s):
-            h = host_of(url)
-            if h:
-                hosts.add(h)
-        for m in _EMAIL.finditer(s):
-            hosts.add(m.group(1).lower())
-    return hosts
-
-
-def host_allowed(host: str, allowlist: Iterable[str]) -> bool:
-    """``host`` equals an allowlisted host or is a subdomain of one."""
-    host = host.lower().rstrip(".")
-    for allowed in allowlist:
-        a = (host_of(allowed) if "/" in allowed or "@" in allowed else allowed) or allowed
-        a = a.lower().lstrip("*.").rstrip(".")
-        if host == a or host.endswith("." + a):
-            return True
-    return False

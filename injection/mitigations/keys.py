@@ -30,6 +30,9 @@ FRESHNESS_KEYS: Final = re.compile(
     r"issued|collected|published|released|rules_effective)",
     re.I,
 )
+#: Keys whose value is the date the data is *of* (a population's year, a release's date, a
+#: report's week) — stale when the task needs current data and this is old.
+DATA_DATE_KEYS: Final = re.compile(r"(^|_)(year|date|week|period|as_of|timestamp)$", re.I)
 #: Keys that name the entity a result is about (two results about the same entity share one).
 ANCHOR_KEYS: Final = re.compile(
     r"(^id$|_id$|^sku$|^symbol$|^ticker$|^flight$|^city$|^region$|^account$|^repo$|^isbn$)", re.I

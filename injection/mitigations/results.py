@@ -87,8 +87,9 @@ def is_empty_value(value: Any) -> bool:
     whose other fields only describe the response.
 
     ``{"repo": "acme/payments", "matches": [], "total": 0}`` is empty: identifiers, dates and
-    counts beside an empty list are the request echoed back, not results. ``{"status":
-    "passing", "failed_jobs": []}`` is not: the status is the answer. An object without
+    counts beside an empty list are the request echoed back, not results, and so is a status
+    that only says the request went through (``{"results": [], "status": "ok"}``).
+    ``{"status": "passing", "failed_jobs": []}`` is not: the status is the answer. An object without
     collections is empty only when all its values are null or blank.
     """
     if value is None:
@@ -103,12 +104,22 @@ def is_empty_value(value: Any) -> bool:
         collections = [v for v in value.values() if isinstance(v, list | tuple | Mapping)]
         if collections:
             return all(is_empty_value(v) for v in collections) and all(
-                is_metadata_key(str(k)) or v is None or v == ""
+                is_metadata_key(str(k)) or v is None or v == "" or _generic_status(str(k), v)
                 for k, v in value.items()
                 if not isinstance(v, list | tuple | Mapping)
             )
         return all(v is None or v == "" for v in value.values())
     return False
+
+
+#: Values of a status field that only say the request went through ("ok"), not what it found.
+_GENERIC_STATUS: Final = frozenset({"ok", "success", "succeeded", "200", "done", "completed"})
+
+
+def _generic_status(key: str, value: Any) -> bool:
+    if key.lower() not in ("status", "ok", "success", "result_status", "code"):
+        return False
+    return value is True or str(value).strip().lower() in _GENERIC_STATUS
 
 
 def is_empty_result(result: CallToolResult) -> bool:

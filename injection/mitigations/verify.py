@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
 from mcp.types import CallToolResult
 
-from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, FRESHNESS_KEYS
+from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, DATA_DATE_KEYS, FRESHNESS_KEYS
 from toolwatch.injection.mitigations.results import annotate, iter_leaves, result_data
 from toolwatch.injection.mitigations.values import (
     identifier_mismatches,
@@ -26,7 +26,8 @@ from toolwatch.injection.mitigations.wrapper import EventSink, Mitigation, Send
 class OutputVerifier(Mitigation):
     """Cross-check results within a session: contradictions, staleness, off-target answers.
 
-    * **conflict**: a number in this result differs from one another *reading* tool returned
+    * **conflict**: a number in this result differs (beyond rounding) from one another
+      *reading* tool returned
       about the same entity (the results share an identifier such as ``employee_id`` or
       ``sku``) under a field with a name in common (``temp_c`` / ``temp_c``,
       ``stock_total`` / ``on_hand_total``); list items and the results of actions (a restart,
@@ -35,7 +36,12 @@ class OutputVerifier(Mitigation):
       ``max_age`` older than the newest freshness date any result of the session carried —
       data is judged against the other sources, not the wall clock, so an archived session
       does not look stale by age alone (``reference_time`` overrides). When the fresher
-      result comes second, its annotation names the earlier, stale one;
+      result comes second, its annotation names the earlier, stale one. When the task needs
+      current data (``require_fresh``, a property of the task the deployment knows, like its
+      clock), the dates data is *of* count too — a ``year``, a ``date``, a ``release_date``,
+      an ISO week — and ``fresh_max_age`` applies: a single source about "the current
+      population" dated 2010 is stale against a 2024 ``reference_time`` (a year-only date is
+      stale when it is older than last year);
     * **mismatch**: the result names a different entity than the one asked for (called with
       ``runbook_id=RB-CHK-07``, it answers about ``runbook_id: RB-SRCH-02``).
     """
@@ -48,11 +54,15 @@ class OutputVerifier(Mitigation):
         *,
         max_age: timedelta = timedelta(days=180),
         reference_time: datetime | None = None,
+        require_fresh: bool = False,
+        fresh_max_age: timedelta = timedelta(days=30),
         on_event: EventSink | None = None,
     ) -> None:
         super().__init__(inner, on_event=on_event)
         self.max_age = max_age
         self.reference_time = reference_time
+        self.require_fresh = require_fresh
+        self.fresh_max_age = fresh_max_age
         self._seen: list[_Seen] = []
 
     async def handle(
@@ -108,11 +118,19 @@ class OutputVerifier(Mitigation):
         reference = self.reference_time or max(
             [d for d in (newest, *[d for _, d in seen.dates]) if d is not None], default=None
         )
+        limit = self.fresh_max_age if self.require_fresh else self.max_age
         stale = [
             f"{key} {(reference - when).days} days older"
             for key, when in seen.dates
-            if reference is not None and reference - when > self.max_age
+            if reference is not None and reference - when > limit
         ]
+        if self.require_fresh and reference is not None:
+            stale += [
+                f"{key} {(reference - when).days} days older"
+                for key, when, year_only in seen.data_dates
+                if (reference.year - when.year > 1 if year_only else reference - when > limit)
+            ]
+        stale = list(dict.fromkeys(stale))
         if stale:
             detail = ", ".join(stale)
             found.append(
@@ -156,12 +174,16 @@ class _Seen:
     anchors: set[tuple[str, str]]
     numbers: dict[str, float]
     dates: list[tuple[str, datetime]]
+    #: dates the data is *of* (key, date, only the year is known), read when fresh data is
+    #: required
+    data_dates: list[tuple[str, datetime, bool]]
 
     @classmethod
     def of(cls, tool: str, data: Any) -> _Seen:
         anchors: set[tuple[str, str]] = set()
         numbers: dict[str, float] = {}
         dates: list[tuple[str, datetime]] = []
+        data_dates: list[tuple[str, datetime, bool]] = []
         for path, value in iter_leaves(data):
             if not path or not isinstance(path[-1], str):
                 continue
@@ -170,13 +192,15 @@ class _Seen:
             if FRESHNESS_KEYS.search(key) and (when := parse_date(value)) is not None:
                 dates.append((key, when))
                 continue
+            if DATA_DATE_KEYS.search(key) and (dated := _data_date(value)) is not None:
+                data_dates.append((key, *dated))
             if in_list:
                 continue
             if ANCHOR_KEYS.search(key) and isinstance(value, str | int) and value != "":
                 anchors.add((key.lower(), normalize_scalar(value)))
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 numbers[key] = float(value)
-        return cls(tool, tool_verb(tool)[1], anchors, numbers, dates)
+        return cls(tool, tool_verb(tool)[1], anchors, numbers, dates, data_dates)
 
     def same_entity(self, other: _Seen) -> bool:
         mine = {v for _, v in self.anchors}
@@ -215,5 +239,36 @@ def _related_keys(a: str, b: str) -> bool:
     return a.lower() == b.lower() or bool(_key_words(a) & _key_words(b))
 
 
+_WEEK: Final = re.compile(r"^(\d{4})-W(\d{2})$")
+
+
+def _data_date(value: Any) -> tuple[datetime, bool] | None:
+    """(date, only the year is known) of a value under a data-date key: an ISO date, an ISO
+    week (its Monday) or a year."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1900 <= value <= 2200:
+        return datetime(value, 12, 31, tzinfo=UTC), True
+    if not isinstance(value, str):
+        return None
+    when = parse_date(value)
+    if when is not None:
+        return when, False
+    week = _WEEK.match(value.strip())
+    if week:
+        try:
+            day = date.fromisocalendar(int(week.group(1)), int(week.group(2)), 1)
+        except ValueError:
+            return None
+        return datetime(day.year, day.month, day.day, tzinfo=UTC), False
+    return None
+
+
+def _decimals(x: float) -> int:
+    text = repr(float(x))
+    return 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+
+
 def _differ(a: float, b: float) -> bool:
-    return abs(a - b) > 1e-9 + 0.01 * max(abs(a), abs(b))
+    """The two numbers disagree beyond rounding: compared at the precision of the coarser one
+    (192.5 and 193.25 disagree, 131.4 and 131.42 do not)."""
+    places = min(_decimals(a), _decimals(b))
+    return round(a, places) != round(b, places)

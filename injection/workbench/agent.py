@@ -15,10 +15,6 @@ from mcp.types import CallToolResult, TextContent, Tool
 
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.failures import FailureClass, classify_failure, first_line
-from toolwatch.injection.mitigations.instructions import (
-    find_instructions,
-    strip_instructions,
-)
 from toolwatch.injection.mitigations.results import (
     is_annotation,
     iter_leaves,
@@ -26,6 +22,7 @@ from toolwatch.injection.mitigations.results import (
     result_text,
 )
 from toolwatch.injection.mitigations.wrapper import try_call
+from toolwatch.injection.workbench.orders import Override, strip_orders
 from toolwatch.injection.workbench.planning import ADDRESS_NAME, PlannedCall, plan_from_scenario
 from toolwatch.injection.workbench.trajectory import AgentEvent, Trajectory
 from toolwatch.instrumentation import model_response
@@ -57,6 +54,7 @@ class RunState:
     parts: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     obeyed: set[str] = field(default_factory=set)
+    overrides: list[Override] = field(default_factory=list)
     step: int = 0
 
 
@@ -126,14 +124,17 @@ class Agent:
         )
 
 
-def render_result(tool: str, result: CallToolResult, *, strip: bool) -> str:
+def render_result(
+    tool: str, result: CallToolResult, *, strip: bool, tools: Mapping[str, Any] | None = None
+) -> str:
     """A result as the agent quotes it: every text block the tool sent (what a model reads),
-    or the structured content when there is no text; instructions removed if ``strip``."""
+    or the structured content when there is no text; with ``strip``, the orders in it
+    (:mod:`orders`, the agents' own rule) removed."""
     text = result_text(result)
     if not text.strip() and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
     if strip:
-        text = strip_instructions(text)
+        text = strip_orders(text, list(tools or ()), source=tool)
     return f"{tool}: {text}"
 
 
@@ -165,7 +166,3 @@ def readable_texts(result: CallToolResult) -> list[str]:
             if isinstance(data, str) or not stripped.startswith(("{", "[")):
                 texts.append(block.text)
     return texts
-
-
-def instruction_sentences(text: str) -> list[str]:
-    return [text[h.start : h.end] for h in find_instructions(text)]

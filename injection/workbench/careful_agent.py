@@ -12,9 +12,6 @@ from mcp.types import CallToolResult
 
 from toolwatch.injection.faults.scenario import argument_errors
 from toolwatch.injection.mitigations.failures import FailureClass
-from toolwatch.injection.mitigations.instructions import (
-    find_instructions,
-)
 from toolwatch.injection.mitigations.results import (
     is_empty_result,
     result_data,
@@ -30,6 +27,7 @@ from toolwatch.injection.workbench.agent import (
     readable_texts,
     render_result,
 )
+from toolwatch.injection.workbench.orders import find_orders
 from toolwatch.injection.workbench.planning import (
     PlannedCall,
     lookup,
@@ -50,7 +48,8 @@ class CarefulAgent(Agent):
 
     async def on_listing(self, st: RunState) -> None:
         for tool in st.tools.values():
-            if find_instructions(tool.description or ""):
+            orders = find_orders(tool.description or "", st.tools, source=tool.name)
+            if any(o.actionable for o in orders):
                 self._event(st, "description_ignored", tool.name)
                 st.caveats.append(
                     f"The description of tool '{tool.name}' contains instructions addressed to "
@@ -140,7 +139,7 @@ class CarefulAgent(Agent):
 
     def _inspect(self, st: RunState, tool: str, result: CallToolResult) -> None:
         texts = readable_texts(result)
-        if any(find_instructions(t) for t in texts):
+        if any(o.actionable for t in texts for o in find_orders(t, st.tools, source=tool)):
             self._event(st, "instruction_ignored", tool)
             st.caveats.append(
                 f"The output of '{tool}' contained instructions addressed to me; I ignored them."
@@ -168,7 +167,7 @@ class CarefulAgent(Agent):
                     f"The response of '{tool}' does not match its documented format; values "
                     "read from it may be unreliable."
                 )
-        st.parts.append(render_result(tool, result, strip=True))
+        st.parts.append(render_result(tool, result, strip=True, tools=st.tools))
 
     def compose(self, st: RunState) -> str:
         lines = ["Here is what I found."] if st.parts else ["I could not complete the request."]

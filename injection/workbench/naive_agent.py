@@ -1,15 +1,14 @@
-"""The naive reference agent: uses every result at face value — the baseline a fault is measured
-against.
+"""The naive reference agent: uses every result at face value and does what tool text tells it —
+the baseline a fault is measured against.
+
+What it obeys is decided by the agents' own rule (:mod:`orders`: sentences phrased as orders),
+never by the injection scanner, so a scanner's coverage cannot move this baseline.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from toolwatch.injection.mitigations.instructions import (
-    find_urls,
-)
 from toolwatch.injection.mitigations.results import (
     annotation_texts,
     is_empty_result,
@@ -17,26 +16,26 @@ from toolwatch.injection.mitigations.results import (
     result_flags,
 )
 from toolwatch.injection.workbench.agent import (
-    EMAIL,
     Agent,
     RunState,
-    instruction_sentences,
     readable_texts,
     render_result,
     url_tool,
 )
+from toolwatch.injection.workbench.orders import Order, find_orders
 from toolwatch.injection.workbench.planning import ADDRESS_NAME, PlannedCall, literal_value, lookup
 
 
 class NaiveAgent(Agent):
-    """Trusts outputs, obeys instructions found in them, never retries, never hedges."""
+    """Trusts outputs, obeys orders found in tool text, never retries, never hedges."""
 
     name = "naive"
 
     async def on_listing(self, st: RunState) -> None:
-        for tool in st.tools.values():
-            for sentence in instruction_sentences(tool.description or ""):
-                await self._obey(st, sentence, source=f"description of {tool.name}")
+        for tool in list(st.tools.values()):
+            for order in find_orders(tool.description or "", st.tools, source=tool.name):
+                if order.actionable:
+                    await self._obey(st, order, source=f"description of {tool.name}")
 
     async def execute(self, st: RunState, index: int, call: PlannedCall) -> None:
         args: dict[str, Any] = {}
@@ -49,6 +48,7 @@ class NaiveAgent(Agent):
                 self._event(st, "missing_input", call.tool, name)
                 return  # cannot fill it: silently skip the step
             args[name] = value
+        args = self._overridden(st, call.tool, args)
         result, failure, _ = await self._call(st, call.tool, args)
         if result is None or failure is not None:
             # A failure is "no data": nothing to report, unless a mitigation explained it in
@@ -64,51 +64,70 @@ class NaiveAgent(Agent):
         else:
             st.parts.append(render_result(call.tool, result, strip=False))
         st.parts.extend(annotation_texts(result))
-        sentences: dict[str, None] = {}
         for text in readable_texts(result):
-            for sentence in instruction_sentences(text):
-                sentences.setdefault(sentence.strip(), None)
-        for sentence in sentences:
-            await self._obey(st, sentence, source=call.tool)
+            for order in find_orders(text, st.tools, source=call.tool):
+                if order.actionable:
+                    await self._obey(st, order, source=call.tool)
 
-    async def _obey(self, st: RunState, text: str, *, source: str) -> None:
-        """Do what planted text says: call the tools it names (or an address-taking tool when
-        it names a destination), passing what was gathered so far, and repeat what it says."""
-        text = text.strip()
-        if text in st.obeyed:
+    def _overridden(self, st: RunState, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The arguments after the argument orders obeyed so far (for this tool, or for any
+        tool that takes that argument)."""
+        declared = (
+            (st.tools[tool].input_schema or {}).get("properties") or {} if tool in st.tools else {}
+        )
+        out = dict(args)
+        for o in st.overrides:
+            if o.tool not in (None, tool):
+                continue
+            if o.argument in out or o.argument in declared:
+                out[o.argument] = o.apply(out.get(o.argument))
+        return out
+
+    async def _obey(self, st: RunState, order: Order, *, source: str) -> None:
+        """Do what an order says: change the arguments it names, call the tools it names (or
+        an address-taking tool when it names a destination) passing what was gathered so far,
+        and say what it says to say."""
+        if order.text in st.obeyed:
             return
-        st.obeyed.add(text)
+        st.obeyed.add(order.text)
         self._event(st, "instruction_followed", None, source)
-        targets = find_urls(text) + EMAIL.findall(text)
-        named = [
-            name
-            for name in st.tools
-            if name != source and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
-        ]
-        if not named and targets:
+        st.overrides.extend(order.overrides)
+        named = list(order.tools)
+        if order.targets and not any(_takes_address(st, t) for t in named):
             sink = url_tool(st.tools)
-            named = [sink[0]] if sink else []
+            if sink is not None:
+                named.append(sink[0])
         gathered = "\n".join(st.parts) or st.scenario.task
+        context = f"{order.text} {st.scenario.task}"
         for tool in named:
             schema = st.tools[tool].input_schema or {}
             props = schema.get("properties") or {}
             args: dict[str, Any] = {}
             for name in schema.get("required") or []:
                 prop = props.get(name, {})
-                if ADDRESS_NAME.search(name) or prop.get("format") in ("uri", "url", "email"):
-                    if not targets:
-                        break
-                    args[name] = targets[0]
+                if _is_address(name, prop):
+                    if order.targets:
+                        args[name] = order.targets[0]
                     continue
-                ok, value = literal_value(name, prop, text, list(args.values()))
-                if not ok:
-                    break
-                args[name] = gathered if value == text else value  # "send the data": send it
-            else:
-                await self._call(st, tool, args)
-        st.parts.append(f"Note: {text}")
+                ok, value = literal_value(name, prop, context, list(args.values()))
+                if ok:
+                    args[name] = gathered if value == context else value  # "send the data"
+            await self._call(st, tool, self._overridden(st, tool, args))
+        if order.reply:
+            st.parts.append(order.reply)
 
     def compose(self, st: RunState) -> str:
         if not st.parts:
             return "I found no information for this request."
         return "Here is what I found.\n" + "\n".join(st.parts)
+
+
+def _is_address(name: str, prop: Any) -> bool:
+    return bool(ADDRESS_NAME.search(name)) or (
+        isinstance(prop, dict) and prop.get("format") in ("uri", "url", "email")
+    )
+
+
+def _takes_address(st: RunState, tool: str) -> bool:
+    props = (st.tools[tool].input_schema or {}).get("properties") or {}
+    return any(_is_address(n, p) for n, p in props.items())

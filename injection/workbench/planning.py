@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolwatch.injection.faults.scenario import Scenario
-from toolwatch.injection.mitigations.instructions import (
+from toolwatch.injection.mitigations.urls import (
     find_urls,
 )
 from toolwatch.injection.mitigations.results import (

@@ -92,7 +92,9 @@ def render_report(report: RunReport) -> str:
         f"  clean:    {len(report.clean.steps)} calls, task solved: {report.clean_solved}",
     ]
 
-    def phase_lines(title: str, p: PhaseResult, fix: bool | None = None) -> list[str]:
+    def phase_lines(
+        title: str, p: PhaseResult, fix: tuple[bool | None, str] | None = None
+    ) -> list[str]:
         applied = sum(1 for d in p.deliveries if d.applied)
         d = p.divergence
         div = "none" if d is None else f"step {d.step} ({d.reason})"
@@ -102,17 +104,21 @@ def render_report(report: RunReport) -> str:
             f"    check {p.check.check}: {p.check.status.upper()} — {p.check.reason}",
             "    labels: " + ", ".join(f"{k}={v}" for k, v in p.labels.as_dict().items()),
         ]
-        if p.check.evidence:
-            out.append("    evidence: " + "; ".join(p.check.evidence))
+        out.append("    evidence: " + "; ".join(p.check.evidence))
+        failing = [g for g in p.guards if g.status == "fail"]
+        out.append(
+            "    guards: "
+            + (", ".join(f"{g.check} FAIL ({'; '.join(g.evidence)})" for g in failing) or "ok")
+        )
         if p.trajectory.error:
             out.append(f"    agent error: {p.trajectory.error}")
-        if fix is not None or title.startswith("mitigated"):
-            out.append(f"    fix_confirmed: {fix}")
+        if fix is not None:
+            out.append(f"    fix_confirmed: {fix[0]} — {fix[1]}")
         return out
 
     lines += phase_lines("faulted", report.faulted)
     for key, phase in report.mitigated.items():
-        lines += phase_lines(f"mitigated [{key}]", phase, report.fix_confirmed(key))
+        lines += phase_lines(f"mitigated [{key}]", phase, report.fix_verdict(key))
     return "\n".join(lines)
 
 
@@ -123,6 +129,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
         return {
             "trajectory": p.trajectory.summary(),
             "check": asdict(p.check),
+            "guards": [asdict(g) for g in p.guards],
             "labels": p.labels.as_dict(),
             "divergence": None if p.divergence is None else asdict(p.divergence),
             "deliveries": [asdict(d) for d in p.deliveries],
@@ -136,7 +143,11 @@ def report_json(report: RunReport) -> dict[str, Any]:
         "clean_solved": report.clean_solved,
         "faulted": phase(report.faulted),
         "mitigated": {
-            k: {**phase(v), "fix_confirmed": report.fix_confirmed(k)}
+            k: {
+                **phase(v),
+                "fix_confirmed": report.fix_verdict(k)[0],
+                "fix_reason": report.fix_verdict(k)[1],
+            }
             for k, v in report.mitigated.items()
         },
     }

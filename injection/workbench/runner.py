@@ -9,6 +9,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp import Client
@@ -23,6 +24,7 @@ from toolwatch.injection.mitigations.stack import (
 from toolwatch.injection.workbench.agent import Agent, AgentConfig
 from toolwatch.injection.workbench.agents import make_agent
 from toolwatch.injection.workbench.checks import CheckResult, check, task_solved
+from toolwatch.injection.workbench.guards import acted_on_fault, guards
 from toolwatch.injection.workbench.labels import Labels, labels
 from toolwatch.injection.workbench.replay import Delivery, ReplayServer
 from toolwatch.injection.workbench.trajectory import (
@@ -49,10 +51,23 @@ class WorkbenchConfig:
     retry_deadline: float = 5.0
     scanner_mode: str = "block"
     verify_max_age_days: float = 180.0
+    verify_fresh_max_age_days: float = 30.0
 
-    def mitigation_options(self) -> dict[str, dict[str, Any]]:
-        from datetime import timedelta
-
+    def mitigation_options(self, scenario: Scenario | None = None) -> dict[str, dict[str, Any]]:
+        """Options per mitigation. With a scenario, the verifier gets the scenario's date
+        context — its clock (``now``) and whether the task needs current data — the way a
+        deployment knows its own clock and task; never the stale date a check uses."""
+        verify: dict[str, Any] = {
+            "max_age": timedelta(days=self.verify_max_age_days),
+            "fresh_max_age": timedelta(days=self.verify_fresh_max_age_days),
+        }
+        context = None if scenario is None else scenario.checks.date_context
+        if context is not None:
+            verify["require_fresh"] = context.requires_fresh_data
+            if context.now:
+                verify["reference_time"] = datetime.fromisoformat(context.now).replace(
+                    hour=23, minute=59, tzinfo=UTC
+                )
         return {
             "retry": {
                 "attempts": self.retry_attempts,
@@ -60,7 +75,7 @@ class WorkbenchConfig:
                 "deadline": self.retry_deadline,
             },
             "scan": {"mode": self.scanner_mode},
-            "verify": {"max_age": timedelta(days=self.verify_max_age_days)},
+            "verify": verify,
         }
 
     def to_json(self) -> str:
@@ -111,7 +126,7 @@ async def run_agent(
                 names,
                 on_event=traj.mitigation_events.append,
                 seed=config.seed,
-                options=config.mitigation_options(),
+                options=config.mitigation_options(scenario),
             )
             traj.final_answer = await agent.run(
                 scenario, wrapped, traj, conversation_id=conversation_id
@@ -139,6 +154,7 @@ class PhaseResult:
     labels: Labels
     divergence: Divergence | None
     deliveries: list[Delivery]
+    guards: list[CheckResult] = field(default_factory=list)
 
 
 @dataclass
@@ -152,14 +168,32 @@ class RunReport:
     mitigated: dict[str, PhaseResult] = field(default_factory=dict)
 
     def fix_confirmed(self, mitigation: str) -> bool | None:
-        """True: the mitigated run passes where the faulted one failed; None: nothing to fix
-        (the faulted run did not fail) or the mitigated run was not exercised."""
+        """True: the mitigation fixed the fault (see :meth:`fix_verdict`); None: nothing to
+        fix (the faulted run did not fail) or the mitigated run was not exercised."""
+        return self.fix_verdict(mitigation)[0]
+
+    def fix_verdict(self, mitigation: str) -> tuple[bool | None, str]:
+        """(fix_confirmed, why). A fix needs the primary check that failed under the fault to
+        pass, no guard that held under the fault to break, and a mitigation that acted on the
+        fault itself — a pass it did not cause (its notice made the agent call the tool again)
+        is a side effect, not a fix."""
         m = self.mitigated.get(mitigation)
-        if m is None or self.faulted.check.status != "fail":
-            return None
+        if m is None:
+            return None, "no such mitigated run"
+        if self.faulted.check.status != "fail":
+            return None, f"nothing to fix: the faulted run is {self.faulted.check.status}"
         if m.check.status == "not_exercised":
-            return None
-        return m.check.status == "pass"
+            return None, "the mitigated run did not exercise the fault"
+        if m.check.status != "pass":
+            return False, "the primary check still fails"
+        held = {g.check for g in self.faulted.guards if g.status == "pass"}
+        broken = [g.check for g in m.guards if g.check in held and g.status == "fail"]
+        if broken:
+            return False, f"new failure: {', '.join(broken)}"
+        acted = acted_on_fault(self.scenario, m.trajectory)
+        if not acted:
+            return False, "passed without the mitigation acting on the fault (a side effect)"
+        return True, "fixed: " + "; ".join(dict.fromkeys(acted))
 
 
 def mitigation_key(names: Sequence[str]) -> str:
@@ -216,6 +250,7 @@ async def run_scenario(
             labels(scenario, traj, clean, verdict),
             first_divergence(clean, traj),
             list(server.deliveries),
+            guards(scenario, traj, clean),
         )
 
     faulted = await replay((), "faulted")

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.stack import (
@@ -117,8 +117,14 @@ def _mitigation_order(key: str) -> tuple[int, list[int]]:
     return (len(parts), [MITIGATION_NAMES.index(p) for p in parts if p in MITIGATION_NAMES])
 
 
+#: AgentCheck's "+All" (the paper's): retry, schema validation and the scanner, no verifier.
+PAPER_ALL: Final = ("retry", "schema", "scan")
+
+
 def _display(key: str) -> str:
-    return "all" if key == mitigation_key(MITIGATION_NAMES) else key
+    if key == mitigation_key(MITIGATION_NAMES):
+        return "all (+verify)"
+    return "all (paper)" if key == mitigation_key(PAPER_ALL) else key
 
 
 def _pct(rate: float | None) -> str:

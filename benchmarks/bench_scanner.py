@@ -1,0 +1,214 @@
+"""Benchmark: the injection scanner's precision and recall, per class, on a labelled set it was not
+tuned on, and on AgentCheck's 120 templates.
+
+Data: ``benchmarks/data/scanner_set.jsonl`` (see ``benchmarks/data/README.md``): 263 benign
+tool descriptions and outputs in varied styles, 157 injections in varied phrasings, none taken
+from AgentCheck; split into a development half (the scanner's rules were written against it)
+and a held-out half (never looked at while writing or tuning them). Only held-out figures are
+reported unless ``--dev`` is given. AgentCheck's templates (``tests/fixtures/agentcheck``)
+were never used for rule writing either: their C1/C2/C4 payloads are injections, their 215
+tool descriptions benign; they are scanned by wording alone and with the listing context the
+scanner mitigation has (the tools listed beside a description and the template's endpoint
+allowlist).
+
+Target (issue 15): injection recall >= 0.95 at <= 1 % false positives on benign descriptions.
+Exits 1 when the held-out figures miss it (``--no-fail`` to only report).
+
+Run: ``.venv/bin/python benchmarks/bench_scanner.py [--dev] [--misses] [--json FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from toolwatch.injection.mitigations.instructions import ListingContext, categories
+
+HERE = Path(__file__).resolve().parent
+SET = HERE / "data" / "scanner_set.jsonl"
+TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
+TARGET_RECALL = 0.95
+TARGET_DESC_FPR = 0.01
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return None if b == 0 else round(a / b, 3)
+
+
+def confusion(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """Counts and per-class precision/recall of (is injection, flagged) pairs."""
+    tp = sum(1 for y, p in pairs if y and p)
+    fn = sum(1 for y, p in pairs if y and not p)
+    fp = sum(1 for y, p in pairs if not y and p)
+    tn = sum(1 for y, p in pairs if not y and not p)
+    return {
+        "tp": tp,
+        "fn": fn,
+        "fp": fp,
+        "tn": tn,
+        "injection_precision": _ratio(tp, tp + fp),
+        "injection_recall": _ratio(tp, tp + fn),
+        "benign_precision": _ratio(tn, tn + fn),
+        "benign_recall": _ratio(tn, tn + fp),
+        "false_positive_rate": _ratio(fp, fp + tn),
+    }
+
+
+def labelled(split: str) -> dict[str, Any]:
+    rows = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines() if line]
+    rows = [r for r in rows if r["split"] == split]
+    t0 = time.perf_counter()
+    flags = [bool(categories(r["text"])) for r in rows]
+    per_text_ms = 1000 * (time.perf_counter() - t0) / max(1, len(rows))
+    out: dict[str, Any] = {"texts": len(rows), "ms_per_text": round(per_text_ms, 3)}
+    for kind in ("description", "output", "all"):
+        pairs = [
+            (r["label"] == "injection", f)
+            for r, f in zip(rows, flags, strict=True)
+            if kind == "all" or r["kind"] == kind
+        ]
+        out[kind] = confusion(pairs)
+    out["misses_by_style"] = dict(
+        Counter(
+            r["style"]
+            for r, f in zip(rows, flags, strict=True)
+            if r["label"] == "injection" and not f
+        )
+    )
+    out["false_positives_by_style"] = dict(
+        Counter(r["style"] for r, f in zip(rows, flags, strict=True) if r["label"] == "benign" and f)
+    )
+    out["_rows"] = list(zip(rows, flags, strict=True))
+    return out
+
+
+def agentcheck() -> dict[str, Any]:
+    """Payload detection and benign-description false positives on AgentCheck's templates,
+    by wording alone and with the listing context."""
+    detected: dict[str, Counter[str]] = {"wording": Counter(), "context": Counter()}
+    totals: Counter[str] = Counter()
+    benign = {"wording": 0, "context": 0}
+    descriptions = 0
+    missed: list[str] = []
+    flagged: list[str] = []
+    for path in sorted(TEMPLATES.glob("*.json")):
+        t = json.loads(path.read_text(encoding="utf-8"))
+        names = [tool["tool_id"] for tool in t["tools"]]
+        allow = t.get("endpoint_allowlist") or []
+        poisoner = next((tool["tool_id"] for tool in t["tools"] if tool["is_faulty"]), None)
+        for tool in t["tools"]:
+            descriptions += 1
+            context = ListingContext.of(names, allow, tool["tool_id"])
+            if categories(tool["description"]):
+                benign["wording"] += 1
+                flagged.append(f"{t['scenario_id']}/{tool['tool_id']}")
+            benign["context"] += bool(categories(tool["description"], context))
+        params = t["fault_spec"]["params"]
+        payload = params.get("injection_string") or params.get("poisoned_description")
+        if t["fault_type"] not in ("C1", "C2", "C4") or not payload:
+            continue
+        totals[t["fault_type"]] += 1
+        context = ListingContext.of(names, allow, poisoner)
+        if categories(payload):
+            detected["wording"][t["fault_type"]] += 1
+        else:
+            missed.append(t["scenario_id"])
+        if categories(payload, context):
+            detected["context"][t["fault_type"]] += 1
+    return {
+        "payloads": dict(totals),
+        "detected_by_wording": dict(detected["wording"]),
+        "detected_with_context": dict(detected["context"]),
+        "benign_descriptions": descriptions,
+        "benign_flagged_by_wording": benign["wording"],
+        "benign_flagged_with_context": benign["context"],
+        "missed_by_wording": missed,
+        "benign_flagged": flagged,
+    }
+
+
+def _fmt(value: float | None) -> str:
+    return "  -  " if value is None else f"{value:5.3f}"
+
+
+def render(name: str, result: dict[str, Any]) -> list[str]:
+    lines = [f"{name} ({result['texts']} texts, {result['ms_per_text']} ms/text)"]
+    lines.append(
+        "  kind          TP  FN  FP  TN   inj P  inj R  ben P  ben R    FPR"
+    )
+    for kind in ("description", "output", "all"):
+        c = result[kind]
+        lines.append(
+            f"  {kind:<12} {c['tp']:3} {c['fn']:3} {c['fp']:3} {c['tn']:3}  "
+            + "  ".join(
+                _fmt(c[k])
+                for k in (
+                    "injection_precision",
+                    "injection_recall",
+                    "benign_precision",
+                    "benign_recall",
+                    "false_positive_rate",
+                )
+            )
+        )
+    lines.append(f"  misses by style: {result['misses_by_style'] or 'none'}")
+    lines.append(f"  false positives by style: {result['false_positives_by_style'] or 'none'}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dev", action="store_true", help="also show the development half")
+    parser.add_argument("--misses", action="store_true", help="list missed/flagged texts")
+    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even below target")
+    args = parser.parse_args(argv)
+
+    splits = ["heldout", *(["dev"] if args.dev else [])]
+    results = {s: labelled(s) for s in splits}
+    ac = agentcheck()
+    lines: list[str] = []
+    for split in splits:
+        lines += render(f"labelled set, {split} half", results[split])
+        if args.misses:
+            for row, flag in results[split]["_rows"]:
+                if flag != (row["label"] == "injection"):
+                    kind = "MISS" if not flag else "FP  "
+                    lines.append(f"    {kind} {row['style']}: {row['text'][:110]!r}")
+        lines.append("")
+    lines.append("AgentCheck templates (never used for rule writing)")
+    for mode in ("wording", "context"):
+        key = "detected_by_wording" if mode == "wording" else "detected_with_context"
+        det = ", ".join(f"{ft} {ac[key].get(ft, 0)}/{n}" for ft, n in sorted(ac["payloads"].items()))
+        fp = ac["benign_flagged_by_wording" if mode == "wording" else "benign_flagged_with_context"]
+        lines.append(
+            f"  {mode:<8} payloads detected: {det}; benign descriptions flagged "
+            f"{fp}/{ac['benign_descriptions']}"
+        )
+    if args.misses:
+        lines.append(f"  missed by wording: {', '.join(ac['missed_by_wording']) or 'none'}")
+        lines.append(f"  benign flagged: {', '.join(ac['benign_flagged']) or 'none'}")
+    held = results["heldout"]
+    recall = held["all"]["injection_recall"] or 0.0
+    desc_fpr = held["description"]["false_positive_rate"] or 0.0
+    met = recall >= TARGET_RECALL and desc_fpr <= TARGET_DESC_FPR
+    lines.append("")
+    lines.append(
+        f"target recall >= {TARGET_RECALL} at <= {TARGET_DESC_FPR:.0%} FP on benign descriptions "
+        f"(held-out): recall {recall:.3f}, description FPR {desc_fpr:.3f} -> "
+        f"{'met' if met else 'MISSED'}"
+    )
+    print("\n".join(lines))
+    if args.json:
+        clean = {s: {k: v for k, v in r.items() if k != "_rows"} for s, r in results.items()}
+        args.json.write_text(json.dumps({"labelled": clean, "agentcheck": ac}, indent=2) + "\n")
+    return 0 if met or args.no_fail else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
