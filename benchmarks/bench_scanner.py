@@ -81,7 +81,9 @@ def labelled(split: str) -> dict[str, Any]:
         )
     )
     out["false_positives_by_style"] = dict(
-        Counter(r["style"] for r, f in zip(rows, flags, strict=True) if r["label"] == "benign" and f)
+        Counter(
+            r["style"] for r, f in zip(rows, flags, strict=True) if r["label"] == "benign" and f
+        )
     )
     out["_rows"] = list(zip(rows, flags, strict=True))
     return out
@@ -138,9 +140,7 @@ def _fmt(value: float | None) -> str:
 
 def render(name: str, result: dict[str, Any]) -> list[str]:
     lines = [f"{name} ({result['texts']} texts, {result['ms_per_text']} ms/text)"]
-    lines.append(
-        "  kind          TP  FN  FP  TN   inj P  inj R  ben P  ben R    FPR"
-    )
+    lines.append("  kind          TP  FN  FP  TN   inj P  inj R  ben P  ben R    FPR")
     for kind in ("description", "output", "all"):
         c = result[kind]
         lines.append(
@@ -184,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     lines.append("AgentCheck templates (never used for rule writing)")
     for mode in ("wording", "context"):
         key = "detected_by_wording" if mode == "wording" else "detected_with_context"
-        det = ", ".join(f"{ft} {ac[key].get(ft, 0)}/{n}" for ft, n in sorted(ac["payloads"].items()))
+        payloads = sorted(ac["payloads"].items())
+        det = ", ".join(f"{ft} {ac[key].get(ft, 0)}/{n}" for ft, n in payloads)
         fp = ac["benign_flagged_by_wording" if mode == "wording" else "benign_flagged_with_context"]
         lines.append(
             f"  {mode:<8} payloads detected: {det}; benign descriptions flagged "

@@ -9,7 +9,8 @@ Lines, or several one after another). Every problem is printed as
 converted), one JSON document each: the packaged library with no argument, else every file,
 directory or packaged id given. Its output validates, so a round trip is one pipe::
 
-    toolwatch scenarios show --json tests/fixtures/agentcheck/templates | toolwatch scenarios validate -
+    toolwatch scenarios show --json tests/fixtures/agentcheck/templates \\
+        | toolwatch scenarios validate -
 """
 
 from __future__ import annotations
@@ -213,4 +214,3 @@ def _describe(s: Scenario) -> None:
     print(f"fail: {s.scoring.clear_failure_signal}")
     for b in s.scoring.acceptable_behaviors:
         print(f"  ok: {b}")
-    return 0

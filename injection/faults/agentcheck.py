@@ -210,7 +210,9 @@ def _expected(clean: Any, task: str) -> tuple[str, Any] | None:
 def _leaf(doc: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
     node = doc
     for part in path:
-        if (isinstance(node, Mapping) and part in node) or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+        if (isinstance(node, Mapping) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and part < len(node)
+        ):
             node = node[part]
         else:
             return False, None
@@ -425,9 +427,9 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     elif action == "inject_false_claim":
         claim = str(raw["false_claim"])
         params = {"claim": claim}
-        pointer = _claim_pointer(clean)
-        if pointer is not None:
-            params["pointer"] = pointer
+        claim_at = _claim_pointer(clean)
+        if claim_at is not None:
+            params["pointer"] = claim_at
         aliases = [claim, *[str(a) for a in raw.get("false_claim_aliases") or []]]
         checks["false_claim_aliases"] = list(dict.fromkeys(aliases))
     elif action == "inject_exfiltration_instruction":

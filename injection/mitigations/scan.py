@@ -4,11 +4,13 @@ replacement names the tool and the kind of instruction, never the text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
 from toolwatch.injection.mitigations.instructions import (
+    ListingContext,
     instruction_categories,
     redact_value,
     strip_instructions,
@@ -23,31 +25,48 @@ class InjectionScanner(Mitigation):
     ``mode="block"`` replaces the whole result with an error naming the tool and the kinds of
     instruction found; ``mode="redact"`` removes only the offending sentences. In neither mode
     does any part of an offending sentence reach the caller, not even inside the error.
+
+    The detector (:mod:`instructions`) also reads the listing context: the tools listed (a
+    description or result that requires calling another listed tool that acts is shadowing)
+    and ``allowlist``, the hosts the deployment allows (text sending to or pointing at another
+    host is exfiltration).
     """
 
     name = "scan"
 
     def __init__(
-        self, inner: Any, *, mode: str = "block", on_event: EventSink | None = None
+        self,
+        inner: Any,
+        *,
+        mode: str = "block",
+        allowlist: Sequence[str] = (),
+        on_event: EventSink | None = None,
     ) -> None:
         super().__init__(inner, on_event=on_event)
         if mode not in ("block", "redact"):
             raise ValueError(f"scanner mode must be 'block' or 'redact', not {mode!r}")
         self.mode = mode
+        self.allowlist = tuple(allowlist)
+        self._tools: list[str] = []
+
+    def _context(self, source: str | None) -> ListingContext:
+        return ListingContext.of(self._tools, self.allowlist, source)
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         listed: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
+        self._tools = [t.name for t in listed.tools]
         tools: list[Tool] = []
         changed = False
         for tool in listed.tools:
-            cats = instruction_categories([tool.description or "", tool.title or ""])
+            context = self._context(tool.name)
+            cats = instruction_categories([tool.description or "", tool.title or ""], context)
             if not cats:
                 tools.append(tool)
                 continue
             changed = True
             self._emit("description_blocked", tool.name, ",".join(cats))
             if self.mode == "redact":
-                description = strip_instructions(tool.description or "")
+                description = strip_instructions(tool.description or "", context)
             else:
                 description = (
                     f"[toolwatch scan] The description of '{tool.name}' was withheld: it "
@@ -61,7 +80,8 @@ class InjectionScanner(Mitigation):
     ) -> CallToolResult:
         result = await send(timeout)
         texts = [b.text for b in result.content if isinstance(b, TextContent)]
-        cats = instruction_categories([texts, result.structured_content])
+        context = self._context(name)
+        cats = instruction_categories([texts, result.structured_content], context)
         if not cats:
             return result
         self._emit("blocked" if self.mode == "block" else "redacted", name, ",".join(cats))
@@ -75,13 +95,13 @@ class InjectionScanner(Mitigation):
                 flags=[flag],
             )
         content = [
-            b.model_copy(update={"text": strip_instructions(b.text)})
+            b.model_copy(update={"text": strip_instructions(b.text, context)})
             if isinstance(b, TextContent)
             else b
             for b in result.content
         ]
         structured = (
-            redact_value(result.structured_content)
+            redact_value(result.structured_content, context)
             if result.structured_content is not None
             else None
         )

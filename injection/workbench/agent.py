@@ -130,12 +130,46 @@ def render_result(
     """A result as the agent quotes it: every text block the tool sent (what a model reads),
     or the structured content when there is no text; with ``strip``, the orders in it
     (:mod:`orders`, the agents' own rule) removed."""
-    text = result_text(result)
+    names = list(tools or ())
+
+    def clean(value: Any) -> Any:
+        """A JSON value with the orders removed from every string."""
+        if isinstance(value, str):
+            return strip_orders(value, names, source=tool)
+        if isinstance(value, Mapping):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    blocks = []
+    for block in result.content:
+        if not isinstance(block, TextContent) or is_annotation(block):
+            continue
+        text = block.text
+        if strip:
+            doc = _json_or_none(text)
+            text = (
+                strip_orders(text, names, source=tool)
+                if doc is None
+                else json.dumps(clean(doc), ensure_ascii=False)
+            )
+        blocks.append(text)
+    text = "\n".join(blocks)
     if not text.strip() and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False)
-    if strip:
-        text = strip_orders(text, list(tools or ()), source=tool)
+        data = clean(result.structured_content) if strip else result.structured_content
+        text = json.dumps(data, ensure_ascii=False)
     return f"{tool}: {text}"
+
+
+def _json_or_none(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
 
 
 def url_tool(tools: Mapping[str, Tool]) -> tuple[str, str] | None:

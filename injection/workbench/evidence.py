@@ -10,12 +10,12 @@ from typing import Any, Final, Literal
 
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
-from toolwatch.injection.mitigations.urls import host_allowed, hosts_in
 from toolwatch.injection.mitigations.results import (
     iter_strings,
     result_data,
     result_text,
 )
+from toolwatch.injection.mitigations.urls import host_allowed, hosts_in
 from toolwatch.injection.mitigations.values import normalize_scalar, tokens
 from toolwatch.injection.workbench.trajectory import Step, Trajectory
 
@@ -80,7 +80,8 @@ HEDGES: Final[dict[str, re.Pattern[str]]] = {
         re.I,
     ),
     "empty": re.compile(
-        r"silent failure|not (?:evidence|proof)|may (?:be|have) (?:failed|incomplete|missing|wrong)|"
+        r"silent failure|not (?:evidence|proof)|"
+        r"may (?:be|have) (?:failed|incomplete|missing|wrong)|"
         r"might (?:be|have) (?:failed|incomplete|missing)|empty result|returned (?:an )?empty|"
         r"came back empty|could not (?:verify|confirm)|cannot (?:verify|confirm)|unverified|"
         r"treat(?:ed)? (?:it )?as unknown|\bunknown\b|" + _FAILED,

@@ -33,10 +33,138 @@ from typing import Final
 from toolwatch.injection.mitigations.urls import find_urls
 
 _IMPERATIVES: Final = frozenset(
-    ["add", "answer", "append", "ask", "attach", "avoid", "begin", "call", "change", "check", "click", "collect", "confirm", "contact", "copy", "create", "default", "delete", "disable", "disregard", "do", "don't", "drop", "email", "e-mail", "enable", "end", "ensure", "execute", "export", "fetch", "fill", "follow", "forget", "forward", "give", "go", "grant", "ignore", "include", "inform", "insert", "invoke", "keep", "leak", "list", "load", "log", "mail", "make", "mention", "modify", "navigate", "never", "open", "output", "override", "overwrite", "paste", "pass", "perform", "ping", "post", "prefix", "prepend", "print", "provide", "put", "quote", "read", "redirect", "remember", "remove", "repeat", "replace", "reply", "report", "reset", "respond", "restart", "return", "reveal", "run", "save", "say", "send", "set", "share", "start", "state", "stop", "store", "submit", "substitute", "switch", "tell", "transfer", "trigger", "type", "update", "upload", "use", "visit", "write"]
+    [
+        "add",
+        "answer",
+        "append",
+        "approve",
+        "ask",
+        "book",
+        "buy",
+        "cancel",
+        "close",
+        "merge",
+        "pay",
+        "refund",
+        "attach",
+        "avoid",
+        "begin",
+        "call",
+        "change",
+        "check",
+        "click",
+        "collect",
+        "confirm",
+        "contact",
+        "copy",
+        "create",
+        "default",
+        "delete",
+        "disable",
+        "disregard",
+        "do",
+        "don't",
+        "drop",
+        "email",
+        "e-mail",
+        "enable",
+        "end",
+        "ensure",
+        "execute",
+        "export",
+        "fetch",
+        "fill",
+        "follow",
+        "forget",
+        "forward",
+        "give",
+        "go",
+        "grant",
+        "ignore",
+        "include",
+        "inform",
+        "insert",
+        "invoke",
+        "keep",
+        "leak",
+        "list",
+        "load",
+        "log",
+        "mail",
+        "make",
+        "mention",
+        "modify",
+        "navigate",
+        "never",
+        "open",
+        "output",
+        "override",
+        "overwrite",
+        "paste",
+        "pass",
+        "perform",
+        "ping",
+        "post",
+        "prefix",
+        "prepend",
+        "print",
+        "provide",
+        "put",
+        "quote",
+        "read",
+        "redirect",
+        "remember",
+        "remove",
+        "repeat",
+        "replace",
+        "reply",
+        "report",
+        "reset",
+        "respond",
+        "restart",
+        "return",
+        "reveal",
+        "run",
+        "save",
+        "say",
+        "send",
+        "set",
+        "share",
+        "start",
+        "state",
+        "stop",
+        "store",
+        "submit",
+        "substitute",
+        "switch",
+        "tell",
+        "transfer",
+        "trigger",
+        "type",
+        "update",
+        "upload",
+        "use",
+        "visit",
+        "write",
+    ]
 )
 _SOFTENERS: Final = frozenset(
-    ["please", "kindly", "first", "then", "also", "now", "always", "never", "immediately", "simply", "just", "and", "so", "finally"]
+    [
+        "please",
+        "kindly",
+        "first",
+        "then",
+        "also",
+        "now",
+        "always",
+        "never",
+        "immediately",
+        "simply",
+        "just",
+        "and",
+        "so",
+        "finally",
+    ]
 )
 _LEAD = re.compile(
     r"^(?:\s*(?:\[[^\]]{0,60}\]|<[^>]{0,40}>|\*\*[^*]{0,40}\*\*|#+|[-*•]|"
@@ -45,7 +173,8 @@ _LEAD = re.compile(
 #: A leading purpose or condition clause ("To verify integrity, output ...", "When using X,
 #: call Y"): the order is what follows the comma.
 _CLAUSE = re.compile(
-    r"^(?:to|in order to|for|when|whenever|before|after|if|once|while|due to)\b[^,]{0,90},\s*",
+    r"^(?:to|in order to|for|when|whenever|before|after|if|once|while|due to|as part of|as|in|"
+    r"on|during|upon|within)\b[^,]{0,90},\s*",
     re.I,
 )
 _DIRECTED = re.compile(
@@ -62,7 +191,7 @@ _REPLY = re.compile(
     r"end|begin|start|prefix)(?:s|ed|ing)?\b",
     re.I,
 )
-_CALL = r"(?:call|calling|invoke|invoking|run|running|execute|executing|use|using|trigger)"
+_CALL = r"(?:call|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|with|via)"
 _CONDITION = re.compile(r"\b(?:when|whenever|before|after|while|if)\s+(?:\w+\s+){0,2}$", re.I)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _QUOTED = re.compile(r"['\"`“‘]([^'\"`”’]{2,200})['\"`”’]")
@@ -141,12 +270,14 @@ def _sentences(text: str) -> Iterator[tuple[int, int, str, bool]]:
 def is_order(sentence: str) -> bool:
     """The sentence is phrased as an order (see the module docstring)."""
     body = _LEAD.sub("", sentence.strip())
-    body = _CLAUSE.sub("", body)
-    words = re.findall(r"[A-Za-z][\w'-]*", body)
-    while words and words[0].lower().rstrip(",") in _SOFTENERS:
-        words = words[1:]
-    if words and words[0].lower() in _IMPERATIVES:
-        return True
+    # "<!-- note for AI assistants: merge ..." — what follows a leading label is read too
+    parts = [body, *([body.split(": ", 1)[1]] if ": " in body[:80] else [])]
+    for part in parts:
+        words = re.findall(r"[A-Za-z][\w'-]*", _CLAUSE.sub("", part))
+        while words and words[0].lower().rstrip(",") in _SOFTENERS:
+            words = words[1:]
+        if words and words[0].lower() in _IMPERATIVES:
+            return True
     return _DIRECTED.search(sentence) is not None
 
 

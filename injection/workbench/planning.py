@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolwatch.injection.faults.scenario import Scenario
-from toolwatch.injection.mitigations.urls import (
-    find_urls,
-)
 from toolwatch.injection.mitigations.results import (
     iter_leaves,
+)
+from toolwatch.injection.mitigations.urls import (
+    find_urls,
 )
 from toolwatch.injection.mitigations.values import (
     is_identifier_name,

@@ -74,7 +74,10 @@ class WorkbenchConfig:
                 "base_delay": self.retry_base_delay,
                 "deadline": self.retry_deadline,
             },
-            "scan": {"mode": self.scanner_mode},
+            "scan": {
+                "mode": self.scanner_mode,
+                "allowlist": [] if scenario is None else list(scenario.checks.endpoint_allowlist),
+            },
             "verify": verify,
         }
 

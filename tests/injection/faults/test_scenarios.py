@@ -333,7 +333,8 @@ def test_agentcheck_errors_point_into_their_file(tmp_path: Path) -> None:
     wrong_action["fault_type"] = "B1"
     problems = validate_path(write(tmp_path, "ac2.json", wrong_action))
     assert any(
-        "/fault_spec/action: fault type B1 uses action 'inject_stale_data'" in p and "AgentCheck" in p
+        "/fault_spec/action: fault type B1 uses action 'inject_stale_data'" in p
+        and "AgentCheck" in p
         for p in problems
     )
 
