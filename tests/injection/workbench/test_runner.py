@@ -12,18 +12,28 @@ from typing import Any
 
 import pytest
 
+from support.paths import FIXTURES
 from support.workbench import DOC_TEXT, PAYLOAD, scenario, step, trajectory
 from toolwatch.cli import main as cli_main
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.engine import FaultEngine
-from toolwatch.injection.faults.library import load_library
+from toolwatch.injection.faults.library import load_library, load_scenario
 from toolwatch.injection.faults.server import ScenarioServer
+from toolwatch.injection.mitigations.wrapper import MitigationEvent
 from toolwatch.injection.workbench.agent import AgentConfig
+from toolwatch.injection.workbench.checks import CheckResult
+from toolwatch.injection.workbench.labels import Labels
 from toolwatch.injection.workbench.naive_agent import NaiveAgent
 from toolwatch.injection.workbench.replay import ReplayServer
 from toolwatch.injection.workbench.report import RUNS_TABLE, report_rows, runs_schema
-from toolwatch.injection.workbench.runner import WorkbenchConfig, run_agent, run_scenario
+from toolwatch.injection.workbench.runner import (
+    PhaseResult,
+    RunReport,
+    WorkbenchConfig,
+    run_agent,
+    run_scenario,
+)
 from toolwatch.injection.workbench.suite import run_suite
 from toolwatch.injection.workbench.trajectory import Recording, first_divergence
 
@@ -463,3 +473,54 @@ def test_runs_reach_the_store_as_spans_and_the_detector_scores_them(
         for cell in agents.values():
             assert cell["pairs"] + cell["missing"] == 1
             assert cell["separated"] <= cell["faulted_alarmed"] <= cell["pairs"]
+
+
+# ============================================================================== fix_confirmed
+
+
+def _phase(status: str, events: tuple[Any, ...] = (), guard: str = "pass") -> PhaseResult:
+    traj = trajectory("test_A1", [], "x", "mitigated")
+    traj.mitigation_events.extend(events)
+    return PhaseResult(
+        traj,
+        CheckResult(status, "A1.primary", status, ("evidence",)),  # type: ignore[arg-type]
+        Labels("n/a", "none_needed", "none"),
+        None,
+        [],
+        [CheckResult(guard, "guard.answer", guard, ("e",))],  # type: ignore[arg-type]
+    )
+
+
+def test_fix_confirmed_needs_the_fault_fixed_no_new_failure_and_the_mitigation_acting() -> None:
+    sc = scenario("A1")
+    clean = trajectory(sc.id, [], "x", "clean")
+    report = RunReport(sc, "naive", "r", clean, None, _phase("fail"))
+    acted = (MitigationEvent("retry", "recovered", "search_docs", "attempt 2"),)
+    report.mitigated = {
+        "retry": _phase("pass", acted),
+        "none-acted": _phase("pass"),
+        # a scanner notice about the faulty tool's *description* is no fix of a failed call
+        "scan": _phase("pass", (MitigationEvent("scan", "description_blocked", "search_docs"),)),
+        "broke": _phase("pass", acted, guard="fail"),
+        "still": _phase("fail", acted),
+        "ne": _phase("not_exercised", acted),
+    }
+    assert report.fix_verdict("retry") == (True, "fixed: retry recovered on search_docs")
+    assert report.fix_verdict("none-acted")[0] is False
+    assert "side effect" in report.fix_verdict("none-acted")[1]
+    assert report.fix_verdict("scan")[0] is False
+    assert report.fix_verdict("broke") == (False, "new failure: guard.answer")
+    assert report.fix_verdict("still") == (False, "the primary check still fails")
+    assert report.fix_verdict("ne")[0] is None
+    passing = RunReport(sc, "naive", "r", clean, None, _phase("pass"))
+    passing.mitigated = {"retry": _phase("pass", acted)}
+    assert passing.fix_confirmed("retry") is None
+
+
+def test_the_verifier_gets_the_scenarios_date_context_not_its_stale_date() -> None:
+    sc = load_scenario(FIXTURES / "agentcheck/templates/B1_population_stale.json")
+    options = WorkbenchConfig().mitigation_options(sc)["verify"]
+    assert options["require_fresh"] is True
+    assert options["reference_time"].date().isoformat() == "2024-07-01"
+    assert "stale_date" not in json.dumps(options, default=str)
+    assert WorkbenchConfig().mitigation_options(sc)["scan"]["allowlist"] == []
