@@ -39,5 +39,7 @@ ANCHOR_KEYS: Final = re.compile(
 )
 #: Argument names that identify what is asked for (compared with the result's echo).
 IDENTIFIER_NAME: Final = re.compile(
-    r"(^|_)(id|key|code|number|no|ref|sku|slug|symbol|ticker|flight|station|account)$", re.I
+    r"(^|_)(id|key|code|number|no|ref|sku|slug|symbol|ticker|flight|station|account|country|"
+    r"company)$",
+    re.I,
 )

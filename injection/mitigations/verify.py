@@ -80,7 +80,7 @@ class OutputVerifier(Mitigation):
         self, tool: str, arguments: Mapping[str, Any], data: Any
     ) -> list[tuple[str, str, str]]:
         """Problems of one result given the session so far: (flag, message, detail)."""
-        seen = _Seen.of(tool, data)
+        seen = _Seen.of(tool, data, arguments)
         found: list[tuple[str, str, str]] = []
         mismatched = identifier_mismatches(arguments, data)
         if mismatched:
@@ -99,9 +99,7 @@ class OutputVerifier(Mitigation):
                     f"{key} vs {other_key} of {prior.tool}"
                     for prior in self._seen
                     if not prior.writes and prior.tool != tool and prior.same_entity(seen)
-                    for key, value in seen.numbers.items()
-                    for other_key, other in prior.numbers.items()
-                    if _related_keys(key, other_key) and _differ(value, other)
+                    for key, other_key in _contradictions(seen, prior)
                 }
             )
             if conflicts:
@@ -173,15 +171,19 @@ class _Seen:
     writes: bool
     anchors: set[tuple[str, str]]
     numbers: dict[str, float]
+    #: top-level strings (what a result says in words) and the request's argument values
+    strings: dict[str, str]
+    asked: set[str]
     dates: list[tuple[str, datetime]]
     #: dates the data is *of* (key, date, only the year is known), read when fresh data is
     #: required
     data_dates: list[tuple[str, datetime, bool]]
 
     @classmethod
-    def of(cls, tool: str, data: Any) -> _Seen:
+    def of(cls, tool: str, data: Any, arguments: Mapping[str, Any] | None = None) -> _Seen:
         anchors: set[tuple[str, str]] = set()
         numbers: dict[str, float] = {}
+        strings: dict[str, str] = {}
         dates: list[tuple[str, datetime]] = []
         data_dates: list[tuple[str, datetime, bool]] = []
         for path, value in iter_leaves(data):
@@ -200,11 +202,33 @@ class _Seen:
                 anchors.add((key.lower(), normalize_scalar(value)))
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 numbers[key] = float(value)
-        return cls(tool, tool_verb(tool)[1], anchors, numbers, dates, data_dates)
+            elif isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):
+                numbers[key] = float(value.replace(",", ""))
+            elif isinstance(value, str) and value.strip():
+                strings[key] = value.strip()
+        asked = {
+            normalize_scalar(v)
+            for v in (arguments or {}).values()
+            if isinstance(v, str) and len(v.strip()) >= 5
+        }
+        return cls(tool, tool_verb(tool)[1], anchors, numbers, strings, asked, dates, data_dates)
+
+    def names(self) -> set[str]:
+        """Short values that name what a result is about (an identifier, a drug, a query):
+        under a key that is not a unit, a source or a status."""
+        return {
+            normalize_scalar(v)
+            for k, v in self.strings.items()
+            if 5 <= len(v) <= 60 and not _DESCRIPTIVE.search(k)
+        }
 
     def same_entity(self, other: _Seen) -> bool:
-        mine = {v for _, v in self.anchors}
-        return bool(mine & {v for _, v in other.anchors})
+        """Both results are about the same thing: they share an anchor (``sku``, ``ticker``),
+        a naming value (``"metformin"``, ``"CVE-2024-1234"``, the same query echoed), or
+        were asked with the same argument value."""
+        mine = {v for _, v in self.anchors} | self.names()
+        theirs = {v for _, v in other.anchors} | other.names()
+        return bool(mine & theirs) or bool(self.asked & other.asked)
 
 
 _UNIT_WORDS: Final = frozenset(
@@ -229,6 +253,51 @@ _UNIT_WORDS: Final = frozenset(
         "min",
     ]
 )
+
+
+_NUMERIC: Final = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
+#: Keys whose strings describe a value (its unit, source, definition) rather than state it.
+_DESCRIPTIVE: Final = re.compile(
+    r"(^|_)(currency|unit|units|source|sources|type|format|measurement|definition|note|notes|"
+    r"method|url|link|title|description|lts|language)$",
+    re.I,
+)
+_NEGATIONS: Final = frozenset({"not", "no", "never", "don't", "doesn't", "didn't", "isn't", "nor"})
+
+
+def _contradictions(seen: _Seen, prior: _Seen) -> list[tuple[str, str]]:
+    """(key, prior key) pairs on which two results about the same entity disagree: numbers
+    beyond rounding under related keys; short categorical values under the same key
+    (``Patched`` / ``Vulnerable``); and statements under the same key that differ only in a
+    number or a negation ("has 206 bones" / "has 213 bones", "reduce" / "do not reduce")."""
+    out = [
+        (key, other_key)
+        for key, value in seen.numbers.items()
+        for other_key, other in prior.numbers.items()
+        if _related_keys(key, other_key) and _differ(value, other)
+    ]
+    for key, text in seen.strings.items():
+        other = prior.strings.get(key)
+        if other is None or _DESCRIPTIVE.search(key) or parse_date(text) or parse_date(other):
+            continue
+        mine, theirs = _words(text), _words(other)
+        if mine == theirs:
+            continue
+        if len(mine) <= 3 and len(theirs) <= 3:
+            out.append((key, key))
+            continue
+        numbers_mine = {w for w in mine if _NUMERIC.fullmatch(w)}
+        numbers_theirs = {w for w in theirs if _NUMERIC.fullmatch(w)}
+        rest = (mine - numbers_mine) ^ (theirs - numbers_theirs)
+        if not rest and numbers_mine != numbers_theirs:
+            out.append((key, key))
+        elif rest & _NEGATIONS and rest <= _NEGATIONS | {"do", "does", "did"}:
+            out.append((key, key))
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[\w'.,-]+", text.lower().rstrip(".")) if w}
 
 
 def _key_words(key: str) -> set[str]:

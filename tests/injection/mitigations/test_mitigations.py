@@ -656,6 +656,37 @@ def test_verifier_compares_numbers_at_their_stated_precision() -> None:
     assert w.inspect("b", {}, {"ticker": "NVDA", "last_price": 131.42}) == []
 
 
+def test_verifier_reads_statements_categories_and_numbers_written_as_text() -> None:
+    def conflict(first: dict[str, Any], second: dict[str, Any], args: dict[str, Any] = {}) -> bool:  # noqa: B006
+        v = OutputVerifier(None)
+        v.inspect("source_a", args, first)
+        return [f[0] for f in v.inspect("source_b", args, second)] == ["conflict"]
+
+    q = {"query": "bones adult human"}
+    assert conflict(
+        {**q, "result": "The body has 206 bones."}, {**q, "result": "The body has 213 bones."}
+    )
+    assert not conflict({**q, "result": "The body has 206 bones."}, {**q, "result": "206 bones."})
+    asked = {"query": "omega-3 and mortality"}
+    yes = {"summary": "Omega-3 supplements significantly reduce mortality."}
+    no = {"summary": "Omega-3 supplements do not significantly reduce mortality."}
+    assert conflict(yes, no, asked)
+    assert not conflict(yes, no)  # nothing says they are about the same thing
+    assert conflict(
+        {"cve_id": "CVE-2024-1234", "status": "Patched"},
+        {"cve": "CVE-2024-1234", "status": "Vulnerable"},
+    )
+    assert conflict(
+        {"symbol": "AAPL", "total_revenue": "119580000000"},
+        {"symbol": "AAPL", "reported_revenue": "99500000000"},
+    )
+    # different entities (a city and its metro area) are not a contradiction
+    assert not conflict(
+        {"location": "Dallas city, Texas", "population": 1304379},
+        {"location": "Dallas-Fort Worth-Arlington, TX MSA", "population": 7837024},
+    )
+
+
 def test_verifier_flags_an_answer_about_another_entity() -> None:
     v = OutputVerifier(None)
     found = v.inspect("get_runbook", {"runbook_id": "RB-CHK-07"}, {"runbook_id": "RB-SRCH-02"})
