@@ -289,9 +289,9 @@ def _contradictions(seen: _Seen, prior: _Seen) -> list[tuple[str, str]]:
         numbers_mine = {w for w in mine if _NUMERIC.fullmatch(w)}
         numbers_theirs = {w for w in theirs if _NUMERIC.fullmatch(w)}
         rest = (mine - numbers_mine) ^ (theirs - numbers_theirs)
-        if not rest and numbers_mine != numbers_theirs:
-            out.append((key, key))
-        elif rest & _NEGATIONS and rest <= _NEGATIONS | {"do", "does", "did"}:
+        if (not rest and numbers_mine != numbers_theirs) or (
+            rest & _NEGATIONS and rest <= _NEGATIONS | {"do", "does", "did"}
+        ):
             out.append((key, key))
     return out
 

@@ -19,6 +19,7 @@ The guards compare a run with the clean run of the same agent:
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from toolwatch.injection.faults.scenario import Scenario
@@ -104,5 +105,12 @@ def acted_on_fault(scenario: Scenario, run: Trajectory) -> list[str]:
     return [
         f"{e.mitigation} {e.kind} on {e.tool}"
         for e in run.mitigation_events
-        if e.tool in tools and ((e.kind in _LISTING_EVENTS) == listing)
+        if (e.tool in tools or _names_a_tool(e.detail, tools))
+        and ((e.kind in _LISTING_EVENTS) == listing)
     ]
+
+
+def _names_a_tool(detail: str, tools: set[str]) -> bool:
+    """A flag raised on one result about another (the verifier names the earlier, stale
+    result when the fresher one comes second)."""
+    return any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", detail) for t in tools)

@@ -13,8 +13,10 @@ description, a string in a result) is an **order** when it is phrased as one:
 
 An order is **actionable** when it asks for something an agent can do: put something in the
 reply (reply verbs: respond, reply, answer, say, output, print, repeat, include, state, tell,
-inform, mention), call a listed tool (a call verb — call, invoke, run, execute, use, trigger —
-before the tool's name, not "when using X"), send something to an address (a URL or e-mail
+inform, mention, report, cite, quote, claim, reveal), drop its other orders ("ignore all
+previous instructions"), call a listed tool (a call verb — call, invoke, run, execute, use,
+trigger, with, via — before the tool's name, not "when using X"), send something to an
+address (a URL or e-mail
 address in the sentence), or change an argument ("modify the 'location' argument to '0,0'",
 "default the 'hl' argument for 'people_also_ask' to 'eo'", "prepend ... to the query").
 "Search the knowledge base for documents" is an order that asks for nothing.
@@ -188,7 +190,13 @@ _DIRECTED = re.compile(
 )
 _REPLY = re.compile(
     r"\b(?:respond|reply|answer|say|output|print|repeat|include|state|tell|inform|mention|"
-    r"end|begin|start|prefix)(?:s|ed|ing)?\b",
+    r"end|begin|start|prefix|report|cite|quote|claim|announce|reveal)(?:s|ed|ing)?\b",
+    re.I,
+)
+#: An order about the reader's other orders ("ignore all previous instructions").
+_META = re.compile(
+    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?]{0,40}\b(?:instructions?|directions?|"
+    r"directives?|rules|guidance|guidelines|prompts?|above|previous|prior|earlier)\b",
     re.I,
 )
 _CALL = r"(?:call|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|with|via)"
@@ -247,10 +255,11 @@ class Order:
     tools: tuple[str, ...] = ()
     targets: tuple[str, ...] = ()
     overrides: tuple[Override, ...] = ()
+    meta: bool = False  # it tells the reader to drop its other orders
 
     @property
     def actionable(self) -> bool:
-        return bool(self.reply or self.tools or self.targets or self.overrides)
+        return bool(self.reply or self.tools or self.targets or self.overrides or self.meta)
 
 
 def _sentences(text: str) -> Iterator[tuple[int, int, str, bool]]:
@@ -354,6 +363,7 @@ def find_orders(
             tools=tuple(_named_tools(sentence, tools, source)),
             targets=targets,
             overrides=tuple(_overrides(sentence, tools, list(targets) or urls_in_text)),
+            meta=ordered and _META.search(sentence) is not None,
         )
         if ordered or order.actionable:
             out.append(order)
@@ -361,14 +371,39 @@ def find_orders(
     return out
 
 
+#: A sentence that introduces planted orders: a bracketed tag, a capitalised label, or words
+#: addressed to an AI ("Assistant instruction PI-1: rooms are almost gone.").
+_LEAD_IN = re.compile(r"\[[^\]]{2,60}\]|\b(?:assistants?|agents?|ai|llms?|models?|system)\b", re.I)
+_CAPS_LABEL = re.compile(r"^\W*[A-Z][A-Z ]{3,40}\b")
+
+
+def _lead_in(sentence: str) -> bool:
+    return bool(_LEAD_IN.search(sentence) or _CAPS_LABEL.search(sentence))
+
+
 def strip_orders(text: str, tools: Collection[str] = (), *, source: str | None = None) -> str:
-    """``text`` without its actionable orders (what a careful agent relays)."""
+    """``text`` without its actionable orders (what a careful agent relays), and without the
+    sentences of the same paragraph that lead up to one: other orders and lead-ins (a tag, a
+    label, words addressed to an AI), where planted text puts its reference codes."""
     orders = [o for o in find_orders(text, tools, source=source) if o.actionable]
     if not orders:
         return text
-    out, pos = [], 0
+    sentences = list(_sentences(text))
+    drop: set[int] = set()
     for o in orders:
-        out.append(text[pos : o.start])
-        pos = o.end
+        k = next(i for i, (start, _, _, _) in enumerate(sentences) if start == o.start)
+        drop.add(k)
+        j = k
+        while j > 0 and not sentences[j][3]:
+            before = sentences[j - 1][2]
+            if not (is_order(before) or _lead_in(before)):
+                break
+            j -= 1
+            drop.add(j)
+    out, pos = [], 0
+    for i in sorted(drop):
+        start, end, _, _ = sentences[i]
+        out.append(text[pos:start])
+        pos = end
     out.append(text[pos:])
     return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip()
