@@ -4,6 +4,11 @@ Subcommands live in the component that owns them; this module only maps names to
 imports a module when its subcommand is used, so ``toolwatch --help`` needs no extras and a
 missing extra is reported as a clear install hint. A subcommand module provides
 ``HELP: str``, ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Every command follows one error convention (:mod:`toolwatch.usage`): a user error is one line
+on stderr and a non-zero exit code (1: could not do the job, 2: bad usage), never a traceback;
+``-v`` (before or after the command name) adds the traceback and debug logging. :func:`main`
+enforces it for whatever a command raises, so no command has to catch everything itself.
 """
 
 from __future__ import annotations
@@ -13,8 +18,20 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
+
+from toolwatch.usage import (
+    EXIT_BROKEN_PIPE,
+    EXIT_BUG,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    UserError,
+    one_line,
+)
 
 #: subcommand -> (module, extra that provides its dependencies, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -94,22 +111,34 @@ def _load(name: str) -> ModuleType:
         if missing.startswith("toolwatch"):
             raise
         hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
-        raise SystemExit(
-            f"toolwatch {name}: needs {missing!r}, which is not installed ({hint})"
-        ) from exc
+        raise UserError(f"needs {missing!r}, which is not installed ({hint})") from exc
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the convention's one-line error (argparse prints the usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+VERBOSE_HELP = "debug logging, and the traceback of an error"
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="toolwatch",
         description="Content-free telemetry and anomaly detection for LLM agents using MCP tools.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     # Only the chosen subcommand's module is imported; the others show their one-line help.
     chosen = next((a for a in argv if a in COMMANDS), None)
     for name, (_, _, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
+        # `toolwatch sql -v …` works too; SUPPRESS keeps a `toolwatch -v sql` from being reset
+        p.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+        )
         if name == chosen:
             module = _load(name)
             module.add_arguments(p)
@@ -119,23 +148,48 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(args_list)
-    args = parser.parse_args(args_list)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return 2
+    chosen = next((a for a in args_list if a in COMMANDS), None)
+    verbose = any(a in ("-v", "--verbose") for a in args_list)  # until the line is parsed
     try:
+        parser = build_parser(args_list)
+        args = parser.parse_args(args_list)
+        verbose = bool(args.verbose)
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose else logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            return EXIT_USAGE
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `toolwatch sql ... | head`: the reader left; stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        return EXIT_BROKEN_PIPE
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):  # argparse's exit, --help, or a command's own code
+            raise
+        return _report(chosen, exc.code, exc, verbose, EXIT_ERROR)
+    except UserError as exc:
+        return _report(chosen, one_line(exc), exc, verbose, exc.code)
+    except OSError as exc:  # the environment said no: a busy port, a permission, a full disk
+        return _report(chosen, one_line(exc), exc, verbose, EXIT_ERROR)
+    except Exception as exc:
+        what = f"unexpected {type(exc).__name__}: {one_line(exc)}"
+        hint = "" if verbose else " (a bug: `toolwatch -v …` shows the traceback to report)"
+        return _report(chosen, what + hint, exc, verbose, EXIT_BUG)
+
+
+def _report(command: str | None, message: str, exc: BaseException, verbose: bool, code: int) -> int:
+    """Print the convention's one line (after the traceback under ``-v``); return ``code``."""
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    prefix = f"toolwatch {command}: " if command else "toolwatch: "
+    line = one_line(message)
+    print(line if line.startswith("toolwatch") else prefix + line, file=sys.stderr, flush=True)
+    return code
 
 
 if __name__ == "__main__":

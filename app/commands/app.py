@@ -23,6 +23,7 @@ from pathlib import Path
 
 from toolwatch.app.dashboard.settings import DEFAULT_REFRESH_S, MAIN_SCRIPT, MODEL_IN_STORE
 from toolwatch.collector.store.parquet_store import add_store_argument, resolve_store
+from toolwatch.usage import UserError, port, positive_float
 
 HELP = "open the Streamlit dashboard"
 HOST = "127.0.0.1"
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument(
         "--port",
-        type=int,
+        type=port,
         default=DEFAULT_PORT,
         help=f"loopback port (default {DEFAULT_PORT}; 0 = any free port)",
     )
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refresh",
-        type=float,
+        type=positive_float,
         default=DEFAULT_REFRESH_S,
         help=f"seconds between refreshes of the Live page (default {DEFAULT_REFRESH_S:g})",
     )
@@ -96,6 +97,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_in_use(number: int) -> str:
+    """Why ``number`` cannot be bound on the loopback address, or ``""`` when it can."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, number))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return ""
+
+
 def check_inputs(store: Path, model: str | None, port: int, refresh: float) -> str | None:
     """The problem with the arguments, as one line, or None."""
     if not 0 <= port <= 65535:
@@ -133,6 +144,13 @@ def run(args: argparse.Namespace) -> int:
     if state.status in ("missing", "empty"):
         what = f"no store at {store} yet" if state.status == "missing" else f"{store} is empty"
         print(f"toolwatch app: {what}; the app will say how to fill it", file=sys.stderr)
+    if args.port:
+        busy = port_in_use(args.port)
+        if busy:  # before printing a URL that another server answers
+            raise UserError(
+                f"port {args.port} on {HOST} is not available ({busy.lower()}); "
+                "pick another with --port N, or --port 0 for any free one"
+            )
     port = args.port or free_port()
     model = Path(args.model).expanduser() if args.model else None
     cmd = streamlit_command(store, port, model=model, refresh=args.refresh, headless=args.headless)

@@ -1,49 +1,117 @@
 """``toolwatch sql "SELECT …"``: run SQL over the store's views and print the result.
 
-Views: ``calls``, ``sessions``, ``tool_lists`` and one per other table in the store (alerts,
-experiment results, ...). Output as an aligned table (default), CSV or JSON
-(:mod:`toolwatch.collector.store.result_formats`).
+Views: ``calls``, ``sessions``, ``streams``, ``tool_lists`` and one per other table in the store
+(alerts, experiment results, ...). Output as an aligned table (default), CSV or JSON
+(:mod:`toolwatch.collector.store.result_formats`). Several statements separated by ``;`` print
+one table each, in order (CSV and JSON take one statement). A view that does not exist is
+answered with the store's own views, not DuckDB's catalogue guesses.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+
+import duckdb
+import pyarrow as pa
 
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table, write_csv, write_json
+from toolwatch.usage import UsageError, UserError, non_negative_int, one_line
 
 HELP = "run SQL over the store and print a table"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sql", help='one SQL statement, e.g. "SELECT * FROM sessions LIMIT 5"')
+    parser.add_argument(
+        "sql", help='SQL, e.g. "SELECT * FROM sessions LIMIT 5" (statements: one table each)'
+    )
     add_store_argument(parser)
     parser.add_argument(
-        "--format", choices=("table", "csv", "json"), default="table", help="output format"
+        "--format",
+        choices=("table", "csv", "json"),
+        default="table",
+        help="output format (default table)",
     )
     parser.add_argument(
         "--max-rows",
-        type=int,
+        type=non_negative_int,
         default=200,
-        help="rows shown in table format (0 = all; csv and json always print all)",
+        help="rows shown in table format (default 200; 0 = all; csv and json print all)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
     if not store.root.is_dir():  # a mistyped --store would otherwise answer with empty views
-        print(f"toolwatch sql: no store at {store.root}", file=sys.stderr)
-        return 1
-    try:
-        table = store.query(args.sql)
-    except StoreError as exc:
-        print(f"toolwatch sql: {exc}", file=sys.stderr)
-        return 1
-    if args.format == "csv":
-        write_csv(table, sys.stdout)
-    elif args.format == "json":
-        write_json(table, sys.stdout)
-    else:
-        sys.stdout.write(format_table(table, args.max_rows))
+        raise UserError(f"no store at {store.root}")
+    statements = split_statements(args.sql)
+    if args.format != "table" and len(statements) > 1:
+        raise UsageError(
+            f"--format {args.format} prints one result: give one statement, not {len(statements)}"
+        )
+    for i, statement in enumerate(statements):
+        table = _query(store, statement)
+        if args.format == "csv":
+            write_csv(table, sys.stdout)
+        elif args.format == "json":
+            write_json(table, sys.stdout)
+        else:
+            if len(statements) > 1:
+                sys.stdout.write(("\n" if i else "") + f"-- {i + 1}/{len(statements)}\n")
+            sys.stdout.write(format_table(table, args.max_rows))
     return 0
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of ``sql`` (DuckDB's parser); a usage error when there is none."""
+    try:
+        statements = [s.query for s in duckdb.extract_statements(sql)]
+    except duckdb.Error as exc:
+        raise UserError(duckdb_message(exc)) from exc
+    statements = [s for s in statements if s.strip()]
+    if not statements:
+        raise UsageError('no SQL statement given (e.g. "SELECT * FROM sessions LIMIT 5")')
+    return statements
+
+
+_MISSING_VIEW = re.compile(r"Table with name (\S+) does not exist")
+
+
+def _query(store: Store, sql: str) -> pa.Table:
+    try:
+        return store.query(sql)
+    except StoreError as exc:
+        if not isinstance(exc.__cause__, duckdb.Error):
+            raise
+        text = duckdb_message(exc)
+        missing = _MISSING_VIEW.search(text)
+        if missing:
+            text = f"no view named {missing.group(1)} in the store {store.root}"
+        if isinstance(exc.__cause__, duckdb.CatalogException):
+            text += f"; {views_note(store)}"
+        raise UserError(text) from exc
+
+
+def duckdb_message(exc: Exception) -> str:
+    """DuckDB's message on one line, without its caret line and its guesses from the system
+    catalogue (``Did you mean "pg_sequences"?``)."""
+    lines = [line for line in str(exc).splitlines() if line.strip(" ^")]
+    return one_line("\n".join(x for x in lines if not x.startswith("Did you mean")))
+
+
+def views_note(store: Store) -> str:
+    """``the store's views: calls, sessions, …`` (what a query can read)."""
+    con = store.connect()
+    try:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = 'main' ORDER BY table_name"
+            ).fetchall()
+        ]
+    finally:
+        con.close()
+    return "the store's views: " + ", ".join(names)

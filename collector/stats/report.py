@@ -8,6 +8,7 @@ import math
 from typing import Any, Final
 
 from toolwatch.collector.stats.corpus import STAT_KEYS
+from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.study import CORPUS
 
 #: key -> (label, format): "n" integer, "s" seconds, "%" share.
@@ -57,13 +58,14 @@ def format_report(
         lines.append(f"selected sources: {', '.join(selected)}")
     if "simulated" in sources and (not selected or "simulated" in selected):
         lines.append("note: includes SIMULATED calls (toolwatch simulate), not real agent data")
-    width = max(len(label) for label, _ in LABELS.values())
-    lines.append(f"{'':{width}}  {'yours':>12}  {'study':>12}")
+    rows = []
     for key in STAT_KEYS:
         label, kind = LABELS[key]
         study = CORPUS.get(key)
         study_text = format_stat(float(study), kind) if study is not None else "—"
-        lines.append(f"{label:{width}}  {format_stat(stats[key], kind):>12}  {study_text:>12}")
+        rows.append([label, format_stat(stats[key], kind), study_text])
+    drawn = text_table([("", False), ("yours", True), ("study", True)], rows)
+    lines.append(render(drawn).rstrip("\n"))
     lines.append(
         "sessions are streams (session, agent): each subagent counts as one, as in the study; "
         "gaps are between consecutive calls of one stream"

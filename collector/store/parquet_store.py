@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
+from toolwatch.usage import UserError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ TIME_COLUMNS: dict[str, str] = {t.name: t.time_column for t in tables.TABLES.val
 _UNIQUE_COLUMNS = frozenset({"trace_id", "span_id", "call_id"})
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The store is missing, unreadable or holds a corrupt file; the message names it."""
 
 

@@ -1,16 +1,27 @@
 """Query results as text: an aligned table (numbers right-aligned, long cells cut), CSV or
-JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` its table."""
+JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` its table.
+
+Tables are drawn by ``rich`` (:func:`text_table`, :func:`render`), shared by every command that
+prints one (``scan``, ``stats``, ...): never wrapped or cut to the terminal's width, so an id
+is always whole and can be pasted into SQL or the app; plain text without colour codes, so
+output piped to a file reads the same.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
 import pyarrow as pa
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 MAX_CELL = 80  # wide enough for a whole sha256 digest (64 hex digits) and any id
 
@@ -30,29 +41,40 @@ def _cell(value: Any) -> str:
 
 def format_table(table: pa.Table, max_rows: int = 0) -> str:
     """An aligned text table (numbers right-aligned) with a ``(N rows)`` footer."""
-    names = table.column_names
     shown = table if not max_rows or table.num_rows <= max_rows else table.slice(0, max_rows)
-    rows = [[_cell(v) for v in row.values()] for row in shown.to_pylist()]
     numeric = [
         pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
         for f in table.schema
     ]
-    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
-
-    def line(cells: list[str]) -> str:
-        parts = [
-            c.rjust(w) if num else c.ljust(w)
-            for c, w, num in zip(cells, widths, numeric, strict=True)
-        ]
-        return " | ".join(parts).rstrip() + "\n"
-
-    out = [line(list(names)), "-+-".join("-" * w for w in widths) + "\n"]
-    out += [line(r) for r in rows]
-    footer = f"({table.num_rows} row{'s' if table.num_rows != 1 else ''}"
+    drawn = text_table(
+        list(zip(table.column_names, numeric, strict=True)),
+        [[_cell(v) for v in row.values()] for row in shown.to_pylist()],
+    )
+    footer = f"({table.num_rows:,} row{'s' if table.num_rows != 1 else ''}"
     if shown.num_rows < table.num_rows:
-        footer += f", first {shown.num_rows} shown; --max-rows 0 shows all"
-    out.append(footer + ")\n")
-    return "".join(out)
+        footer += f", first {shown.num_rows:,} shown; --max-rows 0 shows all"
+    return render(drawn) + footer + ")\n"
+
+
+def text_table(
+    columns: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]], title: str | None = None
+) -> Table:
+    """A rich table of ``(name, right-aligned)`` columns and rows of cell text."""
+    drawn = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title=title)
+    for name, right in columns:
+        drawn.add_column(name, justify="right" if right else "left", no_wrap=True)
+    for row in rows:
+        drawn.add_row(*row)
+    return drawn
+
+
+def render(drawn: Table) -> str:
+    """The table as plain text at its natural width (nothing wrapped or cut), lines stripped."""
+    out = io.StringIO()
+    Console(
+        file=out, width=1_000_000, color_system=None, highlight=False, emoji=False, markup=False
+    ).print(drawn)
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
 
 def write_csv(table: pa.Table, out: TextIO) -> None:

@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.usage import UserError
+
 #: Columns a calls table must have; the rest of the record is optional here.
 REQUIRED_COLUMNS: tuple[str, ...] = ("session_id", "tool", "start_time", "input_bytes", "failed")
 OPTIONAL_COLUMNS: tuple[str, ...] = (
@@ -51,7 +53,7 @@ FRAME_COLUMNS: tuple[str, ...] = (
 )
 
 
-class CallsError(ValueError):
+class CallsError(UserError, ValueError):
     """A calls table cannot be scored; the message names the column and the problem."""
 
 

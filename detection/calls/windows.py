@@ -25,12 +25,13 @@ import pyarrow as pa
 from toolwatch import study
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.usage import UserError
 
 TRAIN_SHARE: Final = study.TRAIN_SHARE
 CALIBRATE_SHARE: Final = study.CALIBRATE_SHARE
 
 
-class WindowError(ValueError):
+class WindowError(UserError, ValueError):
     """A window is malformed or selects nothing; the message says which."""
 
 

@@ -19,6 +19,7 @@ from toolwatch.collector.otlp.server import (
     Collector,
 )
 from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.usage import non_negative_float, port, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +28,11 @@ ENV_TOKEN = "TOOLWATCH_TOKEN"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port (0 = any free port; default 4318)"
+        "--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=port, default=DEFAULT_PORT, help="port (0 = any free port; default 4318)"
     )
     add_store_argument(parser)
     parser.add_argument(
@@ -40,19 +43,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--webhook", help="POST live alerts to this URL (needs --model)")
     parser.add_argument(
         "--max-body",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MAX_BODY,
         help="largest accepted body in bytes, compressed or not (default 16 MiB)",
     )
     parser.add_argument(
         "--queue-limit",
-        type=int,
+        type=positive_int,
         default=DEFAULT_QUEUE_LIMIT,
-        help="spans waiting for the disk before requests get 503 + Retry-After",
+        help="spans waiting for the disk before requests get 503 + Retry-After "
+        f"(default {DEFAULT_QUEUE_LIMIT:,})",
     )
     parser.add_argument(
         "--compact-interval",
-        type=float,
+        type=non_negative_float,
         default=DEFAULT_COMPACT_INTERVAL,
         help="seconds between compactions of small files (0 = only at shutdown)",
     )

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.calls.frame import CallsError
 from toolwatch.detection.calls.windows import WindowError, bounded, load_window
 from toolwatch.detection.cues.base import CUE_SETS
@@ -55,11 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        # the inputs first: an error is then a line of its own, not glued to a progress bar
+        path = model_path_for(Store(args.store).root, args.model)
+        model = NormalModel.load(path)
+        if not model.calibrated:
+            raise ModelError(f"model file {path} has no thresholds (never calibrated)")
         with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            path = model_path_for(Store(args.store).root, args.model)
-            model = NormalModel.load(path)
-            if not model.calibrated:
-                raise ModelError(f"model file {path} has no thresholds (never calibrated)")
             bar.update()
             calls = load_window(Store(args.store), bounded(args.start, args.end), normal_only=False)
             bar.update()
@@ -93,19 +95,38 @@ def format_result(result: ScanResult, top: int) -> str:
     ]
     if not result.flags:
         return lines[0]
-    header = (
-        f"{'#':>3}  {'session':<28} {'agent':<14} {'call':>5} {'of':>5} {'seq':>5} {'tool':<22} "
-        f"{'statistic':<13} {'cue':<8} {'peak':>8} {'thresh':>8} {'over':>5}"
-    )
-    lines.append(header)
-    for rank, f in enumerate(result.flags[:top], 1):
-        lines.append(
-            f"{rank:>3}  {f.session_id[:28]:<28} {(f.agent_id or '-')[:14]:<14} "
-            f"{f.call_index:>5} {f.stream_calls:>5} {f.seq if f.seq is not None else '-':>5} "
-            f"{f.tool[:22]:<22} "
-            f"{f.statistic:<13} {f.cue:<8} {f.peak:>8.2f} {f.threshold:>8.2f} "
-            f"{f.calls_over:>5}"
-        )
+    rows = [
+        [
+            str(rank),
+            f.session_id,
+            f.agent_id or "-",
+            f"{f.call_index:,}",
+            f"{f.stream_calls:,}",
+            "-" if f.seq is None else f"{f.seq:,}",
+            f.tool,
+            f.statistic,
+            f.cue,
+            f"{f.peak:.2f}",
+            f"{f.threshold:.2f}",
+            f"{f.calls_over:,}",
+        ]
+        for rank, f in enumerate(result.flags[:top], 1)
+    ]
+    columns = [
+        ("#", True),
+        ("session", False),
+        ("agent", False),
+        ("call", True),
+        ("of", True),
+        ("seq", True),
+        ("tool", False),
+        ("statistic", False),
+        ("cue", False),
+        ("peak", True),
+        ("thresh", True),
+        ("over", True),
+    ]
+    lines.append(render(text_table(columns, rows)).rstrip("\n"))
     if len(result.flags) > top:
         lines.append(f"... {len(result.flags) - top} more (--top)")
     return "\n".join(lines)

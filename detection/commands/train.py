@@ -13,6 +13,7 @@ thresholds; by default it is written where scoring looks for it, ``STORE/models/
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from datetime import UTC, datetime
 
@@ -96,7 +97,29 @@ def _run(args: argparse.Namespace) -> int:
         path = model.save(args.out or store.root / MODEL_IN_STORE)
         bar.update()
     print(summary(model, str(path)))
+    thin = thin_calibration(model)
+    if thin:
+        print(f"toolwatch train: warning: {thin}", file=sys.stderr)
     return 0
+
+
+#: Fewer calibration sessions than this and the operating point is one session's behaviour.
+MIN_CALIBRATION_SESSIONS = 10
+
+
+def thin_calibration(model: NormalModel) -> str:
+    """Why the calibration window is too small for the operating point, or ``""``."""
+    d = model.data.get("calibration", {})
+    sessions, calls = int(d.get("sessions", 0)), int(d.get("calls", 0))
+    share = 1 - model.config.operating_quantile
+    needed = math.ceil(1 / share) if share > 0 else 0
+    if sessions >= MIN_CALIBRATION_SESSIONS and calls >= needed:
+        return ""
+    return (
+        f"the calibration window holds {sessions:,} session(s) and {calls:,} call(s): a top "
+        f"{share:.2%} threshold needs at least {needed:,} calls and "
+        f"{MIN_CALIBRATION_SESSIONS} sessions to mean anything; widen --calibrate"
+    )
 
 
 def summary(model: NormalModel, path: str) -> str:

@@ -46,6 +46,7 @@ from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
 from toolwatch.detection.detectors.point import Point
 from toolwatch.detection.model.thresholds import operating_threshold
+from toolwatch.usage import UserError
 
 #: Where a store keeps its own model (relative to the store root): ``toolwatch train`` writes
 #: it there by default, and scoring, the dashboard and the demo look for it there.
@@ -76,7 +77,7 @@ CUE_CLASSES: Final[dict[str, type[Cue]]] = {
 }
 
 
-class ModelError(ValueError):
+class ModelError(UserError, ValueError):
     """A model cannot be built, used or loaded; the message names the file and the problem."""
 
 

@@ -24,6 +24,7 @@ from toolwatch.injection.proxy.proxy import (
     serve,
     upstream_command,
 )
+from toolwatch.usage import port
 
 HELP = "MCP fault-injection proxy"
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how clients reach the proxy (default: stdio)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free port)")
+    parser.add_argument("--port", type=port, default=8000, help="HTTP port (0: any free port)")
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of probabilistic occurrence rules (default 0)"
     )

@@ -17,6 +17,7 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
+from toolwatch.usage import port
 
 HELP = "serve a scenario's tools as an MCP server"
 logger = logging.getLogger(__name__)
@@ -24,9 +25,18 @@ logger = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="SCENARIO", help="scenario file or packaged id")
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free port)")
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio: speak MCP on stdin/stdout (for a client that starts the server, e.g. "
+        "`toolwatch proxy --upstream-cmd`); http: streamable HTTP on --host/--port "
+        "(default stdio)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=port, default=8000, help="HTTP port (0: any free port; default 8000)"
+    )
     parser.add_argument("--name", help="server name announced to clients")
 
 

@@ -20,6 +20,7 @@ from toolwatch.injection.spans.kinds import (
     params_from_dict,
     params_to_dict,
 )
+from toolwatch.usage import UserError
 
 #: Threshold modes: at a target false-alarm rate, or the model's calibrated operating point.
 MODES: Final[tuple[str, ...]] = ("fa_target", "operating_point")
@@ -27,7 +28,7 @@ MODES: Final[tuple[str, ...]] = ("fa_target", "operating_point")
 VARIANTS: Final[tuple[str, ...]] = ("standard", "no_response_ids")
 
 
-class ExperimentError(ValueError):
+class ExperimentError(UserError, ValueError):
     """The experiment cannot run on this corpus / configuration (the message says why)."""
 
 

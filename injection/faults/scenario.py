@@ -17,6 +17,7 @@ import jsonschema
 
 from toolwatch.injection.faults.pointer import pointer_join
 from toolwatch.injection.faults.taxonomy import fault_label
+from toolwatch.usage import UserError
 
 FORMAT: Final = "toolwatch-scenario/1"
 
@@ -37,7 +38,7 @@ class Problem:
         return f"{source}: {self.pointer or '/'}: {self.message}"
 
 
-class ScenarioError(ValueError):
+class ScenarioError(UserError, ValueError):
     """A scenario file that cannot be used; ``str()`` names the file and every bad field."""
 
     def __init__(self, source: str, problems: Sequence[Problem]) -> None:

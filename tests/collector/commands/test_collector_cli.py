@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -44,15 +45,19 @@ def store(tmp_path: Path) -> Store:
     return s
 
 
+def _cells(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
 def test_sql_prints_an_aligned_table(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     sql = "SELECT seq, tool, input_bytes, output_bytes, failed FROM calls ORDER BY seq"
     assert main(["sql", sql, "--store", str(store.root)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split(" | ") == ["seq", "tool", "input_bytes", "output_bytes", "failed"]
-    assert set(out[1]) == {"-", "+"}
-    assert [c.strip() for c in out[2].split("|")] == ["0", "Read", "100", "2000", "false"]
-    assert [c.strip() for c in out[3].split("|")] == ["1", "Bash", "101", "NULL", "true"]
-    assert out[3].split("|")[0] == "  1 "  # numbers are right-aligned
+    assert _cells(out[0]) == ["seq", "tool", "input_bytes", "output_bytes", "failed"]
+    assert set(out[1]) == {"─"}
+    assert _cells(out[2]) == ["0", "Read", "100", "2000", "false"]
+    assert _cells(out[3]) == ["1", "Bash", "101", "NULL", "true"]
+    assert out[3].index("NULL") + 4 == out[0].index("output_bytes") + 12  # numbers right-aligned
     assert out[-1] == "(3 rows)"
 
 
@@ -60,7 +65,7 @@ def test_sql_views_sessions_and_max_rows(store: Store, capsys: pytest.CaptureFix
     sql = "SELECT session_id, calls, failures FROM sessions ORDER BY session_id"
     assert main(["sql", sql, "--store", str(store.root), "--max-rows", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert [c.strip() for c in out[2].split("|")] == ["s1", "2", "1"]
+    assert _cells(out[2]) == ["s1", "2", "1"]
     assert out[-1] == "(2 rows, first 1 shown; --max-rows 0 shows all)"
 
 
@@ -123,7 +128,7 @@ def test_store_compact_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "calls: 6 files -> 1 (5 merged away)" in capsys.readouterr().out
     assert main(["store", "info", "--store", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    header, values = ([c.strip() for c in out[i].split("|")] for i in (1, 3))
+    header, values = (_cells(out[i]) for i in (1, 3))
     row = dict(zip(header, values, strict=True))
     assert (row["table"], row["files"], row["rows"], row["first"]) == (
         "calls",
@@ -138,11 +143,13 @@ def test_store_command_without_a_store(tmp_path: Path, capsys: pytest.CaptureFix
     assert "no store at" in capsys.readouterr().err
 
 
-def test_collector_command_option_errors(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match=r"model file .* not found"):
-        main(["collector", "--store", str(tmp_path), "--model", str(tmp_path / "none.json")])
-    with pytest.raises(SystemExit, match="--webhook needs --model"):
-        main(["collector", "--store", str(tmp_path), "--webhook", "http://127.0.0.1:9/x"])
+def test_collector_command_option_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["collector", "--store", str(tmp_path), "--model", str(tmp_path / "x")]) == 1
+    assert re.fullmatch(r"toolwatch collector: model file .* not found\n", capsys.readouterr().err)
+    assert main(["collector", "--store", str(tmp_path), "--webhook", "http://127.0.0.1:9/x"]) == 1
+    assert "--webhook needs --model" in capsys.readouterr().err
 
 
 def test_collector_command_reports_a_busy_port(
@@ -158,12 +165,14 @@ def test_collector_command_reports_a_busy_port(
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
-def test_collector_command_reports_an_unreadable_model(tmp_path: Path) -> None:
+def test_collector_command_reports_an_unreadable_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("toolwatch.detection.alerting.live")
     model = tmp_path / "model.json"
     model.write_text("{not a model")
-    with pytest.raises(SystemExit, match=r"cannot load model .*model\.json"):
-        main(["collector", "--store", str(tmp_path / "s"), "--model", str(model)])
+    assert main(["collector", "--store", str(tmp_path / "s"), "--model", str(model)]) == 1
+    assert re.match(r"toolwatch collector: cannot load model .*model\.json", capsys.readouterr().err)
 
 
 def test_sql_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -182,7 +182,8 @@ def test_stats_command_json_and_source_filter(
 def test_stats_command_on_an_empty_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["stats", "--store", str(tmp_path / "none"), "--json"]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main(["stats", "--store", str(tmp_path / "empty"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["stats"]["calls"] == 0
     assert doc["stats"]["inter_response_gap_median_s"] is None

@@ -25,13 +25,23 @@ def _table() -> pa.Table:
 
 def test_table_aligns_numbers_right_and_text_left_with_a_row_footer() -> None:
     lines = format_table(_table()).splitlines()
-    assert lines[0] == "tool" + " " * (MAX_CELL - 4) + " |     n |    share | ok"
-    assert lines[1] == "-" * MAX_CELL + "-+-------+----------+------"
-    assert lines[2].startswith("Read ") and lines[2].endswith("|     3 |      0.5 | true")
-    assert lines[3].split(" | ")[0] == "mcp__x__" + "y" * (MAX_CELL - 9) + "…"
-    assert lines[3].endswith("| 12345 |      nan | false")
-    assert lines[4].startswith("NULL ") and lines[4].endswith("|  NULL | 0.333333 | NULL")
+    assert lines[0].split() == ["tool", "n", "share", "ok"]
+    assert set(lines[1]) == {"─"}
+    assert lines[2].startswith("Read ") and lines[2].endswith("3        0.5   true")
+    assert lines[3].split()[0] == "mcp__x__" + "y" * (MAX_CELL - 9) + "…"
+    assert lines[3].endswith("12345        nan   false")
+    assert lines[4].startswith("NULL ") and lines[4].endswith("NULL   0.333333   NULL")
+    # right-aligned: every number ends where its header ends
+    assert len({len(line.split("  ok")[0]) for line in lines[:1]}) == 1
+    assert len({line.index("0.5") + 3 for line in lines[2:3]} | {lines[0].index("share") + 5}) == 1
     assert lines[-1] == "(3 rows)"
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_table_never_cuts_an_id_to_the_terminal_width() -> None:
+    ids = ["sim-15847239-90ba-ee88-37bf-" + "a" * 40, "x"]
+    text = format_table(pa.table({"session_id": ids, "calls": [1, 2]}))
+    assert ids[0] in text.splitlines()[2]
 
 
 def test_table_shows_the_first_rows_and_says_so() -> None:

@@ -1,0 +1,117 @@
+"""What a user can get wrong on the command line, and how it is said: one convention for every
+command.
+
+A user error is one line on stderr, ``toolwatch COMMAND: what is wrong (and what to do)``, and a
+non-zero exit; never a traceback (``toolwatch -v …`` shows one). Exit codes:
+
+====  ========================================================================================
+0     done
+1     the command could not do its job with what it found (a missing store or model, a
+      query the store cannot answer, a port already in use, …): :class:`UserError`
+2     bad usage, caught before any work: an unknown option or a value out of range
+      (argparse, with the types below), or :class:`UsageError`
+70    an unexpected error inside toolwatch (a bug): still one line, ``-v`` for the traceback
+130   interrupted (Ctrl-C)
+141   the reader of the output went away (``toolwatch sql … | head``)
+====  ========================================================================================
+
+Commands raise :class:`UserError` / :class:`UsageError` (or return the code after printing their
+own one-line message); :func:`toolwatch.cli.main` prints and maps them. Error types of the
+components that describe a user's mistake (a corrupt store, a model that cannot be loaded, an
+empty window) subclass :class:`UserError`, so they read the same wherever they surface.
+
+The argparse types check a value when the command line is parsed, before a progress bar starts
+or a socket is bound, and name the option in the message. Only the standard library is used:
+every command, including the production install's, can import this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_BUG: Final = 70
+EXIT_INTERRUPTED: Final = 130
+EXIT_BROKEN_PIPE: Final = 141
+
+
+class UserError(Exception):
+    """A problem with the user's input or data, said in one line (exit code :attr:`code`)."""
+
+    code: int = EXIT_ERROR
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class UsageError(UserError):
+    """Bad usage found by the command itself (an option combination argparse cannot see)."""
+
+    code = EXIT_USAGE
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line (DuckDB and others put hints on extra lines): lines joined by ' — '."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return " — ".join(lines) if lines else type(text).__name__
+
+
+# ------------------------------------------------------------------------ argparse value types
+
+
+def port(text: str) -> int:
+    """A TCP port, 0-65535 (0 = any free port)."""
+    value = integer(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a TCP port (0-65535; 0 = any free port)")
+    return value
+
+
+def integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive_int(text: str) -> int:
+    """A whole number ≥ 1."""
+    value = integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number ≥ 0."""
+    value = integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number ≥ 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or a positive number")
+    return value
