@@ -172,7 +172,8 @@ def test_collector_command_reports_an_unreadable_model(
     model = tmp_path / "model.json"
     model.write_text("{not a model")
     assert main(["collector", "--store", str(tmp_path / "s"), "--model", str(model)]) == 1
-    assert re.match(r"toolwatch collector: cannot load model .*model\.json", capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert re.match(r"toolwatch collector: cannot load model .*model\.json", err)
 
 
 def test_sql_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
