@@ -2,11 +2,11 @@
 
 :meth:`WebhookPoster.post` only enqueues (a bounded queue; when it is full the batch is
 dropped and counted, never blocking the caller). One daemon thread sends each batch as
-``{"alerts": [...]}`` JSON and retries connection errors, timeouts, 408, 429 and 5xx with
-exponential backoff (``backoff_s · 2^attempt``, capped at ``max_backoff_s``; a
-``Retry-After`` in seconds is honoured up to the cap) for ``max_attempts`` attempts. Other
-4xx answers are not retried (the receiver rejected the payload). Outcomes are logged and
-counted in :attr:`WebhookPoster.stats`.
+``{"alerts": [...]}`` JSON through a ``urllib3`` pool whose :class:`urllib3.util.Retry` retries
+connection errors, timeouts, 408, 429 and 5xx with exponential backoff (``backoff_s ·
+2^attempt``, capped at ``max_backoff_s``; a ``Retry-After`` is honoured up to the cap) for
+``max_attempts`` attempts in all. Other 4xx answers are not retried (the receiver rejected
+the payload). Outcomes are logged and counted in :attr:`WebhookPoster.stats`.
 
 The sender is a daemon thread, so it never holds a process open; instead, alerts still queued
 when the interpreter exits get up to ``exit_timeout_s`` to be delivered (an ``atexit`` hook,
@@ -22,17 +22,20 @@ import json
 import logging
 import queue
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import urllib3
+from urllib3.util import Retry
 
 from toolwatch.detection.alerting.alerts import alert_json
 
 log = logging.getLogger(__name__)
 
 _STOP = object()
+#: Answers worth another attempt: the receiver is busy or broken, not refusing the payload.
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class WebhookPoster:
@@ -63,6 +66,19 @@ class WebhookPoster:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.stats = {"sent": 0, "failed": 0, "dropped": 0, "retries": 0}
+        self._pool = urllib3.PoolManager(
+            retries=Retry(
+                total=self.max_attempts - 1,
+                backoff_factor=self.backoff_s,
+                backoff_max=self.max_backoff_s,
+                status_forcelist=RETRY_STATUSES,
+                allowed_methods=None,  # POST too: a receiver that deduplicates is assumed
+                respect_retry_after_header=True,
+                raise_on_status=False,  # the last answer is returned, then counted below
+            ),
+            timeout=urllib3.Timeout(total=self.timeout_s),
+            headers={"Content-Type": "application/json", "User-Agent": "toolwatch"},
+        )
 
     def post(self, alerts: Sequence[Mapping[str, Any]]) -> bool:
         """Queue a batch for delivery; ``False`` if it was dropped (queue full or closed)."""
@@ -131,42 +147,27 @@ class WebhookPoster:
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
         body = json.dumps({"alerts": batch}).encode("utf-8")
-        for attempt in range(self.max_attempts):
-            wait = min(self.backoff_s * (2**attempt), self.max_backoff_s)
-            try:
-                request = urllib.request.Request(
-                    self.url,
-                    data=body,
-                    headers={"Content-Type": "application/json", "User-Agent": "toolwatch"},
-                    method="POST",
-                )
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    response.read()
-                self.stats["sent"] += 1
-                return
-            except urllib.error.HTTPError as exc:
-                if exc.code not in (408, 429) and exc.code < 500:
-                    log.error(
-                        "webhook %s rejected %d alert(s): HTTP %d", self.url, len(batch), exc.code
-                    )
-                    self.stats["failed"] += 1
-                    return
-                wait = min(_retry_after(exc) or wait, self.max_backoff_s)
-                reason = f"HTTP {exc.code}"
-            except (urllib.error.URLError, OSError) as exc:
-                reason = str(getattr(exc, "reason", exc))
-            if attempt + 1 < self.max_attempts:
-                self.stats["retries"] += 1
-                log.warning("webhook %s: %s; retrying in %.2fs", self.url, reason, wait)
-                if self._stop.wait(wait):
-                    break
+        try:
+            response = self._pool.request("POST", self.url, body=body)
+        except urllib3.exceptions.HTTPError as exc:  # connection errors after every retry
+            self.stats["retries"] += self.max_attempts - 1
+            self.stats["failed"] += 1
+            reason = getattr(exc, "reason", None) or exc
+            log.error("webhook %s: gave up on %d alert(s): %s", self.url, len(batch), reason)
+            return
+        history = response.retries.history if response.retries is not None else ()
+        self.stats["retries"] += len(history)
+        for attempt in history:
+            log.warning("webhook %s: %s; retried", self.url, attempt.status or attempt.error)
+        if response.status < 300:
+            self.stats["sent"] += 1
+            return
         self.stats["failed"] += 1
-        log.error("webhook %s: gave up on %d alert(s)", self.url, len(batch))
-
-
-def _retry_after(exc: urllib.error.HTTPError) -> float | None:
-    value = exc.headers.get("Retry-After") if exc.headers else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+        if response.status in RETRY_STATUSES:
+            log.error(
+                "webhook %s: gave up on %d alert(s): HTTP %d", self.url, len(batch), response.status
+            )
+        else:
+            log.error(
+                "webhook %s rejected %d alert(s): HTTP %d", self.url, len(batch), response.status
+            )
