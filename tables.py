@@ -155,6 +155,28 @@ WORKBENCH_RUN_FIELDS: Final[tuple[Field, ...]] = (
     _f("config", "string", "the suite configuration, JSON", nullable=False),
 )
 
+STREAM_SCORE_FIELDS: Final[tuple[Field, ...]] = (
+    _f("scored_time", "timestamp", "when the streams were scored, UTC", nullable=False),
+    _f("model_id", "string", "checksum of the model that scored them", nullable=False),
+    _f("statistic", "string", "the watched statistic (cue set _ detector)", nullable=False),
+    _f("session_id", "string", "the stream's session", nullable=False),
+    _f("agent_id", "string", "the stream's subagent; null for the main agent"),
+    _f("calls", "int64", "calls in the stream (in the scored window)", nullable=False),
+    _f("first_time", "timestamp", "the stream's first call, UTC", nullable=False),
+    _f("last_time", "timestamp", "the stream's last call, UTC", nullable=False),
+    _f("peak", "float64", "largest value of the statistic in the stream", nullable=False),
+    _f("peak_index", "int32", "0-based position in the stream of that value", nullable=False),
+    _f("threshold", "float64", "the model's operating-point threshold", nullable=False),
+    _f("margin", "float64", "peak - threshold (> 0: the stream is flagged)", nullable=False),
+    _f("flagged", "bool", "the statistic went above the threshold", nullable=False),
+    _f("first_over_index", "int32", "position of the first call above the threshold"),
+    _f("first_over_seq", "int32", "that call's position in its session"),
+    _f("first_over_tool", "string", "that call's tool"),
+    _f("first_over_time", "timestamp", "that call's start, UTC"),
+    _f("cue", "string", "the cue that explains the first crossing"),
+    _f("calls_over", "int64", "calls above the threshold", nullable=False),
+)
+
 CALLS: Final = Table(
     "calls", CALL_FIELDS, "start_time", "collector, import, simulate", "one row per tool call"
 )
@@ -197,10 +219,28 @@ WORKBENCH_RUNS: Final = Table(
     "one row per scenario × agent × mode × mitigation",
 )
 
+STREAM_SCORES: Final = Table(
+    "stream_scores",
+    STREAM_SCORE_FIELDS,
+    "scored_time",
+    "scan",
+    "one row per stream × watched statistic × scan: the stream's peak against the operating "
+    "point (what the app's Sessions page lists, without scoring on page load)",
+)
+
 #: Every stored table, by name.
 TABLES: Final[dict[str, Table]] = {
     t.name: t
-    for t in (CALLS, TOOL_LISTS, ALERTS, SIMULATIONS, EXPERIMENTS, EXPERIMENT_RUNS, WORKBENCH_RUNS)
+    for t in (
+        CALLS,
+        TOOL_LISTS,
+        ALERTS,
+        SIMULATIONS,
+        EXPERIMENTS,
+        EXPERIMENT_RUNS,
+        WORKBENCH_RUNS,
+        STREAM_SCORES,
+    )
 }
 
 

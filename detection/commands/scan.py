@@ -30,7 +30,9 @@ from toolwatch.detection.model.normal_model import (
     NormalModel,
     model_path_for,
 )
+from toolwatch.detection.scoring.batch import score_calls
 from toolwatch.detection.scoring.scan import ScanResult, scan
+from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
 
 HELP = "rank sessions flagged at the operating point"
@@ -52,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--top", type=int, default=20, help="show this many sessions (default 20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--no-save",
+        action="store_true",
+        help="do not store the per-stream scores (table stream_scores, read by the app)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,10 +69,15 @@ def run(args: argparse.Namespace) -> int:
         if not model.calibrated:
             raise ModelError(f"model file {path} has no thresholds (never calibrated)")
         with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            bar.update()
             calls = load_window(Store(args.store), bounded(args.start, args.end), normal_only=False)
             bar.update()
-            result = scan(model, calls, args.statistic)
+            scored = score_calls(model, calls)
+            bar.update()
+            result = scan(model, calls, args.statistic, scored=scored)
+            if not args.no_save:
+                Store(args.store).append(
+                    STREAM_SCORES_TABLE, stream_scores(model, scored, args.statistic)
+                )
             bar.update()
     except (ModelError, WindowError, StoreError, CallsError) as exc:
         print(f"toolwatch scan: {exc}", file=sys.stderr)
@@ -83,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(provenance_note(calls))
         print(format_result(result, args.top))
+        if not args.no_save:
+            print(f"scores of {result.streams:,} streams saved (table {STREAM_SCORES_TABLE})")
     return 0
 
 

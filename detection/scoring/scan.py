@@ -63,10 +63,15 @@ class ScanResult:
 
 
 def scan(
-    model: NormalModel, calls: pa.Table, statistics: Sequence[str] | None = None
+    model: NormalModel,
+    calls: pa.Table,
+    statistics: Sequence[str] | None = None,
+    *,
+    scored: pa.Table | None = None,
 ) -> ScanResult:
-    """Score ``calls`` and return the flagged sessions, ranked (see the module docstring)."""
-    scored = score_calls(model, calls)
+    """Score ``calls`` and return the flagged sessions, ranked (see the module docstring);
+    ``scored``: ``score_calls(model, calls)`` when the caller has it already."""
+    scored = score_calls(model, calls) if scored is None else scored
     n = scored.num_rows
     if n == 0:
         return ScanResult([], 0, 0, 0, 0)
