@@ -2,6 +2,11 @@
 
 Keeping them apart from the pages lets the tests check what a chart encodes (its data and
 fields) without a browser.
+
+Every chart has axis titles with units and a legend for each colour or mark it uses; colours
+come from one colour-blind-safe palette (Okabe & Ito's, :data:`PALETTE`: hues that stay apart
+under every common colour-vision deficiency), with line dashes as a second cue where a chart
+needs more than its hues, and pass rates on viridis (never a red-green scale).
 """
 
 from __future__ import annotations
@@ -15,14 +20,65 @@ import pandas as pd
 #: Any top-level chart these functions return (altair's ``properties`` widens the types).
 Spec: TypeAlias = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
 
-PASS_SCALE = alt.Scale(domain=[0, 1], scheme="redyellowgreen")
+#: Okabe & Ito's colour-blind-safe palette (yellow left out: unreadable on white), then greys.
+PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#D55E00",  # vermillion
+    "#56B4E9",  # sky blue
+    "#000000",  # black
+    "#999999",  # grey
+    "#5F5F5F",  # dark grey
+)
+#: Line dashes paired with the palette (solid for the first five hues), a second cue.
+DASHES: tuple[list[int], ...] = ([1, 0],) * 5 + ([6, 3], [2, 2], [6, 3], [2, 2])
+PASS_SCALE = alt.Scale(domain=[0, 1], scheme="viridis")
 #: Marks that stand out from the data: the study's figures, divergence steps, thresholds.
-MARKER = "#e45756"
+MARKER = "#D55E00"
+#: Our own figures (bars, points) beside the MARKER.
+OURS = "#0072B2"
+
+
+def category_scale(domain: Sequence[Any] | None = None) -> alt.Scale:
+    """The palette as a categorical scale (cycled when there are more values than hues)."""
+    if domain is None:
+        return alt.Scale(range=list(PALETTE))
+    values = list(domain)
+    colours = [PALETTE[i % len(PALETTE)] for i in range(len(values))]
+    return alt.Scale(domain=values, range=colours)
+
+
+def legend_colour(names: Sequence[str], colours: Sequence[str], title: str | None = None) -> Any:
+    """A colour encoding on the constant field ``what`` (set by :func:`as_what`), so layers
+    that each draw one kind of mark share one legend naming them."""
+    return alt.Color(
+        "what:N",
+        title=title,
+        scale=alt.Scale(domain=list(names), range=list(colours)),
+        legend=alt.Legend(orient="bottom"),
+    )
+
+
+def as_what(chart: alt.Chart, name: str) -> alt.Chart:
+    """``chart`` with ``what = name`` on every row (see :func:`legend_colour`)."""
+    return chart.transform_calculate(what="'" + name.replace("'", "\\'") + "'")
 
 
 def marker_ticks(data: pd.DataFrame, size: int, **encoding: Any) -> alt.Chart:
     """Thick ticks in the marker colour (the study's figure beside ours, a divergence step)."""
     return alt.Chart(data).mark_tick(color=MARKER, thickness=3, size=size).encode(**encoding)
+
+
+def short_tool(tool: str) -> str:
+    """A tool's lane label: ``server · tool`` for ``mcp__server__tool`` (the long shared prefix
+    made four different tools look the same), the name itself otherwise."""
+    if tool.startswith("mcp__"):
+        server, _, name = tool[5:].partition("__")
+        if name:
+            return f"{server} · {name}"
+    return tool
 
 
 def detection_bars(table: pd.DataFrame, title: str) -> Spec:
@@ -31,28 +87,34 @@ def detection_bars(table: pd.DataFrame, title: str) -> Spec:
     ``table``: ``kind, label, rate, ci_low, ci_high, study_rate`` (study_rate may be NaN).
     """
     order = list(table["label"])
+    names = ["ours", "ours: 95% interval", "study (published)"]
+    colour = legend_colour(names, [OURS, "#1f2d3d", MARKER])
     base = alt.Chart(table).encode(
-        y=alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260)),
+        y=alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=300)),
     )
-    bars = base.mark_bar(color="#4c78a8", opacity=0.85).encode(
+    bars = as_what(base.mark_bar(opacity=0.85), names[0]).encode(
         x=alt.X(
             "rate:Q",
-            title="detection rate",
+            title="injected runs detected (%)",
             scale=alt.Scale(domain=[0, 1]),
             axis=alt.Axis(format="%"),
         ),
+        color=colour,
         tooltip=[
             alt.Tooltip("label:N", title="kind"),
             alt.Tooltip("rate:Q", format=".1%", title="ours"),
             alt.Tooltip("ci_low:Q", format=".1%", title="95% low"),
             alt.Tooltip("ci_high:Q", format=".1%", title="95% high"),
-            alt.Tooltip("study_rate:Q", format=".0%", title="study"),
+            alt.Tooltip("study_rate:Q", format=".1%", title="study"),
         ],
     )
-    errors = base.mark_rule(color="#1f2d3d").encode(x="ci_low:Q", x2="ci_high:Q")
-    published = marker_ticks(
-        table.dropna(subset=["study_rate"]), 18, y=alt.Y("label:N", sort=order), x="study_rate:Q"
+    errors = as_what(base.mark_rule(strokeWidth=2), names[1]).encode(
+        x="ci_low:Q", x2="ci_high:Q", color=colour
     )
+    published = as_what(
+        alt.Chart(table.dropna(subset=["study_rate"])).mark_tick(thickness=3, size=18),
+        names[2],
+    ).encode(y=alt.Y("label:N", sort=order), x="study_rate:Q", color=colour)
     return alt.layer(bars, errors, published).properties(title=title, height=alt.Step(26))
 
 
@@ -63,7 +125,7 @@ def roc_chart(
     order: Sequence[str] | None = None,
 ) -> Spec:
     """Detection rate against session false-alarm rate, one line per kind (AUC in the legend,
-    kinds in ``order`` of their labels when given)."""
+    kinds in ``order`` of their labels when given); palette hues, dashed for the last ones."""
     named = points.merge(areas, on="kind")
     named["curve"] = named["label"] + "  (AUC " + named["auc"].map("{:.2f}".format) + ")"
     curves = list(dict.fromkeys(named["curve"]))
@@ -72,17 +134,17 @@ def roc_chart(
         curves.sort(key=lambda c: rank.get(c.rsplit("  (AUC", 1)[0], len(rank)))
     lines = (
         alt.Chart(named)
-        .mark_line(interpolate="linear", strokeWidth=2)
+        .mark_line(interpolate="linear", strokeWidth=2.5)
         .encode(
             x=alt.X(
                 "false_alarm:Q",
-                title="normal sessions alarming (false-alarm rate)",
+                title="normal test sessions alarming (false-alarm rate, %)",
                 scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%"),
             ),
             y=alt.Y(
                 "detection:Q",
-                title="injected runs detected",
+                title="injected runs detected (%)",
                 scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%"),
             ),
@@ -90,9 +152,23 @@ def roc_chart(
                 "curve:N",
                 title="kind (area under curve)",
                 sort=curves,
-                legend=alt.Legend(labelLimit=420, orient="bottom", columns=2),
+                scale=category_scale(curves),
+                legend=alt.Legend(labelLimit=420, orient="bottom", columns=2, symbolStrokeWidth=3),
+            ),
+            strokeDash=alt.StrokeDash(
+                "curve:N",
+                sort=curves,
+                scale=alt.Scale(
+                    domain=curves, range=[DASHES[i % len(DASHES)] for i in range(len(curves))]
+                ),
+                legend=None,
             ),
             order=alt.Order("step:Q", sort="descending"),
+            tooltip=[
+                alt.Tooltip("label:N", title="kind"),
+                alt.Tooltip("false_alarm:Q", format=".1%", title="false alarms"),
+                alt.Tooltip("detection:Q", format=".1%", title="detected"),
+            ],
         )
     )
     diagonal = (
@@ -113,28 +189,52 @@ def roc_chart(
 def latency_chart(
     latencies: pd.DataFrame, study_points: pd.DataFrame, order: Sequence[str]
 ) -> Spec:
-    """Distribution of calls-to-detection per kind (box plot), the study's median as a tick."""
+    """Calls-to-detection per kind: whiskers min–max, box the middle half (quartiles), a thick
+    black tick the median (visible even when every run took one call), and the study's
+    median as a tick in the marker colour; each named in the legend."""
     order = list(order)
-    box = (
-        alt.Chart(latencies)
-        .mark_boxplot(extent="min-max", size=18)
-        .encode(
-            y=alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260)),
-            x=alt.X("latency:Q", title="calls from the insertion point to the first alarm"),
-        )
+    names = ["min – max", "middle half (quartiles)", "median", "study: median"]
+    colour = legend_colour(names, ["#5F5F5F", "#56B4E9", "#000000", MARKER])
+    y = alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=300))
+    x_title = "calls from the insertion point to the first alarm (calls; 1 = the inserted call)"
+    stats = alt.Chart(latencies).transform_aggregate(
+        lo="min(latency)",
+        q1="q1(latency)",
+        median="median(latency)",
+        q3="q3(latency)",
+        hi="max(latency)",
+        runs="count()",
+        groupby=["label"],
     )
-    layers: list[alt.Chart] = [box]
+    tooltip = [
+        alt.Tooltip("label:N", title="kind"),
+        alt.Tooltip("runs:Q", title="detected runs"),
+        alt.Tooltip("median:Q", title="median"),
+        alt.Tooltip("q1:Q", title="25th percentile"),
+        alt.Tooltip("q3:Q", title="75th percentile"),
+        alt.Tooltip("lo:Q", title="min"),
+        alt.Tooltip("hi:Q", title="max"),
+    ]
+    whiskers = as_what(stats.mark_rule(strokeWidth=1.5), names[0]).encode(
+        y=y, x=alt.X("lo:Q", title=x_title), x2="hi:Q", color=colour, tooltip=tooltip
+    )
+    box = as_what(stats.mark_bar(size=16, opacity=0.8), names[1]).encode(
+        y=y, x="q1:Q", x2="q3:Q", color=colour, tooltip=tooltip
+    )
+    median = as_what(stats.mark_tick(thickness=4, size=22), names[2]).encode(
+        y=y, x="median:Q", color=colour, tooltip=tooltip
+    )
+    layers: list[alt.Chart] = [whiskers, box, median]
     if not study_points.empty:
         layers.append(
-            marker_ticks(
-                study_points,
-                22,
+            as_what(alt.Chart(study_points).mark_tick(thickness=3, size=26), names[3]).encode(
                 y=alt.Y("label:N", sort=order),
                 x="latency:Q",
+                color=colour,
                 tooltip=["label:N", alt.Tooltip("latency:Q", title="study median")],
             )
         )
-    return alt.layer(*layers).properties(height=alt.Step(26))
+    return alt.layer(*layers).properties(height=alt.Step(30))
 
 
 def timeline_chart(
@@ -150,25 +250,26 @@ def timeline_chart(
     (long form) or None; ``statistic``/``threshold``: the detector column in ``calls``.
     """
     width = 760
+    calls = calls.assign(lane=calls["tool"].map(short_tool))
     x = alt.X(
         "index:Q",
-        title="call in stream",
+        title="call in stream (0 = first)",
         scale=alt.Scale(domain=[-0.5, len(calls) - 0.5], nice=False, zero=False),
         axis=alt.Axis(tickMinStep=1, format="d"),
     )
     tooltip = [
-        "index:Q",
-        "tool:N",
-        alt.Tooltip("gap_s:Q", format=".2f", title="gap s"),
-        "response_group:Q",
-        "input_bytes:Q",
-        "output_bytes:Q",
+        alt.Tooltip("index:Q", title="call"),
+        alt.Tooltip("tool:N", title="tool"),
+        alt.Tooltip("gap_s:Q", format=".2f", title="gap (s)"),
+        alt.Tooltip("response_group:Q", title="response"),
+        alt.Tooltip("input_bytes:Q", format=",", title="input (bytes)"),
+        alt.Tooltip("output_bytes:Q", format=",", title="output (bytes)"),
         "failed:N",
         "label:N",
     ]
     highlight = (
         alt.Chart(calls[calls["injected"]])
-        .mark_rect(color="#f58518", opacity=0.18)
+        .mark_rect(color=PALETTE[1], opacity=0.18)
         .encode(x=alt.X("lo:Q"), x2="hi:Q", tooltip=["label:N"])
         .transform_calculate(lo="datum.index - 0.5", hi="datum.index + 0.5")
     )
@@ -181,10 +282,10 @@ def timeline_chart(
         .mark_point(filled=True, size=60)
         .encode(
             x=x,
-            y=alt.Y("tool:N", title=None, sort=None),
+            y=alt.Y("lane:N", title="tool", sort=None, axis=alt.Axis(labelLimit=0)),
             color=alt.Color(
                 "failed:N",
-                scale=alt.Scale(domain=[False, True], range=["#4c78a8", MARKER]),
+                scale=alt.Scale(domain=[False, True], range=[OURS, MARKER]),
                 title="failed",
             ),
             shape=alt.Shape(
@@ -201,11 +302,13 @@ def timeline_chart(
         .mark_circle(size=45, opacity=0.9)
         .encode(
             x=x,
-            y=alt.Y("gap_plot:Q", title="gap (s, log)", scale=alt.Scale(type="log")),
+            y=alt.Y(
+                "gap_plot:Q", title="gap to the previous call (s, log)", scale=alt.Scale(type="log")
+            ),
             color=alt.Color(
                 "same_response:N",
                 title="same response",
-                scale=alt.Scale(domain=[True, False], range=["#72b7b2", "#b279a2"]),
+                scale=alt.Scale(domain=[True, False], range=[PALETTE[2], PALETTE[3]]),
             ),
             tooltip=tooltip,
         )
@@ -219,45 +322,60 @@ def timeline_chart(
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("bytes_plot:Q", title="bytes (log)", scale=alt.Scale(type="log")),
-            color=alt.Color("direction:N", title="size"),
+            y=alt.Y("bytes_plot:Q", title="size (bytes, log)", scale=alt.Scale(type="log")),
+            color=alt.Color(
+                "direction:N",
+                title="size",
+                scale=alt.Scale(
+                    domain=["input_bytes", "output_bytes"], range=[PALETTE[0], PALETTE[1]]
+                ),
+            ),
             tooltip=tooltip,
         )
     )
     panels = [panel(tools, 18 * n_tools + 20), panel(gaps, 90), panel(sizes, 90)]
     if scores is not None and statistic is not None:
+        cues = list(dict.fromkeys(scores["cue"]))
         cue_lines = (
             alt.Chart(scores)
             .mark_line(point=True)
             .encode(
                 x=x,
-                y=alt.Y("score:Q", title="cue score"),
-                color=alt.Color("cue:N"),
+                y=alt.Y("score:Q", title="cue score (standardised)"),
+                color=alt.Color("cue:N", title="cue", scale=category_scale(cues)),
                 tooltip=["index:Q", "cue:N", alt.Tooltip("score:Q", format=".2f")],
             )
         )
-        stat = (
-            alt.Chart(calls)
-            .mark_line(point=True, color="#1f2d3d")
-            .encode(
-                x=x,
-                y=alt.Y(f"{statistic}:Q", title=statistic),
-                tooltip=["index:Q", "tool:N", alt.Tooltip(f"{statistic}:Q", format=".2f")],
-            )
+        names = [statistic, "threshold (operating point)", "alert"]
+        colour = legend_colour(names, ["#1f2d3d", MARKER, MARKER], title="detector")
+        stat = as_what(alt.Chart(calls).mark_line(point=True), names[0]).encode(
+            x=x,
+            y=alt.Y(f"{statistic}:Q", title=f"{statistic} (standardised)"),
+            color=colour,
+            tooltip=["index:Q", "tool:N", alt.Tooltip(f"{statistic}:Q", format=".2f")],
         )
         layers: list[alt.Chart] = [stat]
         if threshold is not None:
             layers.append(
-                alt.Chart(pd.DataFrame({"threshold": [threshold]}))
-                .mark_rule(color=MARKER, strokeDash=[6, 3])
-                .encode(y="threshold:Q")
+                as_what(
+                    alt.Chart(pd.DataFrame({"threshold": [threshold]})).mark_rule(
+                        strokeDash=[6, 3]
+                    ),
+                    names[1],
+                ).encode(y="threshold:Q", color=colour)
             )
         alerts = calls[calls["alert"]]
         if not alerts.empty:
             layers.append(
-                alt.Chart(alerts)
-                .mark_point(shape="triangle-down", size=160, filled=True, color=MARKER)
-                .encode(x=x, y=f"{statistic}:Q", tooltip=["index:Q", "tool:N", "alert_by:N"])
+                as_what(
+                    alt.Chart(alerts).mark_point(shape="triangle-down", size=160, filled=True),
+                    names[2],
+                ).encode(
+                    x=x,
+                    y=f"{statistic}:Q",
+                    color=colour,
+                    tooltip=["index:Q", "tool:N", "alert_by:N"],
+                )
             )
         panels += [
             panel(cue_lines, 120),
@@ -269,8 +387,8 @@ def timeline_chart(
 def heatmap(
     cells: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, text: str = "text"
 ) -> Spec:
-    """Pass rates as coloured cells with their text (``rate`` in [0, 1], NaN = none); the text
-    turns white on the dark ends of the scale."""
+    """Pass rates as coloured cells with their text (``rate`` in [0, 1], NaN = none) on
+    viridis; the text turns white on the scale's dark (low) half."""
     base = alt.Chart(cells).encode(
         x=alt.X(
             f"{x}:N",
@@ -284,16 +402,14 @@ def heatmap(
         color=alt.Color(
             "rate:Q",
             scale=PASS_SCALE,
-            title="pass rate",
+            title="pass rate (%)",
             legend=alt.Legend(format="%", orient="bottom", direction="horizontal"),
         ),
         tooltip=[f"{y}:N", f"{x}:N", f"{text}:N"],
     )
     labels = base.mark_text(fontSize=12).encode(
         text=f"{text}:N",
-        color=alt.condition(
-            "datum.rate < 0.2 || datum.rate > 0.8", alt.value("white"), alt.value("black")
-        ),
+        color=alt.condition("datum.rate < 0.55", alt.value("white"), alt.value("black")),
     )
     return alt.layer(rects, labels).properties(height=alt.Step(30))
 
@@ -308,7 +424,9 @@ def trajectories_chart(steps: pd.DataFrame, divergence: pd.DataFrame) -> Spec:
         .encode(
             x=alt.X("step:O", title="step (tool call)", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("run:N", title=None, sort=rows, axis=alt.Axis(labelLimit=260)),
-            color=alt.Color("tool:N", title="tool"),
+            color=alt.Color(
+                "tool:N", title="tool", scale=category_scale(sorted(set(steps["tool"])))
+            ),
             shape=alt.Shape(
                 "outcome:N",
                 title="outcome",
@@ -365,8 +483,10 @@ def alerts_per_hour_chart(
                 scale=scale,
                 axis=alt.Axis(format="%m-%d %H:00", labelAngle=0),
             ),
-            y=alt.Y("alerts:Q", title="alerts", axis=alt.Axis(tickMinStep=1, format="d")),
-            color=alt.Color("cue:N", title="explaining cue"),
+            y=alt.Y("alerts:Q", title="alerts per hour", axis=alt.Axis(tickMinStep=1, format="d")),
+            color=alt.Color(
+                "cue:N", title="explaining cue", scale=category_scale(sorted(set(per_hour["cue"])))
+            ),
             tooltip=[
                 alt.Tooltip("utcyearmonthdatehours(hour):T", format="%Y-%m-%d %H:00", title="hour"),
                 "cue:N",
@@ -378,14 +498,30 @@ def alerts_per_hour_chart(
 
 
 def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
+    """Calls per UTC day, one row per source with its own date axis: a collector's live calls
+    of today do not stretch a months-old import or simulation across an empty axis."""
+    sources = sorted(set(per_day["source"]))
     return (
         alt.Chart(per_day)
         .mark_bar()
         .encode(
-            x=alt.X("day:T", title="day (UTC)"),
-            y=alt.Y("calls:Q", title="calls"),
-            color=alt.Color("source:N"),
-            tooltip=["day:T", "source:N", "calls:Q"],
+            x=alt.X("day:T", title="day (UTC)", axis=alt.Axis(format="%Y-%m-%d", labelAngle=0)),
+            y=alt.Y("calls:Q", title="calls per day", axis=alt.Axis(format=",d")),
+            color=alt.Color(
+                "source:N",
+                title="source",
+                scale=category_scale(sources),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=[
+                alt.Tooltip("day:T", format="%Y-%m-%d", title="day (UTC)"),
+                "source:N",
+                alt.Tooltip("calls:Q", format=",", title="calls"),
+            ],
         )
-        .properties(height=200)
+        .properties(height=160, width=900)
+        .facet(
+            row=alt.Row("source:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left"))
+        )
+        .resolve_scale(x="independent", y="independent")
     )

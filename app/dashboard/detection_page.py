@@ -19,6 +19,7 @@ from toolwatch import study
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.spans.kinds import KINDS
 
@@ -28,6 +29,8 @@ VARIANT_LABELS = {
 }
 MODE_TARGET = "target false-alarm rate"
 MODE_OPERATING = "operating point"
+#: URL value of the threshold mode -> its label
+MODES = {"target": MODE_TARGET, "operating": MODE_OPERATING}
 
 
 @st.cache_data(show_spinner="Reading the experiment's runs…", max_entries=8)
@@ -56,11 +59,13 @@ def render() -> None:
         "within the window, at a threshold chosen on normal sessions only."
     )
     with q.open_store(s.store) as con:
-        runs = ui.listing_or_explain(
-            con, q.EXPERIMENTS, s.store, "experiment results", q.experiment_list
-        )
-        if runs is None:
+        if not q.has_rows(con, q.EXPERIMENTS):
+            st.info(
+                f"No experiment results in the store {s.store} yet. Fill it with "
+                f"{q.experiment_hint(con, s.store)}."
+            )
             return
+        runs = q.experiment_list(con)
         chosen = _choose_run(runs)
         config = json.loads(chosen["config_json"])
         split = json.loads(chosen["split_json"])
@@ -68,14 +73,28 @@ def render() -> None:
             chosen["variants"]
         )
         c1, c2, c3 = st.columns([2, 2, 3])
-        variant = c1.radio(
-            "Corpus", variants, format_func=lambda v: VARIANT_LABELS.get(v, v), key="variant"
+        variant = url.choice(
+            c1,
+            "Corpus",
+            variants,
+            "variant",
+            format_func=lambda v: VARIANT_LABELS.get(v, v),
+            widget="radio",
         )
-        cue_set = c2.selectbox("Cue set", CUE_SETS, index=0, key="cue_set")
-        detector = c2.selectbox("Detector", DETECTORS, index=DETECTORS.index("cusum"), key="det")
+        cue_set = url.choice(c2, "Cue set", list(CUE_SETS), "cue_set")
+        detector = url.choice(c2, "Detector", list(DETECTORS), "detector", default="cusum")
         stored = q.experiment_cells(con, chosen["run_id"], variant)
         has_max = q.has_column(con, q.EXPERIMENT_RUNS, "window_max")
-        mode = c3.radio("Threshold", [MODE_TARGET, MODE_OPERATING], key="mode", horizontal=True)
+        mode_key = url.choice(
+            c3,
+            "Threshold",
+            list(MODES),
+            "mode",
+            format_func=MODES.get,
+            widget="radio",
+            horizontal=True,
+        )
+        mode = MODES[mode_key]
         stored_target = float(chosen["fa_target"])
         target = stored_target
         if mode == MODE_TARGET:
@@ -158,8 +177,12 @@ def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
         seeds = len(str(r["seeds"]).split(","))
         return f"{r['run_id']} · {created} · {r['normal_sessions']} test sessions × {seeds} seeds"
 
-    i = st.selectbox("Experiment run", range(len(runs)), format_func=describe, key="run")
-    return dict(runs.iloc[int(i or 0)])
+    ids = [str(r) for r in runs["run_id"]]
+    position = {run_id: i for i, run_id in enumerate(ids)}
+    run_id = url.choice(
+        st, "Experiment run", ids, "run", format_func=lambda r: describe(position[r])
+    )
+    return dict(runs.iloc[position.get(run_id, 0)])
 
 
 def _cells(v: View) -> tuple[pd.DataFrame, str]:
@@ -231,7 +254,6 @@ def _table(v: View, cells: pd.DataFrame) -> None:
                 "kind": ui.label(kind),
                 "detected (95% CI)": dv.rate_text(c["rate"], c["ci_low"], c["ci_high"]),
                 "runs": f"{int(c['detected'])}/{int(c['runs'])}",
-                "false alarms reached": dv.pct(float(c["fa_reached"]), 1),
                 "median latency (calls)": ui.number(c.get("median_latency"), "{:g}"),
                 "per-call AUC": ui.number(c.get("auc"), "{:.2f}"),
                 "study: detected": dv.study_rate(kind, cue_set, detector) or "–",
@@ -260,7 +282,26 @@ def _table(v: View, cells: pd.DataFrame) -> None:
         )
     which = "operating point" if v.mode == MODE_OPERATING else "target false-alarm rate"
     st.subheader(f"Detection — {cue_set} · {detector} at the {which}")
-    st.table(pd.DataFrame(rows).set_index("kind"))
+    st.caption(
+        f"Every row at the same threshold; false alarms reached: "
+        f"{dv.pct(float(picked['fa_reached'].iloc[0]), 1) if len(picked) else '–'} (above)."
+    )
+    ui.dataframe(
+        pd.DataFrame(rows),
+        column_config={
+            "kind": st.column_config.TextColumn("kind", width="medium"),
+            "per-call AUC": st.column_config.TextColumn(
+                "per-call AUC",
+                help="the study's measure: how well the all-cue score ranks each inserted "
+                "call above every other call (0.5 = chance)",
+            ),
+            "median latency (calls)": st.column_config.TextColumn(
+                "median latency (calls)",
+                help="calls from the insertion point to the first alarm (1 = the inserted "
+                "call itself), over the detected runs",
+            ),
+        },
+    )
     if bars:
         st.altair_chart(
             charts.detection_bars(
@@ -330,12 +371,25 @@ def _roc(v: View) -> None:
                 "study: AUC per call": ui.number(dv.study_auc(kind, "all"), "{:.2f}"),
             }
         )
-    st.table(pd.DataFrame(rows).set_index("kind"))
+    ui.dataframe(
+        pd.DataFrame(rows),
+        column_config={
+            f"AUC, sessions ({cue_set}·{detector})": st.column_config.TextColumn(
+                help="P(an injected run's window maximum > a normal session's maximum): "
+                "how well this detector separates whole sessions — the curve above"
+            ),
+            f"AUC per call ({cue_set})": st.column_config.TextColumn(
+                help="the study's measure: how well the cue score ranks each inserted call "
+                "above every other call (not a detector property)"
+            ),
+        },
+    )
     st.caption(
-        "Curve: each threshold's share of normal test sessions alarming (x) against the share "
-        "of injected runs detected within their window (y); the dashed dark line is the chosen "
-        "target. Session AUC = P(a run's window maximum > a normal session's maximum). Per-call "
-        "AUC (the study's measure) ranks inserted calls against every other call."
+        "Two areas under two curves: **sessions** (this detector, alarm or not per session, "
+        "the curve above) and **per call** (the study's: each inserted call ranked against "
+        "every other call by the cue score). Curve: each threshold's share of normal test "
+        "sessions alarming (x) against the share of injected runs detected within their window "
+        "(y); the dashed dark line is the chosen target."
     )
 
 
@@ -389,8 +443,10 @@ def _latency(con: Any, v: View) -> None:
     )
     st.caption(
         "Calls from the insertion point to the first alarm, over the detected runs (1 = the "
-        "inserted call itself). Red ticks: the study's median, for the cue and detector named "
-        "in the table."
+        "inserted call itself). Per kind: the grey whisker spans the fastest to the slowest "
+        "detection, the blue box the middle half of the runs (25th to 75th percentile), the "
+        "black tick the median; the vermillion tick is the study's median, for the cue and "
+        "detector named in the table."
     )
 
 

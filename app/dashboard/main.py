@@ -1,7 +1,10 @@
 """The dashboard's entry script (``toolwatch app`` runs ``streamlit run`` on this file).
 
 It checks the store once per run — a missing or unreadable store is a clear error on every
-page, an empty one a short guide to filling it — then hands over to the chosen page.
+page, an empty one a short guide to filling it — draws the sidebar (the store, the model and
+the one global time range, :func:`~toolwatch.app.dashboard.url_state.time_range`), then hands
+over to the chosen page. Every page reads its state from the URL
+(:mod:`toolwatch.app.dashboard.url_state`), so a link opens the same view.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import url_state as url
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE
 from toolwatch.app.dashboard.ui import fill_hint, settings
 
@@ -22,6 +26,7 @@ PAGES: tuple[tuple[str, str, str, str], ...] = (
     ("live_page.py", "Live", ":material/notifications_active:", "live"),
     ("workbench_page.py", "Workbench", ":material/science:", "workbench"),
     ("corpus_page.py", "Corpus", ":material/dataset:", "corpus"),
+    ("explore_page.py", "Explore", ":material/database_search:", "explore"),
 )
 
 
@@ -34,6 +39,8 @@ def main() -> None:
             for i, (name, title, icon, path) in enumerate(PAGES)
         ]
     )
+    state = q.store_state(s.store)
+    url.remember_span(url.time_range(q.data_days(s.store) if state.status == "ok" else None))
     with st.sidebar:
         st.caption(f"store `{s.store}`")
         if s.model is not None:
@@ -45,7 +52,6 @@ def main() -> None:
                 f"no model: `toolwatch train --store STORE` saves `{MODEL_IN_STORE}` in the "
                 "store, where the app looks (or start it with `--model FILE`)"
             )
-    state = q.store_state(s.store)
     if state.status == "missing":
         st.error(
             f"**No store at `{s.store}`.** Start the app with `--store PATH` pointing at a "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,9 +23,12 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from toolwatch import study
+from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
 from toolwatch.injection.workbench.report import RUNS_TABLE as WORKBENCH_RUNS
 
@@ -55,6 +58,35 @@ FILL_HINTS: Final[dict[str, str]] = {
         "for the Workbench page."
     ),
 }
+
+
+def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
+    """A ``toolwatch experiment`` command that works on this store's calls: the default (the
+    study's split dates) when its train and test splits hold streams, else the study's
+    shares of the store's own streams (``--split-shares``), which always split a corpus."""
+    config = ExperimentConfig()
+    dates = config.effective_split_dates
+    command = f"`toolwatch experiment --store {store}`"
+    if dates is not None:
+        train_end = date.fromisoformat(dates[0]) + timedelta(days=1)
+        calib_end = date.fromisoformat(dates[1]) + timedelta(days=1)
+        row = one(
+            con,
+            """
+            SELECT count(*) FILTER (WHERE first_time < ?::DATE),
+                   count(*) FILTER (WHERE first_time >= ?::DATE AND calls >= ?)
+            FROM memory.main.streams WHERE labelled_calls = 0
+            """,
+            [train_end, calib_end, config.min_calls],
+        )
+        if row is not None and row[0] and row[1]:
+            return command + " (the study's injection experiment on the store's calls)"
+    shares = f"{study.TRAIN_SHARE:.2f},{study.CALIBRATE_SHARE:.2f}"
+    return (
+        f"`toolwatch experiment --store {store} --split-shares {shares}` (the study's "
+        "injection experiment; this store's dates are not the study's, so its own streams are "
+        "split by time in the study's proportions)"
+    )
 
 
 @dataclass
@@ -91,14 +123,43 @@ def store_state(root: Path) -> StoreState:
 
 
 @contextlib.contextmanager
-def open_store(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection with the store's views, times in UTC; closed on exit."""
+def open_store(root: Path, span: TimeSpan | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection with the store's views, times in UTC; closed on exit. With a bounded
+    ``span`` (the global time range) the ``calls`` and ``alerts`` views, and so ``sessions``
+    and ``streams`` built on ``calls``, hold only that span (see :func:`scope`)."""
     con = Store(root).connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
+        if span is not None:
+            scope(con, span)
         yield con
     finally:
         con.close()
+
+
+#: The views a time range narrows, by the column it is read on.
+SCOPED_VIEWS: Final[dict[str, str]] = {CALLS: "start_time", ALERTS: "alert_time"}
+
+
+def scope(con: duckdb.DuckDBPyConnection, span: TimeSpan) -> None:
+    """Shadow ``calls`` and ``alerts`` with temporary views limited to ``span``: every query
+    of the connection (the shared ``sessions``/``streams`` views, the corpus facts, a user's
+    SQL) then reads the range without repeating it. The ``date`` partition bound lets DuckDB
+    skip the files of other days."""
+    if not span.bounded:
+        return
+    for view, column in SCOPED_VIEWS.items():
+        terms = []
+        if span.start is not None:
+            terms.append(f"{column} >= TIMESTAMPTZ '{span.start.isoformat()}'")
+            terms.append(f"date >= DATE '{span.start.date().isoformat()}'")
+        if span.end is not None:
+            terms.append(f"{column} < TIMESTAMPTZ '{span.end.isoformat()}'")
+            terms.append(f"date <= DATE '{span.end.date().isoformat()}'")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM memory.main.{view} "
+            f"WHERE {' AND '.join(terms)}"
+        )
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> Any:
@@ -248,85 +309,30 @@ def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
-def stream_date_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
-    row = one(con, "SELECT min(first_time)::DATE, max(first_time)::DATE FROM streams")
-    if row is None or row[0] is None:
+def data_days(root: Path) -> tuple[date, date] | None:
+    """The first and last UTC day holding calls, read from the partition folders' names
+    (``date=YYYY-MM-DD``) without opening a file."""
+    days = sorted(
+        {p.parent.name.partition("=")[2] for p in Store(root).files(CALLS) if "=" in p.parent.name}
+    )
+    try:
+        return (date.fromisoformat(days[0]), date.fromisoformat(days[-1])) if days else None
+    except ValueError:
         return None
-    return row[0], row[1]
-
-
-def stream_list(
-    con: duckdb.DuckDBPyConnection,
-    source_filter: Sequence[str] | None = None,
-    first_day: date | None = None,
-    last_day: date | None = None,
-    session_id: str | None = None,
-) -> pd.DataFrame:
-    """Streams (the shared ``streams`` view: one row per session × agent) with their live
-    alerts, newest first; ``agent_id`` is None for a main agent."""
-    alerts = (
-        f"(SELECT session_id, agent_id, count(*) AS alerts FROM {ALERTS} GROUP BY ALL)"
-        if has_rows(con, ALERTS)
-        else "(SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS agent_id, 0::BIGINT AS alerts "
-        "WHERE false)"
-    )
-    return frame(
-        con,
-        f"""
-        SELECT s.session_id, s.agent_id, s.source, s.first_time, s.last_time, s.calls, s.tools,
-               s.failures, s.responses, s.labelled_calls, coalesce(a.alerts, 0) AS alerts
-        FROM streams s LEFT JOIN {alerts} a
-          ON a.session_id = s.session_id AND a.agent_id IS NOT DISTINCT FROM s.agent_id
-        WHERE ($1 IS NULL OR list_contains($1, s.source))
-          AND ($2 IS NULL OR s.first_time::DATE >= $2)
-          AND ($3 IS NULL OR s.first_time::DATE <= $3)
-          AND ($4 IS NULL OR s.session_id = $4)
-        ORDER BY s.first_time DESC, s.session_id, s.agent_id NULLS FIRST
-        """,
-        [
-            list(source_filter) if source_filter is not None else None,
-            first_day,
-            last_day,
-            session_id,
-        ],
-    )
 
 
 def stream_calls(con: duckdb.DuckDBPyConnection, session_id: str, agent_id: str | None) -> pa.Table:
     """Every call of one stream, in stream order (time, then position), as the scorer takes
-    them."""
+    them; the whole stream, whatever the time range."""
     return arrow(
         con,
         f"""
-        SELECT * EXCLUDE (date) FROM {CALLS}
+        SELECT * EXCLUDE (date) FROM memory.main.{CALLS}
         WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
         ORDER BY start_time, seq
         """,
         [session_id, agent_id],
     )
-
-
-def stream_keyed_calls(
-    con: duckdb.DuckDBPyConnection, session_ids: Sequence[str] | None = None
-) -> pa.Table:
-    """The calls of the given sessions (None: all) with ``session_id`` replaced by a stream key
-    (:func:`split_stream_key` undoes it), so that a per-session report (the scan, which keeps
-    a session's strongest stream) comes out per stream."""
-    return arrow(
-        con,
-        f"""
-        SELECT * EXCLUDE (date, session_id),
-               session_id || chr(31) || coalesce(agent_id, '') AS session_id
-        FROM {CALLS} WHERE $1 IS NULL OR list_contains($1, session_id)
-        """,
-        [list(session_ids) if session_ids is not None else None],
-    )
-
-
-def split_stream_key(key: str) -> tuple[str, str | None]:
-    """``(session_id, agent_id)`` of a key made by :func:`stream_keyed_calls`."""
-    session_id, _, agent = key.rpartition(chr(31))
-    return session_id, agent or None
 
 
 def calls_of_sessions(con: duckdb.DuckDBPyConnection, session_ids: Sequence[str]) -> pd.DataFrame:
@@ -354,7 +360,7 @@ def stream_alerts(
         con,
         f"""SELECT alert_time, agent_id, seq, call_index, span_id, tool, cue_set, detector, cue,
                    score, threshold, model_id
-            FROM {ALERTS} WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
+            FROM memory.main.{ALERTS} WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?
             ORDER BY call_time, alert_time""",
         [session_id, agent_id],
     )

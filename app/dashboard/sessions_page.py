@@ -1,20 +1,21 @@
-"""Sessions: find a stream (source, date, flagged) and follow it call by call.
+"""Sessions: find a stream (source, flagged, agents, time range) and follow it call by call.
 
 The unit is the stream ``(session_id, agent_id)`` — a main agent or one of its subagents — as
 everywhere in detection: a subagent runs beside its parent with its own gaps, bigrams and
-detector state, so the list has one row per stream (the store's ``streams`` view with its live
-alerts) and the timeline shows one stream, never a parent and its subagents interleaved. With
-a model, streams are also flagged by the detection scan
-(:func:`toolwatch.detection.scoring.scan.scan`
-at the operating point, reported per stream). The timeline scores the chosen stream on the fly
-with the batch scorer (:func:`toolwatch.detection.score_calls`): every stream starts afresh, so
-one stream scored alone gets exactly the scores it gets inside the whole store.
+detector state, so the list has one row per stream and the timeline shows one stream, never a
+parent and its subagents interleaved.
+
+The list is one DuckDB query (:mod:`toolwatch.app.dashboard.streams`): the ``streams`` view in
+the global time range, its live alerts, and the per-stream scores ``toolwatch scan`` stored for
+the model in use — no session is scored on page load. Clicking a row opens its timeline, and
+the URL then names it (``?session=…&agent=…``; no ``agent`` = the main agent), so a stream has
+a link of its own. The timeline scores that one stream with the batch scorer
+(:func:`toolwatch.detection.score_calls`): every stream starts afresh, so one stream scored
+alone gets exactly the scores it gets inside the whole store.
 """
 
 from __future__ import annotations
 
-from datetime import date
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,21 +25,19 @@ import streamlit as st
 
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import streams as sl
+from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_NAMES, CUE_SETS, DETECTORS, NormalModel, score_calls
 from toolwatch.detection.detectors.base import parse_statistic
-from toolwatch.detection.scoring.scan import scan
 
-FLAG_ALL = "all streams"
-FLAG_ONLY = "flagged only"
-FLAG_NONE = "not flagged"
-AGENTS_ALL = "main agents and subagents"
-AGENTS_MAIN = "main agents only"
-AGENTS_SUB = "subagents only"
-#: Above this many calls in the filtered sessions, the scan waits for a narrower filter.
-SCAN_MAX_CALLS = 2_000_000
-#: How many streams the picker offers (the list above shows every match).
-PICK_LIMIT = 2000
-#: Columns of the stream list, in display order.
+FLAG_LABELS = {"all": "all streams", "flagged": "flagged only", "not flagged": "not flagged"}
+AGENT_LABELS = {
+    "all": "main agents and subagents",
+    "main": "main agents only",
+    "subagents": "subagents only",
+}
+MAIN = "main"  # the ``agent`` URL value of a main agent (also: no ``agent`` parameter)
+Stream = tuple[str, str | None]
 LIST_COLUMNS = [
     "session_id",
     "stream",
@@ -49,161 +48,150 @@ LIST_COLUMNS = [
     "source",
     "first_time",
     "calls",
-    "tools",
     "failures",
-    "responses",
+    "tools",
     "labelled_calls",
 ]
-Stream = tuple[str, str | None]
-
-
-@st.cache_data(show_spinner="Scanning streams with the model…", max_entries=8)
-def _scan(
-    root: str,
-    key: tuple[str, ...],
-    model_path: str,
-    model_checksum: str,
-    session_ids: tuple[str, ...] | None,
-) -> pd.DataFrame:
-    """Flags of the scan per stream of the given sessions (None: every session): margin, cue,
-    first call."""
-    model = NormalModel.load(model_path)
-    columns = ["session_id", "agent", "scan_margin", "scan_cue", "scan_statistic", "scan_seq"]
-    if model is None or not model.calibrated or session_ids == ():
-        return pd.DataFrame(columns=columns)
-    with q.open_store(Path(root)) as con:
-        calls = q.stream_keyed_calls(con, session_ids)
-    rows = []
-    for f in scan(model, calls).flags:  # one flag per stream key = per stream
-        session_id, agent_id = q.split_stream_key(f.session_id)
-        rows.append((session_id, agent_id or "", f.margin, f.cue, f.statistic, f.seq))
-    return pd.DataFrame(rows, columns=columns)
 
 
 def render() -> None:
     s = ui.settings()
+    span = url.current_span()
     st.title("Sessions")
     model, problem = ui.model(s)
-    with q.open_store(s.store) as con:
-        if q.count(con, q.CALLS) == 0:
-            ui.explain_empty(q.CALLS, s.store, "calls")
-            return
-        streams = _filtered_streams(con, s.store, model)
-        if model is None:
-            st.caption(f"Cue scores and the scan need a model — {problem}.")
-        if streams.empty:
-            st.info("No stream matches these filters.")
-            return
-        st.dataframe(
-            streams[LIST_COLUMNS],
-            hide_index=True,
-            width="stretch",
-            height=min(400, 38 + 35 * len(streams)),
-            column_config={
-                "scan_margin": st.column_config.NumberColumn("scan margin", format="%.2f"),
-                "scan_cue": "scan cue",
-                "flagged_by": "flagged by",
-                "labelled_calls": "injected calls",
-                "first_time": st.column_config.DatetimeColumn(
-                    "first call (UTC)", format="YYYY-MM-DD HH:mm:ss"
-                ),
-            },
-        )
-        head = streams.head(PICK_LIMIT)
-        described = {
-            (str(r.session_id), ui.agent_of(r.agent_id)): _describe(r) for r in head.itertuples()
-        }
-        options: list[Stream] = list(described)
-        if len(streams) > PICK_LIMIT:
-            st.caption(f"{len(streams):,} streams match; the first {PICK_LIMIT:,} can be picked.")
-        chosen = st.selectbox(
-            "Stream", options, format_func=lambda o: described.get(o, str(o)), key="stream"
-        )
-        if chosen:
-            _timeline(con, chosen, model)
+    with q.open_store(s.store, span) as con:
+        chosen = _filters(con)
+        statistic = model.config.alert_on[0] if model and model.config.alert_on else "all_cusum"
+        model_id = model.model_id if model is not None else None
+        listed = sl.stream_list(con, chosen, model_id, statistic)
+        _scores_note(con, s.store, model, problem, statistic)
+        picked = _stream_table(listed, span.label)
+        stream = picked or _stream_from_url(con)
+        if stream is not None:
+            _timeline(con, stream, model)
+        elif listed.matched:
+            st.caption("Click a row to follow that stream call by call.")
 
 
-def _describe(row: Any) -> str:
-    flag = f" · flagged by {row.flagged_by}" if row.flagged_by else ""
-    return f"{row.session_id} · {row.stream} · {row.calls:,} calls{flag}"
-
-
-def _filtered_streams(con: Any, root: Path, model: NormalModel | None) -> pd.DataFrame:
-    c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
+def _filters(con: Any) -> sl.StreamFilter:
+    c1, c2, c3, c4 = st.columns([3, 2, 2, 3])
     all_sources = q.sources(con)
-    chosen_sources = c1.multiselect("Source", all_sources, default=all_sources, key="sources")
-    span = q.stream_date_range(con)
-    first_day: date | None = None
-    last_day: date | None = None
-    if span is not None:
-        picked = c2.date_input(
-            "First call between", value=span, min_value=span[0], max_value=span[1], key="dates"
+    wanted = url.param("source")
+    default = [x for x in (wanted or "").split(",") if x in all_sources] or all_sources
+
+    def sync_sources() -> None:
+        picked = st.session_state.get("w_source") or []
+        url.set_params(source=None if set(picked) == set(all_sources) else ",".join(picked))
+
+    sources = c1.multiselect(
+        "Source", all_sources, default=default, key="w_source", on_change=sync_sources
+    )
+    flag = url.choice(c2, "Flagged", list(FLAG_LABELS), "flag", format_func=FLAG_LABELS.get)
+    agents = url.choice(c3, "Agents", list(AGENT_LABELS), "agents", format_func=AGENT_LABELS.get)
+    find = c4.text_input(
+        "Session id (or its start)",
+        value=url.param("find") or "",
+        key="w_find",
+        on_change=lambda: url.set_params(find=st.session_state.get("w_find") or None),
+    )
+    injected = c4.checkbox("with injected (labelled) calls only", key="injected")
+    return sl.StreamFilter(
+        sources=sources, flag=flag, agents=agents, injected_only=injected, session_prefix=find
+    )
+
+
+def _scores_note(
+    con: Any, store: Any, model: NormalModel | None, problem: str, statistic: str
+) -> None:
+    if model is None:
+        st.caption(f"Cue scores and the scan need a model — {problem}.")
+        return
+    stored = sl.scored_models(con)
+    mine = stored[(stored["model_id"] == model.model_id) & (stored["statistic"] == statistic)]
+    if mine.empty:
+        st.info(
+            f"No stored scan of this model ({model.model_id}, {statistic}): run "
+            f"`toolwatch scan --store {store}` to flag streams here (it stores every "
+            "stream's peak, which this page reads instead of scoring on page load)."
         )
-        if isinstance(picked, (tuple, list)) and len(picked) == 2:
-            first_day, last_day = picked[0], picked[1]
-    flag = c3.selectbox("Flagged", [FLAG_ALL, FLAG_ONLY, FLAG_NONE], key="flag")
-    agents = c4.selectbox("Agents", [AGENTS_ALL, AGENTS_MAIN, AGENTS_SUB], key="agents")
-    injected_only = c4.checkbox("with injected (labelled) calls only", key="injected")
-    streams = q.stream_list(con, chosen_sources, first_day, last_day)
-    streams["agent"] = streams["agent_id"].map(lambda a: ui.agent_of(a) or "")
-    streams["stream"] = streams["agent_id"].map(ui.stream_name)
-    flags = pd.DataFrame(columns=["session_id", "agent", "scan_margin", "scan_cue"])
-    if model is not None and model.calibrated and not streams.empty:
-        total = int(streams["calls"].sum())
-        if total <= SCAN_MAX_CALLS:
-            # the whole store when it fits (one cached scan for every filter), else the filter
-            whole = q.count(con, q.CALLS) <= SCAN_MAX_CALLS
-            flags = _scan(
-                str(root),
-                q.fingerprint(root, q.CALLS),
-                str(ui.settings().model),
-                model.checksum,
-                None if whole else tuple(sorted(set(streams["session_id"]))),
-            )
-        else:
-            st.caption(
-                f"{total:,} calls match: narrow the dates to scan them with the model "
-                f"(up to {SCAN_MAX_CALLS:,})."
-            )
-    streams = streams.merge(
-        flags[["session_id", "agent", "scan_margin", "scan_cue"]],
-        on=["session_id", "agent"],
-        how="left",
-    )
-    scanned = streams["scan_margin"].notna()
-    alerted = streams["alerts"] > 0
-    streams["flagged_by"] = np.select(
-        [alerted & scanned, alerted, scanned], ["alert + scan", "alert", "scan"], default=""
-    )
-    flagged = alerted | scanned
-    keep = pd.Series(True, index=streams.index)
-    if flag == FLAG_ONLY:
-        keep &= flagged
-    elif flag == FLAG_NONE:
-        keep &= ~flagged
-    if agents == AGENTS_MAIN:
-        keep &= streams["agent"] == ""
-    elif agents == AGENTS_SUB:
-        keep &= streams["agent"] != ""
-    if injected_only:
-        keep &= streams["labelled_calls"] > 0
-    # flagged streams first (strongest scan margin, then alerts), then the newest
-    streams = (
-        streams[keep]
-        .assign(_flag=flagged[keep].astype(int), _margin=streams["scan_margin"].fillna(-np.inf))
-        .sort_values(
-            ["_flag", "_margin", "alerts", "first_time", "session_id", "agent"],
-            ascending=[False, False, False, False, True, True],
+    else:
+        when = pd.Timestamp(mine["scored_time"].iloc[0]).strftime("%Y-%m-%d %H:%M UTC")
+        st.caption(
+            f"Scan flags: {statistic} of model {model.model_id}, stored by `toolwatch scan` "
+            f"at {when} ({int(mine['streams'].iloc[0]):,} streams)."
         )
-    )
-    subagents = int((streams["agent"] != "").sum())
+
+
+def _stream_table(listed: sl.StreamList, range_label: str) -> Stream | None:
+    """The list; returns the stream of a row the user just clicked (also put in the URL)."""
+    subagents = listed.matched - listed.main_agents
     st.caption(
-        f"{len(streams):,} streams ({len(streams) - subagents:,} main agents, {subagents:,} "
-        f"subagents) in {streams['session_id'].nunique():,} sessions · "
-        f"{int(flagged[keep].sum()):,} flagged ({int((alerted & keep).sum()):,} with live "
-        f"alerts, {int((scanned & keep).sum()):,} by the scan)"
+        f"{listed.matched:,} streams ({listed.main_agents:,} main agents, {subagents:,} "
+        f"subagents) in {listed.sessions:,} sessions, {range_label} · {listed.flagged:,} "
+        f"flagged ({listed.alerted:,} with live alerts, {listed.scanned:,} by the scan)"
+        + (
+            f" · the first {len(listed.rows):,} shown, flagged first"
+            if len(listed.rows) < listed.matched
+            else ""
+        )
     )
-    return streams.drop(columns=["_flag", "_margin"]).reset_index(drop=True)
+    if listed.rows.empty:
+        st.info("No stream matches these filters and this time range.")
+        return None
+    rows = listed.rows.assign(stream=listed.rows["agent_id"].map(ui.stream_name))
+    event = ui.dataframe(
+        rows[LIST_COLUMNS],
+        height=min(420, 38 + 35 * len(rows)),
+        key="streams_table",
+        on_select="rerun",
+        selection_mode="single-row",
+        column_config={
+            "session_id": st.column_config.TextColumn("session", width=330),
+            "stream": st.column_config.TextColumn("stream", width=150),
+            "flagged_by": st.column_config.TextColumn("flagged by", width=95),
+            "scan_cue": st.column_config.TextColumn("scan cue", width=75),
+            "scan_margin": st.column_config.NumberColumn(
+                "margin",
+                format="%.2f",
+                width=70,
+                help="the stream's peak minus the operating-point threshold (scan)",
+            ),
+            "alerts": st.column_config.NumberColumn("alerts", width=55),
+            "source": st.column_config.TextColumn("source", width=80),
+            "first_time": st.column_config.DatetimeColumn(
+                "first call (UTC)", format="YYYY-MM-DD HH:mm", width=135
+            ),
+            "calls": st.column_config.NumberColumn("calls", format="localized", width=60),
+            "failures": st.column_config.NumberColumn("failed", format="localized", width=60),
+            "tools": st.column_config.NumberColumn("tools", width=50),
+            "labelled_calls": st.column_config.NumberColumn("injected", width=65),
+        },
+    )
+    chosen = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+    if not chosen:
+        return None
+    row = rows.iloc[int(chosen[0])]
+    stream = (str(row["session_id"]), ui.agent_of(row["agent_id"]))
+    url.set_params(session=stream[0], agent=stream[1])
+    return stream
+
+
+def _stream_from_url(con: Any) -> Stream | None:
+    """The stream a link names: ``session`` and ``agent`` (absent or ``main`` = the main
+    agent; a session without a main stream opens its first subagent)."""
+    session_id = url.param("session")
+    if not session_id:
+        return None
+    agent = url.param("agent")
+    agent = None if agent in (None, MAIN) else agent
+    found = sl.siblings(con, session_id)
+    if found.empty:
+        st.warning(f"No calls of session `{session_id}` in the store.")
+        return None
+    agents = [ui.agent_of(a) for a in found["agent_id"]]
+    if agent not in agents:
+        agent = None if None in agents else agents[0]
+    return session_id, agent
 
 
 def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
@@ -212,6 +200,12 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
     if table.num_rows == 0:
         st.info("This stream has no calls.")
         return
+    st.subheader(f"Timeline — {ui.stream_name(agent_id)}")
+    c1, c2 = st.columns([2, 3])
+    c1.caption("Session id (copy with the button on the right)")
+    c1.code(session_id, language=None)
+    c2.caption("Link to this stream")
+    c2.code(_link(session_id, agent_id), language=None)
     _siblings(con, session_id, agent_id)
     view = _stream_frame(table.to_pandas())
     alerts = q.stream_alerts(con, session_id, agent_id)
@@ -257,15 +251,21 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
         "failed",
         "error_type",
     ]
-    st.dataframe(
+    ui.dataframe(
         view[list(dict.fromkeys(shown))],
-        hide_index=True,
-        width="stretch",
         column_config={
-            "index": "call",
-            "alert_by": "alert",
-            "gap_s": st.column_config.NumberColumn("gap s", format="%.3f"),
-            "response_group": "response",
+            "index": st.column_config.NumberColumn("call", width=45),
+            "seq": st.column_config.NumberColumn("seq", width=45),
+            "tool": st.column_config.TextColumn("tool", width="medium"),
+            "alert_by": st.column_config.TextColumn("alert", width=170),
+            "start_time": st.column_config.DatetimeColumn(
+                "start (UTC)", format="YYYY-MM-DD HH:mm:ss.SSS"
+            ),
+            "gap_s": st.column_config.NumberColumn("gap (s)", format="%.3f"),
+            "response_group": st.column_config.NumberColumn("response", width=70),
+            "server": st.column_config.TextColumn("MCP server", help="blank: a built-in tool"),
+            "input_bytes": st.column_config.NumberColumn("input (B)", format="localized"),
+            "output_bytes": st.column_config.NumberColumn("output (B)", format="localized"),
             **{
                 c: st.column_config.NumberColumn(format="%.2f")
                 for c in [statistic or "all_cusum", "all", *CUE_NAMES]
@@ -286,20 +286,23 @@ def _timeline_spec(
     return dict(charts.timeline_chart(view, cue_scores, statistic, threshold).to_dict())
 
 
+def _link(session_id: str, agent_id: str | None) -> str:
+    """The URL of this stream on this page (the app's own address when Streamlit knows it)."""
+    query = f"session={session_id}" + (f"&agent={agent_id}" if agent_id else "")
+    here = getattr(st.context, "url", None) or "/sessions"
+    return f"{str(here).split('?', 1)[0]}?{query}"
+
+
 def _siblings(con: Any, session_id: str, agent_id: str | None) -> None:
     """The other streams of the same session (its main agent and subagents), by name."""
-    others = q.stream_list(con, session_id=session_id)
-    others = others[[ui.agent_of(a) != agent_id for a in others["agent_id"]]]
+    found = sl.siblings(con, session_id)
+    others = found[[ui.agent_of(a) != agent_id for a in found["agent_id"]]]
     if others.empty:
         return
-    parts = [
-        f"{ui.stream_name(r.agent_id)} ({r.calls:,} calls"
-        + (f", {r.alerts} alert{'s' if r.alerts != 1 else ''})" if r.alerts else ")")
-        for r in others.sort_values("first_time").itertuples()
-    ]
+    parts = [f"{ui.stream_name(r.agent_id)} ({r.calls:,} calls)" for r in others.itertuples()]
     st.caption(
-        f"Session `{session_id}` also has {len(others)} other stream"
-        f"{'s' if len(others) != 1 else ''}, each scored on its own: " + ", ".join(parts)
+        f"This session also has {len(others)} other stream{'s' if len(others) != 1 else ''}, "
+        "each scored on its own: " + ", ".join(parts)
     )
 
 

@@ -1,0 +1,146 @@
+"""Explore: SQL over the store's views in the app (read-only, bounded), beside the views and
+their columns, with a results table, a quick chart, a CSV download and saved questions.
+
+The query is in the URL (``?sql=…&limit=…``), so a link opens the same result; the sidebar's
+time range narrows ``calls`` and ``alerts`` (and the ``sessions``/``streams`` built on them)
+unless "whole store" is ticked. Running, the lock-down and the row limit are
+:mod:`toolwatch.app.dashboard.explore`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import explore as ex
+from toolwatch.app.dashboard import url_state as url
+
+LIMITS = ["100", "1000", "10000", "100000"]
+DEFAULT_SQL = ex.SAVED[0].sql
+
+
+def render() -> None:
+    s = ui.settings()
+    span = url.current_span()
+    st.title("Explore")
+    st.caption(
+        "SQL over the store's views (DuckDB dialect), read-only: SELECT, WITH, DESCRIBE, "
+        "SUMMARIZE and EXPLAIN run; nothing can be written. Times are UTC."
+    )
+    editor, side = st.columns([3, 1])
+    with side:
+        _saved_queries()
+        _views(s.store)
+    with editor:
+        sql = url.text(
+            st, "Query", "sql", default=DEFAULT_SQL, height=220, help="Ctrl+Enter runs it"
+        )
+        c1, c2, c3 = st.columns([1, 1, 2])
+        limit = int(
+            url.choice(
+                c1,
+                "Row limit",
+                LIMITS,
+                "limit",
+                default=str(ex.DEFAULT_LIMIT),
+                format_func=lambda v: f"{int(v):,} rows",
+            )
+        )
+        whole = c2.checkbox(
+            "whole store",
+            key="w_whole",
+            help="ignore the sidebar's time range (it narrows calls and alerts)",
+        )
+        c3.caption(
+            f"Time range: {'whole store' if whole or not span.bounded else span.label} "
+            "(sidebar) · views: calls, sessions, streams, alerts, …"
+        )
+        result = ex.run_query(s.store, sql, span=None if whole else span, limit=limit)
+    if not result.ok:
+        st.error(result.error)
+        return
+    _result(result, limit)
+
+
+def _saved_queries() -> None:
+    st.markdown("**Saved questions**")
+    for saved in ex.SAVED:
+        if st.button(saved.title, key=f"saved_{saved.key}", width="stretch"):
+            st.session_state["w_sql"] = saved.sql
+            url.set_params(sql=None if saved.sql == DEFAULT_SQL else saved.sql)
+            st.rerun()
+
+
+def _views(root: Any) -> None:
+    st.markdown("**Views and columns**")
+    columns = ex.schema(root)
+    for view, part in columns.groupby("view", sort=True):
+        with st.expander(str(view)):
+            st.markdown(
+                "\n".join(
+                    f"- `{c}` {t.lower()}"
+                    for c, t in zip(part["column"], part["type"], strict=True)
+                )
+            )
+
+
+def _result(result: ex.QueryResult, limit: int) -> None:
+    frame = result.frame
+    note = f"{len(frame):,} row{'s' if len(frame) != 1 else ''}"
+    if result.truncated:
+        note = f"the first {limit:,} rows (the row limit; the query returns more)"
+    st.caption(f"{note} · {result.seconds:.2f} s")
+    table, chart = st.tabs(["Table", "Chart"])
+    with table:
+        ui.dataframe(frame, height=min(560, 38 + 35 * max(1, len(frame))))
+        st.download_button(
+            "Download CSV",
+            frame.to_csv(index=False).encode("utf-8"),
+            file_name="toolwatch-query.csv",
+            mime="text/csv",
+            key="csv",
+        )
+    with chart:
+        _chart(frame)
+
+
+def _chart(frame: pd.DataFrame) -> None:
+    shape = ex.chart_columns(frame)
+    if shape is None:
+        st.info("A chart needs a label or time column and at least one numeric column.")
+        return
+    x, numbers = shape
+    c1, c2 = st.columns([1, 2])
+    y = c1.selectbox("Value", numbers, key="chart_y")
+    temporal = pd.api.types.is_datetime64_any_dtype(frame[x])
+    shown = frame.head(200)
+    encoding_x: Any = (
+        alt.X(f"{x}:T", title=f"{x} (UTC)")
+        if temporal
+        else alt.X(f"{x}:N", title=x, sort="-y", axis=alt.Axis(labelLimit=240))
+    )
+    mark = alt.Chart(shown).mark_line(point=True) if temporal else alt.Chart(shown).mark_bar()
+    c2.caption(
+        f"{y} by {x}" + (" (first 200 rows)" if len(frame) > 200 else "") + " — the legend "
+        "names the value drawn; change it on the left."
+    )
+    spec = (
+        mark.transform_calculate(what=f"'{y}'")
+        .encode(
+            x=encoding_x,
+            y=alt.Y(f"{y}:Q", title=y),
+            color=alt.Color(
+                "what:N",
+                title=None,
+                scale=alt.Scale(range=[charts.OURS]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=[x, alt.Tooltip(f"{y}:Q", format=",")],
+        )
+        .properties(height=320)
+    )
+    st.altair_chart(spec, width="stretch")
