@@ -77,6 +77,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "detection",
         "rank sessions flagged at the operating point",
     ),
+    "rules": (
+        "toolwatch.detection.commands.rules",
+        "collector",
+        "validate and try alert rules (SQL over recent calls, a threshold)",
+    ),
     "experiment": (
         "toolwatch.injection.commands.experiment",
         "detection",
@@ -169,9 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except SystemExit as exc:
-        if not isinstance(exc.code, str):  # argparse's exit, --help, or a command's own code
-            raise
-        return _report(chosen, exc.code, exc, verbose, EXIT_ERROR)
+        if exc.code is None or isinstance(exc.code, int):  # argparse's exit (its line is out)
+            return int(exc.code or 0)
+        return _report(chosen, str(exc.code), exc, verbose, EXIT_ERROR)
     except UserError as exc:
         return _report(chosen, one_line(exc), exc, verbose, exc.code)
     except OSError as exc:  # the environment said no: a busy port, a permission, a full disk

@@ -177,6 +177,17 @@ STREAM_SCORE_FIELDS: Final[tuple[Field, ...]] = (
     _f("calls_over", "int64", "calls above the threshold", nullable=False),
 )
 
+RULE_ALERT_FIELDS: Final[tuple[Field, ...]] = (
+    _f("alert_time", "timestamp", "when the rule fired, UTC", nullable=False),
+    _f("rule", "string", "the rule's name (rules.toml)", nullable=False),
+    _f("key", "string", "what the row measured (its other columns, JSON); '' if none"),
+    _f("value", "float64", "the query's value", nullable=False),
+    _f("op", "string", "the comparison (>, >=, <, <=)", nullable=False),
+    _f("threshold", "float64", "the rule's threshold", nullable=False),
+    _f("window_s", "float64", "recent_calls window, seconds", nullable=False),
+    _f("description", "string", "the rule's description"),
+)
+
 CALLS: Final = Table(
     "calls", CALL_FIELDS, "start_time", "collector, import, simulate", "one row per tool call"
 )
@@ -228,6 +239,14 @@ STREAM_SCORES: Final = Table(
     "point (what the app's Sessions page lists, without scoring on page load)",
 )
 
+RULE_ALERTS: Final = Table(
+    "rule_alerts",
+    RULE_ALERT_FIELDS,
+    "alert_time",
+    "collector (alert rules)",
+    "one row per alert of a user-defined rule (SQL over recent calls, a threshold)",
+)
+
 #: Every stored table, by name.
 TABLES: Final[dict[str, Table]] = {
     t.name: t
@@ -240,6 +259,7 @@ TABLES: Final[dict[str, Table]] = {
         EXPERIMENT_RUNS,
         WORKBENCH_RUNS,
         STREAM_SCORES,
+        RULE_ALERTS,
     )
 }
 

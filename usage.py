@@ -28,6 +28,7 @@ every command, including the production install's, can import this module.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Final
 
 EXIT_OK: Final = 0
@@ -55,9 +56,15 @@ class UsageError(UserError):
     code = EXIT_USAGE
 
 
+#: DuckDB's guesses from its own catalogue ("Did you mean "pg_sequences"?"), no help to a user.
+_SYSTEM_GUESS = re.compile(r'^Did you mean "(pg_|duckdb_|sqlite_|information_schema)')
+
+
 def one_line(text: object) -> str:
-    """``text`` on one line (DuckDB and others put hints on extra lines): lines joined by ' — '."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    """``text`` on one line (DuckDB and others put hints on extra lines): lines joined by
+    ' — ', without a caret line under a query or a guess from the system catalogue."""
+    lines = [line.strip() for line in str(text).splitlines()]
+    lines = [x for x in lines if x.strip("^ ") and not _SYSTEM_GUESS.match(x)]
     return " — ".join(lines) if lines else type(text).__name__
 
 

@@ -9,53 +9,100 @@ the study one by one.
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
 from toolwatch import study
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import url_state as url
+from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.stats.corpus import STAT_KEYS, corpus_stats, source_counts
 from toolwatch.collector.stats.report import LABELS, format_stat
 
 ALL_SELECTED = "all selected"
 
 
+@st.cache_data(show_spinner="Computing the corpus facts…", max_entries=16)
+def _facts(
+    root: str,
+    key: tuple[str, ...],
+    chosen: tuple[str, ...],
+    start: datetime | None,
+    end: datetime | None,
+) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """The facts per source (and all selected), cached per version of the calls files: they
+    are the heaviest query of the app (gaps need every stream in time order)."""
+    with q.open_store(Path(root), TimeSpan("cached", start, end)) as con:
+        columns = {src: corpus_stats(con, [src]) for src in chosen}
+        if len(chosen) > 1:
+            columns[ALL_SELECTED] = corpus_stats(con, list(chosen))
+        return columns, q.session_ids(con, list(chosen))
+
+
 def render() -> None:
     s = ui.settings()
+    span = url.current_span()
     st.title("Corpus")
-    with q.open_store(s.store) as con:
+    with q.open_store(s.store, span) as con:
         if q.count(con, q.CALLS) == 0:
-            ui.explain_empty(q.CALLS, s.store, "calls")
+            if span.bounded:
+                st.info(f"No calls in the time range ({span.label}); widen it in the sidebar.")
+            else:
+                ui.explain_empty(q.CALLS, s.store, "calls")
             return
         counts = source_counts(con)
-        chosen = st.multiselect("Source", list(counts), default=list(counts), key="c_sources")
+        wanted = [x for x in (url.param("source") or "").split(",") if x in counts]
+
+        def sync() -> None:
+            picked = st.session_state.get("w_csource") or []
+            url.set_params(source=None if set(picked) == set(counts) else ",".join(picked))
+
+        chosen = st.multiselect(
+            "Source", list(counts), default=wanted or list(counts), key="w_csource", on_change=sync
+        )
         if not chosen:
             st.info("Pick at least one source.")
             return
-        columns = {src: corpus_stats(con, [src]) for src in chosen}
-        if len(chosen) > 1:
-            columns[ALL_SELECTED] = corpus_stats(con, chosen)
+        columns, ids = _facts(
+            str(s.store), q.fingerprint(s.store, q.CALLS), tuple(chosen), span.start, span.end
+        )
         per_day = q.calls_per_day(con, chosen)
         tools = q.top_tools(con, chosen)
-    st.caption(" · ".join(f"{src}: {n:,} calls" for src, n in counts.items()))
+    st.caption(" · ".join(f"{src}: {n:,} calls" for src, n in counts.items()) + f" · {span.label}")
     if "simulated" in chosen:
         st.warning(
             "The selection includes SIMULATED calls (`toolwatch simulate`), shaped like the "
             "study's corpus — not real agent data."
         )
-    rows = []
+    rows = [
+        {
+            "fact": "sessions (distinct session ids, as on Sessions)",
+            **{name: ui.count(ids.get(name, ids.get(ALL_SELECTED, 0))) for name in columns},
+            "study": "—",
+        }
+    ]
     for key in STAT_KEYS:
         text, kind = LABELS[key]
+        if key == "sessions":
+            text = "streams (session × agent: the study's 'sessions')"
         published = study.CORPUS.get(key)
         row = {"fact": text.strip() if not text.startswith("  ") else "  · " + text.strip()}
         row.update({name: format_stat(stats[key], kind) for name, stats in columns.items()})
         row["study"] = format_stat(float(published), kind) if published is not None else "—"
         rows.append(row)
-    st.table(pd.DataFrame(rows).set_index("fact"))
+    ui.dataframe(
+        pd.DataFrame(rows),
+        height=38 + 35 * len(rows),
+        column_config={"fact": st.column_config.TextColumn("fact", width="large")},
+    )
     st.caption(
         "One column per source (each counted on its own), then all selected sources together. "
-        "Sessions are streams (session, agent), as the study counted subagent transcripts. "
+        "The study counted each subagent transcript as a session: its 'sessions' are our "
+        "streams (session × agent); Sessions lists both. "
         "Gaps are between consecutive calls of one stream; a gap is within-response when both "
         "calls carry the same model response id. The study: no gap between different responses "
         "was ≤ 1 s, while half the parallel calls were."
@@ -63,12 +110,12 @@ def render() -> None:
     st.subheader("Calls per day")
     st.altair_chart(charts.calls_per_day_chart(per_day), width="stretch")
     st.subheader("Most-called tools")
-    st.dataframe(
-        tools,
-        hide_index=True,
-        width="stretch",
+    ui.dataframe(
+        tools.assign(server=tools["server"].fillna("(built-in)")),
         column_config={
-            "server": st.column_config.TextColumn("MCP server", help="empty: a built-in tool"),
+            "tool": st.column_config.TextColumn("tool", width="large"),
+            "server": st.column_config.TextColumn("MCP server", help="(built-in): not an MCP tool"),
+            "calls": st.column_config.NumberColumn("calls", format="localized"),
             "failure_rate": st.column_config.NumberColumn("failure rate", format="percent"),
         },
     )

@@ -27,6 +27,8 @@ VARIANT_LABELS = {
     "standard": "with response ids",
     "no_response_ids": "response ids dropped (ablation)",
 }
+#: Points per ROC curve drawn (the areas use every threshold).
+ROC_POINTS = 400
 MODE_TARGET = "target false-alarm rate"
 MODE_OPERATING = "operating point"
 #: URL value of the threshold mode -> its label
@@ -37,6 +39,17 @@ MODES = {"target": MODE_TARGET, "operating": MODE_OPERATING}
 def _maxima(root: str, key: tuple[str, ...], run_id: str, variant: str) -> pd.DataFrame:
     with q.open_store(Path(root)) as con:
         return q.experiment_run_maxima(con, run_id, variant)
+
+
+@st.cache_data(show_spinner="Reading the runs' maxima…", max_entries=16)
+def _roc_data(
+    root: str, key: tuple[str, ...], run_id: str, variant: str, cue_set: str, detector: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ROC points (at most :data:`ROC_POINTS` per curve, for the chart) and exact areas."""
+    with q.open_store(Path(root)) as con:
+        maxima = q.experiment_roc_maxima(con, run_id, variant, cue_set, detector)
+    points, areas = dv.roc_curves(maxima)
+    return dv.thin_curves(points, ROC_POINTS), areas
 
 
 @st.cache_data(show_spinner="Evaluating the threshold…", max_entries=32)
@@ -305,7 +318,7 @@ def _table(v: View, cells: pd.DataFrame) -> None:
     if bars:
         st.altair_chart(
             charts.detection_bars(
-                pd.DataFrame(bars), "ours (bar, 95% interval) and the study's (red tick)"
+                pd.DataFrame(bars), "detection rate per kind: ours and the study's"
             ),
             width="stretch",
         )
@@ -344,9 +357,7 @@ def _roc(v: View) -> None:
             "not have; re-run `toolwatch experiment` to save them."
         )
         return
-    maxima = _maxima(str(v.root), v.key, v.run["run_id"], v.variant)
-    one = maxima[(maxima["cue_set"] == cue_set) & (maxima["detector"] == detector)]
-    points, areas = dv.roc_curves(one)
+    points, areas = _roc_data(str(v.root), v.key, v.run["run_id"], v.variant, cue_set, detector)
     if points.empty:
         st.info("No runs for this cue set and detector.")
         return

@@ -159,6 +159,18 @@ def roc_curves(maxima: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.concat(points, ignore_index=True), pd.DataFrame(areas)
 
 
+def thin_curves(points: pd.DataFrame, most: int) -> pd.DataFrame:
+    """At most ``most`` points per curve, for drawing: evenly spaced steps, the first and last
+    kept, so the curve keeps its shape while the chart stays light on a large store."""
+    parts = []
+    for _, part in points.groupby("kind", sort=False):
+        if len(part) > most:
+            keep = np.unique(np.linspace(0, len(part) - 1, most).round().astype(int))
+            part = part.iloc[keep]
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True) if parts else points
+
+
 def _share_above(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     ordered = np.sort(values)
     above = ordered.size - np.searchsorted(ordered, thresholds, side="right")

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.time_range import TimeSpan
+from toolwatch.usage import one_line
 
 DEFAULT_LIMIT: Final = 1_000
 MAX_LIMIT: Final = 100_000
@@ -223,5 +224,4 @@ def chart_columns(frame: pd.DataFrame) -> tuple[str, list[str]] | None:
 
 
 def _message(exc: Exception) -> str:
-    lines = [line for line in str(exc).splitlines() if line.strip(" ^")]
-    return " — ".join(x.strip() for x in lines if not x.startswith("Did you mean"))
+    return one_line(exc)

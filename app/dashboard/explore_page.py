@@ -78,14 +78,13 @@ def _saved_queries() -> None:
 def _views(root: Any) -> None:
     st.markdown("**Views and columns**")
     columns = ex.schema(root)
-    for view, part in columns.groupby("view", sort=True):
-        with st.expander(str(view)):
-            st.markdown(
-                "\n".join(
-                    f"- `{c}` {t.lower()}"
-                    for c, t in zip(part["column"], part["type"], strict=True)
-                )
-            )
+    views = list(dict.fromkeys(columns["view"]))
+    view = st.selectbox("View", views, index=views.index("calls") if "calls" in views else 0)
+    part = columns[columns["view"] == view]
+    ui.dataframe(
+        part[["column", "type"]].assign(type=part["type"].str.lower()),
+        height=38 + 35 * min(len(part), 12),
+    )
 
 
 def _result(result: ex.QueryResult, limit: int) -> None:
@@ -144,3 +143,7 @@ def _chart(frame: pd.DataFrame) -> None:
         .properties(height=320)
     )
     st.altair_chart(spec, width="stretch")
+
+
+if __name__ == "__main__":
+    render()

@@ -14,23 +14,34 @@ import streamlit as st
 
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import url_state as url
 
 BY = {"alert_time": "when the alert was raised", "call_time": "when the alerted call happened"}
 
 
 def render() -> None:
     s = ui.settings()
+    span = url.current_span()
     st.title("Live alerts")
     auto = st.toggle(f"Auto-refresh every {s.refresh_s:g} s", value=True, key="auto")
-    by = st.radio(
-        "Count per hour by", list(BY), format_func=BY.__getitem__, horizontal=True, key="by"
+    by = url.choice(
+        st,
+        "Count per hour by",
+        list(BY),
+        "by",
+        format_func=BY.__getitem__,
+        widget="radio",
+        horizontal=True,
     )
 
     @st.fragment(run_every=s.refresh_s if auto else None)
     def panel() -> None:
         now = datetime.now(UTC)
-        with q.open_store(s.store) as con:
+        with q.open_store(s.store, span) as con:
             if not q.has_rows(con, q.ALERTS):
+                if span.bounded:
+                    st.info(f"No alerts in the time range ({span.label}).")
+                    return
                 ui.explain_empty(q.ALERTS, s.store, "alerts")
                 st.caption(f"Checked at {now:%H:%M:%S} UTC.")
                 return
@@ -58,11 +69,10 @@ def render() -> None:
         )
         st.subheader("Most recent alerts")
         recent.insert(2, "stream", recent.pop("agent_id").map(ui.stream_name))
-        st.dataframe(
+        ui.dataframe(
             recent,
-            hide_index=True,
-            width="stretch",
             column_config={
+                "session_id": st.column_config.TextColumn("session", width=330),
                 "alert_time": st.column_config.DatetimeColumn(
                     "raised (UTC)", format="YYYY-MM-DD HH:mm:ss"
                 ),
@@ -74,8 +84,9 @@ def render() -> None:
             },
         )
         st.caption(
-            f"Checked at {now:%H:%M:%S} UTC. Each alert is one excursion of a stream above "
-            "the model's operating point; `cue` is the cue that explains it."
+            f"Checked at {now:%H:%M:%S} UTC, {span.label}. Each alert is one excursion of a "
+            "stream above the model's operating point; `cue` is the cue that explains it. "
+            "A stream's timeline: Sessions, or the link `/sessions?session=ID`."
         )
 
     panel()

@@ -276,6 +276,24 @@ def experiment_run_maxima(
     )
 
 
+def experiment_roc_maxima(
+    con: duckdb.DuckDBPyConnection, run_id: str, variant: str, cue_set: str, detector: str
+) -> pd.DataFrame:
+    """The window maxima of one cue set × detector (``kind, window_max``): what its ROC curves
+    need, a fifteenth of :func:`experiment_run_maxima`'s rows."""
+    if not has_column(con, EXPERIMENT_RUNS, "window_max"):
+        return pd.DataFrame(columns=["kind", "window_max"])
+    return frame(
+        con,
+        f"""
+        SELECT kind, window_max FROM {EXPERIMENT_RUNS}
+        WHERE run_id = ? AND variant = ? AND threshold_mode = 'fa_target' AND cue_set = ?
+          AND detector = ?
+        """,
+        [run_id, variant, cue_set, detector],
+    )
+
+
 def experiment_latencies(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -305,7 +323,7 @@ def experiment_latencies(
 
 def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [
-        str(r[0]) for r in con.execute("SELECT DISTINCT source FROM streams ORDER BY 1").fetchall()
+        str(r[0]) for r in con.execute(f"SELECT DISTINCT source FROM {CALLS} ORDER BY 1").fetchall()
     ]
 
 
@@ -457,6 +475,25 @@ def workbench_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str
 
 
 # ------------------------------------------------------------------------------ corpus
+
+
+def session_ids(con: duckdb.DuckDBPyConnection, source_filter: Sequence[str]) -> dict[str, int]:
+    """Distinct session ids per source, and over all of ``source_filter`` ("all selected")."""
+    found = {
+        str(src): int(n)
+        for src, n in con.execute(
+            f"SELECT source, count(DISTINCT session_id) FROM {CALLS} "
+            "WHERE list_contains(?, source) GROUP BY source",
+            [list(source_filter)],
+        ).fetchall()
+    }
+    row = one(
+        con,
+        f"SELECT count(DISTINCT session_id) FROM {CALLS} WHERE list_contains(?, source)",
+        [list(source_filter)],
+    )
+    found["all selected"] = int(row[0]) if row else 0
+    return found
 
 
 def calls_per_day(

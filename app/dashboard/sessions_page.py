@@ -38,6 +38,8 @@ AGENT_LABELS = {
 }
 MAIN = "main"  # the ``agent`` URL value of a main agent (also: no ``agent`` parameter)
 Stream = tuple[str, str | None]
+#: Columns of the stream list, in display order; they fit a 1,400-pixel window beside the
+#: sidebar (the others are a toggle away), so nothing is hidden off the right edge.
 LIST_COLUMNS = [
     "session_id",
     "stream",
@@ -48,10 +50,8 @@ LIST_COLUMNS = [
     "source",
     "first_time",
     "calls",
-    "failures",
-    "tools",
-    "labelled_calls",
 ]
+MORE_COLUMNS = ["failures", "tools", "responses", "labelled_calls", "last_time"]
 
 
 def render() -> None:
@@ -63,9 +63,12 @@ def render() -> None:
         chosen = _filters(con)
         statistic = model.config.alert_on[0] if model and model.config.alert_on else "all_cusum"
         model_id = model.model_id if model is not None else None
-        listed = sl.stream_list(con, chosen, model_id, statistic)
+        more = st.toggle(
+            "more columns (failures, tools, responses, injected, last call)", key="more"
+        )
+        listed = sl.stream_list(con, chosen, model_id, statistic, detail=more)
         _scores_note(con, s.store, model, problem, statistic)
-        picked = _stream_table(listed, span.label)
+        picked = _stream_table(listed, span.label, more)
         stream = picked or _stream_from_url(con)
         if stream is not None:
             _timeline(con, stream, model)
@@ -122,7 +125,7 @@ def _scores_note(
         )
 
 
-def _stream_table(listed: sl.StreamList, range_label: str) -> Stream | None:
+def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream | None:
     """The list; returns the stream of a row the user just clicked (also put in the URL)."""
     subagents = listed.matched - listed.main_agents
     st.caption(
@@ -140,31 +143,33 @@ def _stream_table(listed: sl.StreamList, range_label: str) -> Stream | None:
         return None
     rows = listed.rows.assign(stream=listed.rows["agent_id"].map(ui.stream_name))
     event = ui.dataframe(
-        rows[LIST_COLUMNS],
+        rows[LIST_COLUMNS + (MORE_COLUMNS if more else [])],
         height=min(420, 38 + 35 * len(rows)),
         key="streams_table",
         on_select="rerun",
         selection_mode="single-row",
         column_config={
-            "session_id": st.column_config.TextColumn("session", width=330),
-            "stream": st.column_config.TextColumn("stream", width=150),
-            "flagged_by": st.column_config.TextColumn("flagged by", width=95),
-            "scan_cue": st.column_config.TextColumn("scan cue", width=75),
+            "session_id": st.column_config.TextColumn("session", width=270),
+            "stream": st.column_config.TextColumn("stream", width=120),
+            "flagged_by": st.column_config.TextColumn("flagged by", width=85),
+            "scan_cue": st.column_config.TextColumn("scan cue", width=62),
             "scan_margin": st.column_config.NumberColumn(
                 "margin",
                 format="%.2f",
-                width=70,
+                width=62,
                 help="the stream's peak minus the operating-point threshold (scan)",
             ),
-            "alerts": st.column_config.NumberColumn("alerts", width=55),
-            "source": st.column_config.TextColumn("source", width=80),
+            "alerts": st.column_config.NumberColumn("alerts", width=50),
+            "source": st.column_config.TextColumn("source", width=72),
             "first_time": st.column_config.DatetimeColumn(
-                "first call (UTC)", format="YYYY-MM-DD HH:mm", width=135
+                "first call (UTC)", format="YYYY-MM-DD HH:mm", width=128
             ),
-            "calls": st.column_config.NumberColumn("calls", format="localized", width=60),
-            "failures": st.column_config.NumberColumn("failed", format="localized", width=60),
-            "tools": st.column_config.NumberColumn("tools", width=50),
-            "labelled_calls": st.column_config.NumberColumn("injected", width=65),
+            "calls": st.column_config.NumberColumn("calls", format="localized", width=55),
+            "failures": st.column_config.NumberColumn("failed", format="localized"),
+            "labelled_calls": st.column_config.NumberColumn("injected", format="localized"),
+            "last_time": st.column_config.DatetimeColumn(
+                "last call (UTC)", format="YYYY-MM-DD HH:mm"
+            ),
         },
     )
     chosen = list(getattr(getattr(event, "selection", None), "rows", []) or [])

@@ -1,12 +1,13 @@
 """The Sessions page's stream list: one DuckDB query over stored rows, never a scoring pass.
 
-Each row is a stream of the ``streams`` view (scoped to the global time range by
-:func:`~toolwatch.app.dashboard.queries.open_store`) with its live alerts (``alerts``) and, for
-the model in use, its latest stored score (``stream_scores``, written by ``toolwatch scan``):
-peak against the operating point, margin, the cue of the first crossing. Filtering, ranking
-(flagged first, by margin, then alerts, then newest) and the row limit happen in SQL, so a
-1 M-call store answers in well under a second. What the page does not find stored it says
-(and names the command that writes it) rather than computing it on page load.
+Each row is a stream (``calls`` aggregated per session × agent like the ``streams`` view,
+scoped to the global time range by :func:`~toolwatch.app.dashboard.queries.open_store`) with
+its live alerts (``alerts``) and, for the model in use, its latest stored score
+(``stream_scores``, written by ``toolwatch scan``): peak against the operating point, margin,
+the cue of the first crossing. Filtering, ranking (flagged first, by margin, then alerts,
+then newest) and the row limit happen in SQL, so a 1 M-call store answers in about a second.
+What the page does not find stored it says (and names the command that writes it) rather
+than computing it on page load.
 """
 
 from __future__ import annotations
@@ -96,38 +97,17 @@ def stream_list(
     model_id: str | None,
     statistic: str,
     limit: int = LIST_LIMIT,
+    *,
+    detail: bool = False,
 ) -> StreamList:
-    """The ranked, filtered stream list and its counts (see the module docstring)."""
-    base = f"""
-        WITH listed AS (
-          SELECT s.session_id, s.agent_id, s.source, s.first_time, s.last_time, s.calls,
-                 s.tools, s.failures, s.responses, s.labelled_calls,
-                 coalesce(a.alerts, 0) AS alerts,
-                 sc.margin AS scan_margin, sc.peak AS scan_peak,
-                 coalesce(sc.flagged, false) AS scanned, sc.cue AS scan_cue,
-                 sc.first_over_index AS scan_first_call
-          FROM streams s
-          LEFT JOIN {_alert_counts(con)} a
-            ON a.session_id = s.session_id AND a.agent_id IS NOT DISTINCT FROM s.agent_id
-          LEFT JOIN {_latest_scores(con, model_id, statistic)} sc
-            ON sc.session_id = s.session_id AND sc.agent_id IS NOT DISTINCT FROM s.agent_id
-          WHERE ($sources IS NULL OR list_contains($sources, s.source))
-            AND ($prefix = '' OR starts_with(s.session_id, $prefix))
-            AND (NOT $injected OR s.labelled_calls > 0)
-            AND ($agents = 'all' OR ($agents = 'main') = (s.agent_id IS NULL))
-        ),
-        flagged AS (
-          SELECT *, (alerts > 0 OR scanned) AS is_flagged,
-                 CASE WHEN alerts > 0 AND scanned THEN 'alert + scan'
-                      WHEN alerts > 0 THEN 'alert'
-                      WHEN scanned THEN 'scan' ELSE '' END AS flagged_by
-          FROM listed
-        ),
-        kept AS (
-          SELECT * FROM flagged
-          WHERE $flag = 'all' OR ($flag = 'flagged') = is_flagged
-        )
-    """
+    """The ranked, filtered stream list and its counts (see the module docstring). The
+    streams are aggregated once (into a temporary table the counts and the rows both read);
+    ``detail`` adds the distinct tools and responses per stream, which cost a second pass."""
+    distinct = (
+        "count(DISTINCT tool) AS tools, count(DISTINCT response_id) AS responses"
+        if detail
+        else "NULL::BIGINT AS tools, NULL::BIGINT AS responses"
+    )
     params: dict[str, Any] = {
         "sources": list(chosen.sources) if chosen.sources is not None else None,
         "prefix": chosen.session_prefix.strip(),
@@ -135,26 +115,58 @@ def stream_list(
         "agents": chosen.agents if chosen.agents in AGENTS else "all",
         "flag": chosen.flag if chosen.flag in FLAGS else "all",
     }
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _listed AS
+        WITH s AS (
+          SELECT session_id, agent_id, any_value(source) AS source,
+                 min(start_time) AS first_time, max(start_time) AS last_time,
+                 count(*) AS calls, count(*) FILTER (WHERE failed) AS failures,
+                 count(*) FILTER (WHERE label IS NOT NULL) AS labelled_calls, {distinct}
+          FROM {q.CALLS}
+          WHERE ($sources IS NULL OR list_contains($sources, source))
+            AND ($prefix = '' OR starts_with(session_id, $prefix))
+            AND ($agents = 'all' OR ($agents = 'main') = (agent_id IS NULL))
+          GROUP BY session_id, agent_id
+          HAVING NOT $injected OR count(*) FILTER (WHERE label IS NOT NULL) > 0
+        ),
+        joined AS (
+          SELECT s.*, coalesce(a.alerts, 0) AS alerts,
+                 sc.margin AS scan_margin, sc.peak AS scan_peak,
+                 coalesce(sc.flagged, false) AS scanned, sc.cue AS scan_cue,
+                 sc.first_over_index AS scan_first_call
+          FROM s
+          LEFT JOIN {_alert_counts(con)} a
+            ON a.session_id = s.session_id AND a.agent_id IS NOT DISTINCT FROM s.agent_id
+          LEFT JOIN {_latest_scores(con, model_id, statistic)} sc
+            ON sc.session_id = s.session_id AND sc.agent_id IS NOT DISTINCT FROM s.agent_id
+        )
+        SELECT *, (alerts > 0 OR scanned) AS is_flagged,
+               CASE WHEN alerts > 0 AND scanned THEN 'alert + scan'
+                    WHEN alerts > 0 THEN 'alert'
+                    WHEN scanned THEN 'scan' ELSE '' END AS flagged_by
+        FROM joined
+        WHERE $flag = 'all' OR ($flag = 'flagged') = (alerts > 0 OR scanned)
+        """,
+        params,
+    )
     counts = con.execute(
-        base
-        + """
+        """
         SELECT count(*), count(*) FILTER (WHERE agent_id IS NULL), count(DISTINCT session_id),
                count(*) FILTER (WHERE is_flagged), count(*) FILTER (WHERE alerts > 0),
                count(*) FILTER (WHERE scanned)
-        FROM kept""",
-        params,
+        FROM _listed"""
     ).fetchall()[0]
     rows = con.execute(
-        base
-        + f"""
+        f"""
         SELECT session_id, agent_id, flagged_by, scan_cue, scan_margin, scan_first_call, alerts,
                source, first_time, last_time, calls, tools, failures, responses, labelled_calls
-        FROM kept
+        FROM _listed
         ORDER BY is_flagged DESC, scan_margin DESC NULLS LAST, alerts DESC, first_time DESC,
                  session_id, agent_id NULLS FIRST
-        LIMIT {int(limit)}""",
-        params,
+        LIMIT {int(limit)}"""
     ).df()
+    con.execute("DROP TABLE _listed")
     return StreamList(rows, *(int(c) for c in counts))
 
 

@@ -62,7 +62,9 @@ def resolve(
 ) -> TimeSpan:
     """The span of a URL's ``range`` (and ``from``/``to`` for custom); unknown keys are all time."""
     key = key if key in RANGES else DEFAULT
-    now = now or datetime.now(UTC)
+    # relative ranges end at the next whole minute: the same span (and cached results) for a
+    # minute of reruns, and the newest calls inside it
+    now = (now or datetime.now(UTC)).replace(second=0, microsecond=0) + timedelta(minutes=1)
     if key == "custom":
         lo, hi = parse_day(first), parse_day(last)
         if lo is None and hi is None:

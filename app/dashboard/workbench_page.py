@@ -17,6 +17,7 @@ import streamlit as st
 from toolwatch import study
 from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import url_state as url
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 from toolwatch.injection.workbench.suite import summarize
 
@@ -54,8 +55,11 @@ def render() -> None:
             when = pd.Timestamp(r["time"]).strftime("%Y-%m-%d %H:%M UTC")
             return f"{r['run_id']} · {when} · {r['scenarios']} scenarios · agents {r['agents']}"
 
-        i = st.selectbox("Workbench run", range(len(suites)), format_func=describe, key="suite")
-        run_id = str(suites.iloc[int(i or 0)]["run_id"])
+        ids = [str(r) for r in suites["run_id"]]
+        position = {run_id: i for i, run_id in enumerate(ids)}
+        run_id = url.choice(
+            st, "Workbench run", ids, "suite", format_func=lambda r: describe(position[r])
+        )
         rows = q.workbench_rows(con, run_id)
         summary = summarize(rows)
         _pass_matrix(summary)
@@ -94,7 +98,7 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
         width="stretch",
     )
     table = frame.pivot(index="agent", columns="fault", values="text")
-    st.table(table[[f for f in summary["fault_types"] if f in table.columns]])
+    st.table(table[[f for f in summary["fault_types"] if f in table.columns]].fillna(""))
     clean = summary.get("clean_solved", {})
     if clean:
         st.caption(
@@ -152,7 +156,7 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
     st.subheader("Trajectories")
     scenarios = sorted({r["scenario_id"] for r in rows})
     c1, c2, c3 = st.columns(3)
-    scenario = c1.selectbox("Scenario", scenarios, key="scenario")
+    scenario = url.choice(c1, "Scenario", scenarios, "scenario")
     unit = [r for r in rows if r["scenario_id"] == scenario]
     agents = sorted({r["agent"] for r in unit})
     agent = c2.selectbox("Agent", agents, key="agent")
@@ -190,7 +194,7 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
         )
     else:
         st.altair_chart(charts.trajectories_chart(step_frame, divergence), width="stretch")
-        st.dataframe(_side_by_side(unit, step_frame), width="stretch")
+        ui.dataframe(_side_by_side(unit, step_frame).reset_index(), hide_index=True)
         st.caption(
             "One column per run, one row per tool call: ✓ ok, ✗ failed (error class), "
             "⚑ the fault's label on an injected response, ◀ the run's first divergence from "

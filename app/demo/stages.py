@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -68,7 +69,24 @@ def train_stage(store: Store, out: Emit) -> Path:
         f"{model.threshold(cue, det):.2f} (top {1 - model.config.operating_quantile:.1%} "
         "of calibration calls)"
     )
+    scan_stage(store, model, out)
     return path
+
+
+def scan_stage(store: Store, model: Any, out: Emit) -> None:
+    """What ``toolwatch scan`` stores: every stream's peak, for the app's Sessions page."""
+    from toolwatch.detection.calls.windows import bounded, load_window
+    from toolwatch.detection.scoring.batch import score_calls
+    from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
+
+    every = load_window(store, bounded(None, None), normal_only=False)
+    scores = stream_scores(model, score_calls(model, every))
+    store.append(STREAM_SCORES_TABLE, scores)
+    flagged = sum(scores.column("flagged").to_pylist())
+    out(
+        f"  scan: {flagged:,} of {scores.num_rows:,} streams above the operating point "
+        "(scores stored for the app's Sessions page)"
+    )
 
 
 def experiment_stage(store: Store, options: DemoOptions, out: Emit) -> str:

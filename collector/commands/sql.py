@@ -95,10 +95,8 @@ def _query(store: Store, sql: str) -> pa.Table:
 
 
 def duckdb_message(exc: Exception) -> str:
-    """DuckDB's message on one line, without its caret line and its guesses from the system
-    catalogue (``Did you mean "pg_sequences"?``)."""
-    lines = [line for line in str(exc).splitlines() if line.strip(" ^")]
-    return one_line("\n".join(x for x in lines if not x.startswith("Did you mean")))
+    """DuckDB's message on one line (:func:`toolwatch.usage.one_line`)."""
+    return one_line(exc)
 
 
 def views_note(store: Store) -> str:

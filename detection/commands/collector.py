@@ -19,6 +19,7 @@ from toolwatch.collector.otlp.server import (
     Collector,
 )
 from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
 from toolwatch.usage import non_negative_float, port, positive_int
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"require 'Authorization: Bearer TOKEN' (default ${ENV_TOKEN}; unset = no token)",
     )
     parser.add_argument("--model", type=Path, help="score every batch live with this model file")
-    parser.add_argument("--webhook", help="POST live alerts to this URL (needs --model)")
+    parser.add_argument(
+        "--webhook", help="POST live alerts to this URL (needs --model or alert rules)"
+    )
+    parser.add_argument(
+        "--rules",
+        type=Path,
+        help="alert rules to evaluate on their schedule (TOML; default STORE/rules.toml when "
+        "present; `toolwatch rules check` validates a file)",
+    )
     parser.add_argument(
         "--max-body",
         type=positive_int,
@@ -65,8 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _scorer(args: argparse.Namespace, store: Store) -> Any:
     """The live scorer (its ``process`` is ``on_batch``), or None; SystemExit with a reason."""
     if args.model is None:
-        if args.webhook:
-            raise SystemExit("toolwatch collector: --webhook needs --model (alerts come from it)")
+        if args.webhook and not _rules_file(args, store):
+            raise SystemExit(
+                "toolwatch collector: --webhook needs --model or --rules (alerts come from them)"
+            )
         return None
     if not args.model.is_file():
         raise SystemExit(f"toolwatch collector: model file {args.model} not found")
@@ -87,9 +98,28 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
     return scorer
 
 
+def _rules_file(args: argparse.Namespace, store: Store) -> Path | None:
+    if args.rules is not None:
+        return Path(args.rules)
+    default = default_rules_path(store)
+    return default if default.is_file() else None
+
+
+def _rules(args: argparse.Namespace, store: Store) -> RuleEvaluator | None:
+    """The alert-rule evaluator (a hook the main loop ticks), or None; RuleError names a bad
+    file before the collector starts."""
+    path = _rules_file(args, store)
+    if path is None:
+        return None
+    rules = load_rules(path, store)
+    log.info("alert rules: %d from %s", len(rules), path)
+    return RuleEvaluator(rules, store, webhook=args.webhook)
+
+
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
     scorer = _scorer(args, store)
+    rules = _rules(args, store)
     collector = Collector(
         store,
         host=args.host,
@@ -114,11 +144,14 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while not stop.wait(0.5):
-            pass
+            if rules is not None:
+                rules.tick()
     finally:
         collector.stop()  # flushes; the last batches reach the scorer before it closes
         if scorer is not None:
             scorer.close()  # delivers webhook alerts still queued
+        if rules is not None:
+            rules.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0

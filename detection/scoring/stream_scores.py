@@ -95,9 +95,7 @@ def stream_scores(
                     "threshold": pa.array([threshold] * streams, pa.float64()),
                     "margin": pa.array(peaks - threshold, pa.float64()),
                     "flagged": pa.array(flagged),
-                    "first_over_index": pa.array(
-                        call_index[safe_first], pa.int32(), mask=~flagged
-                    ),
+                    "first_over_index": pa.array(call_index[safe_first], pa.int32(), mask=~flagged),
                     "first_over_seq": _masked(seq.take(safe_first), flagged),
                     "first_over_tool": _masked(tools.take(safe_first), flagged),
                     "first_over_time": _masked(times.take(safe_first), flagged),

@@ -13,7 +13,9 @@ from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import ModelConfig, NormalModel
 from toolwatch.detection.alerting.live import LiveScorer
-from toolwatch.detection.calls.windows import default_windows, load_window
+from toolwatch.detection.calls.windows import bounded, default_windows, load_window
+from toolwatch.detection.scoring.batch import score_calls
+from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
 from toolwatch.injection.experiment import (
     ExperimentConfig,
     load_calls,
@@ -69,6 +71,9 @@ def build_store(root: Path, sessions: int = 80) -> dict[str, Any]:
         check=False,
     )
     assert suite.returncode == 0, suite.stderr[-2000:]
+    # what `toolwatch scan` stores for the Sessions page: every stream's peak
+    every = load_window(store, bounded(None, None), normal_only=False)
+    store.append(STREAM_SCORES_TABLE, stream_scores(model, score_calls(model, every)))
     return {"root": root, "model": model, "model_path": model_path, "run_id": result.run_id}
 
 

@@ -1,10 +1,10 @@
-"""A real browser on the running dashboard: ``toolwatch app`` on loopback, headless Chromium.
+"""A real browser on the running dashboard: ``toolwatch app`` on loopback, headless Chromium
+driven by Playwright (:mod:`support.browser`).
 
-Streamlit renders in the browser (the HTML it serves is an empty shell until its script has
-talked to the server over a websocket), so ``--dump-dom`` with a virtual-time budget returns
-before anything is drawn. The test therefore drives Chromium through the DevTools protocol:
-navigate, poll the page until the script has finished and the detection table is there, check
-its text against the store, and keep a screenshot under ``test-artifacts/``.
+Every page is opened by its URL — including a deep link to one stream, a time range, an
+experiment run's statistic and an Explore query — and what it shows is checked against
+independent SQL on the same store; a screenshot of each is kept under ``test-artifacts/``,
+with the first-paint times (``test-artifacts/first-paint.json``).
 
 Needs Debian's ``chromium`` (``.ci/run`` installs it): skipped without it, except under
 ``CI=true`` where a missing browser is a failure.
@@ -12,17 +12,9 @@ Needs Debian's ``chromium`` (``.ci/run`` installs it): skipped without it, excep
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,39 +22,20 @@ from typing import Any
 import pytest
 
 from support.app import interval, rows
+from support.browser import Loaded, browser, chromium_path, open_page, running_app, screenshot
 from support.paths import REPO
-from toolwatch.app.commands.app import free_port
 from toolwatch.injection.experiment.report import label
 
 pytestmark = pytest.mark.browser
 
-REPO = REPO
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--window-size=1400,2600",
-)
-PAGE_STATE = """(() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  const table = document.querySelector('[data-testid="stTable"]');
-  const title = document.querySelector('h1');
-  return JSON.stringify({
-    state: app ? app.getAttribute('data-test-script-state') : null,
-    title: title ? title.innerText : null,
-    table: table ? table.innerText : null,
-    errors: document.querySelectorAll('[data-testid="stException"]').length,
-  });
-})()"""
+#: First paint on the test store (a few thousand calls, like the quick demo): the issue's
+#: 2 s target for the demo store.
+PAINT_BUDGET_S = 2.0
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
+def _chromium() -> str:
+    found = chromium_path()
     if found:
         return found
     if os.environ.get("CI") == "true":
@@ -71,186 +44,186 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def running_app(
+def app(
     tmp_path_factory: pytest.TempPathFactory, built: dict[str, Any]
 ) -> Iterator[dict[str, Any]]:
-    browser = chromium()
-    root = built["root"]
-    port = free_port()
-    log = (tmp_path_factory.mktemp("logs") / "app.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolwatch",
-            "app",
-            "--store",
-            str(root),
-            "--port",
-            str(port),
-            "--headless",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: the app and its Streamlit child
-    )
-    try:
-        _wait_healthy(port, proc)
-        yield {"root": root, "port": port, "browser": browser}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+    executable = _chromium()
+    log = tmp_path_factory.mktemp("logs") / "app.log"
+    with running_app(built["root"], log) as base, browser(executable) as page:
+        open_page(page, base, "")  # warm-up: the server's imports, the browser's bundle
+        yield {"root": built["root"], "base": base, "page": page, "built": built}
 
 
-def _wait_healthy(port: int, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    url = f"http://127.0.0.1:{port}/_stcore/health"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"toolwatch app exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200 and r.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"{url} did not answer ok within {timeout:g} s")
+def visit(app: dict[str, Any], path: str, name: str) -> Loaded:
+    loaded = open_page(app["page"], app["base"], path)
+    screenshot(app["page"], ARTIFACTS, name)
+    assert loaded.exceptions == [], (path, loaded.exceptions)
+    paints = ARTIFACTS / "first-paint.json"
+    found = json.loads(paints.read_text()) if paints.exists() else {}
+    found[name] = {"path": path, "painted_s": loaded.painted_s, "settled_s": loaded.settled_s}
+    paints.write_text(json.dumps(found, indent=1, sort_keys=True))
+    return loaded
 
 
-class DevTools:
-    """Just enough of the Chrome DevTools protocol: one page, commands by id."""
-
-    def __init__(self, browser: str) -> None:
-        from websockets.sync.client import connect
-
-        self.profile = tempfile.mkdtemp(prefix="toolwatch-chromium-")
-        self.proc = subprocess.Popen(
-            [
-                browser,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={self.profile}",
-                "--remote-debugging-port=0",
-                "about:blank",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        port_file = Path(self.profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise AssertionError("chromium did not open its DevTools port")
-            time.sleep(0.1)
-        port = int(port_file.read_text().splitlines()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
-            targets = json.load(r)
-        page = next(t for t in targets if t["type"] == "page")
-        self.stack = contextlib.ExitStack()
-        self.ws = self.stack.enter_context(connect(page["webSocketDebuggerUrl"], max_size=2**28))
-        self.next_id = 0
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv(timeout=60))
-            if message.get("id") == self.next_id:
-                if "error" in message:
-                    raise AssertionError(f"{method}: {message['error']}")
-                return dict(message["result"])
-
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
-        return result["result"].get("value")
-
-    def close(self) -> None:
-        self.stack.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.profile, ignore_errors=True)
+def table_with(loaded: Loaded, header: str) -> list[list[str]]:
+    return next(t for t in loaded.tables if t and header in t[0])
 
 
-def _load(tools: DevTools, url: str, ready: str, timeout: float = 90) -> dict[str, Any]:
-    """Navigate and poll until the script is idle and ``ready`` (a PAGE_STATE key) is set."""
-    tools.call("Page.navigate", url=url)
-    deadline = time.monotonic() + timeout
-    state: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        state = json.loads(tools.evaluate(PAGE_STATE))
-        if state["state"] == "notRunning" and state[ready]:
-            break
-        time.sleep(0.5)
-    time.sleep(2)  # let the charts draw for the screenshot
-    return state
-
-
-def _screenshot(tools: DevTools, name: str) -> bytes:
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = base64.b64decode(tools.call("Page.captureScreenshot", format="png")["data"])
-    (ARTIFACTS / f"app-{name}.png").write_bytes(shot)
-    return shot
-
-
-#: The other pages: (url path, title, text that shows the page drew real content).
-OTHER_PAGES = (
-    ("sessions", "Sessions", "Calls in stream"),
-    ("live", "Live alerts", "Alerts per hour"),
-    ("workbench", "Workbench", "Pass rate of faulted runs"),
-    ("corpus", "Corpus", "within-response gaps"),
-)
-
-
-def test_detection_table_renders_in_a_real_browser(running_app: dict[str, Any]) -> None:
-    root = running_app["root"]
+def test_detection_page_shows_the_stored_experiment(app: dict[str, Any]) -> None:
+    root = app["root"]
     runaway = rows(
         root,
         "SELECT rate, ci_low, ci_high, detected, runs FROM experiments WHERE variant = "
         "'standard' AND kind = 'runaway_retry' AND cue_set = 'all' AND detector = 'cusum' "
         "AND threshold_mode = 'fa_target'",
     )[0]
-    expected = interval(runaway["rate"], runaway["ci_low"], runaway["ci_high"])
-    base = f"http://127.0.0.1:{running_app['port']}/"
-    tools = DevTools(running_app["browser"])
-    others: dict[str, tuple[dict[str, Any], str, int]] = {}
-    try:
-        tools.call("Page.enable")
-        state = _load(tools, base, "table")
-        png = _screenshot(tools, "detection")
-        html = tools.evaluate("document.documentElement.outerHTML")
-        (ARTIFACTS / "app-detection.html").write_text(html)
-        # every other page draws in the browser too (charts are rendered client-side)
-        for path, _title, _marker in OTHER_PAGES:
-            page_state = _load(tools, base + path, "title")
-            text = tools.evaluate("document.querySelector('[data-testid=\"stMain\"]').innerText")
-            charts = tools.evaluate(
-                'document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas, '
-                '[data-testid="stVegaLiteChart"] svg\').length'
-            )
-            others[path] = (page_state, str(text or ""), int(charts or 0))
-            _screenshot(tools, path)
-    finally:
-        tools.close()
-    assert state.get("state") == "notRunning", state
-    assert state["title"] == "Detection"
-    assert state["errors"] == 0
-    table = state["table"]
-    assert label("runaway_retry") in table and label("burst") in table
-    assert expected in table
-    assert f"{runaway['detected']}/{runaway['runs']}" in table
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
-    for path, title, marker in OTHER_PAGES:
-        page_state, text, charts = others[path]
-        assert page_state["state"] == "notRunning" and page_state["title"] == title, page_state
-        assert page_state["errors"] == 0, path
-        assert marker in text, (path, text[:500])
-        assert charts > 0, f"{path}: no chart drawn"
+    page = visit(app, "", "detection")
+    assert page.title == "Detection"
+    table = {r[0]: r for r in table_with(page, "detected (95% CI)")[1:]}
+    row = table[label("runaway_retry")]
+    assert interval(runaway["rate"], runaway["ci_low"], runaway["ci_high"]) in row
+    assert f"{runaway['detected']}/{runaway['runs']}" in row
+    assert page.charts >= 3  # bars, ROC, latency
+    assert page.painted_s <= PAINT_BUDGET_S, f"first paint {page.painted_s:.2f} s"
+
+
+def test_a_link_to_another_statistic_of_a_run(app: dict[str, Any]) -> None:
+    root, run_id = app["root"], app["built"]["run_id"]
+    cell = rows(
+        root,
+        "SELECT rate, ci_low, ci_high, detected, runs FROM experiments WHERE run_id = ? AND "
+        "variant = 'standard' AND kind = 'burst' AND cue_set = 'time' AND detector = 'ewma' "
+        "AND threshold_mode = 'fa_target'",
+        [run_id],
+    )[0]
+    page = visit(app, f"?run={run_id}&cue_set=time&detector=ewma", "detection-time-ewma")
+    assert "Detection — time · ewma at the target false-alarm rate" in page.text
+    row = {r[0]: r for r in table_with(page, "detected (95% CI)")[1:]}[label("burst")]
+    assert interval(cell["rate"], cell["ci_low"], cell["ci_high"]) in row
+    assert f"{cell['detected']}/{cell['runs']}" in row
+
+
+def test_sessions_list_matches_the_streams_and_stored_scores(app: dict[str, Any]) -> None:
+    root = app["root"]
+    (counts,) = rows(
+        root,
+        "SELECT count(*) AS streams, count(DISTINCT session_id) AS sessions FROM streams",
+    )
+    top = rows(
+        root,
+        "SELECT session_id, agent_id FROM stream_scores WHERE flagged ORDER BY margin DESC LIMIT 1",
+    )[0]
+    page = visit(app, "sessions", "sessions")
+    assert page.title == "Sessions"
+    assert f"{counts['streams']:,} streams" in page.text
+    assert f"in {counts['sessions']:,} sessions" in page.text
+    listed = table_with(page, "session")
+    assert listed[1][listed[0].index("session")] == top["session_id"]  # whole id, ranked first
+    assert "None" not in {cell for r in listed[1:] for cell in r}
+
+
+def test_a_deep_link_opens_one_stream(app: dict[str, Any]) -> None:
+    root = app["root"]
+    alert = rows(root, "SELECT session_id, agent_id FROM alerts ORDER BY alert_time LIMIT 1")[0]
+    sid, agent = alert["session_id"], alert["agent_id"]
+    (facts,) = rows(
+        root,
+        "SELECT count(*) AS calls, count(*) FILTER (WHERE failed) AS failures FROM calls "
+        "WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?",
+        [sid, agent],
+    )
+    (alerts,) = rows(
+        root,
+        "SELECT count(*) AS n FROM alerts WHERE session_id = ? AND agent_id IS NOT DISTINCT FROM ?",
+        [sid, agent],
+    )
+    query = urllib.parse.urlencode({"session": sid, **({"agent": agent} if agent else {})})
+    page = visit(app, f"sessions?{query}", "session-deep-link")
+    assert "Timeline" in page.text
+    metrics = _metrics(app["page"])
+    assert metrics["Calls in stream"] == f"{facts['calls']:,}"
+    assert metrics["Failures"] == f"{facts['failures']:,}"
+    assert metrics["Live alerts (stream)"] == f"{alerts['n']:,}"
+    codes = app["page"].locator('[data-testid="stCode"]').all_inner_texts()
+    assert any(c.strip() == sid for c in codes)  # the whole id, in a copyable block
+    assert any(f"session={sid}" in c for c in codes)  # and the link itself
+
+
+def test_live_page_counts_the_alerts(app: dict[str, Any]) -> None:
+    (n,) = rows(app["root"], "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM alerts")
+    page = visit(app, "live", "live")
+    assert page.title == "Live alerts"
+    metrics = _metrics(app["page"])
+    assert metrics["Alerts"] == f"{n['n']:,}"
+    assert metrics["Sessions alerted"] == f"{n['s']:,}"
+    assert page.charts >= 1
+
+
+def test_workbench_page_shows_the_suite(app: dict[str, Any]) -> None:
+    suites = rows(app["root"], "SELECT DISTINCT run_id, scenario_id FROM workbench_runs")
+    page = visit(app, "workbench", "workbench")
+    assert page.title == "Workbench"
+    assert "Pass rate of faulted runs" in page.text
+    assert {s["run_id"] for s in suites} <= {r for r in [page.text] if r} or suites[0][
+        "run_id"
+    ] in page.text
+    assert page.charts >= 2
+
+
+def test_corpus_page_in_a_time_range(app: dict[str, Any]) -> None:
+    root = app["root"]
+    first = rows(root, "SELECT min(start_time)::DATE AS d FROM calls WHERE source = 'simulated'")
+    day = first[0]["d"].isoformat()
+    (n,) = rows(
+        root,
+        "SELECT count(*) AS calls, count(DISTINCT session_id) AS sessions FROM calls "
+        "WHERE start_time >= ?::DATE AND start_time < ?::DATE + INTERVAL 1 DAY",
+        [day, day],
+    )
+    page = visit(app, f"corpus?range=custom&from={day}&to={day}", "corpus-one-day")
+    assert page.title == "Corpus"
+    facts = {r[0]: r for r in table_with(page, "fact")[1:]}
+    assert f"{n['calls']:,}" in facts["calls"]
+    assert f"{n['sessions']:,}" in facts["sessions (distinct session ids, as on Sessions)"]
+    assert "None" not in page.text
+    assert page.charts >= 1
+
+
+def test_explore_runs_a_query_from_its_link(app: dict[str, Any], tmp_path: Path) -> None:
+    root = app["root"]
+    sql = (
+        "SELECT tool, count(*) AS calls, count(*) FILTER (WHERE failed) AS failures "
+        "FROM calls GROUP BY tool ORDER BY calls DESC, tool LIMIT 8"
+    )
+    expected = rows(root, sql)
+    page = visit(app, "explore?" + urllib.parse.urlencode({"sql": sql}), "explore-query")
+    assert page.title == "Explore"
+    result = table_with(page, "failures")
+    assert result[0] == ["tool", "calls", "failures"]
+    assert [[r[0], int(r[1]), int(r[2])] for r in result[1:]] == [
+        [e["tool"], e["calls"], e["failures"]] for e in expected
+    ]
+    # the CSV download holds the same rows
+    with app["page"].expect_download() as download:
+        app["page"].get_by_text("Download CSV").click()
+    saved = tmp_path / "result.csv"
+    download.value.save_as(saved)
+    lines = saved.read_text().splitlines()
+    assert lines[0] == "tool,calls,failures"
+    assert lines[1:] == [f"{e['tool']},{e['calls']},{e['failures']}" for e in expected]
+
+
+def test_explore_refuses_a_write(app: dict[str, Any]) -> None:
+    target = app["root"] / "written.csv"
+    sql = f"COPY (SELECT 1) TO '{target}'"
+    page = visit(app, "explore?" + urllib.parse.urlencode({"sql": sql}), "explore-refused")
+    assert "read-only: only SELECT and EXPLAIN queries run here, not COPY" in page.text
+    assert not target.exists()
+
+
+def _metrics(page: Any) -> dict[str, str]:
+    found = {}
+    for m in page.locator('[data-testid="stMetric"]').all():
+        name = m.locator('[data-testid="stMetricLabel"]').inner_text().strip()
+        found[name] = m.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    return found

@@ -47,15 +47,38 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     yield monkeypatch
 
 
-def app(env: pytest.MonkeyPatch, root: Path, page: str | None = None, **extra: str) -> AppTest:
+def app(
+    env: pytest.MonkeyPatch,
+    root: Path,
+    page: str | None = None,
+    params: dict[str, str] | None = None,
+    **extra: str,
+) -> AppTest:
+    """The app on ``root``, on ``page``, opened with the URL parameters ``params``."""
     env.setenv("TOOLWATCH_STORE", str(root))
     for key, value in extra.items():
         env.setenv(key, value)
     at = AppTest.from_file(str(MAIN_SCRIPT), default_timeout=TIMEOUT)
+    at.query_params.update(params or {})
     at.run()
     if page is not None:
-        at.switch_page(page).run()
+        at.switch_page(page)
+        at.query_params.update(params or {})
+        at.run()
     return at
+
+
+def frame_with(at: AppTest, column: str, index: str | None = None) -> pd.DataFrame:
+    """The first table (st.dataframe or st.table) with ``column``, indexed by ``index``."""
+    for element in [*at.dataframe, *at.table]:
+        value = element.value
+        if column in value.columns:
+            return value.set_index(index) if index else value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def detection_table(at: AppTest) -> pd.DataFrame:
+    return frame_with(at, "detected (95% CI)", "kind")
 
 
 def ok(at: AppTest) -> None:
@@ -102,15 +125,16 @@ def test_detection_table_matches_the_stored_experiment(
     at = app(env, root)
     ok(at)
     assert at.title[0].value == "Detection"
-    table = at.table[0].value
+    table = detection_table(at)
     cells = stored_cells(root, "standard", "fa_target")
     assert set(table.index) == {label(k) for k in KINDS}
     for kind, c in cells.items():
         row = table.loc[label(kind)]
         assert row["detected (95% CI)"] == interval(c["rate"], c["ci_low"], c["ci_high"])
         assert row["runs"] == f"{c['detected']}/{c['runs']}"
-        assert row["false alarms reached"] == f"{100 * c['fa_reached']:.1f}%"
         assert row["per-call AUC"] == f"{c['auc']:.2f}"
+    # one threshold for every row: the false-alarm rate is said once, not in every row
+    assert "false alarms reached" not in table.columns
     rate, lo, hi = study.DETECTION_ALL_CUSUM["burst"]
     assert table.loc[label("burst"), "study: detected"] == interval(rate, lo, hi)
     assert table.loc[label("burst"), "study: AUC"] == f"{study.AUC['burst']:.2f}"
@@ -150,13 +174,14 @@ def test_detection_at_another_target_follows_the_threshold_rule(
     # smallest threshold among the normal maxima (and ±inf) keeping <= 20 % of them above it
     candidates = sorted({-math.inf, math.inf, *normal.tolist()})
     threshold = next(h for h in candidates if np.mean(normal > h) <= 0.2 + 1e-12)
-    table = at.table[0].value
+    table = detection_table(at)
     for kind, values in maxima.items():
         hits = int(np.sum(np.array(values) > threshold))
         row = table.loc[label(kind)]
         assert row["runs"] == f"{hits}/{len(values)}"
         assert row["detected (95% CI)"].startswith(pct0(hits / len(values)) + " (")
-        assert row["false alarms reached"] == f"{100 * np.mean(normal > threshold):.1f}%"
+    reached = f"false alarms reached: {100 * np.mean(normal > threshold):.1f}%"
+    assert any(reached in c.value for c in at.caption)
     assert metric(at, "Threshold") == f"{threshold:.2f}"
     assert metric(at, "Target") == "20.0%"
     assert any("Evaluated at 20.0%" in c.value for c in at.caption)
@@ -167,18 +192,19 @@ def test_detection_operating_point_and_ablation(
 ) -> None:
     root = built["root"]
     at = app(env, root)
-    at.radio(key="mode").set_value("operating point").run()
+    at.radio(key="w_mode").set_value("operating").run()
     ok(at)
-    table = at.table[0].value
+    assert at.query_params["mode"] == "operating"  # the choice is in the URL
+    table = detection_table(at)
     for kind, c in stored_cells(root, "standard", "operating_point").items():
         assert table.loc[label(kind), "detected (95% CI)"] == interval(
             c["rate"], c["ci_low"], c["ci_high"]
         )
-        assert table.loc[label(kind), "false alarms reached"] == f"{100 * c['fa_reached']:.1f}%"
-    at.radio(key="mode").set_value("target false-alarm rate").run()
-    at.radio(key="variant").set_value("no_response_ids").run()
+        assert metric(at, "False alarms reached") == f"{100 * c['fa_reached']:.1f}%"
+    at.radio(key="w_mode").set_value("target").run()
+    at.radio(key="w_variant").set_value("no_response_ids").run()
     ok(at)
-    table = at.table[0].value
+    table = detection_table(at)
     for kind, c in stored_cells(root, "no_response_ids", "fa_target").items():
         assert table.loc[label(kind), "runs"] == f"{c['detected']}/{c['runs']}"
 
@@ -189,7 +215,7 @@ def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.Monk
     ok(at)
     maxima = _maxima(root)
     normal = np.array(maxima.pop("normal"))
-    roc = at.table[1].value
+    roc = frame_with(at, "AUC, sessions (all·cusum)", "kind")
     for kind, values in maxima.items():
         runs = np.array(values)
         # P(run max > normal max), ties half: pairwise, independent of the app's ranking
@@ -204,7 +230,7 @@ def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.Monk
     for _, part in curves.groupby("kind"):
         assert part["false_alarm"].max() == pytest.approx(1.0)
         assert part["false_alarm"].min() == pytest.approx(0.0)
-    latency = next(d.value for d in at.dataframe if "detected_runs" in d.value.columns)
+    latency = frame_with(at, "detected_runs")
     expected = rows(
         root,
         "SELECT kind, count(*) AS n, median(latency) AS med FROM experiment_runs "
@@ -263,8 +289,8 @@ def test_sessions_list_streams_filters_and_flags(
     ok(at)
     streams = rows(
         root,
-        "SELECT session_id, agent_id, timezone('UTC', min(start_time))::DATE AS d, "
-        "any_value(source) AS source, count(*) FILTER (WHERE label IS NOT NULL) AS labelled "
+        "SELECT session_id, agent_id, any_value(source) AS source, "
+        "count(*) FILTER (WHERE label IS NOT NULL) AS labelled "
         "FROM calls GROUP BY session_id, agent_id",
     )
     every = {stream_key(r["session_id"], r["agent_id"]) for r in streams}
@@ -278,33 +304,26 @@ def test_sessions_list_streams_filters_and_flags(
     by_stream = listed.set_index(["session_id", "stream"])
     for r in alerts:
         assert by_stream.loc[stream_key(r["session_id"], r["agent_id"]), "alerts"] == r["n"]
+    # the scan's flags (read from the stored stream scores) are the streams whose statistic
+    # goes above the threshold, scored here independently
     model: NormalModel = built["model"]
     scored = score_calls(model, Store(root).query("SELECT * EXCLUDE (date) FROM calls"))
     over = scored.to_pandas()
     over = over[over["all_cusum"] > model.threshold("all", "cusum")]
     scanned = {stream_key(s, a) for s, a in zip(over["session_id"], over["agent_id"], strict=True)}
     alerted = {stream_key(r["session_id"], r["agent_id"]) for r in alerts}
-    at.selectbox(key="flag").set_value("flagged only").run()
+    at.selectbox(key="w_flag").set_value("flagged").run()
     ok(at)
+    assert at.query_params["flag"] == "flagged"
     assert listed_streams(at) == alerted | scanned
-    # the flagged streams come first in the picker
-    first = at.selectbox(key="stream").value
-    assert stream_key(*first) in alerted | scanned
-    at.selectbox(key="flag").set_value("all streams").run()
-    at.selectbox(key="agents").set_value("subagents only").run()
+    first = at.dataframe[0].value.iloc[0]
+    assert first["flagged_by"] in ("scan", "alert + scan", "alert")
+    at.selectbox(key="w_flag").set_value("all").run()
+    at.selectbox(key="w_agents").set_value("subagents").run()
     ok(at)
     assert listed_streams(at) == subagents
-    at.selectbox(key="agents").set_value("main agents and subagents").run()
-    first_days = sorted({r["d"] for r in streams})
-    span = (first_days[0], first_days[len(first_days) // 2])
-    at.date_input(key="dates").set_value(span).run()
-    ok(at)
-    in_range = {
-        stream_key(r["session_id"], r["agent_id"]) for r in streams if span[0] <= r["d"] <= span[1]
-    }
-    assert listed_streams(at) == in_range and len(in_range) < len(every)
-    at.date_input(key="dates").set_value((first_days[0], first_days[-1])).run()
-    at.multiselect(key="sources").set_value(["otlp"]).run()
+    at.selectbox(key="w_agents").set_value("all").run()
+    at.multiselect(key="w_source").set_value(["otlp"]).run()
     ok(at)
     otlp = {stream_key(r["session_id"], r["agent_id"]) for r in streams if r["source"] == "otlp"}
     assert listed_streams(at) == otlp
@@ -316,6 +335,46 @@ def test_sessions_list_streams_filters_and_flags(
         if r["source"] == "otlp" and r["labelled"]
     }
     assert labelled and listed_streams(at) == labelled
+
+
+def test_sessions_in_a_time_range_from_the_url(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    days = rows(root, "SELECT DISTINCT start_time::DATE AS d FROM calls ORDER BY d")
+    first, last = days[0]["d"], days[len(days) // 2]["d"]
+    params = {"range": "custom", "from": first.isoformat(), "to": last.isoformat()}
+    at = app(env, root, "sessions_page.py", params)
+    ok(at)
+    in_range = {
+        stream_key(r["session_id"], r["agent_id"])
+        for r in rows(
+            root,
+            "SELECT DISTINCT session_id, agent_id FROM calls "
+            "WHERE start_time >= ?::DATE AND start_time < ?::DATE + INTERVAL 1 DAY",
+            [first, last],
+        )
+    }
+    every = rows(root, "SELECT count(*) AS n FROM streams")[0]["n"]
+    assert listed_streams(at) == in_range and 0 < len(in_range) < every
+    assert any(f"{first:%Y-%m-%d} – {last:%Y-%m-%d} (UTC)" in c.value for c in at.caption)
+
+
+def test_clicking_a_stream_opens_its_timeline_and_link(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    root = built["root"]
+    at = app(env, root, "sessions_page.py")
+    ok(at)
+    listed = at.dataframe[0].value
+    row = listed.iloc[2]
+    at.session_state["streams_table"] = {"selection": {"rows": [2], "columns": []}}
+    at.run()
+    ok(at)
+    assert at.query_params["session"] == row["session_id"]
+    agent = row["stream"].removeprefix("subagent ") if row["stream"] != "main agent" else None
+    assert at.query_params.get("agent") == agent
+    assert next(c.value for c in at.code) == row["session_id"]
 
 
 def _timeline_calls(root: Path, session_id: str, agent_id: str | None) -> Any:
@@ -336,8 +395,7 @@ def test_session_timeline_scores_injected_calls_and_alerts(
         "SELECT session_id FROM workbench_runs WHERE mode = 'faulted' AND agent = 'naive' "
         "AND scenario_id = 'c1-support-01'",
     )[0]["session_id"]
-    at = app(env, root, "sessions_page.py")
-    at.selectbox(key="stream").set_value((faulted, None)).run()
+    at = app(env, root, "sessions_page.py", {"session": faulted})
     ok(at)
     calls = _timeline_calls(root, faulted, None)
     timeline = at.dataframe[-1].value
@@ -345,8 +403,9 @@ def test_session_timeline_scores_injected_calls_and_alerts(
     assert list(timeline["label"].fillna("")) == [
         x or "" for x in calls.column("label").to_pylist()
     ]
-    assert metric(at, "Injected calls") == str(
-        sum(x is not None for x in calls.column("label").to_pylist())
+    assert (
+        metric(at, "Injected calls")
+        == f"{sum(x is not None for x in calls.column('label').to_pylist()):,}"
     )
     expected = score_calls(model, calls).to_pandas().set_index("span_id")
     shown = timeline.assign(span=calls.column("span_id").to_pylist()).set_index("span")
@@ -355,7 +414,8 @@ def test_session_timeline_scores_injected_calls_and_alerts(
     assert len(at.get("vega_lite_chart")) >= 1
     # a stream with a live alert: the alerted call is marked, the count is the stream's
     alert = rows(root, "SELECT session_id, agent_id, seq FROM alerts ORDER BY call_time LIMIT 1")[0]
-    at.selectbox(key="stream").set_value((alert["session_id"], alert["agent_id"])).run()
+    link = {"session": alert["session_id"], "agent": alert["agent_id"]}
+    at = app(env, root, "sessions_page.py", {k: v for k, v in link.items() if v})
     ok(at)
     timeline = at.dataframe[-1].value.set_index("seq")
     assert "live alert" in timeline.loc[alert["seq"], "alert_by"]
@@ -382,15 +442,14 @@ def test_subagent_stream_is_its_own_timeline(
         "GROUP BY ALL ORDER BY n DESC, session_id LIMIT 1",
     )[0]
     sid, agent = sub["session_id"], sub["agent_id"]
-    at = app(env, root, "sessions_page.py")
-    at.selectbox(key="stream").set_value((sid, agent)).run()
+    at = app(env, root, "sessions_page.py", {"session": sid, "agent": agent})
     ok(at)
     calls = _timeline_calls(root, sid, agent)
     timeline = at.dataframe[-1].value
     # only the subagent's calls, in its own order, scored as a stream of its own
     assert list(timeline["seq"]) == calls.column("seq").to_pylist()
     assert len(timeline) == sub["n"]
-    assert metric(at, "Calls in stream") == str(sub["n"])
+    assert metric(at, "Calls in stream") == f"{sub['n']:,}"
     expected = score_calls(model, calls).to_pandas()
     assert np.allclose(timeline["all_cusum"], expected["all_cusum"], equal_nan=True)
     main_calls = rows(
@@ -433,7 +492,7 @@ def test_live_alert_counts_match_the_store(built: dict[str, Any], env: pytest.Mo
     at.run()
     ok(at)
     assert metric(at, "Alerts") == f"{totals['n'] + raised:,}"
-    at.radio(key="by").set_value("call_time").run()
+    at.radio(key="w_by").set_value("call_time").run()
     ok(at)
     per_hour = rows(
         root,
@@ -479,7 +538,7 @@ def test_workbench_matrix_impact_and_trajectories(
         texts = {t.loc[r["fault_type"], r["mitigation"]] for t in tables}
         assert f"{r['rate']:.0%}{fixed}" in texts
     assert impact  # both agents have a tab
-    at.selectbox(key="scenario").set_value("c1-support-01").run()
+    at.selectbox(key="w_scenario").set_value("c1-support-01").run()
     at.selectbox(key="agent").set_value("naive").run()
     ok(at)
     run = rows(
@@ -518,18 +577,21 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     root = built["root"]
     at = app(env, root, "corpus_page.py")
     ok(at)
-    table = at.table[0].value
+    table = frame_with(at, "fact", "fact")
     counts = rows(
         root,
         "SELECT count(*) AS calls, count(DISTINCT (session_id, agent_id)) AS streams, "
-        "count(DISTINCT tool) AS tools FROM calls",
+        "count(DISTINCT session_id) AS sessions, count(DISTINCT tool) AS tools FROM calls",
     )[0]
     per_source = {
         r["source"]: r["n"]
         for r in rows(root, "SELECT source, count(*) AS n FROM calls GROUP BY source")
     }
     assert list(table.columns) == [*sorted(per_source), "all selected", "study"]
-    assert table.loc["sessions", "all selected"] == f"{counts['streams']:,}"
+    streams_row = "streams (session × agent: the study's 'sessions')"
+    assert table.loc[streams_row, "all selected"] == f"{counts['streams']:,}"
+    ids_row = "sessions (distinct session ids, as on Sessions)"
+    assert table.loc[ids_row, "all selected"] == f"{counts['sessions']:,}"
     assert table.loc["calls", "all selected"] == f"{counts['calls']:,}"
     assert table.loc["tools", "all selected"] == f"{counts['tools']:,}"
     for source, n in per_source.items():
@@ -537,9 +599,12 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     assert table.loc["calls", "study"] == f"{study.CORPUS['calls']:,.0f}"
     with Store(root).connect() as con:
         stats = corpus_stats(con, ["simulated"])
-    at.multiselect(key="c_sources").set_value(["simulated"]).run()
+    tools = frame_with(at, "failure_rate")
+    assert "None" not in set(tools["server"]) and "(built-in)" in set(tools["server"])
+    at.multiselect(key="w_csource").set_value(["simulated"]).run()
     ok(at)
-    table = at.table[0].value
+    assert at.query_params["source"] == "simulated"
+    table = frame_with(at, "fact", "fact")
     assert list(table.columns) == ["simulated", "study"]
     assert table.loc["calls", "simulated"] == f"{per_source['simulated']:,}"
     median = stats["inter_response_gap_median_s"]
@@ -579,9 +644,15 @@ def test_sessions_without_a_model_show_the_calls_only(
     at = app(env, calls_only, "sessions_page.py")
     ok(at)
     assert any("no model" in c.value for c in at.caption)
+    first = at.dataframe[0].value.iloc[0]
+    sid = first["session_id"]
+    agent = None if first["stream"] == "main agent" else first["stream"].removeprefix("subagent ")
+    at = app(
+        env, calls_only, "sessions_page.py", {"session": sid, **({"agent": agent} if agent else {})}
+    )
+    ok(at)
     timeline = at.dataframe[-1].value
     assert "order" not in timeline.columns and "tool" in timeline.columns
-    sid, agent = at.selectbox(key="stream").value
     assert (
         list(timeline["seq"]) == _timeline_calls(calls_only, sid, agent).column("seq").to_pylist()
     )
