@@ -8,6 +8,7 @@ timer (a Streamlit fragment, so only this part reruns).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -38,6 +39,7 @@ def render() -> None:
     def panel() -> None:
         now = datetime.now(UTC)
         with q.open_store(s.store, span) as con:
+            _rule_alerts(con, span.start)
             if not q.has_rows(con, q.ALERTS):
                 if span.bounded:
                     st.info(f"No alerts in the time range ({span.label}).")
@@ -90,6 +92,33 @@ def render() -> None:
         )
 
     panel()
+
+
+def _rule_alerts(con: Any, start: datetime | None) -> None:
+    """Alerts of the user's rules (``rule_alerts``, written by the collector), when any."""
+    if not q.has_rows(con, q.RULE_ALERTS):
+        return
+    recent = q.recent_rule_alerts(con, start)
+    st.subheader("Rule alerts")
+    if recent.empty:
+        st.caption("No rule alert in the time range.")
+        return
+    ui.dataframe(
+        recent,
+        column_config={
+            "alert_time": st.column_config.DatetimeColumn(
+                "raised (UTC)", format="YYYY-MM-DD HH:mm:ss"
+            ),
+            "key": st.column_config.TextColumn("measured", help="the query's other columns"),
+            "value": st.column_config.NumberColumn("value", format="%g"),
+            "threshold": st.column_config.NumberColumn("threshold", format="%g"),
+            "window_s": st.column_config.NumberColumn("window (s)", format="%g"),
+        },
+    )
+    st.caption(
+        "Rules are SQL over the calls of a recent window with a threshold (STORE/rules.toml, "
+        "`toolwatch rules check`), evaluated by the collector on their schedule."
+    )
 
 
 if __name__ == "__main__":

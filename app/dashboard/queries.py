@@ -27,6 +27,7 @@ from toolwatch import study
 from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
+from toolwatch.detection.alerting.rules import RULE_ALERTS_TABLE as RULE_ALERTS
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
@@ -438,6 +439,23 @@ def recent_alerts(con: duckdb.DuckDBPyConnection, limit: int = 50) -> pd.DataFra
         LIMIT ?
         """,
         [int(limit)],
+    )
+
+
+def recent_rule_alerts(
+    con: duckdb.DuckDBPyConnection, since: datetime | None, limit: int = 50
+) -> pd.DataFrame:
+    """The newest alerts of the user's rules (since ``since`` when given)."""
+    return frame(
+        con,
+        f"""
+        SELECT alert_time, rule, key, value, op, threshold, window_s, description
+        FROM {RULE_ALERTS}
+        WHERE $1 IS NULL OR alert_time >= $1
+        ORDER BY alert_time DESC, rule, key
+        LIMIT $2
+        """,
+        [since, int(limit)],
     )
 
 

@@ -1,0 +1,267 @@
+"""The command line's one convention: a user error is one line on stderr (``toolwatch CMD:
+…``) and a non-zero exit (1: could not do the job, 2: bad usage), never a traceback; ``-v``
+shows the traceback. Each finding of issue 16 is run as a user would type it.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from toolwatch import cli
+from toolwatch.cli import main
+from toolwatch.collector.sources.simulator import simulate
+from toolwatch.collector.store import Store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli") / "store"
+    Store(root).append("calls", simulate(seed=5, sessions=60))
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store with a model (``toolwatch train``'s default windows)."""
+    assert main(["train", "--store", str(store)]) == 0
+    return store
+
+
+def one_error(err: str, command: str, *needles: str) -> str:
+    """``err`` is exactly one line of the convention, holding every needle."""
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert line.startswith(f"toolwatch {command}: "), line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    return line
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_collector_port_out_of_range_is_a_usage_error() -> None:
+    """As typed in a shell: the real process, its exit status and its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwatch", "collector", "--port", "99999"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    one_error(done.stderr, "collector", "argument --port: 99999 is not a TCP port (0-65535")
+    assert done.stdout == ""
+
+
+def test_sql_on_an_unknown_view_lists_the_stores_views(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "sql", "SELECT * FROM nosuch", "--store", str(store))
+    assert code == 1 and out == ""
+    line = one_error(err, "sql", "no view named nosuch", "the store's views: ")
+    assert "pg_sequences" not in line
+    views = line.split("the store's views: ")[1].split(", ")
+    assert {"calls", "sessions", "streams", "alerts", "stream_scores"} <= set(views)
+
+
+def test_sql_runs_every_statement_and_refuses_empty_sql(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "sql", "SELECT 1 AS a; SELECT 2 AS b", "--store", str(store))
+    assert code == 0 and err == ""
+    assert out == "-- 1/2\na\n─\n1\n(1 row)\n\n-- 2/2\nb\n─\n2\n(1 row)\n"
+    for empty in ("", "  ;  "):
+        code, out, err = run_cli(capsys, "sql", empty, "--store", str(store))
+        assert code == 2 and out == ""
+        one_error(err, "sql", "no SQL statement given")
+    code, _, err = run_cli(
+        capsys, "sql", "SELECT 1; SELECT 2", "--store", str(store), "--format", "csv"
+    )
+    assert code == 2
+    one_error(err, "sql", "--format csv prints one result")
+    code, _, err = run_cli(capsys, "sql", "SELEC 1", "--store", str(store))
+    assert code == 1
+    assert "^" not in one_error(err, "sql", "syntax error")
+
+
+def test_scan_checks_its_inputs_before_the_progress_bar(store: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolwatch",
+            "scan",
+            "--store",
+            str(store),
+            "--model",
+            str(tmp_path / "none.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    one_error(done.stderr, "scan", "none.json")  # one line: no "scan: 0%|" bar before it
+
+
+def test_scan_prints_whole_session_ids(trained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "scan", "--store", str(trained), "--top", "50")
+    assert code == 0
+    flagged = (
+        Store(trained)
+        .query("SELECT session_id FROM stream_scores WHERE flagged")
+        .column("session_id")
+        .to_pylist()
+    )
+    assert flagged, "the test store has flagged streams"
+    for sid in set(flagged):
+        assert len(sid) > 28 and sid in out  # whole (it used to be cut at 28 characters)
+
+
+def test_app_on_a_busy_port_says_so_before_any_url(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = run_cli(capsys, "app", "--store", str(store), "--port", str(port))
+    assert code == 1
+    assert out == ""  # no URL of another server
+    one_error(err, "app", f"port {port} on 127.0.0.1 is not available", "--port 0")
+
+
+def test_stats_on_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "stats", "--store", str(tmp_path / "typo"))
+    assert code == 1 and out == ""
+    one_error(err, "stats", f"no store at {tmp_path / 'typo'}")
+
+
+def test_train_warns_about_one_calibration_session(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    days = (
+        Store(store)
+        .query("SELECT first_time::DATE AS d, count(*) AS n FROM sessions GROUP BY 1 ORDER BY 1")
+        .to_pylist()
+    )
+    single = next(d for d in days[1:] if d["n"] == 1)["d"]
+    train = f"{days[0]['d']}..{days[0]['d']}"
+    code, out, err = run_cli(
+        capsys,
+        "train",
+        "--store",
+        str(store),
+        "--train",
+        train,
+        "--calibrate",
+        f"{single}..{single}",
+        "--out",
+        str(tmp_path / "m.json"),
+    )
+    assert code == 0 and "model" in out
+    # the progress bar erases itself (\r, leave=False); the warning is the one line after it
+    one_error(
+        err.rsplit("\r", 1)[-1].lstrip(),
+        "train",
+        "warning: the calibration window holds 1 session(s)",
+        "--calibrate",
+    )
+
+
+def test_help_names_defaults_and_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser(["collector"]).parse_args(["collector", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "interface to listen on (default 127.0.0.1)" in text
+    assert "Retry-After (default 100,000)" in text
+    with pytest.raises(SystemExit):
+        cli.build_parser(["serve-scenario"]).parse_args(["serve-scenario", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--transport {stdio,http} stdio: speak MCP on stdin/stdout" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["sql", "SELECT 1", "--max-rows", "-1"], 2, "argument --max-rows: -1 must be 0 or more"),
+        (["app", "--refresh", "0"], 2, "argument --refresh: 0 must be a positive number"),
+        (["app", "--port", "70000"], 2, "argument --port: 70000 is not a TCP port"),
+        (["serve-scenario", "x", "--port", "-5"], 2, "argument --port: -5 is not a TCP port"),
+        (["proxy", "--port", "http"], 2, "argument --port: 'http' is not a whole number"),
+        (["collector", "--queue-limit", "0"], 2, "argument --queue-limit: 0 must be at least 1"),
+        (["sql"], 2, "the following arguments are required: sql"),
+        (["nosuch"], 2, "invalid choice: 'nosuch'"),
+    ],
+)
+def test_bad_values_are_one_line_usage_errors(
+    argv: list[str], code: int, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    got, out, err = run_cli(capsys, *argv)
+    assert got == code and out == ""
+    command = argv[0] if argv[0] in cli.COMMANDS else None
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith(f"toolwatch {command}: " if command else "toolwatch: ")
+    assert needle in err
+
+
+def test_rules_errors_name_the_rule_and_the_field(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "rules.toml"
+    bad.write_text('[[rule]]\nname = "x"\nsql = "SELECT 1 AS n"\nwindow = "10m"\nthreshold = 1\n')
+    code, _, err = run_cli(capsys, "rules", "check", str(bad), "--store", str(store))
+    assert code == 1
+    one_error(err, "rules", "rule 1 (x)", "column named value")
+    bad.write_text("[[rule]\n")
+    code, _, err = run_cli(capsys, "collector", "--store", str(store), "--rules", str(bad))
+    assert code == 1
+    one_error(err, "collector", "not valid TOML")
+
+
+@pytest.fixture
+def broken_command(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A command whose code has a bug (what no user input should reach)."""
+
+    def run(_args: Any) -> int:
+        return 1 // 0
+
+    module = SimpleNamespace(add_arguments=lambda p: None, run=run)
+    monkeypatch.setattr(cli, "_load", lambda name: module)
+    yield
+
+
+@pytest.mark.usefixtures("broken_command")
+def test_a_bug_is_one_line_with_a_hint_and_verbose_shows_the_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run_cli(capsys, "stats")
+    assert code == 70
+    one_error(err, "stats", "unexpected ZeroDivisionError", "toolwatch -v")
+    for argv in (["-v", "stats"], ["stats", "-v"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 70
+        assert "Traceback (most recent call last)" in err and "1 // 0" in err
+        assert err.splitlines()[-1].startswith("toolwatch stats: unexpected ZeroDivisionError")
+
+
+def test_verbose_shows_the_traceback_of_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "stats", "--store", str(tmp_path / "typo"), "-v")
+    assert code == 1
+    assert "Traceback" in err and "UserError" in err
+    assert err.splitlines()[-1] == f"toolwatch stats: no store at {tmp_path / 'typo'}"
