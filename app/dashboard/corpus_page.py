@@ -108,7 +108,7 @@ def render() -> None:
         "was ≤ 1 s, while half the parallel calls were."
     )
     st.subheader("Calls per day")
-    st.altair_chart(charts.calls_per_day_chart(per_day), width="stretch")
+    ui.chart(charts.calls_per_day_chart(per_day))
     st.subheader("Most-called tools")
     ui.dataframe(
         tools.assign(server=tools["server"].fillna("(built-in)")),

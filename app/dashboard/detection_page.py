@@ -316,11 +316,10 @@ def _table(v: View, cells: pd.DataFrame) -> None:
         },
     )
     if bars:
-        st.altair_chart(
+        ui.chart(
             charts.detection_bars(
                 pd.DataFrame(bars), "detection rate per kind: ours and the study's"
             ),
-            width="stretch",
         )
 
 
@@ -338,7 +337,7 @@ def _grid(cells: pd.DataFrame) -> None:
         pivot = grid.pivot_table(index="label", columns="cell", values="text", aggfunc="first")
         pivot = pivot.reindex(columns=[c for c in order if c in pivot.columns])
         pivot = pivot.reindex([ui.label(k) for k in _kind_order(list(cells["kind"].unique()))])
-        st.dataframe(pivot, width="stretch")
+        st.dataframe(pivot)
         fa = grid.drop_duplicates("cell").set_index("cell")
         st.caption(
             "False alarms reached: "
@@ -363,9 +362,8 @@ def _roc(v: View) -> None:
         return
     points = points.assign(label=points["kind"].map(ui.label))
     order = [ui.label(k) for k in _kind_order(list(areas["kind"]))]
-    st.altair_chart(
+    ui.chart(
         charts.roc_chart(points, areas, v.target if v.mode == MODE_TARGET else None, order),
-        width="stretch",
     )
     per_call = v.stored[v.stored["threshold_mode"] == "fa_target"]
     per_call = per_call[per_call["cue_set"] == cue_set].drop_duplicates("kind").set_index("kind")
@@ -428,7 +426,7 @@ def _latency(con: Any, v: View) -> None:
         columns=["label", "latency"],
     )
     order = [ui.label(k) for k in _kind_order(list(lat["kind"].unique()))]
-    st.altair_chart(charts.latency_chart(lat, study_points, order), width="stretch")
+    ui.chart(charts.latency_chart(lat, study_points, order))
     kinds = _kind_order(list(lat["kind"].unique()))
     summary = (
         lat.groupby("kind")["latency"]

@@ -16,8 +16,10 @@ functions return, and the tests call them directly.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -28,6 +30,7 @@ import pyarrow as pa
 
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.time_range import TimeSpan
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.usage import one_line
 
 DEFAULT_LIMIT: Final = 1_000
@@ -161,7 +164,7 @@ def run_query(
     """Run ``sql`` read-only on the store (see the module docstring)."""
     limit = max(1, min(int(limit), MAX_LIMIT))
     started = time.perf_counter()
-    with q.open_store(root, span) as con:
+    with _private(root, span) as con:
         lock_down(con, root)
         try:
             statement = check_read_only(con, sql)
@@ -193,6 +196,19 @@ def run_query(
     truncated = table.num_rows > limit
     frame = table.slice(0, limit).to_pandas()
     return QueryResult(frame, truncated=truncated, seconds=time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def _private(root: Path, span: TimeSpan | None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A database of its own (not the pages' shared one): the lock-down is database-wide."""
+    con = Store(root).connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        if span is not None:
+            q.scope(con, span)
+        yield con
+    finally:
+        con.close()
 
 
 def schema(root: Path) -> pd.DataFrame:

@@ -69,7 +69,7 @@ def render() -> None:
 def _saved_queries() -> None:
     st.markdown("**Saved questions**")
     for saved in ex.SAVED:
-        if st.button(saved.title, key=f"saved_{saved.key}", width="stretch"):
+        if st.button(saved.title, key=f"saved_{saved.key}"):
             st.session_state["w_sql"] = saved.sql
             url.set_params(sql=None if saved.sql == DEFAULT_SQL else saved.sql)
             st.rerun()
@@ -142,7 +142,7 @@ def _chart(frame: pd.DataFrame) -> None:
         )
         .properties(height=320)
     )
-    st.altair_chart(spec, width="stretch")
+    ui.chart(spec)
 
 
 if __name__ == "__main__":

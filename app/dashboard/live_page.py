@@ -63,11 +63,10 @@ def render() -> None:
             delta_color="off",
             delta_arrow="off",
         )
-        st.altair_chart(
+        ui.chart(
             charts.alerts_per_hour_chart(
                 per_hour, f"Alerts per hour ({BY[by]}, UTC)", pd.Timestamp(now)
             ),
-            width="stretch",
         )
         st.subheader("Most recent alerts")
         recent.insert(2, "stream", recent.pop("agent_id").map(ui.stream_name))

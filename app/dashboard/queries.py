@@ -13,6 +13,7 @@ Results are pandas frames (what Streamlit and altair take); times are UTC.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -113,22 +114,40 @@ def store_state(root: Path) -> StoreState:
     store = Store(root)
     try:
         tables = store.tables()
-        con = store.connect()
-        try:
+        with open_store(root) as con:
             one(con, f"SELECT count(*) FROM {CALLS}")
-        finally:
-            con.close()
     except (StoreError, duckdb.Error, OSError) as exc:
         return StoreState(root, "unreadable", error=f"cannot read the store {root}: {exc}")
     return StoreState(root, "ok" if tables else "empty", tables=tables)
+
+
+#: One DuckDB database with the store's views per store and set of tables, shared by every
+#: page run: creating the views reads every file's footer, a good part of a page's time.
+#: Views re-list their files on each query, so appended rows are seen; a new table (a new
+#: folder) makes a new database.
+_DATABASES: dict[tuple[str, tuple[str, ...]], duckdb.DuckDBPyConnection] = {}
+_DATABASES_LOCK = threading.Lock()
+
+
+def _database(root: Path) -> duckdb.DuckDBPyConnection:
+    store = Store(root)
+    key = (str(root.resolve()), tuple(store.tables()))
+    with _DATABASES_LOCK:
+        found = _DATABASES.get(key)
+        if found is None:
+            for old in [k for k in _DATABASES if k[0] == key[0]]:
+                _DATABASES.pop(old).close()
+            found = _DATABASES[key] = store.connect()
+        return found
 
 
 @contextlib.contextmanager
 def open_store(root: Path, span: TimeSpan | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection with the store's views, times in UTC; closed on exit. With a bounded
     ``span`` (the global time range) the ``calls`` and ``alerts`` views, and so ``sessions``
-    and ``streams`` built on ``calls``, hold only that span (see :func:`scope`)."""
-    con = Store(root).connect()
+    and ``streams`` built on ``calls``, hold only that span (see :func:`scope`). It is a
+    cursor of the store's shared database (its own temporary views and settings)."""
+    con = _database(root).cursor()
     try:
         con.execute("SET TimeZone = 'UTC'")
         if span is not None:

@@ -288,7 +288,9 @@ def _timeline_spec(
 ) -> dict[str, Any]:
     """The timeline's Vega-Lite spec, cached by its data: altair needs about a second to build
     and validate this layered chart, and the page reruns on every filter change."""
-    return dict(charts.timeline_chart(view, cue_scores, statistic, threshold).to_dict())
+    return dict(
+        charts.timeline_chart(view, cue_scores, statistic, threshold).to_dict(validate=False)
+    )
 
 
 def _link(session_id: str, agent_id: str | None) -> str:

@@ -133,3 +133,10 @@ def dataframe(
     kwargs.setdefault("hide_index", True)
     kwargs.setdefault("width", "stretch")
     return st.dataframe(frame, column_config=config, placeholder="", **kwargs)
+
+
+def chart(spec: Any) -> None:
+    """Draw an altair chart, full width. The spec is built once without re-validating it
+    against the Vega-Lite schema (altair's default, a third of a page's time on the
+    Detection page; the charts are fixed code, checked by the tests)."""
+    st.vega_lite_chart(spec.to_dict(validate=False), width="stretch")

@@ -93,9 +93,8 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
         st.info("This run has no faulted runs.")
         return
     frame = pd.DataFrame(cells)
-    st.altair_chart(
+    ui.chart(
         charts.heatmap(frame, "fault", "agent", "fault type", "agent", text="short"),
-        width="stretch",
     )
     table = frame.pivot(index="agent", columns="fault", values="text")
     st.table(table[[f for f in summary["fault_types"] if f in table.columns]].fillna(""))
@@ -129,9 +128,8 @@ def _impact(summary: dict[str, Any]) -> None:
                 )
         frame = pd.DataFrame(cells)
         with tab:
-            st.altair_chart(
+            ui.chart(
                 charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type"),
-                width="stretch",
             )
             table = frame.pivot(index="fault", columns="mitigation", values="text")
             order = [m for m in summary["mitigations"] if m in table.columns]
@@ -193,7 +191,7 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
             "The runs' tool calls are not in the store (the workbench ran with --no-telemetry)."
         )
     else:
-        st.altair_chart(charts.trajectories_chart(step_frame, divergence), width="stretch")
+        ui.chart(charts.trajectories_chart(step_frame, divergence))
         ui.dataframe(_side_by_side(unit, step_frame).reset_index(), hide_index=True)
         st.caption(
             "One column per run, one row per tool call: ✓ ok, ✗ failed (error class), "

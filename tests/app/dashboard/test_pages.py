@@ -11,6 +11,7 @@ independent SQL.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 from collections.abc import Iterator
@@ -102,6 +103,12 @@ def chart_data(at: AppTest, column: str, index: int | None = None) -> pd.DataFra
             table = pa.ipc.open_stream(dataset.data.data).read_all()
             if column in table.column_names:
                 return table.to_pandas()
+        # specs drawn by ui.chart carry their data inline (JSON rows)
+        inline = json.loads(element.proto.spec).get("datasets", {})  # type: ignore[attr-defined]
+        for values in inline.values():
+            found = pd.DataFrame(values)
+            if column in found.columns:
+                return found
     raise AssertionError(f"no chart with a {column!r} column")
 
 

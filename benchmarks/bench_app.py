@@ -1,0 +1,91 @@
+"""First paint of every dashboard page on a large store, in a real browser.
+
+    python benchmarks/bench_app.py [--store PATH] [--sessions 16000] [--rounds 3]
+
+Builds the store when it does not exist (``toolwatch simulate --sessions N`` ≈ 62 calls a
+session, so 16,000 ≈ 1 M calls; then ``train``, ``scan`` — the per-stream scores the Sessions
+page reads — and a one-seed ``experiment``), starts ``toolwatch app`` on it and opens each page
+by URL in headless Chromium (Playwright on the system browser, ``tests/support/browser.py``),
+after one warm-up load. Prints per page the median and worst time to first paint (title and
+first data element visible) and to settled (script finished), and the same for the test-sized
+store built alongside as the baseline of the same run (the issue's targets: ≤ 2 s on the demo
+store, ≤ 5 s on 1 M calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.browser import PAGES, browser, chromium_path, open_page, running_app
+
+
+def toolwatch(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "toolwatch", *args], check=True, capture_output=True)
+
+
+def build(store: Path, sessions: int) -> None:
+    if store.exists():
+        return
+    toolwatch("simulate", "--sessions", str(sessions), "--store", str(store))
+    toolwatch("train", "--store", str(store))
+    toolwatch("scan", "--store", str(store))
+    toolwatch("experiment", "--store", str(store), "--seeds", "1", "--bootstrap", "200")
+
+
+def measure(store: Path, rounds: int, executable: str) -> dict[str, list[tuple[float, float]]]:
+    times: dict[str, list[tuple[float, float]]] = {}
+    log = store.parent / f"{store.name}-app.log"
+    with running_app(store, log) as base, browser(executable) as page:
+        open_page(page, base, "")
+        for _ in range(rounds):
+            for path in PAGES:
+                loaded = open_page(page, base, path)
+                times.setdefault(path, []).append((loaded.painted_s, loaded.settled_s))
+    return times
+
+
+def report(name: str, calls: int, times: dict[str, list[tuple[float, float]]]) -> None:
+    print(f"{name}: {calls:,} calls")
+    for path, found in times.items():
+        painted = [p for p, _ in found]
+        settled = [s for _, s in found]
+        print(
+            f"  {path or 'detection':<10} first paint median {statistics.median(painted):5.2f} s "
+            f"(worst {max(painted):5.2f})   settled median {statistics.median(settled):5.2f} s "
+            f"(worst {max(settled):5.2f})"
+        )
+
+
+def calls_in(store: Path) -> int:
+    from toolwatch.collector.store import Store
+
+    return int(Store(store).query("SELECT count(*) AS n FROM calls").column("n")[0].as_py())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=Path("bench-app-store"))
+    parser.add_argument("--sessions", type=int, default=16_000)
+    parser.add_argument("--baseline-sessions", type=int, default=150)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    executable = chromium_path()
+    if executable is None:
+        print("bench_app: needs chromium (apt-get install chromium)", file=sys.stderr)
+        return 1
+    baseline = args.store.with_name(args.store.name + "-baseline")
+    build(baseline, args.baseline_sessions)
+    build(args.store, args.sessions)
+    report("baseline", calls_in(baseline), measure(baseline, args.rounds, executable))
+    report("large", calls_in(args.store), measure(args.store, args.rounds, executable))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
