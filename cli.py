@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):  # argparse's exit (its line is out)
-            return int(exc.code or 0)
+            raise
         return _report(chosen, str(exc.code), exc, verbose, EXIT_ERROR)
     except UserError as exc:
         return _report(chosen, one_line(exc), exc, verbose, exc.code)

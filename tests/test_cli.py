@@ -48,7 +48,11 @@ def one_error(err: str, command: str, *needles: str) -> str:
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    """``main(argv)``'s exit code (argparse's own exit included), stdout and stderr."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse: its one line is printed, then sys.exit(2)
+        code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -249,7 +249,7 @@ def timeline_chart(
     output_bytes, failed, label, injected, alert``; ``scores``: ``index, cue, score``
     (long form) or None; ``statistic``/``threshold``: the detector column in ``calls``.
     """
-    width = 760
+    width = 640
     calls = calls.assign(lane=calls["tool"].map(short_tool))
     x = alt.X(
         "index:Q",
@@ -519,7 +519,7 @@ def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
                 alt.Tooltip("calls:Q", format=",", title="calls"),
             ],
         )
-        .properties(height=160, width=900)
+        .properties(height=160, width=680)
         .facet(
             row=alt.Row("source:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left"))
         )

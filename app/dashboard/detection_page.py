@@ -103,7 +103,7 @@ def render() -> None:
             "Threshold",
             list(MODES),
             "mode",
-            format_func=MODES.get,
+            format_func=lambda m: MODES[m],
             widget="radio",
             horizontal=True,
         )

@@ -47,11 +47,10 @@ LIST_COLUMNS = [
     "scan_cue",
     "scan_margin",
     "alerts",
-    "source",
     "first_time",
     "calls",
 ]
-MORE_COLUMNS = ["failures", "tools", "responses", "labelled_calls", "last_time"]
+MORE_COLUMNS = ["source", "failures", "tools", "responses", "labelled_calls", "last_time"]
 
 
 def render() -> None:
@@ -64,7 +63,7 @@ def render() -> None:
         statistic = model.config.alert_on[0] if model and model.config.alert_on else "all_cusum"
         model_id = model.model_id if model is not None else None
         more = st.toggle(
-            "more columns (failures, tools, responses, injected, last call)", key="more"
+            "more columns (source, failures, tools, responses, injected, last call)", key="more"
         )
         listed = sl.stream_list(con, chosen, model_id, statistic, detail=more)
         _scores_note(con, s.store, model, problem, statistic)
@@ -89,8 +88,12 @@ def _filters(con: Any) -> sl.StreamFilter:
     sources = c1.multiselect(
         "Source", all_sources, default=default, key="w_source", on_change=sync_sources
     )
-    flag = url.choice(c2, "Flagged", list(FLAG_LABELS), "flag", format_func=FLAG_LABELS.get)
-    agents = url.choice(c3, "Agents", list(AGENT_LABELS), "agents", format_func=AGENT_LABELS.get)
+    flag = url.choice(
+        c2, "Flagged", list(FLAG_LABELS), "flag", format_func=lambda k: FLAG_LABELS[k]
+    )
+    agents = url.choice(
+        c3, "Agents", list(AGENT_LABELS), "agents", format_func=lambda k: AGENT_LABELS[k]
+    )
     find = c4.text_input(
         "Session id (or its start)",
         value=url.param("find") or "",
@@ -149,8 +152,8 @@ def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream
         on_select="rerun",
         selection_mode="single-row",
         column_config={
-            "session_id": st.column_config.TextColumn("session", width=270),
-            "stream": st.column_config.TextColumn("stream", width=120),
+            "session_id": st.column_config.TextColumn("session", width=318),
+            "stream": st.column_config.TextColumn("stream", width=118),
             "flagged_by": st.column_config.TextColumn("flagged by", width=85),
             "scan_cue": st.column_config.TextColumn("scan cue", width=62),
             "scan_margin": st.column_config.NumberColumn(

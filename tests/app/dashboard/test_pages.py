@@ -724,7 +724,9 @@ def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFi
     bad.write_text("{}")
     assert cli_main(["app", "--store", str(tmp_path), "--model", str(bad)]) == 2
     assert f"--model {bad}" in capsys.readouterr().err
-    assert cli_main(["app", "--store", str(tmp_path), "--port", "70000"]) == 2
+    with pytest.raises(SystemExit) as done:  # argparse's own exit, after its one line
+        cli_main(["app", "--store", str(tmp_path), "--port", "70000"])
+    assert done.value.code == 2
     assert "70000" in capsys.readouterr().err
     corrupt = tmp_path / "corrupt"
     Store(corrupt).append("calls", simulate(seed=2, sessions=4))
