@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.injection.experiment.report import label
+from toolwatch.injection.spans.anomalies import KINDS as KINDS_ALL
 
 SCENARIOS = REPO / "scenarios"
 TIMEOUT = 60
@@ -643,6 +645,25 @@ def test_pages_explain_how_to_fill_an_empty_part(
     at = app(env, calls_only, page)
     ok(at)
     assert any(hint in i.value and str(calls_only) in i.value for i in at.info)
+
+
+def test_the_detection_guide_gives_a_command_that_works_on_the_store(
+    env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store whose dates are not the study's (a user's own import): the default command
+    would fail on an empty test split, so the guide names one that runs — and it does."""
+    root = tmp_path / "own"
+    simulated = ["simulate", "--store", str(root), "--sessions", "60", "--start", "2025-03-01"]
+    assert cli_main(simulated) == 0
+    at = app(env, root)
+    ok(at)
+    guide = next(i.value for i in at.info if "toolwatch experiment" in i.value)
+    command = shlex.split(guide.split("`")[1])
+    assert command[:2] == ["toolwatch", "experiment"] and "--split-shares" in command
+    assert cli_main(["experiment", *command[2:]]) == 0, capsys.readouterr().err
+    at = app(env, root)
+    ok(at)
+    assert at.title[0].value == "Detection" and len(detection_table(at)) == len(KINDS_ALL)
 
 
 def test_sessions_without_a_model_show_the_calls_only(
