@@ -37,7 +37,7 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.injection.experiment.report import label
-from toolwatch.injection.spans.anomalies import KINDS as KINDS_ALL
+from toolwatch.injection.spans.kinds import KINDS as KINDS_ALL
 
 SCENARIOS = REPO / "scenarios"
 TIMEOUT = 60
