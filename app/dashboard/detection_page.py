@@ -145,6 +145,7 @@ def render() -> None:
         )
         cells, source = _cells(v)
         _headline(v, cells)
+        ui.flush()
         _table(v, cells)
         _grid(cells)
         st.caption(source)

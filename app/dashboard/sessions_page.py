@@ -68,6 +68,7 @@ def render() -> None:
         listed = sl.stream_list(con, chosen, model_id, statistic, detail=more)
         _scores_note(con, s.store, model, problem, statistic)
         picked = _stream_table(listed, span.label, more)
+        ui.flush()  # the list paints before the timeline is scored
         stream = picked or _stream_from_url(con)
         if stream is not None:
             _timeline(con, stream, model)

@@ -9,6 +9,7 @@ scores with two decimals. Tables (:func:`dataframe`) leave missing values blank 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,11 @@ def chart(spec: Any) -> None:
     against the Vega-Lite schema (altair's default, a third of a page's time on the
     Detection page; the charts are fixed code, checked by the tests)."""
     st.vega_lite_chart(spec.to_dict(validate=False), width="stretch")
+
+
+def flush() -> None:
+    """Let Streamlit's server thread send what the page has drawn so far. DuckDB and pandas
+    hold the interpreter lock while they work, so without a pause the browser would see the
+    page's top only when the whole page is done; a page calls this after its first data, so
+    that is what paints first."""
+    time.sleep(0.02)
