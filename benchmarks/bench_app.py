@@ -1,6 +1,7 @@
 """First paint of every dashboard page on a large store, in a real browser.
 
     python benchmarks/bench_app.py [--store PATH] [--sessions 16000] [--rounds 3]
+    python benchmarks/bench_app.py --existing STORE [STORE ...]   # measure stores as they are
 
 Builds the store when it does not exist (``toolwatch simulate --sessions N`` ≈ 62 calls a
 session, so 16,000 ≈ 1 M calls; then ``train``, ``scan`` — the per-stream scores the Sessions
@@ -74,11 +75,16 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=16_000)
     parser.add_argument("--baseline-sessions", type=int, default=150)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--existing", type=Path, nargs="+", help="measure these stores only")
     args = parser.parse_args()
     executable = chromium_path()
     if executable is None:
         print("bench_app: needs chromium (apt-get install chromium)", file=sys.stderr)
         return 1
+    if args.existing:
+        for store in args.existing:
+            report(str(store), calls_in(store), measure(store, args.rounds, executable))
+        return 0
     baseline = args.store.with_name(args.store.name + "-baseline")
     build(baseline, args.baseline_sessions)
     build(args.store, args.sessions)
