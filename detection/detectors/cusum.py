@@ -2,8 +2,9 @@
 
     S₋₁ = 0,    S_t = max(0, S_{t−1} + x_t − k),    k = 0.5 by default.
 
-``x`` is the cue set's *standardised* score (training mean 0, sd 1), so ``k`` is in σ units:
-calls at most half a σ above the training mean drain the sum, a run of calls above it
+``x`` is the cue set's standardised score: a single cue's z (training mean 0, sd 1), or for
+``all`` the mean of the four cues' z (training mean 0; not re-standardised, as in the study), so
+calls at most ``k`` above the training mean drain the sum and a run of calls above it
 accumulates. river 0.26 has no CUSUM, so this is written by hand; :meth:`CUSUM.run` is the
 same recursion vectorised across streams (bit-identical).
 

@@ -5,12 +5,19 @@ every cue set's per-call score), :meth:`NormalModel.calibrate` on a later calibr
 (operating-point thresholds), :meth:`NormalModel.save` to a JSON artifact, and
 :meth:`NormalModel.load` wherever scoring happens.
 
-Standardisation: each cue's score is standardised by its training mean and sd,
-``z = (score − mean) / sd``; ``all = (z_order + z_size + z_time + z_failure) / 4``. Every
-detector reads the *standardised* score of its cue set — for ``all`` that is ``all`` itself
-standardised by its own training mean and sd — so CUSUM's ``k = 0.5`` is half a training σ
-whichever cue set it watches. An sd below ``min_sd`` (a cue constant over the training
-window) is replaced by 1, i.e. the cue's raw units.
+Standardisation (BRIEF §3, exactly): each cue's score is standardised by its training mean and
+sd, ``z = (score − mean) / sd``, and ``all = (z_order + z_size + z_time + z_failure) / 4`` — the
+mean of the four standardised cues, **not** standardised again. The detectors read ``z`` for a
+single cue and ``all`` itself for the cue set ``all``; CUSUM's ``k = 0.5`` is therefore half a
+training σ of one cue, and half a unit of the mean of four (whose training sd is below 1: the
+cues are not perfectly correlated, about 0.5 on real traffic). An sd below ``min_sd`` (a cue
+constant over the training window) is replaced by 1, i.e. the cue's raw units.
+
+Named variants, off by default, each with its measured effect in ``docs/ARCHITECTURE.md``:
+``all_restandardised`` (divide ``all`` by its own training sd before the detectors: the
+pre-issue-12 behaviour, which halves ``k`` in ``all`` units), ``ewma_start="first"`` (EWMA
+initialised at the first score) and ``time_tail="floor"`` (every gap below the training
+minimum ties at one floor score).
 
 The artifact is human-readable JSON (no pickle): ``format``, ``version``, the config, the
 data windows with their counts, every cue's parameters, the standardisation, the thresholds
@@ -40,10 +47,10 @@ from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
 from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.size import SizeCue
-from toolwatch.detection.cues.timing import TimeCue
+from toolwatch.detection.cues.timing import TAILS, TimeCue
 from toolwatch.detection.detectors.base import DETECTORS, Detector, stat_column
 from toolwatch.detection.detectors.cusum import CUSUM
-from toolwatch.detection.detectors.ewma import EWMA
+from toolwatch.detection.detectors.ewma import EWMA, STARTS
 from toolwatch.detection.detectors.point import Point
 from toolwatch.detection.model.thresholds import operating_threshold
 from toolwatch.usage import UserError
@@ -67,7 +74,7 @@ def model_path_for(store_root: Path, explicit: str | os.PathLike[str] | None = N
 
 
 FORMAT: Final = "toolwatch.normal-model"
-VERSION: Final = 1
+VERSION: Final = 2
 
 CUE_CLASSES: Final[dict[str, type[Cue]]] = {
     "order": OrderCue,
@@ -94,6 +101,12 @@ class ModelConfig:
     size_min_sd: float = 0.25
     failure_prior_strength: float = 2.0
     time_max_knots: int = 5000
+    #: the time cue below the training minimum: "graded" (the study) or "floor" (variant)
+    time_tail: str = "graded"
+    #: EWMA's start: "zero" (the study, E₋₁ = 0) or "first" (variant: E₀ = x₀)
+    ewma_start: str = "zero"
+    #: variant: standardise ``all`` again by its own training sd before the detectors
+    all_restandardised: bool = False
     #: standardisation: an sd below this is replaced by 1
     min_sd: float = 1e-6
     #: statistics that raise live alerts and flag sessions in a scan (``<cue set>_<detector>``)
@@ -108,6 +121,10 @@ class ModelConfig:
             )
         if not 0.0 < self.ewma_alpha <= 1.0:
             raise ModelError(f"config ewma_alpha must be in (0, 1], got {self.ewma_alpha}")
+        if self.time_tail not in TAILS:
+            raise ModelError(f"config time_tail must be one of {TAILS}, got {self.time_tail!r}")
+        if self.ewma_start not in STARTS:
+            raise ModelError(f"config ewma_start must be one of {STARTS}, got {self.ewma_start!r}")
         if not 0.0 < self.operating_quantile <= 1.0:
             raise ModelError(
                 f"config operating_quantile must be in (0, 1], got {self.operating_quantile}"
@@ -166,28 +183,43 @@ class NormalModel:
         cues: dict[str, Cue] = {
             "order": OrderCue(session_mix=cfg.order_session_mix),
             "size": SizeCue(min_count=cfg.size_min_count, min_sd=cfg.size_min_sd),
-            "time": TimeCue(max_knots=cfg.time_max_knots),
+            "time": TimeCue(max_knots=cfg.time_max_knots, tail=cfg.time_tail),
             "failure": FailureCue(prior_strength=cfg.failure_prior_strength),
         }
         for cue in cues.values():
             cue.fit(frame)
+        return cls.from_cues(cues, frame, cfg, window=window)
+
+    @classmethod
+    def from_cues(
+        cls,
+        cues: Mapping[str, Cue],
+        frame: CallFrame,
+        config: ModelConfig,
+        *,
+        window: Mapping[str, Any] | None = None,
+    ) -> NormalModel:
+        """A model from fitted cues, standardised on ``frame`` (their training calls).
+
+        :meth:`fit` fits the cues first; the adaptive model
+        (:mod:`toolwatch.detection.model.adaptive`) compiles them from decayed statistics.
+        """
         standardisation: dict[str, tuple[float, float]] = {}
         z: dict[str, np.ndarray] = {}
         for name in CUE_NAMES:
             raw = cues[name].score_many(frame)
-            standardisation[name] = _mean_sd(raw, cfg.min_sd)
+            standardisation[name] = _mean_sd(raw, config.min_sd)
             mean, sd = standardisation[name]
             z[name] = (raw - mean) / sd
         combined = (z["order"] + z["size"] + z["time"] + z["failure"]) / 4.0
-        standardisation["all"] = _mean_sd(combined, cfg.min_sd)
-        model = cls(
-            config=cfg,
-            cues=cues,
+        standardisation["all"] = _mean_sd(combined, config.min_sd)
+        return cls(
+            config=config,
+            cues=dict(cues),
             standardisation=dict(sorted(standardisation.items())),
             data={"train": {**_describe(frame), "window": dict(window or {})}},
             created=datetime.now(UTC).isoformat(timespec="seconds"),
         )
-        return model
 
     def score_frame(self, frame: CallFrame) -> dict[str, np.ndarray]:
         """Scores and detector statistics of a prepared frame, by output column name."""
@@ -200,8 +232,7 @@ class NormalModel:
             mean, sd = std[name]
             z[name] = (raw - mean) / sd
         out["all"] = (z["order"] + z["size"] + z["time"] + z["failure"]) / 4.0
-        mean, sd = std["all"]
-        x = {"all": (out["all"] - mean) / sd, **z}
+        x = {"all": self.all_statistic_input(out["all"]), **z}
         # one sweep per detector for all cue sets: the five series laid end to end as streams
         n = frame.n
         flat = np.concatenate([x[s] for s in CUE_SETS])
@@ -256,11 +287,19 @@ class NormalModel:
         except KeyError:
             raise ModelError(f"no threshold for {cue_set} × {detector}") from None
 
+    def all_statistic_input(self, combined: np.ndarray) -> np.ndarray:
+        """What the detectors read for ``all``: the mean of the four z itself (the study), or
+        re-standardised by its training sd under the ``all_restandardised`` variant."""
+        if not self.config.all_restandardised:
+            return combined
+        mean, sd = self.standardisation["all"]
+        return (combined - mean) / sd
+
     def detectors(self) -> dict[str, Detector]:
         """Fresh detector prototypes, by name, with the configured parameters."""
         return {
             "point": Point(),
-            "ewma": EWMA(alpha=self.config.ewma_alpha),
+            "ewma": EWMA(alpha=self.config.ewma_alpha, start=self.config.ewma_start),
             "cusum": CUSUM(k=self.config.cusum_k),
         }
 

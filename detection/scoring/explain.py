@@ -19,7 +19,7 @@ def dominant_cue(cue_set: str, detector: str, scores: Mapping[str, float]) -> st
     largest at the alarming call: its ``<cue>_point`` for the point detector, its
     ``<cue>_ewma`` for EWMA and CUSUM — an alarm that built up over several calls is explained
     by the cue that was high over those calls (for EWMA exactly: ``all_ewma`` is the mean of
-    the cues' EWMAs, rescaled), not by whichever cue peaked at the last one.
+    the cues' EWMAs), not by whichever cue peaked at the last one.
     """
     if cue_set != "all":
         return cue_set

@@ -2,8 +2,9 @@
 
 :class:`OnlineScorer` keeps, per open stream ``(session_id, agent_id)``, the previous call's
 time/response (:class:`~toolwatch.detection.cues.base.StreamContext`), the order cue's sparse
-session bigram, and per cue set the detector state: a river ``EWMean`` for EWMA and the float
-sum of a hand-written Page CUSUM (river 0.26 has none); the point detector is the score itself.
+session bigram, and per cue set the detector state: the float mean of the EWMA (starting at 0,
+as in the study; river 0.26's ``EWMean`` can only start at the first value) and the float sum of
+a hand-written Page CUSUM (river 0.26 has none); the point detector is the score itself.
 The recursions are inlined in :meth:`OnlineScorer.score` with the same float operations as
 ``point.py``, ``ewma.py`` and ``cusum.py`` (a method call per detector cost a third of the
 scorer's time). Feeding a stream's calls in ``(start_time, seq)`` order gives exactly the
@@ -76,14 +77,14 @@ class Scores(Mapping[str, float]):
 
 
 class _Stream:
-    """One open stream: context, cue states, and per cue set an EWMean and a CUSUM sum."""
+    """One open stream: context, cue states, and per cue set an EWMA mean and a CUSUM sum."""
 
     __slots__ = ("ctx", "cusum", "ewma", "last_us", "states")
 
-    def __init__(self, states: list[Any], alpha: float) -> None:
+    def __init__(self, states: list[Any]) -> None:
         self.ctx = StreamContext()
         self.states = states
-        self.ewma = [stats.EWMean(alpha) for _ in CUE_SETS]
+        self.ewma = [0.0] * len(CUE_SETS)
         self.cusum = [0.0] * len(CUE_SETS)
         self.last_us = 0
 
@@ -104,23 +105,36 @@ class OnlineScorer:
     """
 
     def __init__(self, model: NormalModel) -> None:
-        self.model = model
-        std = model.standardisation
-        self._cues = [(name, model.cues[name], std[name][0], std[name][1]) for name in CUE_NAMES]
-        self._fast = tuple((cue, mean, sd) for _, cue, mean, sd in self._cues)
-        self._all_mean, self._all_sd = std["all"]
-        # the detectors, inlined per stream below: point = x, EWMA on a river EWMean, CUSUM
-        # as a float (the recursions of point.py / ewma.py / cusum.py, same float operations)
-        detectors = model.detectors()
-        if tuple(detectors) != _INLINED:
-            raise ValueError(f"the online scorer inlines the detectors {_INLINED}")
-        self._alpha = cast(EWMA, detectors["ewma"]).alpha
-        self._k = cast(CUSUM, detectors["cusum"]).k
         self._streams: dict[StreamKey, _Stream] = {}
+        self.use_model(model)
         self._drift = {s: stats.Mean() for s in CUE_SETS}
         self._drift_sums = [0.0] * len(CUE_SETS)  # since the last fold into _drift
         self._drift_n = 0
         self.calls_seen = 0
+
+    def use_model(self, model: NormalModel) -> None:
+        """Score with ``model`` from the next call on; open streams keep their state.
+
+        The adaptive scorer swaps in each refreshed snapshot this way: a snapshot's order cue
+        keys tools by their stable ids (:mod:`toolwatch.detection.model.adaptive`), so the
+        streams' session bigrams stay valid.
+        """
+        self.model = model
+        std = model.standardisation
+        self._cues = [(name, model.cues[name], std[name][0], std[name][1]) for name in CUE_NAMES]
+        self._fast = tuple((cue, mean, sd) for _, cue, mean, sd in self._cues)
+        restandardised = model.config.all_restandardised
+        self._all_mean, self._all_sd = std["all"] if restandardised else (0.0, 1.0)
+        self._restandardised = restandardised
+        # the detectors, inlined per stream below: point = x, EWMA and CUSUM as floats (the
+        # recursions of point.py / ewma.py / cusum.py, with the same float operations)
+        detectors = model.detectors()
+        if tuple(detectors) != _INLINED:
+            raise ValueError(f"the online scorer inlines the detectors {_INLINED}")
+        ewma = cast(EWMA, detectors["ewma"])
+        self._alpha = ewma.alpha
+        self._ewma_first = ewma.start == "first"
+        self._k = cast(CUSUM, detectors["cusum"]).k
 
     # ---------------------------------------------------------------- scoring
 
@@ -155,22 +169,25 @@ class OnlineScorer:
         zt = (t - t_m) / t_sd
         zf = (f - f_m) / f_sd
         combined = (zo + zs + zt + zf) / 4.0
-        za = (combined - self._all_mean) / self._all_sd
+        za = (combined - self._all_mean) / self._all_sd if self._restandardised else combined
         values = [o, s, t, f, combined]
         # per cue set: point, EWMA, CUSUM — inlined, as method calls on detector objects
         # cost a third of the scorer's time (benchmarks/bench_detection.py)
         ew = stream.ewma
         cs = stream.cusum
         k = self._k
+        a = self._alpha
+        b = 1.0 - a
+        first = self._ewma_first and index == 0
         drift = self._drift_sums
         for j, x in enumerate((za, zo, zs, zt, zf)):
             drift[j] += x
-            m = ew[j]
-            m.update(x)
+            e = x if first else a * x + b * ew[j]
+            ew[j] = e
             c = cs[j] + x - k
             c = c if c > 0.0 else 0.0
             cs[j] = c
-            values += (x, m.get(), c)
+            values += (x, e, c)
         ctx.advance(call)
         if call.start_us > stream.last_us:
             stream.last_us = call.start_us
@@ -179,7 +196,7 @@ class OnlineScorer:
         return index, Scores(values)
 
     def _new_stream(self) -> _Stream:
-        return _Stream([cue.new_state() for _, cue, _, _ in self._cues], self._alpha)
+        return _Stream([cue.new_state() for _, cue, _, _ in self._cues])
 
     # ---------------------------------------------------------------- stream life cycle
 

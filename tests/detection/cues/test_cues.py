@@ -233,17 +233,42 @@ def test_time_lower_tail_of_different_response_gaps_by_hand() -> None:
     assert (cue.n, cue.knots_us, cue.counts) == (3, [2_000_000, 4_000_000, 8_000_000], [1, 2, 3])
     rows = [
         call("A", 0, response="a"),  # first call: 0
-        call("A", 1, response="b"),  # 1 s, below every training gap: log(n + 1)
+        call("A", 1, response="b"),  # 1 s, half the minimum: -log(1/3 · 1/2), graded
         call("A", 1.05, response="b"),  # same response: 0
-        call("A", 5.05, response=None),  # unknown boundary = different; 4 s: -log(3/4)
-        call("A", 5.06, response=None),  # 0.01 s, different: log 4
+        call("A", 5.05, response=None),  # unknown boundary = different; 4 s: -log(2/3)
+        call("A", 5.06, response=None),  # 0.01 s, different: -log(1/3 · 0.01/2)
+        call("A", 5.06, response="z"),  # 0 s: the 1 ms floor, -log(1/3 · 0.001/2)
         call("A", 20, response="c", restamped=True),  # restamped: 0
         call("A", 20.5, response="d"),  # previous restamped: 0
-        call("A", 40, response="e"),  # 19.5 s, above all: -log(4/4) = 0
+        call("A", 40, response="e"),  # 19.5 s, above all: -log(3/3) = 0
     ]
     got = cue.score_many(prepare(table(rows))).tolist()
-    want = [0.0, math.log(4), 0.0, -math.log(3 / 4), math.log(4), 0.0, 0.0, 0.0]
+    want = [
+        0.0,
+        -math.log(1 / 3 * 0.5),
+        0.0,
+        -math.log(2 / 3),
+        -math.log(1 / 3 * 0.005),
+        -math.log(1 / 3 * 0.0005),
+        0.0,
+        0.0,
+        0.0,
+    ]
     assert got == pytest.approx(want, rel=1e-12)
+    assert got == online_scores(cue, table(rows))
+    # the graded tail orders machine-speed gaps: faster scores higher, all above the minimum's
+    assert got[5] > got[4] > got[1] > cue.score_gap(2_000_000)
+
+
+def test_time_floor_variant_ties_every_gap_below_the_minimum() -> None:
+    train = table([call("A", t, response=f"r{t}") for t in (0, 2, 6, 14)])
+    cue = TimeCue(tail="floor").fit(prepare(train))
+    rows = [call("A", 0, response="a"), call("A", 1, response="b"), call("A", 1.01, response="c")]
+    got = cue.score_many(prepare(table(rows))).tolist()
+    assert got == [0.0, math.log(4), math.log(4)]  # (0 + 1) / (3 + 1): a tie at the floor
+    assert got == online_scores(cue, table(rows))
+    with pytest.raises(ValueError, match="tail"):
+        TimeCue(tail="cliff")
 
 
 def test_time_subagent_first_call_and_late_call_score_zero() -> None:

@@ -35,12 +35,21 @@ def test_standardisation_gives_mean_zero_unit_sd_on_training(model: NormalModel)
     for cue_set in CUE_SETS:
         x = scored.column(f"{cue_set}_point").to_numpy()
         assert abs(x.mean()) < 1e-9
-        assert x.std(ddof=1) == pytest.approx(1.0, rel=1e-9)
+        if cue_set != "all":
+            assert x.std(ddof=1) == pytest.approx(1.0, rel=1e-9)
     z = [
         (scored.column(c).to_numpy() - model.standardisation[c][0]) / model.standardisation[c][1]
         for c in ("order", "size", "time", "failure")
     ]
+    # all = the mean of the four z, not standardised again (BRIEF §3): its sd is below 1
     assert scored.column("all").to_numpy() == pytest.approx(sum(z) / 4.0)
+    assert scored.column("all_point").to_numpy().tolist() == scored.column("all").to_pylist()
+    all_sd = scored.column("all").to_numpy().std(ddof=1)
+    assert all_sd == pytest.approx(model.standardisation["all"][1]) and all_sd < 1.0
+    # the named variant re-standardises it (the pre-issue-12 behaviour)
+    variant = NormalModel.fit(train, ModelConfig(all_restandardised=True))
+    x = score_calls(variant, train).column("all_point").to_numpy()
+    assert abs(x.mean()) < 1e-9 and x.std(ddof=1) == pytest.approx(1.0, rel=1e-9)
 
 
 def test_calibration_sets_every_threshold_at_the_top_tenth_of_a_percent(
