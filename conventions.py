@@ -39,6 +39,9 @@ ATTR_SOURCE: Final = "toolwatch.source"
 ATTR_LABEL: Final = "toolwatch.label"
 ATTR_RESTAMPED: Final = "toolwatch.timing.restamped"
 ATTR_RESULT_TRUNCATED: Final = "toolwatch.tool.call.result.truncated"
+#: A client artefact the call's stream is known to be (set by importers; a closed set of names,
+#: :data:`CLIENT_QUIRKS`), never free text.
+ATTR_CLIENT_QUIRK: Final = "toolwatch.client.quirk"
 #: ``true`` on a replayed span whose record has no duration: an OTLP span always has an end
 #: time, so the replay sends end = start with this marker and the collector maps the span
 #: back to a null ``duration_us`` (live spans never carry it).
@@ -70,6 +73,13 @@ ERROR_TYPE_TIMEOUT: Final = "timeout"
 #: The MCP SDK's own spans carry ``gen_ai.operation.name`` too, but never the size attributes,
 #: so the collector keys on the presence of :data:`ATTR_ARGUMENTS_SIZE`.
 TOOL_CALL_MARKER: Final = ATTR_ARGUMENTS_SIZE
+
+#: Client quirks an importer recognises (structure, not content; see ``docs/ARCHITECTURE.md``):
+#: a Claude Code warm-up subagent (answered "Warmup" at start-up; its calls all fail) and a
+#: compaction fork (``agent-acompact-*``: the main thread's calls repeated under another agent).
+QUIRK_WARMUP_AGENT: Final = "warmup_agent"
+QUIRK_COMPACTION_FORK: Final = "compaction_fork"
+CLIENT_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT, QUIRK_COMPACTION_FORK)
 
 Source = Literal["otlp", "import", "simulated"]
 SOURCES: Final[tuple[str, ...]] = ("otlp", "import", "simulated")

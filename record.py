@@ -24,6 +24,7 @@ from typing import Annotated, Any, Final, get_args, get_type_hints
 from toolwatch.conventions import (
     ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
+    ATTR_CLIENT_QUIRK,
     ATTR_CONVERSATION_ID,
     ATTR_ERROR_TYPE,
     ATTR_LABEL,
@@ -123,6 +124,13 @@ class CallRecord:
     ] = False
     label: Annotated[
         str | None, Col("ground truth for injected calls; null = normal", ATTR_LABEL)
+    ] = None
+    client_quirk: Annotated[
+        str | None,
+        Col(
+            "client artefact of the call's stream (warmup_agent, compaction_fork)",
+            ATTR_CLIENT_QUIRK,
+        ),
     ] = None
 
     def as_dict(self) -> dict[str, Any]:

@@ -200,6 +200,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "without_result": r.without_result,
         "subagent_calls": r.subagent_calls,
         "mcp_calls": r.mcp_calls,
+        "client_quirks": {q: {"streams": n[0], "calls": n[1]} for q, n in r.quirks.items()},
         "store": str(outcome.store) if outcome.store else None,
         "written": outcome.written,
         "already_stored": outcome.already_stored,
@@ -220,6 +221,11 @@ def format_summary(outcome: ImportOutcome) -> str:
         f"  failed: {r.failed:,}   without result: {r.without_result:,}   "
         f"subagent calls: {r.subagent_calls:,}   MCP calls: {r.mcp_calls:,}",
     ]
+    if r.quirks:
+        flagged = ", ".join(
+            f"{q} {n[0]:,} stream(s) / {n[1]:,} call(s)" for q, n in r.quirks.items()
+        )
+        lines.append(f"  client quirks flagged (kept, column client_quirk): {flagged}")
     if outcome.store is not None:
         lines.append(
             f"  store {outcome.store}: {outcome.written:,} new call(s) written, "

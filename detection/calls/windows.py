@@ -81,7 +81,13 @@ def load_window(store: Store, window: Window, *, normal_only: bool = True) -> pa
     if normal_only:
         where.append("f.labelled = 0")
     clause = ("WHERE " + " AND ".join(where)) if where else ""
-    columns = ", ".join(f"c.{name}" for name in CALLS_SCHEMA.names)
+    present = stored_call_columns(store)
+    columns = ", ".join(
+        f"c.{f.name}"
+        if f.name in present
+        else f"CAST(NULL AS {_SQL_TYPES[str(f.type)]}) AS {f.name}"
+        for f in CALLS_SCHEMA
+    )
     sql = f"""
         WITH f AS (
             SELECT session_id, min(start_time) AS first,
@@ -92,6 +98,22 @@ def load_window(store: Store, window: Window, *, normal_only: bool = True) -> pa
     """
     table = store.query(sql, params)
     return table.cast(CALLS_SCHEMA) if table.num_rows else CALLS_SCHEMA.empty_table()
+
+
+#: DuckDB types of the call columns a store written before they existed may lack (nullable).
+_SQL_TYPES: Final[dict[str, str]] = {
+    "string": "VARCHAR",
+    "int64": "BIGINT",
+    "int32": "INTEGER",
+    "bool": "BOOLEAN",
+    "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
+}
+
+
+def stored_call_columns(store: Store) -> set[str]:
+    """The columns the store's ``calls`` view has: files written before a column joined the
+    record (dev-real's 21-column ``calls.parquet``, for one) lack it; it then reads as NULL."""
+    return set(store.query("SELECT * FROM calls LIMIT 0").column_names)
 
 
 def default_windows(

@@ -10,56 +10,17 @@ import shlex
 import sys
 from typing import Any
 
-from toolwatch import study
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.detection.calls.split import add_split_arguments
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)
 
 
-def _pair(kind: type, name: str) -> Any:
-    def parse(text: str) -> tuple[Any, Any]:
-        parts = [p.strip() for p in text.split(",")]
-        if len(parts) != 2 or not all(parts):
-            raise argparse.ArgumentTypeError(f"{name} needs two comma-separated values: {text!r}")
-        try:
-            return kind(parts[0]), kind(parts[1])
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: cannot read {text!r}") from None
-
-    return parse
-
-
-def _study_dates() -> tuple[str, str]:
-    from toolwatch.injection.experiment.config import default_split_dates
-
-    return default_split_dates()
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
-    split = parser.add_mutually_exclusive_group()
-    split.add_argument(
-        "--split-dates",
-        type=_pair(str, "--split-dates"),
-        metavar="TRAIN_END,CALIB_END",
-        help="last day of training and of calibration, inclusive (default: the study's "
-        f"{','.join(_study_dates())}); the test split is every later session",
-    )
-    split.add_argument(
-        "--split-shares",
-        type=_pair(float, "--split-shares"),
-        metavar="TRAIN,CALIB",
-        help="shares of sessions, ordered by start time, for training and calibration "
-        "(e.g. 0.44,0.07: the study's proportions); for corpora that are not the study's",
-    )
-    parser.add_argument(
-        "--min-calls",
-        type=int,
-        default=study.TEST_MIN_CALLS,
-        help=f"test sessions need this many calls (default {study.TEST_MIN_CALLS})",
-    )
+    add_split_arguments(parser)
     parser.add_argument(
         "--head",
         type=int,
@@ -78,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target-fa",
         type=float,
         default=0.05,
-        help="target share of normal test sessions that alarm (default 0.05)",
+        help="target share of normal test streams that alarm (default 0.05)",
     )
     parser.add_argument(
         "--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)"
@@ -136,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
                 split_dates=args.split_dates,
                 split_shares=args.split_shares,
                 min_calls=args.min_calls,
+                include_artefacts=args.include_client_artefacts,
                 head=args.head,
                 tail=args.tail,
                 seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),

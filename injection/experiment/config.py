@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import date
 from typing import Any, Final
 
 from toolwatch import study
-from toolwatch.collector.sources.simulator import SPLIT_DATES
 from toolwatch.detection import ModelConfig
+from toolwatch.detection.calls.split import SplitError, SplitSpec
 from toolwatch.injection.spans.kinds import (
     DEFAULT_PARAMS,
     KINDS,
@@ -22,8 +21,13 @@ from toolwatch.injection.spans.kinds import (
 )
 from toolwatch.usage import UserError
 
-#: Threshold modes: at a target false-alarm rate, or the model's calibrated operating point.
-MODES: Final[tuple[str, ...]] = ("fa_target", "operating_point")
+#: Threshold modes: at a target false-alarm rate (the largest reachable level not above it),
+#: the model's calibrated operating point, and — only when the normal test streams are few
+#: (:data:`THIN_TEST`) — the next reachable level above the target (``fa_next``).
+MODES: Final[tuple[str, ...]] = ("fa_target", "operating_point", "fa_next")
+#: Below this many normal test streams the false-alarm levels are coarse (steps of 1/n): the
+#: report shows both reachable levels around the target and warns that the split is thin.
+THIN_TEST: Final = 50
 #: With response ids, and the ablation without them.
 VARIANTS: Final[tuple[str, ...]] = ("standard", "no_response_ids")
 
@@ -32,19 +36,18 @@ class ExperimentError(UserError, ValueError):
     """The experiment cannot run on this corpus / configuration (the message says why)."""
 
 
-def default_split_dates() -> tuple[str, str]:
-    """The study's split (the simulator's ``SPLIT_DATES``): last day of training and of
-    calibration, inclusive; the test split is everything after."""
-    return (SPLIT_DATES["train"][1], SPLIT_DATES["calibration"][1])
-
-
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Everything that determines an experiment's numbers (saved as JSON with the results)."""
 
-    split_dates: tuple[str, str] | None = None  # (train_end, calibration_end), inclusive days
-    split_shares: tuple[float, float] | None = None  # (train, calibration) shares of sessions
+    #: the split (:mod:`toolwatch.detection.calls.split`): (train_end, calibration_end)
+    #: inclusive days, or (train, calibration) shares of streams; neither = the default rule,
+    #: resolved to the dates or shares it chose in the result's config
+    split_dates: tuple[str, str] | None = None
+    split_shares: tuple[float, float] | None = None
     min_calls: int = study.TEST_MIN_CALLS
+    #: named variant: flagged client warm-up agents count as normal streams
+    include_artefacts: bool = False
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     target_fa: float = 0.05
     bootstrap: int = 2000
@@ -57,21 +60,10 @@ class ExperimentConfig:
     model: Mapping[str, Any] = field(default_factory=dict)  # ModelConfig overrides
 
     def __post_init__(self) -> None:
-        if self.split_dates is not None and self.split_shares is not None:
-            raise ExperimentError("give split dates or split shares, not both")
-        if self.split_shares is not None:
-            a, b = self.split_shares
-            if not (0 < a < 1 and 0 <= b < 1 and a + b < 1):
-                raise ExperimentError(
-                    f"split shares {a},{b}: need 0 < train < 1, 0 <= calibration, sum < 1"
-                )
-        if self.split_dates is not None:
-            a_day, b_day = (parse_day(d) for d in self.split_dates)
-            if b_day < a_day:
-                raise ExperimentError(
-                    f"split dates {self.split_dates[0]},{self.split_dates[1]}: "
-                    "calibration must end on or after the end of training"
-                )
+        try:
+            self.split_spec()
+        except SplitError as exc:
+            raise ExperimentError(str(exc)) from None
         if self.head < 1 or self.tail < 0:
             raise ExperimentError(
                 f"--head {self.head} / --tail {self.tail}: need head >= 1, tail >= 0"
@@ -94,19 +86,20 @@ class ExperimentConfig:
         except (ValueError, TypeError) as exc:
             raise ExperimentError(f"model configuration: {exc}") from None
 
-    @property
-    def effective_split_dates(self) -> tuple[str, str] | None:
-        if self.split_shares is not None:
-            return None
-        return self.split_dates or default_split_dates()
+    def split_spec(self) -> SplitSpec:
+        """The split options as the shared :class:`SplitSpec`."""
+        return SplitSpec(
+            self.split_dates, self.split_shares, self.min_calls, self.include_artefacts
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything resolved (default split dates, every model knob), so that
-        :meth:`from_dict` of it repeats the run exactly even if a default changes later."""
+        """Every knob resolved (each model knob; the split as the result's config holds it,
+        :func:`~toolwatch.injection.experiment.protocol.run_experiment` having resolved the
+        default), so :meth:`from_dict` of it repeats the run exactly even if a default
+        changes later."""
         d = asdict(self)
         d["params"] = params_to_dict(self.params)
         d["model"] = ModelConfig.from_dict(dict(self.model)).to_dict()
-        d["split_dates"] = self.effective_split_dates
         return d
 
     def to_json(self) -> str:
@@ -123,11 +116,3 @@ class ExperimentConfig:
         if "params" in d:
             d["params"] = params_from_dict(d["params"])
         return cls(**d)
-
-
-def parse_day(text: str) -> date:
-    """An ISO day of a split option (an :class:`ExperimentError` naming it otherwise)."""
-    try:
-        return date.fromisoformat(text.strip())
-    except ValueError:
-        raise ExperimentError(f"split date {text!r} is not an ISO date (YYYY-MM-DD)") from None

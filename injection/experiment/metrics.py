@@ -160,6 +160,26 @@ def threshold_for_false_alarm(
     return FalseAlarmChoice(threshold, false_alarm_share(m, threshold), float(target), len(m))
 
 
+def threshold_above_false_alarm(session_maxima: np.ndarray, target: float) -> FalseAlarmChoice:
+    """The neighbouring level on the other side: the threshold at which the *smallest*
+    reachable false-alarm rate above ``target`` is reached (the largest such threshold).
+
+    With few normal streams the rate moves in steps of 1/n or more (ties), so the report
+    shows detection at both levels around the target (issue 12): 19 streams and a 5 % target
+    give 0/19 below and 1/19 = 5.3 % above.
+    """
+    m = np.asarray(session_maxima, dtype=np.float64)
+    m = np.where(np.isnan(m), -np.inf, m)
+    candidates = np.append(np.unique(m[np.isfinite(m)]), -np.inf)
+    ordered = np.sort(m)
+    alarming = ordered.shape[0] - np.searchsorted(ordered, candidates, side="right")
+    above = alarming > target * ordered.shape[0] + 1e-12
+    if not above.any():
+        raise ValueError(f"no reachable false-alarm level above {target:.1%}")
+    threshold = float(candidates[above].max())
+    return FalseAlarmChoice(threshold, false_alarm_share(m, threshold), float(target), len(m))
+
+
 def bootstrap_rate_ci(
     per_session: np.ndarray,
     resamples: int = 2000,

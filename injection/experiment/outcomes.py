@@ -32,6 +32,8 @@ def normal_outcomes(
     for cue in CUE_SETS:
         for det in DETECTORS:
             for mode in MODES:
+                if (variant, cue, det, mode) not in thresholds:
+                    continue  # fa_next: only for a thin test split
                 thr = thresholds[(variant, cue, det, mode)].value
                 detected[(cue, det, mode)] = normal_max[f"{cue}_{det}"] > thr
                 latency[(cue, det, mode)] = np.zeros(n, dtype=np.int64)
@@ -73,6 +75,8 @@ def evaluate_kind(
         for det in DETECTORS:
             col = f"{cue}_{det}"
             for mode in MODES:
+                if (variant, cue, det, mode) not in thresholds:
+                    continue  # fa_next: only for a thin test split
                 thr = thresholds[(variant, cue, det, mode)]
                 detected, latency = M.window_outcomes(stats[col], layout, thr.value)
                 detected_out[(cue, det, mode)] = detected

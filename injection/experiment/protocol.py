@@ -24,6 +24,7 @@ Protocol, step by step (every choice is in :class:`ExperimentConfig`, saved with
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import uuid
@@ -37,7 +38,7 @@ from tqdm import tqdm
 
 import toolwatch.injection.experiment.metrics as M
 from toolwatch.detection import CUE_SETS, DETECTORS
-from toolwatch.injection.experiment.config import VARIANTS, ExperimentConfig
+from toolwatch.injection.experiment.config import THIN_TEST, VARIANTS, ExperimentConfig
 from toolwatch.injection.experiment.outcomes import evaluate_kind, normal_outcomes
 from toolwatch.injection.experiment.results import (
     CellResult,
@@ -54,6 +55,7 @@ from toolwatch.injection.experiment.scoring import (
 )
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time
 from toolwatch.injection.spans.context import InjectionContext
+from toolwatch.injection.spans.session_arrays import SessionCalls
 
 
 def run_experiment(
@@ -76,7 +78,10 @@ def run_experiment(
 
     sessions = normal_sessions(calls)
     split = split_by_time(sessions, config)
-    context = InjectionContext.from_sessions(split.train, calls)
+    config = dataclasses.replace(  # the default split resolved: a saved run repeats exactly
+        config, split_dates=split.spec.dates, split_shares=split.spec.shares
+    )
+    context = InjectionContext.from_sessions(split.train)
     lap("load_split")
 
     all_runs = list(build_runs(split.test, context, config, progress=progress).values())
@@ -88,6 +93,10 @@ def run_experiment(
     cells: list[CellResult] = []
     outcomes: list[RunOutcomes] = []
     weights = M.bootstrap_weights(len(split.test), config.bootstrap, config.bootstrap_seed)
+    artefacts = [
+        (quirk, s) for quirk, groups in split.artefacts.items() for g in groups.values() for s in g
+    ]
+    summary = split.summary()
     lengths = np.array([len(s) for s in normal], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     for variant in variants:
@@ -97,10 +106,10 @@ def run_experiment(
         model = fit_model(train, calib, config)
         op = operating_thresholds(model)
         lap("fit")
-        groups = [normal, *(r.sessions for r in all_runs)]
+        groups = [normal, *(r.sessions for r in all_runs), [s for _, s in artefacts]]
         if ablate:
             groups = [drop_response_ids(g) for g in groups]
-        normal_stats, *kind_stats = score_groups(model, groups)
+        normal_stats, *kind_stats, artefact_stats = score_groups(model, groups)
         lap("score")
         normal_max: dict[str, np.ndarray] = {}
         for cue in CUE_SETS:
@@ -111,10 +120,17 @@ def run_experiment(
                 thresholds[(variant, cue, det, "fa_target")] = Threshold(
                     choice.threshold, choice.reached
                 )
+                if len(normal) < THIN_TEST and config.target_fa < 1:
+                    above = M.threshold_above_false_alarm(normal_max[col], config.target_fa)
+                    thresholds[(variant, cue, det, "fa_next")] = Threshold(
+                        above.threshold, above.reached
+                    )
                 thresholds[(variant, cue, det, "operating_point")] = Threshold(
                     op[col], M.false_alarm_rate(normal_max[col], op[col])
                 )
         outcomes.append(normal_outcomes(variant, split.test, normal_max, thresholds, config))
+        if variant == "standard" and artefacts:
+            _score_artefacts(summary, artefacts, artefact_stats, thresholds, config)
         for runs, stats in zip(all_runs, kind_stats, strict=True):
             if runs.sessions:
                 new_cells, run_out = evaluate_kind(
@@ -134,13 +150,37 @@ def run_experiment(
         run_id=run_id or uuid.uuid4().hex[:12],
         created=datetime.now(UTC),
         config=config,
-        split=split.summary(),
+        split=summary,
         thresholds=thresholds,
         cells=cells,
         notes=notes,
         timings=timings,
         runs=outcomes,
     )
+
+
+def _score_artefacts(
+    summary: dict[str, Any],
+    artefacts: list[tuple[str, SessionCalls]],
+    stats: dict[str, np.ndarray],
+    thresholds: dict[tuple[str, str, str, str], Threshold],
+    config: ExperimentConfig,
+) -> None:
+    """How the flagged client artefacts (kept out of the normal streams) score: per quirk, how
+    many of the long ones alarm at the all·CUSUM thresholds, and the largest statistic."""
+    lengths = np.array([len(s) for _, s in artefacts], dtype=np.int64)
+    maxima = M.session_max(stats["all_cusum"], np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    fa = thresholds[("standard", "all", "cusum", "fa_target")].value
+    op = thresholds[("standard", "all", "cusum", "operating_point")].value
+    for quirk in sorted({q for q, _ in artefacts}):
+        flagged = np.array([q == quirk for q, _ in artefacts])
+        mine = flagged & (lengths >= config.min_calls)
+        summary["artefacts"][quirk]["scored"] = {
+            "long": int(mine.sum()),
+            "alarming_fa_target": int((maxima[mine] > fa).sum()),
+            "alarming_operating_point": int((maxima[mine] > op).sum()),
+            "largest_all_cusum": float(maxima[flagged].max()),
+        }
 
 
 def progress_steps(config: ExperimentConfig) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 
 from toolwatch import study
 from toolwatch.detection import DETECTORS
+from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
 from toolwatch.injection.spans.kinds import ANOMALY_KINDS, KINDS
@@ -88,13 +89,48 @@ def best_single_cue(
     return best
 
 
-def _fa_sentence(result: ExperimentResult, cue: str, det: str, variant: str = "standard") -> str:
-    t = result.thresholds.get((variant, cue, det, "fa_target"))
+def _fa_sentence(
+    result: ExperimentResult,
+    cue: str,
+    det: str,
+    variant: str = "standard",
+    mode: str = "fa_target",
+) -> str:
+    t = result.thresholds.get((variant, cue, det, mode))
     n = result.split["test"][0]
     if t is None:
         return ""
     k = round(t.fa_reached * n)
-    return f"{pct(t.fa_reached, 1)} = {k}/{n} sessions"
+    return f"{pct(t.fa_reached, 1)} = {k}/{n} streams"
+
+
+def _fa_header(result: ExperimentResult, cue: str = "all", det: str = "cusum") -> str:
+    """The level a table stands at, as reached (k/n), then the target asked for."""
+    t = result.thresholds.get(("standard", cue, det, "fa_target"))
+    target = pct(result.config.target_fa)
+    if t is None:
+        return f"at {target} false alarms"
+    n = result.split["test"][0]
+    k = round(t.fa_reached * n)
+    return (
+        f"at {pct(t.fa_reached, 1)} false alarms ({k}/{n} normal test streams alarm; "
+        f"target {target})"
+    )
+
+
+def thin_warning(result: ExperimentResult) -> str | None:
+    """A warning when the normal test streams are too few for the target to be met closely."""
+    n = result.split["test"][0]
+    if n >= THIN_TEST:
+        return None
+    below = _fa_sentence(result, *HEADLINE) or "–"
+    above = _fa_sentence(result, *HEADLINE, mode="fa_next") or "–"
+    return (
+        f"warning: the test split is thin — only {n} normal test streams (< {THIN_TEST}), so "
+        f"the false-alarm rate moves in steps of at least 1/{n} = {pct(1 / n, 1)}; the target "
+        f"{pct(result.config.target_fa)} lies between the reachable levels {below} and "
+        f"{above}, and detection is shown at both; intervals are wide"
+    )
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -133,7 +169,8 @@ def headline(result: ExperimentResult) -> str:
     legend = [
         f"ours: share of the {len(cfg.seeds)} × {n_test} injected runs per kind with an alarm "
         "within max(#inserted, 10) + 10 calls of the insertion point; study: the published "
-        f"figure ({study.SPLITS['test'][0]} test sessions × 5 seeds)",
+        f"figure ({study.SPLITS['test'][0]} test sessions × 5 seeds; the study counted each "
+        "subagent as a session: a stream)",
         "AUC: per call, injected calls vs all other calls, ranked by the all-cue score "
         "(0.5 = chance)",
         "latency: median calls from the insertion point to the first all·CUSUM alarm, over "
@@ -148,13 +185,14 @@ def headline(result: ExperimentResult) -> str:
         c = result.cell(kind, cue, det)
         ours = _num(c.median_latency, "{:g}") if c else "–"
         text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
+    warning = thin_warning(result)
     return (
-        f"Detection at {pct(cfg.target_fa)} session false alarms (reached "
-        f"{_fa_sentence(result, *HEADLINE) or '–'}), all cues + CUSUM — "
-        f"{len(cfg.seeds)} seed(s) × {n_test} test sessions ({test_calls:,} calls) per kind\n"
+        f"Detection {_fa_header(result)}, all cues + CUSUM — "
+        f"{len(cfg.seeds)} seed(s) × {n_test} test streams ({test_calls:,} calls) per kind\n"
         + _table(header, rows)
         + "\n"
         + text
+        + (f"\n{warning}" if warning else "")
     )
 
 
@@ -168,7 +206,7 @@ def render(result: ExperimentResult) -> str:
     how = (
         f"by dates: train ≤ {split['train_end']}, calibration ≤ {split['calibration_end']}"
         if split.get("mode") == "dates"
-        else f"by shares of sessions ordered by start: {split.get('shares')}"
+        else f"by shares of the streams ordered by first call: {split.get('shares')}"
     )
     rows = []
     for name, key in (("train", "train"), ("calibration", "calibration"), ("test", "test")):
@@ -177,30 +215,39 @@ def render(result: ExperimentResult) -> str:
         shown = f"{name} (≥ {cfg.min_calls} calls)" if name == "test" else name
         rows.append([shown, f"{ours[0]} / {ours[1]:,}", f"{published[0]} / {published[1]:,}"])
     parts.append(
-        f"toolwatch experiment {result.run_id} — corpus {split.get('corpus_span', '?')}, "
-        f"split {how}\n" + _table(["split", "ours (sessions / calls)", "study"], rows)
+        f"toolwatch experiment {result.run_id} — streams starting "
+        f"{split.get('streams_span', '?')}, "
+        f"split {how}{' (the default rule)' if split.get('default') else ''}\n"
+        + _table(["split", "ours (streams / calls)", "study (sessions / calls)"], rows)
     )
     fa_all = _fa_sentence(result, *HEADLINE)
     parts.append(
-        f"Runs: {len(cfg.seeds)} seeds × {n_test} test sessions = {runs_per_kind} per kind; "
-        f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of sessions "
+        f"Runs: {len(cfg.seeds)} seeds × {n_test} test streams = {runs_per_kind} per kind; "
+        f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of streams "
         f"(seed {cfg.bootstrap_seed}).\n"
-        f"False alarms: target {pct(cfg.target_fa, 1)} of normal test sessions; the largest "
+        f"False alarms: target {pct(cfg.target_fa, 1)} of normal test streams; the largest "
         f"reachable level not above it (one threshold grid shared with the injected runs) "
         f"is, for all cues × CUSUM, {fa_all}."
+        + (f"\n{thin_warning(result)}" if thin_warning(result) else "")
     )
 
     # headline
+    thin = n_test < THIN_TEST and ("standard", *HEADLINE, "fa_next") in result.thresholds
     rows = []
     for kind in _kinds(result):
         c = result.cell(kind, *HEADLINE)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
         best = best_single_cue(result, kind)
         pub_single = study.DETECTION_SINGLE_CUE.get(kind)
+        row = [label(kind), (pct(c.rate) + _ci(c.ci_low, c.ci_high)) if c else "–"]
+        if thin:
+            up = result.cell(kind, *HEADLINE, mode="fa_next")
+            row.append((pct(up.rate) + _ci(up.ci_low, up.ci_high)) if up else "–")
+        ewma = result.cell(kind, "all", "ewma")
+        row.append(pct(ewma.rate) if ewma else "–")
         rows.append(
             [
-                label(kind),
-                (pct(c.rate) + _ci(c.ci_low, c.ci_high)) if c else "–",
+                *row,
                 (pct(pub[0]) + _ci(pub[1], pub[2])) if pub else "–",
                 f"{best[0]}·{best[1]} {pct(best[2])}" if best else "–",
                 f"{pub_single[0]} {pct(pub_single[1])}" if pub_single else "",
@@ -208,12 +255,19 @@ def render(result: ExperimentResult) -> str:
                 _num(study.AUC.get(kind)),
             ]
         )
+    ours = ["ours (95% CI)"]
+    if thin:
+        ours = [
+            f"at {_fa_sentence(result, *HEADLINE)}",
+            f"at {_fa_sentence(result, *HEADLINE, mode='fa_next')}",
+        ]
     parts.append(
-        f"Detection at {pct(cfg.target_fa)} session false alarms — all cues + CUSUM\n"
+        f"Detection {_fa_header(result)} — all cues + CUSUM "
+        f"(all·EWMA beside it: {_fa_sentence(result, 'all', 'ewma')})\n"
         + _table(
             [
                 "kind",
-                "ours (95% CI)",
+                *ours,
                 "study (95% CI)",
                 "best single cue (ours)",
                 "study",
@@ -276,8 +330,9 @@ def render(result: ExperimentResult) -> str:
         parts.append(
             "Operating point (threshold = top 0.1 % of calibration call statistics), all cues + "
             f"CUSUM: threshold {_num(t_op.value)}; on the test split it reaches "
-            f"{pct(t_op.fa_reached, 1)} session false alarms ({k}/{n_test}; the study's scan "
-            f"flagged {study.SCAN_FLAGGED_SESSIONS} of {int(study.CORPUS['sessions'])} sessions)\n"
+            f"{pct(t_op.fa_reached, 1)} false alarms ({k}/{n_test} normal test streams; the "
+            f"study's scan flagged {study.SCAN_FLAGGED_SESSIONS} of "
+            f"{int(study.CORPUS['sessions'])} sessions)\n"
             + _table(["kind", "detected (95% CI)"], rows)
         )
 
@@ -341,12 +396,36 @@ def _ablation(result: ExperimentResult) -> str:
         "Ablation — response ids dropped (train, calibration and test): every gap counts as a "
         "gap between different responses, so parallel calls look like a machine-speed burst\n"
         + _table(["", "with response ids", "without"], rows)
-        + f"\n(detection at {pct(result.config.target_fa)} session false alarms unless stated)"
+        + f"\n(detection {_fa_header(result)} unless stated)"
     )
 
 
-def _notes(result: ExperimentResult) -> list[str]:
+def _artefact_notes(result: ExperimentResult) -> list[str]:
+    """How flagged client artefacts were treated (kept out of the normal streams) and scored."""
     out = []
+    for quirk, groups in result.split.get("artefacts", {}).items():
+        where = ", ".join(
+            f"{v[0]:,} in {k} ({v[1]:,} calls)" for k, v in groups.items() if k != "scored" and v[0]
+        )
+        scored = groups.get("scored", {})
+        text = (
+            f"client artefact {quirk}: {where} — real client behaviour, not injected and not "
+            "the user's: kept out of training, calibration and the normal test streams "
+            "(--include-client-artefacts keeps them)"
+        )
+        if scored.get("long"):
+            text += (
+                f"; of the {scored['long']} with ≥ {result.config.min_calls} calls, "
+                f"{scored['alarming_fa_target']} alarm at the all·CUSUM threshold above and "
+                f"{scored['alarming_operating_point']} at the operating point (largest "
+                f"all·CUSUM {scored['largest_all_cusum']:.1f})"
+            )
+        out.append(text)
+    return out
+
+
+def _notes(result: ExperimentResult) -> list[str]:
+    out = _artefact_notes(result)
     runs = result.split["test"][0] * len(result.config.seeds)
     for kind in _kinds(result):
         notes = result.notes.get(kind, {})

@@ -126,7 +126,7 @@ def injected_calls(
     seed = config.seeds[0] if seed is None else seed
     sessions = [s for s in split_sessions(calls) if all(v is None for v in s["label"])]
     split = split_by_time(sessions, config)
-    context = InjectionContext.from_sessions(split.train, calls)
+    context = InjectionContext.from_sessions(split.train)
     one_seed = dataclasses.replace(config, seeds=(seed,))
     runs = build_runs(split.test, context, one_seed, kinds)
     out: list[SessionCalls] = []

@@ -129,20 +129,26 @@ def inject_out_of_scope(
     context: InjectionContext,
     params: OutOfScopeParams,
 ) -> Injection:
-    """``params.calls`` calls of one rarely used MCP tool on a server the session never touched."""
+    """``params.calls`` calls of one rarely used tool the stream has nothing to do with.
+
+    The study's condition is a tool of an MCP server the session never touched, with at most
+    ``max_training_calls`` training calls. For built-in tools (no server) the same rarity is
+    the condition, with the tool itself never used in the stream (issue 12): a corpus whose
+    training holds no MCP server can still be measured.
+    """
     touched = {_server_of(t, s) for t, s in zip(session["tool"], session["server"], strict=True)}
     touched.discard(None)
+    used = set(session["tool"].tolist())
     cand = sorted(
         t
         for t, pool in context.pools.items()
-        if pool.server is not None
-        and pool.server not in touched
-        and 1 <= context.training_counts.get(t, 0) <= params.max_training_calls
+        if 1 <= context.training_counts.get(t, 0) <= params.max_training_calls
+        and (pool.server not in touched if pool.server is not None else t not in used)
     )
     if not cand:
         raise InjectionError(
-            "no MCP tool with <= "
-            f"{params.max_training_calls} training calls on a server the session never touched"
+            f"no tool with 1–{params.max_training_calls} training calls that the stream never "
+            "touched (no MCP server of it untouched, no such built-in unused)"
         )
     tool = cand[int(rng.integers(len(cand)))]
     rows = _rows_from_pools(context, [tool] * params.calls, rng)
@@ -245,7 +251,8 @@ def inject_hijack(
     context: InjectionContext,
     params: HijackParams,
 ) -> Injection:
-    """``params.calls`` tools drawn uniformly from the corpus vocabulary, sizes copied."""
+    """``params.calls`` tools drawn uniformly from the training vocabulary, sizes and outcomes
+    copied from training calls of each."""
     vocab = context.vocabulary
     tools = [vocab[i] for i in rng.integers(len(vocab), size=params.calls)]
     rows = _rows_from_pools(context, tools, rng)

@@ -1,6 +1,11 @@
-"""What injectors borrow from normal behaviour, taken from the training split: per-tool calls to
-copy sizes and outcomes from, the size cue's ``log1p`` input mean and σ, different-response
-gaps, donor sessions and the tool vocabulary of the whole corpus.
+"""What injectors borrow from normal behaviour, taken from the training split only: per-tool
+calls to copy sizes and outcomes from, the size cue's ``log1p`` input mean and σ,
+different-response gaps, donor streams and the tool vocabulary.
+
+Nothing comes from the test split: an injected call copied from a test call (or a hijack drawn
+from tools that first appear after training) would carry the very drift the detector is being
+measured on (issue 12: sequence hijack's all·CUSUM rose from 0.066 to 0.097 on dev-real that
+way, because tools unseen in training all score ``<unk>``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from toolwatch.injection.spans.session_arrays import (
     US_PER_S,
     SessionCalls,
     split_sessions,
-    table_columns,
 )
 from toolwatch.record import split_mcp_name
 
@@ -61,16 +65,13 @@ class InjectionContext:
     )
 
     @classmethod
-    def build(cls, train: pa.Table, corpus: pa.Table | None = None) -> InjectionContext:
-        """Context from the training calls; ``corpus`` (e.g. the whole store) adds the tools
-        never seen in training to the vocabulary (sequence hijack draws from all tools)."""
-        return cls.from_sessions(split_sessions(train), corpus)
+    def build(cls, train: pa.Table) -> InjectionContext:
+        """Context from the training calls (a calls table)."""
+        return cls.from_sessions(split_sessions(train))
 
     @classmethod
-    def from_sessions(
-        cls, sessions: Sequence[SessionCalls], corpus: pa.Table | None = None
-    ) -> InjectionContext:
-        """:meth:`build` from training sessions already split into column arrays."""
+    def from_sessions(cls, sessions: Sequence[SessionCalls]) -> InjectionContext:
+        """:meth:`build` from training streams already split into column arrays."""
         if not sessions:
             raise InjectionError("the training split holds no calls")
         names = [k for k in FIELD_NAMES if k in sessions[0].columns]
@@ -78,13 +79,6 @@ class InjectionContext:
         pools, counts, log_input = _pools(cols)
         failures = _pool(cols, cols["failed"]) if cols["failed"].any() else None
         vocab = set(pools)
-        if corpus is not None and corpus.num_rows:
-            wanted = ("tool", "server", "input_bytes", "output_bytes", "failed", "error_type")
-            extra_pools, _, _ = _pools(table_columns(corpus, wanted))
-            for tool, pool in extra_pools.items():
-                if tool not in pools:
-                    pools[tool] = pool
-            vocab |= set(extra_pools)
         gaps = [_different_response_gaps(s) for s in sessions]
         donors = tuple(s for s in sessions if not s["restamped"].any())
         return cls(

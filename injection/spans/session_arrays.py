@@ -69,7 +69,13 @@ class SessionCalls:
 
 
 #: Columns span injection reads or writes besides those: enough for every injector.
-INJECTION_COLUMNS: tuple[str, ...] = (*SCORING_COLUMNS, "server", "error_type", "label")
+INJECTION_COLUMNS: tuple[str, ...] = (
+    *SCORING_COLUMNS,
+    "server",
+    "error_type",
+    "label",
+    "client_quirk",
+)
 
 
 def _missing(name: str, n: int) -> np.ndarray:

@@ -23,9 +23,16 @@ from toolwatch.collector.sources.claude_code.measure import (
     result_content_size,
     text_field,
 )
+from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
 
 #: This many different responses sharing one timestamp in one file mark a re-stamped run.
 RESTAMP_MIN_RESPONSES: Final = 3
+#: The prompt Claude Code (2.0.x – 2.1.1) sends each subagent at start-up; the subagent's
+#: tool calls are then answered with errors. Compared, never kept.
+WARMUP_PROMPT: Final = "Warmup"
+#: Agent ids of compaction forks (``agent-acompact-<hex>.jsonl``): the thread being compacted,
+#: repeated under another agent id with the original call ids and times.
+_COMPACTION_AGENT: Final = re.compile(r"^acompact-[0-9a-f]+$")
 INLINE_AGENT_PREFIX: Final = "sidechain-"
 _AGENT_FILE: Final = re.compile(r"^agent-(.+)\.jsonl$")
 
@@ -61,6 +68,7 @@ class TranscriptCall:
     line_no: int
     block: int
     restamped: bool = False
+    quirk: str | None = None  # a client artefact the call's stream is (conventions.CLIENT_QUIRKS)
 
 
 @dataclass(slots=True)
@@ -123,7 +131,16 @@ def parse_file(
 class _FileParser:
     """State of one file's pass: what only the whole file can decide is resolved in finish()."""
 
-    __slots__ = ("file_agent", "file_session", "name", "out", "side_parent", "stamp_responses")
+    __slots__ = (
+        "file_agent",
+        "file_session",
+        "first_prompt",
+        "name",
+        "out",
+        "side_parent",
+        "stamp_responses",
+        "warmup_answer",
+    )
 
     def __init__(self, path: Path, file_index: int) -> None:
         self.out = FileParse(path=path, file_index=file_index)
@@ -131,6 +148,8 @@ class _FileParser:
         match = _AGENT_FILE.match(path.name)
         self.file_agent = match.group(1) if match else None
         self.file_session: str | None = None
+        self.first_prompt: bool | None = None  # the file's first user line is the warm-up
+        self.warmup_answer = False  # a subagent's call was answered by the warm-up error
         self.stamp_responses: dict[str, set[str]] = {}  # timestamp -> response ids
         self.side_parent: dict[str, str | None] = {}  # inline sidechain tree: uuid -> parent
 
@@ -165,8 +184,10 @@ class _FileParser:
         content = message.get("content")
         stamp = text_field(obj.get("timestamp"))
         if kind == "user":
+            if self.first_prompt is None:
+                self.first_prompt = side and _is_warmup(content)
             if type(content) is list:
-                self.results(content, stamp, line_no)
+                self.results(content, stamp, line_no, side)
             return
         response_id = text_field(message.get("id"))
         if stamp is not None and response_id is not None:
@@ -235,7 +256,7 @@ class _FileParser:
                 )
             )
 
-    def results(self, content: list[Any], stamp: str | None, line_no: int) -> None:
+    def results(self, content: list[Any], stamp: str | None, line_no: int, side: bool) -> None:
         results = self.out.results
         for block in content:
             if type(block) is not dict or block.get("type") != "tool_result":
@@ -247,10 +268,13 @@ class _FileParser:
             if call_id in results:
                 continue  # a repeated result: the first one is the call's
             body = block.get("content")
+            failed = block.get("is_error") is True
+            if failed and side and not self.warmup_answer:
+                self.warmup_answer = _is_warmup(body)
             results[call_id] = TranscriptResult(
                 stamp=stamp,
                 output_bytes=result_content_size(body),
-                failed=block.get("is_error") is True,
+                failed=failed,
                 truncated=is_capped(body),
             )
 
@@ -271,10 +295,28 @@ class _FileParser:
                 call.agent_id = inline_agent_id(call.session_id, root)
             if call.stamp in restamped:
                 call.restamped = True
+            if call.agent_id is not None:
+                if self.first_prompt or self.warmup_answer:
+                    call.quirk = QUIRK_WARMUP_AGENT
+                elif _COMPACTION_AGENT.match(call.agent_id):
+                    call.quirk = QUIRK_COMPACTION_FORK
         if restamped:
             for result in out.results.values():
                 if result.stamp in restamped:
                     result.restamped = True
+
+
+def _is_warmup(content: Any) -> bool:
+    """Whether a subagent's first prompt, or an error answering its call, is Claude Code's
+    start-up warm-up (the text is compared, never kept). A file can hold the answers without
+    the prompt (a warm-up agent continued across two sessions)."""
+    if type(content) is str:
+        return content.strip() == WARMUP_PROMPT
+    if type(content) is list and len(content) == 1 and type(content[0]) is dict:
+        block = content[0]
+        text = block.get("text")
+        return block.get("type") == "text" and type(text) is str and text.strip() == WARMUP_PROMPT
+    return False
 
 
 def inline_agent_id(session_id: str, root_uuid: str) -> str:

@@ -50,6 +50,8 @@ class ImportReport:
     without_result: int = 0
     subagent_calls: int = 0
     mcp_calls: int = 0
+    #: client quirk -> [streams, calls] flagged (``client_quirk``; kept, not dropped)
+    quirks: dict[str, list[int]] = field(default_factory=dict)
     skipped: list[SkippedLine] = field(default_factory=list)
 
     def skipped_by_reason(self) -> dict[str, int]:
@@ -109,6 +111,13 @@ def build_records(parses: Sequence[FileParse]) -> tuple[list[CallRecord], Import
         report.without_result += r.output_bytes is None
         report.subagent_calls += r.agent_id is not None
         report.mcp_calls += r.server is not None
+    streams: dict[str, set[tuple[str, str | None]]] = {}
+    for r in records:
+        if r.client_quirk is not None:
+            streams.setdefault(r.client_quirk, set()).add((r.session_id, r.agent_id))
+            report.quirks.setdefault(r.client_quirk, [0, 0])[1] += 1
+    for quirk, keys in streams.items():
+        report.quirks[quirk][0] = len(keys)
     return records, report
 
 
@@ -166,6 +175,7 @@ def _record(
         service=SERVICE,
         restamped=call.restamped,
         output_truncated=truncated,
+        client_quirk=call.quirk,
     )
 
 

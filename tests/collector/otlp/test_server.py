@@ -109,6 +109,7 @@ def test_protobuf_spans_become_call_records(collector: Collector, store: Store) 
         "restamped": False,
         "output_truncated": False,
         "label": None,
+        "client_quirk": None,
         "date": _utc(T0).date(),
     }
     assert (got[1]["failed"], got[1]["error_type"], got[1]["duration_us"]) == (

@@ -20,7 +20,7 @@ from toolwatch.injection.spans.session_arrays import to_table
 def test_runs_are_deterministic_and_share_insertion_points(corpus: pa.Table) -> None:
     config = ExperimentConfig(seeds=(0, 1))
     split = split_by_time(normal_sessions(corpus), config)
-    context = InjectionContext.from_sessions(split.train, corpus)
+    context = InjectionContext.from_sessions(split.train)
     test = split.test[:8]
     a = build_runs(test, context, config)
     b = build_runs(test, context, config, kinds=("sequence_hijack", "burst"))
@@ -59,7 +59,7 @@ def test_injected_calls_carry_their_label_into_the_store(tmp_path, corpus: pa.Ta
     assert ids[0]["n"] == ids[0]["d"] == corpus.num_rows + labelled.num_rows
     # the very runs the experiment scores for that seed
     split = split_by_time(normal_sessions(corpus), config)
-    context = InjectionContext.from_sessions(split.train, corpus)
+    context = InjectionContext.from_sessions(split.train)
     runs = build_runs(split.test, context, config)["runaway_retry"]
     stored = labelled.filter(pc.match_substring(labelled.column("session_id"), "~runaway_retry~"))
     mine = to_table(runs.sessions, ["tool", "start_time", "input_bytes", "failed", "label"])

@@ -15,7 +15,7 @@ from toolwatch.injection.spans.context import InjectionContext
 def test_batch_scoring_equals_scoring_each_session_alone(corpus: pa.Table) -> None:
     config = ExperimentConfig(seeds=(3,), kinds=("runaway_retry", "burst"))
     split = split_by_time(normal_sessions(corpus), config)
-    context = InjectionContext.from_sessions(split.train, corpus)
+    context = InjectionContext.from_sessions(split.train)
     runs = build_runs(split.test[:6], context, config)
     model = fit_model(split.train, split.calibration, config)
     sessions = runs["runaway_retry"].sessions + runs["burst"].sessions

@@ -59,7 +59,7 @@ def test_labelled_sessions_in_the_store_are_not_used_as_normal(corpus: pa.Table)
     config = ExperimentConfig(seeds=(0,), kinds=("burst",))
     sessions = normal_sessions(corpus)
     split = split_by_time(sessions, config)
-    context = InjectionContext.from_sessions(split.train, corpus)
+    context = InjectionContext.from_sessions(split.train)
     injected = build_runs(split.test[:1], context, config)["burst"].sessions[0]
     injected = injected.replace(session_id=np.full(len(injected), "injected-copy", dtype=object))
     mixed = pa.concat_tables([corpus, to_table([injected])])

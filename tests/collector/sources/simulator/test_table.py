@@ -38,7 +38,13 @@ def test_columns_follow_the_schema_and_unset_fields_take_the_record_defaults() -
     assert table.schema.equals(CALLS_SCHEMA)
     assert table.column_names == list(CALL_FIELD_NAMES)
     # the fields left out are exactly those with a default in CallRecord
-    assert set(RECORD_DEFAULTS) == {"service", "restamped", "output_truncated", "label"}
+    assert set(RECORD_DEFAULTS) == {
+        "service",
+        "restamped",
+        "output_truncated",
+        "label",
+        "client_quirk",
+    }
     row = table.to_pylist()[2]
     assert (row["service"], row["restamped"], row["output_truncated"], row["label"]) == (
         None,

@@ -1,0 +1,277 @@
+"""The split by time every command shares: which streams train, calibrate and get tested.
+
+The unit is the **stream**, one ``(session_id, agent_id)`` pair (a subagent is a stream of its
+own, as the study counted it), placed by its first call; streams are never cut in two and never
+shuffled. ``toolwatch train``, ``experiment``, ``scan`` and ``replay`` take the same options
+(:func:`add_split_arguments`) and mean the same by them:
+
+* ``--split-dates TRAIN_END,CALIB_END``: streams starting on or before ``TRAIN_END`` (UTC,
+  inclusive) train, those up to ``CALIB_END`` calibrate, every later one is the test split;
+* ``--split-shares TRAIN,CALIB``: of the streams ordered by first call (ties by session id,
+  then agent id, the main agent first), the first ``round(TRAIN·n)`` train and the next
+  ``round(CALIB·n)`` calibrate (0.44,0.07 are the study's proportions of its 422 sessions);
+* neither: the study's proportions of the *days* the streams span (the first 21/42 train, the
+  next 7/42 calibrate: on the study's calendar, its dates 2026-08-24 and 2026-08-31), or, when
+  that leaves a split empty (few days, traffic in bursts), the study's proportions of streams;
+* ``--min-calls N``: test streams need at least ``N`` calls (the study: 30).
+
+**Client artefacts.** Streams an importer flagged as a Claude Code warm-up subagent
+(``client_quirk = warmup_agent``: the client's own start-up probe, every call answered by an
+error) are not the user's behaviour: they are kept out of training, calibration and the normal
+test streams, and reported apart (:attr:`StreamSplit.artefacts`), unless
+``--include-client-artefacts`` (a named variant; its measured effect is in
+``docs/ARCHITECTURE.md``). Compaction forks (``compaction_fork``) are the main thread's real
+calls under another agent id and stay normal streams everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+
+from toolwatch import study
+from toolwatch.conventions import QUIRK_WARMUP_AGENT
+
+#: Client quirks kept out of learning and out of the normal test streams by default.
+LEARNING_EXCLUDED_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT,)
+#: The study's proportions of its sessions (185 train, 28 calibration of 422): the fallback
+#: shares when a split by days leaves a window empty.
+STUDY_SHARES: Final = (
+    study.SPLITS["train"][0] / study.CORPUS["sessions"],
+    study.SPLITS["calibration"][0] / study.CORPUS["sessions"],
+)
+_US_PER_DAY: Final = 86_400_000_000
+
+
+class SplitError(ValueError):
+    """A split option is malformed or the split leaves nothing to work with (says which)."""
+
+
+def parse_day(text: str) -> date:
+    """An ISO day of a split option (a :class:`SplitError` naming it otherwise)."""
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise SplitError(f"split date {text!r} is not an ISO date (YYYY-MM-DD)") from None
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """How to split (see the module docstring); ``dates`` and ``shares`` exclude each other."""
+
+    dates: tuple[str, str] | None = None
+    shares: tuple[float, float] | None = None
+    min_calls: int = study.TEST_MIN_CALLS
+    include_artefacts: bool = False
+
+    def __post_init__(self) -> None:
+        if self.dates is not None and self.shares is not None:
+            raise SplitError("give split dates or split shares, not both")
+        if self.shares is not None:
+            a, b = self.shares
+            if not (0 < a < 1 and 0 <= b < 1 and a + b < 1):
+                raise SplitError(
+                    f"split shares {a},{b}: need 0 < train < 1, 0 <= calibration, sum < 1"
+                )
+        if self.dates is not None:
+            a_day, b_day = (parse_day(d) for d in self.dates)
+            if b_day < a_day:
+                raise SplitError(
+                    f"split dates {self.dates[0]},{self.dates[1]}: "
+                    "calibration must end on or after the end of training"
+                )
+        if self.min_calls < 1:
+            raise SplitError(f"--min-calls {self.min_calls}: need at least 1")
+
+
+@dataclass(frozen=True)
+class StreamSplit:
+    """Indices into the streams given to :func:`split_streams`, each group in time order."""
+
+    train: np.ndarray
+    calibration: np.ndarray
+    #: the whole test split (every length; artefacts included)
+    test_all: np.ndarray
+    #: the normal test streams: test split, >= min_calls calls, no excluded artefact
+    test: np.ndarray
+    #: quirk -> split name -> indices of the flagged streams kept out of that split
+    artefacts: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: how the split was made, JSON-ready (mode, dates or shares, the resolved cut)
+    description: dict[str, Any] = field(default_factory=dict)
+
+    def resolved(self, spec: SplitSpec) -> SplitSpec:
+        """``spec`` with the default replaced by the dates or shares actually used."""
+        d = self.description
+        if d["mode"] == "dates":
+            return SplitSpec(
+                (d["train_end"], d["calibration_end"]), None, spec.min_calls, spec.include_artefacts
+            )
+        return SplitSpec(None, tuple(d["shares"]), spec.min_calls, spec.include_artefacts)
+
+
+def split_streams(
+    first_us: np.ndarray,
+    session_ids: Sequence[str],
+    agent_ids: Sequence[str | None],
+    calls: np.ndarray,
+    quirks: Sequence[str | None],
+    spec: SplitSpec,
+) -> StreamSplit:
+    """Split streams (one entry each: first call time in µs, ids, length, client quirk)."""
+    n = len(session_ids)
+    if n == 0:
+        raise SplitError("there are no (uninjected) streams to split")
+    first = np.asarray(first_us, dtype=np.int64)
+    agents = np.array(["" if a is None else "\x01" + a for a in agent_ids], dtype=object)
+    order = np.lexsort((agents, np.asarray(session_ids, dtype=object), first))
+    first_sorted = first[order]
+    desc: dict[str, Any]
+    if spec.shares is not None:
+        a, b = _share_cuts(n, spec.shares)
+        desc = {"mode": "shares", "shares": list(spec.shares)}
+    elif spec.dates is not None:
+        a, b = _date_cuts(first_sorted, spec.dates)
+        desc = {"mode": "dates", "train_end": spec.dates[0], "calibration_end": spec.dates[1]}
+    else:
+        dates = _default_dates(first_sorted)
+        a, b = _date_cuts(first_sorted, dates)
+        desc = {"mode": "dates", "train_end": dates[0], "calibration_end": dates[1]}
+        if a == 0 or b in (a, n):
+            a, b = _share_cuts(n, STUDY_SHARES)
+            desc = {"mode": "shares", "shares": [round(s, 6) for s in STUDY_SHARES]}
+        desc["default"] = True
+    groups = {"train": order[:a], "calibration": order[a:b], "test": order[b:]}
+    if len(groups["train"]) == 0 or len(groups["test"]) == 0:
+        empty = "train" if len(groups["train"]) == 0 else "test"
+        hint = (
+            " (for another corpus use --split-shares, or --split-dates within its days)"
+            if spec.dates is not None
+            else ""
+        )
+        raise SplitError(
+            f"empty {empty} split: {a} train, {b - a} calibration, {n - b} test streams; "
+            f"the streams start {_day(first_sorted[0])}..{_day(first_sorted[-1])}{hint}"
+        )
+    quirk = np.array(quirks, dtype=object)
+    excluded = (
+        np.zeros(n, dtype=bool)
+        if spec.include_artefacts
+        else np.isin(quirk, np.array(LEARNING_EXCLUDED_QUIRKS, dtype=object))
+    )
+    artefacts: dict[str, dict[str, np.ndarray]] = {}
+    for q in LEARNING_EXCLUDED_QUIRKS:
+        mine = excluded & (quirk == q)
+        if mine.any():
+            artefacts[q] = {name: idx[mine[idx]] for name, idx in groups.items()}
+    long = np.asarray(calls, dtype=np.int64) >= spec.min_calls
+    test_all = groups["test"]
+    test = test_all[long[test_all] & ~excluded[test_all]]
+    if len(test) == 0:
+        longest = int(np.asarray(calls)[test_all].max())
+        raise SplitError(
+            f"no test stream has >= {spec.min_calls} calls ({len(test_all)} test streams, the "
+            f"longest has {longest}); lower --min-calls or give the test split more streams"
+        )
+    desc["streams_span"] = f"{_day(first_sorted[0])}..{_day(first_sorted[-1])}"
+    return StreamSplit(
+        train=groups["train"][~excluded[groups["train"]]],
+        calibration=groups["calibration"][~excluded[groups["calibration"]]],
+        test_all=test_all,
+        test=test,
+        artefacts=artefacts,
+        description=desc,
+    )
+
+
+def _share_cuts(n: int, shares: tuple[float, float]) -> tuple[int, int]:
+    a = round(shares[0] * n)
+    return a, min(n, a + round(shares[1] * n))
+
+
+def _date_cuts(first_sorted: np.ndarray, dates: tuple[str, str]) -> tuple[int, int]:
+    ends = [_day_end_us(parse_day(d)) for d in dates]
+    a = int(np.searchsorted(first_sorted, ends[0], side="left"))
+    return a, int(np.searchsorted(first_sorted, ends[1], side="left"))
+
+
+def _default_dates(first_sorted: np.ndarray) -> tuple[str, str]:
+    """The study's 21/42 and 7/42 of the days from the first stream's day to the last's."""
+    day0 = int(first_sorted[0]) // _US_PER_DAY
+    days = int(first_sorted[-1]) // _US_PER_DAY - day0 + 1
+    train_days = max(1, round(days * study.TRAIN_SHARE))
+    cal_days = max(1, round(days * study.CALIBRATE_SHARE))
+    start = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=day0)
+    train_end = start + timedelta(days=train_days - 1)
+    return (train_end.date().isoformat(), (train_end + timedelta(days=cal_days)).date().isoformat())
+
+
+def _day_end_us(day: date) -> int:
+    end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    return int(end.timestamp() * 1_000_000)
+
+
+def _day(us: int) -> str:
+    return datetime.fromtimestamp(int(us) / 1e6, UTC).date().isoformat()
+
+
+# ------------------------------------------------------------------------------ the options
+
+
+def _pair(kind: type, name: str) -> Any:
+    def parse(text: str) -> tuple[Any, Any]:
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise argparse.ArgumentTypeError(f"{name} needs two comma-separated values: {text!r}")
+        try:
+            return kind(parts[0]), kind(parts[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: cannot read {text!r}") from None
+
+    return parse
+
+
+def add_split_arguments(
+    parser: argparse.ArgumentParser, *, min_calls: int = study.TEST_MIN_CALLS
+) -> None:
+    """The split options every command shares (module docstring); ``min_calls`` its default."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--split-dates",
+        type=_pair(str, "--split-dates"),
+        metavar="TRAIN_END,CALIB_END",
+        help="last day of training and of calibration (UTC, inclusive); later streams test",
+    )
+    group.add_argument(
+        "--split-shares",
+        type=_pair(float, "--split-shares"),
+        metavar="TRAIN,CALIB",
+        help="shares of the streams, ordered by first call, that train and calibrate "
+        "(e.g. 0.44,0.07: the study's proportions); default: the study's shares of the days",
+    )
+    parser.add_argument(
+        "--min-calls",
+        type=int,
+        default=min_calls,
+        help=f"test streams need this many calls (default {min_calls})",
+    )
+    parser.add_argument(
+        "--include-client-artefacts",
+        action="store_true",
+        help="treat streams flagged as client warm-up agents as normal streams (default: kept "
+        "out of training, calibration and the normal test streams, reported apart)",
+    )
+
+
+def spec_from_args(args: argparse.Namespace) -> SplitSpec:
+    """The :class:`SplitSpec` of parsed :func:`add_split_arguments` options."""
+    return SplitSpec(
+        dates=args.split_dates,
+        shares=args.split_shares,
+        min_calls=args.min_calls,
+        include_artefacts=args.include_client_artefacts,
+    )
