@@ -268,6 +268,7 @@ def render(result: ExperimentResult) -> str:
             [
                 "kind",
                 *ours,
+                "all·EWMA",
                 "study (95% CI)",
                 "best single cue (ours)",
                 "study",

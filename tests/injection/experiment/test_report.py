@@ -24,4 +24,40 @@ def test_headline_labels_its_latency_and_the_studys(result: ExperimentResult) ->
         in text
     )
     fa = result.thresholds[("standard", "all", "cusum", "fa_target")].fa_reached
-    assert f"reached {100 * fa:.1f}% = {round(fa * 64)}/64 sessions" in text
+    # the header states the level reached, as k/n, before the target asked for
+    assert text.startswith(
+        f"Detection at {100 * fa:.1f}% false alarms ({round(fa * 64)}/64 normal test streams "
+        "alarm; target 5%)"
+    )
+    assert "test split is thin" not in text  # 64 normal test streams: no warning
+
+
+def test_a_thin_split_shows_both_levels_and_warns() -> None:
+    from toolwatch.collector.sources.simulator import simulate
+    from toolwatch.injection.experiment.config import ExperimentConfig
+    from toolwatch.injection.experiment.protocol import run_experiment
+
+    small = run_experiment(
+        simulate(seed=2, scale=0.25),
+        ExperimentConfig(
+            split_shares=(0.44, 0.07),
+            seeds=(0,),
+            bootstrap=20,
+            ablation=False,
+            kinds=("burst", "runaway_retry"),
+        ),
+    )
+    n = small.split["test"][0]
+    assert n < 50
+    below = small.thresholds[("standard", "all", "cusum", "fa_target")]
+    above = small.thresholds[("standard", "all", "cusum", "fa_next")]
+    assert below.fa_reached <= 0.05 < above.fa_reached and above.value < below.value
+    # the two levels are neighbours: nothing reachable lies between them
+    k_below, k_above = round(below.fa_reached * n), round(above.fa_reached * n)
+    assert k_above > k_below
+    text = render(small)
+    assert f"warning: the test split is thin — only {n} normal test streams" in text
+    assert f"at {100 * below.fa_reached:.1f}% = {k_below}/{n} streams" in text
+    assert f"at {100 * above.fa_reached:.1f}% = {k_above}/{n} streams" in text
+    up = small.cell("burst", "all", "cusum", mode="fa_next")
+    assert up is not None and up.rate >= small.cell("burst", "all", "cusum").rate  # type: ignore[union-attr]

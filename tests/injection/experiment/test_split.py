@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -45,14 +45,44 @@ def test_split_by_shares_orders_sessions_by_start(corpus: pa.Table) -> None:
     assert max(first(split.calibration)) <= min(first(split.test))
 
 
-def test_default_dates_on_another_corpus_ask_for_shares(corpus: pa.Table) -> None:
+def test_the_default_follows_the_corpus_days_and_study_dates_elsewhere_ask_for_shares(
+    corpus: pa.Table,
+) -> None:
     shifted = corpus.set_column(
         corpus.schema.get_field_index("start_time"),
         "start_time",
         pc.subtract(corpus.column("start_time"), pa.scalar(timedelta(days=400))),
     )
     with pytest.raises(ExperimentError, match="--split-shares"):
-        split_by_time(normal_sessions(shifted), ExperimentConfig())
+        split_by_time(normal_sessions(shifted), ExperimentConfig(split_dates=study_dates()))
+    # the default rule is the study's proportions of the corpus' own days: the same split
+    moved = split_by_time(normal_sessions(shifted), ExperimentConfig())
+    here = split_by_time(normal_sessions(corpus), ExperimentConfig())
+    assert moved.summary()["train"] == here.summary()["train"] == list(study.SPLITS["train"])
+    assert moved.spec.dates == ("2025-07-20", "2025-07-27")
+
+
+def study_dates() -> tuple[str, str]:
+    return ("2026-08-24", "2026-08-31")
+
+
+def test_a_thin_calendar_falls_back_to_the_studys_shares_of_streams(corpus: pa.Table) -> None:
+    """Traffic of one day: the days cannot be split, so streams are, by the study's shares."""
+    one_day = corpus.set_column(
+        corpus.schema.get_field_index("start_time"),
+        "start_time",
+        pc.add(
+            pa.scalar(datetime(2026, 8, 4, tzinfo=UTC)),
+            pc.multiply(
+                pc.cast(pc.indices_nonzero(pc.is_valid(corpus.column("tool"))), pa.int64()),
+                pa.scalar(1000),
+            ).cast(pa.duration("us")),
+        ),
+    )
+    split = split_by_time(normal_sessions(one_day), ExperimentConfig())
+    assert split.description["mode"] == "shares" and split.description["default"] is True
+    n = len(normal_sessions(one_day))
+    assert len(split.train) == round(n * 185 / 422)
 
 
 def test_labelled_sessions_in_the_store_are_not_used_as_normal(corpus: pa.Table) -> None:
