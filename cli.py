@@ -87,6 +87,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "detection",
         "the study's injection experiment",
     ),
+    "replay": (
+        "toolwatch.injection.commands.replay",
+        "detection",
+        "replay a stored corpus through the live scorer, week by week",
+    ),
     "proxy": ("toolwatch.injection.commands.proxy", "", "MCP fault-injection proxy"),
     "serve-scenario": (
         "toolwatch.injection.commands.serve_scenario",

@@ -2,24 +2,35 @@
 
 ``toolwatch collector --model FILE`` builds one :class:`LiveScorer` and calls
 :meth:`LiveScorer.process` with every batch right after it was durably written. Each call is
-scored online (:class:`~toolwatch.detection.scoring.online.OnlineScorer`) and every statistic in the
-model's ``alert_on`` (default ``all_cusum``) is compared with its operating-point threshold;
-an alert is raised when a stream *crosses* the threshold (see
-:mod:`toolwatch.detection.alerting.alerts`). Alerts are appended to the store's ``alerts`` table
-(partitioned by alert time), logged at WARNING, and optionally POSTed to a webhook by a
-background thread (:mod:`toolwatch.detection.alerting.webhook`).
+scored online by a :class:`~toolwatch.detection.scoring.adaptive.StreamScorer` and every
+statistic in the model's ``alert_on`` (default ``all_cusum``) is compared with its threshold; an
+alert is raised when a stream *crosses* it (see :mod:`toolwatch.detection.alerting.alerts`).
+Alerts are appended to the store's ``alerts`` table (partitioned by alert time), logged at
+WARNING, and optionally POSTed to a webhook by a background thread
+(:mod:`toolwatch.detection.alerting.webhook`).
+
+A model trained with ``--adaptive`` keeps up with normal traffic: its threshold is held at a
+target false-alarm rate of recent streams and the streams that did not alarm are folded into it
+after a quarantine (:mod:`toolwatch.detection.scoring.adaptive`; their calls are read back from
+the store). Its state — statistics, pools, open and pending streams — is saved to ``state_path``
+(default ``STORE/models/live-state.json``) every ``save_every_s`` and at :meth:`close`, and
+restored at start, so a restarted collector resumes where it stopped. A frozen model alerts at
+its operating point, as before.
 
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
-alert write is logged (the alerts are still returned and posted), the webhook never blocks.
-Calls are scored in ``(start_time, seq)`` order within a batch; a stream idle for
-``max_idle_s`` of event time is forgotten (a late call then starts a fresh stream).
+alert write, fold or state save is logged (the alerts are still returned and posted), the
+webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch; a stream
+idle for ``max_idle_s`` (adaptive: ``idle_min``) of event time closes (a late call then starts a
+fresh stream). ``toolwatch replay`` drives a stored corpus through this very class.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,19 +38,34 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
+from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
+from toolwatch.detection.calls.windows import call_columns_sql
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.detectors.base import parse_statistic
-from toolwatch.detection.model.normal_model import VERSION, ModelError, NormalModel
+from toolwatch.detection.model.adaptive import AdaptiveConfig, AdaptiveModel
+from toolwatch.detection.model.normal_model import (
+    MODEL_IN_STORE,
+    VERSION,
+    ModelError,
+    NormalModel,
+)
+from toolwatch.detection.scoring.adaptive import CallsOf, Closed, StreamScorer
 from toolwatch.detection.scoring.explain import dominant_cue
-from toolwatch.detection.scoring.online import OnlineScorer, StreamKey
+from toolwatch.detection.scoring.online import Scores, StreamKey
 
 log = logging.getLogger(__name__)
 
-_FIELDS = (*SCORING_COLUMNS, "span_id")
+_FIELDS = (*SCORING_COLUMNS, "span_id", "label", "client_quirk")
+#: Where a store keeps the live scorer's state (beside its model).
+STATE_IN_STORE = MODEL_IN_STORE.parent / "live-state.json"
+#: Called for every scored call: (call, index in its stream, scores, mask of the watched
+#: statistics above their thresholds) — ``toolwatch replay`` measures with it.
+Observer = Callable[[Call, int, Scores, int], None]
 
 
 class LiveScorer:
@@ -53,32 +79,75 @@ class LiveScorer:
 
     def __init__(
         self,
-        model_path: str | os.PathLike[str],
-        store: Store | str | os.PathLike[str],
+        model_path: str | os.PathLike[str] | NormalModel,
+        store: Store | str | os.PathLike[str] | None,
         webhook: str | None = None,
         *,
         alert_on: Sequence[str] | None = None,
         max_idle_s: float = 6 * 3600.0,
         poster: WebhookPoster | None = None,
+        adaptive: bool | AdaptiveConfig | None = None,
+        calls_of: CallsOf | None = None,
+        state_path: str | os.PathLike[str] | None = None,
+        save_every_s: float = 60.0,
+        record: bool = True,
     ) -> None:
-        self.model_path = Path(model_path)
-        self.model = NormalModel.load(self.model_path)
+        if isinstance(model_path, NormalModel):
+            self.model_path: Path | None = None
+            self.model = model_path
+        else:
+            self.model_path = Path(model_path)
+            self.model = NormalModel.load(self.model_path)
         if not self.model.calibrated:
             raise ModelError(
                 f"model file {self.model_path} has no thresholds (it was never calibrated)"
             )
-        self.store = store if isinstance(store, Store) else Store(store)
-        self.scorer = OnlineScorer(self.model)
-        self.watch: list[tuple[str, str, str, float]] = []
-        for name in alert_on or self.model.config.alert_on:
-            cue_set, detector = parse_statistic(name)
-            self.watch.append((name, cue_set, detector, self.model.threshold(cue_set, detector)))
-        self.max_idle_s = max_idle_s
+        self.model_id = self.model.model_id  # a checksum of the artifact: computed once
+        self.store = store if isinstance(store, Store) or store is None else Store(store)
+        watch = list(alert_on or self.model.config.alert_on)
+        self.watch: list[tuple[str, str, str]] = [(n, *parse_statistic(n)) for n in watch]
+        for _, cue_set, detector in self.watch:
+            self.model.threshold(cue_set, detector)  # names a statistic the model lacks
+        use_adaptive = self.model.adaptive is not None if adaptive is None else bool(adaptive)
+        model_adaptive = None
+        if use_adaptive:
+            model_adaptive = AdaptiveModel.from_model(self.model)
+            if isinstance(adaptive, AdaptiveConfig):
+                model_adaptive = model_adaptive.with_config(adaptive)
+            if calls_of is None:
+                if self.store is None:
+                    raise ModelError("an adaptive live scorer needs a store (or calls_of)")
+                calls_of = store_calls_of(self.store)
+        self._make_scorer = lambda: StreamScorer(
+            self.model,
+            watch=watch,
+            adaptive=None
+            if model_adaptive is None
+            else model_adaptive.with_config(model_adaptive.config),
+            calls_of=calls_of,
+            max_idle_s=max_idle_s,
+        )
+        self.scorer = self._make_scorer()
+        self.state_path: Path | None = None
+        if model_adaptive is not None:
+            if state_path is not None:
+                self.state_path = Path(state_path)
+            elif self.store is not None and record:
+                self.state_path = self.store.root / STATE_IN_STORE
+        self.save_every_s = save_every_s
+        self._saved_at = time.monotonic()
+        self.record = record
         self.poster = poster or (WebhookPoster(webhook) if webhook else None)
+        self.on_scored: Observer | None = None
         self._above: dict[StreamKey, int] = {}  # bit i set: stream is above watch[i]
         self.alerts_raised = 0
         self.calls_scored = 0
         self.calls_skipped = 0
+        self._resume()
+
+    @property
+    def adaptive(self) -> bool:
+        return self.scorer.adaptive is not None
 
     def process(self, table: pa.Table) -> list[dict[str, Any]]:
         """Score a stored batch of calls; returns the alerts it raised (also stored/posted)."""
@@ -86,17 +155,18 @@ class LiveScorer:
             return []
         alerts: list[dict[str, Any]] = []
         now = datetime.now(UTC)
-        for call, span_id in self._calls(table):
-            index, scores = self.scorer.score(call)
+        observe = self.on_scored
+        for call, span_id, learn in self._calls(table):
+            index, scores, mask = self.scorer.score(call, learn=learn)
             self.calls_scored += 1
+            if observe is not None:
+                observe(call, index, scores, mask)
             key = (call.session_id, call.agent_id)
-            mask = self._above.get(key, 0)
-            new_mask = 0
-            for bit, (name, cue_set, detector, threshold) in enumerate(self.watch):
-                value = scores[name]
-                if value > threshold:
-                    new_mask |= 1 << bit
-                    if not mask >> bit & 1:
+            above = self._above.get(key, 0)
+            if mask & ~above:
+                for bit, (name, cue_set, detector) in enumerate(self.watch):
+                    if mask >> bit & 1 and not above >> bit & 1:
+                        threshold = self.scorer.thresholds[bit]
                         alerts.append(
                             self._alert(
                                 call,
@@ -104,22 +174,70 @@ class LiveScorer:
                                 index,
                                 cue_set,
                                 detector,
-                                value,
+                                scores[name],
                                 threshold,
                                 scores,
                                 now,
                             )
                         )
-            if new_mask or mask:
-                self._above[key] = new_mask
-        for key in self.scorer.evict_idle(self.max_idle_s):
-            self._above.pop(key, None)
+            if mask or above:
+                self._above[key] = mask
+        try:
+            closed = self.scorer.advance()
+        except Exception as exc:  # a failed fold must not break ingest
+            log.error("live scoring: could not fold closed streams: %s", exc)
+            self.scorer.counts["fold_errors"] += 1
+            closed = []
+        for c in closed:
+            self._above.pop(c.key, None)
         if alerts:
             self._record(alerts)
+        if self.state_path is not None and time.monotonic() - self._saved_at >= self.save_every_s:
+            self.save_state()
         return alerts
 
+    def save_state(self) -> Path | None:
+        """Write the scorer's state (atomically); logged, never raised, on failure."""
+        if self.state_path is None:
+            return None
+        self._saved_at = time.monotonic()
+        try:
+            doc = self.scorer.state()
+            doc["above"] = [[k[0], k[1], v] for k, v in self._above.items()]
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.state_path.with_name(self.state_path.name + ".tmp")
+            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, self.state_path)
+        except (OSError, ValueError, TypeError) as exc:
+            log.error("live scoring: could not save the state to %s: %s", self.state_path, exc)
+            return None
+        return self.state_path
+
+    def _resume(self) -> None:
+        path = self.state_path
+        if path is None or not path.exists():
+            return
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            self.scorer.restore(doc)
+            self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
+        except (OSError, ValueError, KeyError, TypeError, ModelError) as exc:
+            log.warning(
+                "live scoring: starting afresh, the saved state %s is unusable: %s", path, exc
+            )
+            self.scorer = self._make_scorer()
+            self._above = {}
+            return
+        log.info(
+            "live scoring resumed from %s: %d open stream(s), %d in quarantine",
+            path,
+            len(self.scorer.tracks),
+            len(self.scorer.pending),
+        )
+
     def close(self) -> None:
-        """Deliver what the webhook still holds (briefly) and stop its thread."""
+        """Save the state, deliver what the webhook still holds (briefly), stop its thread."""
+        self.save_state()
         if self.poster is not None:
             self.poster.close()
 
@@ -131,8 +249,10 @@ class LiveScorer:
 
     # ---------------------------------------------------------------- internals
 
-    def _calls(self, table: pa.Table) -> list[tuple[Call, str | None]]:
-        """The batch's calls in (start_time, seq) order; unreadable rows are logged, skipped."""
+    def _calls(self, table: pa.Table) -> list[tuple[Call, str | None, bool]]:
+        """The batch's calls in (start_time, seq) order, each with its span id and whether its
+        stream may be learnt (not injected, not a client artefact); unreadable rows are logged
+        and skipped."""
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             log.error(
@@ -166,11 +286,12 @@ class LiveScorer:
             log.error("live scoring: unreadable batch of %d call(s): %s", table.num_rows, exc)
             self.calls_skipped += table.num_rows
             return []
-        out: list[tuple[Call, str | None]] = []
+        out: list[tuple[Call, str | None, bool]] = []
         for i in range(table.num_rows):
             row = {name: cols[name][i] for name in _FIELDS}
+            learn = row["label"] is None and row["client_quirk"] not in LEARNING_EXCLUDED_QUIRKS
             try:
-                out.append((Call.from_mapping(row), row["span_id"]))
+                out.append((Call.from_mapping(row), row["span_id"], learn))
             except (ValueError, TypeError) as exc:
                 self.calls_skipped += 1
                 log.error(
@@ -207,17 +328,56 @@ class LiveScorer:
             "cue": dominant_cue(cue_set, detector, scores),
             "score": float(value),
             "threshold": float(threshold),
-            "model_id": self.model.model_id,
+            "model_id": self.model_id,
             "model_version": VERSION,
         }
 
     def _record(self, alerts: list[dict[str, Any]]) -> None:
         self.alerts_raised += len(alerts)
+        if not self.record:
+            return
         for alert in alerts:
             log.warning(describe(alert))
+        if self.store is None:
+            return
         try:
             self.store.append(ALERTS_TABLE, alerts, schema=ALERTS_SCHEMA, partition_by="alert_time")
         except Exception as exc:  # never break ingest over an alert write
             log.error("could not store %d alert(s) in %s: %s", len(alerts), self.store.root, exc)
         if self.poster is not None:
             self.poster.post(alerts)
+
+
+def store_calls_of(store: Store) -> CallsOf:
+    """Read back closed streams' calls from the store (for the adaptive model's folds)."""
+
+    def calls_of(streams: Sequence[Closed]) -> pa.Table:
+        if not streams:
+            return CALLS_SCHEMA.empty_table()
+        keys = [f"{c.key[0]}\x1f{chr(30) if c.key[1] is None else c.key[1]}" for c in streams]
+        first = min(c.first_us for c in streams)
+        last = max(c.last_us for c in streams)
+        columns = call_columns_sql(store, "c")
+        table = store.query(
+            f"SELECT {columns} FROM calls c WHERE c.session_id || chr(31) || "
+            "coalesce(c.agent_id, chr(30)) IN (SELECT unnest(?::VARCHAR[])) "
+            "AND c.start_time >= make_timestamp(?) AND c.start_time <= make_timestamp(?) "
+            "AND c.label IS NULL",
+            [keys, first, last],
+        )
+        if table.num_rows == 0:
+            return CALLS_SCHEMA.empty_table()
+        bounds = {c.key: (c.first_us, c.last_us) for c in streams}
+        t = table.column("start_time").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+        keep = [
+            bounds[(s, a)][0] <= int(x) <= bounds[(s, a)][1]
+            for s, a, x in zip(
+                table.column("session_id").to_pylist(),
+                table.column("agent_id").to_pylist(),
+                t.to_pylist(),
+                strict=True,
+            )
+        ]
+        return table.filter(pa.array(keep)).cast(CALLS_SCHEMA)
+
+    return calls_of

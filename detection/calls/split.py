@@ -33,9 +33,13 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
 import numpy as np
+import pyarrow as pa
 
 from toolwatch import study
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import QUIRK_WARMUP_AGENT
+from toolwatch.detection.calls.windows import call_columns_sql
 
 #: Client quirks kept out of learning and out of the normal test streams by default.
 LEARNING_EXCLUDED_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT,)
@@ -275,3 +279,76 @@ def spec_from_args(args: argparse.Namespace) -> SplitSpec:
         min_calls=args.min_calls,
         include_artefacts=args.include_client_artefacts,
     )
+
+
+# ------------------------------------------------------------------------------ a store's split
+
+
+@dataclass(frozen=True)
+class StoreSplit:
+    """A store's normal streams split by :func:`split_streams`, with their calls on demand."""
+
+    store: Store
+    streams: pa.Table  # one row per normal stream: session_id, agent_id, first, calls, quirk
+    split: StreamSplit
+    spec: SplitSpec
+
+    def calls(self, group: str) -> pa.Table:
+        """The calls (``CALLS_SCHEMA``) of one group: train, calibration, test_all or test."""
+        idx: np.ndarray = getattr(self.split, group)
+        sessions = self.streams.column("session_id").to_pylist()
+        agents = self.streams.column("agent_id").to_pylist()
+        keys = [_stream_key(sessions[i], agents[i]) for i in idx.tolist()]
+        if not keys:
+            return CALLS_SCHEMA.empty_table()
+        columns = call_columns_sql(self.store, "c")
+        table = self.store.query(
+            f"SELECT {columns} FROM calls c WHERE c.session_id || chr(31) || "
+            "coalesce(c.agent_id, chr(30)) IN (SELECT unnest(?::VARCHAR[]))",
+            [keys],
+        )
+        return table.cast(CALLS_SCHEMA) if table.num_rows else CALLS_SCHEMA.empty_table()
+
+    def count(self, group: str) -> tuple[int, int]:
+        """(streams, calls) of a group."""
+        idx: np.ndarray = getattr(self.split, group)
+        calls = np.asarray(self.streams.column("calls").to_numpy(), dtype=np.int64)
+        return len(idx), int(calls[idx].sum())
+
+
+def split_store(store: Store, spec: SplitSpec) -> StoreSplit:
+    """Split a store's normal (unlabelled) streams; :class:`SplitError` if it cannot be."""
+    quirk = "max(client_quirk)" if "client_quirk" in _view_columns(store) else "NULL"
+    streams = store.query(
+        f"""
+        SELECT session_id, agent_id, min(start_time) AS first, count(*) AS calls,
+               {quirk} AS quirk
+        FROM calls GROUP BY session_id, agent_id HAVING count(label) = 0
+        ORDER BY session_id, agent_id NULLS FIRST
+        """
+    )
+    if streams.num_rows == 0:
+        raise SplitError(f"the store {store.root} holds no (uninjected) calls")
+    first = (
+        streams.column("first")
+        .cast(pa.timestamp("us", tz="UTC"))
+        .cast(pa.int64())
+        .to_numpy(zero_copy_only=False)
+    )
+    split = split_streams(
+        first,
+        streams.column("session_id").to_pylist(),
+        streams.column("agent_id").to_pylist(),
+        np.asarray(streams.column("calls").to_numpy(), dtype=np.int64),
+        streams.column("quirk").to_pylist(),
+        spec,
+    )
+    return StoreSplit(store, streams, split, spec)
+
+
+def _view_columns(store: Store) -> set[str]:
+    return set(store.query("SELECT * FROM calls LIMIT 0").column_names)
+
+
+def _stream_key(session_id: str, agent_id: str | None) -> str:
+    return f"{session_id}\x1f{chr(30) if agent_id is None else agent_id}"

@@ -81,13 +81,7 @@ def load_window(store: Store, window: Window, *, normal_only: bool = True) -> pa
     if normal_only:
         where.append("f.labelled = 0")
     clause = ("WHERE " + " AND ".join(where)) if where else ""
-    present = stored_call_columns(store)
-    columns = ", ".join(
-        f"c.{f.name}"
-        if f.name in present
-        else f"CAST(NULL AS {_SQL_TYPES[str(f.type)]}) AS {f.name}"
-        for f in CALLS_SCHEMA
-    )
+    columns = call_columns_sql(store, "c")
     sql = f"""
         WITH f AS (
             SELECT session_id, min(start_time) AS first,
@@ -110,10 +104,17 @@ _SQL_TYPES: Final[dict[str, str]] = {
 }
 
 
-def stored_call_columns(store: Store) -> set[str]:
-    """The columns the store's ``calls`` view has: files written before a column joined the
-    record (dev-real's 21-column ``calls.parquet``, for one) lack it; it then reads as NULL."""
-    return set(store.query("SELECT * FROM calls LIMIT 0").column_names)
+def call_columns_sql(store: Store, alias: str) -> str:
+    """The select list of every record column of ``calls`` (aliased ``alias``): files written
+    before a column joined the record (dev-real's 21-column ``calls.parquet``, for one) lack
+    it, and it then reads as NULL."""
+    present = set(store.query("SELECT * FROM calls LIMIT 0").column_names)
+    return ", ".join(
+        f"{alias}.{f.name}"
+        if f.name in present
+        else f"CAST(NULL AS {_SQL_TYPES[str(f.type)]}) AS {f.name}"
+        for f in CALLS_SCHEMA
+    )
 
 
 def default_windows(

@@ -1,13 +1,17 @@
-"""``toolwatch train``: fit the normal model on a training window, calibrate, save the artifact.
+"""``toolwatch train``: fit the normal model on the training streams, calibrate, save the artifact.
 
-    toolwatch train --train 2026-08-04..2026-08-24 --calibrate 2026-08-25..2026-08-31 \\
-        [--store PATH] [--out model.json]
+    toolwatch train [--split-shares 0.44,0.07 | --split-dates 2026-08-24,2026-08-31]
+        [--min-calls 30] [--store PATH] [--out model.json] [--adaptive]
 
-Windows select sessions by their first call (:mod:`toolwatch.detection.calls.windows`); without
-``--train``/``--calibrate`` the first 21/42 of the store's days train and the next 7/42
-calibrate, as in the study (shares of sessions when the days leave a window empty). The
-artifact (JSON) records the config, both windows with their counts, the parameters and the
-thresholds; by default it is written where scoring looks for it, ``STORE/models/model.json``.
+The split is the one every command shares (:mod:`toolwatch.detection.calls.split`): streams —
+``(session_id, agent_id)`` pairs — placed by their first call; by default the first 21/42 of
+the store's days train and the next 7/42 calibrate, as in the study. ``toolwatch experiment``
+and ``toolwatch replay`` with the same options use the very same streams. Streams flagged as
+client warm-up agents are kept out (``--include-client-artefacts`` keeps them). The artifact
+(JSON) records the config, the split with its counts, the parameters and the thresholds; by
+default it is written where scoring looks for it, ``STORE/models/model.json``. ``--adaptive``
+adds the adaptive normal model the live scorer keeps up to date
+(:mod:`toolwatch.detection.model.adaptive`).
 """
 
 from __future__ import annotations
@@ -16,18 +20,26 @@ import argparse
 import math
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 from tqdm import tqdm
 
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
-from toolwatch.detection.calls.windows import (
-    WindowError,
-    default_windows,
-    load_window,
-    parse_window,
+from toolwatch.detection.calls.split import (
+    SplitError,
+    StoreSplit,
+    add_split_arguments,
+    spec_from_args,
+    split_store,
 )
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS
+from toolwatch.detection.model.adaptive import (
+    AdaptiveConfig,
+    AdaptiveModel,
+    add_adaptive_arguments,
+    attach_adaptive,
+)
 from toolwatch.detection.model.normal_model import (
     MODEL_IN_STORE,
     ModelConfig,
@@ -39,16 +51,7 @@ HELP = "fit the normal model and thresholds"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--train",
-        metavar="FROM..TO",
-        help="training window (ISO dates; default: the first 21/42 of the store's days)",
-    )
-    parser.add_argument(
-        "--calibrate",
-        metavar="FROM..TO",
-        help="calibration window (ISO dates; default: the next 7/42 of the days)",
-    )
+    add_split_arguments(parser)
     add_store_argument(parser)
     parser.add_argument(
         "--out", help=f"artifact path (default: STORE/{MODEL_IN_STORE}, where scoring looks)"
@@ -58,83 +61,113 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="order cue without the session's own bigram (the study's ablation)",
     )
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="add the adaptive normal model the live scorer folds normal traffic into",
+    )
+    parser.add_argument(
+        "--target-fa",
+        type=float,
+        help="with --adaptive: the share of streams the live threshold lets alarm (0.05)",
+    )
+    add_adaptive_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
-    except (ModelError, WindowError, StoreError) as exc:
+    except (ModelError, SplitError, StoreError) as exc:
         print(f"toolwatch train: {exc}", file=sys.stderr)
         return 1
 
 
 def _run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    if bool(args.train) != bool(args.calibrate):
-        raise WindowError("give both --train and --calibrate, or neither (default shares)")
     with tqdm(total=5, desc="train", unit="step", file=sys.stderr, leave=False) as bar:
-        if args.train:
-            train_w, cal_w = parse_window(args.train), parse_window(args.calibrate)
-        else:
-            train_w, cal_w = default_windows(store)
+        cut = split_store(store, spec_from_args(args))
         bar.update()
-        train = load_window(store, train_w)
-        if train.num_rows == 0:
-            raise WindowError(
-                f"the training window {train_w.text} has no normal calls in {store.root}"
-            )
+        train = cut.calls("train")
         bar.update()
         config = ModelConfig(order_session_mix=not args.no_session_mix)
-        model = NormalModel.fit(train, config, window=train_w.describe())
+        model = NormalModel.fit(train, config, window=describe(cut, "train"))
         bar.update()
-        calib = load_window(store, cal_w)
+        calib = cut.calls("calibration")
         if calib.num_rows == 0:
-            raise WindowError(
-                f"the calibration window {cal_w.text} has no normal calls in {store.root}"
-            )
-        model.calibrate(calib, window=cal_w.describe())
+            raise SplitError("the calibration split holds no calls: give it a share or days")
+        model.calibrate(calib, window=describe(cut, "calibration"))
+        if args.adaptive:
+            attach_adaptive(model, train, calib, AdaptiveConfig.from_args(args))
         bar.update()
         path = model.save(args.out or store.root / MODEL_IN_STORE)
         bar.update()
-    print(summary(model, str(path)))
+    print(summary(model, str(path), cut))
     thin = thin_calibration(model)
     if thin:
         print(f"toolwatch train: warning: {thin}", file=sys.stderr)
     return 0
 
 
-#: Fewer calibration sessions than this and the operating point is one session's behaviour.
-MIN_CALIBRATION_SESSIONS = 10
+#: Fewer calibration streams than this and the operating point is one stream's behaviour.
+MIN_CALIBRATION_STREAMS = 10
 
 
 def thin_calibration(model: NormalModel) -> str:
-    """Why the calibration window is too small for the operating point, or ``""``."""
+    """Why the calibration split is too small for the operating point, or ``""``."""
     d = model.data.get("calibration", {})
-    sessions, calls = int(d.get("sessions", 0)), int(d.get("calls", 0))
+    streams, calls = int(d.get("streams", 0)), int(d.get("calls", 0))
     share = 1 - model.config.operating_quantile
     needed = math.ceil(1 / share) if share > 0 else 0
-    if sessions >= MIN_CALIBRATION_SESSIONS and calls >= needed:
+    if streams >= MIN_CALIBRATION_STREAMS and calls >= needed:
         return ""
     return (
-        f"the calibration window holds {sessions:,} session(s) and {calls:,} call(s): a top "
+        f"the calibration split holds {streams:,} stream(s) and {calls:,} call(s): a top "
         f"{share:.2%} threshold needs at least {needed:,} calls and "
-        f"{MIN_CALIBRATION_SESSIONS} sessions to mean anything; widen --calibrate"
+        f"{MIN_CALIBRATION_STREAMS} streams to mean anything; give calibration a larger share "
+        "(--split-shares) or more days (--split-dates)"
     )
 
 
-def summary(model: NormalModel, path: str) -> str:
-    """What was learnt, from which data, and the operating point."""
+def describe(cut: StoreSplit, group: str) -> dict[str, Any]:
+    """What a group of the split is, for the artifact: the rule, its first-call range, counts."""
+    idx = getattr(cut.split, group)
+    firsts = cut.streams.column("first").to_pylist()
+    starts = sorted(firsts[i] for i in idx.tolist())
+    d = cut.split.description
+    given = (
+        f"--split-shares {d['shares'][0]},{d['shares'][1]}"
+        if d["mode"] == "shares"
+        else f"--split-dates {d['train_end']},{d['calibration_end']}"
+    )
+    return {
+        "from": starts[0].isoformat() if starts else None,
+        "to": starts[-1].isoformat() if starts else None,
+        "given": given + (" (the default rule)" if d.get("default") else ""),
+        "streams": len(idx),
+    }
+
+
+def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str:
+    """What was learnt, from which streams, and the operating point."""
     lines = [f"model {model.model_id} -> {path}"]
     for name in ("train", "calibration"):
         d = model.data.get(name, {})
         window = d.get("window", {})
-        span = f"[{_moment(window.get('from'))} .. {_moment(window.get('to'))})"
-        given = window.get("given")
+        span = f"first calls {_moment(window.get('from'))} .. {_moment(window.get('to'))}"
         lines.append(
-            f"  {name:<12} {d.get('sessions', 0):>5,} sessions ({d.get('streams', 0):,} streams) "
+            f"  {name:<12} {d.get('streams', 0):>5,} streams ({d.get('sessions', 0):,} sessions) "
             f"{d.get('calls', 0):>7,} calls {d.get('tools', 0):>3} tools  {span}"
-            + (f" ({given})" if given and ".." not in given else "")  # a default window
         )
+    if cut is not None:
+        streams, calls = cut.count("test")
+        lines.append(
+            f"  test split   {streams:>5,} streams with >= {cut.spec.min_calls} calls "
+            f"({calls:,} calls): what `toolwatch experiment` with these options tests on; "
+            f"split {model.data['train']['window'].get('given', '')}"
+        )
+        for quirk, groups in cut.split.artefacts.items():
+            kept = ", ".join(f"{len(v)} in {k}" for k, v in groups.items() if len(v))
+            lines.append(f"  kept apart   {quirk} streams (client artefacts): {kept}")
     share = 1 - model.config.operating_quantile
     lines.append(f"  operating-point thresholds (top {share:.2%} of calibration calls):")
     lines.append("    " + f"{'cue set':<9}" + "".join(f"{d:>10}" for d in DETECTORS))
@@ -142,11 +175,13 @@ def summary(model: NormalModel, path: str) -> str:
         lines.append(
             "    " + f"{s:<9}" + "".join(f"{model.threshold(s, d):>10.3f}" for d in DETECTORS)
         )
+    if model.adaptive is not None:
+        lines.append("  " + AdaptiveModel.from_model(model).describe())
     return "\n".join(lines)
 
 
 def _moment(iso: str | None) -> str:
-    """A window bound for display: the date at midnight UTC, else date and time (UTC)."""
+    """A time for display: the date at midnight UTC, else date and time (UTC)."""
     if not iso:
         return "open"
     moment = datetime.fromisoformat(iso).astimezone(UTC)

@@ -137,6 +137,18 @@ class StreamContext:
         self.prev_response = call.response_id
         self.prev_restamped = call.restamped
 
+    def to_json(self) -> list[Any]:
+        return [self.index, self.prev_start_us, self.prev_response, self.prev_restamped]
+
+    @classmethod
+    def from_json(cls, data: Any) -> StreamContext:
+        ctx = cls()
+        ctx.index = int(data[0])
+        ctx.prev_start_us = None if data[1] is None else int(data[1])
+        ctx.prev_response = None if data[2] is None else str(data[2])
+        ctx.prev_restamped = bool(data[3])
+        return ctx
+
 
 class NotFittedError(RuntimeError):
     """A cue was asked to score before it was fitted or loaded."""
@@ -162,6 +174,14 @@ class Cue(abc.ABC):
     @abc.abstractmethod
     def score_one(self, call: Call, ctx: StreamContext, state: Any) -> float:
         """Score of ``call`` given its stream so far; then fold ``call`` into ``state``."""
+
+    def state_to_json(self, state: Any) -> Any:
+        """A per-stream state as JSON (saved so a restarted live scorer resumes the stream)."""
+        return None
+
+    def state_from_json(self, data: Any) -> Any:
+        """Inverse of :meth:`state_to_json`."""
+        return self.new_state()
 
     @abc.abstractmethod
     def to_dict(self) -> dict[str, Any]:

@@ -44,8 +44,8 @@ class FailureCue(Cue):
         if prior_strength <= 0:
             raise ValueError("failure: prior_strength must be positive")
         self.prior_strength = float(prior_strength)
-        #: tool -> [calls, failures]; ``"*"`` = all training calls
-        self.counts: dict[str, list[int]] = {}
+        #: tool -> [calls, failures] (weights in the adaptive model); ``"*"`` = all calls
+        self.counts: dict[str, list[float]] = {}
         self._scores: dict[str, tuple[float, float]] = {}  # tool -> (ok score, failed score)
 
     @property
@@ -61,6 +61,16 @@ class FailureCue(Cue):
         self.counts = dict(sorted(counts.items()))
         self._build()
         return self
+
+    @classmethod
+    def from_counts(cls, counts: dict[str, list[float]], prior_strength: float = 2.0) -> FailureCue:
+        """A cue from per-tool ``[calls, failures]`` (possibly weights, e.g. decayed)."""
+        if GLOBAL not in counts:
+            raise ValueError(f"failure: the all-calls entry {GLOBAL!r} is missing")
+        cue = cls(prior_strength=prior_strength)
+        cue.counts = dict(sorted(counts.items()))
+        cue._build()
+        return cue
 
     def rate(self, tool: str) -> float:
         """Smoothed failure probability of ``tool`` (``p₀`` for a tool not seen in training)."""
@@ -97,11 +107,18 @@ class FailureCue(Cue):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FailureCue:
         cue = cls(prior_strength=float(data["prior_strength"]))
-        counts: dict[str, list[int]] = {}
+        counts: dict[str, list[float]] = {}
         for tool, (n, f) in data["tools"].items():
-            if not 0 <= int(f) <= int(n):
+            if not 0 <= f <= n * (1 + 1e-12):
                 raise ValueError(f"failure: tool {tool!r} has {f} failures in {n} calls")
-            counts[str(tool)] = [int(n), int(f)]
+            counts[str(tool)] = (
+                [n, f]
+                if isinstance(n, int) and isinstance(f, int)
+                else [
+                    float(n),
+                    float(f),
+                ]
+            )
         if GLOBAL not in counts:
             raise ValueError(f"failure: the all-calls entry {GLOBAL!r} is missing")
         cue.counts = counts

@@ -51,6 +51,10 @@ from toolwatch.detection.cues.base import Call, Cue, StreamContext
 #: Tool keys and counts have 20 bits each; a count saturates at 2**20 − 1.
 _BITS = 20
 _LOW = (1 << _BITS) - 1
+#: Keys of tools outside the vocabulary start here, above any vocabulary index, so a stream's
+#: keys stay valid when the adaptive model swaps in a snapshot with a larger vocabulary
+#: (vocabulary indices are stable there: new tools are appended).
+_UNSEEN_BASE = 1 << 19
 
 
 class _OrderState:
@@ -77,9 +81,14 @@ class OrderCue(Cue):
     def __init__(self, session_mix: bool = True) -> None:
         self.session_mix = session_mix
         self.tools: list[str] = []
-        self.unigram: list[int] = []
-        self.bigrams: list[tuple[str | None, str, int]] = []  # (prev or None for <s>, next, n)
+        self.unigram: list[float] = []
+        self.bigrams: list[tuple[str | None, str, float]] = []  # (prev or None for <s>, next, n)
+        #: the adaptive model's bounded novelty: a score for a tool in ``novel`` (or outside the
+        #: vocabulary) is capped at ``novelty_cap``; ``None`` = no cap (the study)
+        self.novelty_cap: float | None = None
+        self.novel: frozenset[str] = frozenset()
         self._index: dict[str, int] = {}
+        self._novel_keys: frozenset[int] = frozenset()
         self._pg = np.zeros((0, 0))
         self._pg_rows: list[list[float]] = []
 
@@ -112,26 +121,44 @@ class OrderCue(Cue):
         self._build()
         return self
 
+    @classmethod
+    def from_counts(
+        cls,
+        tools: list[str],
+        unigram: list[float],
+        bigrams: list[tuple[str | None, str, float]],
+        *,
+        session_mix: bool = True,
+        novel: frozenset[str] = frozenset(),
+        novelty_cap: float | None = None,
+    ) -> OrderCue:
+        """A cue from (possibly weighted) counts over ``tools`` kept in the given order."""
+        cue = cls(session_mix=session_mix)
+        cue.tools, cue.unigram, cue.bigrams = list(tools), list(unigram), list(bigrams)
+        cue.novel, cue.novelty_cap = frozenset(novel), novelty_cap
+        cue._build()
+        return cue
+
     def _build(self) -> None:
         """Dense global P_g over contexts (tools, <unk>, <s>) × next (tools, <unk>)."""
         v = len(self.tools)
         self._index = {t: i for i, t in enumerate(self.tools)}
+        self._novel_keys = frozenset(self._index[t] for t in self.novel if t in self._index)
         total = sum(self.unigram)
         p_u = [(c + 1) / (total + v + 1) for c in [*self.unigram, 0]]
-        counts = np.zeros((v + 2, v + 1), dtype=np.int64)
+        counts = np.zeros((v + 2, v + 1), dtype=np.float64)
         for prev, nxt, c in self.bigrams:
             row = v + 1 if prev is None else self._index[prev]
             counts[row, self._index[nxt]] += c
         rows: list[list[float]] = []
         for r in range(v + 2):
-            ctx_n = int(counts[r].sum())
+            ctx_n = float(counts[r].sum())
             ctx_t = int((counts[r] > 0).sum())
             if ctx_n == 0:
                 rows.append(list(p_u))
             else:
-                rows.append(
-                    [(int(counts[r, w]) + ctx_t * p_u[w]) / (ctx_n + ctx_t) for w in range(v + 1)]
-                )
+                row = counts[r].tolist()
+                rows.append([(row[w] + ctx_t * p_u[w]) / (ctx_n + ctx_t) for w in range(v + 1)])
         self._pg_rows = rows
         self._pg = np.array(rows, dtype=np.float64)
 
@@ -155,7 +182,13 @@ class OrderCue(Cue):
             t = ctx_t[mixed]
             p = p.copy()
             p[mixed] = (c + t * p[mixed]) / (ctx_n[mixed] + t)
-        return np.array([0.0 - math.log(q) for q in p.tolist()], dtype=np.float64)
+        scores = np.array([0.0 - math.log(q) for q in p.tolist()], dtype=np.float64)
+        cap = self.novelty_cap
+        if cap is not None:
+            novel = np.array([t not in self._index or t in self.novel for t in frame.tool_names])
+            capped = novel[frame.tool] & (scores > cap)
+            scores[capped] = cap
+        return scores
 
     # ----------------------------------------------------------------- online
 
@@ -171,12 +204,18 @@ class OrderCue(Cue):
                 unseen = state.unseen = {}
             key = unseen.get(call.tool)
             if key is None:
-                key = unseen[call.tool] = v + 1 + len(unseen)
+                key = unseen[call.tool] = _UNSEEN_BASE + len(unseen)
             nxt_g = v
         else:
             nxt_g = key
         prev = state.prev
         state.prev = key
+        if self.novelty_cap is not None and (nxt_g == v or key in self._novel_keys):
+            return min(self._score_one(prev, key, nxt_g, state), self.novelty_cap)
+        return self._score_one(prev, key, nxt_g, state)
+
+    def _score_one(self, prev: int, key: int, nxt_g: int, state: _OrderState) -> float:
+        v = len(self.tools)
         if prev < 0:
             return 0.0 - math.log(self._pg_rows[v + 1][nxt_g])
         p = self._pg_rows[prev if prev < v else v][nxt_g]
@@ -207,22 +246,39 @@ class OrderCue(Cue):
             contexts.insert(j, ctx_base | (1 << _BITS) | 1)
         return 0.0 - math.log(p)
 
+    def state_to_json(self, state: _OrderState) -> list[Any]:
+        return [state.prev, list(state.pairs), list(state.contexts), state.unseen]
+
+    def state_from_json(self, data: Any) -> _OrderState:
+        state = _OrderState()
+        state.prev = int(data[0])
+        state.pairs = array("q", [int(x) for x in data[1]])
+        state.contexts = array("q", [int(x) for x in data[2]])
+        state.unseen = None if data[3] is None else {str(k): int(v) for k, v in data[3].items()}
+        return state
+
     # ----------------------------------------------------------------- artifact
 
     def to_dict(self) -> dict[str, Any]:
         self._check_fitted()
-        return {
+        out: dict[str, Any] = {
             "session_mix": self.session_mix,
             "tools": list(self.tools),
             "unigram": list(self.unigram),
             "bigrams": [[p, w, c] for p, w, c in self.bigrams],
         }
+        if self.novelty_cap is not None:
+            out["novelty"] = {"cap": self.novelty_cap, "tools": sorted(self.novel)}
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OrderCue:
         cue = cls(session_mix=bool(data["session_mix"]))
         cue.tools = [str(t) for t in data["tools"]]
-        cue.unigram = [int(c) for c in data["unigram"]]
+        cue.unigram = [_count(c) for c in data["unigram"]]
+        if "novelty" in data:
+            cue.novelty_cap = float(data["novelty"]["cap"])
+            cue.novel = frozenset(str(t) for t in data["novelty"]["tools"])
         if len(cue.unigram) != len(cue.tools):
             raise ValueError("order: 'unigram' and 'tools' differ in length")
         known = set(cue.tools)
@@ -230,10 +286,19 @@ class OrderCue(Cue):
         for prev, nxt, count in data["bigrams"]:
             if (prev is not None and prev not in known) or nxt not in known:
                 raise ValueError(f"order: bigram {prev!r} -> {nxt!r} names an unknown tool")
-            bigrams.append((None if prev is None else str(prev), str(nxt), int(count)))
+            bigrams.append((None if prev is None else str(prev), str(nxt), _count(count)))
         cue.bigrams = bigrams
         cue._build()
         return cue
+
+
+def _count(value: Any) -> float:
+    """A count from JSON: an int stays an int (training counts), weights are floats."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"order: count {value!r} is not a number")
+    if value < 0:
+        raise ValueError(f"order: count {value!r} is negative")
+    return value
 
 
 def _session_counts(

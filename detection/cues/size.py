@@ -57,6 +57,10 @@ class SizeCue(Cue):
         self.min_sd = float(min_sd)
         #: tool -> {"in": [n, mean, sd], "out": [n, mean, sd]}; ``"*"`` = all calls
         self.stats: dict[str, dict[str, list[float]]] = {}
+        #: the adaptive model's bounded novelty (see OrderCue): a tool in ``novel`` or unseen
+        #: scores at most ``novelty_cap``; ``None`` = no cap (the study)
+        self.novelty_cap: float | None = None
+        self.novel: frozenset[str] = frozenset()
         self._in: dict[str, tuple[float, float]] = {}
         self._out: dict[str, tuple[float, float]] = {}
 
@@ -82,6 +86,25 @@ class SizeCue(Cue):
         self.stats = dict(sorted(stats.items()))
         self._build()
         return self
+
+    @classmethod
+    def from_stats(
+        cls,
+        stats: dict[str, dict[str, list[float]]],
+        *,
+        min_count: int = 5,
+        min_sd: float = 0.25,
+        novel: frozenset[str] = frozenset(),
+        novelty_cap: float | None = None,
+    ) -> SizeCue:
+        """A cue from per-tool ``[n, mean, sd]`` (``n`` may be a weight), e.g. decayed moments."""
+        if GLOBAL not in stats:
+            raise ValueError(f"size: the all-calls entry {GLOBAL!r} is missing")
+        cue = cls(min_count=min_count, min_sd=min_sd)
+        cue.stats = dict(sorted(stats.items()))
+        cue.novel, cue.novelty_cap = frozenset(novel), novelty_cap
+        cue._build()
+        return cue
 
     def _build(self) -> None:
         def pick(side: str, tool: str) -> tuple[float, float]:
@@ -113,9 +136,22 @@ class SizeCue(Cue):
             frame.output_truncated, np.where(z_out > 0.0, z_out, 0.0), np.abs(z_out)
         )
         part_out = np.where(frame.output_known, part_out, 0.0)
-        return part_in + part_out
+        scores = part_in + part_out
+        cap = self.novelty_cap
+        if cap is not None:
+            novel = np.array([t not in self._in or t in self.novel for t in names])
+            capped = novel[frame.tool] & (scores > cap)
+            scores[capped] = cap
+        return scores
 
     def score_one(self, call: Call, ctx: StreamContext, state: None) -> float:
+        cap = self.novelty_cap
+        if cap is not None and (call.tool not in self._in or call.tool in self.novel):
+            score = self._score_one(call)
+            return score if score < cap else cap
+        return self._score_one(call)
+
+    def _score_one(self, call: Call) -> float:
         mean, sd = self._in.get(call.tool) or self._in[GLOBAL]
         z = (log_size(call.input_bytes) - mean) / sd
         part_in = z if z > 0.0 else 0.0
@@ -131,7 +167,11 @@ class SizeCue(Cue):
 
     def to_dict(self) -> dict[str, Any]:
         self._check_fitted()
-        return {"min_count": self.min_count, "min_sd": self.min_sd, "tools": self.stats}
+        out: dict[str, Any] = {"min_count": self.min_count, "min_sd": self.min_sd}
+        out["tools"] = self.stats
+        if self.novelty_cap is not None:
+            out["novelty"] = {"cap": self.novelty_cap, "tools": sorted(self.novel)}
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SizeCue:
@@ -141,11 +181,14 @@ class SizeCue(Cue):
             entry = {}
             for side in ("in", "out"):
                 n, mean, sd = sides[side]
-                entry[side] = [int(n), float(mean), float(sd)]
+                entry[side] = [n if isinstance(n, int) else float(n), float(mean), float(sd)]
             stats[str(tool)] = entry
         if GLOBAL not in stats:
             raise ValueError(f"size: the all-calls entry {GLOBAL!r} is missing")
         cue.stats = stats
+        if "novelty" in data:
+            cue.novelty_cap = float(data["novelty"]["cap"])
+            cue.novel = frozenset(str(t) for t in data["novelty"]["tools"])
         cue._build()
         return cue
 

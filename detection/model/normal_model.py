@@ -161,6 +161,8 @@ class NormalModel:
     data: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     checksum: str = ""
+    #: the adaptive part, as saved (:mod:`toolwatch.detection.model.adaptive` reads it)
+    adaptive: dict[str, Any] | None = None
 
     # ---------------------------------------------------------------- construction
 
@@ -324,6 +326,7 @@ class NormalModel:
                 s: {"mean": m, "sd": sd} for s, (m, sd) in self.standardisation.items()
             },
             "thresholds": self.thresholds,
+            **({"adaptive": self.adaptive} if self.adaptive is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -394,6 +397,10 @@ class NormalModel:
                 raise ValueError(f"thresholds must cover {CUE_SETS} × {DETECTORS}")
             where = "data"
             data = dict(doc["data"])
+            where = "adaptive"
+            adaptive = doc.get("adaptive")
+            if adaptive is not None and not isinstance(adaptive, Mapping):
+                raise ValueError("not a JSON object")
         except ModelError as exc:
             raise ModelError(f"{source}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -407,6 +414,7 @@ class NormalModel:
             data=data,
             created=str(doc.get("created", "")),
             checksum=expected,
+            adaptive=None if adaptive is None else dict(adaptive),
         )
 
     @classmethod

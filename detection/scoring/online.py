@@ -220,6 +220,34 @@ class OnlineScorer:
             del self._streams[k]
         return gone
 
+    def forget(self, key: StreamKey) -> bool:
+        """Drop one stream (a later call of it starts afresh); whether it was open."""
+        return self._streams.pop(key, None) is not None
+
+    def save_stream(self, key: StreamKey) -> list[Any]:
+        """One open stream's whole state as JSON (context, cue states, detector sums)."""
+        st = self._streams[key]
+        cues = [
+            cue.state_to_json(state)
+            for (_, cue, _, _), state in zip(self._cues, st.states, strict=True)
+        ]
+        return [st.ctx.to_json(), cues, list(st.ewma), list(st.cusum), st.last_us]
+
+    def load_stream(self, key: StreamKey, data: list[Any]) -> None:
+        """Reopen a stream saved by :meth:`save_stream` (a restarted scorer resumes it)."""
+        ctx, cues, ewma, cusum, last_us = data
+        st = self._new_stream()
+        st.ctx = StreamContext.from_json(ctx)
+        st.states = [
+            cue.state_from_json(d) for (_, cue, _, _), d in zip(self._cues, cues, strict=True)
+        ]
+        if len(ewma) != len(CUE_SETS) or len(cusum) != len(CUE_SETS):
+            raise ValueError("a saved stream has the wrong number of detector states")
+        st.ewma = [float(x) for x in ewma]
+        st.cusum = [float(x) for x in cusum]
+        st.last_us = int(last_us)
+        self._streams[key] = st
+
     def close_session(self, session_id: str) -> int:
         """Forget every stream of a finished session; returns how many were open."""
         gone = [k for k in self._streams if k[0] == session_id]

@@ -31,6 +31,9 @@ class Split:
     description: dict[str, Any]
     spec: SplitSpec
     artefacts: dict[str, dict[str, list[SessionCalls]]] = field(default_factory=dict)
+    #: every stream of the test split (any length, artefacts too), in time order: a replay
+    #: feeds them all, as they would arrive
+    test_split: list[SessionCalls] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         def calls(sessions: Sequence[SessionCalls]) -> int:
@@ -89,6 +92,7 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
             q: {name: pick(idx) for name, idx in groups.items()}
             for q, groups in cut.artefacts.items()
         },
+        test_split=test_all,
     )
 
 

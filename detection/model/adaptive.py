@@ -1,0 +1,534 @@
+"""The adaptive normal model: the same four cues, learnt from normal traffic as it comes.
+
+A deployment drifts (new CLI versions, new MCP servers, another user's pace), and a model frozen
+at training time then alarms on a growing share of normal streams (issue 12 measured 17 % of
+dev-real's long test streams at the operating point). The adaptive model keeps the *sufficient
+statistics* of the cues instead of their fitted parameters, with old behaviour fading:
+
+* **Decay.** Every observation (a call, a gap, a stream using a tool) is stored with the weight
+  ``2^((t − t_ref)/H)``, ``H`` the half-life (``half_life_days``, 14 by default; ``inf`` = no
+  decay). Ratios need no rescaling; the counts the cues' smoothing reads (Witten–Bell ``T``,
+  add-one, the size cue's minimum count, the failure prior) use the *effective* counts, stored ×
+  ``2^(−(now − t_ref)/H)``. Every 20 half-lives the statistics are renormalised and entries
+  below 10⁻³ pruned, which bounds them.
+* **Statistics.** Unigram and bigram counts over a tool registry whose ids never change (new
+  tools are appended, so open streams keep valid keys when a snapshot is swapped in); per tool the
+  weighted moments of ``log1p`` input and result bytes and the weighted calls and failures; a
+  log-spaced histogram of different-response gaps (1 ms – 10⁶ s, 50 bins a decade) whose
+  compiled time cue keeps the graded tail below its first populated bin; per tool the decayed
+  number of folded streams that used it.
+* **Snapshots.** :meth:`AdaptiveModel.snapshot` compiles the statistics into ordinary cues
+  (:class:`~toolwatch.detection.cues.order.OrderCue` etc., so scoring is the frozen model's code)
+  inside a :class:`~toolwatch.detection.model.normal_model.NormalModel` with the standardisation
+  fixed at the initial fit (re-estimating it from folded traffic lowered sensitivity on
+  dev-real: runaway 0.90 → 0.84).
+* **Bounded novelty.** A tool used in fewer than ``novelty_streams`` (decayed) folded streams —
+  every tool of a server never seen, every tool never seen — is *novel*: its order and size
+  scores are capped at the training mean + ``novelty_zcap`` training sd of that cue, so a new MCP
+  server contributes a bounded surprise until it has been seen in enough streams.
+
+What is folded and when (quarantine, the threshold held at a target false-alarm rate) is the
+scorer's job: :mod:`toolwatch.detection.scoring.adaptive`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import pyarrow as pa
+
+from toolwatch.detection.calls.frame import CallFrame, prepare
+from toolwatch.detection.cues.failure import FailureCue
+from toolwatch.detection.cues.order import OrderCue
+from toolwatch.detection.cues.size import GLOBAL, SizeCue, log_size
+from toolwatch.detection.cues.timing import TimeCue, scored_gaps
+from toolwatch.detection.model.normal_model import ModelError, NormalModel
+
+DAY_S: Final = 86_400.0
+#: The gap histogram: bins of 1/50 decade from 1 ms to 10⁶ s.
+GAP_LOG10_MIN: Final = -3.0
+GAP_BINS_PER_DECADE: Final = 50
+GAP_BINS: Final = 450
+_RENORM_HALF_LIVES: Final = 20.0
+_PRUNE: Final = 1e-3
+
+
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """Every knob of the adaptive model and its scorer (saved with the model)."""
+
+    #: half-life of old behaviour, days (``inf``: no decay)
+    half_life_days: float = 14.0
+    #: a closed stream waits this long before it is folded (an attack is not learnt the moment
+    #: it starts: an on-call engineer can look first)
+    quarantine_h: float = 24.0
+    #: a stream closes after this much event time without a call
+    idle_min: float = 30.0
+    #: a tool is novel until seen in this many folded streams (0: no novelty cap)
+    novelty_streams: float = 3.0
+    #: a novel tool's order and size scores are capped at mean + this many training sd
+    novelty_zcap: float = 3.0
+    #: the threshold is this quantile's complement of the last ``window`` stream maxima
+    target_fa: float = 0.05
+    window: int = 200
+    #: streams with fewer calls do not enter the threshold pool (the study's test streams: 30)
+    min_calls: int = 30
+    #: below this many pooled maxima the frozen operating point is used
+    min_pool: int = 20
+    #: a new snapshot is compiled at most this often (event time, minutes)
+    refresh_min: float = 60.0
+    #: variant: streams that alarmed are folded too (as if an operator dismissed every alarm)
+    fold_alarmed: bool = False
+
+    def __post_init__(self) -> None:
+        checks = {
+            "half_life_days": self.half_life_days > 0,
+            "quarantine_h": self.quarantine_h >= 0,
+            "idle_min": self.idle_min > 0,
+            "novelty_streams": self.novelty_streams >= 0,
+            "novelty_zcap": self.novelty_zcap > 0,
+            "target_fa": 0 < self.target_fa < 1,
+            "window": self.window >= 1,
+            "min_calls": self.min_calls >= 1,
+            "min_pool": self.min_pool >= 1,
+            "refresh_min": self.refresh_min >= 0,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ModelError(f"adaptive config: invalid {', '.join(bad)} ({self})")
+
+    @property
+    def half_life_s(self) -> float:
+        return self.half_life_days * DAY_S
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["half_life_days"] = "inf" if math.isinf(self.half_life_days) else self.half_life_days
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AdaptiveConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ModelError(f"adaptive config: unknown field(s) {unknown}")
+        values = dict(data)
+        if values.get("half_life_days") == "inf":
+            values["half_life_days"] = math.inf
+        return cls(**values)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> AdaptiveConfig:
+        """The config of :func:`add_adaptive_arguments` options (defaults where not given)."""
+        given = {
+            "half_life_days": args.half_life_days,
+            "quarantine_h": args.quarantine_hours,
+            "novelty_streams": args.novelty_streams,
+            "target_fa": getattr(args, "target_fa", None),
+            "window": args.pool_window,
+        }
+        return cls(**{k: v for k, v in given.items() if v is not None})
+
+
+def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
+    """The adaptive model's options (``toolwatch train --adaptive``, ``toolwatch replay``)."""
+    group = parser.add_argument_group("adaptive model")
+    group.add_argument(
+        "--half-life-days", type=float, help="old behaviour fades with this half-life (14)"
+    )
+    group.add_argument(
+        "--quarantine-hours", type=float, help="a closed stream waits this long to be learnt (24)"
+    )
+    group.add_argument(
+        "--novelty-streams",
+        type=float,
+        help="a tool is novel (bounded score) until seen in this many streams (3; 0: off)",
+    )
+    group.add_argument(
+        "--pool-window", type=int, help="stream maxima the threshold quantile is taken over (200)"
+    )
+
+
+# ------------------------------------------------------------------------------ statistics
+
+
+class DecayedStats:
+    """The cues' sufficient statistics with exponential decay (module docstring)."""
+
+    def __init__(self, half_life_s: float) -> None:
+        self.half_life_s = float(half_life_s)
+        self.t_ref = 0.0  # seconds since the epoch; weights are 2^((t - t_ref)/H)
+        self.tools: list[str] = []  # the registry: index = stable id
+        self.unigram: dict[int, float] = {}
+        self.bigram: dict[tuple[int, int], float] = {}  # (prev id or -1 for <s>, next id)
+        self.size: dict[int, list[float]] = {}  # id -> [w_in, s_in, s2_in, w_out, s_out, s2_out]
+        self.size_all = [0.0] * 6
+        self.fail: dict[int, list[float]] = {}  # id -> [w, failures]
+        self.fail_all = [0.0, 0.0]
+        self.gaps = np.zeros(GAP_BINS)
+        self.streams: dict[int, float] = {}  # id -> folded streams that used it
+        self._ids: dict[str, int] = {}
+
+    # --------------------------------------------------------------- weights
+
+    def factor(self, now_s: float) -> float:
+        """Stored → effective counts at ``now_s``."""
+        if math.isinf(self.half_life_s):
+            return 1.0
+        return float(2.0 ** (-(now_s - self.t_ref) / self.half_life_s))
+
+    def _weights(self, t_s: np.ndarray) -> np.ndarray:
+        if math.isinf(self.half_life_s):
+            return np.ones(t_s.shape[0])
+        return np.asarray(2.0 ** ((t_s - self.t_ref) / self.half_life_s), dtype=np.float64)
+
+    def _renormalise(self, now_s: float) -> None:
+        """Rescale to ``t_ref = now_s`` and prune what decayed away (bounds every dict)."""
+        f = self.factor(now_s)
+        self.t_ref = now_s
+        if f == 1.0:
+            return
+        for table in (self.unigram, self.bigram, self.streams):
+            for key in list(table):
+                table[key] *= f
+                if table[key] < _PRUNE:
+                    del table[key]
+        for stats in (self.size, self.fail):
+            for vec in stats.values():
+                vec[:] = [x * f for x in vec]
+        self.size_all = [x * f for x in self.size_all]
+        self.fail_all = [x * f for x in self.fail_all]
+        self.gaps *= f
+        self.gaps[self.gaps < _PRUNE] = 0.0
+
+    # --------------------------------------------------------------- learning
+
+    def fold(self, frame: CallFrame) -> None:
+        """Add every call of ``frame`` (one stream or many) at its own time."""
+        if frame.n == 0:
+            return
+        t_s = frame.start_us / 1e6
+        t_max = float(t_s.max())
+        if self.t_ref == 0.0 and not self.tools:
+            self.t_ref = t_max
+        elif (
+            not math.isinf(self.half_life_s)
+            and (t_max - self.t_ref) > _RENORM_HALF_LIVES * self.half_life_s
+        ):
+            self._renormalise(t_max)
+        w = self._weights(t_s)
+        ids = np.array([self._id(t) for t in frame.tool_names], dtype=np.int64)[frame.tool]
+        prev = np.where(frame.start, -1, np.roll(ids, 1))
+        _add(self.unigram, ids.tolist(), w)
+        _add(self.bigram, list(zip(prev.tolist(), ids.tolist(), strict=True)), w)
+        self._fold_sizes(frame, ids, w)
+        self._fold_failures(frame, ids, w)
+        gaps = scored_gaps(frame)
+        if gaps.any():
+            bins = gap_bins(frame.gap_us[gaps])
+            np.add.at(self.gaps, bins, w[gaps])
+        # a stream's tools, counted once per stream at its last call
+        ends = np.flatnonzero(np.append(frame.start[1:], True))
+        w_end = self._weights(t_s[ends])[frame.stream]
+        pairs = sorted(set(zip(frame.stream.tolist(), ids.tolist(), strict=True)))
+        for stream, tool in pairs:
+            self.streams[tool] = self.streams.get(tool, 0.0) + float(w_end[ends[stream]])
+
+    def _id(self, tool: str) -> int:
+        i = self._ids.get(tool)
+        if i is None:
+            i = self._ids[tool] = len(self.tools)
+            self.tools.append(tool)
+        return i
+
+    def _fold_sizes(self, frame: CallFrame, ids: np.ndarray, w: np.ndarray) -> None:
+        l_in = np.array([log_size(int(b)) for b in frame.input_bytes.tolist()])
+        l_out = np.array([log_size(int(b)) for b in frame.output_bytes.tolist()])
+        learn = frame.output_known & ~frame.output_truncated
+        for j, tool in enumerate(ids.tolist()):
+            vec = self.size.setdefault(tool, [0.0] * 6)
+            wj, a = float(w[j]), float(l_in[j])
+            vec[0] += wj
+            vec[1] += wj * a
+            vec[2] += wj * a * a
+            self.size_all[0] += wj
+            self.size_all[1] += wj * a
+            self.size_all[2] += wj * a * a
+            if learn[j]:
+                b = float(l_out[j])
+                vec[3] += wj
+                vec[4] += wj * b
+                vec[5] += wj * b * b
+                self.size_all[3] += wj
+                self.size_all[4] += wj * b
+                self.size_all[5] += wj * b * b
+
+    def _fold_failures(self, frame: CallFrame, ids: np.ndarray, w: np.ndarray) -> None:
+        for tool, wj, failed in zip(ids.tolist(), w.tolist(), frame.failed.tolist(), strict=True):
+            vec = self.fail.setdefault(tool, [0.0, 0.0])
+            vec[0] += wj
+            vec[1] += wj * failed
+            self.fail_all[0] += wj
+            self.fail_all[1] += wj * failed
+
+    # --------------------------------------------------------------- compiling
+
+    def novel_tools(self, now_s: float, min_streams: float) -> frozenset[str]:
+        """Registry tools used in fewer than ``min_streams`` (effective) folded streams."""
+        f = self.factor(now_s)
+        return frozenset(
+            t for i, t in enumerate(self.tools) if self.streams.get(i, 0.0) * f < min_streams
+        )
+
+    def order_cue(
+        self, now_s: float, *, session_mix: bool, novel: frozenset[str], cap: float | None
+    ) -> OrderCue:
+        f = self.factor(now_s)
+        unigram = [self.unigram.get(i, 0.0) * f for i in range(len(self.tools))]
+        bigrams = [
+            (None if p < 0 else self.tools[p], self.tools[n], c * f)
+            for (p, n), c in sorted(self.bigram.items())
+        ]
+        return OrderCue.from_counts(
+            self.tools, unigram, bigrams, session_mix=session_mix, novel=novel, novelty_cap=cap
+        )
+
+    def size_cue(
+        self,
+        now_s: float,
+        *,
+        min_count: int,
+        min_sd: float,
+        novel: frozenset[str],
+        cap: float | None,
+    ) -> SizeCue:
+        f = self.factor(now_s)
+        stats = {GLOBAL: _moments(self.size_all, f)}
+        for i, vec in self.size.items():
+            stats[self.tools[i]] = _moments(vec, f)
+        return SizeCue.from_stats(
+            stats, min_count=min_count, min_sd=min_sd, novel=novel, novelty_cap=cap
+        )
+
+    def time_cue(self, now_s: float, *, tail: str) -> TimeCue:
+        f = self.factor(now_s)
+        populated = np.flatnonzero(self.gaps > 0)
+        if populated.size == 0:
+            return TimeCue.from_counts([], [], tail=tail)
+        knots = [bin_knot_us(int(b)) for b in populated.tolist()]
+        counts = np.cumsum(self.gaps[populated] * f).tolist()
+        return TimeCue.from_counts(knots, counts, tail=tail)
+
+    def failure_cue(self, now_s: float, *, prior_strength: float) -> FailureCue:
+        f = self.factor(now_s)
+        counts = {GLOBAL: [self.fail_all[0] * f, self.fail_all[1] * f]}
+        for i, (n, k) in self.fail.items():
+            counts[self.tools[i]] = [n * f, k * f]
+        return FailureCue.from_counts(counts, prior_strength)
+
+    # --------------------------------------------------------------- artifact
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t_ref": self.t_ref,
+            "tools": list(self.tools),
+            "unigram": [[i, c] for i, c in sorted(self.unigram.items())],
+            "bigram": [[p, n, c] for (p, n), c in sorted(self.bigram.items())],
+            "size": [[i, *v] for i, v in sorted(self.size.items())],
+            "size_all": list(self.size_all),
+            "fail": [[i, *v] for i, v in sorted(self.fail.items())],
+            "fail_all": list(self.fail_all),
+            "gaps": [[int(b), float(self.gaps[b])] for b in np.flatnonzero(self.gaps).tolist()],
+            "streams": [[i, c] for i, c in sorted(self.streams.items())],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], half_life_s: float) -> DecayedStats:
+        stats = cls(half_life_s)
+        stats.t_ref = float(data["t_ref"])
+        stats.tools = [str(t) for t in data["tools"]]
+        stats._ids = {t: i for i, t in enumerate(stats.tools)}
+        if len(stats._ids) != len(stats.tools):
+            raise ValueError("the tool registry repeats a tool")
+        v = len(stats.tools)
+
+        def tool(i: Any) -> int:
+            if not isinstance(i, int) or not -1 <= i < v:
+                raise ValueError(f"tool id {i!r} is outside the registry")
+            return i
+
+        stats.unigram = {tool(i): float(c) for i, c in data["unigram"]}
+        stats.bigram = {(tool(p), tool(n)): float(c) for p, n, c in data["bigram"]}
+        stats.size = {tool(row[0]): [float(x) for x in row[1:7]] for row in data["size"]}
+        stats.size_all = [float(x) for x in data["size_all"]]
+        stats.fail = {tool(row[0]): [float(row[1]), float(row[2])] for row in data["fail"]}
+        stats.fail_all = [float(x) for x in data["fail_all"]]
+        for b, c in data["gaps"]:
+            if not 0 <= int(b) < GAP_BINS:
+                raise ValueError(f"gap bin {b!r} is outside the histogram")
+            stats.gaps[int(b)] = float(c)
+        stats.streams = {tool(i): float(c) for i, c in data["streams"]}
+        return stats
+
+
+def gap_bins(gap_us: np.ndarray) -> np.ndarray:
+    """Histogram bin of each gap (µs): 1/50 decade from 1 ms, clipped at both ends."""
+    g = np.maximum(np.asarray(gap_us, dtype=np.float64), 1.0) / 1e6
+    b = np.floor((np.log10(g) - GAP_LOG10_MIN) * GAP_BINS_PER_DECADE)
+    return np.clip(b, 0, GAP_BINS - 1).astype(np.int64)
+
+
+def bin_knot_us(b: int) -> int:
+    """The largest whole µs gap of bin ``b``: every gap of bins ≤ b is ≤ it."""
+    upper = 10.0 ** (GAP_LOG10_MIN + (b + 1) / GAP_BINS_PER_DECADE) * 1e6
+    return max(math.ceil(upper) - 1, 1)
+
+
+def _add(table: dict[Any, float], keys: Sequence[Any], w: np.ndarray) -> None:
+    for key, wj in zip(keys, w.tolist(), strict=True):
+        table[key] = table.get(key, 0.0) + wj
+
+
+def _moments(vec: Sequence[float], f: float) -> dict[str, list[float]]:
+    def side(w: float, s1: float, s2: float) -> list[float]:
+        if w <= 0:
+            return [0.0, 0.0, 0.0]
+        mean = s1 / w
+        var = (s2 - s1 * s1 / w) / (w - 1) if w > 1 else 0.0
+        return [w * f, mean, math.sqrt(max(var, 0.0))]
+
+    return {"in": side(*vec[0:3]), "out": side(*vec[3:6])}
+
+
+# ------------------------------------------------------------------------------ the model
+
+
+@dataclass
+class AdaptiveModel:
+    """Decayed statistics + the fixed standardisation + the initial threshold pool."""
+
+    config: AdaptiveConfig
+    base: NormalModel  # the frozen model it started from (cue knobs, alert_on, thresholds)
+    stats: DecayedStats
+    standardisation: dict[str, tuple[float, float]]
+    #: statistic -> the calibration streams' maxima under the initial snapshot
+    pool: dict[str, list[float]]
+
+    @classmethod
+    def from_model(cls, model: NormalModel) -> AdaptiveModel:
+        """The adaptive model a trained artifact carries (``toolwatch train --adaptive``)."""
+        doc = model.adaptive
+        if doc is None:
+            raise ModelError(
+                "the model has no adaptive part: train it with `toolwatch train --adaptive`"
+            )
+        try:
+            config = AdaptiveConfig.from_dict(doc["config"])
+            stats = DecayedStats.from_dict(doc["stats"], config.half_life_s)
+            std = {k: (float(v[0]), float(v[1])) for k, v in doc["standardisation"].items()}
+            pool = {k: [float(x) for x in v] for k, v in doc["pool"].items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"the model's adaptive part is invalid: {exc}") from None
+        return cls(config, model, stats, std, pool)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config.to_dict(),
+            "stats": self.stats.to_dict(),
+            "standardisation": {k: list(v) for k, v in sorted(self.standardisation.items())},
+            "pool": {k: list(v) for k, v in sorted(self.pool.items())},
+        }
+
+    def with_config(self, config: AdaptiveConfig) -> AdaptiveModel:
+        """The same statistics under other knobs (``toolwatch replay`` overrides)."""
+        stats = DecayedStats.from_dict(self.stats.to_dict(), config.half_life_s)
+        return AdaptiveModel(config, self.base, stats, dict(self.standardisation), self.pool)
+
+    def fold(self, calls: pa.Table | CallFrame) -> None:
+        """Learn the calls of finished normal streams."""
+        self.stats.fold(calls if isinstance(calls, CallFrame) else prepare(calls))
+
+    def snapshot(self, now_s: float, *, novelty: bool = True) -> NormalModel:
+        """The current statistics compiled into a frozen model (the live scorer scores with it)."""
+        cfg = self.base.config
+        novel: frozenset[str] = frozenset()
+        caps: dict[str, float | None] = {"order": None, "size": None}
+        if novelty and self.config.novelty_streams > 0:
+            novel = self.stats.novel_tools(now_s, self.config.novelty_streams)
+            for cue in caps:
+                mean, sd = self.standardisation[cue]
+                caps[cue] = mean + self.config.novelty_zcap * sd
+        cues = {
+            "order": self.stats.order_cue(
+                now_s, session_mix=cfg.order_session_mix, novel=novel, cap=caps["order"]
+            ),
+            "size": self.stats.size_cue(
+                now_s,
+                min_count=cfg.size_min_count,
+                min_sd=cfg.size_min_sd,
+                novel=novel,
+                cap=caps["size"],
+            ),
+            "time": self.stats.time_cue(now_s, tail=cfg.time_tail),
+            "failure": self.stats.failure_cue(now_s, prior_strength=cfg.failure_prior_strength),
+        }
+        return NormalModel(
+            config=cfg,
+            cues=cues,
+            standardisation=dict(self.standardisation),
+            thresholds=self.base.thresholds,
+            data={"adaptive_snapshot": now_s},
+            created=self.base.created,
+        )
+
+    def describe(self) -> str:
+        c = self.config
+        half = "no decay" if math.isinf(c.half_life_days) else f"half-life {c.half_life_days:g} d"
+        pooled = ", ".join(f"{k} {len(v)}" for k, v in self.pool.items())
+        return (
+            f"adaptive model: {half}, quarantine {c.quarantine_h:g} h, novelty until "
+            f"{c.novelty_streams:g} streams (cap +{c.novelty_zcap:g} sd), threshold at "
+            f"{c.target_fa:.1%} of the last {c.window} stream maxima (initial pool: {pooled}; "
+            f"{len(self.stats.tools)} tools learnt)"
+        )
+
+
+def attach_adaptive(
+    model: NormalModel, train: pa.Table, calibration: pa.Table, config: AdaptiveConfig
+) -> AdaptiveModel:
+    """Give a calibrated model its adaptive part, learnt from the same training calls.
+
+    The training calls are folded at their own times (so their oldest fade, like later
+    traffic); the standardisation is the initial snapshot's in-sample mean and sd, as
+    :meth:`NormalModel.fit` does; the threshold pool is the maxima of the calibration streams
+    with at least ``min_calls`` calls under the initial snapshot, per watched statistic.
+    """
+    frame = prepare(train)
+    if frame.n == 0:
+        raise ModelError("the training split has no calls: nothing to learn from")
+    stats = DecayedStats(config.half_life_s)
+    stats.fold(frame)
+    now = float(frame.start_us.max()) / 1e6
+    draft = AdaptiveModel(config, model, stats, dict(model.standardisation), {})
+    plain = draft.snapshot(now, novelty=False)
+    fitted = NormalModel.from_cues(plain.cues, frame, model.config)
+    draft.standardisation = dict(fitted.standardisation)
+    pool: dict[str, list[float]] = {name: [] for name in model.config.alert_on}
+    calib = prepare(calibration)
+    if calib.n:
+        scores = draft.snapshot(now).score_frame(calib)
+        lengths = np.bincount(calib.stream)
+        starts = np.flatnonzero(calib.start)
+        for name in pool:
+            maxima = np.maximum.reduceat(scores[name], starts)
+            pool[name] = [float(x) for x in maxima[lengths >= config.min_calls].tolist()]
+    draft.pool = pool
+    model.adaptive = draft.to_dict()
+    model.checksum = ""
+    return draft

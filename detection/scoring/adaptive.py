@@ -1,0 +1,356 @@
+"""The live path's scorer: streams scored online, their thresholds, and — when the model is
+adaptive — the model and thresholds kept up with normal traffic.
+
+:class:`StreamScorer` wraps :class:`~toolwatch.detection.scoring.online.OnlineScorer` and keeps,
+per open stream, its first and last call, its length and the peak of every watched statistic.
+Frozen (``adaptive=None``), the thresholds are the model's operating point and a stream idle for
+``max_idle_s`` is forgotten, as the collector always did. Adaptive
+(:mod:`toolwatch.detection.model.adaptive`):
+
+1. **Close.** A stream with no call for ``idle_min`` of event time closes.
+2. **Threshold.** Its peak of each watched statistic (if it has ``min_calls`` calls) enters that
+   statistic's pool, a river ``stats.RollingQuantile(1 − target_fa, window)``: the threshold is
+   the pool's quantile, so about ``target_fa`` of recent long streams rise above it whatever the
+   drift. Streams that alarmed stay in the pool (leaving them out censors it and ratchets the
+   threshold down: 26 % of dev-real's normal streams alarmed that way). The pool starts from the
+   calibration streams; below ``min_pool`` maxima the operating point is used.
+3. **Quarantine, then fold.** ``quarantine_h`` after closing, a stream that never crossed a
+   threshold is folded into the model (its calls read back by ``calls_of``: the store in the
+   collector, the corpus in a replay), so an attack is not learnt the moment it starts.
+   Injected (labelled) streams and client artefacts (warm-up agents) are never folded or
+   pooled.
+4. **Refresh.** After folds (at most every ``refresh_min`` of event time, and once a day
+   anyway, as decay moves the effective counts) a new snapshot is compiled and swapped into the
+   online scorer; open streams keep their state (tool ids are stable across snapshots).
+
+Everything is bounded (per stream: the online scorer's state plus a few numbers; pools of
+``window`` values; pending streams of one quarantine) and is saved by :meth:`state` and
+restored by :meth:`restore`, so a restarted collector resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pyarrow as pa
+from river import stats
+
+from toolwatch.detection.cues.base import Call
+from toolwatch.detection.detectors.base import parse_statistic
+from toolwatch.detection.model.adaptive import AdaptiveModel, DecayedStats
+from toolwatch.detection.model.normal_model import ModelError, NormalModel
+from toolwatch.detection.scoring.online import SCORE_NAMES, OnlineScorer, Scores, StreamKey
+
+STATE_FORMAT: Final = "toolwatch.live-state"
+STATE_VERSION: Final = 1
+_DAY_US: Final = 86_400_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """A stream that went idle: what the quarantine and the fold need to know."""
+
+    key: StreamKey
+    first_us: int
+    last_us: int
+    calls: int
+    learn: bool  # neither injected nor a client artefact
+    alarmed: bool
+    peaks: tuple[float, ...]
+
+
+#: Reads back the calls of closed streams (each between its first and last call).
+CallsOf = Callable[[Sequence[Closed]], pa.Table]
+
+
+class _Track:
+    __slots__ = ("alarmed", "calls", "first_us", "last_us", "learn", "peaks")
+
+    def __init__(self, first_us: int, watched: int) -> None:
+        self.first_us = first_us
+        self.last_us = first_us
+        self.calls = 0
+        self.peaks = [-math.inf] * watched
+        self.alarmed = False
+        self.learn = True
+
+
+class StreamScorer:
+    """Score calls per stream against thresholds that are frozen or held at a target rate."""
+
+    def __init__(
+        self,
+        model: NormalModel,
+        *,
+        watch: Sequence[str] | None = None,
+        adaptive: AdaptiveModel | None = None,
+        calls_of: CallsOf | None = None,
+        max_idle_s: float = 6 * 3600.0,
+    ) -> None:
+        self.base = model
+        self.watch = list(watch or model.config.alert_on)
+        self.adaptive = adaptive
+        self.calls_of = calls_of
+        self._idx = [SCORE_NAMES.index(name) for name in self.watch]
+        self._operating = [model.threshold(*parse_statistic(name)) for name in self.watch]
+        self.tracks: dict[StreamKey, _Track] = {}
+        self.pending: list[tuple[int, int, Closed]] = []  # (release_us, order, stream) heap
+        self.now_us = 0
+        self.counts = {"closed": 0, "pooled": 0, "folded": 0, "folded_calls": 0, "refreshes": 0}
+        self.counts["fold_errors"] = 0
+        self._order = 0
+        self._dirty = False
+        if adaptive is None:
+            self.idle_us = int(max_idle_s * 1e6)
+            self.online = OnlineScorer(model)
+            self.pools: list[deque[float]] = []
+            self._quantiles: list[stats.RollingQuantile] = []
+            self.snapshot_s = 0.0
+        else:
+            cfg = adaptive.config
+            self.idle_us = int(cfg.idle_min * 60e6)
+            self.snapshot_s = adaptive.stats.t_ref
+            self.online = OnlineScorer(adaptive.snapshot(self.snapshot_s))
+            self.pools = [
+                deque(adaptive.pool.get(name, [])[-cfg.window :], cfg.window) for name in self.watch
+            ]
+            self._quantiles = []
+            self._rebuild_quantiles()
+        self.thresholds = self._current_thresholds()
+
+    # ---------------------------------------------------------------- scoring
+
+    def score(self, call: Call, *, learn: bool = True) -> tuple[int, Scores, int]:
+        """Score one call: its index in its stream, its scores, and a bit mask of the watched
+        statistics above their thresholds (bit i: ``watch[i]``). ``learn=False`` marks the
+        stream as never to be folded or pooled (an injected copy, a client artefact)."""
+        index, scores = self.online.score(call)
+        key = (call.session_id, call.agent_id)
+        track = self.tracks.get(key)
+        if track is None:
+            track = self.tracks[key] = _Track(call.start_us, len(self._idx))
+        values = scores._values
+        peaks = track.peaks
+        mask = 0
+        for bit, j in enumerate(self._idx):
+            v = values[j]
+            if v > peaks[bit]:
+                peaks[bit] = v
+            if v > self.thresholds[bit]:
+                mask |= 1 << bit
+        if mask:
+            track.alarmed = True
+        if not learn:
+            track.learn = False
+        track.calls += 1
+        if call.start_us > track.last_us:
+            track.last_us = call.start_us
+        if call.start_us > self.now_us:
+            self.now_us = call.start_us
+        return index, scores, mask
+
+    # ---------------------------------------------------------------- stream life cycle
+
+    def advance(self, now_us: int | None = None) -> list[Closed]:
+        """Close idle streams; adaptive: pool them, fold those out of quarantine, refresh.
+
+        ``now_us`` defaults to the latest call time seen (event time: a replay of old data
+        behaves as live traffic did). Returns the streams closed now.
+        """
+        now = self.now_us if now_us is None else max(now_us, self.now_us)
+        self.now_us = now
+        cutoff = now - self.idle_us
+        closed = []
+        for key in [k for k, t in self.tracks.items() if t.last_us < cutoff]:
+            track = self.tracks.pop(key)
+            self.online.forget(key)
+            closed.append(
+                Closed(
+                    key,
+                    track.first_us,
+                    track.last_us,
+                    track.calls,
+                    track.learn,
+                    track.alarmed,
+                    tuple(track.peaks),
+                )
+            )
+        self.counts["closed"] += len(closed)
+        if self.adaptive is None:
+            return closed
+        cfg = self.adaptive.config
+        quarantine_us = int(cfg.quarantine_h * 3600e6)
+        for c in closed:
+            if c.learn and c.calls >= cfg.min_calls:
+                for bit, peak in enumerate(c.peaks):
+                    self.pools[bit].append(peak)
+                    self._quantiles[bit].update(peak)
+                self.counts["pooled"] += 1
+            if c.learn and (cfg.fold_alarmed or not c.alarmed):
+                self._order += 1
+                heapq.heappush(
+                    self.pending, (c.last_us + self.idle_us + quarantine_us, self._order, c)
+                )
+        due = []
+        while self.pending and self.pending[0][0] <= now:
+            due.append(heapq.heappop(self.pending)[2])
+        if due:
+            self._fold(due)
+        since = now / 1e6 - self.snapshot_s
+        if (self._dirty and since >= cfg.refresh_min * 60) or since * 1e6 >= _DAY_US:
+            self.refresh(now / 1e6)
+        self.thresholds = self._current_thresholds()
+        return closed
+
+    def _fold(self, streams: Sequence[Closed]) -> None:
+        assert self.adaptive is not None
+        if self.calls_of is None:
+            raise ModelError("an adaptive scorer needs calls_of to read back the streams it folds")
+        calls = self.calls_of(streams)
+        self.adaptive.fold(calls)
+        self.counts["folded"] += len(streams)
+        self.counts["folded_calls"] += calls.num_rows
+        self._dirty = True
+
+    def refresh(self, now_s: float) -> None:
+        """Compile a snapshot of the adaptive model at ``now_s`` and score with it."""
+        assert self.adaptive is not None
+        self.online.use_model(self.adaptive.snapshot(now_s))
+        self.snapshot_s = now_s
+        self._dirty = False
+        self.counts["refreshes"] += 1
+
+    def _rebuild_quantiles(self) -> None:
+        assert self.adaptive is not None
+        cfg = self.adaptive.config
+        self._quantiles = []
+        for pool in self.pools:
+            q = stats.RollingQuantile(q=1.0 - cfg.target_fa, window_size=cfg.window)
+            for x in pool:
+                q.update(x)
+            self._quantiles.append(q)
+
+    def _current_thresholds(self) -> list[float]:
+        if self.adaptive is None:
+            return list(self._operating)
+        out = []
+        for bit, pool in enumerate(self.pools):
+            value = self._quantiles[bit].get()
+            enough = len(pool) >= self.adaptive.config.min_pool and value is not None
+            out.append(float(value) if enough else self._operating[bit])
+        return out
+
+    def threshold(self, name: str) -> float:
+        """The current threshold of a watched statistic."""
+        return self.thresholds[self.watch.index(name)]
+
+    @property
+    def open_streams(self) -> int:
+        return len(self.tracks)
+
+    # ---------------------------------------------------------------- saved state
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to resume: the adaptive statistics, pools, open and pending
+        streams (JSON-ready)."""
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "model_id": self.base.model_id,
+            "watch": self.watch,
+            "now_us": self.now_us,
+            "snapshot_s": self.snapshot_s,
+            "dirty": self._dirty,
+            "order": self._order,
+            "counts": dict(self.counts),
+            "adaptive": None if self.adaptive is None else self.adaptive.stats.to_dict(),
+            "pools": [list(p) for p in self.pools],
+            "streams": [
+                [
+                    key[0],
+                    key[1],
+                    t.first_us,
+                    t.last_us,
+                    t.calls,
+                    t.peaks,
+                    t.alarmed,
+                    t.learn,
+                    self.online.save_stream(key),
+                ]
+                for key, t in self.tracks.items()
+            ],
+            "pending": [
+                [
+                    r,
+                    o,
+                    c.key[0],
+                    c.key[1],
+                    c.first_us,
+                    c.last_us,
+                    c.calls,
+                    c.learn,
+                    c.alarmed,
+                    list(c.peaks),
+                ]
+                for r, o, c in sorted(self.pending)
+            ],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`state`; :class:`ModelError` if it belongs to another model."""
+        if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
+            raise ModelError("not a toolwatch live state of this version")
+        if state.get("model_id") != self.base.model_id or state.get("watch") != self.watch:
+            raise ModelError(
+                f"the live state belongs to model {state.get('model_id')!r} watching "
+                f"{state.get('watch')}, not to {self.base.model_id!r} watching {self.watch}"
+            )
+        if (state["adaptive"] is None) != (self.adaptive is None):
+            raise ModelError("the live state is adaptive and the scorer is not, or the reverse")
+        try:
+            if self.adaptive is not None:
+                cfg = self.adaptive.config
+                self.adaptive.stats = DecayedStats.from_dict(state["adaptive"], cfg.half_life_s)
+                self.pools = [
+                    deque([float(x) for x in p][-cfg.window :], cfg.window) for p in state["pools"]
+                ]
+                if len(self.pools) != len(self.watch):
+                    raise ValueError("one pool per watched statistic is expected")
+                self._rebuild_quantiles()
+                self.snapshot_s = float(state["snapshot_s"])
+                self.online = OnlineScorer(self.adaptive.snapshot(self.snapshot_s))
+            self.now_us = int(state["now_us"])
+            self._dirty = bool(state["dirty"])
+            self._order = int(state["order"])
+            self.counts.update({k: int(v) for k, v in state["counts"].items()})
+            self.tracks = {}
+            for sid, agent, first, last, calls, peaks, alarmed, learn, online in state["streams"]:
+                key = (str(sid), None if agent is None else str(agent))
+                track = _Track(int(first), len(self.watch))
+                track.last_us, track.calls = int(last), int(calls)
+                track.peaks = [float(p) for p in peaks]
+                track.alarmed, track.learn = bool(alarmed), bool(learn)
+                self.tracks[key] = track
+                self.online.load_stream(key, online)
+            self.pending = []
+            for r, o, sid, agent, first, last, calls, learn, alarmed, peaks in state["pending"]:
+                key = (str(sid), None if agent is None else str(agent))
+                closed = Closed(
+                    key,
+                    int(first),
+                    int(last),
+                    int(calls),
+                    bool(learn),
+                    bool(alarmed),
+                    tuple(float(p) for p in peaks),
+                )
+                self.pending.append((int(r), int(o), closed))
+            heapq.heapify(self.pending)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ModelError(f"the live state is damaged: {exc}") from None
+        self.thresholds = self._current_thresholds()

@@ -1,0 +1,458 @@
+"""Replay: a stored corpus driven through the live scorer in time order, as if it arrived now.
+
+This is how a user checks, before turning alerts on, the false-alarm rate they will get and how
+soon drift would wear it down. The split is the one every command shares
+(:mod:`toolwatch.detection.calls.split`); the model is fitted on train and calibrated as
+``toolwatch train`` does; then **every** test-split stream (any length) is fed call by call, in
+global time order, through :class:`~toolwatch.detection.alerting.live.LiveScorer` — the code the
+collector runs — in batches of ``batch_s`` of event time:
+
+* **adaptive**: the model trained with its adaptive part (``toolwatch train --adaptive``): the
+  threshold held at ``target_fa`` of recent stream maxima, streams that did not alarm folded in
+  after the quarantine (their calls read back from the corpus);
+* **frozen**: the same model without it, alerting at its operating point (what the collector
+  did before), printed beside.
+
+**Injected copies.** Per seed and normal test stream (≥ ``min_calls`` calls) the experiment's
+injector (:mod:`toolwatch.injection.experiment.runs`: same positions, same seeds) writes one
+labelled copy per kind; the copies arrive with the corpus, are scored against the threshold of
+the moment, and — being labelled — are never folded nor pooled. A copy is detected when a call
+of its detection window (``max(#inserted, 10) + 10`` calls from the insertion point) is above
+the threshold, as in the experiment.
+
+**Per week** (of each stream's first call, Monday to Sunday, UTC): the normal long streams that
+alarmed (k/n, with a 95 % Wilson interval), the threshold at the end of the week, and the
+detection of the copies of that week's streams. Weeks of fewer than :data:`THIN_WEEK` streams
+are marked thin: one alarm there is already 1/n.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.detection.alerting.live import LiveScorer
+from toolwatch.detection.cues.base import Call
+from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
+from toolwatch.detection.scoring.adaptive import Closed
+from toolwatch.detection.scoring.online import Scores
+from toolwatch.injection.experiment.config import ExperimentConfig
+from toolwatch.injection.experiment.metrics import detection_window
+from toolwatch.injection.experiment.runs import build_runs
+from toolwatch.injection.experiment.scoring import fit_model
+from toolwatch.injection.experiment.split import normal_sessions, split_by_time, stream_name
+from toolwatch.injection.spans.context import InjectionContext
+from toolwatch.injection.spans.session_arrays import SessionCalls, to_table
+
+#: Kinds injected into the replayed weeks by default: the two the detector must catch and the
+#: control that must not alarm.
+REPLAY_KINDS: Final[tuple[str, ...]] = ("burst", "runaway_retry", "control_same_response_burst")
+#: Weeks with fewer normal long streams than this are marked thin.
+THIN_WEEK: Final = 20
+MODELS: Final[tuple[str, ...]] = ("adaptive", "frozen")
+#: The label of a copy's calls that were not injected (a copy is an injected stream).
+COPY_LABEL: Final = "copy"
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """What determines a replay's numbers."""
+
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+    adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
+    statistic: str = "all_cusum"
+    batch_s: float = 60.0
+    replay_kinds: tuple[str, ...] = REPLAY_KINDS
+
+
+@dataclass
+class ModelReplay:
+    """One model's replay: per normal stream whether it alarmed; per copy whether detected."""
+
+    alarmed: dict[str, bool]  # normal stream name -> alarmed at least once
+    detected: dict[tuple[str, int, str], bool]  # (kind, seed, stream name) -> detected
+    thresholds: list[tuple[int, float]]  # (event time µs, threshold) after each batch
+    counts: dict[str, int]
+    seconds: float
+    calls: int
+
+
+@dataclass
+class WeekRow:
+    week: str
+    normal: int  # normal long streams that started this week
+    alarmed: dict[str, int]  # model -> k
+    threshold: dict[str, float]  # model -> threshold at the week's end
+    detection: dict[str, dict[str, tuple[int, int]]]  # model -> kind -> (detected, runs)
+
+
+@dataclass
+class ReplayResult:
+    config: ReplayConfig
+    split: dict[str, Any]
+    weeks: list[WeekRow]
+    totals: dict[str, dict[str, Any]]
+    models: dict[str, ModelReplay]
+
+
+def run_replay(calls: pa.Table, config: ReplayConfig) -> ReplayResult:
+    """Split, fit, inject, then replay the test split through the live scorer (both models)."""
+    exp = config.experiment
+    sessions = normal_sessions(calls)
+    split = split_by_time(sessions, exp)
+    exp = dataclasses.replace(exp, split_dates=split.spec.dates, split_shares=split.spec.shares)
+    model = fit_model(split.train, split.calibration, exp)
+    adaptive_cfg = dataclasses.replace(config.adaptive, target_fa=exp.target_fa)
+    train_t = to_table(split.train)
+    calib_t = to_table(split.calibration if split.calibration else split.train)
+    attach_adaptive(model, train_t, calib_t, adaptive_cfg)
+
+    context = InjectionContext.from_sessions(split.train)
+    runs = build_runs(split.test, context, exp, kinds=config.replay_kinds)
+    shadows: list[SessionCalls] = []
+    shadow_meta: list[tuple[str, int, str, int, int]] = []  # kind, seed, name, position, window
+    for kind, kind_runs in runs.items():
+        windows = detection_window(kind_runs.inserted)
+        for j, s in enumerate(kind_runs.sessions):
+            seed = int(kind_runs.seed[j])
+            sid = f"{s.session_id}~{kind}~s{seed}"
+            # every call of a copy is labelled (the injected ones with their kind), so no part
+            # of it is ever learnt or pooled, even one that closes before the injection
+            label = np.where(s["label"] == None, COPY_LABEL, s["label"])  # noqa: E711
+            shadows.append(s.replace(session_id=np.full(len(s), sid, dtype=object), label=label))
+            name = stream_name(split.test[int(kind_runs.session_index[j])])
+            shadow_meta.append((kind, seed, name, int(kind_runs.positions[j]), int(windows[j])))
+
+    test_streams = split.test_split
+    normal_table = to_table(test_streams)
+    replay = pa.concat_tables([normal_table, to_table(shadows)]) if shadows else normal_table
+    replay = replay.take(
+        pc.sort_indices(replay, sort_keys=[("start_time", "ascending"), ("seq", "ascending")])
+    )
+    long_names = {stream_name(s) for s in split.test}
+    results = {}
+    for name in MODELS:
+        results[name] = _drive(
+            model,
+            replay,
+            normal_table,
+            config,
+            adaptive=name == "adaptive",
+            long_names=long_names,
+            shadow_meta=shadow_meta,
+            shadows=shadows,
+        )
+    weeks, totals = _weekly(split.test, results, config, runs_kinds=tuple(runs))
+    summary = split.summary()
+    summary["replayed_streams"] = len(test_streams)
+    summary["injected_copies"] = len(shadows)
+    return ReplayResult(
+        config=dataclasses.replace(config, experiment=exp, adaptive=adaptive_cfg),
+        split=summary,
+        weeks=weeks,
+        totals=totals,
+        models=results,
+    )
+
+
+def _drive(
+    model: Any,
+    replay: pa.Table,
+    normal_table: pa.Table,
+    config: ReplayConfig,
+    *,
+    adaptive: bool,
+    long_names: set[str],
+    shadow_meta: Sequence[tuple[str, int, str, int, int]],
+    shadows: Sequence[SessionCalls],
+) -> ModelReplay:
+    """Feed ``replay`` through one LiveScorer in batches of event time; record alarms."""
+    index = _stream_rows(normal_table)
+    starts_us = normal_table.column("start_time").cast(pa.int64()).to_numpy()
+
+    def calls_of(streams: Sequence[Closed]) -> pa.Table:
+        rows: list[int] = []
+        for c in streams:
+            for r in index.get(c.key, ()):
+                if c.first_us <= starts_us[r] <= c.last_us:
+                    rows.append(r)
+        return (
+            normal_table.take(pa.array(sorted(rows), pa.int64()))
+            if rows
+            else (CALLS_SCHEMA.empty_table())
+        )
+
+    live = LiveScorer(
+        model,
+        None,
+        alert_on=[config.statistic],
+        adaptive=config.adaptive if adaptive else False,
+        calls_of=calls_of,
+        record=False,
+    )
+    shadow_of = {(str(s.session_id), s["agent_id"][0]): j for j, s in enumerate(shadows)}
+    seen: dict[tuple[str, str | None], int] = {}
+    alarmed: dict[str, bool] = {}
+    detected: dict[tuple[str, int, str], bool] = {}
+
+    def observe(call: Call, _index: int, _scores: Scores, mask: int) -> None:
+        key = (call.session_id, call.agent_id)
+        k = seen.get(key, 0)
+        seen[key] = k + 1
+        j = shadow_of.get(key)
+        if j is None:
+            name = (
+                call.session_id if call.agent_id is None else f"{call.session_id}/{call.agent_id}"
+            )
+            if name in long_names:
+                alarmed[name] = alarmed.get(name, False) or bool(mask & 1)
+            return
+        kind, seed, name, position, window = shadow_meta[j]
+        if mask & 1 and position <= k < position + window:
+            detected[(kind, seed, name)] = True
+        else:
+            detected.setdefault((kind, seed, name), False)
+
+    live.on_scored = observe
+    t_us = replay.column("start_time").cast(pa.int64()).to_numpy()
+    batch_us = int(config.batch_s * 1e6)
+    cuts = np.flatnonzero(np.diff(t_us // batch_us)) + 1
+    bounds = np.concatenate([[0], cuts, [len(t_us)]])
+    thresholds: list[tuple[int, float]] = []
+    clock = time.perf_counter()
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        live.process(replay.slice(a, b - a))
+        thresholds.append((int(t_us[b - 1]), live.scorer.thresholds[0]))
+    live.scorer.advance(int(t_us[-1]) + 10 * 86_400_000_000)  # close and fold what is left
+    seconds = time.perf_counter() - clock
+    for name in long_names:
+        alarmed.setdefault(name, False)
+    return ModelReplay(
+        alarmed, detected, thresholds, dict(live.scorer.counts), seconds, live.calls_scored
+    )
+
+
+def _stream_rows(table: pa.Table) -> dict[tuple[str, str | None], list[int]]:
+    out: dict[tuple[str, str | None], list[int]] = {}
+    for r, key in enumerate(
+        zip(
+            table.column("session_id").to_pylist(),
+            table.column("agent_id").to_pylist(),
+            strict=True,
+        )
+    ):
+        out.setdefault(key, []).append(r)
+    return out
+
+
+def week_of(us: int) -> str:
+    """The Monday (UTC) of the week of a time in µs."""
+    day = datetime.fromtimestamp(us / 1e6, UTC).date()
+    return (day - timedelta(days=day.weekday())).isoformat()
+
+
+def _weekly(
+    test: Sequence[SessionCalls],
+    results: dict[str, ModelReplay],
+    config: ReplayConfig,
+    runs_kinds: tuple[str, ...],
+) -> tuple[list[WeekRow], dict[str, dict[str, Any]]]:
+    week = {stream_name(s): week_of(int(s["start_time"][0])) for s in test}
+    weeks = sorted(set(week.values()))
+    rows = []
+    for w in weeks:
+        names = [n for n, ww in week.items() if ww == w]
+        end_us = int(
+            (datetime.fromisoformat(w).replace(tzinfo=UTC) + timedelta(days=7)).timestamp() * 1e6
+        )
+        row = WeekRow(w, len(names), {}, {}, {})
+        for model, res in results.items():
+            row.alarmed[model] = sum(res.alarmed[n] for n in names)
+            before = [thr for t, thr in res.thresholds if t < end_us]
+            row.threshold[model] = before[-1] if before else math.nan
+            row.detection[model] = {}
+            for kind in runs_kinds:
+                hits = [v for (k, _, n), v in res.detected.items() if k == kind and week[n] == w]
+                row.detection[model][kind] = (sum(hits), len(hits))
+        rows.append(row)
+    totals: dict[str, dict[str, Any]] = {}
+    target = config.experiment.target_fa
+    for model, res in results.items():
+        n = len(res.alarmed)
+        k = sum(res.alarmed.values())
+        later = rows[1:]
+        over = [r.week for r in later if r.normal and r.alarmed[model] / r.normal > 2 * target]
+        over_full = [r for r in later if r.normal >= THIN_WEEK and r.week in over]
+        det = {}
+        for kind in runs_kinds:
+            hits = [v for (kk, _, _), v in res.detected.items() if kk == kind]
+            det[kind] = (sum(hits), len(hits))
+        totals[model] = {
+            "alarmed": k,
+            "streams": n,
+            "weeks_over_2x_target": over,
+            "full_weeks_over_2x_target": [r.week for r in over_full],
+            "detection": det,
+            "counts": res.counts,
+            "seconds": res.seconds,
+            "calls": res.calls,
+        }
+    return rows, totals
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson interval of k/n."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+# ------------------------------------------------------------------------------ the report
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:.1f}%" if n else "–"
+
+
+def _rate(pair: tuple[int, int]) -> str:
+    k, n = pair
+    return f"{100 * k / n:.1f}%" if n else "–"
+
+
+def render(result: ReplayResult) -> str:
+    """The replay as text: per week beside the frozen model, then the totals."""
+    cfg = result.config
+    split = result.split
+    target = cfg.experiment.target_fa
+    kinds = list(cfg.replay_kinds)
+    short = {
+        "burst": "burst",
+        "runaway_retry": "runaway",
+        "control_same_response_burst": "ctl-SR",
+        "control_other_normal": "ctl-8",
+        "out_of_scope_tool": "OOS",
+    }
+    a = cfg.adaptive
+    half = "no decay" if math.isinf(a.half_life_days) else f"half-life {a.half_life_days:g} d"
+    lines = [
+        f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
+        f"({split['test'][0]} with ≥ {cfg.experiment.min_calls} calls) replayed in time order "
+        f"through the live scorer, with {split['injected_copies']:,} injected copies "
+        f"({', '.join(kinds)}; {len(cfg.experiment.seeds)} seeds)",
+        f"model fitted on {split['train'][0]:,} streams, calibrated on "
+        f"{split['calibration'][0]:,}; watched: {cfg.statistic}, target {target:.0%} of "
+        "streams alarming",
+        f"adaptive: {half}, quarantine {a.quarantine_h:g} h, idle {a.idle_min:g} min, novelty "
+        f"until {a.novelty_streams:g} streams, threshold = the {1 - target:.0%} quantile of the "
+        f"last {a.window} stream maxima (river RollingQuantile); frozen: the same model at its "
+        "operating point (what the collector alerts on without --adaptive)",
+        "",
+    ]
+    head = [
+        "week",
+        "streams",
+        "adaptive: alarming (95% CI)",
+        "threshold",
+        *(short.get(k, k) for k in kinds),
+        "frozen: alarming",
+        "threshold",
+        *(short.get(k, k) for k in kinds),
+    ]
+    rows = []
+    for r in result.weeks:
+        cells = [r.week + (" thin" if r.normal < THIN_WEEK else ""), str(r.normal)]
+        for model in MODELS:
+            k = r.alarmed[model]
+            lo, hi = wilson(k, r.normal)
+            shown = f"{k}/{r.normal} {_pct(k, r.normal)}"
+            if model == "adaptive":
+                shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)" if r.normal else ""
+            cells += [shown, f"{r.threshold[model]:.2f}"]
+            cells += [_rate(r.detection[model][kind]) for kind in kinds]
+        rows.append(cells)
+    total = ["all", str(result.totals["adaptive"]["streams"])]
+    for model in MODELS:
+        t = result.totals[model]
+        k, n = t["alarmed"], t["streams"]
+        lo, hi = wilson(k, n)
+        shown = f"{k}/{n} {_pct(k, n)}"
+        if model == "adaptive":
+            shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)"
+        total += [shown, ""]
+        total += [_rate(t["detection"][kind]) for kind in kinds]
+    rows.append(total)
+    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    lines.append("")
+    for model in MODELS:
+        t = result.totals[model]
+        over = t["weeks_over_2x_target"]
+        full = t["full_weeks_over_2x_target"]
+        lines.append(
+            f"{model}: weeks after the first with more than 2× the target ({2 * target:.0%}) "
+            f"of their streams alarming: {len(over)} of {len(result.weeks) - 1}"
+            + (f" ({', '.join(over)})" if over else "")
+            + f"; of them with ≥ {THIN_WEEK} streams: {len(full)}"
+        )
+    c = result.totals["adaptive"]["counts"]
+    lines.append(
+        f"adaptive model: {c['folded']:,} streams folded in ({c['folded_calls']:,} calls), "
+        f"{c['pooled']:,} maxima pooled, {c['refreshes']:,} snapshots; a week marked thin has "
+        f"fewer than {THIN_WEEK} streams (one alarm there is already 1/n)"
+    )
+    secs = {m: result.totals[m]["seconds"] for m in MODELS}
+    calls = result.totals["adaptive"]["calls"]
+    lines.append(
+        "replay time: "
+        + ", ".join(f"{m} {s:.1f} s ({calls / s:,.0f} calls/s)" for m, s in secs.items())
+    )
+    return "\n".join(lines) + "\n"
+
+
+def summary(result: ReplayResult) -> dict[str, Any]:
+    """JSON-ready results."""
+    cfg = result.config
+    return {
+        "config": {
+            "experiment": cfg.experiment.to_dict(),
+            "adaptive": cfg.adaptive.to_dict(),
+            "statistic": cfg.statistic,
+            "batch_s": cfg.batch_s,
+            "replay_kinds": list(cfg.replay_kinds),
+        },
+        "split": result.split,
+        "weeks": [
+            {
+                "week": r.week,
+                "streams": r.normal,
+                "thin": r.normal < THIN_WEEK,
+                "alarmed": r.alarmed,
+                "threshold": {m: (None if math.isnan(v) else v) for m, v in r.threshold.items()},
+                "detection": {
+                    m: {k: list(v) for k, v in d.items()} for m, d in r.detection.items()
+                },
+            }
+            for r in result.weeks
+        ],
+        "totals": {
+            m: {**t, "detection": {k: list(v) for k, v in t["detection"].items()}}
+            for m, t in result.totals.items()
+        },
+    }
