@@ -1,12 +1,15 @@
 """``toolwatch scan``: run the operating point over every stored session; rank the flagged.
 
     toolwatch scan [--model model.json] [--store PATH] [--statistic all_cusum ...] [--top 20]
+        [--split-shares A,B | --split-dates D1,D2] [--min-calls N] [--from DAY --to DAY]
 
 Prints one line per flagged session, strongest first: the stream (subagent or main agent), the
 first call above the threshold (its index in the stream, the stream's length, its seq in the
 session), the tool, the cue that explains the excursion, the peak against the threshold and how
 many calls were above it; the header compares the flagged streams with the study's count (the
-study counted each subagent as a session of its own).
+study counted each subagent as a session of its own). With the split options every command
+shares, only the test split is scanned — the streams a model trained with the same options
+never saw; ``--min-calls`` scans only streams that long (default: every stream).
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.calls.frame import CallsError
+from toolwatch.detection.calls.split import (
+    SplitError,
+    add_split_arguments,
+    spec_from_args,
+    split_store,
+)
 from toolwatch.detection.calls.windows import WindowError, bounded, load_window
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
@@ -44,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"model artifact (default: STORE/{MODEL_IN_STORE}, where `toolwatch train` writes)",
     )
     add_store_argument(parser)
+    add_split_arguments(parser, min_calls=1)
     parser.add_argument("--from", dest="start", metavar="DATE", help="first day (ISO)")
     parser.add_argument("--to", dest="end", metavar="DATE", help="last day (ISO, inclusive)")
     parser.add_argument(
@@ -69,17 +79,23 @@ def run(args: argparse.Namespace) -> int:
         if not model.calibrated:
             raise ModelError(f"model file {path} has no thresholds (never calibrated)")
         with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            calls = load_window(Store(args.store), bounded(args.start, args.end), normal_only=False)
+            if args.split_dates or args.split_shares:
+                if args.start or args.end:
+                    raise WindowError("give --from/--to or a split option, not both")
+                calls = split_store(Store(args.store), spec_from_args(args)).calls("test_all")
+            else:
+                window = bounded(args.start, args.end)
+                calls = load_window(Store(args.store), window, normal_only=False)
             bar.update()
             scored = score_calls(model, calls)
             bar.update()
-            result = scan(model, calls, args.statistic, scored=scored)
+            result = scan(model, calls, args.statistic, scored=scored, min_calls=args.min_calls)
             if not args.no_save:
                 Store(args.store).append(
                     STREAM_SCORES_TABLE, stream_scores(model, scored, args.statistic)
                 )
             bar.update()
-    except (ModelError, WindowError, StoreError, CallsError) as exc:
+    except (ModelError, WindowError, StoreError, CallsError, SplitError) as exc:
         print(f"toolwatch scan: {exc}", file=sys.stderr)
         return 1
     if args.json:
@@ -102,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
 def format_result(result: ScanResult, top: int) -> str:
     lines = [
-        f"{len(result.flags)} of {result.sessions} sessions flagged "
-        f"({result.streams_flagged} of {result.streams} streams, {result.calls:,} calls); "
+        f"{result.streams_flagged} of {result.streams} streams flagged, in "
+        f"{len(result.flags)} of {result.sessions} sessions ({result.calls:,} calls); "
         f"the study: {SCAN_FLAGGED_SESSIONS} of {int(CORPUS['sessions'])} "
         "(it counted each subagent as a session: compare streams)"
     ]

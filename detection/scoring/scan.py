@@ -68,9 +68,11 @@ def scan(
     statistics: Sequence[str] | None = None,
     *,
     scored: pa.Table | None = None,
+    min_calls: int = 1,
 ) -> ScanResult:
     """Score ``calls`` and return the flagged sessions, ranked (see the module docstring);
-    ``scored``: ``score_calls(model, calls)`` when the caller has it already."""
+    ``scored``: ``score_calls(model, calls)`` when the caller has it already. Only streams with
+    at least ``min_calls`` calls are scanned (all are scored)."""
     scored = score_calls(model, calls) if scored is None else scored
     n = scored.num_rows
     if n == 0:
@@ -78,6 +80,7 @@ def scan(
     call_index = scored.column("call_index").to_numpy()
     stream = np.cumsum(call_index == 0) - 1
     stream_len = np.bincount(stream)
+    scanned = stream_len[stream] >= min_calls
     session = scored.column("session_id").to_pylist()
     agent = scored.column("agent_id").to_pylist()
     seq = scored.column("seq").to_pylist()
@@ -89,7 +92,7 @@ def scan(
         cue_set, detector = parse_statistic(name)
         threshold = model.threshold(cue_set, detector)
         values = scored.column(name).to_numpy()
-        over = np.flatnonzero(values > threshold)
+        over = np.flatnonzero((values > threshold) & scanned)
         if over.shape[0] == 0:
             continue
         over_streams, first = np.unique(stream[over], return_index=True)
@@ -126,10 +129,11 @@ def scan(
             if held is None or flag.margin > held.margin:
                 best[flag.session_id] = flag
     flags = sorted(best.values(), key=lambda f: (-f.margin, f.session_id))
+    kept = np.flatnonzero(scanned)
     return ScanResult(
         flags=flags,
-        sessions=len(set(session)),
-        streams=int(stream_len.shape[0]),
-        calls=n,
+        sessions=len({session[i] for i in kept.tolist()}),
+        streams=int((stream_len >= min_calls).sum()),
+        calls=int(scanned.sum()),
         streams_flagged=len(flagged_streams),
     )

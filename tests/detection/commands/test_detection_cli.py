@@ -103,10 +103,8 @@ def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> No
             "train",
             "--store",
             str(store.root),
-            "--train",
-            "2026-08-04..2026-08-05",
-            "--calibrate",
-            "2026-08-07..2026-08-08",
+            "--split-dates",
+            "2026-08-05,2026-08-08",
             "--out",
             str(out),
         ]
@@ -115,9 +113,11 @@ def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> No
     text = capsys.readouterr().out
     assert "operating-point thresholds" in text and str(out) in text
     model = NormalModel.load(out)
-    assert model.data["train"]["sessions"] == 39
-    assert model.data["train"]["window"]["given"] == "2026-08-04..2026-08-05"
-    assert model.data["calibration"]["sessions"] == 20
+    # streams by their first call: Aug 4 09:00 .. Aug 5 23:00 train; Aug 6 00:00 + Aug 7
+    # calibrate (the workload's sessions have subagents: a stream each)
+    assert (model.data["train"]["sessions"], model.data["train"]["streams"]) == (39, 46)
+    assert model.data["train"]["window"]["given"] == "--split-dates 2026-08-05,2026-08-08"
+    assert model.data["calibration"]["sessions"] == 21
 
     scores = tmp_path / "scores.csv"
     code = main(
@@ -150,7 +150,20 @@ def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> No
     code = main(["scan", "--model", str(out), "--store", str(store.root)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "sessions flagged" in text and "retry-loop" in text and "the study: 3 of 422" in text
+    assert "streams flagged, in" in text and "retry-loop" in text and "the study: 3 of 422" in text
+    # the same split options: only the test split (what the model never saw) is scanned
+    split = ["--split-dates", "2026-08-05,2026-08-08"]
+    code = main(["scan", "--model", str(out), "--store", str(store.root), *split, "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["sessions"], doc["streams"]) == (21, 26)
+    assert doc["flagged"][0]["session_id"] == "retry-loop"
+    long_only = [*split, "--min-calls", "25"]
+    assert (
+        main(["scan", "--model", str(out), "--store", str(store.root), *long_only, "--json"]) == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["streams"] < 26 and doc["flagged"][0]["session_id"] == "retry-loop"
 
 
 def test_train_with_default_windows(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -158,9 +171,10 @@ def test_train_with_default_windows(store: Store, tmp_path: Path, capsys) -> Non
     assert main(["train", "--store", str(store.root), "--out", str(out)]) == 0
     model = NormalModel.load(out)
     # the first 4 of the 7 days: Aug 4-5 (40 sessions) and Aug 7 until midnight (15 of 20)
-    assert model.data["train"]["sessions"] == 40 + 15
+    assert (model.data["train"]["sessions"], model.data["train"]["streams"]) == (40 + 15, 70)
     assert model.data["calibration"]["sessions"] == 5  # Aug 8, 00:00-04:00
-    assert model.data["train"]["window"]["given"] == "first 4 of 7 days"
+    given = model.data["train"]["window"]["given"]
+    assert given == "--split-dates 2026-08-07,2026-08-08 (the default rule)"
     capsys.readouterr()
 
 
@@ -171,26 +185,26 @@ def test_commands_report_bad_input_clearly(store: Store, tmp_path: Path, capsys)
     assert "not valid JSON" in capsys.readouterr().err
     assert main(["scan", "--model", str(tmp_path / "none.json"), "--store", str(store.root)]) == 1
     assert "not found" in capsys.readouterr().err
-    assert main(["train", "--store", str(store.root), "--train", "2026-08-04..2026-08-05"]) == 1
-    assert "both --train and --calibrate" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # one value where two are needed: argparse says so
+        main(["train", "--store", str(store.root), "--split-shares", "0.5"])
+    capsys.readouterr()
     code = main(
         [
             "train",
             "--store",
             str(store.root),
-            "--train",
-            "2030-01-01..2030-01-02",
-            "--calibrate",
-            "2030-01-03..2030-01-04",
+            "--split-dates",
+            "2030-01-01,2030-01-02",
             "--out",
             str(tmp_path / "x.json"),
         ]
     )
     assert code == 1
-    assert "has no normal calls" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "empty test split" in err and "--split-shares" in err and "Traceback" not in err
     empty = Store(tmp_path / "empty")
     assert main(["train", "--store", str(empty.root)]) == 1
-    assert "0 normal session(s)" in capsys.readouterr().err
+    assert "holds no (uninjected) calls" in capsys.readouterr().err
     assert main(["score", "--model", str(bad), "--out", str(tmp_path / "x.txt")]) == 1
     assert ".parquet or .csv" in capsys.readouterr().err
 

@@ -43,9 +43,7 @@ def test_ewma_textbook_sequence() -> None:
     # the study: E₋₁ = 0; E = 0.3 x + 0.7 E
     assert got == pytest.approx([0.3, 0.81, 1.467, 1.0269])
     first = EWMA(0.3, start="first")  # the named variant: E0 = x0
-    assert [first.update(v) for v in [1.0, 2.0, 3.0, 0.0]] == pytest.approx(
-        [1.0, 1.3, 1.81, 1.267]
-    )
+    assert [first.update(v) for v in [1.0, 2.0, 3.0, 0.0]] == pytest.approx([1.0, 1.3, 1.81, 1.267])
 
 
 def test_point_is_the_score() -> None:
