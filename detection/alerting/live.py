@@ -105,9 +105,12 @@ class LiveScorer:
         self.model_id = self.model.model_id  # a checksum of the artifact: computed once
         self.store = store if isinstance(store, Store) or store is None else Store(store)
         watch = list(alert_on or self.model.config.alert_on)
-        self.watch: list[tuple[str, str, str]] = [(n, *parse_statistic(n)) for n in watch]
-        for _, cue_set, detector in self.watch:
-            self.model.threshold(cue_set, detector)  # names a statistic the model lacks
+        #: (statistic, cue set, detector, operating-point threshold) per watched statistic;
+        #: the thresholds in force are ``self.scorer.thresholds`` (adaptive: they move)
+        self.watch: list[tuple[str, str, str, float]] = []
+        for name in watch:
+            cue_set, detector = parse_statistic(name)
+            self.watch.append((name, cue_set, detector, self.model.threshold(cue_set, detector)))
         use_adaptive = self.model.adaptive is not None if adaptive is None else bool(adaptive)
         model_adaptive = None
         if use_adaptive:
@@ -164,7 +167,7 @@ class LiveScorer:
             key = (call.session_id, call.agent_id)
             above = self._above.get(key, 0)
             if mask & ~above:
-                for bit, (name, cue_set, detector) in enumerate(self.watch):
+                for bit, (name, cue_set, detector, _) in enumerate(self.watch):
                     if mask >> bit & 1 and not above >> bit & 1:
                         threshold = self.scorer.thresholds[bit]
                         alerts.append(

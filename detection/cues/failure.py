@@ -55,7 +55,7 @@ class FailureCue(Cue):
     def fit(self, frame: CallFrame) -> FailureCue:
         calls = np.bincount(frame.tool, minlength=len(frame.tool_names))
         fails = np.bincount(frame.tool, weights=frame.failed, minlength=len(frame.tool_names))
-        counts = {GLOBAL: [frame.n, int(frame.failed.sum())]}
+        counts: dict[str, list[float]] = {GLOBAL: [frame.n, int(frame.failed.sum())]}
         for code, tool in enumerate(frame.tool_names):
             counts[tool] = [int(calls[code]), round(float(fails[code]))]
         self.counts = dict(sorted(counts.items()))

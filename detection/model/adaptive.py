@@ -194,7 +194,8 @@ class DecayedStats:
         self.t_ref = now_s
         if f == 1.0:
             return
-        for table in (self.unigram, self.bigram, self.streams):
+        tables: tuple[dict[Any, float], ...] = (self.unigram, self.bigram, self.streams)
+        for table in tables:
             for key in list(table):
                 table[key] *= f
                 if table[key] < _PRUNE:

@@ -241,8 +241,10 @@ class StreamScorer:
         out = []
         for bit, pool in enumerate(self.pools):
             value = self._quantiles[bit].get()
-            enough = len(pool) >= self.adaptive.config.min_pool and value is not None
-            out.append(float(value) if enough else self._operating[bit])
+            if value is not None and len(pool) >= self.adaptive.config.min_pool:
+                out.append(float(value))
+            else:
+                out.append(self._operating[bit])
         return out
 
     def threshold(self, name: str) -> float:

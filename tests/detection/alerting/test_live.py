@@ -21,10 +21,10 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA
 from toolwatch.detection.alerting.live import LiveScorer
-from toolwatch.detection.model.normal_model import VERSION
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.cues.base import CUE_NAMES
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
+from toolwatch.detection.model.normal_model import VERSION
 from toolwatch.detection.scoring.explain import dominant_cue, dominant_cues
 
 
