@@ -291,3 +291,72 @@ def test_spans_over_otlp_to_a_collector_with_a_model_produce_alert_rows(
     got = store.query("SELECT * EXCLUDE (date) FROM alerts").to_pylist()
     assert sorted(map(key, got)) == sorted(want)
     assert {a["session_id"] for a in got} >= {"burst", "w5-0001"}
+
+
+# ------------------------------------------------------------------ the adaptive live scorer
+
+
+@pytest.fixture(scope="module")
+def adaptive_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
+
+    train, calib = workload(1, 40, tools=8), workload(2, 12, tools=8, prefix="c")
+    model = NormalModel.fit(train).calibrate(calib)
+    config = AdaptiveConfig(quarantine_h=1, idle_min=10, min_calls=10, min_pool=3, refresh_min=0)
+    attach_adaptive(model, train, calib, config)
+    return model.save(tmp_path_factory.mktemp("adaptive") / "model.json")
+
+
+def _batches(calls: pa.Table, n: int) -> list[pa.Table]:
+    calls = calls.sort_by([("start_time", "ascending"), ("seq", "ascending")])
+    size = -(-calls.num_rows // n)
+    return [calls.slice(i * size, size) for i in range(n)]
+
+
+def test_an_adaptive_collector_restarted_resumes_where_it_stopped(
+    adaptive_path: Path, tmp_path: Path
+) -> None:
+    """Kill-and-restart between two batches gives the alerts an uninterrupted run gives:
+    the folds read the calls back from the store, the state file carries everything else."""
+    from datetime import timedelta
+
+    from support.detection import T0
+
+    traffic = pa.concat_tables(
+        [workload(7, 30, tools=8, start=T0 + timedelta(days=4), prefix="z"), incident_batch()]
+    )
+    parts = _batches(traffic, 6)
+
+    def run(store: Store, restart_after: int | None) -> list[tuple]:
+        alerts: list[tuple] = []
+        live = LiveScorer(adaptive_path, store)
+        assert live.adaptive and live.state_path == store.root / "models" / "live-state.json"
+        for i, part in enumerate(parts):
+            store.append("calls", part)  # the collector stores a batch, then scores it
+            alerts += [key(a) for a in live.process(part)]
+            if i == restart_after:
+                live.close()  # saves the state
+                live = LiveScorer(adaptive_path, store)  # a new process
+        live.close()
+        return alerts
+
+    straight = run(Store(tmp_path / "a"), None)
+    restarted = run(Store(tmp_path / "b"), 2)
+    assert straight and restarted == straight
+    state = json.loads((tmp_path / "b" / "models" / "live-state.json").read_text())
+    assert (
+        state["counts"]["folded"] > 0
+        and state["model_id"] == NormalModel.load(adaptive_path).model_id
+    )
+
+
+def test_an_unusable_state_file_is_set_aside_with_a_warning(
+    adaptive_path: Path, tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    store = Store(tmp_path / "s")
+    state = store.root / "models" / "live-state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text('{"format": "toolwatch.live-state", "version": 1, "model_id": "other"}')
+    with LiveScorer(adaptive_path, store) as live:
+        assert live.scorer.open_streams == 0
+    assert "starting afresh" in caplog.text and "belongs to model 'other'" in caplog.text
