@@ -96,7 +96,7 @@ def test_a_new_tool_is_bounded_until_seen_in_enough_streams() -> None:
 
 
 def test_the_initial_pool_is_the_calibration_streams_maxima() -> None:
-    model, adaptive = trained(AdaptiveConfig(min_calls=20))
+    _model, adaptive = trained(AdaptiveConfig(min_calls=20))
     calib = workload(2, 15, start=T0 + timedelta(days=3), prefix="c")
     scored = score_calls(adaptive.snapshot(adaptive.stats.t_ref), calib)
     frame = prepare(calib)

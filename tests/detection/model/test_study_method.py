@@ -3,6 +3,7 @@ its CUSUM and EWMA, against the product's batch and online numbers."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 
@@ -89,9 +90,9 @@ def size(spec: list[tuple[str, float, int, int, bool]]) -> list[float]:
 
 def time_(spec: list[tuple[str, float, int, int, bool]]) -> list[float]:
     """Training gaps 2, 3, 4, 5, 6 s: P(gap ≤ g) = #/5; below 2 s, (1/5) · g / 2."""
-    gaps = sorted(b[1] - a[1] for a, b in zip(TRAIN, TRAIN[1:], strict=False))
+    gaps = sorted(b[1] - a[1] for a, b in itertools.pairwise(TRAIN))
     out = [0.0]
-    for a, b in zip(spec, spec[1:], strict=False):
+    for a, b in itertools.pairwise(spec):
         g = b[1] - a[1]
         p = sum(x <= g for x in gaps) / 5 if g >= gaps[0] else (1 / 5) * max(g, 0.001) / gaps[0]
         out.append(-math.log(p))

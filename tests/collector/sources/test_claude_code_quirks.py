@@ -1,0 +1,55 @@
+"""The importer flags the two Claude Code client quirks of dev-real's README at import time.
+
+``tests/fixtures/claude_code_quirks`` was written by hand after the shape of real transcripts
+(no real content): a 2.0.x session with a warm-up subagent (first prompt "Warmup", every call
+answered by the "Warmup" error), a warm-up agent whose file holds only the answers (the real
+``afcd43f`` of aistrad continued in a second session), an ordinary subagent with another error,
+and a 2.1.x compaction fork (``agent-acompact-<hex>.jsonl``). On dev-real's five sources the
+same rules flag exactly the 72 warm-up and 10 compaction-fork streams of its ``streams.csv``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.paths import FIXTURES
+from toolwatch.cli import main
+from toolwatch.collector.sources.claude_code import import_transcripts
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
+
+QUIRKS = FIXTURES / "claude_code_quirks"
+
+
+def test_warm_up_agents_and_compaction_forks_are_flagged_per_stream() -> None:
+    records, report = import_transcripts([QUIRKS])
+    by_stream: dict[tuple[str, str | None], set[str | None]] = {}
+    for r in records:
+        by_stream.setdefault((r.session_id[:8], r.agent_id), set()).add(r.client_quirk)
+    assert by_stream == {
+        ("a1b2c3d4", None): {None},  # the main thread
+        ("a1b2c3d4", "0aa1"): {QUIRK_WARMUP_AGENT},  # prompt "Warmup", answered "Warmup"
+        ("a1b2c3d4", "0bb2"): {QUIRK_WARMUP_AGENT},  # only the answers in its file
+        ("a1b2c3d4", "0cc3"): {None},  # another error is not the warm-up
+        ("b2c3d4e5", "acompact-0123456789abcdef"): {QUIRK_COMPACTION_FORK},
+    }
+    assert report.quirks == {QUIRK_WARMUP_AGENT: [2, 4], QUIRK_COMPACTION_FORK: [1, 2]}
+    # flagged calls are kept as they are: real client behaviour, only marked
+    assert report.calls == len(records) == 9
+
+
+def test_the_flag_reaches_the_store_and_the_import_summary(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "store"
+    assert main(["import", "claude-code", str(QUIRKS), "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "client quirks flagged (kept, column client_quirk): warmup_agent 2 stream(s)" in out
+    rows = (
+        Store(store)
+        .query("SELECT client_quirk, count(*) AS n FROM calls GROUP BY 1 ORDER BY 1 NULLS FIRST")
+        .to_pylist()
+    )
+    assert rows == [
+        {"client_quirk": None, "n": 3},
+        {"client_quirk": QUIRK_COMPACTION_FORK, "n": 2},
+        {"client_quirk": QUIRK_WARMUP_AGENT, "n": 4},
+    ]

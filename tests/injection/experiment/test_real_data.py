@@ -1,0 +1,86 @@
+"""The experiment and the replay on real calls (the committed slice of dev-real): the method
+holds on real agents' traffic, the client quirks are treated as documented, and dev-real's own
+21-column files load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support.dev_real import dev_real_calls, dev_real_store
+from toolwatch.injection.experiment.config import ExperimentConfig
+from toolwatch.injection.experiment.protocol import run_experiment
+from toolwatch.injection.experiment.replay import ReplayConfig, render, run_replay
+from toolwatch.injection.experiment.results import ExperimentResult
+from toolwatch.injection.experiment.storage import load_calls
+
+SHARES = (0.44, 0.07)
+
+
+@pytest.fixture(scope="module")
+def real() -> ExperimentResult:
+    config = ExperimentConfig(split_shares=SHARES, bootstrap=200, ablation=False)
+    return run_experiment(dev_real_calls(), config)
+
+
+def test_warm_up_agents_are_kept_apart_and_the_real_loop_is_caught(real: ExperimentResult) -> None:
+    split = real.split
+    assert [split["train"][0], split["calibration"][0], split["test"][0]] == [89, 17, 31]
+    warm = split["artefacts"]["warmup_agent"]
+    assert warm["train"] == [15, 1188] and warm["test"] == [0, 0]
+    # the 1,164 failing Bash calls of the warm-up loop: far above every threshold
+    assert warm["scored"]["long"] == 1
+    assert warm["scored"]["alarming_fa_target"] == warm["scored"]["alarming_operating_point"] == 1
+    assert warm["scored"]["largest_all_cusum"] > 100
+
+
+def test_the_method_on_real_calls(real: ExperimentResult) -> None:
+    def rate(kind: str, cue: str = "all", det: str = "cusum", mode: str = "fa_target") -> float:
+        cell = real.cell(kind, cue, det, mode=mode)
+        assert cell is not None
+        return cell.rate
+
+    # 31 normal test streams: the levels around 5 % are 1/31 and 2/31, both reported
+    assert real.thresholds[("standard", "all", "cusum", "fa_target")].fa_reached == 1 / 31
+    assert real.thresholds[("standard", "all", "cusum", "fa_next")].fa_reached == 2 / 31
+    assert rate("burst", mode="fa_next") >= 0.9 and rate("burst", "time", "point") == 1.0
+    assert rate("runaway_retry", mode="fa_next") >= 0.75
+    for control in ("control_other_normal", "control_same_response_burst"):
+        assert rate(control) <= 0.05 and rate(control, mode="fa_next") <= 0.1
+    assert abs(rate("burst", det="ewma") - rate("burst")) <= 0.25
+    # out-of-scope is measured: every run placed (rare MCP tools or rare unused built-ins)
+    assert not any(k.startswith("skipped") for k in real.notes["out_of_scope_tool"])
+
+
+def test_dev_reals_own_21_columns_load_and_then_nothing_is_flagged(tmp_path: Path) -> None:
+    store = dev_real_store(tmp_path / "store21", flags=False)
+    calls = load_calls(store)
+    assert "client_quirk" not in calls.column_names and calls.num_rows == 9083
+    result = run_experiment(
+        calls,
+        ExperimentConfig(
+            split_shares=SHARES, seeds=(0,), bootstrap=20, ablation=False, kinds=("burst",)
+        ),
+    )
+    assert result.split["train"][0] == 89 + 15 and result.split["artefacts"] == {}
+
+
+def test_replay_of_real_calls_through_the_live_scorer() -> None:
+    config = ReplayConfig(
+        experiment=ExperimentConfig(split_shares=SHARES, seeds=(0,)),
+        replay_kinds=("burst", "runaway_retry"),
+    )
+    result = run_replay(dev_real_calls(), config)
+    adaptive, frozen = result.totals["adaptive"], result.totals["frozen"]
+    assert adaptive["streams"] == frozen["streams"] == 31
+    assert sum(r.normal for r in result.weeks) == 31
+    # the copies are labelled: never folded (only the test split's own calls are)
+    test_calls = result.split["test_split_all"][1]
+    assert 0 < adaptive["counts"]["folded_calls"] <= test_calls
+    assert adaptive["counts"]["pooled"] > 0 and frozen["counts"]["folded"] == 0
+    assert adaptive["detection"]["burst"][1] == 31  # one copy per long stream and seed
+    assert adaptive["alarmed"] <= frozen["alarmed"]
+    text = render(result)
+    assert "adaptive: alarming (95% CI)" in text and "frozen: alarming" in text
+    assert "thin" in text  # every week has fewer than 20 streams here
