@@ -11,6 +11,7 @@ import pytest
 from support.spans import (
     CTX,
     TRAIN,
+    calls_table,
     check_common,
     check_inserted_shift,
     check_retimed,
@@ -159,3 +160,27 @@ def test_out_of_scope_needs_an_untouched_server() -> None:
     tight = OutOfScopeParams(max_training_calls=2)
     with pytest.raises(InjectionError):
         inject("out_of_scope_tool", s, 20, np.random.default_rng(1), ctx, tight)
+
+
+def test_out_of_scope_by_rarity_when_training_has_no_mcp_server() -> None:
+    """Issue 12: a corpus without MCP servers in training can still be measured — a built-in
+    tool with few training calls, never used in the stream, is the study's condition."""
+    common = [(t, 3.0, f"r{i}", 60, False) for i, t in enumerate(["Read", "Bash", "Edit"] * 25)]
+    rare = [("KillShell", 3.0, f"k{i}", 20, False) for i in range(3)]
+    ctx = InjectionContext.build(calls_table({"a": common, "b": common + rare}))
+    s = session_of_40()
+    inj = inject("out_of_scope_tool", s, 20, np.random.default_rng(3), ctx)
+    assert list(inj.calls["tool"][20:23]) == ["KillShell"] * 3
+    assert set(inj.calls["server"][20:23]) == {None}
+    # rows are copied from training calls of that tool: its sizes and outcomes, not the test's
+    assert set(inj.calls["input_bytes"][20:23]) == {20}
+    used = SessionCalls(
+        dict(s.columns) | {"tool": np.where(np.arange(40) == 5, "KillShell", s["tool"])}
+    )
+    with pytest.raises(InjectionError, match="never touched"):
+        inject("out_of_scope_tool", used, 20, np.random.default_rng(3), ctx)
+
+
+def test_injected_tools_and_sizes_come_from_training_only() -> None:
+    assert set(CTX.vocabulary) == set(TRAIN.column("tool").to_pylist())
+    assert set(CTX.pools) == set(CTX.vocabulary)
