@@ -16,7 +16,13 @@ same run (CPU time of this process, best of ``--repeat``):
   stream of the corpus open (stream keys and ids included), per stream (the study's session)
   and per conversation (a ``session_id`` with its subagents), and for single streams of the
   corpus' mean conversation length drawn uniformly from all 78 tools (the sparse-bigram worst
-  case); target ≤ 4 KB.
+  case); target ≤ 4 KB;
+* **the live path** (:class:`~toolwatch.detection.scoring.adaptive.StreamScorer`, what the
+  collector runs): the corpus' calls in time order, frozen (operating point) and adaptive
+  (``train --adaptive`` defaults: rolling-quantile threshold, streams closing after 30 min,
+  folded after the 24 h quarantine, snapshots refreshed) with ``advance()`` every 1,000 calls;
+  the adaptive rate is printed as a ratio to the frozen one measured in the same run; target
+  ≥ 100,000 calls/s and ≤ 4 KB per open stream (every stream held open).
 
 Run: ``.venv/bin/python benchmarks/bench_detection.py [--copies 20] [--repeat 2]`` (~30 s).
 """
@@ -40,8 +46,11 @@ from toolwatch.collector.sources.simulator import assign_splits, simulate
 from toolwatch.detection import NormalModel, OnlineScorer, score_calls
 from toolwatch.detection.calls.frame import prepare
 from toolwatch.detection.cues.base import Call
+from toolwatch.detection.model.adaptive import AdaptiveConfig, AdaptiveModel, attach_adaptive
+from toolwatch.detection.scoring.adaptive import Closed, StreamScorer
 
 TARGET_ONLINE = 30_000
+TARGET_ADAPTIVE = 100_000
 TARGET_BATCH = 300_000
 TARGET_BYTES = 4096
 
@@ -104,6 +113,61 @@ def memory_per_session(model: NormalModel, calls: list[Call]) -> tuple[float, fl
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     return (after - before) / len(streams), (after - before) / len(sessions)
+
+
+def live_path(
+    model: NormalModel, corpus: pa.Table, calls: list[Call], adaptive: bool, repeat: int
+) -> tuple[float, dict[str, int], float]:
+    """CPU seconds of the live path over ``calls`` (time order), its counts, and the bytes
+    retained per open stream when every stream is held open."""
+    rows: dict[tuple[str, str | None], list[int]] = {}
+    for i, key in enumerate(
+        zip(
+            corpus.column("session_id").to_pylist(),
+            corpus.column("agent_id").to_pylist(),
+            strict=True,
+        )
+    ):
+        rows.setdefault(key, []).append(i)
+
+    def calls_of(streams: Sequence[Closed]) -> pa.Table:
+        picked = sorted(r for c in streams for r in rows.get(c.key, ()))
+        return corpus.take(pa.array(picked, pa.int64()))
+
+    def fresh() -> StreamScorer:
+        return StreamScorer(
+            model,
+            adaptive=AdaptiveModel.from_model(model) if adaptive else None,
+            calls_of=calls_of,
+        )
+
+    counts: dict[str, int] = {}
+    ready = [fresh() for _ in range(repeat)]  # start-up (loading, first snapshot) not timed
+
+    def run() -> None:
+        scorer = ready.pop()
+        for i, c in enumerate(calls):
+            scorer.score(c)
+            if i % 1000 == 999:
+                scorer.advance()
+        scorer.advance()
+        counts.update(scorer.counts)
+
+    seconds = best_cpu(run, repeat)
+    scorer = fresh()
+    for c in calls[:100]:
+        scorer.score(c)
+    scorer = fresh()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for c in calls:
+        agent = None if c.agent_id is None else "".join(c.agent_id)
+        scorer.score(Call(**{**_fields(c), "session_id": "".join(c.session_id), "agent_id": agent}))
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return seconds, counts, (after - before) / scorer.open_streams
 
 
 def _fields(c: Call) -> dict[str, object]:
@@ -182,6 +246,21 @@ def main(argv: list[str] | None = None) -> int:
     mean_len = round(n / len({c.session_id for c in calls}))
     mem_uniform = memory_per_session(model, uniform_sessions(500, mean_len, vocab, args.seed))[0]
 
+    by_time = sorted(calls, key=lambda c: (c.start_us, c.seq or 0))
+    live_model = NormalModel.fit(subset(corpus, splits["train"])).calibrate(
+        subset(corpus, splits["calibration"])
+    )
+    attach_adaptive(
+        live_model,
+        subset(corpus, splits["train"]),
+        subset(corpus, splits["calibration"]),
+        AdaptiveConfig(),
+    )
+    t_frozen_live, _, mem_frozen_live = live_path(live_model, corpus, by_time, False, args.repeat)
+    t_adaptive, adaptive_counts, mem_adaptive = live_path(
+        live_model, corpus, by_time, True, args.repeat
+    )
+
     river_rate = n / t_river
     online_rate = n / t_online
     batch_rate = big.num_rows / t_batch
@@ -223,6 +302,32 @@ def main(argv: list[str] | None = None) -> int:
             f"{mem_uniform:>12,.0f} bytes",
             "",
             _verdict(mem_uniform <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+        ),
+        (
+            "live path, frozen (StreamScorer)",
+            f"{n / t_frozen_live:>12,.0f} calls/s",
+            "1.00x",
+            "",
+        ),
+        (
+            "live path, adaptive (StreamScorer)",
+            f"{n / t_adaptive:>12,.0f} calls/s",
+            f"{t_adaptive / t_frozen_live:.2f}x frozen time",
+            _verdict(n / t_adaptive >= TARGET_ADAPTIVE, f">= {TARGET_ADAPTIVE:,}/s")
+            + f" ({adaptive_counts['folded']:,} streams folded, "
+            f"{adaptive_counts['refreshes']:,} snapshots)",
+        ),
+        (
+            "memory/open stream, live path frozen",
+            f"{mem_frozen_live:>12,.0f} bytes",
+            "1.00x",
+            _verdict(mem_frozen_live <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+        ),
+        (
+            "memory/open stream, live path adaptive",
+            f"{mem_adaptive:>12,.0f} bytes",
+            f"{mem_adaptive / mem_frozen_live:.2f}x frozen",
+            _verdict(mem_adaptive <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
         ),
     ]
     print(

@@ -150,17 +150,13 @@ class OrderCue(Cue):
         for prev, nxt, c in self.bigrams:
             row = v + 1 if prev is None else self._index[prev]
             counts[row, self._index[nxt]] += c
-        rows: list[list[float]] = []
-        for r in range(v + 2):
-            ctx_n = float(counts[r].sum())
-            ctx_t = int((counts[r] > 0).sum())
-            if ctx_n == 0:
-                rows.append(list(p_u))
-            else:
-                row = counts[r].tolist()
-                rows.append([(row[w] + ctx_t * p_u[w]) / (ctx_n + ctx_t) for w in range(v + 1)])
-        self._pg_rows = rows
-        self._pg = np.array(rows, dtype=np.float64)
+        ctx_n = counts.sum(axis=1, keepdims=True)
+        ctx_t = (counts > 0).sum(axis=1, keepdims=True).astype(np.float64)
+        p_u_arr = np.array(p_u, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mixed = (counts + ctx_t * p_u_arr) / (ctx_n + ctx_t)  # IEEE ops, as in Python
+        self._pg = np.where(ctx_n > 0, mixed, p_u_arr)
+        self._pg_rows = self._pg.tolist()
 
     # ----------------------------------------------------------------- batch
 
@@ -210,41 +206,39 @@ class OrderCue(Cue):
             nxt_g = key
         prev = state.prev
         state.prev = key
-        if self.novelty_cap is not None and (nxt_g == v or key in self._novel_keys):
-            return min(self._score_one(prev, key, nxt_g, state), self.novelty_cap)
-        return self._score_one(prev, key, nxt_g, state)
-
-    def _score_one(self, prev: int, key: int, nxt_g: int, state: _OrderState) -> float:
-        v = len(self.tools)
         if prev < 0:
-            return 0.0 - math.log(self._pg_rows[v + 1][nxt_g])
-        p = self._pg_rows[prev if prev < v else v][nxt_g]
-        if not self.session_mix:
-            return 0.0 - math.log(p)
-        # the stream's counts before this call: c(prev -> key), n(prev), t(prev)
-        pairs = state.pairs
-        pair_base = ((prev << _BITS) | key) << _BITS
-        i = bisect.bisect_left(pairs, pair_base)
-        if i < len(pairs) and pairs[i] >> _BITS == pair_base >> _BITS:
-            c = pairs[i] & _LOW
-            if c < _LOW:
-                pairs[i] += 1
+            p = self._pg_rows[v + 1][nxt_g]
         else:
-            c = 0
-            pairs.insert(i, pair_base | 1)
-        contexts = state.contexts
-        ctx_base = prev << (2 * _BITS)
-        j = bisect.bisect_left(contexts, ctx_base)
-        if j < len(contexts) and contexts[j] >> (2 * _BITS) == prev:
-            packed = contexts[j]
-            n = (packed >> _BITS) & _LOW
-            t = packed & _LOW
-            p = (c + t * p) / (n + t)
-            if n < _LOW:
-                contexts[j] = packed + (1 << _BITS) + (1 if c == 0 else 0)
-        else:
-            contexts.insert(j, ctx_base | (1 << _BITS) | 1)
-        return 0.0 - math.log(p)
+            p = self._pg_rows[prev if prev < v else v][nxt_g]
+            if self.session_mix:
+                # the stream's counts before this call: c(prev -> key), n(prev), t(prev)
+                pairs = state.pairs
+                pair_base = ((prev << _BITS) | key) << _BITS
+                i = bisect.bisect_left(pairs, pair_base)
+                if i < len(pairs) and pairs[i] >> _BITS == pair_base >> _BITS:
+                    c = pairs[i] & _LOW
+                    if c < _LOW:
+                        pairs[i] += 1
+                else:
+                    c = 0
+                    pairs.insert(i, pair_base | 1)
+                contexts = state.contexts
+                ctx_base = prev << (2 * _BITS)
+                j = bisect.bisect_left(contexts, ctx_base)
+                if j < len(contexts) and contexts[j] >> (2 * _BITS) == prev:
+                    packed = contexts[j]
+                    n = (packed >> _BITS) & _LOW
+                    t = packed & _LOW
+                    p = (c + t * p) / (n + t)
+                    if n < _LOW:
+                        contexts[j] = packed + (1 << _BITS) + (1 if c == 0 else 0)
+                else:
+                    contexts.insert(j, ctx_base | (1 << _BITS) | 1)
+        score = 0.0 - math.log(p)
+        cap = self.novelty_cap
+        if cap is not None and score > cap and (nxt_g == v or key in self._novel_keys):
+            return cap
+        return score
 
     def state_to_json(self, state: _OrderState) -> list[Any]:
         return [state.prev, list(state.pairs), list(state.contexts), state.unseen]

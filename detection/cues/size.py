@@ -145,23 +145,24 @@ class SizeCue(Cue):
         return scores
 
     def score_one(self, call: Call, ctx: StreamContext, state: None) -> float:
-        cap = self.novelty_cap
-        if cap is not None and (call.tool not in self._in or call.tool in self.novel):
-            score = self._score_one(call)
-            return score if score < cap else cap
-        return self._score_one(call)
-
-    def _score_one(self, call: Call) -> float:
         mean, sd = self._in.get(call.tool) or self._in[GLOBAL]
         z = (log_size(call.input_bytes) - mean) / sd
-        part_in = z if z > 0.0 else 0.0
-        if call.output_bytes is None:
-            return part_in + 0.0
-        mean, sd = self._out.get(call.tool) or self._out[GLOBAL]
-        z = (log_size(call.output_bytes) - mean) / sd
-        if call.output_truncated:
-            return part_in + (z if z > 0.0 else 0.0)
-        return part_in + abs(z)
+        score = z if z > 0.0 else 0.0
+        if call.output_bytes is not None:
+            mean, sd = self._out.get(call.tool) or self._out[GLOBAL]
+            z = (log_size(call.output_bytes) - mean) / sd
+            part = (z if z > 0.0 else 0.0) if call.output_truncated else abs(z)
+            score = score + part
+        else:
+            score = score + 0.0
+        cap = self.novelty_cap
+        if (
+            cap is not None
+            and score > cap
+            and (call.tool not in self._in or call.tool in self.novel)
+        ):
+            return cap
+        return score
 
     # ----------------------------------------------------------------- artifact
 

@@ -46,7 +46,7 @@ import pyarrow as pa
 from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.failure import FailureCue
 from toolwatch.detection.cues.order import OrderCue
-from toolwatch.detection.cues.size import GLOBAL, SizeCue, log_size
+from toolwatch.detection.cues.size import GLOBAL, SizeCue, _log_sizes
 from toolwatch.detection.cues.timing import TimeCue, scored_gaps
 from toolwatch.detection.model.normal_model import ModelError, NormalModel
 
@@ -226,8 +226,15 @@ class DecayedStats:
         w = self._weights(t_s)
         ids = np.array([self._id(t) for t in frame.tool_names], dtype=np.int64)[frame.tool]
         prev = np.where(frame.start, -1, np.roll(ids, 1))
-        _add(self.unigram, ids.tolist(), w)
-        _add(self.bigram, list(zip(prev.tolist(), ids.tolist(), strict=True)), w)
+        _add_grouped(self.unigram, ids, w)
+        pair = (prev + 1) * (len(self.tools) + 1) + ids
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        sums = np.bincount(inverse.reshape(-1), weights=w)
+        width = len(self.tools) + 1
+        for key, total in zip(uniq.tolist(), sums.tolist(), strict=True):
+            p, n = divmod(key, width)
+            k = (p - 1, n)
+            self.bigram[k] = self.bigram.get(k, 0.0) + total
         self._fold_sizes(frame, ids, w)
         self._fold_failures(frame, ids, w)
         gaps = scored_gaps(frame)
@@ -236,10 +243,11 @@ class DecayedStats:
             np.add.at(self.gaps, bins, w[gaps])
         # a stream's tools, counted once per stream at its last call
         ends = np.flatnonzero(np.append(frame.start[1:], True))
-        w_end = self._weights(t_s[ends])[frame.stream]
-        pairs = sorted(set(zip(frame.stream.tolist(), ids.tolist(), strict=True)))
-        for stream, tool in pairs:
-            self.streams[tool] = self.streams.get(tool, 0.0) + float(w_end[ends[stream]])
+        w_end = self._weights(t_s[ends])
+        used = np.unique(frame.stream * width + ids)
+        per_tool = np.bincount(used % width, weights=w_end[used // width], minlength=width)
+        for tool in np.flatnonzero(per_tool).tolist():
+            self.streams[tool] = self.streams.get(tool, 0.0) + float(per_tool[tool])
 
     def _id(self, tool: str) -> int:
         i = self._ids.get(tool)
@@ -249,34 +257,34 @@ class DecayedStats:
         return i
 
     def _fold_sizes(self, frame: CallFrame, ids: np.ndarray, w: np.ndarray) -> None:
-        l_in = np.array([log_size(int(b)) for b in frame.input_bytes.tolist()])
-        l_out = np.array([log_size(int(b)) for b in frame.output_bytes.tolist()])
+        l_in = _log_sizes(frame.input_bytes)
+        l_out = _log_sizes(frame.output_bytes)
         learn = frame.output_known & ~frame.output_truncated
-        for j, tool in enumerate(ids.tolist()):
+        wo = np.where(learn, w, 0.0)
+        lo = np.where(learn, l_out, 0.0)
+        parts = (w, w * l_in, w * l_in * l_in, wo, wo * lo, wo * lo * lo)
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        sums = [np.bincount(inverse, weights=x, minlength=len(uniq)) for x in parts]
+        for j, tool in enumerate(uniq.tolist()):
             vec = self.size.setdefault(tool, [0.0] * 6)
-            wj, a = float(w[j]), float(l_in[j])
-            vec[0] += wj
-            vec[1] += wj * a
-            vec[2] += wj * a * a
-            self.size_all[0] += wj
-            self.size_all[1] += wj * a
-            self.size_all[2] += wj * a * a
-            if learn[j]:
-                b = float(l_out[j])
-                vec[3] += wj
-                vec[4] += wj * b
-                vec[5] += wj * b * b
-                self.size_all[3] += wj
-                self.size_all[4] += wj * b
-                self.size_all[5] += wj * b * b
+            for k in range(6):
+                vec[k] += float(sums[k][j])
+        for k in range(6):
+            self.size_all[k] += float(sums[k].sum())
 
     def _fold_failures(self, frame: CallFrame, ids: np.ndarray, w: np.ndarray) -> None:
-        for tool, wj, failed in zip(ids.tolist(), w.tolist(), frame.failed.tolist(), strict=True):
+        failed = frame.failed.astype(np.float64)
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        calls = np.bincount(inverse, weights=w, minlength=len(uniq))
+        fails = np.bincount(inverse, weights=w * failed, minlength=len(uniq))
+        for j, tool in enumerate(uniq.tolist()):
             vec = self.fail.setdefault(tool, [0.0, 0.0])
-            vec[0] += wj
-            vec[1] += wj * failed
-            self.fail_all[0] += wj
-            self.fail_all[1] += wj * failed
+            vec[0] += float(calls[j])
+            vec[1] += float(fails[j])
+        self.fail_all[0] += float(calls.sum())
+        self.fail_all[1] += float(fails.sum())
 
     # --------------------------------------------------------------- compiling
 
@@ -391,9 +399,11 @@ def bin_knot_us(b: int) -> int:
     return max(math.ceil(upper) - 1, 1)
 
 
-def _add(table: dict[Any, float], keys: Sequence[Any], w: np.ndarray) -> None:
-    for key, wj in zip(keys, w.tolist(), strict=True):
-        table[key] = table.get(key, 0.0) + wj
+def _add_grouped(table: dict[int, float], keys: np.ndarray, w: np.ndarray) -> None:
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=w, minlength=len(uniq))
+    for key, total in zip(uniq.tolist(), sums.tolist(), strict=True):
+        table[key] = table.get(key, 0.0) + total
 
 
 def _moments(vec: Sequence[float], f: float) -> dict[str, list[float]]:
