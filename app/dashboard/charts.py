@@ -138,7 +138,7 @@ def roc_chart(
         .encode(
             x=alt.X(
                 "false_alarm:Q",
-                title="normal test sessions alarming (false-alarm rate, %)",
+                title="normal test streams alarming (false-alarm rate, %)",
                 scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%"),
             ),

@@ -68,8 +68,8 @@ def render() -> None:
     s = ui.settings()
     st.title("Detection")
     st.caption(
-        "Injected anomalies against normal test sessions (the study's protocol): detection "
-        "within the window, at a threshold chosen on normal sessions only."
+        "Injected anomalies against normal test streams (the study's protocol): detection "
+        "within the window, at a threshold chosen on normal streams only."
     )
     with q.open_store(s.store) as con:
         if not q.has_rows(con, q.EXPERIMENTS):
@@ -113,7 +113,7 @@ def render() -> None:
         if mode == MODE_TARGET:
             if has_max:
                 percent = c3.slider(
-                    "Target: % of normal test sessions that ever alarm",
+                    "Target: % of normal test streams that ever alarm",
                     min_value=0.0,
                     max_value=25.0,
                     value=round(100 * stored_target, 1),
@@ -189,7 +189,7 @@ def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
         r = runs.iloc[i]
         created = pd.Timestamp(r["created"]).strftime("%Y-%m-%d %H:%M UTC")
         seeds = len(str(r["seeds"]).split(","))
-        return f"{r['run_id']} · {created} · {r['normal_sessions']} test sessions × {seeds} seeds"
+        return f"{r['run_id']} · {created} · {r['normal_sessions']} test streams × {seeds} seeds"
 
     ids = [str(r) for r in runs["run_id"]]
     position = {run_id: i for i, run_id in enumerate(ids)}
@@ -208,14 +208,14 @@ def _cells(v: View) -> tuple[pd.DataFrame, str]:
         cells = stored[stored["threshold_mode"] == "operating_point"]
         return cells, (
             "Operating point: the model's threshold (top 0.1 % of calibration call statistics); "
-            "its false-alarm rate is the share of normal test sessions that alarm at it. "
-            f"95 % intervals: {boot:,} bootstrap resamples of sessions (seed {seed})."
+            "its false-alarm rate is the share of normal test streams that alarm at it. "
+            f"95 % intervals: {boot:,} bootstrap resamples of streams (seed {seed})."
         )
     if v.at_stored_target:
         cells = stored[stored["threshold_mode"] == "fa_target"]
         return cells, (
             f"As stored by `toolwatch experiment` (run {v.run['run_id']}). 95 % intervals: "
-            f"{boot:,} bootstrap resamples of sessions (seed {seed})."
+            f"{boot:,} bootstrap resamples of streams (seed {seed})."
         )
     computed = _cells_at(
         str(v.root), v.key, v.run["run_id"], v.variant, float(v.target), boot, seed
@@ -226,7 +226,7 @@ def _cells(v: View) -> tuple[pd.DataFrame, str]:
     cells["median_latency"] = math.nan
     return cells, (
         f"Evaluated at {dv.pct(v.target, 1)} from the runs' stored window maxima with the "
-        f"experiment's threshold rule; 95 % intervals: {boot:,} bootstrap resamples of sessions "
+        f"experiment's threshold rule; 95 % intervals: {boot:,} bootstrap resamples of streams "
         f"(seed {seed}). Latency is recorded at the experiment's own thresholds only."
     )
 
@@ -245,9 +245,9 @@ def _headline(v: View, cells: pd.DataFrame) -> None:
     m2.metric(
         "False alarms reached",
         dv.pct(reached, 1),
-        help="share of normal test sessions whose statistic ever crosses the threshold",
+        help="share of normal test streams whose statistic ever crosses the threshold",
     )
-    m3.metric("Normal sessions alarming", f"{k} / {n}")
+    m3.metric("Normal streams alarming", f"{k} / {n}")
     if v.mode == MODE_TARGET:
         m4.metric("Target", dv.pct(v.target, 1))
     else:
@@ -398,7 +398,7 @@ def _roc(v: View) -> None:
         "Two areas under two curves: **sessions** (this detector, alarm or not per session, "
         "the curve above) and **per call** (the study's: each inserted call ranked against "
         "every other call by the cue score). Curve: each threshold's share of normal test "
-        "sessions alarming (x) against the share of injected runs detected within their window "
+        "streams alarming (x) against the share of injected runs detected within their window "
         "(y); the dashed dark line is the chosen target."
     )
 

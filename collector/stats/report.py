@@ -13,7 +13,7 @@ from toolwatch.study import CORPUS
 
 #: key -> (label, format): "n" integer, "s" seconds, "%" share.
 LABELS: Final[dict[str, tuple[str, str]]] = {
-    "sessions": ("sessions", "n"),
+    "sessions": ("streams (session × agent: the study's 'sessions')", "n"),
     "calls": ("calls", "n"),
     "tools": ("tools", "n"),
     "mcp_servers": ("MCP servers", "n"),
@@ -67,8 +67,8 @@ def format_report(
     drawn = text_table([("", False), ("yours", True), ("study", True)], rows)
     lines.append(render(drawn).rstrip("\n"))
     lines.append(
-        "sessions are streams (session, agent): each subagent counts as one, as in the study; "
-        "gaps are between consecutive calls of one stream"
+        "a stream is one (session, agent): each subagent counts as one, as the study counted "
+        "its sessions; gaps are between consecutive calls of one stream"
     )
     return "\n".join(lines)
 

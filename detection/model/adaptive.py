@@ -77,6 +77,9 @@ class AdaptiveConfig:
     #: the threshold is this quantile's complement of the last ``window`` stream maxima
     target_fa: float = 0.05
     window: int = 200
+    #: ... and of those closed in the last this many days (``inf``: no age limit); the oldest
+    #: are kept while the pool would fall below ``min_pool``
+    pool_days: float = math.inf
     #: streams with fewer calls do not enter the threshold pool (the study's test streams: 30)
     min_calls: int = 30
     #: below this many pooled maxima the frozen operating point is used
@@ -95,6 +98,7 @@ class AdaptiveConfig:
             "novelty_zcap": self.novelty_zcap > 0,
             "target_fa": 0 < self.target_fa < 1,
             "window": self.window >= 1,
+            "pool_days": self.pool_days > 0,
             "min_calls": self.min_calls >= 1,
             "min_pool": self.min_pool >= 1,
             "refresh_min": self.refresh_min >= 0,
@@ -109,7 +113,9 @@ class AdaptiveConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        d["half_life_days"] = "inf" if math.isinf(self.half_life_days) else self.half_life_days
+        for name in ("half_life_days", "pool_days"):
+            if math.isinf(d[name]):
+                d[name] = "inf"
         return d
 
     @classmethod
@@ -119,8 +125,9 @@ class AdaptiveConfig:
         if unknown:
             raise ModelError(f"adaptive config: unknown field(s) {unknown}")
         values = dict(data)
-        if values.get("half_life_days") == "inf":
-            values["half_life_days"] = math.inf
+        for name in ("half_life_days", "pool_days"):
+            if values.get(name) == "inf":
+                values[name] = math.inf
         return cls(**values)
 
     @classmethod
@@ -132,6 +139,7 @@ class AdaptiveConfig:
             "novelty_streams": args.novelty_streams,
             "target_fa": getattr(args, "target_fa", None),
             "window": args.pool_window,
+            "pool_days": args.pool_days,
         }
         return cls(**{k: v for k, v in given.items() if v is not None})
 
@@ -152,6 +160,9 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--pool-window", type=int, help="stream maxima the threshold quantile is taken over (200)"
+    )
+    group.add_argument(
+        "--pool-days", type=float, help="... closed within this many days (default: no limit)"
     )
 
 

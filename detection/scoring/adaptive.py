@@ -108,7 +108,7 @@ class StreamScorer:
         if adaptive is None:
             self.idle_us = int(max_idle_s * 1e6)
             self.online = OnlineScorer(model)
-            self.pools: list[deque[float]] = []
+            self.pools: list[deque[tuple[int, float]]] = []  # (time µs, stream maximum)
             self._quantiles: list[stats.RollingQuantile] = []
             self.snapshot_s = 0.0
         else:
@@ -116,8 +116,10 @@ class StreamScorer:
             self.idle_us = int(cfg.idle_min * 60e6)
             self.snapshot_s = adaptive.stats.t_ref
             self.online = OnlineScorer(adaptive.snapshot(self.snapshot_s))
+            start = int(self.snapshot_s * 1e6)  # the calibration maxima: as of training's end
             self.pools = [
-                deque(adaptive.pool.get(name, [])[-cfg.window :], cfg.window) for name in self.watch
+                deque([(start, x) for x in adaptive.pool.get(name, [])[-cfg.window :]], cfg.window)
+                for name in self.watch
             ]
             self._quantiles = []
             self._rebuild_quantiles()
@@ -188,7 +190,7 @@ class StreamScorer:
         for c in closed:
             if c.learn and c.calls >= cfg.min_calls:
                 for bit, peak in enumerate(c.peaks):
-                    self.pools[bit].append(peak)
+                    self.pools[bit].append((c.last_us, peak))
                     self._quantiles[bit].update(peak)
                 self.counts["pooled"] += 1
             if c.learn and (cfg.fold_alarmed or not c.alarmed):
@@ -196,6 +198,15 @@ class StreamScorer:
                 heapq.heappush(
                     self.pending, (c.last_us + self.idle_us + quarantine_us, self._order, c)
                 )
+        if not math.isinf(cfg.pool_days):  # only recent maxima: the old ones age out
+            oldest = now - int(cfg.pool_days * _DAY_US)
+            aged = False
+            for pool in self.pools:
+                while pool and pool[0][0] < oldest and len(pool) > cfg.min_pool:
+                    pool.popleft()
+                    aged = True
+            if aged:
+                self._rebuild_quantiles()
         due = []
         while self.pending and self.pending[0][0] <= now:
             due.append(heapq.heappop(self.pending)[2])
@@ -231,7 +242,7 @@ class StreamScorer:
         self._quantiles = []
         for pool in self.pools:
             q = stats.RollingQuantile(q=1.0 - cfg.target_fa, window_size=cfg.window)
-            for x in pool:
+            for _, x in pool:
                 q.update(x)
             self._quantiles.append(q)
 
@@ -271,7 +282,7 @@ class StreamScorer:
             "order": self._order,
             "counts": dict(self.counts),
             "adaptive": None if self.adaptive is None else self.adaptive.stats.to_dict(),
-            "pools": [list(p) for p in self.pools],
+            "pools": [[list(e) for e in p] for p in self.pools],
             "streams": [
                 [
                     key[0],
@@ -319,7 +330,8 @@ class StreamScorer:
                 cfg = self.adaptive.config
                 self.adaptive.stats = DecayedStats.from_dict(state["adaptive"], cfg.half_life_s)
                 self.pools = [
-                    deque([float(x) for x in p][-cfg.window :], cfg.window) for p in state["pools"]
+                    deque([(int(t), float(x)) for t, x in p][-cfg.window :], cfg.window)
+                    for p in state["pools"]
                 ]
                 if len(self.pools) != len(self.watch):
                     raise ValueError("one pool per watched statistic is expected")

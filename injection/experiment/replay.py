@@ -47,7 +47,7 @@ from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
 from toolwatch.detection.scoring.adaptive import Closed
 from toolwatch.detection.scoring.online import Scores
 from toolwatch.injection.experiment.config import ExperimentConfig
-from toolwatch.injection.experiment.metrics import detection_window
+from toolwatch.injection.experiment.metrics import detection_window, threshold_for_false_alarm
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time, stream_name
@@ -81,6 +81,10 @@ class ModelReplay:
 
     alarmed: dict[str, bool]  # normal stream name -> alarmed at least once
     detected: dict[tuple[str, int, str], bool]  # (kind, seed, stream name) -> detected
+    #: the statistic's maximum per normal long stream, and per copy inside its window: the
+    #: experiment's own threshold rule can be applied to the replayed scores afterwards
+    normal_max: dict[str, float]
+    window_max: dict[tuple[str, int, str], float]
     thresholds: list[tuple[int, float]]  # (event time µs, threshold) after each batch
     counts: dict[str, int]
     seconds: float
@@ -105,7 +109,9 @@ class ReplayResult:
     models: dict[str, ModelReplay]
 
 
-def run_replay(calls: pa.Table, config: ReplayConfig) -> ReplayResult:
+def run_replay(
+    calls: pa.Table, config: ReplayConfig, models: Sequence[str] = MODELS
+) -> ReplayResult:
     """Split, fit, inject, then replay the test split through the live scorer (both models)."""
     exp = config.experiment
     sessions = normal_sessions(calls)
@@ -141,7 +147,7 @@ def run_replay(calls: pa.Table, config: ReplayConfig) -> ReplayResult:
     )
     long_names = {stream_name(s) for s in split.test}
     results = {}
-    for name in MODELS:
+    for name in models:
         results[name] = _drive(
             model,
             replay,
@@ -204,24 +210,32 @@ def _drive(
     seen: dict[tuple[str, str | None], int] = {}
     alarmed: dict[str, bool] = {}
     detected: dict[tuple[str, int, str], bool] = {}
+    normal_max: dict[str, float] = {}
+    window_max: dict[tuple[str, int, str], float] = {}
+    stat = config.statistic
 
-    def observe(call: Call, _index: int, _scores: Scores, mask: int) -> None:
+    def observe(call: Call, _index: int, scores: Scores, mask: int) -> None:
         key = (call.session_id, call.agent_id)
         k = seen.get(key, 0)
         seen[key] = k + 1
         j = shadow_of.get(key)
+        value = scores[stat]
         if j is None:
             name = (
                 call.session_id if call.agent_id is None else f"{call.session_id}/{call.agent_id}"
             )
             if name in long_names:
                 alarmed[name] = alarmed.get(name, False) or bool(mask & 1)
+                normal_max[name] = max(normal_max.get(name, -math.inf), value)
             return
         kind, seed, name, position, window = shadow_meta[j]
-        if mask & 1 and position <= k < position + window:
-            detected[(kind, seed, name)] = True
+        run = (kind, seed, name)
+        if position <= k < position + window:
+            detected[run] = detected.get(run, False) or bool(mask & 1)
+            window_max[run] = max(window_max.get(run, -math.inf), value)
         else:
-            detected.setdefault((kind, seed, name), False)
+            detected.setdefault(run, False)
+            window_max.setdefault(run, -math.inf)
 
     live.on_scored = observe
     t_us = replay.column("start_time").cast(pa.int64()).to_numpy()
@@ -238,7 +252,14 @@ def _drive(
     for name in long_names:
         alarmed.setdefault(name, False)
     return ModelReplay(
-        alarmed, detected, thresholds, dict(live.scorer.counts), seconds, live.calls_scored
+        alarmed,
+        detected,
+        normal_max,
+        window_max,
+        thresholds,
+        dict(live.scorer.counts),
+        seconds,
+        live.calls_scored,
     )
 
 
@@ -297,12 +318,24 @@ def _weekly(
         for kind in runs_kinds:
             hits = [v for (kk, _, _), v in res.detected.items() if kk == kind]
             det[kind] = (sum(hits), len(hits))
+        # the experiment's rule on the replayed scores: one threshold, at which at most the
+        # target of the normal long streams ever alarm (an oracle: it looks at the whole replay)
+        choice = threshold_for_false_alarm(np.array(list(res.normal_max.values())), target)
+        oracle = {}
+        for kind in runs_kinds:
+            hits = [v > choice.threshold for (kk, _, _), v in res.window_max.items() if kk == kind]
+            oracle[kind] = (sum(hits), len(hits))
         totals[model] = {
             "alarmed": k,
             "streams": n,
             "weeks_over_2x_target": over,
             "full_weeks_over_2x_target": [r.week for r in over_full],
             "detection": det,
+            "oracle": {
+                "threshold": choice.threshold,
+                "alarmed": round(choice.reached * n),
+                "detection": oracle,
+            },
             "counts": res.counts,
             "seconds": res.seconds,
             "calls": res.calls,
@@ -411,6 +444,14 @@ def render(result: ReplayResult) -> str:
             + (f" ({', '.join(over)})" if over else "")
             + f"; of them with ≥ {THIN_WEEK} streams: {len(full)}"
         )
+    for model in MODELS:
+        o = result.totals[model]["oracle"]
+        n = result.totals[model]["streams"]
+        rates = ", ".join(f"{short.get(k, k)} {_rate(v)}" for k, v in o["detection"].items())
+        lines.append(
+            f"{model}, at one threshold for the whole replay (the experiment's rule: "
+            f"{o['alarmed']}/{n} normal streams alarm, {o['threshold']:.2f}): {rates}"
+        )
     c = result.totals["adaptive"]["counts"]
     lines.append(
         f"adaptive model: {c['folded']:,} streams folded in ({c['folded_calls']:,} calls), "
@@ -452,7 +493,14 @@ def summary(result: ReplayResult) -> dict[str, Any]:
             for r in result.weeks
         ],
         "totals": {
-            m: {**t, "detection": {k: list(v) for k, v in t["detection"].items()}}
+            m: {
+                **t,
+                "detection": {k: list(v) for k, v in t["detection"].items()},
+                "oracle": {
+                    **t["oracle"],
+                    "detection": {k: list(v) for k, v in t["oracle"]["detection"].items()},
+                },
+            }
             for m, t in result.totals.items()
         },
     }

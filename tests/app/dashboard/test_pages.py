@@ -150,7 +150,7 @@ def test_detection_table_matches_the_stored_experiment(
     any_cell = next(iter(cells.values()))
     n = any_cell["normal_sessions"]
     assert metric(at, "False alarms reached") == f"{100 * any_cell['fa_reached']:.1f}%"
-    assert metric(at, "Normal sessions alarming") == f"{round(any_cell['fa_reached'] * n)} / {n}"
+    assert metric(at, "Normal streams alarming") == f"{round(any_cell['fa_reached'] * n)} / {n}"
     assert metric(at, "Threshold") == f"{any_cell['threshold']:.2f}"
     bars = chart_data(at, "study_rate")
     assert dict(zip(bars["kind"], bars["rate"], strict=True)) == pytest.approx(

@@ -164,7 +164,8 @@ def test_stats_command_prints_study_beside(
     assert "SIMULATED" in out
     lines = {line.split("  ")[0].strip(): line for line in out.splitlines()}
     assert lines["calls"].split()[-2:] == ["16", f"{CORPUS['calls']:,.0f}"]
-    assert lines["sessions"].split()[-2:] == ["4", f"{CORPUS['sessions']:,.0f}"]
+    streams = lines["streams (session × agent: the study's 'sessions')"]
+    assert streams.split()[-2:] == ["4", f"{CORPUS['sessions']:,.0f}"]
     assert "failure rate" in out
 
 
