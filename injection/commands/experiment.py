@@ -55,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run with response ids dropped (default: yes)",
     )
     parser.add_argument(
+        "--model-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a normal-model knob (repeatable), e.g. the named variants all_restandardised=true, "
+        "ewma_start=first, time_tail=floor (docs/ARCHITECTURE.md: their measured effect)",
+    )
+    parser.add_argument(
         "--rerun",
         metavar="RUN_ID",
         help="repeat a saved run exactly: its saved configuration replaces the options above",
@@ -72,6 +80,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="save results in the store's experiments / experiment_runs tables (default: yes)",
     )
+
+
+def _model_overrides(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as ModelConfig overrides (JSON values; bare words are strings)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--model-config {item!r}: use KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value.strip()
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
             config = ExperimentConfig(
+                model=_model_overrides(args.model_config),
                 split_dates=args.split_dates,
                 split_shares=args.split_shares,
                 min_calls=args.min_calls,
