@@ -157,22 +157,22 @@ def test_stats_on_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_train_warns_about_one_calibration_session(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    days = (
+    days = (  # streams by the day of their first call (the split's unit)
         Store(store)
-        .query("SELECT first_time::DATE AS d, count(*) AS n FROM sessions GROUP BY 1 ORDER BY 1")
+        .query(
+            "SELECT d, count(*) AS n FROM (SELECT min(start_time)::DATE AS d FROM calls "
+            "GROUP BY session_id, agent_id) GROUP BY 1 ORDER BY 1"
+        )
         .to_pylist()
     )
-    single = next(d for d in days[1:] if d["n"] == 1)["d"]
-    train = f"{days[0]['d']}..{days[0]['d']}"
+    i = next(i for i, d in enumerate(days) if i > 0 and d["n"] == 1)
     code, out, err = run_cli(
         capsys,
         "train",
         "--store",
         str(store),
-        "--train",
-        train,
-        "--calibrate",
-        f"{single}..{single}",
+        "--split-dates",
+        f"{days[i - 1]['d']},{days[i]['d']}",
         "--out",
         str(tmp_path / "m.json"),
     )
@@ -181,8 +181,8 @@ def test_train_warns_about_one_calibration_session(
     one_error(
         err.rsplit("\r", 1)[-1].lstrip(),
         "train",
-        "warning: the calibration window holds 1 session(s)",
-        "--calibrate",
+        "warning: the calibration split holds 1 stream(s)",
+        "--split-shares",
     )
 
 

@@ -16,7 +16,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +29,7 @@ from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.alerting.rules import RULE_ALERTS_TABLE as RULE_ALERTS
+from toolwatch.detection.calls.split import SplitError, split_streams
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
@@ -63,31 +64,37 @@ FILL_HINTS: Final[dict[str, str]] = {
 
 
 def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
-    """A ``toolwatch experiment`` command that works on this store's calls: the default (the
-    study's split dates) when its train and test splits hold streams, else the study's
-    shares of the store's own streams (``--split-shares``), which always split a corpus."""
+    """A ``toolwatch experiment`` command that works on this store's calls: the default split
+    (the study's proportions of the store's own days, :mod:`toolwatch.detection.calls.split`)
+    when it leaves test streams long enough, else the study's shares of the streams
+    (``--split-shares``)."""
     config = ExperimentConfig()
-    dates = config.effective_split_dates
     command = f"`toolwatch experiment --store {store}`"
-    if dates is not None:
-        train_end = date.fromisoformat(dates[0]) + timedelta(days=1)
-        calib_end = date.fromisoformat(dates[1]) + timedelta(days=1)
-        row = one(
-            con,
-            """
-            SELECT count(*) FILTER (WHERE first_time < ?::DATE),
-                   count(*) FILTER (WHERE first_time >= ?::DATE AND calls >= ?)
-            FROM memory.main.streams WHERE labelled_calls = 0
-            """,
-            [train_end, calib_end, config.min_calls],
-        )
-        if row is not None and row[0] and row[1]:
-            return command + " (the study's injection experiment on the store's calls)"
-    shares = f"{study.TRAIN_SHARE:.2f},{study.CALIBRATE_SHARE:.2f}"
+    table = con.sql(
+        "SELECT session_id, agent_id, epoch_us(first_time) AS first, calls "
+        "FROM memory.main.streams WHERE labelled_calls = 0"
+    ).to_arrow_table()
+    if table.num_rows:
+        try:
+            split_streams(
+                table.column("first").to_numpy(),
+                table.column("session_id").to_pylist(),
+                table.column("agent_id").to_pylist(),
+                table.column("calls").to_numpy(),
+                [None] * table.num_rows,
+                config.split_spec(),
+            )
+            return command + (
+                " (the study's injection experiment on the store's calls, split by time in "
+                "the study's proportions of its days)"
+            )
+        except SplitError:
+            pass
+    shares = f"{study.SPLITS['train'][0] / study.CORPUS['sessions']:.2f},"
+    shares += f"{study.SPLITS['calibration'][0] / study.CORPUS['sessions']:.2f}"
     return (
         f"`toolwatch experiment --store {store} --split-shares {shares}` (the study's "
-        "injection experiment; this store's dates are not the study's, so its own streams are "
-        "split by time in the study's proportions)"
+        "injection experiment; the store's streams split by time in the study's proportions)"
     )
 
 

@@ -40,6 +40,7 @@ from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import QUIRK_WARMUP_AGENT
 from toolwatch.detection.calls.windows import call_columns_sql
+from toolwatch.usage import UserError
 
 #: Client quirks kept out of learning and out of the normal test streams by default.
 LEARNING_EXCLUDED_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT,)
@@ -52,7 +53,7 @@ STUDY_SHARES: Final = (
 _US_PER_DAY: Final = 86_400_000_000
 
 
-class SplitError(ValueError):
+class SplitError(UserError, ValueError):
     """A split option is malformed or the split leaves nothing to work with (says which)."""
 
 
