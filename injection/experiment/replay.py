@@ -239,8 +239,8 @@ def _drive(
 
     live.on_scored = observe
     t_us = replay.column("start_time").cast(pa.int64()).to_numpy()
-    batch_us = int(config.batch_s * 1e6)
-    cuts = np.flatnonzero(np.diff(t_us // batch_us)) + 1
+    batch = _batches(replay, t_us, normal_table, int(config.batch_s * 1e6))
+    cuts = np.flatnonzero(np.diff(batch)) + 1
     bounds = np.concatenate([[0], cuts, [len(t_us)]])
     thresholds: list[tuple[int, float]] = []
     clock = time.perf_counter()
@@ -261,6 +261,18 @@ def _drive(
         seconds,
         live.calls_scored,
     )
+
+
+def _batches(replay: pa.Table, t_us: np.ndarray, normal: pa.Table, batch_us: int) -> np.ndarray:
+    """The batch of each replayed call: windows of ``batch_us`` of event time, cut only where
+    the corpus itself has calls (a copy's call joins the next window that does), so the live
+    scorer advances at the same moments whichever copies ride along, and the normal streams'
+    figures do not depend on the injected kinds."""
+    normal_windows = np.unique(normal.column("start_time").cast(pa.int64()).to_numpy() // batch_us)
+    windows = t_us // batch_us
+    j = np.searchsorted(normal_windows, windows, side="left")  # the next window with corpus calls
+    last = normal_windows.shape[0]
+    return np.where(j < last, j, last)  # copies after the last corpus call: one final batch
 
 
 def _stream_rows(table: pa.Table) -> dict[tuple[str, str | None], list[int]]:
