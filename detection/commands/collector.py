@@ -40,7 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--token",
         help=f"require 'Authorization: Bearer TOKEN' (default ${ENV_TOKEN}; unset = no token)",
     )
-    parser.add_argument("--model", type=Path, help="score every batch live with this model file")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        help="score every batch live with this model file (trained with --adaptive: it keeps "
+        "up with drift, its state in STORE/models/live-state.json across restarts)",
+    )
     parser.add_argument(
         "--webhook", help="POST live alerts to this URL (needs --model or alert rules)"
     )

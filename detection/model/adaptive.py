@@ -46,7 +46,7 @@ import pyarrow as pa
 from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.failure import FailureCue
 from toolwatch.detection.cues.order import OrderCue
-from toolwatch.detection.cues.size import GLOBAL, SizeCue, _log_sizes
+from toolwatch.detection.cues.size import GLOBAL, SizeCue
 from toolwatch.detection.cues.timing import TimeCue, scored_gaps
 from toolwatch.detection.model.normal_model import ModelError, NormalModel
 
@@ -268,8 +268,9 @@ class DecayedStats:
         return i
 
     def _fold_sizes(self, frame: CallFrame, ids: np.ndarray, w: np.ndarray) -> None:
-        l_in = _log_sizes(frame.input_bytes)
-        l_out = _log_sizes(frame.output_bytes)
+        # numpy's log1p: these are sums for moments, not scores (no bit-exactness needed)
+        l_in = np.log1p(frame.input_bytes.astype(np.float64))
+        l_out = np.log1p(frame.output_bytes.astype(np.float64))
         learn = frame.output_known & ~frame.output_truncated
         wo = np.where(learn, w, 0.0)
         lo = np.where(learn, l_out, 0.0)
@@ -341,7 +342,7 @@ class DecayedStats:
         populated = np.flatnonzero(self.gaps > 0)
         if populated.size == 0:
             return TimeCue.from_counts([], [], tail=tail)
-        knots = [bin_knot_us(int(b)) for b in populated.tolist()]
+        knots = [_KNOTS_US[b] for b in populated.tolist()]
         counts = np.cumsum(self.gaps[populated] * f).tolist()
         return TimeCue.from_counts(knots, counts, tail=tail)
 
@@ -408,6 +409,9 @@ def bin_knot_us(b: int) -> int:
     """The largest whole µs gap of bin ``b``: every gap of bins ≤ b is ≤ it."""
     upper = 10.0 ** (GAP_LOG10_MIN + (b + 1) / GAP_BINS_PER_DECADE) * 1e6
     return max(math.ceil(upper) - 1, 1)
+
+
+_KNOTS_US: Final[list[int]] = [bin_knot_us(b) for b in range(GAP_BINS)]
 
 
 def _add_grouped(table: dict[int, float], keys: np.ndarray, w: np.ndarray) -> None:

@@ -19,9 +19,10 @@ Frozen (``adaptive=None``), the thresholds are the model's operating point and a
    collector, the corpus in a replay), so an attack is not learnt the moment it starts.
    Injected (labelled) streams and client artefacts (warm-up agents) are never folded or
    pooled.
-4. **Refresh.** After folds (at most every ``refresh_min`` of event time, and once a day
-   anyway, as decay moves the effective counts) a new snapshot is compiled and swapped into the
-   online scorer; open streams keep their state (tool ids are stable across snapshots).
+4. **Refresh.** The streams out of quarantine are folded together at most every
+   ``refresh_min`` of event time (and once a day anyway, as decay moves the effective counts),
+   then a new snapshot is compiled and swapped into the online scorer; open streams keep their
+   state (tool ids are stable across snapshots).
 
 Everything is bounded (per stream: the online scorer's state plus a few numbers; pools of
 ``window`` values; pending streams of one quarantine) and is saved by :meth:`state` and
@@ -207,13 +208,16 @@ class StreamScorer:
                     aged = True
             if aged:
                 self._rebuild_quantiles()
-        due = []
-        while self.pending and self.pending[0][0] <= now:
-            due.append(heapq.heappop(self.pending)[2])
-        if due:
-            self._fold(due)
+        # out of quarantine, the streams wait for the next refresh and are folded together
+        # (one read-back and one fold per refresh, however often advance() is called)
         since = now / 1e6 - self.snapshot_s
-        if (self._dirty and since >= cfg.refresh_min * 60) or since * 1e6 >= _DAY_US:
+        ready = bool(self.pending) and self.pending[0][0] <= now
+        if (ready and since >= cfg.refresh_min * 60) or since * 1e6 >= _DAY_US:
+            due = []
+            while self.pending and self.pending[0][0] <= now:
+                due.append(heapq.heappop(self.pending)[2])
+            if due:
+                self._fold(due)
             self.refresh(now / 1e6)
         self.thresholds = self._current_thresholds()
         return closed
