@@ -47,6 +47,43 @@ ATTR_CLIENT_QUIRK: Final = "toolwatch.client.quirk"
 #: back to a null ``duration_us`` (live spans never carry it).
 ATTR_DURATION_UNKNOWN: Final = "toolwatch.tool.call.duration.unknown"
 
+# Argument provenance (instrumentation/provenance): numbers and closed-set names only; the
+# fingerprints, hashes and bytes they are computed from never leave the agent's process.
+ATTR_EGRESS: Final = "toolwatch.provenance.egress"
+ATTR_REUSED_LONGEST: Final = "toolwatch.provenance.reused.longest"
+ATTR_REUSED_TOTAL: Final = "toolwatch.provenance.reused.total"
+ATTR_PAYLOAD_LONGEST: Final = "toolwatch.provenance.payload.longest"
+ATTR_PAYLOAD_TOTAL: Final = "toolwatch.provenance.payload.total"
+ATTR_REUSED_SOURCE_TOOL: Final = "toolwatch.provenance.source_tool"
+ATTR_REUSED_ENCODING: Final = "toolwatch.provenance.encoding"
+ATTR_DEST_SEEN: Final = "toolwatch.provenance.destination"
+ATTR_UNCHECKED_BYTES: Final = "toolwatch.provenance.unchecked"
+
+#: Egress classes: does the call send data off the machine, and how (decided locally from the
+#: tool and its arguments). ``script``: the only network use is interpreter code (``python -c``
+#: with a network library), a refinement of ``shell`` with its own normal range.
+EGRESS_NONE: Final = "none"
+EGRESS_CLASSES: Final[tuple[str, ...]] = ("none", "web", "browser", "http", "shell", "script")
+#: How the longest reused run was written in the arguments (``none``: nothing reused).
+ENCODING_NONE: Final = "none"
+ENCODINGS: Final[tuple[str, ...]] = (
+    "none",
+    "verbatim",
+    "json",
+    "html",
+    "url",
+    "form",
+    "base64",
+    "base64url",
+    "hex",
+    "url+base64",
+    "url+base64url",
+    "url+hex",
+)
+#: Where the host a call connects to was seen in earlier results: in a local tool's result,
+#: only in remote (web/browser) results, not at all, or no host in what the call sends.
+DEST_SEEN_VALUES: Final[tuple[str, ...]] = ("local", "remote", "unseen", "none")
+
 # tools/list digests (one span event per tool, never the description text)
 EVENT_TOOL_LISTED: Final = "toolwatch.tool.listed"
 ATTR_TOOL_DIGEST: Final = "toolwatch.tool.digest"

@@ -26,19 +26,28 @@ from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
     ATTR_CLIENT_QUIRK,
     ATTR_CONVERSATION_ID,
+    ATTR_DEST_SEEN,
+    ATTR_EGRESS,
     ATTR_ERROR_TYPE,
     ATTR_LABEL,
     ATTR_MCP_SERVER,
+    ATTR_PAYLOAD_LONGEST,
+    ATTR_PAYLOAD_TOTAL,
     ATTR_RESPONSE_ID,
     ATTR_RESTAMPED,
     ATTR_RESULT_SIZE,
     ATTR_RESULT_TRUNCATED,
+    ATTR_REUSED_ENCODING,
+    ATTR_REUSED_LONGEST,
+    ATTR_REUSED_SOURCE_TOOL,
+    ATTR_REUSED_TOTAL,
     ATTR_SERVICE_NAME,
     ATTR_SESSION_POSITION,
     ATTR_SOURCE,
     ATTR_TOOL_CALL_ID,
     ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
+    ATTR_UNCHECKED_BYTES,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -131,6 +140,62 @@ class CallRecord:
             "client artefact of the call's stream (warmup_agent, compaction_fork)",
             ATTR_CLIENT_QUIRK,
         ),
+    ] = None
+    # Argument provenance (toolwatch.instrumentation.provenance), measured where the content
+    # is; null = not measured (older records, provenance off, or a live non-egress call).
+    egress: Annotated[
+        str | None,
+        Col(
+            "does the call send data off the machine: none, web, browser, http, shell, script",
+            ATTR_EGRESS,
+        ),
+    ] = None
+    reused_longest: Annotated[
+        int | None,
+        Col(
+            "longest run of argument bytes that reproduces an earlier result of the stream "
+            "(decoded bytes)",
+            ATTR_REUSED_LONGEST,
+        ),
+    ] = None
+    reused_total: Annotated[
+        int | None,
+        Col("argument bytes covered by such runs (a lower bound)", ATTR_REUSED_TOTAL),
+    ] = None
+    payload_longest: Annotated[
+        int | None,
+        Col(
+            "longest reused run in what leaves the machine, from a local tool's result, "
+            "outside copied links",
+            ATTR_PAYLOAD_LONGEST,
+        ),
+    ] = None
+    payload_total: Annotated[
+        int | None, Col("bytes covered by such payload runs", ATTR_PAYLOAD_TOTAL)
+    ] = None
+    source_tool: Annotated[
+        str | None,
+        Col("tool whose earlier result holds the longest reused run", ATTR_REUSED_SOURCE_TOOL),
+    ] = None
+    reused_encoding: Annotated[
+        str | None,
+        Col(
+            "how the longest run was written: verbatim, json, html, url, form, base64, "
+            "base64url, hex, url+base64, url+base64url, url+hex; none = nothing reused",
+            ATTR_REUSED_ENCODING,
+        ),
+    ] = None
+    dest_seen: Annotated[
+        str | None,
+        Col(
+            "where the destination host was seen in earlier results: local, remote, unseen; "
+            "none = no host",
+            ATTR_DEST_SEEN,
+        ),
+    ] = None
+    unchecked_bytes: Annotated[
+        int | None,
+        Col("argument bytes over the per-call cap, not checked", ATTR_UNCHECKED_BYTES),
     ] = None
 
     def as_dict(self) -> dict[str, Any]:

@@ -22,8 +22,14 @@ from toolwatch.collector.sources.claude_code.parsing import (
     parse_file,
     parse_time,
 )
+from toolwatch.collector.sources.claude_code.provenance import (
+    Measured,
+    ProvenanceReport,
+    measure_provenance,
+)
 from toolwatch.collector.sources.claude_code.transcripts import find_transcripts
 from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
+from toolwatch.instrumentation.provenance import DEFAULT_CONFIG, ProvenanceConfig
 from toolwatch.record import CallRecord, split_mcp_name
 
 SOURCE: Final = "import"
@@ -53,6 +59,8 @@ class ImportReport:
     #: client quirk -> [streams, calls] flagged (``client_quirk``; kept, not dropped)
     quirks: dict[str, list[int]] = field(default_factory=dict)
     skipped: list[SkippedLine] = field(default_factory=list)
+    #: the provenance pass (None when it was not run)
+    provenance: ProvenanceReport | None = None
 
     def skipped_by_reason(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.skipped).most_common())
@@ -68,8 +76,16 @@ def span_id_for(call_id: str) -> str:
     return hashlib.sha256(f"toolwatch-import/call/{call_id}".encode()).hexdigest()[:16]
 
 
-def build_records(parses: Sequence[FileParse]) -> tuple[list[CallRecord], ImportReport]:
-    """Deduplicate, match results, number calls per session; records sorted by session, seq."""
+def build_records(
+    parses: Sequence[FileParse],
+    *,
+    provenance: ProvenanceConfig | None = None,
+    on_bytes: ProgressCallback | None = None,
+) -> tuple[list[CallRecord], ImportReport]:
+    """Deduplicate, match results, number calls per session; records sorted by session, seq.
+
+    With ``provenance`` (a config), the files are read a second time to fill the records'
+    provenance fields (:mod:`.provenance`; ``on_bytes`` reports that pass's progress)."""
     report = ImportReport(files=len(parses))
     by_index = {p.file_index: p for p in parses}
     kept: dict[str, TranscriptCall] = {}
@@ -93,14 +109,21 @@ def build_records(parses: Sequence[FileParse]) -> tuple[list[CallRecord], Import
         sessions.setdefault(call.session_id, []).append(call)
 
     records: list[CallRecord] = []
+    measured: list[Measured] = []
     for session_id in sorted(sessions):
         calls = sorted(sessions[session_id], key=_order_key)
         trace_id = trace_id_for(session_id)
         for seq, call in enumerate(calls):
+            result_file: int | None = call.file_index
             result = by_index[call.file_index].results.get(call.call_id)
             if result is None:
-                result = _find_result(call.call_id, parses)
-            records.append(_record(call, result, seq, trace_id))
+                result, result_file = _find_result(call.call_id, parses)
+            record = _record(call, result, seq, trace_id)
+            records.append(record)
+            when = None if result is None else parse_time(result.stamp)
+            measured.append(Measured(record, call, result_file, when))
+    if provenance is not None:
+        report.provenance = measure_provenance(measured, parses, provenance, on_bytes)
     report.calls = len(records)
     report.sessions = len(sessions)
     report.subagents = len({(r.session_id, r.agent_id) for r in records if r.agent_id is not None})
@@ -125,12 +148,15 @@ def _order_key(call: TranscriptCall) -> tuple[datetime, int, int, int]:
     return (call.time, call.file_index, call.line_no, call.block)
 
 
-def _find_result(call_id: str, parses: Sequence[FileParse]) -> TranscriptResult | None:
+def _find_result(
+    call_id: str, parses: Sequence[FileParse]
+) -> tuple[TranscriptResult | None, int | None]:
+    """The call's result in the first file holding it, and that file's index."""
     for parse in parses:
         result = parse.results.get(call_id)
         if result is not None:
-            return result
-    return None
+            return result, parse.file_index
+    return None, None
 
 
 def _record(
@@ -180,12 +206,17 @@ def _record(
 
 
 def import_transcripts(
-    paths: Iterable[str | Path], on_bytes: ProgressCallback | None = None
+    paths: Iterable[str | Path],
+    on_bytes: ProgressCallback | None = None,
+    *,
+    provenance: ProvenanceConfig | None = DEFAULT_CONFIG,
 ) -> tuple[list[CallRecord], ImportReport]:
-    """Find, parse and turn transcripts into records (no store involved).
+    """Find, parse and turn transcripts into records (no store involved); ``provenance=None``
+    leaves the provenance fields null (one pass over the files instead of two).
 
     One process on purpose: measured on 2 cores, a process pool lost more to pickling the
     parsed calls back (~1 s per 120 MB) and to spawning than it gained.
     """
     files = find_transcripts(paths)
-    return build_records([parse_file(path, index, on_bytes) for index, path in enumerate(files)])
+    parses = [parse_file(path, index, on_bytes) for index, path in enumerate(files)]
+    return build_records(parses, provenance=provenance, on_bytes=on_bytes)

@@ -1,0 +1,198 @@
+"""The egress class of a call, decided locally from its tool and arguments, and what it sends.
+
+Classes (:data:`toolwatch.conventions.EGRESS_CLASSES`):
+
+* ``web``: web fetch / search (Claude Code's ``WebFetch`` sends only its ``url``: the prompt
+  goes to the model provider, which holds the conversation anyway; ``WebSearch`` its query),
+  MCP tools with a fetch/search verb on servers that are not recognisably local, and any other
+  MCP tool given a non-loopback URL;
+* ``browser``: browser-automation actions that carry data to a page (navigate, type, fill,
+  evaluate, upload …), except towards loopback pages;
+* ``http``: MCP tools that send requests or write to remote services (request, api, post,
+  send, publish, upload, create …);
+* ``shell`` / ``script``: shell commands with network programs / only network-library code
+  (:mod:`toolwatch.instrumentation.provenance.shell`);
+* ``none``: nothing leaves the machine.
+
+Besides the class, :func:`classify` returns the argument texts that actually leave — the URL
+of a fetch, the query of a search, the network segments of a command — so provenance is
+measured on what is sent, not on a whole command line that also starts a local server.
+These are name heuristics: a tool is known by its name and its server's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolwatch.instrumentation.provenance.shell import LOOPBACK, network_texts
+from toolwatch.instrumentation.provenance.text import string_leaves
+
+MCP_PREFIX: Final = "mcp__"
+WEB_TOOLS: Final = frozenset({"WebFetch", "WebSearch", "web_fetch", "web_search"})
+#: arguments of a built-in web tool that reach the third party
+_WEB_SENT_KEYS: Final = {
+    "WebFetch": ("url",),
+    "WebSearch": ("query", "allowed_domains", "blocked_domains"),
+}
+SHELL_TOOLS: Final = frozenset(
+    {"Bash", "PowerShell", "bash", "shell", "powershell", "zsh", "BashOutput"}
+)
+_BROWSER_SERVER: Final = re.compile(r"playwright|puppeteer|browser|chrome|selenium|chromium", re.I)
+#: browser actions whose arguments can carry free-form data to a page or a remote site
+_BROWSER_EGRESS: Final = re.compile(
+    r"navigate(?!_back|_forward)|goto|open_?url|new_?page|tab_new|(^|_)type$|fill|press_?key|"
+    r"evaluate|run_?code|upload|select_?option|(^|_)tabs$",
+    re.I,
+)
+_BROWSER_NAVIGATION: Final = re.compile(
+    r"navigate(?!_back|_forward)|goto|open_?url|new_?page|tab_new", re.I
+)
+_LOCAL_SERVER: Final = re.compile(
+    r"filesystem|(^|[_-])fs([_-]|$)|file|memory|(^|[_-])mem([_-]|$)|claude-mem|sqlite|"
+    r"(^|[_-])git([_-]|$)|time|sequential|mermaid|pencil|(^|[_-])ide([_-]|$)",
+    re.I,
+)
+_WEB_VERB: Final = re.compile(
+    r"fetch|search|scrape|crawl|extract|research|browse|web|url|google|bing|brave|tavily|"
+    r"serper|firecrawl|jina|perplexity|library-docs|library-id|query-docs|lookup",
+    re.I,
+)
+_HTTP_VERB: Final = re.compile(
+    r"http|request|(^|[_-])api([_-]|$)|graphql|webhook|(^|[_-])(post|put|patch|send|publish|"
+    r"upload|comment|reply|create|push|email|message|tweet)([_-]|$)|Message$",
+    re.I,
+)
+_MCP_SHELL: Final = re.compile(
+    r"(^|[_-])(exec(ute)?(_command)?|shell|terminal|run_command|bash|powershell|cmd)([_-]|$)",
+    re.I,
+)
+_URL_ARGUMENT: Final = re.compile(r"^\s*(https?|wss?|ftp)://", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolName:
+    """A tool as provenance reads it: its MCP server (``None`` for a client's built-in tool,
+    ``""`` for an MCP server of unknown name) and its bare name."""
+
+    server: str | None
+    name: str
+
+    @classmethod
+    def of(cls, tool: str, server: str | None) -> ToolName:
+        """From a record's ``tool`` and ``server``: ``mcp__<server>__<name>`` (Claude Code's
+        spelling) or a bare MCP tool name with its server."""
+        if tool.startswith(MCP_PREFIX):
+            inner, _, name = tool[len(MCP_PREFIX) :].partition("__")
+            return cls(inner if server is None else server, name)
+        return cls(server, tool)
+
+    @property
+    def builtin(self) -> bool:
+        return self.server is None
+
+    @property
+    def browser(self) -> bool:
+        return self.server is not None and (
+            bool(_BROWSER_SERVER.search(self.server)) or self.name.startswith("browser_")
+        )
+
+
+def source_is_remote(tool: ToolName) -> bool:
+    """Whether a tool's results come from off the machine (web, search, a browser): bytes
+    copied from them are link-following, not a local payload. Shell output counts as local."""
+    if tool.builtin:
+        return tool.name in WEB_TOOLS
+    if tool.browser:
+        return True
+    assert tool.server is not None
+    return not _LOCAL_SERVER.search(tool.server) and bool(_WEB_VERB.search(tool.name))
+
+
+def browser_navigation_local(tool: ToolName, arguments: Any) -> bool | None:
+    """For a browser navigation: whether it goes to a loopback page (``None``: not one, or
+    no URL given)."""
+    if not tool.browser or not _BROWSER_NAVIGATION.search(tool.name):
+        return None
+    return _all_urls_loopback(arguments) if _has_url(arguments) else None
+
+
+def classify(
+    tool: ToolName, arguments: Any, browser_local: bool | None = None
+) -> tuple[str, list[str]]:
+    """(egress class, the argument texts that leave the machine).
+
+    ``browser_local``: whether the stream's last browser navigation went to a loopback page
+    (typing into a local dev page is not egress).
+    """
+    if tool.builtin:
+        if tool.name in WEB_TOOLS:
+            if _all_urls_loopback(arguments):
+                return "none", []
+            keys = _WEB_SENT_KEYS.get(tool.name)
+            if isinstance(arguments, Mapping) and keys:
+                return "web", [s for key in keys for s in string_leaves(arguments.get(key))]
+            return "web", list(string_leaves(arguments))
+        if tool.name in SHELL_TOOLS:
+            return network_texts(_command(arguments))
+        return "none", []
+    server, name = tool.server or "", tool.name
+    if tool.browser:
+        if not _BROWSER_EGRESS.search(name):
+            return "none", []
+        if _all_urls_loopback(arguments) or (browser_local and not _has_url(arguments)):
+            return "none", []
+        return "browser", list(string_leaves(arguments))
+    if _MCP_SHELL.search(name):
+        return network_texts(_command(arguments))
+    if _LOCAL_SERVER.search(server):
+        return "none", []
+    if _WEB_VERB.search(name):
+        return "web", list(string_leaves(arguments))
+    if _HTTP_VERB.search(name):
+        return "http", list(string_leaves(arguments))
+    if _has_url(arguments) and not _all_urls_loopback(arguments):
+        return "web", list(string_leaves(arguments))
+    return "none", []
+
+
+def _command(arguments: Any) -> str:
+    """The command line of a shell tool call (all its string arguments, one per line)."""
+    return "\n".join(string_leaves(arguments))
+
+
+def _urls(arguments: Any) -> list[str]:
+    return [s.strip() for s in string_leaves(arguments) if _URL_ARGUMENT.match(s)]
+
+
+def _has_url(arguments: Any) -> bool:
+    return any(_URL_ARGUMENT.match(s) for s in string_leaves(arguments))
+
+
+def _all_urls_loopback(arguments: Any) -> bool:
+    """Every URL-valued argument points at this machine (and there is at least one)."""
+    urls = _urls(arguments)
+    return bool(urls) and all(LOOPBACK.match(u) for u in urls)
+
+
+_URL_HOST: Final = re.compile(
+    r"(?:https?|wss?|ftp|ssh|git)://(?:[^/\s@'\"<>]*@)?([A-Za-z0-9.-]+)", re.I
+)
+_USER_HOST: Final = re.compile(r"(?<![\w/])[A-Za-z0-9._-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):")
+
+
+def destination_hosts(texts: list[str]) -> set[str]:
+    """The hosts a call connects to: the hosts of its URL-valued sent texts when it has any;
+    else, per text (a network command), the first URL host or ``user@host:`` in it. Hosts
+    merely mentioned inside a payload are not destinations; loopback hosts are dropped."""
+    hosts: set[str] = set()
+    url_texts = [t for t in texts if _URL_ARGUMENT.match(t)]
+    for text in url_texts or texts:
+        found = [(m.start(), m.group(1)) for m in _URL_HOST.finditer(text)][:1]
+        if not url_texts:
+            found += [(m.start(), m.group(1)) for m in _USER_HOST.finditer(text)][:1]
+        if found:
+            hosts.add(min(found)[1].lower().rstrip("."))
+    return {h for h in hosts if "." in h and not LOOPBACK.match(h)}
