@@ -77,6 +77,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "detection",
         "rank sessions flagged at the operating point",
     ),
+    "pins": (
+        "toolwatch.detection.commands.pins",
+        "collector",
+        "list, approve and export pinned tool digests (rug-pull alerts)",
+    ),
     "rules": (
         "toolwatch.detection.commands.rules",
         "collector",

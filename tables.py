@@ -188,6 +188,37 @@ RULE_ALERT_FIELDS: Final[tuple[Field, ...]] = (
     _f("description", "string", "the rule's description"),
 )
 
+LISTING_ALERT_FIELDS: Final[tuple[Field, ...]] = (
+    _f("alert_time", "timestamp", "when the alert was raised, UTC", nullable=False),
+    _f(
+        "kind",
+        "string",
+        "changed_in_session, changed_since_approval or new_tool",
+        nullable=False,
+    ),
+    _f("server", "string", "MCP server of the listed tool; null if it had no name"),
+    _f("tool", "string", "the listed tool", nullable=False),
+    _f("old_digest", "string", "digest before (in the session, or the approved pin); null: new"),
+    _f("new_digest", "string", "digest now listed", nullable=False),
+    _f("session_id", "string", "conversation that received the listing"),
+    _f("listed_time", "timestamp", "when the listing was received, UTC", nullable=False),
+    _f("span_id", "string", "the tools/list span"),
+    _f("service", "string", "resource service.name of the agent"),
+)
+
+TOOL_PIN_FIELDS: Final[tuple[Field, ...]] = (
+    _f("approved_time", "timestamp", "when the digest was approved, UTC", nullable=False),
+    _f("server", "string", "MCP server ('' when it had no name)", nullable=False),
+    _f("tool", "string", "the approved tool", nullable=False),
+    _f(
+        "digest",
+        "string",
+        "the approved digest (sha256 of name+description+schema)",
+        nullable=False,
+    ),
+    _f("origin", "string", "how it was approved: listing (the latest seen) or file (an export)"),
+)
+
 CALLS: Final = Table(
     "calls", CALL_FIELDS, "start_time", "collector, import, simulate", "one row per tool call"
 )
@@ -247,6 +278,23 @@ RULE_ALERTS: Final = Table(
     "one row per alert of a user-defined rule (SQL over recent calls, a threshold)",
 )
 
+LISTING_ALERTS: Final = Table(
+    "listing_alerts",
+    LISTING_ALERT_FIELDS,
+    "alert_time",
+    "collector (listing watcher)",
+    "one row per tools/list change: a tool's digest changed in a session or against its "
+    "approved pin, or a new tool on an approved server (digests, never the text)",
+)
+
+TOOL_PINS: Final = Table(
+    "tool_pins",
+    TOOL_PIN_FIELDS,
+    "approved_time",
+    "pins approve",
+    "one row per approval of a (server, tool) digest; the latest approval of a pair is its pin",
+)
+
 #: Every stored table, by name.
 TABLES: Final[dict[str, Table]] = {
     t.name: t
@@ -260,6 +308,8 @@ TABLES: Final[dict[str, Table]] = {
         WORKBENCH_RUNS,
         STREAM_SCORES,
         RULE_ALERTS,
+        LISTING_ALERTS,
+        TOOL_PINS,
     )
 }
 

@@ -47,8 +47,13 @@ if TYPE_CHECKING:
         describe_session,
         error_type_of,
     )
+    from toolwatch.instrumentation.client.provenance import (
+        forget_conversation,
+        provenance_stats,
+    )
     from toolwatch.instrumentation.export.otlp import configure_otlp
     from toolwatch.instrumentation.export.replay import send_records
+    from toolwatch.instrumentation.provenance import ProvenanceTracker
 
 __all__ = [
     "ToolwatchMCPInstrumentor",
@@ -56,8 +61,10 @@ __all__ = [
     "conversation",
     "describe_session",
     "error_type_of",
+    "forget_conversation",
     "instrument",
     "model_response",
+    "provenance_stats",
     "send_records",
     "uninstrument",
 ]
@@ -67,6 +74,8 @@ _LAZY = {
     "ToolwatchMCPInstrumentor": "toolwatch.instrumentation.client.instrumentor",
     "describe_session": "toolwatch.instrumentation.client.instrumentor",
     "error_type_of": "toolwatch.instrumentation.client.instrumentor",
+    "forget_conversation": "toolwatch.instrumentation.client.provenance",
+    "provenance_stats": "toolwatch.instrumentation.client.provenance",
     "configure_otlp": "toolwatch.instrumentation.export.otlp",
     "send_records": "toolwatch.instrumentation.export.replay",
 }
@@ -82,16 +91,20 @@ def __getattr__(name: str) -> Any:
 
 
 def instrument(
-    tracer_provider: TracerProvider | None = None, server_name: str | None = None
+    tracer_provider: TracerProvider | None = None,
+    server_name: str | None = None,
+    provenance: bool | ProvenanceTracker | None = None,
 ) -> None:
     """Instrument mcp clients; calling it again re-instruments with the new settings.
 
     ``tracer_provider``: where the spans go (default: see the module docstring).
     ``server_name``: server name for sessions whose server does not identify itself.
+    ``provenance``: argument provenance (numbers only, see below): ``None`` = on unless
+    ``TOOLWATCH_PROVENANCE=off``; ``True``/``False``; or a ``ProvenanceTracker`` of your own.
     """
     from toolwatch.instrumentation.client.instrumentor import instrument as _instrument
 
-    _instrument(tracer_provider=tracer_provider, server_name=server_name)
+    _instrument(tracer_provider=tracer_provider, server_name=server_name, provenance=provenance)
 
 
 def uninstrument() -> None:

@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from toolwatch.collector.sources.delivery import (
     send_otlp,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-store", action="store_true", help="do not write the store (use with --otlp)"
     )
+    parser.add_argument(
+        "--no-provenance",
+        action="store_true",
+        help="leave the argument-provenance fields null (one pass over the files, not two)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -89,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
             store=None if args.no_store else Store(args.store),
             otlp=args.otlp,
             progress=not args.quiet,
+            provenance=not args.no_provenance,
         )
     except TranscriptPathError as exc:
         print(f"toolwatch import: {exc}", file=sys.stderr)
@@ -112,8 +119,12 @@ def import_claude_code(
     store: Store | None,
     otlp: str | None = None,
     progress: bool = False,
+    provenance: bool = True,
 ) -> ImportOutcome:
-    """Import transcripts under ``paths`` into ``store`` (if given) and/or export to ``otlp``."""
+    """Import transcripts under ``paths`` into ``store`` (if given) and/or export to ``otlp``.
+
+    ``provenance``: read the files a second time to measure each call's argument provenance
+    (content read locally, only the numbers kept)."""
     files = find_transcripts(paths)
     if not files:
         shown = ", ".join(str(p) for p in paths)
@@ -133,7 +144,24 @@ def import_claude_code(
     ) as bar:
         for index, path in enumerate(files):
             parses.append(parse_file(path, index, bar.update))
-    records, report = build_records(parses)
+    with tqdm(
+        unit="B",
+        unit_scale=True,
+        desc="provenance",
+        file=sys.stderr,
+        disable=not (show_bar and provenance),
+    ) as bar:
+
+        def on_total(n: int) -> None:
+            bar.total = n
+            bar.refresh()
+
+        records, report = build_records(
+            parses,
+            provenance=DEFAULT_CONFIG if provenance else None,
+            on_bytes=bar.update,
+            on_total=on_total,
+        )
     outcome = ImportOutcome(report=report, records=records)
     to_send: Calls = records
     if store is not None:
@@ -201,6 +229,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "subagent_calls": r.subagent_calls,
         "mcp_calls": r.mcp_calls,
         "client_quirks": {q: {"streams": n[0], "calls": n[1]} for q, n in r.quirks.items()},
+        "provenance": None if r.provenance is None else asdict(r.provenance),
         "store": str(outcome.store) if outcome.store else None,
         "written": outcome.written,
         "already_stored": outcome.already_stored,
@@ -226,6 +255,19 @@ def format_summary(outcome: ImportOutcome) -> str:
             f"{q} {n[0]:,} stream(s) / {n[1]:,} call(s)" for q, n in r.quirks.items()
         )
         lines.append(f"  client quirks flagged (kept, column client_quirk): {flagged}")
+    p = r.provenance
+    if p is not None:
+        lines.append(
+            f"  provenance: {p.calls:,} call(s) measured, {p.egress_calls:,} send data off "
+            f"the machine; {_size_text(p.result_bytes)} of results read locally, none kept"
+        )
+        if p.truncated_result_bytes or p.unchecked_argument_bytes or p.missing_inputs:
+            lines.append(
+                f"    not searched: {_size_text(p.truncated_result_bytes)} of results beyond "
+                f"the per-result cap, {_size_text(p.unchecked_argument_bytes)} of arguments "
+                f"beyond the per-call cap; {p.missing_inputs:,} call(s) whose input could not "
+                "be read again"
+            )
     if outcome.store is not None:
         lines.append(
             f"  store {outcome.store}: {outcome.written:,} new call(s) written, "

@@ -28,6 +28,9 @@ from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
     CLIENT_QUIRKS,
+    DEST_SEEN_VALUES,
+    EGRESS_CLASSES,
+    ENCODINGS,
     EVENT_TOOL_LISTED,
     SOURCES,
     TOOL_CALL_MARKER,
@@ -43,7 +46,13 @@ TOOL_LIST_INTRINSICS: Final = frozenset({"trace_id", "span_id", "listed_time"})
 #: received over OTLP is "otlp"; an absent flag means false).
 DEFAULTS: Final[dict[str, Any]] = {"source": "otlp"}
 #: Fields whose value must be one of a closed set.
-ALLOWED: Final[dict[str, tuple[str, ...]]] = {"source": SOURCES, "client_quirk": CLIENT_QUIRKS}
+ALLOWED: Final[dict[str, tuple[str, ...]]] = {
+    "source": SOURCES,
+    "client_quirk": CLIENT_QUIRKS,
+    "egress": EGRESS_CLASSES,
+    "reused_encoding": ENCODINGS,
+    "dest_seen": DEST_SEEN_VALUES,
+}
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1
 MAX_REASONS: Final = 5

@@ -8,10 +8,10 @@ Responses use the request's encoding; errors carry a ``google.rpc.Status``.
 
 Write path (:mod:`toolwatch.collector.otlp.writer`): admitted requests are mapped and written
 in groups — group commit — and only then answered, so an acknowledged span survives ``kill
--9``; ``on_batch(calls)`` runs on its own thread after the durable write, so a slow or failing
-consumer (the live scorer) never holds up ingest and never loses data. A maintenance thread
-compacts small files periodically, and :meth:`Collector.stop` drains everything, then compacts
-once more.
+-9``; ``on_batch(calls)`` and ``on_listings(tool_lists)`` run on their own thread after the
+durable write, so a slow or failing consumer (the live scorer, the listing watcher) never holds
+up ingest and never loses data. A maintenance thread compacts small files periodically, and
+:meth:`Collector.stop` drains everything, then compacts once more.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class Collector:
         compact_interval: float | None = DEFAULT_COMPACT_INTERVAL,
         retry_after: int = 1,
         progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
+        on_listings: Callable[[pa.Table], None] | None = None,
     ) -> None:
         self.store = store
         self.host = host
@@ -98,6 +99,7 @@ class Collector:
             self.stats,
             self._lock,
             on_batch=on_batch,
+            on_listings=on_listings,
             queue_limit=queue_limit,
             retry_after=retry_after,
             compact_interval=compact_interval,

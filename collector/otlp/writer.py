@@ -5,10 +5,11 @@ one columnar pass; a writer thread writes every mapped group waiting as one Parq
 table and date (temp file, fsync, rename, directory fsync) — group commit; Parquet encoding
 releases the GIL, so writing one group overlaps mapping the next. Only then are the group's
 requests answered (their futures resolved), so an acknowledged span survives ``kill -9``.
-``on_batch(calls)`` then runs on its own thread, so a slow or failing consumer (the live scorer)
-never holds up ingest and never loses data: its exceptions are logged, the rows are already
-stored. A maintenance thread compacts small files periodically. The HTTP side
-(:mod:`toolwatch.collector.otlp.server`) admits requests and waits for their writes.
+``on_batch(calls)`` (and ``on_listings(tool_lists)``) then runs on its own thread, so a slow or
+failing consumer (the live scorer, the listing watcher) never holds up ingest and never loses
+data: its exceptions are logged, the rows are already stored. A maintenance thread compacts
+small files periodically. The HTTP side (:mod:`toolwatch.collector.otlp.server`) admits
+requests and waits for their writes.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class GroupCommitWriter:
         *,
         on_batch: Callable[[pa.Table], None] | None,
         queue_limit: int,
+        on_listings: Callable[[pa.Table], None] | None = None,
         retry_after: int,
         compact_interval: float | None,
         progress_interval: float,
@@ -96,6 +98,7 @@ class GroupCommitWriter:
         self.store = store
         self.stats = stats
         self.on_batch = on_batch
+        self.on_listings = on_listings
         self.queue_limit = queue_limit
         self.retry_after = retry_after
         self.compact_interval = compact_interval
@@ -218,8 +221,11 @@ class GroupCommitWriter:
             len(files),
             (time.perf_counter() - started) * 1000,
         )
-        if self.on_batch is not None and calls.num_rows:
-            self._callbacks.put(calls)
+        hooks = [(self.on_listings, lists), (self.on_batch, calls)]  # listings first
+        for hook, table in hooks:
+            if hook is not None and table.num_rows:
+                self._callbacks.put((hook, table))
+        if any(hook is not None and table.num_rows for hook, table in hooks):
             backlog = self._callbacks.qsize()
             if backlog and backlog % CALLBACK_BACKLOG_WARNING == 0:
                 log.warning(
@@ -289,17 +295,17 @@ class GroupCommitWriter:
 
     def _callback_loop(self) -> None:
         while True:
-            table = self._callbacks.get()
-            if table is _STOP:
+            item = self._callbacks.get()
+            if item is _STOP:
                 return
-            if self.on_batch is None:
-                continue
+            hook, table = item
             try:
-                self.on_batch(table)
+                hook(table)
             except Exception:
                 self.stats.callback_errors += 1
                 log.exception(
-                    "on_batch failed for %d calls (they are stored; ingest continues)",
+                    "%s failed for %d rows (they are stored; ingest continues)",
+                    "on_listings" if hook is self.on_listings else "on_batch",
                     table.num_rows,
                 )
 

@@ -162,20 +162,23 @@ class Store:
         raise AssertionError("unreachable")
 
     def _create_table_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        # every registered column, typed, even if no file has it (older stores read as null)
+        schema = SCHEMAS.get(name)
+        empty = ""
+        if schema is not None:
+            cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema)
+            empty = f"SELECT {cols}, CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
         files = self.files(name)
         if files:
             glob = str(self.root / name / "*" / "*.parquet").replace("'", "''")
-            con.execute(
-                f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('{glob}', "
-                "hive_partitioning = true, union_by_name = true)"
+            scan = (
+                f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true, "
+                "union_by_name = true)"
             )
+            body = f"{scan} UNION ALL BY NAME ({empty})" if empty else scan
         else:
-            schema = SCHEMAS[name]
-            cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema)
-            con.execute(
-                f"CREATE OR REPLACE VIEW {name} AS SELECT {cols}, "
-                f"CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
-            )
+            body = empty
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {body}")
 
     # ---------------------------------------------------------------- maintenance
 

@@ -19,6 +19,7 @@ from toolwatch.collector.otlp.server import (
     Collector,
 )
 from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
 from toolwatch.usage import non_negative_float, port, positive_int
 
@@ -47,7 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "up with drift, its state in STORE/models/live-state.json across restarts)",
     )
     parser.add_argument(
-        "--webhook", help="POST live alerts to this URL (needs --model or alert rules)"
+        "--webhook", help="POST live alerts to this URL (model, rule and listing alerts)"
+    )
+    parser.add_argument(
+        "--no-listing-alerts",
+        action="store_true",
+        help="do not watch tools/list for changed or new tools (rug pulls; `toolwatch pins`)",
     )
     parser.add_argument(
         "--rules",
@@ -79,9 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _scorer(args: argparse.Namespace, store: Store) -> Any:
     """The live scorer (its ``process`` is ``on_batch``), or None; SystemExit with a reason."""
     if args.model is None:
-        if args.webhook and not _rules_file(args, store):
+        if args.webhook and args.no_listing_alerts and not _rules_file(args, store):
             raise SystemExit(
-                "toolwatch collector: --webhook needs --model or --rules (alerts come from them)"
+                "toolwatch collector: --webhook needs --model, --rules or listing alerts "
+                "(alerts come from them)"
             )
         return None
     if not args.model.is_file():
@@ -121,10 +128,20 @@ def _rules(args: argparse.Namespace, store: Store) -> RuleEvaluator | None:
     return RuleEvaluator(rules, store, webhook=args.webhook)
 
 
+def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
+    """The listing watcher (rug pulls, new tools), unless --no-listing-alerts."""
+    if args.no_listing_alerts:
+        return None
+    watcher = ListingWatcher(store, webhook=args.webhook)
+    log.info("listing alerts: on (%d pinned tool(s); `toolwatch pins`)", len(watcher.pins))
+    return watcher
+
+
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
     scorer = _scorer(args, store)
     rules = _rules(args, store)
+    listings = _listings(args, store)
     collector = Collector(
         store,
         host=args.host,
@@ -134,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         max_body=args.max_body,
         queue_limit=args.queue_limit,
         compact_interval=args.compact_interval or None,
+        on_listings=listings.process if listings is not None else None,
     )
     try:
         collector.start()
@@ -155,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         collector.stop()  # flushes; the last batches reach the scorer before it closes
         if scorer is not None:
             scorer.close()  # delivers webhook alerts still queued
+        if listings is not None:
+            listings.close()
         if rules is not None:
             rules.close()
         for sig, handler in previous.items():

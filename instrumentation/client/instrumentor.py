@@ -27,14 +27,14 @@ import mcp.client.client
 import wrapt
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp.types import REQUEST_TIMEOUT, CallToolResult, ListToolsResult
+from mcp.types import REQUEST_TIMEOUT, CallToolResult
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
 from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import ProxyTracerProvider, SpanKind, Status, StatusCode, Tracer
 
 from toolwatch.conventions import (
     ATTR_AGENT_ID,
@@ -52,11 +52,9 @@ from toolwatch.conventions import (
     ATTR_RESULT_SIZE,
     ATTR_SESSION_POSITION,
     ATTR_SOURCE,
-    ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
     ERROR_TYPE_TIMEOUT,
     ERROR_TYPE_TOOL_ERROR,
-    EVENT_TOOL_LISTED,
     INJECTION_NOTIFICATION,
     LABEL_META_KEY,
     METHOD_TOOLS_CALL,
@@ -68,15 +66,14 @@ from toolwatch.conventions import (
     span_name,
 )
 from toolwatch.instrumentation.client import context as ctx
+from toolwatch.instrumentation.client.listing import record_listing
+from toolwatch.instrumentation.client.provenance import ProvenanceHook, ProvenanceSpec, install
 from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
-from toolwatch.record import arguments_size, result_size, tool_digest
+from toolwatch.record import arguments_size, result_size
 
 log = logging.getLogger(__name__)
 
 INSTRUMENTS: tuple[str, ...] = ("mcp >= 2.3, < 3",)
-#: tools/list events per span; the SDK keeps at most 128 events per span by default, so longer
-#: listings continue on child spans of the same name and attributes.
-MAX_TOOL_EVENTS_PER_SPAN = 100
 SOURCE_OTLP = "otlp"
 TRANSPORT_PIPE = "pipe"  # stdio, per the semantic conventions
 TRANSPORT_TCP = "tcp"  # streamable HTTP
@@ -100,6 +97,7 @@ class _Settings:
     tracer_provider: trace.TracerProvider | None
     server_name: str | None
     tracer: Tracer | None = None  # resolved on first use (see _tracer)
+    provenance: ProvenanceHook | None = None  # argument provenance (see .provenance)
 
 
 @dataclass(slots=True)
@@ -290,6 +288,8 @@ async def _traced(
             attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
             if response_id is not None:  # a listing is not issued by a model response
                 attrs[ATTR_RESPONSE_ID] = response_id
+            if settings.provenance is not None:  # before the span starts: not in its duration
+                settings.provenance.check(where, name, arguments, attrs)
         parent = otel_context.get_current()
         # start_span, not start_as_current_span: use_span's generator context manager costs
         # more than attaching the context by hand (below)
@@ -303,8 +303,9 @@ async def _traced(
         log.warning("toolwatch: could not start the span of a %s", in_flight.method, exc_info=True)
         return await wrapped(*args, **kwargs)
 
-    del arguments  # only its size is kept
+    del arguments  # only its size (and its provenance numbers) are kept
     late: dict[str, Any] = {}
+    kept = None  # the result, for the provenance window once the span has ended
     if name is not None and response_id is None and span.is_recording():
         late[ATTR_RESPONSE_ID] = (
             f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
@@ -328,9 +329,10 @@ async def _traced(
     else:
         try:
             if name is None:
-                _record_listing(tracer, span, attrs, result)
+                record_listing(tracer, span, attrs, result)
             elif _result_attributes(result, late):
                 late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
+            kept = result if name is not None else None
         except Exception:
             log.warning("toolwatch: could not measure a %s result", in_flight.method, exc_info=True)
         return result
@@ -348,6 +350,8 @@ async def _traced(
         if ATTR_ERROR_TYPE in late:
             span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
         span.end()
+        if kept is not None and settings.provenance is not None and name is not None:
+            settings.provenance.ingest(where, name, kept, attrs)
 
 
 # ---------------------------------------------------------------------------- wrappers
@@ -407,30 +411,6 @@ def _wrap_session_list_tools(
         return wrapped(*args, **kwargs)
     in_flight = _InFlight(METHOD_TOOLS_LIST)
     return _traced(settings, instance, in_flight, None, None, wrapped, args, kwargs)
-
-
-def _record_listing(tracer: Tracer, span: Span, attrs: dict[str, Any], result: object) -> None:
-    """One event per listed tool: its name and digest, never its description or schema."""
-    if not isinstance(result, ListToolsResult) or not span.is_recording():
-        return
-    events = [
-        {
-            ATTR_TOOL_NAME: tool.name,
-            ATTR_TOOL_DIGEST: tool_digest(tool.name, tool.description, tool.input_schema),
-        }
-        for tool in result.tools
-    ]
-    first, rest = events[:MAX_TOOL_EVENTS_PER_SPAN], events[MAX_TOOL_EVENTS_PER_SPAN:]
-    for event in first:
-        span.add_event(EVENT_TOOL_LISTED, event)
-    parent = trace.set_span_in_context(span)
-    for start in range(0, len(rest), MAX_TOOL_EVENTS_PER_SPAN):
-        more = tracer.start_span(
-            SPAN_NAME_TOOLS_LIST, context=parent, kind=SpanKind.CLIENT, attributes=attrs
-        )
-        for event in rest[start : start + MAX_TOOL_EVENTS_PER_SPAN]:
-            more.add_event(EVENT_TOOL_LISTED, event)
-        more.end()
 
 
 # ---------------------------------------------------------------------------- transports
@@ -561,10 +541,12 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
                 "toolwatch: no %s.%s in this mcp; announced labels are not seen", owner, method
             )
         _settings = _Settings(kwargs.get("tracer_provider"), kwargs.get("server_name"))
+        _settings.provenance = install(kwargs.get("provenance"))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         global _settings
         _settings = None
+        install(False)
         for module, owner, method, _ in _WRAPPED:
             unwrap(getattr(importlib.import_module(module), owner), method)
         unwrap(importlib.import_module(_DISPATCHER_MODULE), _DISPATCHER_SPAN_FN)
@@ -573,17 +555,22 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
 
 
 def instrument(
-    tracer_provider: trace.TracerProvider | None = None, server_name: str | None = None
+    tracer_provider: trace.TracerProvider | None = None,
+    server_name: str | None = None,
+    provenance: ProvenanceSpec = None,
 ) -> None:
     """Instrument mcp clients (re-instrumenting with these settings if already instrumented).
 
     ``tracer_provider``: where spans go; default the global provider, or — when no SDK was
     configured at all — toolwatch's own OTLP exporter (see :func:`fallback_provider`).
+    ``provenance``: see :func:`toolwatch.instrumentation.client.provenance.install`.
     """
     instrumentor = ToolwatchMCPInstrumentor()
     if instrumentor.is_instrumented_by_opentelemetry:
         instrumentor.uninstrument()
-    instrumentor.instrument(tracer_provider=tracer_provider, server_name=server_name)
+    instrumentor.instrument(
+        tracer_provider=tracer_provider, server_name=server_name, provenance=provenance
+    )
 
 
 def uninstrument() -> None:

@@ -134,9 +134,16 @@ class Provenance:
         assert self.encoding in ENCODINGS, self.encoding
         assert self.dest_seen in DEST_SEEN_VALUES, self.dest_seen
 
+    @property
+    def measured(self) -> bool:
+        return self.reused_longest is not None
+
     def exported(self) -> dict[str, Any]:
         """What may leave the process, by call-record field (``record.CallRecord``): the span
-        attributes and the imported columns are both derived from this one list."""
+        attributes and the imported columns are both derived from this one list. A call
+        that was not measured exports its egress class only (the rest is null)."""
+        if not self.measured:
+            return {name: self.egress if name == "egress" else None for name in EXPORTED_FIELDS}
         return {
             "egress": self.egress,
             "reused_longest": self.reused_longest,

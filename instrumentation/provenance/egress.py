@@ -159,7 +159,10 @@ def classify(
 
 
 def _command(arguments: Any) -> str:
-    """The command line of a shell tool call (all its string arguments, one per line)."""
+    """The command line of a shell tool call: its ``command`` argument when it has one (a
+    ``description`` beside it is shown, not run), else all its string arguments."""
+    if isinstance(arguments, Mapping) and isinstance(arguments.get("command"), str):
+        return str(arguments["command"])
     return "\n".join(string_leaves(arguments))
 
 

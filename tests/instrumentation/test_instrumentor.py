@@ -46,6 +46,7 @@ from toolwatch.conventions import (
     ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
     ATTR_CONVERSATION_ID,
+    ATTR_EGRESS,
     ATTR_ERROR_TYPE,
     ATTR_JSONRPC_REQUEST_ID,
     ATTR_LABEL,
@@ -169,6 +170,7 @@ def check_plan_spans(
             ATTR_MCP_SERVER: server,
             ATTR_MCP_PROTOCOL_VERSION: protocol_version,
             ATTR_ARGUMENTS_SIZE: len(compact(args)),
+            ATTR_EGRESS: "none",  # provenance: nothing leaves; a non-egress call, unmeasured
         }
         if size is not None:
             expected[ATTR_RESULT_SIZE] = size

@@ -68,15 +68,24 @@ def measure_provenance(
     parses: Sequence[FileParse],
     config: ProvenanceConfig = DEFAULT_CONFIG,
     on_bytes: ProgressCallback | None = None,
+    on_total: ProgressCallback | None = None,
 ) -> ProvenanceReport:
-    """Fill the provenance fields of every item's record (see the module docs)."""
+    """Fill the provenance fields of every item's record (see the module docs).
+
+    ``on_total(bytes)`` is told once how many bytes the pass will read, ``on_bytes(n)`` as it
+    reads them (a progress bar)."""
     report = ProvenanceReport()
     by_index = {p.file_index: p for p in parses}
     streams: dict[tuple[str, str | None], list[Measured]] = {}
     for item in items:
         streams.setdefault((item.record.session_id, item.record.agent_id), []).append(item)
-    for group in _file_groups(streams, by_index):
-        files = sorted({f for key in group for f in _files_of(streams[key])})
+    groups = [
+        (group, sorted({f for key in group for f in _files_of(streams[key])}))
+        for group in _file_groups(streams, by_index)
+    ]
+    if on_total is not None:
+        on_total(sum(by_index[f].bytes for _, files in groups for f in files))
+    for group, files in groups:
         inputs, results = _read(files, group, streams, by_index, report, on_bytes)
         for key in sorted(group, key=lambda k: (k[0], k[1] or "")):
             _replay(streams[key], inputs, results, config, report)

@@ -81,11 +81,12 @@ def build_records(
     *,
     provenance: ProvenanceConfig | None = None,
     on_bytes: ProgressCallback | None = None,
+    on_total: ProgressCallback | None = None,
 ) -> tuple[list[CallRecord], ImportReport]:
     """Deduplicate, match results, number calls per session; records sorted by session, seq.
 
     With ``provenance`` (a config), the files are read a second time to fill the records'
-    provenance fields (:mod:`.provenance`; ``on_bytes`` reports that pass's progress)."""
+    provenance fields (:mod:`.provenance`; ``on_total``/``on_bytes`` report that pass)."""
     report = ImportReport(files=len(parses))
     by_index = {p.file_index: p for p in parses}
     kept: dict[str, TranscriptCall] = {}
@@ -123,7 +124,7 @@ def build_records(
             when = None if result is None else parse_time(result.stamp)
             measured.append(Measured(record, call, result_file, when))
     if provenance is not None:
-        report.provenance = measure_provenance(measured, parses, provenance, on_bytes)
+        report.provenance = measure_provenance(measured, parses, provenance, on_bytes, on_total)
     report.calls = len(records)
     report.sessions = len(sessions)
     report.subagents = len({(r.session_id, r.agent_id) for r in records if r.agent_id is not None})

@@ -43,6 +43,7 @@ from toolwatch.conventions import (
     EVENT_TOOL_LISTED,
     SPAN_NAME_TOOLS_LIST,
 )
+from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 
 
 @pytest.fixture
@@ -110,6 +111,7 @@ def test_protobuf_spans_become_call_records(collector: Collector, store: Store) 
         "output_truncated": False,
         "label": None,
         "client_quirk": None,
+        **dict.fromkeys(EXPORTED_FIELDS),  # provenance: not measured (the span has none)
         "date": _utc(T0).date(),
     }
     assert (got[1]["failed"], got[1]["error_type"], got[1]["duration_us"]) == (

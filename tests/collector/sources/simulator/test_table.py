@@ -9,6 +9,7 @@ import pytest
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.sources.simulator.table import RECORD_DEFAULTS, schema_table
 from toolwatch.collector.store import CALLS_SCHEMA
+from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 from toolwatch.record import CALL_FIELD_NAMES
 
 
@@ -44,6 +45,7 @@ def test_columns_follow_the_schema_and_unset_fields_take_the_record_defaults() -
         "output_truncated",
         "label",
         "client_quirk",
+        *EXPORTED_FIELDS,
     }
     row = table.to_pylist()[2]
     assert (row["service"], row["restamped"], row["output_truncated"], row["label"]) == (

@@ -1,0 +1,118 @@
+"""Egress classes and the texts that leave the machine, decided locally from name and arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwatch.conventions import EGRESS_CLASSES
+from toolwatch.instrumentation.provenance.egress import (
+    ToolName,
+    browser_navigation_local,
+    classify,
+    destination_hosts,
+    source_is_remote,
+)
+from toolwatch.instrumentation.provenance.shell import network_texts, segments
+
+
+def _class(tool: str, args: Any, server: str | None = None, **kw: Any) -> str:
+    return classify(ToolName.of(tool, server), args, **kw)[0]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "expected"),
+    [
+        ("WebFetch", {"url": "https://docs.example.com/a", "prompt": "summarise"}, "web"),
+        ("WebFetch", {"url": "http://localhost:3000/", "prompt": "x"}, "none"),
+        ("WebSearch", {"query": "river anomaly detection"}, "web"),
+        ("Read", {"file_path": "/etc/hosts"}, "none"),
+        ("Bash", {"command": "curl -s https://api.example.com/v1 -d @data.json"}, "shell"),
+        ("Bash", {"command": "curl -s http://localhost:8000/health"}, "none"),
+        ("Bash", {"command": "cd repo && git push origin main"}, "shell"),
+        ("Bash", {"command": "git -C repo status"}, "none"),
+        ("Bash", {"command": "ssh deploy@build.example.org 'systemctl restart app'"}, "shell"),
+        ("Bash", {"command": "python3 -c 'import requests; requests.post(U, data=D)'"}, "script"),
+        ("Bash", {"command": "python3 -c 'print(1)'"}, "none"),
+        ("Bash", {"command": "cat > notes.md <<'EOF'\ncurl https://x.example.net\nEOF"}, "none"),
+        ("Bash", {"command": "ls  # curl https://x.example.net", "description": "list"}, "none"),
+        ("Bash", {"command": "ls", "description": "curl the health endpoint"}, "none"),
+        ("mcp__fetch__fetch", {"url": "https://example.org"}, "web"),
+        ("mcp__filesystem__search_files", {"path": "/", "pattern": "x"}, "none"),
+        ("mcp__tavily__tavily-search", {"query": "x"}, "web"),
+        ("mcp__http__http_request", {"method": "POST", "body": "x"}, "http"),
+        ("mcp__notes__add_note", {"text": "see https://example.org/a"}, "none"),
+        ("mcp__notes__add_note", {"link": "https://example.org/a"}, "web"),
+        (
+            "mcp__plugin_playwright_playwright__browser_navigate",
+            {"url": "https://a.example"},
+            "browser",
+        ),
+        (
+            "mcp__plugin_playwright_playwright__browser_navigate",
+            {"url": "http://127.0.0.1:5173"},
+            "none",
+        ),
+        ("mcp__plugin_playwright_playwright__browser_snapshot", {}, "none"),
+        ("mcp__shell__execute_command", {"command": "wget https://x.example.net/f"}, "shell"),
+    ],
+)
+def test_classes(tool: str, args: Any, expected: str) -> None:
+    assert expected in EGRESS_CLASSES
+    assert _class(tool, args) == expected
+
+
+def test_a_bare_mcp_tool_is_read_with_its_server() -> None:
+    """The instrumentation sees bare MCP names; the importer sees mcp__server__tool."""
+    args = {"url": "https://example.org"}
+    assert _class("fetch", args, server="fetch") == _class("mcp__fetch__fetch", args) == "web"
+    assert _class("fetch", args, server=None) == "none"  # a client's own tool of that name
+    assert _class("fetch", args, server="") == "web"  # an MCP server without a name
+
+
+def test_webfetch_sends_only_its_url() -> None:
+    _, sent = classify(ToolName.of("WebFetch", None), {"url": "https://a.example/x", "prompt": "p"})
+    assert sent == ["https://a.example/x"]
+
+
+def test_shell_sends_only_its_network_segments_with_their_heredoc() -> None:
+    cmd = (
+        "npm run build && cat > out.txt <<'EOF'\nlocal data\nEOF\n"
+        "curl -X POST https://c.example.net/u --data-binary @- <<'EOF'\npayload line\nEOF"
+    )
+    cls, sent = network_texts(cmd)
+    assert cls == "shell"
+    assert len(sent) == 1 and "payload line" in sent[0] and "local data" not in sent[0]
+
+
+def test_segments_respect_quotes_and_comments() -> None:
+    parts = segments("echo 'a; b' && curl \"x|y\" # trailing; comment\nls")
+    assert [p.text for p in parts] == ["echo 'a; b'", 'curl "x|y"', "ls"]
+
+
+def test_typing_into_a_local_page_is_not_egress() -> None:
+    nav = ToolName.of("mcp__playwright__browser_navigate", None)
+    typ = ToolName.of("mcp__playwright__browser_type", None)
+    assert browser_navigation_local(nav, {"url": "http://localhost:5173"}) is True
+    assert classify(typ, {"text": "hello"}, browser_local=True)[0] == "none"
+    assert classify(typ, {"text": "hello"}, browser_local=False)[0] == "browser"
+
+
+def test_remote_sources() -> None:
+    assert source_is_remote(ToolName.of("WebFetch", None))
+    assert source_is_remote(ToolName.of("mcp__brave__brave_web_search", None))
+    assert source_is_remote(ToolName.of("browser_snapshot", "playwright"))
+    assert not source_is_remote(ToolName.of("Read", None))
+    assert not source_is_remote(ToolName.of("Bash", None))
+    assert not source_is_remote(ToolName.of("mcp__filesystem__read_file", None))
+
+
+def test_destination_hosts() -> None:
+    assert destination_hosts(["https://Api.Example.com/v1?q=1"]) == {"api.example.com"}
+    assert destination_hosts(["scp f deploy@build.example.org:/srv"]) == {"build.example.org"}
+    assert destination_hosts(["curl http://localhost:8080/x"]) == set()
+    # a host only mentioned inside the payload of a URL-valued call is not its destination
+    assert destination_hosts(["https://c.example.net/?d=see%20https://other.example"]) == {
+        "c.example.net"
+    }
