@@ -204,7 +204,7 @@ class ListingWatcher:
                 rows = self.store.query(
                     "SELECT session_id, coalesce(server, '') AS server, tool, "
                     "arg_max(digest, listed_time) AS digest, max(listed_time) AS last "
-                    "FROM tool_lists WHERE listed_time >= $since GROUP BY ALL ORDER BY last",
+                    "FROM tool_lists WHERE listed_time >= $1 GROUP BY ALL ORDER BY last",
                     [since],
                 ).to_pylist()
                 for r in rows:
