@@ -28,7 +28,7 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import Final
 from zlib import crc32
 
@@ -159,9 +159,10 @@ class FingerprintWindow:
             positions = list(range(0, n, w))
             if (n - 1) % w:
                 positions.append(n - 1)
-            slots = [crc32(data[p : p + k]) & mask for p in positions]
+            shingles = map(data.__getitem__, map(slice, positions, [p + k for p in positions]))
+            slots = list(map(mask.__and__, map(crc32, shingles)))
         else:
-            hashes = [crc32(data[p : p + k]) for p in range(n)]
+            hashes = list(map(crc32, map(data.__getitem__, map(slice, range(n), range(k, n + k)))))
             positions = _winnow(hashes, w)
             slots = [hashes[p] & mask for p in positions]
         table, older = self._table, self._older
@@ -188,10 +189,12 @@ class FingerprintWindow:
         if n <= 0 or not self._fill:
             return []
         table, mask = self._table, self._mask
-        hashes = [crc32(view[q : q + k]) & mask for q in range(n)]
-        candidates = [(q, o) for q, o in enumerate(map(table.__getitem__, hashes)) if o]
+        # map chains run in C: several times faster than a comprehension over slices
+        shingles = map(view.__getitem__, map(slice, range(n), range(k, n + k)))
+        slots = list(map(mask.__and__, map(crc32, shingles)))
+        candidates = _nonzero(list(map(table.__getitem__, slots)))
         if self._older is not None:
-            candidates += [(q, o) for q, o in enumerate(map(self._older.__getitem__, hashes)) if o]
+            candidates += _nonzero(list(map(self._older.__getitem__, slots)))
             candidates.sort()
         if not candidates:
             return []
@@ -209,8 +212,8 @@ class FingerprintWindow:
                 if budget <= 0 or q < reach.get(rel - q, -1):
                     continue
                 budget -= 1
-            if buf[rel : rel + k] != view[q : q + k]:
-                continue  # a hash collision or overwritten bytes
+            if buf[rel] != view[q] or buf[rel : rel + k] != view[q : q + k]:
+                continue  # a hash collision or overwritten bytes (the first byte says it fast)
             left = _common_suffix(view, q, buf, rel, min(q, rel))
             right = _common_prefix(
                 view, q + k, buf, rel + k, min(len(view) - q - k, fill - rel - k)
@@ -245,6 +248,11 @@ class FingerprintWindow:
             + self._seg_source.buffer_info()[1] * 2
             + sys.getsizeof(self)
         )
+
+
+def _nonzero(entries: list[int]) -> list[tuple[int, int]]:
+    """(position, entry) of the non-empty slots, in position order (filtered in C)."""
+    return list(zip(compress(range(len(entries)), entries), filter(None, entries), strict=True))
 
 
 def covered(runs: list[Run]) -> int:
