@@ -148,8 +148,10 @@ def test_collector_command_option_errors(
 ) -> None:
     assert main(["collector", "--store", str(tmp_path), "--model", str(tmp_path / "x")]) == 1
     assert re.fullmatch(r"toolwatch collector: model file .* not found\n", capsys.readouterr().err)
-    assert main(["collector", "--store", str(tmp_path), "--webhook", "http://127.0.0.1:9/x"]) == 1
-    assert "--webhook needs --model" in capsys.readouterr().err
+    # listing alerts are on by default and use the webhook too; without them nothing would
+    no_alerts = ["--webhook", "http://127.0.0.1:9/x", "--no-listing-alerts"]
+    assert main(["collector", "--store", str(tmp_path), *no_alerts]) == 1
+    assert "--webhook needs --model, --rules or listing alerts" in capsys.readouterr().err
 
 
 def test_collector_command_reports_a_busy_port(
