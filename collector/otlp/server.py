@@ -84,7 +84,7 @@ class Collector:
         compact_interval: float | None = DEFAULT_COMPACT_INTERVAL,
         retry_after: int = 1,
         progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
-        on_listings: Callable[[pa.Table], None] | None = None,
+        on_listings: Callable[[pa.Table], object] | None = None,
     ) -> None:
         self.store = store
         self.host = host

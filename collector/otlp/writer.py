@@ -90,7 +90,7 @@ class GroupCommitWriter:
         *,
         on_batch: Callable[[pa.Table], None] | None,
         queue_limit: int,
-        on_listings: Callable[[pa.Table], None] | None = None,
+        on_listings: Callable[[pa.Table], object] | None = None,
         retry_after: int,
         compact_interval: float | None,
         progress_interval: float,

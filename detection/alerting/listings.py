@@ -27,7 +27,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import pyarrow as pa
 
@@ -106,7 +106,7 @@ class ListingWatcher:
             for c in _FIELDS
         }
         rows = [{c: cols[c][i] for c in _FIELDS} for i in range(table.num_rows)]
-        rows.sort(key=lambda r: r["listed_time"])
+        rows.sort(key=lambda r: cast(datetime, r["listed_time"]))
         now = datetime.now(UTC)
         alerts: list[dict[str, Any]] = []
         for row in rows:
