@@ -117,7 +117,12 @@ class CallRecord:
     server: Annotated[str | None, Col("MCP server name; null for built-in tools", ATTR_MCP_SERVER)]
     start_time: Annotated[datetime, Col("call start, UTC, microseconds")]
     duration_us: Annotated[int | None, Col("call duration in microseconds")]
-    input_bytes: Annotated[int, Col("UTF-8 bytes of compact JSON args", ATTR_ARGUMENTS_SIZE)]
+    input_bytes: Annotated[
+        int | None,
+        Col(
+            "UTF-8 bytes of compact JSON args; null when the span had no size", ATTR_ARGUMENTS_SIZE
+        ),
+    ]
     output_bytes: Annotated[int | None, Col("UTF-8 bytes of the result content", ATTR_RESULT_SIZE)]
     failed: Annotated[bool, Col("the call failed (error.type set)")]
     error_type: Annotated[
@@ -196,6 +201,13 @@ class CallRecord:
     unchecked_bytes: Annotated[
         int | None,
         Col("argument bytes over the per-call cap, not checked", ATTR_UNCHECKED_BYTES),
+    ] = None
+    fields_present: Annotated[
+        str | None,
+        Col(
+            "record fields the span carried, comma-separated in record order (semconv-only "
+            "spans lack sizes, position, ...); null for rows not received as spans"
+        ),
     ] = None
 
     def as_dict(self) -> dict[str, Any]:

@@ -29,6 +29,8 @@ class Table:
     #: who writes it (a command or component), for the docs
     writer: str
     doc: str
+    #: columns identifying a row: compaction keeps one row per key (a span stored twice)
+    key: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -219,8 +221,41 @@ TOOL_PIN_FIELDS: Final[tuple[Field, ...]] = (
     _f("origin", "string", "how it was approved: listing (the latest seen) or file (an export)"),
 )
 
+INGEST_FIELDS: Final[tuple[Field, ...]] = (
+    _f("time", "timestamp", "when the row was written, UTC", nullable=False),
+    _f(
+        "run_id",
+        "string",
+        "one collector run (counters are totals since its start)",
+        nullable=False,
+    ),
+    _f("listen", "string", "the URL it listened on", nullable=False),
+    _f("started", "timestamp", "when the run started, UTC", nullable=False),
+    _f("final", "bool", "written at a clean stop (the run's last row)", nullable=False),
+    _f("requests", "int64", "requests answered or refused", nullable=False),
+    _f("spans", "int64", "spans received in accepted requests", nullable=False),
+    _f("calls", "int64", "calls rows written", nullable=False),
+    _f("tool_listings", "int64", "tool_lists rows written", nullable=False),
+    _f("stored_spans", "int64", "spans that became rows", nullable=False),
+    _f("rejected_spans", "int64", "tool spans rejected (partial_success)", nullable=False),
+    _f("ignored_spans", "int64", "spans that are no tool call", nullable=False),
+    _f("duplicate_spans", "int64", "spans stored already (exporter retries)", nullable=False),
+    _f("refused_requests", "int64", "requests answered with an error status", nullable=False),
+    _f("client_disconnects", "int64", "requests whose client left", nullable=False),
+    _f("rejected_by", "string", "rejected spans by reason, JSON", nullable=False),
+    _f("ignored_by", "string", "ignored spans by reason, JSON", nullable=False),
+    _f("refused_by", "string", "refused requests by HTTP status, JSON", nullable=False),
+    _f("files", "int64", "Parquet files written", nullable=False),
+    _f("compacted_files", "int64", "small files merged away", nullable=False),
+)
+
 CALLS: Final = Table(
-    "calls", CALL_FIELDS, "start_time", "collector, import, simulate", "one row per tool call"
+    "calls",
+    CALL_FIELDS,
+    "start_time",
+    "collector, import, simulate",
+    "one row per tool call",
+    key=("trace_id", "span_id"),
 )
 TOOL_LISTS: Final = Table(
     "tool_lists",
@@ -228,6 +263,7 @@ TOOL_LISTS: Final = Table(
     "listed_time",
     "collector",
     "one row per tool announced by tools/list (a digest, never the text)",
+    key=("trace_id", "span_id", "tool", "digest"),
 )
 ALERTS: Final = Table(
     "alerts", ALERT_FIELDS, "alert_time", "collector (live scorer)", "one row per alert"
@@ -295,6 +331,14 @@ TOOL_PINS: Final = Table(
     "one row per approval of a (server, tool) digest; the latest approval of a pair is its pin",
 )
 
+INGEST: Final = Table(
+    "ingest",
+    INGEST_FIELDS,
+    "time",
+    "collector",
+    "the collector's counters, one row per run every progress interval and at stop",
+)
+
 #: Every stored table, by name.
 TABLES: Final[dict[str, Table]] = {
     t.name: t
@@ -310,6 +354,7 @@ TABLES: Final[dict[str, Table]] = {
         RULE_ALERTS,
         LISTING_ALERTS,
         TOOL_PINS,
+        INGEST,
     )
 }
 

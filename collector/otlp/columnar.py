@@ -1,11 +1,13 @@
 """Column-wise mapping of protobuf requests (the collector's fast path).
 
 The request is first parsed as ``ExportTraceServiceRequest`` (validation: malformed → 400),
-then :mod:`toolwatch.collector.otlp.wire` reads every span's ids, times, status and the record's
-attributes as arrays, and the call columns are built from those arrays directly, following
-:data:`toolwatch.collector.otlp.mapping.CALL_PLAN`. A span is mapped here only when every value is
-exactly of the expected type and valid; any other span of interest (tools/list events, an odd
-type, a missing or out-of-range value, a malformed id) goes to the reference
+then :mod:`toolwatch.collector.otlp.wire` reads every span's ids, times, kind, status and the
+record's attributes as arrays, and the call columns are built from those arrays directly,
+following :data:`toolwatch.collector.otlp.mapping.CALL_PLAN`. Which spans are tool calls follows
+:func:`~toolwatch.collector.otlp.mapping.span_role` (toolwatch's marker, or a semantic-conventions
+CLIENT tool span). A span is mapped here only when every value is exactly of the expected type
+and valid; any other span of interest (tools/list events, an odd type, a missing or
+out-of-range value, a malformed id, a repeated key) goes to the reference
 :func:`~toolwatch.collector.otlp.mapping.map_span`, which decides and words the rejection. Rows keep
 the request's span order. A property test checks that both paths give identical results.
 """
@@ -29,17 +31,25 @@ from toolwatch.collector.otlp.decode import (
     span_data,
 )
 from toolwatch.collector.otlp.mapping import (
+    ATTRIBUTE_PLANS,
     CALL_ATTRIBUTES,
-    CALL_PLAN,
+    CLIENT_KINDS,
     ERROR_FIELD,
+    IGNORED_INTERNAL,
+    IGNORED_OTHER,
+    IGNORED_SDK,
+    IGNORED_SERVER,
     INT32_MAX,
+    MAX_STRING_BYTES,
     SDK_SCOPE,
+    SEMCONV_MARKERS,
     FieldPlan,
     Mapped,
     Reasons,
     Rejected,
     convert,
-    map_span,
+    fields_present_text,
+    map_span_safely,
     map_spans,
     rows_table,
 )
@@ -59,6 +69,10 @@ from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
 
+#: every attribute the fast path reads: the record's, the replay's marker, the semconv markers
+SCAN_KEYS = (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN, *(key for key, _ in SEMCONV_MARKERS))
+_SPAN_KIND_SERVER = 2
+
 log = logging.getLogger(__name__)
 
 _KIND = {"string": ANY_STRING, "int64": ANY_INT, "int32": ANY_INT, "bool": ANY_BOOL}
@@ -75,7 +89,7 @@ def map_parsed(items: Sequence[tuple[bytes, ExportTraceServiceRequest]]) -> list
     if not items:
         return []
     try:
-        ws = scan_spans([body for body, _ in items], (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN))
+        ws = scan_spans([body for body, _ in items], SCAN_KEYS)
         _check_layout([request for _, request in items], ws)
     except (WireError, IndexError) as exc:
         if len(items) > 1:
@@ -101,8 +115,9 @@ class _Columns:
         self.scope_resource = scope_resource
         self.slow = np.zeros(ws.n, bool)
         self.columns: dict[str, pa.Array] = {}
+        self.present = np.zeros(ws.n, np.int64)  # bit i: ATTRIBUTE_PLANS[i] got a value
 
-    def build(self, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+    def build(self, bit: int, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
         """The field's column (one entry per span); marks spans the reference must decide."""
         assert plan.attribute is not None
         ws, n = self.ws, self.ws.n
@@ -112,6 +127,7 @@ class _Columns:
             column = self._dense(plan, attr)  # the usual case: once in every span, right kind
             if column is not None:
                 self.columns[plan.name] = column
+                self.present |= np.int64(1 << bit)
                 return
         nonempty = attr.kind != 0
         present = np.zeros(n, bool)
@@ -119,11 +135,15 @@ class _Columns:
         self.slow[attr.span[nonempty & (attr.kind != expected)]] = True
         sel = np.flatnonzero(attr.kind == expected)
         at = attr.span[sel]
+        valued = np.zeros(n, bool)  # the span's own value is a value (not an empty string)
+        valued[at] = True
         if plan.kind == "string":
+            self.slow[at[attr.length[sel] > MAX_STRING_BYTES]] = True
             values = binary_array(ws.buf, attr.pos[sel], attr.length[sel]).cast(pa.string())
             empty = attr.length[sel] == 0
             if not plan.nullable:
                 self.slow[at[empty]] = True
+            valued[at[empty]] = False
             index = np.full(n, -1, np.int64)
             index[at] = np.arange(sel.size)
             index[at[empty]] = -1  # an empty optional string is no value (and no fallback)
@@ -132,25 +152,25 @@ class _Columns:
         else:
             raw = attr.num[sel]
             vals = np.zeros(n, np.int64)
-            valid = np.zeros(n, bool)
-            valid[at] = True
             if plan.kind == "bool":
                 vals[at] = raw != 0
-                column = pa.array(vals.astype(bool), mask=~valid, type=pa.bool_())
+                column = pa.array(vals.astype(bool), mask=~valued, type=pa.bool_())
             else:
                 signed = raw.view(np.int64)
                 self.slow[at[(signed < 0) | (signed > _TOP[plan.kind])]] = True
                 vals[at] = signed
-                column = pa.array(vals, mask=~valid, type=pa.int64())
+                column = pa.array(vals, mask=~valued, type=pa.int64())
         missing = self.candidate & ~present
         if missing.any():
-            column = self._fallback(plan, column, present, missing, resources)
+            column, from_resource = self._fallback(plan, column, present, missing, resources)
+            valued |= from_resource
+        self.present |= np.where(valued, np.int64(1 << bit), np.int64(0))
         self.columns[plan.name] = column
 
     def _dense(self, plan: FieldPlan, attr: WireAttr) -> pa.Array | None:
         """The column when span i holds entry i; None when an entry needs the general path."""
         if plan.kind == "string":
-            if (attr.length == 0).any():
+            if (attr.length == 0).any() or (attr.length > MAX_STRING_BYTES).any():
                 return None  # empty strings are no value: the general path handles them
             column = binary_array(self.ws.buf, attr.pos, attr.length).cast(pa.string())
             self._check_allowed(plan, column)
@@ -174,27 +194,55 @@ class _Columns:
         present: np.ndarray,
         missing: np.ndarray,
         resources: list[dict[str, Any]],
-    ) -> pa.Array:
-        """Spans without the attribute take their resource's value, else the default."""
+    ) -> tuple[pa.Array, np.ndarray]:
+        """Spans without the attribute take their resource's value, else the default.
+
+        Also returns which spans got a value from their resource (for ``fields_present``).
+        """
         per_scope: list[Any] = []
+        from_scope: list[bool] = []
         for scope_no, resource_no in enumerate(self.scope_resource):
+            raw = resources[resource_no].get(plan.attribute or "")
             try:
-                per_scope.append(convert(plan, resources[resource_no].get(plan.attribute or "")))
+                value = convert(plan, raw)
             except Rejected:
-                per_scope.append(None)
+                value = None
                 self.slow[missing & (self.ws.scope == scope_no)] = True
+            per_scope.append(value)
+            from_scope.append(raw is not None and value is not None)
+        from_resource = ~present & np.array(from_scope or [False])[self.ws.scope]
         if all(v == per_scope[0] and type(v) is type(per_scope[0]) for v in per_scope):
             fill = pa.repeat(pa.scalar(per_scope[0], type=column.type), self.ws.n)
         else:
             fill = pa.array(per_scope, type=column.type).take(pa.array(self.ws.scope))
         if not present.any():
-            return fill
-        return pc.if_else(pa.array(present), column, fill)
+            return fill, from_resource
+        return pc.if_else(pa.array(present), column, fill), from_resource
 
 
 def _is_range(index: np.ndarray) -> bool:
     """``index`` is exactly 0, 1, ..., len - 1."""
     return bool(index.size == 0 or (index[0] == 0 and (np.diff(index) == 1).all()))
+
+
+def _has(ws: WireSpans, key: str) -> np.ndarray:
+    """Spans carrying the attribute ``key`` (any value, even an empty one)."""
+    out = np.zeros(ws.n, bool)
+    out[ws.attrs[key].span] = True
+    return out
+
+
+def _equals(ws: WireSpans, key: str, value: str) -> np.ndarray:
+    """Spans whose attribute ``key`` is the string ``value``."""
+    attr = ws.attrs[key]
+    raw = value.encode()
+    sel = np.flatnonzero((attr.kind == ANY_STRING) & (attr.length == len(raw)))
+    out = np.zeros(ws.n, bool)
+    if sel.size:
+        text = binary_array(ws.buf, attr.pos[sel], attr.length[sel])
+        same = pc.equal(text, pa.scalar(raw, pa.binary())).to_numpy(zero_copy_only=False)
+        out[attr.span[sel[same]]] = True
+    return out
 
 
 def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[Mapped]:
@@ -214,22 +262,43 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
             resources.append(attributes_dict(rs.resource.attributes))
     owner = np.array(scope_request or [0], np.int64)[ws.scope]  # request of each span
     sdk = np.array([name == SDK_SCOPE for name in names] or [False])[ws.scope]
-    is_call = np.zeros(n, bool)
-    is_call[ws.attrs[TOOL_CALL_MARKER].span] = True
-    candidate = ~sdk & (is_call | ws.has_events)
+    # span_role, column-wise: what is decided here, and what the reference must decide
+    marker = _has(ws, TOOL_CALL_MARKER)
+    semconv_key = np.zeros(n, bool)
+    semconv = np.zeros(n, bool)
+    for key, value in SEMCONV_MARKERS:
+        semconv_key |= _has(ws, key)
+        semconv |= _equals(ws, key, value)
+    interesting = ~sdk & (marker | ws.has_events | semconv_key)
+    odd_kind = (ws.kind < 0) | (ws.kind > 5) | (ws.status < 0) | (ws.status > 2)
+    slow = interesting & (ws.has_events | ws.odd | odd_kind)
+    client = np.isin(ws.kind, list(CLIENT_KINDS))
+    is_call = interesting & ~slow & (marker | (semconv & client))
+    reason_masks = {
+        IGNORED_SDK: sdk,
+        IGNORED_OTHER: ~sdk & ~slow & ~marker & ~semconv & ~ws.has_events,
+        IGNORED_SERVER: interesting & ~slow & ~marker & semconv & (ws.kind == _SPAN_KIND_SERVER),
+        IGNORED_INTERNAL: interesting
+        & ~slow
+        & ~marker
+        & semconv
+        & ~client
+        & (ws.kind != _SPAN_KIND_SERVER),
+    }
+    candidate = is_call | slow
     cols = _Columns(ws, candidate, scope_resource)
-    slow = cols.slow
-    slow |= ws.has_events | ws.odd
-    slow |= (ws.trace_len != 16) | (ws.span_len != 8) | (ws.start_ns == 0)
+    slow |= cols.slow
+    slow |= candidate & ((ws.trace_len != 16) | (ws.span_len != 8) | (ws.start_ns == 0))
+    # (protobuf times are u64 nanoseconds, at most year 2554: always below MAX_TIME_NS)
     maybe = np.flatnonzero(candidate & ~slow)
     zero = all_zero(ws.buf, ws.trace_pos[maybe], 16) | all_zero(ws.buf, ws.span_pos[maybe], 8)
     slow[maybe[zero]] = True
-    for plan in CALL_PLAN:
-        if plan.attribute is not None:
-            cols.build(plan, resources)
+    for bit, plan in enumerate(ATTRIBUTE_PLANS):
+        cols.build(bit, plan, resources)
+    slow |= cols.slow
     slow &= candidate
     fast = np.flatnonzero(candidate & ~slow)
-    calls = _fast_table(ws, fast, cols.columns)
+    calls = _fast_table(ws, fast, cols.columns, cols.present)
 
     # the reference mapping decides every other span of interest
     first = np.concatenate([[0], np.cumsum(np.bincount(ws.scope, minlength=len(names)))])
@@ -238,21 +307,23 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     q_count = len(requests)
     lists: list[list[dict[str, Any]]] = [[] for _ in range(q_count)]
     reasons = [Reasons() for _ in range(q_count)]
-    rejected = [0] * q_count
-    ignored = np.bincount(owner[~candidate], minlength=q_count).tolist()
+    ignored_by: list[dict[str, int]] = [{} for _ in range(q_count)]
+    for reason, mask in reason_masks.items():
+        for q, count in enumerate(np.bincount(owner[mask], minlength=q_count).tolist()):
+            if count:
+                ignored_by[q][reason] = count
     for i in np.flatnonzero(slow).tolist():
         scope_no = int(ws.scope[i])
         q = scope_request[scope_no]
         span = spans_of_scope[scope_no][i - int(first[scope_no])]
         data = span_data(span, names[scope_no], resources[scope_resource[scope_no]])
         try:
-            out = map_span(data)
+            out = map_span_safely(data)
         except Rejected as exc:
-            rejected[q] += 1
-            reasons[q].add(data.span_id, str(exc))
+            reasons[q].add(data.span_id, str(exc), exc.category)
             continue
-        if out is None:
-            ignored[q] += 1
+        if isinstance(out, str):
+            ignored_by[q][out] = ignored_by[q].get(out, 0) + 1
             continue
         call, listed = out
         if call is not None:
@@ -275,16 +346,29 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
             calls.slice(int(bounds[q]), int(bounds[q + 1] - bounds[q])),
             rows_table(lists[q], TOOL_LISTS_SCHEMA),
             spans=int(totals[q]),
-            rejected=rejected[q],
-            ignored=int(ignored[q]),
+            rejected=sum(reasons[q].counts.values()),
+            ignored=sum(ignored_by[q].values()),
             reasons=reasons[q].items,
             columnar=int(columnar[q]),
+            rejected_by=reasons[q].counts,
+            ignored_by=ignored_by[q],
         )
         for q in range(q_count)
     ]
 
 
-def _fast_table(ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array]) -> pa.Table:
+def _fields_present(masks: np.ndarray) -> pa.Array:
+    """The ``fields_present`` text of each presence mask (a few distinct masks per request)."""
+    if not masks.size:
+        return pa.array([], pa.string())
+    distinct, index = np.unique(masks, return_inverse=True)
+    texts = pa.array([fields_present_text(int(m)) for m in distinct.tolist()], pa.string())
+    return texts.take(pa.array(index.astype(np.int64)))
+
+
+def _fast_table(
+    ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray
+) -> pa.Table:
     if fast.size == ws.n:  # every span mapped here: the columns are the table
         columns = dict(columns)
     else:
@@ -305,6 +389,7 @@ def _fast_table(ws: WireSpans, fast: np.ndarray, columns: dict[str, pa.Array]) -
         "start_time": pa.array((start_ns // np.uint64(1000)).astype(np.int64)),
         "duration_us": pa.array(duration, mask=~has_duration),
         "failed": pc.or_(error.is_valid(), pa.array(status_error)),
+        "fields_present": _fields_present(present[fast]),
     }
     arrays = []
     for f in CALLS_SCHEMA:

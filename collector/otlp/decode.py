@@ -10,6 +10,13 @@ Two encodings arrive on ``POST /v1/traces``:
 
 Both decode into :class:`SpanData`, the neutral form the reference mapping reads. Malformed
 input raises :class:`OtlpError` carrying the HTTP status and a message naming the problem.
+
+Work is bounded per input byte: gzip members are decompressed without copying the remaining
+input (a body of thousands of empty members costs what its size costs, and at most
+:data:`MAX_GZIP_MEMBERS` members are read), JSON is parsed by ``orjson`` (nesting deeper than
+1,024 and lone surrogates are errors there) and ``AnyValue`` nesting deeper than
+:data:`MAX_VALUE_DEPTH` is refused. Numbers are kept as decoded; ranges are the mapping's job,
+so one span with an absurd time is rejected alone, not its whole request.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import orjson
 from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -39,6 +47,22 @@ TRACES_PATH: Final = "/v1/traces"
 
 STATUS_CODE_ERROR: Final = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 _STATUS_NAMES: Final = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+#: opentelemetry.proto.trace.v1.Span.SpanKind
+SPAN_KIND_UNSPECIFIED, SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 0, 1, 2, 3
+SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER = 4, 5
+_KIND_NAMES: Final = {
+    "SPAN_KIND_UNSPECIFIED": 0,
+    "SPAN_KIND_INTERNAL": 1,
+    "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3,
+    "SPAN_KIND_PRODUCER": 4,
+    "SPAN_KIND_CONSUMER": 5,
+}
+#: gzip members read from one body (senders write one; each costs a decompressor)
+MAX_GZIP_MEMBERS: Final = 64
+#: arrayValue/kvlistValue nesting accepted in OTLP/JSON attribute values
+MAX_VALUE_DEPTH: Final = 32
+_GZIP_STEP: Final = 256 * 1024  # compressed bytes fed to zlib at a time
 
 # google.rpc.Code values used in error bodies
 RPC_INVALID_ARGUMENT: Final = 3
@@ -86,6 +110,7 @@ class SpanData:
     scope: str = ""
     resource: dict[str, Any] = field(default_factory=dict)
     events: list[EventData] = field(default_factory=list)
+    kind: int = SPAN_KIND_UNSPECIFIED
 
 
 # --------------------------------------------------------------------------- content negotiation
@@ -99,28 +124,39 @@ def media_type(content_type: str | None) -> str:
 def gunzip_bounded(data: bytes, limit: int) -> bytes:
     """Decompress a gzip body, refusing (413) as soon as the output would exceed ``limit``.
 
-    Output is produced in bounded steps, so a gzip bomb costs at most ``limit`` bytes of memory.
-    Concatenated gzip members are accepted, as the gzip format allows.
+    Output is produced in bounded steps, so a gzip bomb costs at most ``limit`` bytes of memory;
+    input is fed in bounded slices of a memoryview, so no step copies the rest of the body.
+    Concatenated gzip members are accepted, as the gzip format allows, up to
+    :data:`MAX_GZIP_MEMBERS` (400 beyond: no sender writes more than one).
     """
     out = bytearray()
-    rest = data
-    while rest:
+    view = memoryview(data)
+    pos = 0
+    members = 0
+    while pos < len(view):
+        members += 1
+        if members > MAX_GZIP_MEMBERS:
+            raise OtlpError(400, f"gzip body has more than {MAX_GZIP_MEMBERS} members")
         d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        chunk = rest
         try:
-            while chunk:
-                out += d.decompress(chunk, limit + 1 - len(out))
-                if len(out) > limit:
-                    raise OtlpError(413, f"decompressed body exceeds the limit of {limit} bytes")
-                chunk = d.unconsumed_tail
+            while not d.eof:
+                if pos >= len(view):
+                    raise OtlpError(400, "body is not valid gzip: truncated stream")
+                piece = view[pos : pos + _GZIP_STEP]
+                chunk: bytes | memoryview = piece
+                while chunk and not d.eof:
+                    out += d.decompress(chunk, limit + 1 - len(out))
+                    if len(out) > limit:
+                        raise OtlpError(
+                            413, f"decompressed body exceeds the limit of {limit} bytes"
+                        )
+                    chunk = d.unconsumed_tail  # at most one slice: never the whole body
+                pos += len(piece) - len(d.unused_data if d.eof else chunk)
             out += d.flush(limit + 1 - len(out))
         except zlib.error as exc:
             raise OtlpError(400, f"body is not valid gzip: {exc}") from exc
         if len(out) > limit:
             raise OtlpError(413, f"decompressed body exceeds the limit of {limit} bytes")
-        if not d.eof:
-            raise OtlpError(400, "body is not valid gzip: truncated stream")
-        rest = d.unused_data
     return bytes(out)
 
 
@@ -167,6 +203,7 @@ def span_data(span: Span, scope: str, resource: dict[str, Any]) -> SpanData:
         events=[
             EventData(e.name, e.time_unix_nano, attributes_dict(e.attributes)) for e in span.events
         ],
+        kind=span.kind,
     )
 
 
@@ -193,8 +230,8 @@ class _JsonShapeError(ValueError):
 def decode_json(body: bytes) -> list[SpanData]:
     """Parse an OTLP/JSON ``ExportTraceServiceRequest`` by hand; 400 if malformed."""
     try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:  # also: nesting past 1,024, lone surrogates
         raise OtlpError(400, f"malformed JSON: {exc}") from exc
     try:
         return list(_json_spans(doc))
@@ -254,7 +291,7 @@ def _json_status(value: Any, where: str) -> int:
     return _json_int(code, where + ".code")
 
 
-def _json_any(value: Any, where: str) -> Any:
+def _json_any(value: Any, where: str, depth: int = 0) -> Any:
     value = _obj(value, where)
     if not value:
         return None
@@ -277,12 +314,21 @@ def _json_any(value: Any, where: str) -> Any:
         if isinstance(d, bool) or not isinstance(d, int | float):
             raise _JsonShapeError(f"{where}.doubleValue must be a number")
         return float(d)
-    if "arrayValue" in value:
-        items = _arr(_obj(value["arrayValue"], where).get("values"), where + ".arrayValue.values")
-        return [_json_any(v, f"{where}.arrayValue.values[{i}]") for i, v in enumerate(items)]
-    if "kvlistValue" in value:
+    if "arrayValue" in value or "kvlistValue" in value:
+        if depth >= MAX_VALUE_DEPTH:
+            raise _JsonShapeError(f"{where} is nested deeper than {MAX_VALUE_DEPTH} levels")
+        if "arrayValue" in value:
+            items = _arr(
+                _obj(value["arrayValue"], where).get("values"), where + ".arrayValue.values"
+            )
+            return [
+                _json_any(v, f"{where}.arrayValue.values[{i}]", depth + 1)
+                for i, v in enumerate(items)
+            ]
         return _json_attributes(
-            _obj(value["kvlistValue"], where).get("values"), where + ".kvlistValue.values"
+            _obj(value["kvlistValue"], where).get("values"),
+            where + ".kvlistValue.values",
+            depth + 1,
         )
     if "bytesValue" in value:
         try:
@@ -292,15 +338,21 @@ def _json_any(value: Any, where: str) -> Any:
     return None  # unknown field names are ignored, as OTLP/JSON requires
 
 
-def _json_attributes(value: Any, where: str) -> dict[str, Any]:
+def _json_attributes(value: Any, where: str, depth: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, kv in enumerate(_arr(value, where)):
         kv = _obj(kv, f"{where}[{i}]")
         key = kv.get("key", "")
         if not isinstance(key, str):
             raise _JsonShapeError(f"{where}[{i}].key must be a string")
-        out[key] = _json_any(kv.get("value"), f"{where}[{i}].value")
+        out[key] = _json_any(kv.get("value"), f"{where}[{i}].value", depth)
     return out
+
+
+def _json_kind(value: Any, where: str) -> int:
+    if isinstance(value, str) and value in _KIND_NAMES:
+        return _KIND_NAMES[value]
+    return _json_int(value, where)
 
 
 def _json_spans(doc: Any) -> Iterator[SpanData]:
@@ -343,6 +395,7 @@ def _json_spans(doc: Any) -> Iterator[SpanData]:
                     scope=scope,
                     resource=resource,
                     events=events,
+                    kind=_json_kind(sp.get("kind"), w + ".kind"),
                 )
 
 

@@ -7,40 +7,68 @@ attribute name is written here. This module is the *reference* mapping, one span
 :mod:`toolwatch.collector.otlp.columnar` maps protobuf requests column-wise and hands every span it
 cannot map with certainty back to :func:`map_span`, so both paths give the same rows.
 
-A span that carries the tool-call marker or tools/list events but cannot be mapped (a required
-attribute missing, a value of the wrong type, a malformed id) is *rejected*: it is counted and
-named in the OTLP ``partial_success`` message, never half-stored. Other spans (the MCP SDK's
-own, an application's HTTP spans) are *ignored*.
+Which spans are tool calls (:func:`span_role`):
+
+* toolwatch's own spans carry the size marker (:data:`~toolwatch.conventions.TOOL_CALL_MARKER`);
+* any other sender's span following the GenAI/MCP semantic conventions counts too — a CLIENT
+  span (or one of unspecified kind, as hand-written OTLP/JSON has it) with
+  ``gen_ai.operation.name=execute_tool`` or ``mcp.method.name=tools/call``. Its record has null
+  sizes (and position, server, ...) when the span lacks them; ``fields_present`` says which
+  fields the span carried;
+* the MCP SDK's own spans (scope ``mcp-python-sdk``), SERVER spans (the tool ran on the other
+  side) and INTERNAL/PRODUCER/CONSUMER ``execute_tool`` spans (an agent framework's local tool
+  step) are *ignored*, counted by reason (:data:`IGNORE_REASONS`), never stored.
+
+A tool span that cannot be mapped (a required attribute missing, a value of the wrong type or
+out of range, a malformed id, a time outside 1970..9999) is *rejected*: counted by category and
+named in the OTLP ``partial_success`` message, never half-stored. A request's other spans are
+unaffected.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pyarrow as pa
 
-from toolwatch.collector.otlp.decode import STATUS_CODE_ERROR, EventData, SpanData
+from toolwatch.collector.otlp.decode import (
+    SPAN_KIND_CLIENT,
+    SPAN_KIND_SERVER,
+    SPAN_KIND_UNSPECIFIED,
+    STATUS_CODE_ERROR,
+    EventData,
+    SpanData,
+)
 from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
+    ATTR_MCP_METHOD,
+    ATTR_OPERATION,
     CLIENT_QUIRKS,
     DEST_SEEN_VALUES,
     EGRESS_CLASSES,
     ENCODINGS,
     EVENT_TOOL_LISTED,
+    METHOD_TOOLS_CALL,
+    OPERATION_EXECUTE_TOOL,
     SOURCES,
     TOOL_CALL_MARKER,
 )
 from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS, Field
 
+log = logging.getLogger(__name__)
+
 #: Instrumentation scope of the MCP SDK's own spans (they carry gen_ai.operation.name too).
 SDK_SCOPE: Final = "mcp-python-sdk"
 #: Fields computed from the span itself rather than from an attribute.
-CALL_INTRINSICS: Final = frozenset({"trace_id", "span_id", "start_time", "duration_us", "failed"})
+CALL_INTRINSICS: Final = frozenset(
+    {"trace_id", "span_id", "start_time", "duration_us", "failed", "fields_present"}
+)
 TOOL_LIST_INTRINSICS: Final = frozenset({"trace_id", "span_id", "listed_time"})
 #: A record field whose attribute is absent takes this value (the default source of spans
 #: received over OTLP is "otlp"; an absent flag means false).
@@ -56,10 +84,32 @@ ALLOWED: Final[dict[str, tuple[str, ...]]] = {
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1
 MAX_REASONS: Final = 5
+#: Longest string a record field takes from an attribute (ids and names are short; a longer
+#: value is an error or an attack, and would be stored in every row).
+MAX_STRING_BYTES: Final = 4096
+#: Span times toolwatch can store: from the epoch (exclusive) to the end of year 9999.
+MAX_TIME_NS: Final = 253_402_300_800 * 10**9
+
+# why a span was ignored (a closed set: they are metric labels)
+IGNORED_SDK: Final = "mcp_sdk_span"
+IGNORED_SERVER: Final = "server_span"
+IGNORED_INTERNAL: Final = "internal_tool_span"
+IGNORED_OTHER: Final = "not_a_tool_call"
+IGNORE_REASONS: Final = (IGNORED_SDK, IGNORED_SERVER, IGNORED_INTERNAL, IGNORED_OTHER)
+#: kinds of a semantic-conventions tool span that are calls made by this client
+CLIENT_KINDS: Final = frozenset({SPAN_KIND_CLIENT, SPAN_KIND_UNSPECIFIED})
 
 
 class Rejected(ValueError):
-    """This span cannot become a record; the message says why (names the attribute)."""
+    """This span cannot become a record; the message says why (names the attribute).
+
+    ``category`` is a short stable key (``missing:gen_ai.conversation.id``, ``range:...``)
+    used to count rejections by reason; attribute names come from the record's closed set.
+    """
+
+    def __init__(self, message: str, category: str) -> None:
+        super().__init__(message)
+        self.category = category
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +144,23 @@ def _plan(record_fields: tuple[Field, ...], intrinsics: frozenset[str]) -> tuple
 
 CALL_PLAN: Final = _plan(CALL_FIELDS, CALL_INTRINSICS)
 TOOL_LIST_PLAN: Final = _plan(TOOL_LIST_FIELDS, TOOL_LIST_INTRINSICS)
+#: The plans filled from attributes, in record order (bit i of a presence mask is plan i).
+ATTRIBUTE_PLANS: Final = tuple(p for p in CALL_PLAN if p.attribute)
 #: Attributes the call mapping reads into fields (the columnar path extracts these and
 #: :data:`~toolwatch.record.ATTR_DURATION_UNKNOWN`, the replay's null-duration marker).
-CALL_ATTRIBUTES: Final[tuple[str, ...]] = tuple(p.attribute for p in CALL_PLAN if p.attribute)
+CALL_ATTRIBUTES: Final[tuple[str, ...]] = tuple(p.attribute for p in ATTRIBUTE_PLANS if p.attribute)
+#: Attributes that make a span a semantic-conventions tool span, with the value they need.
+SEMCONV_MARKERS: Final = (
+    (ATTR_OPERATION, OPERATION_EXECUTE_TOOL),
+    (ATTR_MCP_METHOD, METHOD_TOOLS_CALL),
+)
 #: The field holding ``error.type``: its presence (or an ERROR status) makes a call failed.
 ERROR_FIELD: Final = next(p.name for p in CALL_PLAN if p.attribute == ATTR_ERROR_TYPE)
+
+
+def fields_present_text(mask: int) -> str:
+    """The ``fields_present`` value of a presence mask (bit i = :data:`ATTRIBUTE_PLANS` [i])."""
+    return ",".join(p.name for i, p in enumerate(ATTRIBUTE_PLANS) if mask >> i & 1)
 
 
 def _type_name(value: Any) -> str:
@@ -107,11 +169,15 @@ def _type_name(value: Any) -> str:
     )
 
 
+def _is_ascii_decimal(value: str) -> bool:
+    return value.isascii() and value.isdecimal()
+
+
 def convert(plan: FieldPlan, value: Any) -> Any:
     """An attribute value as the field's type; :class:`Rejected` if it cannot be one.
 
-    Lenient only where encodings legitimately differ (an integer sent as a decimal string or
-    an integral double, an id sent as a number); never guesses otherwise.
+    Lenient only where encodings legitimately differ (an integer sent as an ASCII decimal
+    string or an integral double, an id sent as a number); never guesses otherwise.
     """
     attr = plan.attribute
     if value is None:
@@ -119,7 +185,7 @@ def convert(plan: FieldPlan, value: Any) -> Any:
             return plan.default
         if plan.nullable:
             return None
-        raise Rejected(f"missing attribute {attr} ({plan.name})")
+        raise Rejected(f"missing attribute {attr} ({plan.name})", f"missing:{attr}")
     kind = plan.kind
     if kind == "string":
         if isinstance(value, str):
@@ -127,29 +193,51 @@ def convert(plan: FieldPlan, value: Any) -> Any:
         elif isinstance(value, int | float) and not isinstance(value, bool):
             out = str(value)
         else:
-            raise Rejected(f"attribute {attr} must be a string, got {_type_name(value)}")
+            raise Rejected(
+                f"attribute {attr} must be a string, got {_type_name(value)}", f"type:{attr}"
+            )
         if not out:  # an empty string carries no value: absent if optional, an error if not
             if plan.nullable:
                 return None
-            raise Rejected(f"attribute {attr} ({plan.name}) is empty")
+            raise Rejected(f"attribute {attr} ({plan.name}) is empty", f"empty:{attr}")
+        if len(out) * 4 > MAX_STRING_BYTES and len(out.encode()) > MAX_STRING_BYTES:
+            raise Rejected(
+                f"attribute {attr} is {len(out.encode())} bytes, over the "
+                f"{MAX_STRING_BYTES}-byte limit",
+                f"too_long:{attr}",
+            )
         if plan.allowed is not None and out not in plan.allowed:
-            raise Rejected(f"attribute {attr}={out[:40]!r} is not one of {', '.join(plan.allowed)}")
+            raise Rejected(
+                f"attribute {attr}={out[:40]!r} is not one of {', '.join(plan.allowed)}",
+                f"value:{attr}",
+            )
         return out
     if kind in ("int64", "int32"):
         if isinstance(value, bool):
-            raise Rejected(f"attribute {attr} must be an integer, got bool")
-        integral_float = isinstance(value, float) and value.is_integer()
-        if integral_float or (isinstance(value, str) and value.strip().isdigit()):
+            raise Rejected(f"attribute {attr} must be an integer, got bool", f"type:{attr}")
+        if isinstance(value, float) and value.is_integer():
             value = int(value)
+        elif isinstance(value, str):
+            text = value.strip()
+            if not _is_ascii_decimal(text) or len(text) > 20:
+                raise Rejected(
+                    f"attribute {attr} must be an integer, got the string {value[:20]!r}",
+                    f"type:{attr}",
+                )
+            value = int(text)
         if not isinstance(value, int):
-            raise Rejected(f"attribute {attr} must be an integer, got {_type_name(value)}")
+            raise Rejected(
+                f"attribute {attr} must be an integer, got {_type_name(value)}", f"type:{attr}"
+            )
         top = INT32_MAX if kind == "int32" else INT64_MAX
         if not 0 <= value <= top:
-            raise Rejected(f"attribute {attr}={value} is out of range 0..{top}")
+            raise Rejected(f"attribute {attr}={value} is out of range 0..{top}", f"range:{attr}")
         return value
     if kind == "bool":
         if not isinstance(value, bool):
-            raise Rejected(f"attribute {attr} must be a bool, got {_type_name(value)}")
+            raise Rejected(
+                f"attribute {attr} must be a bool, got {_type_name(value)}", f"type:{attr}"
+            )
         return value
     raise RuntimeError(f"no conversion for attribute kind {kind!r}")  # record.py changed
 
@@ -164,27 +252,40 @@ def _lookup(attribute: str, *scopes: Mapping[str, Any]) -> Any:
 
 def _ids(span: SpanData) -> tuple[str, str]:
     if len(span.trace_id) != 32 or span.trace_id == "0" * 32:
-        raise Rejected(f"invalid trace id {span.trace_id!r}")
+        raise Rejected(f"invalid trace id {span.trace_id[:40]!r}", "trace_id")
     if len(span.span_id) != 16 or span.span_id == "0" * 16:
-        raise Rejected(f"invalid span id {span.span_id!r}")
+        raise Rejected(f"invalid span id {span.span_id[:40]!r}", "span_id")
     return span.trace_id, span.span_id
+
+
+def _check_time(ns: int, what: str) -> None:
+    if not 0 < ns < MAX_TIME_NS:
+        raise Rejected(f"{what} {ns} is out of range (1970 to 9999)", f"range:{what}")
 
 
 def call_row(span: SpanData) -> dict[str, Any]:
     """The call record of a tool-call span (times in µs since the epoch, UTC)."""
     trace_id, span_id = _ids(span)
     if span.start_ns <= 0:
-        raise Rejected("span has no start time")
+        raise Rejected("span has no start time", "missing:startTimeUnixNano")
+    _check_time(span.start_ns, "startTimeUnixNano")
+    if span.end_ns:
+        _check_time(span.end_ns, "endTimeUnixNano")
     row: dict[str, Any] = {}
-    for plan in CALL_PLAN:
-        if plan.attribute is not None:
-            row[plan.name] = convert(plan, _lookup(plan.attribute, span.attributes, span.resource))
+    mask = 0
+    for bit, plan in enumerate(ATTRIBUTE_PLANS):
+        assert plan.attribute is not None
+        raw = _lookup(plan.attribute, span.attributes, span.resource)
+        value = row[plan.name] = convert(plan, raw)
+        if raw is not None and value is not None:
+            mask |= 1 << bit
     row["trace_id"] = trace_id
     row["span_id"] = span_id
     row["start_time"] = span.start_ns // 1000
     unknown = span.end_ns < span.start_ns or span.attributes.get(ATTR_DURATION_UNKNOWN) is True
     row["duration_us"] = None if unknown else (span.end_ns - span.start_ns) // 1000
     row["failed"] = row[ERROR_FIELD] is not None or span.status_code == STATUS_CODE_ERROR
+    row["fields_present"] = fields_present_text(mask)
     return row
 
 
@@ -200,10 +301,10 @@ def listing_rows(span: SpanData, events: list[EventData]) -> list[dict[str, Any]
                 try:
                     row[plan.name] = convert(plan, raw)
                 except Rejected as exc:
-                    raise Rejected(f"tools/list event {i}: {exc}") from None
+                    raise Rejected(f"tools/list event {i}: {exc}", exc.category) from None
         when = event.time_ns or span.end_ns or span.start_ns
-        if when <= 0:
-            raise Rejected(f"tools/list event {i} has no time")
+        if not 0 < when < MAX_TIME_NS:
+            raise Rejected(f"tools/list event {i} has no usable time", "range:timeUnixNano")
         row["trace_id"] = trace_id
         row["span_id"] = span_id
         row["listed_time"] = when // 1000
@@ -211,20 +312,52 @@ def listing_rows(span: SpanData, events: list[EventData]) -> list[dict[str, Any]
     return rows
 
 
-def map_span(span: SpanData) -> tuple[dict[str, Any] | None, list[dict[str, Any]]] | None:
-    """(call row or None, tool_lists rows) for a span toolwatch keeps; None if it is ignored.
+def _is_semconv_tool_span(attributes: Mapping[str, Any]) -> bool:
+    return any(attributes.get(key) == value for key, value in SEMCONV_MARKERS)
 
-    Raises :class:`Rejected` when the span is ours but cannot be mapped; a tools/list span is
-    taken whole or not at all (a partial list would look like tools disappearing).
-    """
+
+def span_role(span: SpanData) -> str | None:
+    """``None`` for a span toolwatch maps (a tool call or a tools/list with events), else the
+    reason it is ignored (one of :data:`IGNORE_REASONS`)."""
     if span.scope == SDK_SCOPE:
+        return IGNORED_SDK
+    if TOOL_CALL_MARKER in span.attributes:
         return None
+    if any(e.name == EVENT_TOOL_LISTED for e in span.events):
+        return None
+    if not _is_semconv_tool_span(span.attributes):
+        return IGNORED_OTHER
+    if span.kind in CLIENT_KINDS:
+        return None
+    return IGNORED_SERVER if span.kind == SPAN_KIND_SERVER else IGNORED_INTERNAL
+
+
+def map_span(span: SpanData) -> tuple[dict[str, Any] | None, list[dict[str, Any]]] | str:
+    """(call row or None, tool_lists rows) for a span toolwatch keeps, else the reason it is
+    ignored (:func:`span_role`).
+
+    Raises :class:`Rejected` when the span is a tool span but cannot be mapped; a tools/list
+    span is taken whole or not at all (a partial list would look like tools disappearing).
+    """
+    reason = span_role(span)
+    if reason is not None:
+        return reason
     listed = [e for e in span.events if e.name == EVENT_TOOL_LISTED]
-    is_call = TOOL_CALL_MARKER in span.attributes
-    if not is_call and not listed:
-        return None
+    is_call = TOOL_CALL_MARKER in span.attributes or _is_semconv_tool_span(span.attributes)
     call = call_row(span) if is_call else None
     return call, listing_rows(span, listed) if listed else []
+
+
+def map_span_safely(span: SpanData) -> tuple[dict[str, Any] | None, list[dict[str, Any]]] | str:
+    """:func:`map_span`, with any unexpected error on this span turned into a rejection (one
+    span never fails its request)."""
+    try:
+        return map_span(span)
+    except Rejected:
+        raise
+    except (ValueError, OverflowError, TypeError, UnicodeError) as exc:
+        log.debug("span %s could not be mapped", span.span_id, exc_info=True)
+        raise Rejected(f"span could not be mapped ({type(exc).__name__})", "invalid") from exc
 
 
 # --------------------------------------------------------------------------- batches
@@ -241,6 +374,9 @@ class Mapped:
     ignored: int = 0
     reasons: list[str] = field(default_factory=list)
     columnar: int = 0  # spans the columnar path mapped (the rest of interest went one by one)
+    rejected_by: dict[str, int] = field(default_factory=dict)  # category -> spans
+    ignored_by: dict[str, int] = field(default_factory=dict)  # reason -> spans
+    duplicates: int = 0  # spans already stored (an exporter's retry); set by the writer
 
     @property
     def rows(self) -> int:
@@ -256,14 +392,16 @@ class Mapped:
 
 
 class Reasons:
-    """Collects rejection reasons, keeping only the first few (the count is kept elsewhere)."""
+    """Collects rejection reasons, keeping only the first few, and counts every category."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.counts: dict[str, int] = {}
 
-    def add(self, span_id: str, reason: str) -> None:
+    def add(self, span_id: str, reason: str, category: str = "invalid") -> None:
+        self.counts[category] = self.counts.get(category, 0) + 1
         if len(self.items) < MAX_REASONS:
-            self.items.append(f"span {span_id or '?'}: {reason}")
+            self.items.append(f"span {span_id[:40] or '?'}: {reason}")
 
 
 def rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -275,17 +413,17 @@ def map_spans(spans: Iterable[SpanData]) -> Mapped:
     calls: list[dict[str, Any]] = []
     lists: list[dict[str, Any]] = []
     reasons = Reasons()
-    total = rejected = ignored = 0
+    ignored: dict[str, int] = {}
+    total = 0
     for span in spans:
         total += 1
         try:
-            out = map_span(span)
+            out = map_span_safely(span)
         except Rejected as exc:
-            rejected += 1
-            reasons.add(span.span_id, str(exc))
+            reasons.add(span.span_id, str(exc), exc.category)
             continue
-        if out is None:
-            ignored += 1
+        if isinstance(out, str):
+            ignored[out] = ignored.get(out, 0) + 1
             continue
         call, listed = out
         if call is not None:
@@ -295,7 +433,9 @@ def map_spans(spans: Iterable[SpanData]) -> Mapped:
         rows_table(calls, CALLS_SCHEMA),
         rows_table(lists, TOOL_LISTS_SCHEMA),
         spans=total,
-        rejected=rejected,
-        ignored=ignored,
+        rejected=sum(reasons.counts.values()),
+        ignored=sum(ignored.values()),
         reasons=reasons.items,
+        rejected_by=reasons.counts,
+        ignored_by=ignored,
     )

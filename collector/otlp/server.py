@@ -1,17 +1,24 @@
 """The OTLP/HTTP collector: ``POST /v1/traces`` → call records in the Parquet store.
 
-Request path (event-loop thread): bearer token (401) → media type and content coding (415) →
-body size, on the wire and after bounded gunzip (413) → decode (400: protobuf is parsed as
-``ExportTraceServiceRequest``, JSON by hand) → admission against the write queue (503 +
+Request path: bearer token (401) → media type and content coding (415) → body, read with a
+byte reservation (503 + ``Retry-After`` when the collector holds too much already), within
+:data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_TIMEOUT` of silence (408) and the size
+limit (413) → gunzip and decode *off the event loop*, on a small pool (400: protobuf is parsed as
+``ExportTraceServiceRequest``, JSON by ``orjson``) → admission against the write queue (503 +
 ``Retry-After``) → wait for the write → 200, with ``partial_success`` when spans were rejected.
-Responses use the request's encoding; errors carry a ``google.rpc.Status``.
+Responses use the request's encoding; errors carry a ``google.rpc.Status``. ``GET /health``
+answers at once whatever the load; ``GET /metrics`` gives the counters to Prometheus (behind
+the token when there is one).
 
 Write path (:mod:`toolwatch.collector.otlp.writer`): admitted requests are mapped and written
 in groups — group commit — and only then answered, so an acknowledged span survives ``kill
--9``; ``on_batch(calls)`` and ``on_listings(tool_lists)`` run on their own thread after the
-durable write, so a slow or failing consumer (the live scorer, the listing watcher) never holds
-up ingest and never loses data. A maintenance thread compacts small files periodically, and
-:meth:`Collector.stop` drains everything, then compacts once more.
+-9``; a span stored already (an exporter's retry) is not stored again. ``on_batch(calls)`` and
+``on_listings(tool_lists)`` run on their own thread after the durable write, so a slow or
+failing consumer (the live scorer, the listing watcher) never holds up ingest and never loses
+data. Connections are policed by :mod:`toolwatch.collector.otlp.connections` (header/body
+timeouts, a connection cap). A maintenance thread compacts small files periodically, and
+:meth:`Collector.stop` drains everything, compacts once more and writes the counters to the
+store's ``ingest`` table.
 """
 
 from __future__ import annotations
@@ -22,16 +29,28 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Final
 
 import pyarrow as pa
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolwatch.collector.otlp.connections import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    ConnectionGuard,
+    RateLimiter,
+    default_max_connections,
+    guarded_protocol,
+    rate_limit_third_party_logs,
+)
 from toolwatch.collector.otlp.decode import (
     CONTENT_TYPES,
     JSON,
@@ -46,21 +65,32 @@ from toolwatch.collector.otlp.decode import (
     status_body,
     success_body,
 )
-from toolwatch.collector.otlp.writer import (
-    CollectorStats,
-    GroupCommitWriter,
-    PendingRequest,
-    WriteFailed,
-)
+from toolwatch.collector.otlp.ingest import IngestLog, prime_recent_spans
+from toolwatch.collector.otlp.metrics import CONTENT_TYPE as METRICS_TYPE
+from toolwatch.collector.otlp.metrics import metrics_renderer
+from toolwatch.collector.otlp.stats import CollectorStats
+from toolwatch.collector.otlp.writer import GroupCommitWriter, PendingRequest, WriteFailed
 from toolwatch.collector.store import Store
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT: Final = 4318
 DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024  # bytes, on the wire and after decompression
-DEFAULT_QUEUE_LIMIT: Final = 100_000  # spans admitted but not yet durable (~0.2 GB parsed)
+DEFAULT_QUEUE_LIMIT: Final = 100_000  # spans admitted but not yet durable
+DEFAULT_QUEUE_BYTES: Final = 128 * 1024 * 1024  # bytes held by requests being read ... written
 DEFAULT_COMPACT_INTERVAL: Final = 300.0  # seconds
 DEFAULT_PROGRESS_INTERVAL: Final = 60.0  # seconds between "stored ..." log lines under traffic
+DECODE_WORKERS: Final = 2  # requests gunzipped/parsed at once (each holds up to 3x its body)
+#: bytes held per decoded body byte: the body, its parse and the rows built from it
+DECODED_COST: Final = 3
+_READ_CHUNK_HOLD: Final = 64 * 1024  # reserve at least this per body chunk
+
+
+@dataclass(slots=True)
+class _Hold:
+    """Bytes a request holds from the writer's budget (released unless handed to the writer)."""
+
+    nbytes: int = 0
 
 
 class Collector:
@@ -81,10 +111,14 @@ class Collector:
         max_body: int = DEFAULT_MAX_BODY,
         queue_limit: int = DEFAULT_QUEUE_LIMIT,
         *,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         compact_interval: float | None = DEFAULT_COMPACT_INTERVAL,
         retry_after: int = 1,
         progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
         on_listings: Callable[[pa.Table], object] | None = None,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        max_connections: int | None = None,
     ) -> None:
         self.store = store
         self.host = host
@@ -92,8 +126,11 @@ class Collector:
         self.token = token or None
         self.max_body = max_body
         self.retry_after = retry_after
+        self.body_timeout = body_timeout
         self.stats = CollectorStats()
+        self.run_id = uuid.uuid4().hex[:16]
         self._lock = threading.Lock()  # guards stats, shared with the writer
+        self._ingest = IngestLog(store, self.stats, self._lock, self.run_id)
         self._writer = GroupCommitWriter(
             store,
             self.stats,
@@ -101,10 +138,17 @@ class Collector:
             on_batch=on_batch,
             on_listings=on_listings,
             queue_limit=queue_limit,
+            queue_bytes=queue_bytes,
             retry_after=retry_after,
             compact_interval=compact_interval,
             progress_interval=progress_interval,
+            on_progress=self._ingest.write_if_changed,
         )
+        self._guard_settings = (max_connections, header_timeout, body_timeout)
+        self._guard: ConnectionGuard | None = None
+        self._limited = RateLimiter(log)
+        self._pool: ThreadPoolExecutor | None = None
+        self._render_metrics = metrics_renderer(self.stats, self._lock)
         self._server: uvicorn.Server | None = None
         self._threads: dict[str, threading.Thread] = {}
 
@@ -130,12 +174,24 @@ class Collector:
         if self._server is not None or self._threads:
             raise RuntimeError("a Collector starts once; create a new one to serve again")
         self.store.root.mkdir(parents=True, exist_ok=True)
+        self.store.recover()  # finish (or undo) a compaction a crash interrupted
+        rate_limit_third_party_logs()
+        max_connections, header_timeout, body_timeout = self._guard_settings
+        self._guard = ConnectionGuard(
+            max_connections=max_connections or default_max_connections(),
+            header_timeout=header_timeout,
+            body_timeout=body_timeout + 5,  # the receiver's own 408 comes first
+            on_close=self._closed_slow,
+        )
+        primed = prime_recent_spans(self.store, self._writer.recent)
         sock = _bind(self.host, self.port)
         self.port = sock.getsockname()[1]
+        self._ingest.listen = self.url
         app = Starlette(
             routes=[
                 Route(TRACES_PATH, self._traces, methods=["POST"]),
                 Route("/health", self._health, methods=["GET"]),
+                Route("/metrics", self._metrics, methods=["GET"]),
             ]
         )
         config = uvicorn.Config(
@@ -145,10 +201,11 @@ class Collector:
             access_log=False,
             lifespan="off",
             loop="asyncio",
-            http="h11",
+            http=guarded_protocol(self._guard),
             timeout_graceful_shutdown=30,
         )
         self._server = uvicorn.Server(config)
+        self._pool = ThreadPoolExecutor(DECODE_WORKERS, thread_name_prefix="toolwatch-decode")
         self._writer.start()
         server = self._server
         self._spawn("toolwatch-http", lambda: server.run(sockets=[sock]))
@@ -160,11 +217,14 @@ class Collector:
                 raise RuntimeError(f"collector could not start listening on {self.url}")
             time.sleep(0.01)
         log.info(
-            "toolwatch collector listening on %s (store %s; %s; max body %s MiB)",
+            "toolwatch collector listening on %s (store %s; %s; max body %s MiB; at most %d "
+            "connections; %d recent span ids loaded to drop retried exports)",
             self.traces_url,
             self.store.root,
             "bearer token required" if self.token else "no token",
             f"{self.max_body / 2**20:g}",
+            self._guard.max_connections,
+            primed,
         )
         return self
 
@@ -179,18 +239,26 @@ class Collector:
         if http is not None:
             http.join(timeout)
         self._writer.shutdown(timeout)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self._writer.compact()
+        self._ingest.write(final=True)
         s = self.stats
         log.info(
             "collector stopped: %d requests, %d spans received, %d calls and %d tool listings "
-            "stored in %d files, %d spans rejected, %d ignored, refused requests %s",
+            "stored in %d files (%d spans), %d spans rejected %s, %d ignored %s, %d duplicates "
+            "dropped, refused requests %s",
             s.requests,
             s.spans,
             s.calls,
             s.tool_listings,
             s.files,
+            s.stored_spans,
             s.rejected_spans,
+            dict(sorted(s.rejected_by.items())) or "",
             s.ignored_spans,
+            dict(sorted(s.ignored_by.items())) or "",
+            s.duplicate_spans,
             dict(sorted(s.refused.items())) or "none",
         )
         self._server = None
@@ -205,9 +273,17 @@ class Collector:
     async def _health(self, request: Request) -> Response:
         return Response(b"ok\n", media_type="text/plain")
 
+    async def _metrics(self, request: Request) -> Response:
+        try:
+            self._authorize(request)
+        except OtlpError as exc:
+            return Response(exc.message.encode(), exc.status, media_type="text/plain")
+        return Response(self._render_metrics(), media_type=METRICS_TYPE)
+
     async def _traces(self, request: Request) -> Response:
         ctype = media_type(request.headers.get("content-type"))
         reply = ctype if ctype in CONTENT_TYPES else JSON
+        hold = _Hold()
         try:
             self._authorize(request)
             if ctype not in CONTENT_TYPES:
@@ -218,13 +294,19 @@ class Collector:
             coding = request.headers.get("content-encoding", "identity").strip().lower()
             if coding not in ("identity", "gzip", ""):
                 raise OtlpError(415, f"unsupported Content-Encoding {coding!r}; use gzip or none")
-            body = await self._read_body(request)
-            if coding == "gzip":
-                body = gunzip_bounded(body, self.max_body)
-            item = self._decode(ctype, body)
+            body = await self._read_body(request, hold)
+            loop = asyncio.get_running_loop()
+            assert self._pool is not None
+            item = await loop.run_in_executor(
+                self._pool, self._decode, ctype, coding == "gzip", body, hold
+            )
+            del body
             if item.spans == 0:
-                self._count(0)
+                with self._lock:
+                    self.stats.count_request(0, 0, {}, {}, 0)
                 return Response(success_body(reply), media_type=reply)
+            item.loop, item.future = loop, loop.create_future()
+            item.cost, hold.nbytes = hold.nbytes, 0  # the writer releases it once answered
             self._writer.admit(item)
             try:
                 mapped = await item.future
@@ -232,20 +314,38 @@ class Collector:
                 raise OtlpError(503, f"the store could not write this batch: {exc}") from None
         except OtlpError as exc:
             return self._refuse(request, reply, exc)
+        except ClientDisconnect:
+            with self._lock:
+                self.stats.client_disconnects += 1
+            self._limited.log(
+                logging.INFO, "disconnect", "a client left before sending its whole request"
+            )
+            return Response(b"", 400)
         except Exception:
-            log.exception("internal error while handling an OTLP request")
-            self._tally_refusal(500)
+            self._limited.log(
+                logging.ERROR,
+                "internal",
+                "internal error while handling an OTLP request",
+                exc_info=True,
+            )
+            with self._lock:
+                self.stats.count_refusal(500)
             return Response(status_body(reply, 500, "internal error"), 500, media_type=reply)
+        finally:
+            if hold.nbytes:
+                self._writer.release(hold.nbytes)
         if mapped.rejected:
-            log.warning(
+            self._limited.log(
+                logging.WARNING,
+                "rejected",
                 "request from %s: %d of %d spans rejected: %s",
                 _client(request),
                 mapped.rejected,
                 mapped.spans,
                 mapped.message(),
             )
-        body = success_body(reply, mapped.rejected, mapped.message())
-        return Response(body, media_type=reply)
+        body_out = success_body(reply, mapped.rejected, mapped.message())
+        return Response(body_out, media_type=reply)
 
     def _authorize(self, request: Request) -> None:
         if self.token is None:
@@ -257,7 +357,8 @@ class Collector:
         ):
             raise OtlpError(401, "missing or wrong bearer token")
 
-    async def _read_body(self, request: Request) -> bytes:
+    async def _read_body(self, request: Request, hold: _Hold) -> bytes:
+        """The body, within the size limit and the body timeout, with bytes reserved for it."""
         declared = request.headers.get("content-length")
         if declared is not None:
             try:
@@ -266,33 +367,55 @@ class Collector:
                 raise OtlpError(400, f"invalid Content-Length {declared!r}") from None
             if size > self.max_body:
                 raise OtlpError(413, f"body of {size} bytes exceeds the limit of {self.max_body}")
+            if size:
+                self._writer.reserve(size)
+                hold.nbytes += size
         chunks = []
         total = 0
-        async for chunk in request.stream():
+        async for chunk in _with_timeout(request.stream(), self.body_timeout):
             total += len(chunk)
             if total > self.max_body:
                 raise OtlpError(413, f"body exceeds the limit of {self.max_body} bytes")
+            if total > hold.nbytes:  # chunked (or a lying Content-Length): reserve as it comes
+                more = max(total - hold.nbytes, _READ_CHUNK_HOLD)
+                self._writer.reserve(more)
+                hold.nbytes += more
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _decode(self, ctype: str, body: bytes) -> PendingRequest:
-        loop = asyncio.get_running_loop()
+    def _decode(self, ctype: str, gzipped: bool, body: bytes, hold: _Hold) -> PendingRequest:
+        """Gunzip and parse (on the decode pool), holding bytes for what the result costs."""
+        if gzipped:
+            body = gunzip_bounded(body, self.max_body)
+        cost = DECODED_COST * len(body)
+        if cost > hold.nbytes:
+            self._writer.reserve(cost - hold.nbytes)
+            hold.nbytes = cost
         if ctype == PROTOBUF:
             request = parse_protobuf(body)
-            n = count_protobuf_spans(request)
-            return PendingRequest(n, loop, loop.create_future(), body=body, request=request)
+            return PendingRequest(count_protobuf_spans(request), body=body, request=request)
         decoded = decode_json(body)
-        return PendingRequest(len(decoded), loop, loop.create_future(), decoded=decoded)
+        return PendingRequest(len(decoded), decoded=decoded)
 
     def _refuse(self, request: Request, reply: str, exc: OtlpError) -> Response:
-        self._tally_refusal(exc.status)
+        with self._lock:
+            self.stats.count_refusal(exc.status)
         level = logging.INFO if exc.status == 503 else logging.WARNING
-        log.log(level, "refused request from %s: %d %s", _client(request), exc.status, exc)
+        self._limited.log(
+            level,
+            f"refused-{exc.status}",
+            "refused request from %s: %d %s",
+            _client(request),
+            exc.status,
+            exc,
+        )
         headers = {}
         if exc.status == 503:
             headers["Retry-After"] = str(self.retry_after)
         if exc.status == 401:
             headers["WWW-Authenticate"] = "Bearer"
+        if exc.status in (408, 413):
+            headers["Connection"] = "close"  # the rest of the body is not read
         return Response(
             status_body(reply, exc.status, exc.message),
             exc.status,
@@ -300,23 +423,40 @@ class Collector:
             media_type=reply,
         )
 
-    def _tally_refusal(self, status: int) -> None:
-        with self._lock:
-            self.stats.requests += 1
-            self.stats.refused[status] = self.stats.refused.get(status, 0) + 1
-
-    def _count(self, spans: int) -> None:
-        with self._lock:
-            self.stats.requests += 1
-            self.stats.spans += spans
+    def _closed_slow(self, reason: str) -> None:
+        self._limited.log(
+            logging.WARNING,
+            f"closed-{reason}",
+            "closed a connection (%s; at most %d connections, headers within %g s, body "
+            "bytes at least every %g s)",
+            reason,
+            self._guard.max_connections if self._guard else 0,
+            self._guard_settings[1],
+            self.body_timeout,
+        )
 
 
 # ---------------------------------------------------------------------- helpers
 
 
+async def _with_timeout(chunks: AsyncIterator[bytes], timeout: float) -> AsyncIterator[bytes]:
+    """The chunks of a body, each within ``timeout`` seconds of the previous one (408)."""
+    iterator = chunks.__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(iterator.__anext__(), timeout)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise OtlpError(408, f"no body bytes received for {timeout:g} s") from None
+        yield chunk
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+    # without it every keep-alive response waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -363,13 +363,14 @@ class WireSpans:
     start_ns: np.ndarray  # uint64
     end_ns: np.ndarray  # uint64
     status: np.ndarray  # int64 status code
+    kind: np.ndarray  # int64 span kind (0 when absent)
     has_events: np.ndarray
     odd: np.ndarray  # the fast path must leave these spans to the reference mapping
     attrs: dict[str, WireAttr]
 
 
 def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
-    """Read ids, times, status and the attributes named in ``keys`` of every span.
+    """Read ids, times, kind, status and the attributes named in ``keys`` of every span.
 
     Several request bodies are scanned as one (their spans in order, scopes numbered across
     them, in the order a full parse lists them): numpy's per-call overhead dominates at 1,000
@@ -395,6 +396,7 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
         start_ns=np.zeros(n, np.uint64),
         end_ns=np.zeros(n, np.uint64),
         status=zeros.copy(),
+        kind=zeros.copy(),
         has_events=np.zeros(n, bool),
         odd=np.zeros(n, bool),
         attrs={},
@@ -410,7 +412,7 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
     ws.odd[owner[mismatch]] = True
     # One entry per field and span, so the assignments below never collide; a field given
     # twice (the last one wins for scalars, messages merge) is left to the reference path.
-    for field_no in (1, 2, 7, 8, 15):
+    for field_no in (1, 2, 6, 7, 8, 15):
         m = np.flatnonzero((number == field_no) & ~mismatch)
         if not m.size:
             continue
@@ -420,6 +422,8 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
             ws.trace_pos[at], ws.trace_len[at] = payload[m], value[m].astype(np.int64)
         elif field_no == 2:
             ws.span_pos[at], ws.span_len[at] = payload[m], value[m].astype(np.int64)
+        elif field_no == 6:
+            ws.kind[at] = value[m].view(np.int64)
         elif field_no == 7:
             ws.start_ns[at] = value[m]
         elif field_no == 8:

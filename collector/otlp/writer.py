@@ -5,11 +5,22 @@ one columnar pass; a writer thread writes every mapped group waiting as one Parq
 table and date (temp file, fsync, rename, directory fsync) — group commit; Parquet encoding
 releases the GIL, so writing one group overlaps mapping the next. Only then are the group's
 requests answered (their futures resolved), so an acknowledged span survives ``kill -9``.
+Spans already stored (an exporter's retry) are dropped before the write and counted as
+duplicates (:mod:`toolwatch.collector.otlp.dedup`).
+
+Isolation: a group whose write fails for a reason other than the disk (``OSError``: answered
+503 + ``Retry-After``, the sender retries) is written again request by request, so one bad
+request is refused (400) alone and never fails another client's.
+
+Memory is bounded in bytes, not spans: every request holds a reservation from the moment its
+body is read until its write is answered (:meth:`GroupCommitWriter.reserve`), and requests
+beyond the budget are refused with 503 + ``Retry-After``.
+
 ``on_batch(calls)`` (and ``on_listings(tool_lists)``) then runs on its own thread, so a slow or
 failing consumer (the live scorer, the listing watcher) never holds up ingest and never loses
 data: its exceptions are logged, the rows are already stored. A maintenance thread compacts
-small files periodically. The HTTP side (:mod:`toolwatch.collector.otlp.server`) admits
-requests and waits for their writes.
+small files and writes the counters to the ``ingest`` table periodically. The HTTP side
+(:mod:`toolwatch.collector.otlp.server`) admits requests and waits for their writes.
 """
 
 from __future__ import annotations
@@ -21,15 +32,19 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
+import numpy as np
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from toolwatch import tables
 from toolwatch.collector.otlp.columnar import map_parsed
 from toolwatch.collector.otlp.decode import OtlpError, SpanData
+from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
 from toolwatch.collector.otlp.mapping import Mapped, map_spans
+from toolwatch.collector.otlp.stats import CollectorStats
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.collector.store.parquet_store import CALLS, TOOL_LISTS
@@ -38,44 +53,33 @@ log = logging.getLogger(__name__)
 
 MAX_GROUP_SPANS: Final = 100_000  # spans per group commit (bounds one write's latency)
 CALLBACK_BACKLOG_WARNING: Final = 100  # warn every this many batches on_batch lags behind
+INGEST: Final = tables.INGEST.name
 _STOP: Final = object()
 
 
 class WriteFailed(Exception):
-    """The group's Parquet write failed; its requests get 503 and will be retried."""
+    """The group's Parquet write failed on the disk; its requests get 503 and will be retried."""
 
 
 @dataclass(slots=True)
 class PendingRequest:
-    """One admitted request waiting for its group's write."""
+    """One admitted request waiting for its group's write.
+
+    ``cost`` is the bytes reserved for it (released once answered).
+    """
 
     spans: int
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[Mapped]
     body: bytes = b""
     request: ExportTraceServiceRequest | None = None  # protobuf
     decoded: list[SpanData] | None = None  # OTLP/JSON
-
-
-@dataclass(slots=True)
-class CollectorStats:
-    """Counters since start (read them for logs and tests; written by the collector only)."""
-
-    requests: int = 0
-    spans: int = 0
-    calls: int = 0
-    tool_listings: int = 0
-    rejected_spans: int = 0
-    ignored_spans: int = 0
-    refused: dict[int, int] = field(default_factory=dict)  # HTTP status -> requests
-    batches: int = 0
-    files: int = 0
-    callback_errors: int = 0
-    compacted_files: int = 0
+    cost: int = 0
+    loop: asyncio.AbstractEventLoop | None = None  # set when admitted
+    future: asyncio.Future[Mapped] | None = None
 
 
 class GroupCommitWriter:
-    """Admits requests against a bounded queue, maps and writes them in groups, answers them.
+    """Admits requests against bounded queues (spans and bytes), maps and writes them in
+    groups, answers them.
 
     ``stats`` and ``lock`` are shared with the HTTP side, which counts what it refuses.
     ``start()`` runs the threads; ``shutdown()`` stops admitting, writes and answers every
@@ -91,22 +95,29 @@ class GroupCommitWriter:
         on_batch: Callable[[pa.Table], None] | None,
         queue_limit: int,
         on_listings: Callable[[pa.Table], object] | None = None,
+        queue_bytes: int,
         retry_after: int,
         compact_interval: float | None,
         progress_interval: float,
+        on_progress: Callable[[], None] | None = None,
+        recent: RecentSpans | None = None,
     ) -> None:
         self.store = store
         self.stats = stats
         self.on_batch = on_batch
         self.on_listings = on_listings
         self.queue_limit = queue_limit
+        self.queue_bytes = queue_bytes
         self.retry_after = retry_after
         self.compact_interval = compact_interval
         self.progress_interval = progress_interval
+        self.on_progress = on_progress
+        self.recent = recent if recent is not None else RecentSpans()
         self._lock = lock
         self._logged = CollectorStats()  # the counters at the last progress line
         self._logged_at = 0.0  # monotonic time of that line (0: none yet, so the first shows)
         self._pending = 0  # spans admitted, not yet answered
+        self._bytes = 0  # bytes reserved by requests being read, decoded or written
         self._closing = False
         self._queue: queue.Queue[Any] = queue.Queue()  # admitted requests
         self._mapped: queue.Queue[Any] = queue.Queue()  # mapped groups waiting for the disk
@@ -118,8 +129,7 @@ class GroupCommitWriter:
         self._spawn("toolwatch-mapper", self._mapper_loop)
         self._spawn("toolwatch-writer", self._writer_loop)
         self._spawn("toolwatch-on-batch", self._callback_loop)
-        if self.compact_interval:
-            self._spawn("toolwatch-compact", self._maintenance_loop)
+        self._spawn("toolwatch-maintenance", self._maintenance_loop)
 
     def shutdown(self, timeout: float = 60.0) -> None:
         with self._lock:
@@ -130,21 +140,58 @@ class GroupCommitWriter:
         self._callbacks.put(_STOP)
         self._join("toolwatch-on-batch", timeout)
         self._stop_maintenance.set()
-        self._join("toolwatch-compact", timeout)
+        self._join("toolwatch-maintenance", timeout)
+
+    # ------------------------------------------------------------------ admission
+
+    def _full(self, what: str) -> OtlpError:
+        return OtlpError(
+            503,
+            f"write queue full ({what}); retry after {self.retry_after} s",
+        )
+
+    def reserve(self, nbytes: int) -> None:
+        """Hold ``nbytes`` of the byte budget for a request (503 when it is spent).
+
+        A request is always let in when nothing else is held, so a request larger than the
+        budget is slow, not refused forever.
+        """
+        with self._lock:
+            if self._closing:
+                raise OtlpError(503, "the collector is shutting down")
+            if self._bytes and self._bytes + nbytes > self.queue_bytes:
+                raise self._full(f"{self._bytes} bytes held, limit {self.queue_bytes}")
+            self._bytes += nbytes
+            self.stats.queue_bytes = self._bytes
+
+    def release(self, nbytes: int) -> None:
+        with self._lock:
+            self._bytes -= nbytes
+            self.stats.queue_bytes = self._bytes
 
     def admit(self, item: PendingRequest) -> None:
-        """Queue a request for writing, or refuse it (503) when closing or the queue is full."""
+        """Queue a request for writing, or refuse it (503) when closing or the queue is full.
+
+        ``item.cost`` bytes must be reserved already; they pass to the writer, which releases
+        them once the request is answered.
+        """
         with self._lock:
             if self._closing:
                 raise OtlpError(503, "the collector is shutting down")
             if self._pending and self._pending + item.spans > self.queue_limit:
-                raise OtlpError(
-                    503,
-                    f"write queue full ({self._pending} spans waiting, limit "
-                    f"{self.queue_limit}); retry after {self.retry_after} s",
-                )
+                raise self._full(f"{self._pending} spans waiting, limit {self.queue_limit}")
             self._pending += item.spans
+            self.stats.queue_spans = self._pending
         self._queue.put(item)
+
+    def _release(self, group: list[PendingRequest]) -> None:
+        with self._lock:
+            self._pending -= sum(item.spans for item in group)
+            self._bytes -= sum(item.cost for item in group)
+            self.stats.queue_spans = self._pending
+            self.stats.queue_bytes = self._bytes
+
+    # ------------------------------------------------------------------ threads
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -175,93 +222,15 @@ class GroupCommitWriter:
             batch, stopping = _drain(self._mapped, lambda g: sum(i.spans for i in g[0]))
             if batch:
                 group = [item for items, _ in batch for item in items]
-                self._commit(group, [m for _, mapped in batch for m in mapped])
+                mapped = [m for _, results in batch for m in results]
+                self._commit(group, mapped)
             if stopping:
                 return
 
-    def _commit(self, group: list[PendingRequest], results: list[Mapped | None]) -> None:
-        started = time.perf_counter()
-        ok = [(item, m) for item, m in zip(group, results, strict=True) if m is not None]
-        calls = _concat([m.calls for _, m in ok], CALLS_SCHEMA)
-        lists = _concat([m.tool_lists for _, m in ok], TOOL_LISTS_SCHEMA)
-        try:
-            files = []
-            if calls.num_rows:
-                files += self.store.append(CALLS, calls)
-            if lists.num_rows:
-                files += self.store.append(TOOL_LISTS, lists)
-        except Exception as exc:
-            log.error("could not write %d calls to %s: %s", calls.num_rows, self.store.root, exc)
-            self._release(group)  # before answering: a refused client may retry at once
-            for item, _ in ok:
-                _resolve(item, exception=WriteFailed(str(exc)))
-            return
-        with self._lock:
-            s = self.stats
-            s.batches += 1
-            s.files += len(files)
-            s.calls += calls.num_rows
-            s.tool_listings += lists.num_rows
-            for _, m in ok:
-                s.requests += 1
-                s.spans += m.spans
-                s.rejected_spans += m.rejected
-                s.ignored_spans += m.ignored
-        self._release(group)  # before answering: a client that got its 200 may send again
-        for item, m in ok:
-            _resolve(item, result=m)
-        self._log_progress()
-        log.debug(
-            "group of %d requests: %d calls (%d mapped column-wise), %d tool listings "
-            "durable in %d files (%.1f ms)",
-            len(group),
-            calls.num_rows,
-            sum(m.columnar for _, m in ok),
-            lists.num_rows,
-            len(files),
-            (time.perf_counter() - started) * 1000,
-        )
-        hooks = [(self.on_listings, lists), (self.on_batch, calls)]  # listings first
-        for hook, table in hooks:
-            if hook is not None and table.num_rows:
-                self._callbacks.put((hook, table))
-        if any(hook is not None and table.num_rows for hook, table in hooks):
-            backlog = self._callbacks.qsize()
-            if backlog and backlog % CALLBACK_BACKLOG_WARNING == 0:
-                log.warning(
-                    "on_batch is %d batches behind ingest (they are stored; it catches up)",
-                    backlog,
-                )
-
-    def _log_progress(self) -> None:
-        """One INFO line for the first stored batch, then at most one per progress interval."""
-        now = time.monotonic()
-        if self._logged_at and now - self._logged_at < self.progress_interval:
-            return
-        with self._lock:
-            s, last = self.stats, self._logged
-            delta = {
-                name: getattr(s, name) - getattr(last, name)
-                for name in ("requests", "spans", "calls", "tool_listings", "rejected_spans")
-            }
-            self._logged = CollectorStats(**{name: getattr(s, name) for name in delta})
-            total_calls = s.calls
-        since = f"in the last {now - self._logged_at:.0f} s" if self._logged_at else "first batch"
-        self._logged_at = now
-        log.info(
-            "stored %d calls and %d tool listings from %d spans in %d requests (%s; "
-            "%d spans rejected); %d calls since start",
-            delta["calls"],
-            delta["tool_listings"],
-            delta["spans"],
-            delta["requests"],
-            since,
-            delta["rejected_spans"],
-            total_calls,
-        )
+    # ------------------------------------------------------------------ mapping and writing
 
     def _map(self, group: list[PendingRequest]) -> list[Mapped | None]:
-        """Map every request of the group; a request whose mapping fails gets a 500."""
+        """Map every request of the group; a request whose mapping fails gets a 400."""
         out: list[Mapped | None] = [None] * len(group)
         protobuf = [i for i, item in enumerate(group) if item.request is not None]
         if protobuf:
@@ -286,12 +255,127 @@ class GroupCommitWriter:
                     out[i] = map_spans(item.decoded or [])
             except Exception as exc:
                 log.exception("could not map a request of %d spans", item.spans)
-                _resolve(item, exception=exc)
+                _resolve(item, exception=OtlpError(400, f"request could not be mapped: {exc}"))
+        for item in group:  # the rows are built: the request's bytes are no longer needed
+            item.body, item.request, item.decoded = b"", None, None
         return out
 
-    def _release(self, group: list[PendingRequest]) -> None:
+    def _commit(self, group: list[PendingRequest], results: list[Mapped | None]) -> None:
+        started = time.perf_counter()
+        ok = [(item, m) for item, m in zip(group, results, strict=True) if m is not None]
+        try:
+            files = self._write([m for _, m in ok])
+        except OSError as exc:
+            log.error("could not write %d requests to %s: %s", len(ok), self.store.root, exc)
+            self._release(group)  # before answering: a refused client may retry at once
+            for item, _ in ok:
+                _resolve(item, exception=WriteFailed(str(exc)))
+            return
+        except Exception as exc:
+            if len(ok) > 1:  # find the request at fault: the others must not suffer from it
+                log.warning("a group write failed (%s); writing its requests one by one", exc)
+                for item, m in ok:
+                    self._commit([item], [m])
+                self._release([item for item, m in zip(group, results, strict=True) if m is None])
+                return
+            log.exception("could not store a request")
+            self._release(group)
+            for item, _ in ok:
+                _resolve(item, exception=OtlpError(400, f"the store refused this request: {exc}"))
+            return
+        elapsed = time.perf_counter() - started
+        calls = _concat([m.calls for _, m in ok], CALLS_SCHEMA)
+        lists = _concat([m.tool_lists for _, m in ok], TOOL_LISTS_SCHEMA)
         with self._lock:
-            self._pending -= sum(item.spans for item in group)
+            s = self.stats
+            s.batches += 1
+            s.files += len(files)
+            s.calls += calls.num_rows
+            s.tool_listings += lists.num_rows
+            s.commit_latency.observe(elapsed)
+            for _, m in ok:
+                stored = m.spans - m.rejected - m.ignored - m.duplicates
+                s.count_request(m.spans, stored, m.rejected_by, m.ignored_by, m.duplicates)
+        self._release(group)  # before answering: a client that got its 200 may send again
+        for item, m in ok:
+            _resolve(item, result=m)
+        self._log_progress()
+        log.debug(
+            "group of %d requests: %d calls (%d mapped column-wise), %d tool listings "
+            "durable in %d files (%.1f ms)",
+            len(group),
+            calls.num_rows,
+            sum(m.columnar for _, m in ok),
+            lists.num_rows,
+            len(files),
+            elapsed * 1000,
+        )
+        hooks = [(self.on_listings, lists), (self.on_batch, calls)]  # listings first
+        for hook, table in hooks:
+            if hook is not None and table.num_rows:
+                self._callbacks.put((hook, table))
+        if any(hook is not None and table.num_rows for hook, table in hooks):
+            backlog = self._callbacks.qsize()
+            if backlog and backlog % CALLBACK_BACKLOG_WARNING == 0:
+                log.warning(
+                    "on_batch is %d batches behind ingest (they are stored; it catches up)",
+                    backlog,
+                )
+
+    def _write(self, mapped: list[Mapped]) -> list[Any]:
+        """Drop the spans stored already (in place: each ``Mapped`` loses them and counts
+        them), append the rest and remember their keys; returns the files written."""
+        call_keys = [span_keys(m.calls["trace_id"], m.calls["span_id"]) for m in mapped]
+        list_keys = [
+            span_keys(m.tool_lists["trace_id"], m.tool_lists["span_id"]) ^ LISTING_SALT
+            for m in mapped
+        ]
+        spans = _span_level(call_keys, list_keys)
+        if spans.size:
+            seen = self.recent.seen(spans)
+            if seen.any():
+                _drop_seen(mapped, call_keys, list_keys, seen)
+        calls = _concat([m.calls for m in mapped], CALLS_SCHEMA)
+        lists = _concat([m.tool_lists for m in mapped], TOOL_LISTS_SCHEMA)
+        files = []
+        # keys are remembered as soon as their rows are durable: if the next append fails and
+        # the group is written again request by request, these rows are not written twice
+        if calls.num_rows:
+            files += self.store.append(CALLS, calls)
+            self.recent.add(np.concatenate(call_keys))
+        if lists.num_rows:
+            files += self.store.append(TOOL_LISTS, lists)
+            self.recent.add(np.unique(np.concatenate(list_keys)))
+        return files
+
+    def _log_progress(self) -> None:
+        """One INFO line for the first stored batch, then at most one per progress interval."""
+        now = time.monotonic()
+        if self._logged_at and now - self._logged_at < self.progress_interval:
+            return
+        with self._lock:
+            s, last = self.stats, self._logged
+            names = ("requests", "spans", "calls", "tool_listings", "rejected_spans")
+            delta = {name: getattr(s, name) - getattr(last, name) for name in names}
+            delta["duplicate_spans"] = s.duplicate_spans - last.duplicate_spans
+            self._logged = CollectorStats(**{name: getattr(s, name) for name in delta})
+            total_calls = s.calls
+        since = f"in the last {now - self._logged_at:.0f} s" if self._logged_at else "first batch"
+        self._logged_at = now
+        log.info(
+            "stored %d calls and %d tool listings from %d spans in %d requests (%s; "
+            "%d spans rejected, %d duplicates dropped); %d calls since start",
+            delta["calls"],
+            delta["tool_listings"],
+            delta["spans"],
+            delta["requests"],
+            since,
+            delta["rejected_spans"],
+            delta["duplicate_spans"],
+            total_calls,
+        )
+
+    # ------------------------------------------------------------------ consumers, upkeep
 
     def _callback_loop(self) -> None:
         while True:
@@ -302,7 +386,8 @@ class GroupCommitWriter:
             try:
                 hook(table)
             except Exception:
-                self.stats.callback_errors += 1
+                with self._lock:
+                    self.stats.callback_errors += 1
                 log.exception(
                     "%s failed for %d rows (they are stored; ingest continues)",
                     "on_listings" if hook is self.on_listings else "on_batch",
@@ -310,22 +395,73 @@ class GroupCommitWriter:
                 )
 
     def _maintenance_loop(self) -> None:
-        assert self.compact_interval
-        while not self._stop_maintenance.wait(self.compact_interval):
-            self.compact()
+        tick = min(self.progress_interval, self.compact_interval or self.progress_interval)
+        next_compact = time.monotonic() + (self.compact_interval or float("inf"))
+        while not self._stop_maintenance.wait(max(tick, 0.05)):
+            if self.on_progress is not None:
+                self.on_progress()
+            if time.monotonic() >= next_compact:
+                self.compact()
+                next_compact = time.monotonic() + (self.compact_interval or float("inf"))
 
     def compact(self) -> None:
         """Merge small files of the collector's tables (logged; a failure leaves data intact)."""
-        for table in (CALLS, TOOL_LISTS):
+        for table in (CALLS, TOOL_LISTS, INGEST):
             try:
                 removed = self.store.compact(table)
             except Exception as exc:
+                with self._lock:
+                    self.stats.compaction_errors += 1
                 log.error("compaction of %s failed (data is intact): %s", table, exc)
                 continue
+            with self._lock:
+                self.stats.compactions += 1
+                self.stats.compacted_files += removed
             if removed:
-                with self._lock:
-                    self.stats.compacted_files += removed
                 log.info("compacted %s: %d small files merged away", table, removed)
+
+
+def _span_level(call_keys: list[np.ndarray], list_keys: list[np.ndarray]) -> np.ndarray:
+    """One key per span: a tools/list span's rows share its key, counted once."""
+    firsts = [_first_of_runs(k) for k in list_keys]
+    parts = [*call_keys, *(k[f] for k, f in zip(list_keys, firsts, strict=True))]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def _first_of_runs(keys: np.ndarray) -> np.ndarray:
+    """Positions starting a run of equal keys (a span's tools/list rows are contiguous)."""
+    if not keys.size:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+
+
+def _drop_seen(
+    mapped: list[Mapped],
+    call_keys: list[np.ndarray],
+    list_keys: list[np.ndarray],
+    seen: np.ndarray,
+) -> None:
+    """Remove the rows of spans stored already; count them as the requests' duplicates."""
+    at = 0
+    for i, m in enumerate(mapped):
+        ck = call_keys[i]
+        dup_calls = seen[at : at + ck.size]
+        at += ck.size
+        if dup_calls.any():
+            m.calls = m.calls.filter(pa.array(~dup_calls))
+            call_keys[i] = ck[~dup_calls]
+            m.duplicates += int(dup_calls.sum())
+    for i, m in enumerate(mapped):
+        lk = list_keys[i]
+        firsts = _first_of_runs(lk)
+        dup_spans = seen[at : at + firsts.size]
+        at += firsts.size
+        if dup_spans.any():
+            run = np.cumsum(np.isin(np.arange(lk.size), firsts)) - 1
+            keep = ~dup_spans[run]
+            m.tool_lists = m.tool_lists.filter(pa.array(keep))
+            list_keys[i] = lk[keep]
+            m.duplicates += int(dup_spans.sum())
 
 
 def _drain(source: queue.Queue[Any], size: Callable[[Any], int]) -> tuple[list[Any], bool]:
@@ -350,24 +486,27 @@ def _drain(source: queue.Queue[Any], size: Callable[[Any], int]) -> tuple[list[A
     return entries, False
 
 
-def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
+def _concat(tables_: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    tables_ = [t for t in tables_ if t.num_rows]
+    if not tables_:
         return schema.empty_table()
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    return tables_[0] if len(tables_) == 1 else pa.concat_tables(tables_)
 
 
 def _resolve(
     item: PendingRequest, *, result: Mapped | None = None, exception: BaseException | None = None
 ) -> None:
+    future, loop = item.future, item.loop
+    assert future is not None and loop is not None
+
     def settle() -> None:
-        if item.future.done():
+        if future.done():
             return
         if exception is not None:
-            item.future.set_exception(exception)
+            future.set_exception(exception)
         else:
             assert result is not None
-            item.future.set_result(result)
+            future.set_result(result)
 
     with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-        item.loop.call_soon_threadsafe(settle)
+        loop.call_soon_threadsafe(settle)

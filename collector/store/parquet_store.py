@@ -1,11 +1,15 @@
 """The store: an append-only Parquet tree with DuckDB views over it.
 
-Layout: ``<root>/<table>/date=YYYY-MM-DD/part-<time>-<uuid>.parquet`` (zstd). Files are written
-as ``*.parquet.tmp``, fsynced, then renamed with :func:`os.replace`, so a reader's glob
-(``*.parquet``) never sees a half-written file and a crash never leaves a torn one behind.
+Layout: ``<root>/<table>/date=YYYY-MM-DD/part-<time>-<uuid>.parquet`` (zstd, page checksums).
+Files are written as ``*.parquet.tmp``, fsynced, then renamed with :func:`os.replace`, so a
+reader's glob (``*.parquet``) never sees a half-written file and a crash never leaves a torn one
+behind. Compaction is journalled (:mod:`toolwatch.collector.store.compaction`) and recovered
+before every read, so a crash mid-compaction never shows a row twice.
 
 Every component writes through :meth:`Store.append` and reads through :meth:`Store.connect`;
-the SQL of the shared views lives only here.
+the SQL of the shared views lives only here. Every registered table's view has every
+registered column (null where older files lack it), so a store written before a column was
+added (dev-real's 21-column ``calls``) still reads.
 """
 
 from __future__ import annotations
@@ -15,8 +19,6 @@ import contextlib
 import logging
 import os
 import re
-import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -28,6 +30,15 @@ import pyarrow.parquet as pq
 
 from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
+from toolwatch.collector.store.compaction import (
+    COMMIT_LOCK,
+    compact_table,
+    flocked,
+    fsync_path,
+    new_file_name,
+    recover,
+    write_parquet,
+)
 from toolwatch.usage import UserError
 
 log = logging.getLogger(__name__)
@@ -42,7 +53,9 @@ _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: registry (an extension's) brings its own Arrow schema and partition column.
 TIME_COLUMNS: dict[str, str] = {t.name: t.time_column for t in tables.TABLES.values()}
 #: Columns holding a value unique to (almost) every row: not dictionary-encoded in Parquet.
-_UNIQUE_COLUMNS = frozenset({"trace_id", "span_id", "call_id"})
+_UNIQUE_COLUMNS = ("trace_id", "span_id", "call_id")
+#: Characters DuckDB's file globbing would expand in a store path (it has no escape for them).
+_GLOB_CHARACTERS = frozenset("*?[]{}")
 
 
 class StoreError(UserError, RuntimeError):
@@ -89,8 +102,7 @@ class Store:
         comes from the record time; for other tables from ``partition_by`` (a timestamp or
         date column) or today's date when not given.
         """
-        if not _TABLE_NAME.match(table_name):
-            raise StoreError(f"invalid table name {table_name!r}")
+        _check_table_name(table_name)
         schema = SCHEMAS.get(table_name, schema)
         table = _to_table(rows, schema)
         if table.num_rows == 0:
@@ -105,8 +117,14 @@ class Store:
     # ---------------------------------------------------------------- reading
 
     def files(self, table_name: str) -> list[Path]:
-        base = self.root / table_name
+        base = self.table_dir(table_name)
         return sorted(base.glob("*/*.parquet")) if base.is_dir() else []
+
+    def table_dir(self, table_name: str) -> Path:
+        """``<root>/<table>``; :class:`StoreError` for a name that is no table name (so a
+        ``--table ../elsewhere`` never reaches outside the store)."""
+        _check_table_name(table_name)
+        return self.root / table_name
 
     def tables(self) -> list[str]:
         if not self.root.is_dir():
@@ -117,14 +135,48 @@ class Store:
             if p.is_dir() and _TABLE_NAME.match(p.name) and self.files(p.name)
         )
 
+    def recover(self) -> int:
+        """Finish (or undo) every compaction a crash interrupted; returns how many."""
+        if not self.root.is_dir():
+            return 0
+        done = 0
+        for p in self.root.iterdir():
+            if p.is_dir() and _TABLE_NAME.match(p.name):
+                try:
+                    done += recover(p, self.root / COMMIT_LOCK)
+                except OSError as exc:
+                    raise StoreError(
+                        f"cannot recover an interrupted compaction in {p}: {exc}"
+                    ) from exc
+        return done
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the store's commit lock shared: no compaction swaps files meanwhile, so the
+        reads inside see every row exactly once (queries through :meth:`query` do this)."""
+        if not self.root.is_dir():
+            yield
+            return
+        with flocked(self.root / COMMIT_LOCK, shared=True, block=True):
+            yield
+
     def connect(self, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with one view per table plus the shared views.
 
         Views re-read the file list on every query, so files appended after connecting are
-        seen. The fixed tables always exist (empty when no file is there yet).
+        seen (run queries inside :meth:`reading` to keep a compaction's commit out of them).
+        The registered tables always exist with all their columns (empty when no file is there
+        yet). A compaction a crash interrupted is recovered first.
         """
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(f"store path {self.root} is not a directory")
+        bad = sorted(_GLOB_CHARACTERS.intersection(str(self.root)))
+        if bad:
+            raise StoreError(
+                f"store path {self.root} contains {' '.join(bad)}, which DuckDB would expand as "
+                "a file pattern (reading other directories); rename it or use a link without them"
+            )
+        self.recover()
         con = duckdb.connect(":memory:")
         if threads:
             con.execute(f"SET threads = {int(threads)}")
@@ -148,8 +200,9 @@ class Store:
         for attempt in (1, 2):
             con = self.connect()
             try:
-                result = con.sql(sql, params=list(params) if params else None)
-                return result.to_arrow_table() if result is not None else pa.table({})
+                with self.reading():
+                    result = con.sql(sql, params=list(params) if params else None)
+                    return result.to_arrow_table() if result is not None else pa.table({})
             except duckdb.IOException as exc:
                 if attempt == 1 and _vanished(exc):
                     log.debug("a store file vanished during a query (compaction); retrying")
@@ -162,11 +215,12 @@ class Store:
         raise AssertionError("unreachable")
 
     def _create_table_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
-        # every registered column, typed, even if no file has it (older stores read as null)
         schema = SCHEMAS.get(name)
         empty = ""
-        if schema is not None:
-            cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema)
+        if schema is not None:  # every registered column, typed, even if no file has it
+            cols = ", ".join(
+                f"CAST(NULL AS {_duck_type(f.type)}) AS {quote_ident(f.name)}" for f in schema
+            )
             empty = f"SELECT {cols}, CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
         files = self.files(name)
         if files:
@@ -177,20 +231,34 @@ class Store:
             )
             body = f"{scan} UNION ALL BY NAME ({empty})" if empty else scan
         else:
+            assert empty
             body = empty
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {body}")
+        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(name)} AS {body}")
 
     # ---------------------------------------------------------------- maintenance
 
-    def verify(self, table_name: str | None = None) -> list[tuple[Path, str]]:
-        """Files that cannot be read as Parquet, with the reason (empty list = healthy)."""
+    def verify(
+        self, table_name: str | None = None, *, deep: bool = False
+    ) -> list[tuple[Path, str]]:
+        """Files that cannot be read as Parquet, with the reason (empty list = healthy).
+
+        By default only each file's footer is read. ``deep`` reads every page of every file
+        with its checksum verified, so a damaged data page behind an intact footer is found
+        (files written before page checksums were added are still decoded in full).
+        """
         bad: list[tuple[Path, str]] = []
+        self.recover()
         for name in [table_name] if table_name else self.tables():
             for path in self.files(name):
                 try:
-                    pq.read_metadata(path)
+                    if deep:
+                        handle = pq.ParquetFile(path, page_checksum_verification=True)
+                        for group in range(handle.num_row_groups):
+                            handle.read_row_group(group)
+                    else:
+                        pq.read_metadata(path)
                 except Exception as exc:  # pyarrow raises several types for corrupt files
-                    bad.append((path, str(exc)))
+                    bad.append((path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
         return bad
 
     def compact(
@@ -201,23 +269,22 @@ class Store:
         A file is small when it holds fewer than ``max_rows // 2`` rows; a partition is
         compacted once it has ``min_files`` small files, into files of at most ``max_rows``
         rows (large files are left alone, so a live partition is not rewritten over and over).
-        The merged file is written atomically before the small ones are unlinked, so a crash in
-        between can only leave duplicates, never lose rows; a partition with an unreadable file
-        is left alone and reported in the log. Only one process compacts a table at a time
-        (a lock file), and temp files left by a crashed writer (over an hour old) are removed.
+        Rows of one span stored twice keep one (tables with a key: calls, tool_lists). Each
+        merge is journalled, so a crash at any point neither loses nor duplicates a row
+        (:mod:`toolwatch.collector.store.compaction`); a partition with an unreadable or
+        damaged file is left alone and reported in the log. Only one process compacts a table
+        at a time (a lock file), and temp files left by a crashed writer (over an hour old) are
+        removed.
         """
-        base = self.root / table_name
-        if not base.is_dir():
-            return 0
-        with _exclusive(base / ".compact.lock") as locked:
-            if not locked:
-                log.info("compact: %s is being compacted by another process; skipped", base)
-                return 0
-            _remove_stale_temp_files(base)
-            removed = 0
-            for directory in sorted(p for p in base.iterdir() if p.is_dir()):
-                removed += _compact_partition(directory, min_files, max_rows)
-            return removed
+        registered = tables.TABLES.get(table_name)
+        return compact_table(
+            self.table_dir(table_name),
+            self.root / COMMIT_LOCK,
+            min_files=min_files,
+            max_rows=max_rows,
+            key=registered.key if registered is not None else (),
+            unique=_UNIQUE_COLUMNS,
+        )
 
     def temp_files(self) -> list[Path]:
         """Unfinished writes (``*.parquet.tmp``): never visible to readers, never acknowledged."""
@@ -225,6 +292,7 @@ class Store:
 
     def info(self) -> list[dict[str, Any]]:
         """Per table: files, rows, bytes, partitions, first/last partition (from metadata)."""
+        self.recover()
         out = []
         for name in self.tables():
             files = self.files(name)
@@ -336,32 +404,28 @@ def _split_by_date(table: pa.Table, column: str | None) -> Iterable[tuple[date, 
 
 def _write_atomic(table: pa.Table, directory: Path, *, fsync: bool) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+    name = new_file_name()
     final = directory / name
     tmp = directory / (name + ".tmp")
     # dictionary-encode strings except the per-row unique ids (it only costs time there)
-    dictionary = [
-        f.name
-        for f in table.schema
-        if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
-        and f.name not in _UNIQUE_COLUMNS
-    ]
-    pq.write_table(table, tmp, compression="zstd", use_dictionary=dictionary)
-    if fsync:
-        _fsync(tmp)  # the data, before the name points at it
+    write_parquet(table, tmp, fsync=fsync, unique=_UNIQUE_COLUMNS)  # data before the name
     os.replace(tmp, final)
     if fsync:
-        _fsync(directory)  # the rename itself
+        fsync_path(directory)  # the rename itself
     return final
 
 
-def _fsync(path: Path) -> None:
-    """Flush a file's (or a directory's entries') writes to the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def quote_ident(name: str) -> str:
+    """A SQL identifier, quoted (a table folder may be named like a keyword: ``order``)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _check_table_name(name: str) -> None:
+    if not _TABLE_NAME.match(name):
+        raise StoreError(
+            f"invalid table name {name!r} (lower-case letters, digits and _, starting with a "
+            "letter)"
+        )
 
 
 def _duck_type(t: pa.DataType) -> str:
@@ -382,86 +446,41 @@ def _duck_type(t: pa.DataType) -> str:
     raise StoreError(f"no DuckDB type for {t}")
 
 
+#: DuckDB errors that are about the query itself (never a damaged file)
+_QUERY_ERRORS: tuple[type[Exception], ...] = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ConversionException,
+)
+
+
 def _explain_duckdb_error(exc: Exception, root: Path, store: Store | None = None) -> str:
-    """DuckDB's message, naming the corrupt file(s) when a Parquet file cannot be read."""
-    text = str(exc)
+    """DuckDB's message, naming the damaged file(s) when the error comes from reading one.
+
+    A query error (syntax, unknown column, bad cast) is returned as DuckDB words it. Anything
+    else may come from a damaged file, whose name DuckDB's message often lacks: the store is
+    verified (footers, then every page) and the bad files named.
+    """
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if store is None or isinstance(exc, _QUERY_ERRORS):
+        return text
+    bad, how = store.verify(), "verify --quarantine"
+    if not bad:
+        bad, how = store.verify(deep=True), "verify --deep --quarantine"
+    if bad:
+        names = ", ".join(str(p) for p, _ in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        return (
+            f"damaged Parquet file(s) in the store {root}: {names}{more} ({bad[0][1]}); "
+            f"run `toolwatch store {how}` to move them aside"
+        )
     lower = text.lower()
-    if "parquet" in lower or "magic" in lower or "corrupt" in lower:
-        bad = store.verify() if store is not None else []
-        if bad:
-            names = ", ".join(str(p) for p, _ in bad[:5])
-            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-            return (
-                f"corrupt Parquet file(s) in the store {root}: {names}{more} ({bad[0][1]}); "
-                "run `toolwatch store verify --quarantine` to move them aside"
-            )
-        if "magic" in lower or "corrupt" in lower:
-            return f"a Parquet file in the store {root} is corrupt: {text}"
+    if "magic" in lower or "corrupt" in lower:
+        return f"a Parquet file in the store {root} is corrupt: {text}"
     return text
 
 
 def _vanished(exc: Exception) -> bool:
     text = str(exc).lower()
     return "no such file" in text or "no files found" in text or "cannot open file" in text
-
-
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[bool]:
-    """Hold an exclusive, non-blocking lock on ``path`` (yields False if someone else has it)."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no cross-process lock
-        yield True
-        return
-    with open(path, "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _remove_stale_temp_files(base: Path, max_age_s: float = 3600.0) -> None:
-    now = time.time()
-    for tmp in base.glob("*/*.parquet.tmp"):
-        try:
-            if now - tmp.stat().st_mtime > max_age_s:
-                tmp.unlink()
-                log.info("removed an unfinished write left by a crash: %s", tmp)
-        except FileNotFoundError:
-            pass
-
-
-def _compact_partition(directory: Path, min_files: int, max_rows: int) -> int:
-    small: list[tuple[Path, int]] = []
-    for path in sorted(directory.glob("*.parquet")):
-        try:
-            rows = pq.read_metadata(path).num_rows
-        except Exception as exc:
-            log.error("compact: skipping %s, unreadable file %s: %s", directory, path.name, exc)
-            return 0
-        if rows < max_rows // 2:
-            small.append((path, rows))
-    if len(small) < min_files:
-        return 0
-    removed = 0
-    group: list[Path] = []
-    rows_in_group = 0
-    for path, rows in [*small, (Path(), max_rows)]:  # the sentinel flushes the last group
-        if group and rows_in_group + rows > max_rows:
-            if len(group) > 1:
-                merged = pa.concat_tables(
-                    [pq.read_table(p, partitioning=None) for p in group], promote_options="default"
-                )
-                _write_atomic(merged, directory, fsync=True)
-                for p in group:
-                    p.unlink()
-                removed += len(group) - 1
-            group, rows_in_group = [], 0
-        group.append(path)
-        rows_in_group += rows
-    return removed

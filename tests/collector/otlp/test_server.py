@@ -112,6 +112,8 @@ def test_protobuf_spans_become_call_records(collector: Collector, store: Store) 
         "label": None,
         "client_quirk": None,
         **dict.fromkeys(EXPORTED_FIELDS),  # provenance: not measured (the span has none)
+        "fields_present": "session_id,seq,tool,server,input_bytes,output_bytes,response_id,"
+        "call_id,service",
         "date": _utc(T0).date(),
     }
     assert (got[1]["failed"], got[1]["error_type"], got[1]["duration_us"]) == (

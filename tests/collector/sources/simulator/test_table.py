@@ -46,6 +46,7 @@ def test_columns_follow_the_schema_and_unset_fields_take_the_record_defaults() -
         "label",
         "client_quirk",
         *EXPORTED_FIELDS,
+        "fields_present",
     }
     row = table.to_pylist()[2]
     assert (row["service"], row["restamped"], row["output_truncated"], row["label"]) == (

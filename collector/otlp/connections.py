@@ -1,0 +1,233 @@
+"""Connection hygiene for the collector's HTTP listener: slow clients cannot starve fast ones.
+
+uvicorn has no timeout for a request's headers or body, and no bound on connections below the
+process's file-descriptor limit (past it ``accept()`` fails and asyncio stops accepting for a
+second at a time, logging each failure). :class:`ConnectionGuard` tracks every connection's
+phase through a subclass of uvicorn's h11 protocol (:func:`guarded_protocol`):
+
+* a connection waiting for a request's headers (new, or idle after a response) is closed after
+  ``header_timeout`` seconds;
+* a request whose body is being read is closed when no byte arrived for ``body_timeout``
+  seconds (the receiver answers 408 first when it can; see ``Collector._read_body``);
+* at most ``max_connections`` are open (by default below the descriptor limit, which is raised
+  to the hard limit at start): one more evicts the oldest connection still sending headers or a
+  body, so a well-behaved client always gets in, in milliseconds.
+
+Log lines that an attacker can repeat at will are rate-limited (:class:`RateLimiter`): one per
+kind per interval, then a count of the ones suppressed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HEADER_TIMEOUT: Final = 10.0
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+#: descriptors kept free for the store, logs and threads when sizing the connection cap
+FD_RESERVE: Final = 128
+DEFAULT_MAX_CONNECTIONS: Final = 4096
+_SWEEP_EVERY: Final = 0.5
+
+WAITING, BODY, BUSY = "waiting", "body", "busy"
+
+
+def raise_fd_limit(wanted: int = 65_536) -> int:
+    """Raise the soft ``RLIMIT_NOFILE`` towards the hard limit; returns the soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+class RateLimiter:
+    """At most one log line per key per ``interval`` seconds, then how many were suppressed."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0) -> None:
+        self.logger = logger
+        self.interval = interval
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def log(self, level: int, key: str, message: str, *args: Any, **kwargs: Any) -> None:
+        now = time.monotonic()
+        last, suppressed = self._last.get(key, (float("-inf"), 0))
+        if now - last < self.interval:
+            self._last[key] = (last, suppressed + 1)
+            return
+        if len(self._last) > 1024:  # keys are few kinds; never let them grow without bound
+            self._last.clear()
+        self._last[key] = (now, 0)
+        if suppressed:
+            message += f" ({suppressed} more like it in the last {self.interval:g} s)"
+        self.logger.log(level, message, *args, **kwargs)
+
+
+class _RateLimitFilter(logging.Filter):
+    """A logging filter applying :class:`RateLimiter` semantics to a third-party logger."""
+
+    def __init__(self, interval: float = 10.0) -> None:
+        super().__init__()
+        self.interval = interval
+        self._last: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = time.monotonic()
+        last, suppressed = self._last.get(key, (float("-inf"), 0))
+        if now - last < self.interval:
+            self._last[key] = (last, suppressed + 1)
+            return False
+        if len(self._last) > 1024:
+            self._last.clear()
+        self._last[key] = (now, 0)
+        if suppressed:
+            record.msg = f"{record.msg} ({suppressed} more like it in the last {self.interval:g} s)"
+        return True
+
+
+_THIRD_PARTY_FILTER = _RateLimitFilter()
+
+
+def rate_limit_third_party_logs() -> None:
+    """Rate-limit uvicorn's per-request warnings and asyncio's accept errors (idempotent)."""
+    for name in ("uvicorn.error", "asyncio"):
+        logger = logging.getLogger(name)
+        if _THIRD_PARTY_FILTER not in logger.filters:
+            logger.addFilter(_THIRD_PARTY_FILTER)
+
+
+@dataclass(slots=True)
+class _State:
+    phase: str
+    since: float  # when the phase began
+    last_data: float
+
+
+class ConnectionGuard:
+    """Every open connection's phase; closes slow ones and evicts under pressure."""
+
+    def __init__(
+        self,
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        on_close: Callable[[str], None] | None = None,
+    ) -> None:
+        self.max_connections = max(2, max_connections)
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.on_close = on_close  # called with the reason of every connection it closes
+        self.connections: dict[Any, _State] = {}  # insertion order: oldest first
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    # -- called by the protocol (event-loop thread only) --
+
+    def opened(self, conn: Any) -> None:
+        now = time.monotonic()
+        self.connections[conn] = _State(WAITING, now, now)
+        if len(self.connections) > self.max_connections:
+            victim = self._oldest_slow(exclude=conn)
+            self._close(victim if victim is not None else conn, "evicted")
+        if self._sweeper is None:
+            self._schedule(conn.loop)
+
+    def closed(self, conn: Any) -> None:
+        self.connections.pop(conn, None)
+
+    def phase(self, conn: Any, phase: str) -> None:
+        state = self.connections.get(conn)
+        if state is not None and state.phase != phase:
+            state.phase, state.since = phase, time.monotonic()
+
+    def data(self, conn: Any) -> None:
+        state = self.connections.get(conn)
+        if state is not None:
+            state.last_data = time.monotonic()
+
+    # -- housekeeping --
+
+    def _oldest_slow(self, exclude: Any) -> Any:
+        best, best_since = None, float("inf")
+        for conn, state in self.connections.items():
+            if conn is not exclude and state.phase != BUSY and state.since < best_since:
+                best, best_since = conn, state.since
+        return best
+
+    def _close(self, conn: Any, reason: str) -> None:
+        self.connections.pop(conn, None)
+        transport = getattr(conn, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.close()
+        if self.on_close is not None:
+            self.on_close(reason)
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._sweeper = loop.call_later(_SWEEP_EVERY, self._sweep, loop)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = time.monotonic()
+        for conn, state in list(self.connections.items()):
+            if state.phase == WAITING and now - state.since > self.header_timeout:
+                self._close(conn, "header_timeout")
+            elif state.phase == BODY and now - state.last_data > self.body_timeout:
+                self._close(conn, "body_timeout")
+        self._schedule(loop)
+
+    def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+
+
+def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
+    """uvicorn's h11 protocol, reporting each connection's phase to ``guard``."""
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            guard.opened(self)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            guard.closed(self)
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            guard.data(self)
+            super().data_received(data)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:
+                guard.phase(self, WAITING)
+            else:
+                guard.phase(self, BODY if cycle.more_body else BUSY)
+
+        def on_response_complete(self) -> None:
+            guard.phase(self, WAITING)
+            super().on_response_complete()
+
+    return GuardedH11Protocol
+
+
+def default_max_connections() -> int:
+    """Connections allowed: below the (raised) descriptor limit, at most 4,096."""
+    soft = raise_fd_limit()
+    if soft == resource.RLIM_INFINITY:
+        return DEFAULT_MAX_CONNECTIONS
+    return max(16, min(DEFAULT_MAX_CONNECTIONS, int(soft) - FD_RESERVE))

@@ -1,0 +1,88 @@
+"""The collector's counters in the store, and the store's recent spans in the collector.
+
+:class:`IngestLog` appends one row of :func:`~toolwatch.collector.otlp.stats.ingest_row` to the
+``ingest`` table every progress interval (when something changed) and at a clean stop, so
+``toolwatch store info`` can report received / stored / rejected / ignored counts by reason
+long after the collector is gone. :func:`prime_recent_spans` loads the span ids of the newest
+files into the retry filter at start, so an exporter re-sending across a restart is caught.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+from typing import Final
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from toolwatch import tables
+from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
+from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
+from toolwatch.collector.store import Store
+from toolwatch.collector.store.parquet_store import CALLS, TOOL_LISTS
+
+log = logging.getLogger(__name__)
+
+INGEST: Final = tables.INGEST.name
+
+
+class IngestLog:
+    """Writes a collector run's counters to the ``ingest`` table (never raises)."""
+
+    def __init__(self, store: Store, stats: CollectorStats, lock: threading.Lock, run_id: str):
+        self.store = store
+        self.stats = stats
+        self.lock = lock
+        self.run_id = run_id
+        self.listen = ""
+        self.started = datetime.now(UTC)
+        self._written: tuple[int, ...] | None = None
+
+    def _snapshot(self) -> tuple[int, ...]:
+        s = self.stats
+        return (s.requests, s.spans, s.stored_spans, s.rejected_spans, s.ignored_spans,
+                s.duplicate_spans, s.client_disconnects, s.compacted_files)  # fmt: skip
+
+    def write_if_changed(self) -> None:
+        with self.lock:
+            changed = self._snapshot() != self._written
+        if changed:
+            self.write(final=False)
+
+    def write(self, *, final: bool) -> None:
+        with self.lock:
+            if self._written is None and not self.stats.requests and not final:
+                return
+            row = ingest_row(self.stats, self.run_id, self.listen, self.started, final=final)
+            snapshot = self._snapshot()
+        try:
+            self.store.append(INGEST, [row])
+        except Exception as exc:  # the counters are a report: never fail ingest for them
+            log.warning("could not write the ingest counters to %s: %s", self.store.root, exc)
+            return
+        self._written = snapshot
+
+
+def prime_recent_spans(store: Store, recent: RecentSpans) -> int:
+    """Add the span keys of the newest stored files (up to the filter's capacity); returns
+    how many were added. Unreadable files are skipped (``store verify`` reports them)."""
+    added = 0
+    for table, salt in ((CALLS, np.uint64(0)), (TOOL_LISTS, LISTING_SALT)):
+        budget = recent.capacity - added
+        for path in reversed(store.files(table)):
+            if budget <= 0:
+                break
+            try:
+                ids = pq.read_table(path, columns=["trace_id", "span_id"], partitioning=None)
+                keys = span_keys(ids["trace_id"], ids["span_id"]) ^ salt
+            except Exception as exc:
+                log.debug("not priming the retry filter from %s: %s", path, exc)
+                continue
+            keys = np.unique(keys)
+            keys = keys[~recent.seen(keys)]
+            recent.add(keys)
+            added += keys.size
+            budget -= keys.size
+    return added
