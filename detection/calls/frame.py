@@ -70,7 +70,8 @@ class CallFrame:
     tool: np.ndarray  # int64: index into tool_names
     start_us: np.ndarray  # int64: start time, µs since the epoch
     gap_us: np.ndarray  # int64: µs since the previous call of the stream (0 at a start)
-    input_bytes: np.ndarray  # int64
+    input_bytes: np.ndarray  # int64 (0 where unknown: a span without sizes)
+    input_known: np.ndarray  # bool
     output_bytes: np.ndarray  # int64 (0 where unknown)
     output_known: np.ndarray  # bool
     output_truncated: np.ndarray  # bool
@@ -161,7 +162,9 @@ def prepare(calls: pa.Table) -> CallFrame:
         gap_us[1:] = start_us[1:] - start_us[:-1]
         gap_us[start] = 0
 
-    input_bytes = _int_array(table.column("input_bytes").cast(pa.int64()))[order]
+    in_col = table.column("input_bytes").cast(pa.int64())
+    input_known = ~_bool_array(pc.is_null(in_col))[order]
+    input_bytes = _int_array(pc.fill_null(in_col, 0))[order]
     out_col = table.column("output_bytes").cast(pa.int64())
     output_known = ~_bool_array(pc.is_null(out_col))[order]
     output_bytes = _int_array(pc.fill_null(out_col, 0))[order]
@@ -190,6 +193,7 @@ def prepare(calls: pa.Table) -> CallFrame:
         start_us=start_us,
         gap_us=gap_us,
         input_bytes=input_bytes,
+        input_known=input_known,
         output_bytes=output_bytes,
         output_known=output_known,
         output_truncated=truncated,

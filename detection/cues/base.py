@@ -62,7 +62,7 @@ class Call:
     seq: int | None
     tool: str
     start_us: int
-    input_bytes: int
+    input_bytes: int | None  # None: the span carried no size (semantic-conventions only)
     output_bytes: int | None
     failed: bool
     response_id: str | None
@@ -83,19 +83,14 @@ class Call:
             failed = row["failed"]
         except KeyError as exc:
             raise ValueError(f"call record lacks the field {exc.args[0]!r}") from None
-        if session_id is None or tool is None or start is None or input_bytes is None:
+        if session_id is None or tool is None or start is None:
             missing = [
                 k
-                for k, v in (
-                    ("session_id", session_id),
-                    ("tool", tool),
-                    ("start_time", start),
-                    ("input_bytes", input_bytes),
-                )
+                for k, v in (("session_id", session_id), ("tool", tool), ("start_time", start))
                 if v is None
             ]
             raise ValueError(f"call record has no value for {', '.join(missing)}")
-        if input_bytes < 0:
+        if input_bytes is not None and input_bytes < 0:
             raise ValueError(f"call record has negative input_bytes ({input_bytes})")
         output_bytes = row.get("output_bytes")
         if output_bytes is not None and output_bytes < 0:
@@ -106,7 +101,7 @@ class Call:
             seq=row.get("seq"),
             tool=str(tool),
             start_us=to_microseconds(start),
-            input_bytes=int(input_bytes),
+            input_bytes=None if input_bytes is None else int(input_bytes),
             output_bytes=None if output_bytes is None else int(output_bytes),
             failed=bool(failed),
             response_id=row.get("response_id"),

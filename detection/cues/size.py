@@ -74,13 +74,14 @@ class SizeCue(Cue):
         l_in = _log_sizes(frame.input_bytes)
         l_out = _log_sizes(frame.output_bytes)
         learn_out = frame.output_known & ~frame.output_truncated
+        learn_in = frame.input_known
         stats: dict[str, dict[str, list[float]]] = {
-            GLOBAL: {"in": _moments(l_in), "out": _moments(l_out[learn_out])}
+            GLOBAL: {"in": _moments(l_in[learn_in]), "out": _moments(l_out[learn_out])}
         }
         for code, tool in enumerate(frame.tool_names):
             mine = frame.tool == code
             stats[tool] = {
-                "in": _moments(l_in[mine]),
+                "in": _moments(l_in[mine & learn_in]),
                 "out": _moments(l_out[mine & learn_out]),
             }
         self.stats = dict(sorted(stats.items()))
@@ -131,7 +132,7 @@ class SizeCue(Cue):
         sd_out = np.array([self._out.get(t, self._out[GLOBAL])[1] for t in names])[frame.tool]
         z_in = (_log_sizes(frame.input_bytes) - mean_in) / sd_in
         z_out = (_log_sizes(frame.output_bytes) - mean_out) / sd_out
-        part_in = np.where(z_in > 0.0, z_in, 0.0)
+        part_in = np.where(frame.input_known & (z_in > 0.0), z_in, 0.0)
         part_out = np.where(
             frame.output_truncated, np.where(z_out > 0.0, z_out, 0.0), np.abs(z_out)
         )
@@ -145,9 +146,11 @@ class SizeCue(Cue):
         return scores
 
     def score_one(self, call: Call, ctx: StreamContext, state: None) -> float:
-        mean, sd = self._in.get(call.tool) or self._in[GLOBAL]
-        z = (log_size(call.input_bytes) - mean) / sd
-        score = z if z > 0.0 else 0.0
+        score = 0.0
+        if call.input_bytes is not None:  # a span without sizes scores no size
+            mean, sd = self._in.get(call.tool) or self._in[GLOBAL]
+            z = (log_size(call.input_bytes) - mean) / sd
+            score = z if z > 0.0 else 0.0
         if call.output_bytes is not None:
             mean, sd = self._out.get(call.tool) or self._out[GLOBAL]
             z = (log_size(call.output_bytes) - mean) / sd
