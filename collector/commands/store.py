@@ -8,7 +8,8 @@ import sys
 import pyarrow as pa
 from tqdm import tqdm
 
-from toolwatch.collector.store import Store, add_store_argument
+from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
+from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table
 
 HELP = "verify, compact or describe (info) the store"
@@ -19,6 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     verify = actions.add_parser("verify", help="find unreadable Parquet files")
     verify.add_argument(
+        "--deep",
+        action="store_true",
+        help="read every data page with its checksum (finds damage behind an intact footer)",
+    )
+    verify.add_argument(
         "--quarantine",
         action="store_true",
         help=f"rename unreadable files to *{QUARANTINE_SUFFIX} so queries work again (kept)",
@@ -28,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     compact.add_argument(
         "--min-files", type=int, default=2, help="compact a partition with at least N small files"
     )
-    actions.add_parser("info", help="tables, files, rows and date range")
+    actions.add_parser(
+        "info", help="tables, files, rows and date range; what the collector received"
+    )
     for sub in (verify, compact, actions.choices["info"]):
         add_store_argument(sub)
 
@@ -38,18 +46,22 @@ def run(args: argparse.Namespace) -> int:
     if not store.root.is_dir():
         print(f"toolwatch store: no store at {store.root}", file=sys.stderr)
         return 1
-    if args.action == "verify":
-        return _verify(store, args.quarantine)
-    if args.action == "compact":
-        return _compact(store, args.table, args.min_files)
-    return _info(store)
+    try:
+        if args.action == "verify":
+            return _verify(store, args.quarantine, args.deep)
+        if args.action == "compact":
+            return _compact(store, args.table, args.min_files)
+        return _info(store)
+    except StoreError as exc:
+        print(f"toolwatch store {args.action}: {exc}", file=sys.stderr)
+        return 1
 
 
-def _verify(store: Store, quarantine: bool) -> int:
+def _verify(store: Store, quarantine: bool, deep: bool) -> int:
     tables = store.tables()
     bad = []
     for name in tqdm(tables, desc="verify", unit="table", file=sys.stderr, disable=None):
-        bad += store.verify(name)
+        bad += store.verify(name, deep=deep)
     files = sum(len(store.files(t)) for t in tables)
     for path, reason in bad:
         print(f"UNREADABLE {path}: {reason}")
@@ -59,11 +71,17 @@ def _verify(store: Store, quarantine: bool) -> int:
             print(f"  moved aside to {target}")
     for tmp in store.temp_files():
         print(f"unfinished write (never acknowledged, removed by compaction after 1 h): {tmp}")
-    print(f"{files} files checked in {store.root}: {len(bad)} unreadable")
+    how = "every page read" if deep else "footers read; --deep reads every page"
+    print(f"{files} files checked in {store.root} ({how}): {len(bad)} unreadable")
     return 1 if bad and not quarantine else 0
 
 
 def _compact(store: Store, table: str | None, min_files: int) -> int:
+    if table is not None:
+        store.table_dir(table)  # a table name, not a path: nothing outside the store is touched
+        if table not in store.tables():
+            known = ", ".join(store.tables()) or "none"
+            raise StoreError(f"no table {table!r} in {store.root} (tables: {known})")
     tables = [table] if table else store.tables()
     for name in tqdm(tables, desc="compact", unit="table", file=sys.stderr, disable=None):
         before = len(store.files(name))
@@ -82,4 +100,7 @@ def _info(store: Store) -> int:
     temp = store.temp_files()
     if temp:
         print(f"{len(temp)} unfinished write(s) (*.parquet.tmp), invisible to readers")
+    summary = ingest_summary(store)
+    if summary is not None:
+        print("\n".join(format_ingest(summary)))
     return 0

@@ -9,10 +9,11 @@ files into the retry filter at start, so an exporter re-sending across a restart
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -71,7 +72,7 @@ def prime_recent_spans(store: Store, recent: RecentSpans) -> int:
     added = 0
     for table, salt in ((CALLS, np.uint64(0)), (TOOL_LISTS, LISTING_SALT)):
         budget = recent.capacity - added
-        for path in reversed(store.files(table)):
+        for path in sorted(store.files(table), key=_mtime, reverse=True):  # newest writes first
             if budget <= 0:
                 break
             try:
@@ -86,3 +87,72 @@ def prime_recent_spans(store: Store, recent: RecentSpans) -> int:
             added += keys.size
             budget -= keys.size
     return added
+
+
+def _mtime(path: Any) -> float:
+    try:
+        return float(path.stat().st_mtime)
+    except OSError:
+        return 0.0
+
+
+def ingest_summary(store: Store) -> dict[str, Any] | None:
+    """Totals over every collector run recorded in the ``ingest`` table (each run's last row),
+    or None when no collector has written to this store."""
+    if not store.files(INGEST):
+        return None
+    table = store.query(
+        f"SELECT * FROM {INGEST} QUALIFY row_number() OVER "
+        "(PARTITION BY run_id ORDER BY time DESC, requests DESC) = 1"
+    )
+    rows = table.to_pylist()
+    totals: dict[str, Any] = {"runs": len(rows), "last": max(r["time"] for r in rows)}
+    for name in _COUNTS:
+        totals[name] = sum(int(r[name] or 0) for r in rows)
+    for name in ("rejected_by", "ignored_by", "refused_by"):
+        merged: dict[str, int] = {}
+        for r in rows:
+            for key, n in json.loads(r[name] or "{}").items():
+                merged[key] = merged.get(key, 0) + int(n)
+        totals[name] = dict(sorted(merged.items()))
+    totals["unfinished_runs"] = sum(1 for r in rows if not r["final"])
+    return totals
+
+
+_COUNTS: Final = (
+    "requests",
+    "spans",
+    "calls",
+    "tool_listings",
+    "stored_spans",
+    "rejected_spans",
+    "ignored_spans",
+    "duplicate_spans",
+    "refused_requests",
+    "client_disconnects",
+)
+
+
+def format_ingest(summary: dict[str, Any]) -> list[str]:
+    """``toolwatch store info``'s lines for an :func:`ingest_summary`."""
+    s = summary
+    unfinished = f", {s['unfinished_runs']} still running or killed" if s["unfinished_runs"] else ""
+    lines = [
+        f"ingest: {s['runs']} collector run(s){unfinished}, last counted "
+        f"{s['last']:%Y-%m-%d %H:%M:%S} UTC",
+        f"  {s['spans']:,} spans received in {s['requests']:,} requests: {s['stored_spans']:,} "
+        f"stored ({s['calls']:,} calls, {s['tool_listings']:,} tool listings), "
+        f"{s['rejected_spans']:,} rejected, {s['ignored_spans']:,} ignored, "
+        f"{s['duplicate_spans']:,} duplicates dropped",
+    ]
+    for label, key in (
+        ("rejected by reason", "rejected_by"),
+        ("ignored by reason", "ignored_by"),
+        ("refused requests by status", "refused_by"),
+    ):
+        if s[key]:
+            parts = ", ".join(f"{k} {v:,}" for k, v in s[key].items())
+            lines.append(f"  {label}: {parts}")
+    if s["client_disconnects"]:
+        lines.append(f"  clients that left mid-request: {s['client_disconnects']:,}")
+    return lines

@@ -191,6 +191,10 @@ class Store:
             con.execute(view_sql)
         return con
 
+    def explain(self, exc: Exception) -> str:
+        """One line for a DuckDB error met reading this store (naming damaged files)."""
+        return _explain_duckdb_error(exc, self.root, self)
+
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         """Run one SQL query against a fresh connection and return an Arrow table.
 

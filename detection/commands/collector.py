@@ -1,24 +1,34 @@
-"""``toolwatch collector``: receive OTLP/HTTP spans into the store until SIGINT/SIGTERM."""
+"""``toolwatch collector``: receive OTLP/HTTP spans into the store until SIGINT/SIGTERM.
+
+The bearer token comes from ``--token-file`` (one line; kept out of ``/proc/<pid>/cmdline``) or
+``$TOOLWATCH_TOKEN``; ``--token`` still works but warns that other users can read it. A token
+variable that is set but empty is refused (it would silently mean "no auth"), and listening on
+a non-loopback address without a token starts with a warning.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from toolwatch.collector.otlp.connections import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from toolwatch.collector.otlp.server import (
     DEFAULT_COMPACT_INTERVAL,
     DEFAULT_MAX_BODY,
     DEFAULT_PORT,
+    DEFAULT_QUEUE_BYTES,
     DEFAULT_QUEUE_LIMIT,
     Collector,
 )
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
 from toolwatch.usage import non_negative_float, port, positive_int
@@ -38,8 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_store_argument(parser)
     parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help=f"require 'Authorization: Bearer TOKEN', TOKEN read from this file "
+        f"(default ${ENV_TOKEN}; neither = no token)",
+    )
+    parser.add_argument(
         "--token",
-        help=f"require 'Authorization: Bearer TOKEN' (default ${ENV_TOKEN}; unset = no token)",
+        help="the token itself (deprecated: visible to every user in the process list; use "
+        f"--token-file or ${ENV_TOKEN})",
     )
     parser.add_argument(
         "--model",
@@ -73,6 +91,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_QUEUE_LIMIT,
         help="spans waiting for the disk before requests get 503 + Retry-After "
         f"(default {DEFAULT_QUEUE_LIMIT:,})",
+    )
+    parser.add_argument(
+        "--queue-bytes",
+        type=positive_int,
+        default=DEFAULT_QUEUE_BYTES,
+        help="bytes held by requests being read, decoded and written before requests get 503 "
+        "+ Retry-After (default 128 MiB)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=non_negative_float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        help="seconds a connection may take to send a request's headers (default 10)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=non_negative_float,
+        default=DEFAULT_BODY_TIMEOUT,
+        help="seconds without body bytes before a request gets 408 (default 30)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=positive_int,
+        help="open connections at most (default: below the file-descriptor limit, <= 4096)",
     )
     parser.add_argument(
         "--compact-interval",
@@ -137,7 +179,70 @@ def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
     return watcher
 
 
+def _token(args: argparse.Namespace) -> str | None:
+    """The bearer token from --token-file, $TOOLWATCH_TOKEN or --token; SystemExit if unusable."""
+    given = [name for name, value in (("--token-file", args.token_file), ("--token", args.token))
+             if value is not None]  # fmt: skip
+    if len(given) > 1:
+        raise SystemExit("toolwatch collector: give --token-file or --token, not both")
+    if args.token_file is not None:
+        try:
+            text = args.token_file.read_text()
+        except OSError as exc:
+            raise SystemExit(
+                f"toolwatch collector: cannot read --token-file {args.token_file}: "
+                f"{exc.strerror or exc}"
+            ) from None
+        token = text.rstrip("\r\n")
+        if not token.strip():
+            raise SystemExit(f"toolwatch collector: --token-file {args.token_file} is empty")
+        if "\n" in token:
+            raise SystemExit(
+                f"toolwatch collector: --token-file {args.token_file} has more than one line"
+            )
+        return token.strip()
+    if args.token is not None:
+        if not args.token.strip():
+            raise SystemExit("toolwatch collector: --token is empty")
+        log.warning(
+            "--token is visible to every user of this machine in the process list; use "
+            "--token-file or $%s",
+            ENV_TOKEN,
+        )
+        return args.token.strip()
+    env = os.environ.get(ENV_TOKEN)
+    if env is not None:
+        if not env.strip():
+            raise SystemExit(
+                f"toolwatch collector: ${ENV_TOKEN} is set but empty; unset it to run without "
+                "a token, or set the token"
+            )
+        return env.strip()
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) only reaches this machine."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
 def run(args: argparse.Namespace) -> int:
+    token = _token(args)
+    if token is None and not _is_loopback(args.host):
+        log.warning(
+            "listening on %s WITHOUT a token: anyone who can reach this address can write "
+            "spans into the store; set --token-file or $%s",
+            args.host,
+            ENV_TOKEN,
+        )
     store = Store(args.store)
     scorer = _scorer(args, store)
     rules = _rules(args, store)
@@ -146,16 +251,20 @@ def run(args: argparse.Namespace) -> int:
         store,
         host=args.host,
         port=args.port,
-        token=args.token or os.environ.get(ENV_TOKEN) or None,
+        token=token,
         on_batch=scorer.process if scorer is not None else None,
         max_body=args.max_body,
         queue_limit=args.queue_limit,
+        queue_bytes=args.queue_bytes,
         compact_interval=args.compact_interval or None,
         on_listings=listings.process if listings is not None else None,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_connections=args.max_connections,
     )
     try:
         collector.start()
-    except (OSError, RuntimeError) as exc:
+    except (OSError, RuntimeError, StoreError) as exc:
         print(f"toolwatch collector: {exc}", file=sys.stderr)
         return 1
     stop = threading.Event()
