@@ -13,6 +13,13 @@ Three lines for an agent::
     instrument(tracer_provider=configure_otlp(service_name="my-agent"))
     with model_response(response.id, conversation_id=chat_id): ...  # around the calls
 
+Alongside an existing OpenTelemetry set-up (the application already exports to a backend):
+``provider.add_span_processor(toolwatch_span_processor(url))`` sends the tool spans to toolwatch
+as well; ``instrument(tracer_provider=configure_otlp(url))`` to toolwatch only (wrap the
+application's own exporter in :func:`without_toolwatch_spans` to keep them out of it on a shared
+provider). Both count what they exported and dropped (:func:`delivery`, ``processor.flush()``).
+OpenTelemetry's ``suppress_instrumentation()`` is honoured: calls made inside it leave no span.
+
 Zero code: ``opentelemetry-instrument python agent.py`` loads :class:`ToolwatchMCPInstrumentor`
 from the ``opentelemetry_instrumentor`` entry point. Spans go to the global tracer provider if
 an SDK one is configured (e.g. by a distro) by the first call, else to toolwatch's own
@@ -51,22 +58,35 @@ if TYPE_CHECKING:
         forget_conversation,
         provenance_stats,
     )
-    from toolwatch.instrumentation.export.otlp import configure_otlp
+    from toolwatch.instrumentation.export.otlp import (
+        configure_otlp,
+        delivery,
+        only_toolwatch_spans,
+        toolwatch_span_processor,
+        without_toolwatch_spans,
+    )
+    from toolwatch.instrumentation.export.processor import Delivery, ToolwatchSpanProcessor
     from toolwatch.instrumentation.export.replay import send_records
     from toolwatch.instrumentation.provenance import ProvenanceTracker
 
 __all__ = [
+    "Delivery",
     "ToolwatchMCPInstrumentor",
+    "ToolwatchSpanProcessor",
     "configure_otlp",
     "conversation",
+    "delivery",
     "describe_session",
     "error_type_of",
     "forget_conversation",
     "instrument",
     "model_response",
+    "only_toolwatch_spans",
     "provenance_stats",
     "send_records",
+    "toolwatch_span_processor",
     "uninstrument",
+    "without_toolwatch_spans",
 ]
 
 # Heavy modules (mcp, the OTel SDK) load on first use so that `import toolwatch` stays cheap.
@@ -77,6 +97,12 @@ _LAZY = {
     "forget_conversation": "toolwatch.instrumentation.client.provenance",
     "provenance_stats": "toolwatch.instrumentation.client.provenance",
     "configure_otlp": "toolwatch.instrumentation.export.otlp",
+    "delivery": "toolwatch.instrumentation.export.otlp",
+    "only_toolwatch_spans": "toolwatch.instrumentation.export.otlp",
+    "toolwatch_span_processor": "toolwatch.instrumentation.export.otlp",
+    "without_toolwatch_spans": "toolwatch.instrumentation.export.otlp",
+    "Delivery": "toolwatch.instrumentation.export.processor",
+    "ToolwatchSpanProcessor": "toolwatch.instrumentation.export.processor",
     "send_records": "toolwatch.instrumentation.export.replay",
 }
 

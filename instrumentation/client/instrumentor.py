@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -33,7 +32,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
-from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
 from opentelemetry.trace import ProxyTracerProvider, SpanKind, Status, StatusCode, Tracer
 
 from toolwatch.conventions import (
@@ -55,19 +54,18 @@ from toolwatch.conventions import (
     ATTR_TOOL_NAME,
     ERROR_TYPE_TIMEOUT,
     ERROR_TYPE_TOOL_ERROR,
-    INJECTION_NOTIFICATION,
     LABEL_META_KEY,
     METHOD_TOOLS_CALL,
     METHOD_TOOLS_LIST,
     OPERATION_EXECUTE_TOOL,
-    REQUEST_META_KEY,
     SPAN_NAME_TOOLS_LIST,
-    TOOL_META_KEY,
     span_name,
 )
 from toolwatch.instrumentation.client import context as ctx
+from toolwatch.instrumentation.client import sdk_hooks
 from toolwatch.instrumentation.client.listing import record_listing
 from toolwatch.instrumentation.client.provenance import ProvenanceHook, ProvenanceSpec, install
+from toolwatch.instrumentation.client.sdk_hooks import IN_FLIGHT, OPEN_CALLS, InFlight
 from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
 from toolwatch.record import arguments_size, result_size
 
@@ -78,10 +76,6 @@ SOURCE_OTLP = "otlp"
 TRANSPORT_PIPE = "pipe"  # stdio, per the semantic conventions
 TRANSPORT_TCP = "tcp"  # streamable HTTP
 
-_DISPATCHER_MODULE = "mcp.shared.jsonrpc_dispatcher"
-_DISPATCHER_SPAN_FN = "otel_span"  # the SDK's send span; its attributes carry the request id
-#: the session's receive-order notification hook (sees every server notification, raw)
-_NOTIFY_HOOK = ("mcp.client.session", "ClientSession", "_intercept_notification")
 
 try:
     _VERSION: str | None = metadata.version("toolwatch")
@@ -110,27 +104,8 @@ class _SessionInfo:
     cached_for: _Settings | None = None
 
 
-@dataclass(slots=True)
-class _InFlight:
-    """A span of ours in progress: receives the JSON-RPC id of the request it sends.
-
-    ``session``/``tool`` are set for a ``Client.call_tool`` span, whose session rounds then
-    open no span of their own.
-    """
-
-    method: str
-    session: Any = None
-    tool: str | None = None
-    request_id: str | None = None
-    #: a ground-truth label announced by a fault proxy before the answer (see _note_injection)
-    label: str | None = None
-
-
 _settings: _Settings | None = None
 _sessions: WeakKeyDictionary[Any, _SessionInfo] = WeakKeyDictionary()
-_IN_FLIGHT: ContextVar[_InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
-#: tools/call spans open per ClientSession, with their tool name, for injection announcements
-_OPEN_CALLS: WeakKeyDictionary[Any, list[tuple[_InFlight, str]]] = WeakKeyDictionary()
 #: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
 _SPAN_NAMES: dict[str, str] = {}
 _MAX_SPAN_NAMES = 4_096
@@ -266,7 +241,7 @@ def _error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
 async def _traced(
     settings: _Settings,
     session: Any,
-    in_flight: _InFlight,
+    in_flight: InFlight,
     name: str | None,
     arguments: Any,
     wrapped: Callable[..., Awaitable[Any]],
@@ -310,14 +285,14 @@ async def _traced(
         late[ATTR_RESPONSE_ID] = (
             f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
         )
-    open_calls: list[tuple[_InFlight, str]] | None = None
+    open_calls: list[tuple[InFlight, str]] | None = None
     if name is not None:
         entry = (in_flight, name)
-        open_calls = _OPEN_CALLS.get(session)
+        open_calls = OPEN_CALLS.get(session)
         if open_calls is None:
-            open_calls = _OPEN_CALLS[session] = []
+            open_calls = OPEN_CALLS[session] = []
         open_calls.append(entry)
-    in_flight_token = _IN_FLIGHT.set(in_flight)
+    in_flight_token = IN_FLIGHT.set(in_flight)
     # The span is made current so that the SDK's send span nests under it and the W3C trace
     # context the SDK injects into the request carries it to the server.
     context_token = otel_context.attach(trace.set_span_in_context(span, parent))
@@ -325,6 +300,8 @@ async def _traced(
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
         _error_attributes(exc, late)
+        if in_flight.result_size is not None:  # a result arrived, then the SDK refused it
+            late[ATTR_RESULT_SIZE] = in_flight.result_size
         raise
     else:
         try:
@@ -338,7 +315,7 @@ async def _traced(
         return result
     finally:
         otel_context.detach(context_token)
-        _IN_FLIGHT.reset(in_flight_token)
+        IN_FLIGHT.reset(in_flight_token)
         if open_calls is not None:
             open_calls.remove(entry)
         if in_flight.request_id is not None:
@@ -369,9 +346,11 @@ def _call_tool(
     name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
     if settings is None or session is None or not isinstance(name, str):
         return wrapped(*args, **kwargs)  # let the SDK report a bad call or an unentered Client
+    if not is_instrumentation_enabled():  # inside OTel's suppress_instrumentation()
+        return wrapped(*args, **kwargs)
     arguments = kwargs.get("arguments", args[1] if len(args) > 1 else None)
     in_flight = (
-        _InFlight(METHOD_TOOLS_CALL, session, name) if client_call else _InFlight(METHOD_TOOLS_CALL)
+        InFlight(METHOD_TOOLS_CALL, session, name) if client_call else InFlight(METHOD_TOOLS_CALL)
     )
     return _traced(settings, session, in_flight, name, arguments, wrapped, args, kwargs)
 
@@ -382,7 +361,7 @@ def _wrap_session_call_tool(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Awaitable[Any]:
-    outer = _IN_FLIGHT.get()
+    outer = IN_FLIGHT.get()
     if outer is not None and outer.session is instance:
         name = kwargs["name"] if "name" in kwargs else (args[0] if args else None)
         if name == outer.tool:
@@ -407,9 +386,9 @@ def _wrap_session_list_tools(
     kwargs: dict[str, Any],
 ) -> Awaitable[Any]:
     settings = _settings
-    if settings is None:
+    if settings is None or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
-    in_flight = _InFlight(METHOD_TOOLS_LIST)
+    in_flight = InFlight(METHOD_TOOLS_LIST)
     return _traced(settings, instance, in_flight, None, None, wrapped, args, kwargs)
 
 
@@ -443,63 +422,6 @@ async def _wrap_client_aenter(
     return client
 
 
-def _observe_send_span(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """Read the JSON-RPC request id off the SDK's own send span, without changing it."""
-    in_flight = _IN_FLIGHT.get()
-    if in_flight is not None:
-        attributes = kwargs.get("attributes")
-        # dict first: an exact type match skips the ABC's Python-level __instancecheck__
-        if (
-            isinstance(attributes, (dict, Mapping))
-            and attributes.get(ATTR_MCP_METHOD) == in_flight.method
-        ):
-            request_id = attributes.get(ATTR_JSONRPC_REQUEST_ID)
-            if request_id is not None:
-                in_flight.request_id = str(request_id)
-    return wrapped(*args, **kwargs)
-
-
-def _note_injection(session: Any, params: Any) -> None:
-    """Give the announced label to the open call it names: by JSON-RPC id when the span knows
-    it, else (in-process transports mint ids the span never sees) the session's one open
-    call of that tool without an id. Ambiguous or unknown announcements are ignored."""
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    if not isinstance(meta, Mapping):
-        return
-    label, request_id, tool = (
-        meta.get(LABEL_META_KEY),
-        meta.get(REQUEST_META_KEY),
-        meta.get(TOOL_META_KEY),
-    )
-    calls = _OPEN_CALLS.get(session)
-    if not isinstance(label, str) or not calls:
-        return
-    rid = None if request_id is None or isinstance(request_id, bool) else str(request_id)
-    match = [c for c, _ in calls if rid is not None and c.request_id == rid]
-    if not match:
-        match = [c for c, n in calls if c.request_id is None and n == tool]
-    if len(match) == 1:
-        match[0].label = label
-    else:
-        log.debug("toolwatch: injection announcement matches %d open calls; ignored", len(match))
-
-
-def _observe_notification(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """See a fault proxy's injection announcement (runs in receive order, so before the
-    call's answer or its timeout), without consuming or changing any notification."""
-    method = args[0] if args else kwargs.get("method")
-    if method == INJECTION_NOTIFICATION and _settings is not None:
-        try:
-            _note_injection(instance, args[1] if len(args) > 1 else kwargs.get("params"))
-        except Exception:
-            log.debug("toolwatch: could not read an injection announcement", exc_info=True)
-    return wrapped(*args, **kwargs)
-
-
 # ---------------------------------------------------------------------------- instrumentor
 
 #: (module, class, method, wrapper); ``_uninstrument`` restores exactly these.
@@ -525,21 +447,7 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
         global _settings
         for module, owner, method, wrapper in _WRAPPED:
             wrapt.wrap_function_wrapper(module, f"{owner}.{method}", wrapper)
-        try:
-            wrapt.wrap_function_wrapper(_DISPATCHER_MODULE, _DISPATCHER_SPAN_FN, _observe_send_span)
-        except (AttributeError, ImportError):
-            log.debug(
-                "toolwatch: no %s.%s in this mcp; spans get no jsonrpc.request.id",
-                _DISPATCHER_MODULE,
-                _DISPATCHER_SPAN_FN,
-            )
-        module, owner, method = _NOTIFY_HOOK
-        try:
-            wrapt.wrap_function_wrapper(module, f"{owner}.{method}", _observe_notification)
-        except (AttributeError, ImportError):
-            log.debug(
-                "toolwatch: no %s.%s in this mcp; announced labels are not seen", owner, method
-            )
+        sdk_hooks.install()
         _settings = _Settings(kwargs.get("tracer_provider"), kwargs.get("server_name"))
         _settings.provenance = install(kwargs.get("provenance"))
 
@@ -549,9 +457,7 @@ class ToolwatchMCPInstrumentor(BaseInstrumentor):
         install(False)
         for module, owner, method, _ in _WRAPPED:
             unwrap(getattr(importlib.import_module(module), owner), method)
-        unwrap(importlib.import_module(_DISPATCHER_MODULE), _DISPATCHER_SPAN_FN)
-        module, owner, method = _NOTIFY_HOOK
-        unwrap(getattr(importlib.import_module(module), owner), method)
+        sdk_hooks.uninstall()
 
 
 def instrument(

@@ -1,9 +1,18 @@
-"""OTLP/HTTP export set-up: the three-line path for users and the zero-code fallback.
+"""OTLP/HTTP export set-up: the three-line path, an existing OTel set-up, the zero-code fallback.
 
-:func:`configure_otlp` builds an SDK :class:`TracerProvider` that batches toolwatch spans to an
-OTLP/HTTP (protobuf) endpoint — the toolwatch collector listens on ``127.0.0.1:4318`` by
-default. By default it exports *only* toolwatch's own spans: the MCP SDK's spans may carry
-JSON-RPC error messages (content) in their status, and the collector drops them anyway.
+* :func:`configure_otlp` builds an SDK :class:`TracerProvider` that batches toolwatch spans to
+  an OTLP/HTTP (protobuf) endpoint — the toolwatch collector listens on ``127.0.0.1:4318`` by
+  default. ``instrument(tracer_provider=configure_otlp(...))`` sends the tool spans to toolwatch
+  *only*, while the application's own provider keeps exporting everything else (the tool spans
+  still join the application's traces: the context is shared).
+* :func:`toolwatch_span_processor` is the same export as a span processor, to add to a provider
+  the application already has: tool spans then go to toolwatch *and* to the application's other
+  exporters. :func:`without_toolwatch_spans` wraps one of those exporters' processors so the
+  tool spans go to toolwatch only after all.
+
+By default only toolwatch's own spans are exported: the MCP SDK's spans may carry JSON-RPC error
+messages (content) in their status, and the collector ignores them anyway. Every processor made
+here counts what it exported and dropped (:func:`delivery`).
 """
 
 from __future__ import annotations
@@ -11,7 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Collection, Mapping
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -19,7 +29,12 @@ from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from toolwatch.instrumentation.export.processor import (
+    DEFAULT_MAX_QUEUE,
+    Delivery,
+    ToolwatchSpanProcessor,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +44,14 @@ DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
 DEFAULT_SERVICE_NAME = "toolwatch-agent"
 TRACES_PATH = "/v1/traces"
 
+#: Instrumentation scopes of toolwatch's spans (what "only toolwatch's spans" keeps).
+TOOLWATCH_SCOPES: tuple[str, ...] = (TRACER_NAME,)
+
 _fallback_lock = threading.Lock()
 _fallback: TracerProvider | None = None
+_processors: weakref.WeakKeyDictionary[TracerProvider, ToolwatchSpanProcessor] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def traces_url(endpoint: str) -> str:
@@ -45,18 +66,29 @@ def traces_url(endpoint: str) -> str:
 
 
 class ScopeFilterProcessor(SpanProcessor):
-    """Forwards to ``inner`` only the spans of one instrumentation scope."""
+    """Forwards to ``inner`` only the spans of the given instrumentation scopes (``keep``), or
+    only the others (``keep=False``)."""
 
-    def __init__(self, inner: SpanProcessor, scope_name: str = TRACER_NAME) -> None:
+    def __init__(
+        self,
+        inner: SpanProcessor,
+        scope_name: str | Collection[str] = TRACER_NAME,
+        *,
+        keep: bool = True,
+    ) -> None:
         self._inner = inner
-        self._scope = scope_name
+        self._scopes = frozenset([scope_name] if isinstance(scope_name, str) else scope_name)
+        self._keep = keep
+
+    def _passes(self, span: ReadableSpan) -> bool:
+        return (_scope_name(span) in self._scopes) is self._keep
 
     def on_start(self, span: Span, parent_context: otel_context.Context | None = None) -> None:
-        if _scope_name(span) == self._scope:
+        if self._passes(span):
             self._inner.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if _scope_name(span) == self._scope:
+        if self._passes(span):
             self._inner.on_end(span)
 
     def shutdown(self) -> None:
@@ -66,9 +98,64 @@ class ScopeFilterProcessor(SpanProcessor):
         return self._inner.force_flush(timeout_millis)
 
 
+def only_toolwatch_spans(processor: SpanProcessor) -> SpanProcessor:
+    """``processor``, given toolwatch's tool spans only."""
+    return ScopeFilterProcessor(processor, TOOLWATCH_SCOPES)
+
+
+def without_toolwatch_spans(processor: SpanProcessor) -> SpanProcessor:
+    """``processor``, given every span but toolwatch's (keep tool spans out of a backend)."""
+    return ScopeFilterProcessor(processor, TOOLWATCH_SCOPES, keep=False)
+
+
 def _scope_name(span: ReadableSpan) -> str | None:
     scope = span.instrumentation_scope
     return scope.name if scope is not None else None
+
+
+def toolwatch_span_processor(
+    endpoint: str = DEFAULT_ENDPOINT,
+    *,
+    headers: Mapping[str, str] | None = None,
+    token: str | None = None,
+    timeout: float = 10.0,
+    only_toolwatch: bool = True,
+    block: bool = False,
+    max_queue_size: int = DEFAULT_MAX_QUEUE,
+) -> ToolwatchSpanProcessor:
+    """A span processor exporting (batched, OTLP/HTTP protobuf) to a toolwatch collector.
+
+    Add it to the tracer provider an application already has, so tool spans reach toolwatch
+    besides the application's own backends::
+
+        provider.add_span_processor(toolwatch_span_processor("http://127.0.0.1:4318"))
+        instrument(tracer_provider=provider)
+
+    ``endpoint``: base URL or the full ``/v1/traces`` URL. ``token``: the collector's bearer
+    token (or pass ``headers``). ``only_toolwatch``: export toolwatch's spans only (default).
+    ``block``: when the queue is full, wait for room instead of dropping (for runs that must
+    not lose a span; it slows the caller instead). ``processor.flush()`` exports what is queued
+    and returns the :class:`~toolwatch.instrumentation.export.processor.Delivery` counts.
+    """
+    all_headers = dict(headers or {})
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
+    exporter = OTLPSpanExporter(
+        endpoint=traces_url(endpoint), headers=all_headers or None, timeout=timeout
+    )
+    return ToolwatchSpanProcessor(
+        exporter,
+        scopes=TOOLWATCH_SCOPES if only_toolwatch else None,
+        block=block,
+        max_queue_size=max_queue_size,
+    )
+
+
+def delivery(provider: TracerProvider) -> Delivery | None:
+    """The counts of the processor :func:`configure_otlp` gave ``provider`` (None if another
+    made it)."""
+    processor = _processors.get(provider)
+    return processor.delivery() if processor is not None else None
 
 
 def configure_otlp(
@@ -79,14 +166,18 @@ def configure_otlp(
     set_global: bool = False,
     only_toolwatch: bool = True,
     timeout: float = 10.0,
+    block: bool = False,
+    token: str | None = None,
 ) -> TracerProvider:
     """An SDK tracer provider exporting (batched) to an OTLP/HTTP protobuf endpoint.
 
     ``endpoint`` is a base URL (``/v1/traces`` is appended) or the full traces URL;
     ``headers`` e.g. ``{"Authorization": "Bearer <token>"}`` for a collector with a token.
     ``only_toolwatch`` drops every span but toolwatch's own (see the module docstring);
-    ``set_global`` also makes it the process-wide provider. Spans still queued at exit are
-    flushed by the provider's exit hook; call ``provider.shutdown()`` to flush earlier.
+    ``set_global`` also makes it the process-wide provider; ``block`` and ``token`` as for
+    :func:`toolwatch_span_processor`. Spans still queued at exit are flushed by the provider's
+    exit hook; call ``provider.force_flush()`` to flush earlier and :func:`delivery` for the
+    counts.
 
     Typical use::
 
@@ -95,13 +186,16 @@ def configure_otlp(
     """
     url = traces_url(endpoint)
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
-    exporter = OTLPSpanExporter(
-        endpoint=url, headers=dict(headers) if headers else None, timeout=timeout
+    processor = toolwatch_span_processor(
+        url,
+        headers=headers,
+        token=token,
+        timeout=timeout,
+        only_toolwatch=only_toolwatch,
+        block=block,
     )
-    processor: SpanProcessor = BatchSpanProcessor(exporter)
-    if only_toolwatch:
-        processor = ScopeFilterProcessor(processor)
     provider.add_span_processor(processor)
+    _processors[provider] = processor
     if set_global:
         trace.set_tracer_provider(provider)
     log.debug("toolwatch: exporting spans of %r to %s", service_name, url)

@@ -10,23 +10,34 @@ attribute ``record.ATTR_DURATION_UNKNOWN``, which the collector maps back to a n
 ``failed`` as ERROR status, ``service`` as the resource's ``service.name`` (records are grouped
 by service).
 
-Spans are exported synchronously in batches (no queue that could drop spans); a batch the
-endpoint refuses stops the replay with :class:`ReplayError` saying how many were accepted.
+Spans are exported synchronously in batches (no queue that could drop spans), as OTLP/HTTP
+protobuf, gzipped, on one keep-alive connection. Each response is read: spans the endpoint
+rejects through ``partial_success`` are counted with its message (:class:`ReplayReport`), a
+503/429/502/504 or a dropped connection is retried (``Retry-After`` honoured) until
+``timeout``, and any other refusal stops the replay with :class:`ReplayError` saying how many
+were accepted. A fields-less record (``fields_present`` and other intrinsic columns) travels in
+the span itself or not at all.
 """
 
 from __future__ import annotations
 
+import gzip
+import http.client
 import logging
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+from google.rpc import status_pb2
 from opentelemetry import context as otel_context
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
@@ -58,8 +69,112 @@ _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 _SPAN_ID = re.compile(r"^[0-9a-fA-F]{16}$")
 
 
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
 class ReplayError(ValueError):
     """A record cannot be sent, or the endpoint refused a batch; the message says which."""
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    """What a replay delivered: spans sent, rejected by the endpoint (``partial_success``)."""
+
+    sent: int = 0
+    rejected: int = 0
+    messages: list[str] = field(default_factory=list)  # the endpoint's, first few
+
+    @property
+    def accepted(self) -> int:
+        return self.sent - self.rejected
+
+
+class _Poster:
+    """POSTs OTLP protobuf bodies to one URL over a keep-alive connection, with retries."""
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None, timeout: float) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or (443 if self.https else 80)
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.headers = {
+            "Content-Type": "application/x-protobuf",
+            "Content-Encoding": "gzip",
+            "User-Agent": "toolwatch-replay",
+            **dict(headers or {}),
+        }
+        self.timeout = timeout
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            self._conn = cls(self.host, self.port, timeout=self.timeout)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def post(self, body: bytes) -> tuple[int, str]:
+        """(rejected spans, the endpoint's message) of an accepted request; ReplayError if it
+        was refused or the endpoint stayed unreachable or busy for ``timeout`` seconds."""
+        payload = gzip.compress(body, compresslevel=5)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.25
+        while True:
+            try:
+                conn = self._connection()
+                conn.request("POST", self.path, body=payload, headers=self.headers)
+                response = conn.getresponse()
+                status, data = response.status, response.read()
+                retry_after = response.getheader("Retry-After")
+                if response.getheader("Connection", "").lower() == "close":
+                    self.close()
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                problem = f"unreachable ({exc})"
+                status, data, retry_after = 0, b"", None
+            else:
+                if 200 <= status < 300:
+                    return _partial_success(data)
+                problem = f"HTTP {status}: {_status_message(data)}"
+            if status and status not in _RETRY_STATUSES:
+                raise ReplayError(f"{self.url} refused a batch: {problem}")
+            wait = _seconds(retry_after, delay)
+            if time.monotonic() + wait > deadline:
+                raise ReplayError(f"{self.url} {problem}; gave up after {self.timeout:g} s")
+            time.sleep(wait)
+            delay = min(delay * 2, 5.0)
+
+
+def _seconds(retry_after: str | None, default: float) -> float:
+    try:
+        return min(max(float(retry_after), 0.0), 30.0) if retry_after else default
+    except ValueError:
+        return default
+
+
+def _partial_success(data: bytes) -> tuple[int, str]:
+    response = ExportTraceServiceResponse()
+    try:
+        response.ParseFromString(data)
+    except Exception:  # a non-OTLP 200 body (some proxies): nothing rejected that we can tell
+        return 0, ""
+    ps = response.partial_success
+    return int(ps.rejected_spans), ps.error_message
+
+
+def _status_message(data: bytes) -> str:
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(data)
+    except Exception:
+        return data[:200].decode("utf-8", "replace").strip() or "(no message)"
+    return status.message or data[:200].decode("utf-8", "replace").strip() or "(no message)"
 
 
 def record_attributes(record: CallRecord | Mapping[str, Any]) -> dict[str, Any]:
@@ -142,7 +257,8 @@ def send_records(
     timeout: float = 30.0,
     on_progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Send records as OTLP spans with their original times; returns how many were accepted.
+    """Send records as OTLP spans with their original times; returns how many were accepted
+    (sent minus those the endpoint rejected; see :func:`replay_records` for the details).
 
     ``endpoint``: base URL (``http://127.0.0.1:4318``) or the ``/v1/traces`` URL.
     ``headers``: e.g. ``{"Authorization": "Bearer <token>"}``. ``batch``: spans per request.
@@ -150,30 +266,49 @@ def send_records(
     Raises :class:`ReplayError` for a malformed record (naming its index and field) or a
     refused batch; spans of earlier batches stay sent.
     """
+    report = replay_records(
+        records, endpoint, headers=headers, batch=batch, timeout=timeout, on_progress=on_progress
+    )
+    return report.accepted
+
+
+def replay_records(
+    records: Iterable[CallRecord | Mapping[str, Any]],
+    endpoint: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    batch: int = DEFAULT_BATCH,
+    timeout: float = 30.0,
+    on_progress: Callable[[int], None] | None = None,
+) -> ReplayReport:
+    """:func:`send_records`, returning the :class:`ReplayReport` (sent, rejected, messages)."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     url = traces_url(endpoint)
-    exporter = OTLPSpanExporter(
-        endpoint=url, headers=dict(headers) if headers else None, timeout=timeout
-    )
+    poster = _Poster(url, headers, timeout)
     ids = _PresetIds()
     pending: list[ReadableSpan] = []
     tracers: dict[str | None, Tracer] = {}
-    sent = 0
+    report = ReplayReport()
 
     def flush() -> None:
-        nonlocal sent
         if not pending:
             return
-        if exporter.export(pending) is not SpanExportResult.SUCCESS:
+        try:
+            rejected, message = poster.post(encode_spans(pending).SerializeToString())
+        except ReplayError as exc:
             raise ReplayError(
-                f"could not deliver a batch of {len(pending)} spans to {url} (refused or "
-                f"unreachable; {sent} spans were accepted before it)"
-            )
-        sent += len(pending)
+                f"could not deliver a batch of {len(pending)} spans ({exc}); "
+                f"{report.sent} spans were accepted before it"
+            ) from None
+        report.sent += len(pending)
+        if rejected:
+            report.rejected += rejected
+            if len(report.messages) < 5:
+                report.messages.append(message or f"{rejected} span(s) rejected")
         pending.clear()
         if on_progress is not None:
-            on_progress(sent)
+            on_progress(report.sent)
 
     def tracer_for(service: str | None) -> Tracer:
         tracer = tracers.get(service)
@@ -210,9 +345,18 @@ def send_records(
                 flush()
         flush()
     finally:
-        exporter.shutdown()
-    log.info("replayed %d call records to %s", sent, url)
-    return sent
+        poster.close()
+    if report.rejected:
+        log.warning(
+            "replayed %d call records to %s: %d rejected (%s)",
+            report.sent,
+            url,
+            report.rejected,
+            "; ".join(report.messages),
+        )
+    else:
+        log.info("replayed %d call records to %s", report.sent, url)
+    return report
 
 
 def _prepare(

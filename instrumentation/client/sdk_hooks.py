@@ -1,0 +1,213 @@
+"""The mcp SDK internals the instrumentor observes (never changes), and the in-flight call state
+they feed.
+
+Public ``ClientSession``/``Client`` methods are wrapped by the instrumentor itself. These hooks
+reach private parts of mcp 2.x, which may move in any release, so each is listed in
+:data:`PRIVATE_HOOKS` with what is lost without it; ``tests/instrumentation/test_sdk_hooks.py``
+fails loudly when one is gone, and :func:`install` logs a WARNING (not a silent DEBUG line):
+
+* ``mcp.shared.jsonrpc_dispatcher.otel_span`` — the SDK's send span; its attributes carry the
+  request's JSON-RPC id (``jsonrpc.request.id`` on our span);
+* ``ClientSession._intercept_notification`` — sees every server notification in receive order:
+  a fault proxy's injection announcement (the label of a call that times out);
+* ``ClientSession.validate_tool_result`` — sees a result *before* the output-schema check, which
+  raises for a result without structured content (a B4 ``return_empty`` injection): the label
+  and the result size are kept although the call then fails;
+* ``Client._session`` (read by the instrumentor) — the unified client's session.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Final
+from weakref import WeakKeyDictionary
+
+import wrapt
+from mcp.types import CallToolResult
+from opentelemetry.instrumentation.utils import unwrap
+
+from toolwatch.conventions import (
+    ATTR_JSONRPC_REQUEST_ID,
+    ATTR_MCP_METHOD,
+    INJECTION_NOTIFICATION,
+    LABEL_META_KEY,
+    REQUEST_META_KEY,
+    TOOL_META_KEY,
+)
+from toolwatch.record import result_size
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A span of ours in progress: receives the JSON-RPC id of the request it sends.
+
+    ``session``/``tool`` are set for a ``Client.call_tool`` span, whose session rounds then
+    open no span of their own.
+    """
+
+    method: str
+    session: Any = None
+    tool: str | None = None
+    request_id: str | None = None
+    #: a ground-truth label announced by a fault proxy before the answer (see note_injection),
+    #: or read off a result the SDK then refuses (see observe_validation)
+    label: str | None = None
+    #: the size of a result the SDK refused after receiving it (its output-schema check)
+    result_size: int | None = None
+
+
+IN_FLIGHT: ContextVar[InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
+#: tools/call spans open per ClientSession, with their tool name, for injection announcements
+OPEN_CALLS: WeakKeyDictionary[Any, list[tuple[InFlight, str]]] = WeakKeyDictionary()
+_active = False
+
+
+def observe_send_span(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Read the JSON-RPC request id off the SDK's own send span, without changing it."""
+    in_flight = IN_FLIGHT.get()
+    if in_flight is not None:
+        attributes = kwargs.get("attributes")
+        # dict first: an exact type match skips the ABC's Python-level __instancecheck__
+        if (
+            isinstance(attributes, (dict, Mapping))
+            and attributes.get(ATTR_MCP_METHOD) == in_flight.method
+        ):
+            request_id = attributes.get(ATTR_JSONRPC_REQUEST_ID)
+            if request_id is not None:
+                in_flight.request_id = str(request_id)
+    return wrapped(*args, **kwargs)
+
+
+def note_injection(session: Any, params: Any) -> None:
+    """Give the announced label to the open call it names: by JSON-RPC id when the span knows
+    it, else (in-process transports mint ids the span never sees) the session's one open
+    call of that tool without an id. Ambiguous or unknown announcements are ignored."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return
+    label, request_id, tool = (
+        meta.get(LABEL_META_KEY),
+        meta.get(REQUEST_META_KEY),
+        meta.get(TOOL_META_KEY),
+    )
+    calls = OPEN_CALLS.get(session)
+    if not isinstance(label, str) or not calls:
+        return
+    rid = None if request_id is None or isinstance(request_id, bool) else str(request_id)
+    match = [c for c, _ in calls if rid is not None and c.request_id == rid]
+    if not match:
+        match = [c for c, n in calls if c.request_id is None and n == tool]
+    if len(match) == 1:
+        match[0].label = label
+    else:
+        log.debug("toolwatch: injection announcement matches %d open calls; ignored", len(match))
+
+
+def observe_notification(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """See a fault proxy's injection announcement (runs in receive order, so before the
+    call's answer or its timeout), without consuming or changing any notification."""
+    method = args[0] if args else kwargs.get("method")
+    if method == INJECTION_NOTIFICATION and _active:
+        try:
+            note_injection(instance, args[1] if len(args) > 1 else kwargs.get("params"))
+        except Exception:
+            log.debug("toolwatch: could not read an injection announcement", exc_info=True)
+    return wrapped(*args, **kwargs)
+
+
+def observe_validation(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Keep a result's label and size before the SDK checks it against the tool's output
+    schema (which raises for an injected empty result: the call still has its label)."""
+    in_flight = IN_FLIGHT.get()
+    result = args[1] if len(args) > 1 else kwargs.get("result")
+    if in_flight is not None and isinstance(result, CallToolResult):
+        try:
+            meta = result.meta
+            label = meta.get(LABEL_META_KEY) if meta else None
+            if isinstance(label, str):
+                in_flight.label = label
+            in_flight.result_size = result_size(result.content, result.structured_content)
+        except Exception:
+            log.debug("toolwatch: could not read a result before validation", exc_info=True)
+    return wrapped(*args, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class Hook:
+    """One private mcp attribute the instrumentation wraps, and what is lost without it."""
+
+    module: str
+    name: str  # "Class.method" or a module-level function
+    wrapper: Callable[..., Any]
+    loses: str
+
+
+PRIVATE_HOOKS: Final[tuple[Hook, ...]] = (
+    Hook(
+        "mcp.shared.jsonrpc_dispatcher",
+        "otel_span",
+        observe_send_span,
+        "spans get no jsonrpc.request.id",
+    ),
+    Hook(
+        "mcp.client.session",
+        "ClientSession._intercept_notification",
+        observe_notification,
+        "labels announced by a fault proxy before a timeout are not seen",
+    ),
+    Hook(
+        "mcp.client.session",
+        "ClientSession.validate_tool_result",
+        observe_validation,
+        "calls failing the output-schema check lose their label and result size",
+    ),
+)
+#: attributes the instrumentation reads (not wraps) on SDK objects
+PRIVATE_ATTRIBUTES: Final[tuple[tuple[str, str, str], ...]] = (
+    ("mcp.client.client", "Client", "_session"),
+)
+
+
+def install() -> list[Hook]:
+    """Wrap every hook present; returns the ones missing (each logged as a WARNING)."""
+    global _active
+    missing = []
+    for hook in PRIVATE_HOOKS:
+        try:
+            wrapt.wrap_function_wrapper(hook.module, hook.name, hook.wrapper)
+        except (AttributeError, ImportError):
+            missing.append(hook)
+            log.warning(
+                "toolwatch: this mcp has no %s.%s (a private hook): %s",
+                hook.module,
+                hook.name,
+                hook.loses,
+            )
+    _active = True
+    return missing
+
+
+def uninstall() -> None:
+    global _active
+    _active = False
+    for hook in PRIVATE_HOOKS:
+        owner_name, _, attr = hook.name.rpartition(".")
+        try:
+            owner: Any = importlib.import_module(hook.module)
+            if owner_name:
+                owner = getattr(owner, owner_name)
+        except (AttributeError, ImportError):
+            continue
+        unwrap(owner, attr)
