@@ -69,7 +69,7 @@ def live_stage(
     from toolwatch.collector.otlp.server import Collector
     from toolwatch.detection.alerting.live import LiveScorer
     from toolwatch.injection.faults.library import load_scenario
-    from toolwatch.instrumentation import configure_otlp, instrument, uninstrument
+    from toolwatch.instrumentation import configure_otlp, delivery, instrument, uninstrument
 
     if model_path is None:
         raise DemoError("live", "no trained model")
@@ -86,7 +86,7 @@ def live_stage(
     quiet = quiet_logs()
     try:
         collector.start()
-        provider = configure_otlp(collector.url, service_name=SERVICE)
+        provider = configure_otlp(collector.url, service_name=SERVICE, block=True)
         instrument(tracer_provider=provider)
         try:
             server_cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", str(scenario_path)]
@@ -102,6 +102,9 @@ def live_stage(
                 _run_agents, scenario, server_cmd, options, provider, watcher, out, began
             )
             provider.force_flush()
+            problem = collector.check_delivery(delivery(provider))  # emitted == stored?
+            if problem is not None:
+                out(f"  WARNING telemetry incomplete: {problem}")
         finally:
             uninstrument()
             provider.shutdown()

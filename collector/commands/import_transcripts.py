@@ -31,7 +31,7 @@ from toolwatch.collector.sources.delivery import (
     Calls,
     DeliveryError,
     append_new_calls,
-    send_otlp,
+    send_otlp_report,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
@@ -54,6 +54,7 @@ class ImportOutcome:
     written: int = 0
     already_stored: int = 0
     exported: int = 0
+    export_problem: str | None = None  # spans the endpoint did not accept, and why
     store: Path | None = None
     files_written: list[Path] = field(default_factory=list)
     seq_overlap_sessions: int = 0
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary_dict(outcome), indent=2))
     else:
         print(format_summary(outcome))
+    if outcome.export_problem:  # emitted != stored: say so, and fail
+        print(f"toolwatch import: {outcome.export_problem}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -181,7 +185,9 @@ def import_claude_code(
             )
         to_send = appended.calls
     if otlp:
-        outcome.exported = send_otlp(to_send, otlp)
+        sent = send_otlp_report(to_send, otlp)
+        outcome.exported = sent.accepted
+        outcome.export_problem = sent.check()
     return outcome
 
 
@@ -234,6 +240,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "written": outcome.written,
         "already_stored": outcome.already_stored,
         "exported": outcome.exported,
+        "export_problem": outcome.export_problem,
         "skipped_lines": len(r.skipped),
         "skipped_by_reason": r.skipped_by_reason(),
         "skipped": [{"path": s.path, "line": s.line, "reason": s.reason} for s in r.skipped],
@@ -275,6 +282,8 @@ def format_summary(outcome: ImportOutcome) -> str:
         )
     if outcome.exported:
         lines.append(f"  exported as OTLP: {outcome.exported:,} call(s)")
+    if outcome.export_problem:
+        lines.append(f"  OTLP export incomplete: {outcome.export_problem}")
     for path, error in r.unreadable_files:
         lines.append(f"  unreadable file {path}: {error}")
     if r.skipped:

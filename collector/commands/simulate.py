@@ -24,7 +24,7 @@ from toolwatch.collector.sources.delivery import (
     ExportFailed,
     ExportUnavailable,
     append_new_calls,
-    send_otlp,
+    send_otlp_report,
 )
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.sources.simulator.report import BANNER, record_simulation, summary_lines
@@ -107,7 +107,7 @@ def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
 
 def _send(table: pa.Table, endpoint: str) -> int:
     try:
-        sent = send_otlp(table, endpoint, progress=True)
+        sent = send_otlp_report(table, endpoint, progress=True)
     except ExportUnavailable as exc:
         print(f"toolwatch simulate: OTLP export is unavailable ({exc.reason})", file=sys.stderr)
         return 2
@@ -118,5 +118,9 @@ def _send(table: pa.Table, endpoint: str) -> int:
             file=sys.stderr,
         )
         return 1
-    print(f"{BANNER} sent to {endpoint}: {sent:,} spans with their original times")
+    print(f"{BANNER} sent to {endpoint}: {sent.sent:,} spans with their original times")
+    problem = sent.check()
+    if problem is not None:
+        print(f"toolwatch simulate: {problem}", file=sys.stderr)
+        return 1
     return 0

@@ -71,6 +71,7 @@ from toolwatch.collector.otlp.metrics import metrics_renderer
 from toolwatch.collector.otlp.stats import CollectorStats
 from toolwatch.collector.otlp.writer import GroupCommitWriter, PendingRequest, WriteFailed
 from toolwatch.collector.store import Store
+from toolwatch.instrumentation.export.processor import Delivery
 
 log = logging.getLogger(__name__)
 
@@ -267,6 +268,15 @@ class Collector:
         thread = threading.Thread(target=target, name=name, daemon=True)
         self._threads[name] = thread
         thread.start()
+
+    def check_delivery(self, sent: Delivery | None) -> str | None:
+        """Whether every span a (flushed) processor sent here arrived and was accepted: None,
+        or one line saying what is missing (commands that emit spans print it)."""
+        if sent is None:
+            return None
+        with self._lock:
+            received, rejected = self.stats.spans, self.stats.rejected_spans
+        return sent.check(received, rejected)
 
     # ------------------------------------------------------------------ HTTP
 

@@ -106,21 +106,45 @@ def append_new_calls(store: Store, calls: Calls) -> Appended:
     return Appended(calls=fresh, already_stored=table.num_rows - fresh.num_rows, files=files)
 
 
+@dataclass(slots=True)
+class OtlpSent:
+    """What an OTLP send delivered: spans sent, and accepted (not rejected) by the endpoint."""
+
+    sent: int
+    accepted: int
+    messages: list[str] = field(default_factory=list)  # the endpoint's rejection messages
+
+    def check(self) -> str | None:
+        """None when every span sent was accepted, else one line saying what was not."""
+        if self.accepted == self.sent:
+            return None
+        why = "; ".join(self.messages) or "no reason given"
+        return (
+            f"only {self.accepted:,} of {self.sent:,} spans were accepted by the collector "
+            f"({self.sent - self.accepted:,} rejected: {why})"
+        )
+
+
 def send_otlp(calls: Calls, endpoint: str, *, progress: bool = False) -> int:
     """Send calls as OTLP spans with their original times (through the instrumentation's
-    replay); returns how many the endpoint accepted.
+    replay); returns how many the endpoint accepted (see :func:`send_otlp_report`)."""
+    return send_otlp_report(calls, endpoint, progress=progress).accepted
+
+
+def send_otlp_report(calls: Calls, endpoint: str, *, progress: bool = False) -> OtlpSent:
+    """Send calls as OTLP spans with their original times; what was sent and accepted.
 
     ``progress`` shows a bar on stderr. Raises :class:`ExportUnavailable` when the replay
     cannot be imported, :class:`ExportFailed` (with the count sent) when the endpoint refuses a
     batch or cannot be reached.
     """
     try:
-        from toolwatch.instrumentation.export.replay import send_records
+        from toolwatch.instrumentation.export.replay import replay_records
     except ImportError as exc:
         raise ExportUnavailable(str(exc)) from exc
     records = calls.to_pylist() if isinstance(calls, pa.Table) else list(calls)
     if not records:
-        return 0
+        return OtlpSent(0, 0)
     from tqdm import tqdm
 
     with tqdm(
@@ -134,6 +158,7 @@ def send_otlp(calls: Calls, endpoint: str, *, progress: bool = False) -> int:
             bar.update(accepted - bar.n)
 
         try:
-            return int(send_records(records, endpoint, on_progress=on_progress))
+            report = replay_records(records, endpoint, on_progress=on_progress)
         except Exception as exc:  # ReplayError, network and protocol errors of the exporter
             raise ExportFailed(endpoint, sent, exc) from exc
+    return OtlpSent(report.sent, report.accepted, list(report.messages))

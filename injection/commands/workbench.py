@@ -200,22 +200,27 @@ def telemetry(store: Any, enabled: bool) -> Iterator[str | None]:
             f"cannot record the runs' spans: the collector is not available ({exc}); "
             "use --no-telemetry to run without them"
         ) from exc
-    from toolwatch.instrumentation import configure_otlp, instrument, uninstrument
+    from toolwatch.instrumentation import configure_otlp, delivery, instrument, uninstrument
 
     collector = Collector(store, port=0)
     collector.start()
     provider = None
+    problem = None
     try:
         url = _collector_url(collector)
-        provider = configure_otlp(endpoint=url, service_name="toolwatch-workbench")
+        # block: a full export queue waits instead of dropping (every call must reach --detect)
+        provider = configure_otlp(endpoint=url, service_name="toolwatch-workbench", block=True)
         instrument(tracer_provider=provider)
         yield url
     finally:
         uninstrument()
         if provider is not None:
             provider.force_flush()
+            problem = collector.check_delivery(delivery(provider))  # emitted == stored?
             provider.shutdown()
         collector.stop()
+    if problem is not None:
+        print(f"toolwatch workbench: telemetry incomplete: {problem}", file=sys.stderr)
 
 
 def _collector_url(collector: Any) -> str:

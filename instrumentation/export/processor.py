@@ -53,10 +53,11 @@ class Delivery:
     def lost(self) -> int:
         return self.failed + self.dropped
 
-    def check(self, stored: int, what: str = "spans") -> str | None:
-        """None when every span ended was exported and ``stored`` by the collector, else one
-        line saying what is missing and why (for a command to print)."""
-        if self.lost == 0 and self.queued == 0 and stored == self.ended:
+    def check(self, received: int, rejected: int = 0) -> str | None:
+        """None when every span ended was exported and the collector ``received`` them all
+        and ``rejected`` none, else one line saying what is missing and why (for a command
+        to print: its results rest on incomplete telemetry)."""
+        if not self.lost and not self.queued and received == self.ended and not rejected:
             return None
         parts = []
         if self.dropped:
@@ -65,11 +66,12 @@ class Delivery:
             parts.append(f"{self.failed:,} in batches the collector refused or never got")
         if self.queued:
             parts.append(f"{self.queued:,} still queued at the end")
-        unexplained = self.exported - stored
-        if unexplained > 0:
-            parts.append(f"{unexplained:,} exported but not stored (rejected or ignored)")
-        reason = "; ".join(parts) or "counts differ"
-        return f"{stored:,} of {self.ended:,} {what} stored ({reason})"
+        if rejected:
+            parts.append(f"{rejected:,} rejected by the collector")
+        if received != self.exported:
+            parts.append(f"the collector counted {received:,}, the exporter {self.exported:,}")
+        stored = min(received, self.exported) - rejected
+        return f"{stored:,} of {self.ended:,} spans reached the store ({'; '.join(parts)})"
 
 
 class ToolwatchSpanProcessor(SpanProcessor):
