@@ -33,8 +33,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
-#: descriptors kept free for the store, logs and threads when sizing the connection cap
-FD_RESERVE: Final = 128
+#: connections asyncio accepts per event-loop round; it accepts a whole round (and the next
+#: ones) before the protocol sees any of them, so the cap leaves room for four rounds
+ACCEPT_BACKLOG: Final = 64
+#: descriptors kept free when sizing the connection cap: the store, logs, threads, and
+#: connections accepted but not yet seen by the guard
+FD_RESERVE: Final = 128 + 4 * ACCEPT_BACKLOG
 DEFAULT_MAX_CONNECTIONS: Final = 4096
 _SWEEP_EVERY: Final = 0.5
 
@@ -162,11 +166,11 @@ class ConnectionGuard:
     # -- housekeeping --
 
     def _oldest_slow(self, exclude: Any) -> Any:
-        best, best_since = None, float("inf")
+        """The longest-open connection not being answered (insertion order is age order)."""
         for conn, state in self.connections.items():
-            if conn is not exclude and state.phase != BUSY and state.since < best_since:
-                best, best_since = conn, state.since
-        return best
+            if conn is not exclude and state.phase != BUSY:
+                return conn
+        return None
 
     def _close(self, conn: Any, reason: str) -> None:
         self.connections.pop(conn, None)

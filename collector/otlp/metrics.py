@@ -95,5 +95,5 @@ class _StatsCollector:
 def metrics_renderer(stats: CollectorStats, lock: threading.Lock) -> Callable[[], bytes]:
     """A function producing the exposition text of ``stats`` (a private registry)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_StatsCollector(stats, lock))  # type: ignore[arg-type]
+    registry.register(_StatsCollector(stats, lock))
     return lambda: generate_latest(registry)
