@@ -1,0 +1,197 @@
+"""The public export API alongside an application's own OpenTelemetry set-up, against a real
+collector: tool spans to toolwatch *and* the application's backend, or to toolwatch *only*;
+OTel's ``suppress_instrumentation()`` honoured; every span the processor was given accounted
+for (exported, failed, dropped), and a full queue either waits (``block``) or drops and counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from support.collector import rows
+from support.mcp_test_server import build_server
+from toolwatch.collector.otlp import Collector
+from toolwatch.collector.store import Store
+from toolwatch.conventions import ATTR_TOOL_NAME
+from toolwatch.instrumentation import (
+    ToolwatchSpanProcessor,
+    configure_otlp,
+    conversation,
+    delivery,
+    instrument,
+    toolwatch_span_processor,
+    uninstrument,
+    without_toolwatch_spans,
+)
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Collector]:
+    with Collector(Store(tmp_path / "store"), compact_interval=None) as c:
+        yield c
+
+
+def _calls(n: int, *, suppressed: int = 0) -> None:
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            with conversation("conv-x"):
+                for i in range(n):
+                    await client.call_tool("echo", {"text": f"t{i}"})
+                with suppress_instrumentation():
+                    for _ in range(suppressed):
+                        await client.call_tool("echo", {"text": "hidden"})
+
+    anyio.run(main)
+
+
+def _app_provider(backend: InMemorySpanExporter, *, keep_tool_spans: bool) -> TracerProvider:
+    """An application's provider, already exporting (here: to memory) before toolwatch."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "the-app"}))
+    inner = SimpleSpanProcessor(backend)
+    provider.add_span_processor(inner if keep_tool_spans else without_toolwatch_spans(inner))
+    return provider
+
+
+def test_tool_spans_go_to_toolwatch_and_to_the_apps_own_backend(collector: Collector) -> None:
+    backend = InMemorySpanExporter()
+    provider = _app_provider(backend, keep_tool_spans=True)
+    processor = toolwatch_span_processor(collector.url)
+    provider.add_span_processor(processor)
+    instrument(tracer_provider=provider)
+    try:
+        _calls(3)
+        with provider.get_tracer("the-app").start_as_current_span("app work"):
+            pass
+    finally:
+        uninstrument()
+    sent = processor.flush()
+    # 3 calls and the tools/list mcp makes before validating the first call's result
+    assert (sent.ended, sent.exported, sent.lost, sent.queued) == (4, 4, 0, 0)
+    assert collector.check_delivery(sent) is None
+    assert [r["service"] for r in rows(collector.store)] == ["the-app"] * 3
+    names = [s.name for s in backend.get_finished_spans()]
+    assert names.count("tools/call echo") == 3 and "app work" in names
+    assert "tools/list" in names
+    provider.shutdown()
+
+
+def test_tool_spans_go_to_toolwatch_only(collector: Collector) -> None:
+    backend = InMemorySpanExporter()
+    provider = _app_provider(backend, keep_tool_spans=False)  # a shared provider, filtered
+    processor = toolwatch_span_processor(collector.url)
+    provider.add_span_processor(processor)
+    instrument(tracer_provider=provider)
+    try:
+        _calls(2)
+        with provider.get_tracer("the-app").start_as_current_span("app work"):
+            pass
+    finally:
+        uninstrument()
+    processor.flush()
+    assert len(rows(collector.store)) == 2
+    assert [s.name for s in backend.get_finished_spans()] == ["app work"]
+    provider.shutdown()
+
+
+def test_configure_otlp_counts_and_suppression_is_honoured(collector: Collector) -> None:
+    provider = configure_otlp(collector.url, service_name="agent-x", block=True)
+    instrument(tracer_provider=provider)
+    try:
+        _calls(4, suppressed=3)  # the 3 calls inside suppress_instrumentation() leave no span
+    finally:
+        uninstrument()
+    provider.force_flush()
+    sent = delivery(provider)
+    assert sent is not None and (sent.ended, sent.exported) == (5, 5)  # 4 calls, 1 tools/list
+    assert collector.check_delivery(sent) is None
+    got = rows(collector.store)
+    assert len(got) == 4 and {r["service"] for r in got} == {"agent-x"}
+    provider.shutdown()
+
+
+class _SlowExporter(SpanExporter):
+    """Holds each export until released (to fill a processor's queue), then succeeds."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.release = threading.Event()
+        self.spans: list[ReadableSpan] = []
+
+    def export(self, spans: object) -> SpanExportResult:
+        self.release.wait(30)
+        self.spans.extend(spans)  # type: ignore[arg-type]
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.set()
+
+
+def _ended_spans(provider: TracerProvider, n: int) -> None:
+    tracer = provider.get_tracer("toolwatch.instrumentation")
+    for i in range(n):
+        tracer.start_span(f"tools/call t{i}", attributes={ATTR_TOOL_NAME: "t"}).end()
+
+
+def test_a_full_queue_drops_and_counts_or_waits_when_blocking() -> None:
+    import threading
+
+    slow = _SlowExporter()
+    dropping = ToolwatchSpanProcessor(slow, scopes=None, max_queue_size=10, max_export_batch_size=5)
+    provider = TracerProvider()
+    provider.add_span_processor(dropping)
+    _ended_spans(provider, 40)
+    slow.release.set()
+    sent = dropping.flush()
+    assert sent.ended == 40 and sent.dropped > 0
+    assert sent.exported + sent.dropped == 40 and len(slow.spans) == sent.exported
+    assert "dropped by a full export queue" in (sent.check(sent.exported) or "")
+    provider.shutdown()
+
+    slow = _SlowExporter()
+    blocking = ToolwatchSpanProcessor(
+        slow, scopes=None, max_queue_size=10, max_export_batch_size=5, block=True
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(blocking)
+    releaser = threading.Timer(0.5, slow.release.set)  # the backend comes back
+    releaser.start()
+    _ended_spans(provider, 40)  # waits for room instead of dropping
+    sent = blocking.flush()
+    releaser.join()
+    assert (sent.ended, sent.exported, sent.dropped, sent.failed) == (40, 40, 0, 0)
+    assert sent.check(40) is None
+    provider.shutdown()
+
+
+def test_an_unreachable_collector_is_counted_as_failed(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    processor = toolwatch_span_processor(
+        f"http://127.0.0.1:{port}", timeout=1.0, only_toolwatch=False
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    _ended_spans(provider, 3)
+    sent = processor.flush(timeout=20)
+    assert (sent.ended, sent.exported, sent.failed) == (3, 0, 3)
+    message = sent.check(0)
+    assert message is not None and "0 of 3 spans reached the store" in message
+    provider.shutdown()

@@ -1,0 +1,108 @@
+"""Every private mcp hook the instrumentation relies on exists and is wrapped — these tests fail
+loudly the day an mcp release moves one (the instrumentor would only log a warning) — and what
+each hook is for still works: the B4 ``return_empty`` label survives mcp's output-schema check.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from typing import Any
+
+import anyio
+import pytest
+import wrapt
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from support.mcp_test_server import build_server
+from toolwatch.collector.otlp.mapping import SDK_SCOPE
+from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_LABEL, ATTR_RESULT_SIZE, ATTR_TOOL_NAME
+from toolwatch.injection.faults.library import find_scenario
+from toolwatch.injection.proxy.proxy import run_proxy
+from toolwatch.instrumentation.client import sdk_hooks
+from toolwatch.instrumentation.client.sdk_hooks import PRIVATE_ATTRIBUTES, PRIVATE_HOOKS
+
+
+def _resolve(module: str, name: str) -> Any:
+    """The attribute as stored (not bound); AttributeError when this mcp no longer has it."""
+    owner: Any = importlib.import_module(module)
+    for part in name.split("."):
+        owner = inspect.getattr_static(owner, part)
+    return owner
+
+
+@pytest.mark.parametrize("hook", PRIVATE_HOOKS, ids=lambda h: f"{h.module}.{h.name}")
+def test_every_private_hook_exists_and_is_wrapped(
+    exporter: InMemorySpanExporter, hook: sdk_hooks.Hook
+) -> None:
+    target = _resolve(hook.module, hook.name)
+    assert isinstance(target, wrapt.FunctionWrapper), f"{hook.module}.{hook.name} is not wrapped"
+    assert target._self_wrapper is hook.wrapper
+
+
+def test_hooks_that_are_attributes_exist_on_live_objects() -> None:
+    assert PRIVATE_ATTRIBUTES == (("mcp.client.client", "Client", "_session"),)
+
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            assert getattr(client, "_session", None) is client.session  # read by the wrapper
+
+    anyio.run(main)
+    server = MCPServer("x")
+    assert hasattr(server, "_lowlevel_server")  # used by the fault proxy (injection/proxy)
+
+
+def test_the_sdks_tracer_is_the_scope_the_collector_ignores() -> None:
+    otel = importlib.import_module("mcp.shared._otel")
+    tracer = otel._tracer
+    name = getattr(tracer, "_instrumenting_module_name", None) or getattr(tracer, "name", None)
+    assert name == SDK_SCOPE
+
+
+def test_a_missing_hook_is_a_warning_not_silence(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = sdk_hooks.Hook("mcp.client.session", "ClientSession._no_such_hook", lambda *a: None, "x")
+    monkeypatch.setattr(sdk_hooks, "PRIVATE_HOOKS", (gone,))
+    caplog.set_level(logging.WARNING, logger="toolwatch.instrumentation.client.sdk_hooks")
+    assert sdk_hooks.install() == [gone]
+    assert "has no mcp.client.session.ClientSession._no_such_hook" in caplog.text
+    sdk_hooks.uninstall()
+
+
+def _args(scenario: Any, tool: str) -> dict[str, Any]:
+    schema = scenario.tool(tool).input_schema
+    samples = {"string": "x", "integer": 1, "number": 1.0, "array": ["a"], "boolean": True}
+    props = schema.get("properties", {})
+    return {
+        n: samples.get(props.get(n, {}).get("type", "string"), "x")
+        for n in schema.get("required", [])
+    }
+
+
+@pytest.mark.parametrize("scenario_id", ["b4-finance-01", "b4-medical-01"])
+def test_b4_return_empty_keeps_its_label_when_the_output_schema_check_raises(
+    exporter: InMemorySpanExporter, scenario_id: str
+) -> None:
+    scenario = find_scenario(scenario_id)
+    tool = scenario.fault.tool
+    raised: list[BaseException] = []
+
+    async def main() -> None:
+        async with run_proxy(scenario, None) as proxy, Client(proxy) as client:
+            try:
+                await client.call_tool(tool, _args(scenario, tool))
+            except RuntimeError as exc:  # mcp: "has an output schema but did not return ..."
+                raised.append(exc)
+
+    anyio.run(main)
+    assert raised and "output schema" in str(raised[0])
+    spans = [s for s in exporter.get_finished_spans() if s.attributes.get(ATTR_TOOL_NAME) == tool]
+    assert len(spans) == 1
+    attrs = spans[0].attributes
+    assert attrs.get(ATTR_LABEL) == scenario.label  # before: an unlabelled RuntimeError
+    assert attrs.get(ATTR_ERROR_TYPE) == "RuntimeError"
+    assert attrs.get(ATTR_RESULT_SIZE) == 0  # the empty result did arrive
