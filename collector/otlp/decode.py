@@ -333,7 +333,7 @@ def _json_any(value: Any, where: str, depth: int = 0) -> Any:
     if "bytesValue" in value:
         try:
             return base64.b64decode(value["bytesValue"], validate=True)
-        except (binascii.Error, TypeError) as exc:
+        except (binascii.Error, TypeError, ValueError) as exc:  # ValueError: not ASCII
             raise _JsonShapeError(f"{where}.bytesValue is not base64") from exc
     return None  # unknown field names are ignored, as OTLP/JSON requires
 

@@ -1,0 +1,95 @@
+"""The full property-based HTTP fuzz of a live ``toolwatch collector`` (10,000 requests by
+default; CI runs 1,000 in ``tests/collector/otlp/test_fuzz.py``): hostile OTLP/JSON and protobuf
+documents, mostly-valid tool spans with one hostile field, random bytes, gzip of each.
+
+The contract: no 5xx except 503 with ``Retry-After``, the server alive afterwards, spans stored
+before the run intact, no traceback in the collector's log. Prints one JSON summary line.
+Run: ``.venv/bin/python benchmarks/fuzz_http.py [--requests 10000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.collector import SpanSpec, call, pb_request, post
+from support.http_fuzz import health, run_fuzz, wait_healthy
+from toolwatch.collector.store import Store
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+    with tempfile.TemporaryDirectory(prefix="fuzz-http-") as tmp:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        store = Store(Path(tmp) / "store")
+        log = Path(tmp) / "collector.log"
+        with open(log, "w") as err:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "toolwatch",
+                    "collector",
+                    "--store",
+                    str(store.root),
+                    "--port",
+                    str(port),
+                    "--compact-interval",
+                    "0",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        try:
+            wait_healthy(port)
+            earlier = [SpanSpec(call(session="before-fuzz", seq=i)) for i in range(50)]
+            assert post(f"http://127.0.0.1:{port}", pb_request(earlier)).status == 200
+            result = run_fuzz(port, args.requests)
+            alive = health(port)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(300)
+        kept = store.query("SELECT count(*) AS n FROM calls WHERE session_id = 'before-fuzz'")
+        text = log.read_text()
+        summary = {
+            "requests": result.examples,
+            "seconds": round(result.seconds, 1),
+            "per_s": round(result.examples / result.seconds, 1),
+            "statuses": {str(k): v for k, v in sorted(result.statuses.items())},
+            "bad_5xx": len(result.bad),
+            "unanswered": result.unanswered,
+            "health_after": alive,
+            "earlier_rows_kept": kept.column("n")[0].as_py(),
+            "tracebacks_in_log": text.count("Traceback"),
+            "collector_exit": proc.returncode,
+            "load_average": round(os.getloadavg()[0], 2),
+        }
+        print(json.dumps(summary))
+        ok = (
+            not result.bad
+            and not result.unanswered
+            and alive == 200
+            and summary["earlier_rows_kept"] == 50
+            and not summary["tracebacks_in_log"]
+        )
+        if not ok:
+            print(text[-5000:], file=sys.stderr)
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

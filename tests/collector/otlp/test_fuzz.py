@@ -1,0 +1,116 @@
+"""Fuzzing in CI, time-bounded: the atheris (coverage-guided) target of the OTLP decoders over
+its saved regressions and for 20 s from its seeds, and a property-based HTTP fuzz of a live
+``toolwatch collector`` (1,000 requests here, ``TOOLWATCH_HTTP_FUZZ`` to change;
+``benchmarks/fuzz_http.py`` runs 10,000): no 5xx but 503 + Retry-After, the server alive, data
+stored before intact, no traceback in its log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.collector import SpanSpec, call, pb_request, post
+from support.http_fuzz import health, run_fuzz, wait_healthy
+from toolwatch.collector.store import Store
+
+FUZZ = Path(__file__).parent / "fuzz"
+TARGET = FUZZ / "fuzz_decoders.py"
+
+
+def _atheris() -> None:
+    pytest.importorskip("atheris")
+
+
+def test_atheris_target_replays_every_saved_regression() -> None:
+    _atheris()
+    inputs = sorted(str(p) for p in (FUZZ / "regress").glob("*.bin"))
+    assert len(inputs) >= 10
+    out = subprocess.run(
+        [sys.executable, str(TARGET), *inputs], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stderr.count("Executed ") == len(inputs)
+
+
+def test_atheris_coverage_guided_run_finds_nothing(tmp_path: Path) -> None:
+    _atheris()
+    seconds = int(os.environ.get("TOOLWATCH_ATHERIS_SECONDS", "20"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(TARGET),
+            str(corpus),
+            str(FUZZ / "seeds"),
+            f"-dict={FUZZ / 'otlp.dict'}",
+            f"-max_total_time={seconds}",
+            "-rss_limit_mb=3072",
+            "-timeout=20",
+            f"-artifact_prefix={tmp_path}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 240,
+    )
+    crashes = list(tmp_path.glob("crash-*")) + list(tmp_path.glob("timeout-*"))
+    assert out.returncode == 0 and not crashes, (crashes, out.stderr[-3000:])
+    done = re.search(r"Done (\d+) runs", out.stderr)
+    assert done and int(done.group(1)) >= 500, out.stderr[-2000:]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_http_fuzz_never_5xx_and_keeps_earlier_data(tmp_path: Path) -> None:
+    examples = int(os.environ.get("TOOLWATCH_HTTP_FUZZ", "1000"))
+    port = _free_port()
+    log = tmp_path / "collector.log"
+    store = Store(tmp_path / "store")
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "toolwatch",
+                "collector",
+                "--store",
+                str(store.root),
+                "--port",
+                str(port),
+                "--compact-interval",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        wait_healthy(port)
+        earlier = [SpanSpec(call(session="before-fuzz", seq=i)) for i in range(50)]
+        assert post(f"http://127.0.0.1:{port}", pb_request(earlier)).status == 200
+        result = run_fuzz(port, examples)
+        assert result.unanswered == 0 and not result.bad, (result.statuses, result.bad[:3])
+        assert result.examples >= examples * 0.9, result.examples
+        assert health(port) == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+    assert proc.returncode == 0
+    kept = store.query("SELECT count(*) AS n FROM calls WHERE session_id = 'before-fuzz'")
+    assert kept.column("n")[0].as_py() == 50
+    text = log.read_text()
+    assert "Traceback" not in text and "internal error" not in text, text[-3000:]
+    print(
+        f"HTTP fuzz: {result.examples} requests in {result.seconds:.0f} s: {dict(result.statuses)}"
+    )
