@@ -62,15 +62,19 @@ from toolwatch.collector.otlp.wire import (
     WireSpans,
     all_zero,
     binary_array,
+    equals_text,
     hex_array,
+    scan_more_keys,
     scan_spans,
 )
 from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
 
-#: every attribute the fast path reads: the record's, the replay's marker, the semconv markers
-SCAN_KEYS = (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN, *(key for key, _ in SEMCONV_MARKERS))
+#: every attribute the fast path reads for every span: the record's and the replay's marker
+SCAN_KEYS = (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN)
+#: read only for spans without toolwatch's marker (toolwatch's own spans never need them)
+SEMCONV_KEYS = tuple(key for key, _ in SEMCONV_MARKERS)
 _SPAN_KIND_SERVER = 2
 
 log = logging.getLogger(__name__)
@@ -232,19 +236,6 @@ def _has(ws: WireSpans, key: str) -> np.ndarray:
     return out
 
 
-def _equals(ws: WireSpans, key: str, value: str) -> np.ndarray:
-    """Spans whose attribute ``key`` is the string ``value``."""
-    attr = ws.attrs[key]
-    raw = value.encode()
-    sel = np.flatnonzero((attr.kind == ANY_STRING) & (attr.length == len(raw)))
-    out = np.zeros(ws.n, bool)
-    if sel.size:
-        text = binary_array(ws.buf, attr.pos[sel], attr.length[sel])
-        same = pc.equal(text, pa.scalar(raw, pa.binary())).to_numpy(zero_copy_only=False)
-        out[attr.span[sel[same]]] = True
-    return out
-
-
 def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[Mapped]:
     n = ws.n
     spans_of_scope: list[Any] = []  # the protobuf span list of each scope
@@ -266,9 +257,12 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     marker = _has(ws, TOOL_CALL_MARKER)
     semconv_key = np.zeros(n, bool)
     semconv = np.zeros(n, bool)
-    for key, value in SEMCONV_MARKERS:
-        semconv_key |= _has(ws, key)
-        semconv |= _equals(ws, key, value)
+    unmarked = ~sdk & ~marker & ~ws.has_events  # (spans with events go one by one anyway)
+    if unmarked.any():  # another sender's spans: are they semantic-conventions tool spans?
+        scan_more_keys(ws, SEMCONV_KEYS, unmarked)
+        for key, value in SEMCONV_MARKERS:
+            semconv_key |= _has(ws, key)
+            semconv |= equals_text(ws.buf, ws.attrs[key], value, n)
     interesting = ~sdk & (marker | ws.has_events | semconv_key)
     odd_kind = (ws.kind < 0) | (ws.kind > 5) | (ws.status < 0) | (ws.status > 2)
     slow = interesting & (ws.has_events | ws.odd | odd_kind)

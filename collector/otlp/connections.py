@@ -229,6 +229,29 @@ def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
     return GuardedH11Protocol
 
 
+def return_large_blocks_to_the_os(threshold: int = 8 << 20, trim: int = 32 << 20) -> bool:
+    """Ask glibc to serve allocations of ``threshold`` bytes and more with ``mmap`` (freed
+    straight back to the OS) instead of the heap, whose dynamic threshold otherwise keeps the
+    memory of a burst of large requests (a 15 MiB attribute ...) long after they are gone.
+    Setting it fixes the heap's trim threshold too: ``trim`` keeps it high, so ordinary
+    traffic does not pay for trimming and re-growing the heap. Best effort: False where it is
+    not glibc. Process-wide, and harmless for other code."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        if name is None:
+            return False
+        libc = ctypes.CDLL(name)
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        return bool(libc.mallopt(m_mmap_threshold, threshold)) and bool(
+            libc.mallopt(m_trim_threshold, trim)
+        )
+    except (OSError, AttributeError):
+        return False
+
+
 def default_max_connections() -> int:
     """Connections allowed: below the (raised) descriptor limit, at most 4,096."""
     soft = raise_fd_limit()

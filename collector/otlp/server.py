@@ -34,14 +34,13 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import pyarrow as pa
 import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from toolwatch.collector.otlp.connections import (
     ACCEPT_BACKLOG,
@@ -52,6 +51,7 @@ from toolwatch.collector.otlp.connections import (
     default_max_connections,
     guarded_protocol,
     rate_limit_third_party_logs,
+    return_large_blocks_to_the_os,
 )
 from toolwatch.collector.otlp.decode import (
     CONTENT_TYPES,
@@ -180,6 +180,7 @@ class Collector:
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.recover()  # finish (or undo) a compaction a crash interrupted
         rate_limit_third_party_logs()
+        return_large_blocks_to_the_os()  # memory bounded by the queue, not by the last burst
         max_connections, header_timeout, body_timeout = self._guard_settings
         self._guard = ConnectionGuard(
             max_connections=max_connections or default_max_connections(),
@@ -191,12 +192,12 @@ class Collector:
         sock = _bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._ingest.listen = self.url
-        app = Starlette(
-            routes=[
-                Route(TRACES_PATH, self._traces, methods=["POST"]),
-                Route("/health", self._health, methods=["GET"]),
-                Route("/metrics", self._metrics, methods=["GET"]),
-            ]
+        app = _Router(
+            {
+                (TRACES_PATH, "POST"): self._traces,
+                ("/health", "GET"): self._health,
+                ("/metrics", "GET"): self._metrics,
+            }
         )
         config = uvicorn.Config(
             app,
@@ -455,6 +456,37 @@ class Collector:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+class _Router:
+    """The collector's three routes as a bare ASGI app: a dict lookup, no middleware stack.
+
+    (Starlette's application and router cost about half of what a request that only sends
+    headers costs the event loop; a thousand slow clients must cost it little.)
+    """
+
+    def __init__(self, routes: dict[tuple[str, str], Callable[[Request], Any]]) -> None:
+        self.routes = routes
+        self.paths = {path for path, _ in routes}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        handler = self.routes.get((scope["path"], scope["method"]))
+        if handler is None:
+            known = scope["path"] in self.paths
+            response = Response(
+                b"method not allowed\n" if known else b"not found\n",
+                405 if known else 404,
+                media_type="text/plain",
+            )
+        else:
+            try:
+                response = await handler(Request(scope, receive))
+            except Exception:
+                log.exception("internal error in %s %s", scope["method"], scope["path"])
+                response = Response(b"internal error\n", 500, media_type="text/plain")
+        await response(scope, receive, send)
 
 
 async def _with_timeout(chunks: AsyncIterator[bytes], timeout: float) -> AsyncIterator[bytes]:

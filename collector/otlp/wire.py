@@ -367,6 +367,8 @@ class WireSpans:
     has_events: np.ndarray
     odd: np.ndarray  # the fast path must leave these spans to the reference mapping
     attrs: dict[str, WireAttr]
+    #: every attribute key/value: (span, start, length), for a later look-up of more keys
+    kvs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
@@ -432,8 +434,40 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
             ws.status[at] = _status_codes(ws, at, payload[m], value[m].astype(np.int64))
     ws.has_events[owner[(number == 11) & ~mismatch]] = True
     m = np.flatnonzero((number == 9) & ~mismatch)
-    _scan_attributes(ws, owner[m], payload[m], value[m].astype(np.int64), keys)
+    ws.kvs = (owner[m], payload[m], value[m].astype(np.int64))
+    _scan_attributes(ws, *ws.kvs, keys)
     return ws
+
+
+def scan_more_keys(ws: WireSpans, keys: Sequence[str], spans: np.ndarray) -> None:
+    """Read the attributes ``keys`` of the spans selected by the bool mask ``spans`` too
+    (``ws.attrs[key]`` then holds their occurrences in those spans only)."""
+    assert ws.kvs is not None
+    kv_span, kv_start, kv_len = ws.kvs
+    sel = np.flatnonzero(spans[kv_span]) if kv_span.size else np.zeros(0, np.int64)
+    _scan_attributes(ws, kv_span[sel], kv_start[sel], kv_len[sel], keys)
+
+
+def equals_text(buf: Buf, attr: WireAttr, text: str, n: int) -> np.ndarray:
+    """Spans (of ``n``) whose occurrence of ``attr`` is the string ``text`` (≤ 16 bytes),
+    compared word-wise (no copy of the values)."""
+    raw = text.encode()
+    if len(raw) > 16:
+        raise ValueError("equals_text compares strings of at most 16 bytes")
+    out = np.zeros(n, bool)
+    sel = np.flatnonzero((attr.kind == ANY_STRING) & (attr.length == len(raw)))
+    if not sel.size:
+        return out
+    first_want, last_want = _key_words(raw)
+    pos = attr.pos[sel]
+    first = buf.words(pos)
+    if len(raw) < 8:
+        first &= _LOW_BYTES[len(raw)]
+    same = first == np.uint64(first_want)
+    if len(raw) > 8:
+        same &= buf.words(pos + len(raw) - 8) == np.uint64(last_want)
+    out[attr.span[sel[same]]] = True
+    return out
 
 
 def _status_codes(ws: WireSpans, at: np.ndarray, pos: np.ndarray, length: np.ndarray) -> np.ndarray:

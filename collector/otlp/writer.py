@@ -325,10 +325,10 @@ class GroupCommitWriter:
     def _write(self, mapped: list[Mapped]) -> list[Any]:
         """Drop the spans stored already (in place: each ``Mapped`` loses them and counts
         them), append the rest and remember their keys; returns the files written."""
-        call_keys = [span_keys(m.calls["trace_id"], m.calls["span_id"]) for m in mapped]
+        call_keys = _keys_by_request([m.calls for m in mapped], CALLS_SCHEMA)
         list_keys = [
-            span_keys(m.tool_lists["trace_id"], m.tool_lists["span_id"]) ^ LISTING_SALT
-            for m in mapped
+            k ^ LISTING_SALT
+            for k in _keys_by_request([m.tool_lists for m in mapped], TOOL_LISTS_SCHEMA)
         ]
         spans = _span_level(call_keys, list_keys)
         if spans.size:
@@ -419,6 +419,14 @@ class GroupCommitWriter:
                 self.stats.compacted_files += removed
             if removed:
                 log.info("compacted %s: %d small files merged away", table, removed)
+
+
+def _keys_by_request(parts: list[pa.Table], schema: pa.Schema) -> list[np.ndarray]:
+    """The span keys of each table, computed in one pass over all of them."""
+    every = _concat(parts, schema)
+    keys = span_keys(every["trace_id"], every["span_id"])
+    bounds = np.cumsum([0, *(t.num_rows for t in parts)])
+    return [keys[bounds[i] : bounds[i + 1]] for i in range(len(parts))]
 
 
 def _span_level(call_keys: list[np.ndarray], list_keys: list[np.ndarray]) -> np.ndarray:

@@ -59,6 +59,7 @@ class SpanSpec:
     span_id: bytes = b""
     name: str = ""
     events: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    kind: int = Span.SPAN_KIND_CLIENT
 
     def __post_init__(self) -> None:
         n = next(_ids)
@@ -104,7 +105,7 @@ def pb_span(spec: SpanSpec) -> Span:
         trace_id=spec.trace_id,
         span_id=spec.span_id,
         name=spec.name,
-        kind=Span.SPAN_KIND_CLIENT,
+        kind=spec.kind,  # type: ignore[arg-type]
         start_time_unix_nano=spec.start_ns,
         end_time_unix_nano=spec.end_ns or 0,
         attributes=[key_value(k, v) for k, v in spec.attributes.items()],
@@ -182,7 +183,7 @@ def json_request(
                                 "traceId": s.trace_id.hex(),
                                 "spanId": s.span_id.hex(),
                                 "name": s.name,
-                                "kind": 3,
+                                "kind": s.kind,
                                 "startTimeUnixNano": str(s.start_ns),
                                 "endTimeUnixNano": str(s.end_ns),
                                 "attributes": _json_attrs(s.attributes),

@@ -106,11 +106,24 @@ _messy_attributes = st.fixed_dictionaries(
     optional={
         **{a: st.one_of(_good_value(a), _odd_value) for a in CALL_ATTRIBUTES},
         ATTR_DURATION_UNKNOWN: st.one_of(st.booleans(), _odd_value),
-        "gen_ai.operation.name": st.just("execute_tool"),
+        "gen_ai.operation.name": st.sampled_from(["execute_tool", "chat", "execute_tooL", ""]),
+        "mcp.method.name": st.one_of(st.sampled_from(["tools/call", "tools/list"]), _odd_value),
+    },
+)
+#: semantic-conventions tool spans (no toolwatch marker): sizes absent, kinds of every sort
+_semconv_attributes = st.fixed_dictionaries(
+    {"gen_ai.operation.name": st.just("execute_tool")},
+    optional={
+        **{
+            a: st.one_of(_good_value(a), _odd_value)
+            for a in CALL_ATTRIBUTES
+            if a != ATTR_ARGUMENTS_SIZE
+        },
+        "mcp.method.name": st.just("tools/call"),
     },
 )
 #: half the spans are clean (the columnar path maps them), half are not (the reference does)
-_attributes = st.one_of(_clean_attributes, _messy_attributes)
+_attributes = st.one_of(_clean_attributes, _messy_attributes, _semconv_attributes)
 
 
 @st.composite
@@ -132,6 +145,7 @@ def _span(draw: st.DrawFn) -> SpanSpec:
         end_ns=end,
         status=draw(st.sampled_from([0, 0, 1, 2, 7])),
         events=events,
+        kind=draw(st.sampled_from([3, 3, 3, 0, 1, 2, 4, 5, 9])),
     )
     if trace_id is not None:
         spec.trace_id = trace_id

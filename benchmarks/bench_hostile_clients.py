@@ -1,0 +1,248 @@
+"""Benchmark: a ``toolwatch collector`` process under the issue's attacks, measured.
+
+* **fat clients** — N clients (default 96) loop 15 KB gzip bodies that unpack to one span with
+  a 15 MiB attribute, OTLP/JSON and protobuf: the collector's peak resident memory (sampled
+  every 50 ms; target ≤ 512 MiB), the statuses (503s must carry ``Retry-After``);
+* **slow clients** — 1,100 connections send headers and part of a body, then stall, against a
+  collector limited to 1,024 descriptors (soft and hard: it cannot raise them) and, separately,
+  a soft limit of 1,024 it may raise: a well-behaved client sends a request every 250 ms from
+  the start of the burst; its worst and median latency (target: every one within 1 s), the
+  log's growth, "Too many open files" lines;
+* **poisoned requests** — 4 clients × 100 valid requests beside one sending year-10000, 10^30,
+  "²" and deeply nested spans: valid requests affected (target 0).
+
+The machine is shared: the load average is printed before and after. Run:
+``.venv/bin/python benchmarks/bench_hostile_clients.py [--fat-clients 96] [--slow 1100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from support.collector_process import Server, request, tool_span
+
+FAT = 15 * 2**20
+
+
+def fat_bodies() -> dict[str, tuple[bytes, str]]:
+    fat = [{"key": "fat", "value": {"stringValue": "a" * FAT}}]
+    as_json = request([tool_span("fat", fat)])
+    pb = ExportTraceServiceRequest()
+    span = pb.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id = os.urandom(16), os.urandom(8)
+    span.start_time_unix_nano = span.end_time_unix_nano = time.time_ns()
+    for key, value in (
+        ("gen_ai.conversation.id", "fat"),
+        ("gen_ai.tool.name", "t"),
+        ("fat", "a" * FAT),
+    ):
+        kv = span.attributes.add()
+        kv.key, kv.value.string_value = key, value
+    kv = span.attributes.add()
+    kv.key, kv.value.int_value = "toolwatch.tool.call.arguments.size", 1
+    return {
+        "json": (gzip.compress(as_json, 9), "application/json"),
+        "protobuf": (gzip.compress(pb.SerializeToString(), 9), "application/x-protobuf"),
+    }
+
+
+def fat_clients(tmp: Path, clients: int, seconds: float) -> dict[str, object]:
+    return {
+        kind: _fat_run(tmp / f"fat-{kind}", body, ctype, clients, seconds)
+        for kind, (body, ctype) in fat_bodies().items()
+    }
+
+
+def _fat_run(tmp: Path, body: bytes, ctype: str, clients: int, seconds: float) -> dict[str, object]:
+    import http.client
+
+    server = Server(tmp)
+    statuses: dict[int, int] = {}
+    no_retry_after = 0
+    lock, stop = threading.Lock(), threading.Event()
+    headers = {"Content-Type": ctype, "Content-Encoding": "gzip"}
+
+    def client() -> None:
+        nonlocal no_retry_after
+        while not stop.is_set():
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+            conn.request("POST", "/v1/traces", body, headers)
+            response = conn.getresponse()
+            response.read()
+            conn.close()
+            with lock:
+                statuses[response.status] = statuses.get(response.status, 0) + 1
+                if response.status == 503 and not response.getheader("Retry-After"):
+                    no_retry_after += 1
+
+    base = server.rss_mib()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    peak, health = base, []
+    began = time.monotonic()
+    while time.monotonic() - began < seconds:
+        peak = max(peak, server.rss_mib())
+        t0 = time.perf_counter()
+        server.get("/health", timeout=30)
+        health.append(time.perf_counter() - t0)
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join()
+    after = server.rss_mib()
+    server.stop()
+    return {
+        "clients": clients,
+        "rss_start_mib": round(base),
+        "rss_peak_mib": round(peak),
+        "rss_after_mib": round(after),
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "503_without_retry_after": no_retry_after,
+        "health_max_s": round(max(health), 3),
+    }
+
+
+def slow_clients(tmp: Path, n: int, seconds: float, *, hard: bool) -> dict[str, object]:
+    server = Server(tmp / f"slow-{'hard' if hard else 'soft'}", fd_limit=1024 if hard else None)
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    stop = threading.Event()
+
+    def well_behaved() -> None:
+        i = 0
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                status = str(server.post(request([tool_span(f"good-{i}")]), timeout=15)[0])
+            except OSError as exc:
+                status = type(exc).__name__
+            latencies.append(time.perf_counter() - t0)
+            statuses[status] = statuses.get(status, 0) + 1
+            i += 1
+            time.sleep(0.25)
+
+    log0 = server.log.stat().st_size
+    good = threading.Thread(target=well_behaved)
+    good.start()
+    attackers = []
+    t0 = time.monotonic()
+    for _ in range(n):
+        try:
+            conn = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            conn.sendall(
+                b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000\r\n\r\n" + b'{"resourceSpans": ['
+            )
+            attackers.append(conn)
+        except OSError:
+            break
+    opened_s = time.monotonic() - t0
+    time.sleep(max(0.0, seconds - (time.monotonic() - t0)))
+    stop.set()
+    good.join()
+    grew = server.log.stat().st_size - log0
+    for conn in attackers:
+        conn.close()
+    log = server.stop()
+    return {
+        "descriptor_limit": "1024 soft+hard" if hard else "1024 soft (raised to hard)",
+        "slow_connections": len(attackers),
+        "opened_in_s": round(opened_s, 2),
+        "good_requests": len(latencies),
+        "good_statuses": statuses,
+        "good_max_s": round(max(latencies), 3),
+        "good_median_s": round(statistics.median(latencies), 3),
+        "good_over_1s": sum(1 for s in latencies if s > 1.0),
+        "log_growth_kib": round(grew / 1024, 1),
+        "too_many_open_files": log.count("Too many open files"),
+        "tracebacks": log.count("Traceback"),
+    }
+
+
+def poisoned(tmp: Path) -> dict[str, object]:
+    server = Server(tmp / "poison")
+    poisons = [
+        request([tool_span("p") | {"startTimeUnixNano": "253402300800000000000"}]),
+        request([tool_span("p") | {"startTimeUnixNano": str(10**30)}]),
+        request(
+            [
+                tool_span(
+                    "p", [{"key": "toolwatch.session.position", "value": {"stringValue": "\u00b2"}}]
+                )
+            ]
+        ),
+        b"[" * 1000 + b"]" * 1000,
+    ]
+    stop = threading.Event()
+    valid: list[int] = []
+    poison: list[int] = []
+
+    def poisoner() -> None:
+        i = 0
+        while not stop.is_set():
+            poison.append(server.post(poisons[i % len(poisons)])[0])
+            i += 1
+
+    def client(n: int) -> None:
+        for i in range(100):
+            valid.append(server.post(request([tool_span(f"v{n}-{i}"), tool_span(f"w{n}-{i}")]))[0])
+
+    bad = threading.Thread(target=poisoner)
+    bad.start()
+    workers = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    bad.join()
+    log = server.stop()
+    return {
+        "valid_requests": len(valid),
+        "valid_not_200": sum(1 for s in valid if s != 200),
+        "poison_requests": len(poison),
+        "poison_statuses": {str(s): poison.count(s) for s in sorted(set(poison))},
+        "tracebacks": log.count("Traceback"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fat-clients", type=int, default=96)
+    parser.add_argument("--fat-seconds", type=float, default=15)
+    parser.add_argument("--slow", type=int, default=1100)
+    parser.add_argument("--slow-seconds", type=float, default=15)
+    args = parser.parse_args(argv)
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
+        root = Path(tmp)
+        results["poisoned"] = poisoned(root)
+        print(json.dumps({"poisoned": results["poisoned"]}), flush=True)
+        results["fat_clients"] = fat_clients(root, args.fat_clients, args.fat_seconds)
+        print(json.dumps({"fat_clients": results["fat_clients"]}), flush=True)
+        for hard in (True, False):
+            key = f"slow_clients_{'hard' if hard else 'soft'}_limit"
+            results[key] = slow_clients(root, args.slow, args.slow_seconds, hard=hard)
+            print(json.dumps({key: results[key]}), flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
