@@ -1,13 +1,15 @@
 """The public export API alongside an application's own OpenTelemetry set-up, against a real
-collector: tool spans to toolwatch *and* the application's backend, or to toolwatch *only*;
-OTel's ``suppress_instrumentation()`` honoured; every span the processor was given accounted
-for (exported, failed, dropped), and a full queue either waits (``block``) or drops and counts.
+OTLP/HTTP receiver: tool spans to toolwatch *and* the application's backend, or to toolwatch
+*only*; OTel's ``suppress_instrumentation()`` honoured; every span the processor was given
+accounted for (exported, failed, dropped), and a full queue either waits (``block``) or drops
+and counts. Needs no collector extra, so it runs at the floor versions too
+(``test_version_floor.py``); ``tests/collector/otlp/test_delivery_check.py`` checks the counts
+against a real collector's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -22,10 +24,8 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from support.collector import rows
 from support.mcp_test_server import build_server
-from toolwatch.collector.otlp import Collector
-from toolwatch.collector.store import Store
+from support.otlp_sink import OTLPSink
 from toolwatch.conventions import ATTR_TOOL_NAME
 from toolwatch.instrumentation import (
     ToolwatchSpanProcessor,
@@ -40,9 +40,13 @@ from toolwatch.instrumentation import (
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    with Collector(Store(tmp_path / "store"), compact_interval=None) as c:
-        yield c
+def collector() -> Iterator[OTLPSink]:
+    with OTLPSink() as sink:
+        yield sink
+
+
+def _tool_calls(sink: OTLPSink) -> list[dict]:
+    return [s for s in sink.spans() if s["name"].startswith("tools/call")]
 
 
 def _calls(n: int, *, suppressed: int = 0) -> None:
@@ -66,7 +70,7 @@ def _app_provider(backend: InMemorySpanExporter, *, keep_tool_spans: bool) -> Tr
     return provider
 
 
-def test_tool_spans_go_to_toolwatch_and_to_the_apps_own_backend(collector: Collector) -> None:
+def test_tool_spans_go_to_toolwatch_and_to_the_apps_own_backend(collector: OTLPSink) -> None:
     backend = InMemorySpanExporter()
     provider = _app_provider(backend, keep_tool_spans=True)
     processor = toolwatch_span_processor(collector.url)
@@ -81,15 +85,16 @@ def test_tool_spans_go_to_toolwatch_and_to_the_apps_own_backend(collector: Colle
     sent = processor.flush()
     # 3 calls and the tools/list mcp makes before validating the first call's result
     assert (sent.ended, sent.exported, sent.lost, sent.queued) == (4, 4, 0, 0)
-    assert collector.check_delivery(sent) is None
-    assert [r["service"] for r in rows(collector.store)] == ["the-app"] * 3
+    assert sent.check(received=4) is None
+    calls = _tool_calls(collector)
+    assert [c["resource"]["service.name"] for c in calls] == ["the-app"] * 3
     names = [s.name for s in backend.get_finished_spans()]
     assert names.count("tools/call echo") == 3 and "app work" in names
     assert "tools/list" in names
     provider.shutdown()
 
 
-def test_tool_spans_go_to_toolwatch_only(collector: Collector) -> None:
+def test_tool_spans_go_to_toolwatch_only(collector: OTLPSink) -> None:
     backend = InMemorySpanExporter()
     provider = _app_provider(backend, keep_tool_spans=False)  # a shared provider, filtered
     processor = toolwatch_span_processor(collector.url)
@@ -102,12 +107,13 @@ def test_tool_spans_go_to_toolwatch_only(collector: Collector) -> None:
     finally:
         uninstrument()
     processor.flush()
-    assert len(rows(collector.store)) == 2
+    assert len(_tool_calls(collector)) == 2
+    assert "app work" not in {s["name"] for s in collector.spans()}  # only toolwatch's spans
     assert [s.name for s in backend.get_finished_spans()] == ["app work"]
     provider.shutdown()
 
 
-def test_configure_otlp_counts_and_suppression_is_honoured(collector: Collector) -> None:
+def test_configure_otlp_counts_and_suppression_is_honoured(collector: OTLPSink) -> None:
     provider = configure_otlp(collector.url, service_name="agent-x", block=True)
     instrument(tracer_provider=provider)
     try:
@@ -117,9 +123,8 @@ def test_configure_otlp_counts_and_suppression_is_honoured(collector: Collector)
     provider.force_flush()
     sent = delivery(provider)
     assert sent is not None and (sent.ended, sent.exported) == (5, 5)  # 4 calls, 1 tools/list
-    assert collector.check_delivery(sent) is None
-    got = rows(collector.store)
-    assert len(got) == 4 and {r["service"] for r in got} == {"agent-x"}
+    calls = _tool_calls(collector)
+    assert len(calls) == 4 and {c["resource"]["service.name"] for c in calls} == {"agent-x"}
     provider.shutdown()
 
 
@@ -178,7 +183,7 @@ def test_a_full_queue_drops_and_counts_or_waits_when_blocking() -> None:
     provider.shutdown()
 
 
-def test_an_unreachable_collector_is_counted_as_failed(tmp_path: Path) -> None:
+def test_an_unreachable_collector_is_counted_as_failed() -> None:
     import socket
 
     with socket.socket() as s:

@@ -18,7 +18,6 @@ from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from support.mcp_test_server import build_server
-from toolwatch.collector.otlp.mapping import SDK_SCOPE
 from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_LABEL, ATTR_RESULT_SIZE, ATTR_TOOL_NAME
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.proxy.proxy import run_proxy
@@ -53,6 +52,11 @@ def test_hooks_that_are_attributes_exist_on_live_objects() -> None:
     anyio.run(main)
     server = MCPServer("x")
     assert hasattr(server, "_lowlevel_server")  # used by the fault proxy (injection/proxy)
+
+
+#: the MCP SDK's tracer name, which the collector ignores (``collector/otlp/mapping.SDK_SCOPE``;
+#: ``tests/collector/otlp/test_semconv.py`` checks the two agree)
+SDK_SCOPE = "mcp-python-sdk"
 
 
 def test_the_sdks_tracer_is_the_scope_the_collector_ignores() -> None:

@@ -1,6 +1,6 @@
 """Fuzzing in CI, time-bounded: the atheris (coverage-guided) target of the OTLP decoders over
-its saved regressions and for 20 s from its seeds, and a property-based HTTP fuzz of a live
-``toolwatch collector`` (1,000 requests here, ``TOOLWATCH_HTTP_FUZZ`` to change;
+its saved regressions and for 10 s from its seeds, and a property-based HTTP fuzz of a live
+``toolwatch collector`` (500 requests here, ``TOOLWATCH_HTTP_FUZZ`` to change;
 ``benchmarks/fuzz_http.py`` runs 10,000): no 5xx but 503 + Retry-After, the server alive, data
 stored before intact, no traceback in its log.
 """
@@ -42,7 +42,7 @@ def test_atheris_target_replays_every_saved_regression() -> None:
 
 def test_atheris_coverage_guided_run_finds_nothing(tmp_path: Path) -> None:
     _atheris()
-    seconds = int(os.environ.get("TOOLWATCH_ATHERIS_SECONDS", "20"))
+    seconds = int(os.environ.get("TOOLWATCH_ATHERIS_SECONDS", "10"))
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     out = subprocess.run(
@@ -74,7 +74,7 @@ def _free_port() -> int:
 
 
 def test_http_fuzz_never_5xx_and_keeps_earlier_data(tmp_path: Path) -> None:
-    examples = int(os.environ.get("TOOLWATCH_HTTP_FUZZ", "1000"))
+    examples = int(os.environ.get("TOOLWATCH_HTTP_FUZZ", "500"))
     port = _free_port()
     log = tmp_path / "collector.log"
     store = Store(tmp_path / "store")

@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from support.collector import JS, PB, SpanSpec, json_request, pb_request, post, rows
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
+from toolwatch.collector.otlp.mapping import SDK_SCOPE
 from toolwatch.collector.store import Store
 from toolwatch.conventions import (
     ATTR_CONVERSATION_ID,
@@ -211,7 +212,7 @@ def test_the_mcp_sdks_own_spans_are_ignored_not_mistaken_for_calls(
         check=True,
     )
     listing = out.stderr.decode().splitlines()
-    assert {line.split()[0] for line in listing} == {"mcp-python-sdk"}  # the scope relied on
+    assert {line.split()[0] for line in listing} == {SDK_SCOPE}  # the scope relied on
     assert any(line.split()[1:3] == ["SERVER", "tools/call"] for line in listing), listing
     assert any(line.endswith("execute_tool") for line in listing)  # semconv look-alikes
     reply = post(collector.url, out.stdout, PB)
