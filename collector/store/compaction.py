@@ -44,8 +44,11 @@ STALE_TEMP_AGE_S: Final = 3600.0
 
 
 @contextlib.contextmanager
-def flocked(path: Path, *, shared: bool = False, block: bool = False) -> Iterator[bool]:
-    """Hold a ``flock`` on ``path`` (yields False if someone else holds it and not ``block``).
+def flocked(
+    path: Path, *, shared: bool = False, block: bool = False, wait: float | None = None
+) -> Iterator[bool]:
+    """Hold a ``flock`` on ``path`` (yields False if someone else holds it and not ``block``;
+    with ``wait``, after trying for that many seconds).
 
     Where the lock cannot exist (not POSIX, a read-only store) it yields True: nothing else
     can be compacting a store nobody can write.
@@ -62,11 +65,16 @@ def flocked(path: Path, *, shared: bool = False, block: bool = False) -> Iterato
         return
     with handle:
         mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-        try:
-            fcntl.flock(handle, mode if block else mode | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
+        deadline = time.monotonic() + (wait or 0.0)
+        while True:
+            try:
+                fcntl.flock(handle, mode if block and wait is None else mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if wait is None or time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.01)
         try:
             yield True
         finally:
@@ -139,7 +147,11 @@ def _recover_locked(base: Path, commit_lock: Path) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.error("compaction journal %s is unreadable (%s); left in place", journal, exc)
             continue
-        with flocked(commit_lock, block=True):
+        # bounded: a reader of this process may hold the commit lock (shared) while it recovers
+        with flocked(commit_lock, block=True, wait=10.0) as committing:
+            if not committing:
+                log.warning("compaction journal %s: the store is busy; recovered later", journal)
+                continue
             if merged.exists():
                 left = [p for p in sources if p.exists()]
                 for path in left:
