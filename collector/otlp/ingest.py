@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -66,14 +67,22 @@ class IngestLog:
         self._written = snapshot
 
 
-def prime_recent_spans(store: Store, recent: RecentSpans) -> int:
-    """Add the span keys of the newest stored files (up to the filter's capacity); returns
-    how many were added. Unreadable files are skipped (``store verify`` reports them)."""
+#: files written longer ago than this are not read at start: no exporter retries that late
+PRIME_MAX_AGE_S: Final = 900.0
+
+
+def prime_recent_spans(
+    store: Store, recent: RecentSpans, max_age_s: float = PRIME_MAX_AGE_S
+) -> int:
+    """Add the span keys of the files written in the last ``max_age_s`` seconds (newest
+    first, up to the filter's capacity); returns how many were added. Unreadable files are
+    skipped (``store verify`` reports them)."""
     added = 0
+    oldest = time.time() - max_age_s
     for table, salt in ((CALLS, np.uint64(0)), (TOOL_LISTS, LISTING_SALT)):
         budget = recent.capacity - added
         for path in sorted(store.files(table), key=_mtime, reverse=True):  # newest writes first
-            if budget <= 0:
+            if budget <= 0 or _mtime(path) < oldest:
                 break
             try:
                 ids = pq.read_table(path, columns=["trace_id", "span_id"], partitioning=None)
