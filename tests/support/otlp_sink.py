@@ -40,8 +40,10 @@ def _value(any_value: Any) -> Any:
 class OTLPSink:
     """``with OTLPSink() as sink:`` → ``sink.url``; ``sink.spans()`` decoded, ``sink.raw()``."""
 
-    def __init__(self, refuse_after: int | None = None) -> None:
-        """``refuse_after``: answer 400 to every request after that many accepted ones."""
+    def __init__(self, refuse_after: int | None = None, reject_each: int = 0) -> None:
+        """``refuse_after``: answer 400 to every request after that many accepted ones;
+        ``reject_each``: answer each request 200 with that many spans rejected
+        (``partial_success``), as a collector does for spans it cannot store."""
         self.received: list[Received] = []
         self.refused = 0
         self._lock = threading.Lock()
@@ -63,7 +65,11 @@ class OTLPSink:
                     sink.received.append(
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
-                reply = ExportTraceServiceResponse().SerializeToString()
+                response = ExportTraceServiceResponse()
+                if reject_each:
+                    response.partial_success.rejected_spans = reject_each
+                    response.partial_success.error_message = "rejected by the test sink"
+                reply = response.SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(reply)))

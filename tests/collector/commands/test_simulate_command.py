@@ -118,4 +118,18 @@ def test_refused_spans_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Traceback" not in err
 
 
+def test_spans_the_collector_rejects_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """emitted != stored: the collector's partial_success is read, and said, and exit 1."""
+    pytest.importorskip("toolwatch.instrumentation.export.replay")
+    from support.otlp_sink import OTLPSink
+
+    with OTLPSink(reject_each=2) as sink:
+        code, _, err = _run(capsys, "--sessions", "4", "--otlp", sink.url)
+        batches = len(sink.received)
+    assert code == 1 and batches >= 1
+    assert f"{2 * batches} rejected: rejected by the test sink" in err
+    assert "only " in err and "spans were accepted by the collector" in err
+    assert "Traceback" not in err
+
+
 _US = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - EPOCH

@@ -1,0 +1,90 @@
+"""What the collector counts, where it can be read: ``GET /metrics`` (Prometheus text) while it
+runs, and ``toolwatch store info`` from the store's ``ingest`` table after it is gone — the
+same numbers: received, stored, rejected and ignored by reason, duplicates, refused requests."""
+
+from __future__ import annotations
+
+import http.client
+from pathlib import Path
+
+import pytest
+
+from support.collector import SpanSpec, call, pb_request, post
+from toolwatch.cli import main
+from toolwatch.collector.otlp import Collector
+from toolwatch.collector.store import Store
+from toolwatch.conventions import ATTR_CONVERSATION_ID
+
+
+def _metrics(port: int, token: str | None = None) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        conn.request("GET", "/metrics", headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+def _traffic(collector: Collector) -> None:
+    no_conversation = call()
+    del no_conversation[ATTR_CONVERSATION_ID]
+    body = pb_request(
+        [
+            SpanSpec(call(seq=0)),
+            SpanSpec(call(seq=1)),
+            SpanSpec(call(seq=2)),
+            SpanSpec(no_conversation),
+            SpanSpec({"http.request.method": "GET"}),
+            SpanSpec({"http.request.method": "POST"}),
+        ]
+    )
+    headers = {"Authorization": "Bearer t0k"}
+    assert post(collector.url, body, headers=headers).status == 200
+    assert post(collector.url, body, headers=headers).status == 200  # a retry: all duplicates
+    assert post(collector.url, b"x", "text/plain", headers=headers).status == 415
+    assert post(collector.url, body).status == 401  # no token
+
+
+def test_metrics_show_every_counter_by_reason(tmp_path: Path) -> None:
+    with Collector(Store(tmp_path / "store"), token="t0k", compact_interval=None) as collector:
+        _traffic(collector)
+        assert _metrics(collector.port)[0] == 401  # behind the token, like the traces
+        status, text = _metrics(collector.port, "t0k")
+    assert status == 200
+    lines = set(text.splitlines())
+    for line in (
+        "toolwatch_collector_spans_received_total 12.0",
+        "toolwatch_collector_spans_stored_total 3.0",
+        "toolwatch_collector_calls_stored_total 3.0",
+        "toolwatch_collector_spans_duplicate_total 3.0",
+        'toolwatch_collector_spans_rejected_total{reason="missing:gen_ai.conversation.id"} 2.0',
+        'toolwatch_collector_spans_ignored_total{reason="not_a_tool_call"} 4.0',
+        'toolwatch_collector_requests_refused_total{status="415"} 1.0',
+        'toolwatch_collector_requests_refused_total{status="401"} 1.0',
+        "toolwatch_collector_queue_spans 0.0",
+        "toolwatch_collector_queue_bytes 0.0",
+    ):
+        assert line in lines, line
+    assert any(line.startswith("toolwatch_collector_commit_seconds_count 2") for line in lines)
+    assert "gen_ai.tool.name" not in text.replace("missing:gen_ai.conversation.id", "")
+
+
+def test_store_info_reports_the_same_counts_after_the_collector_is_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = Store(tmp_path / "store")
+    for _ in range(2):  # two runs; the second one's spans are new (fresh ids)
+        with Collector(store, token="t0k", compact_interval=None) as collector:
+            _traffic(collector)
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert "ingest: 2 collector run(s)" in out
+    assert (
+        "24 spans received in 8 requests: 6 stored (6 calls, 0 tool listings), 4 rejected, "
+        "8 ignored, 6 duplicates dropped" in out
+    )
+    assert "rejected by reason: missing:gen_ai.conversation.id 4" in out
+    assert "ignored by reason: not_a_tool_call 8" in out
+    assert "refused requests by status: 401 2, 415 2" in out
