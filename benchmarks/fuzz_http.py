@@ -1,5 +1,5 @@
 """The full property-based HTTP fuzz of a live ``toolwatch collector`` (10,000 requests by
-default; CI runs 1,000 in ``tests/collector/otlp/test_fuzz.py``): hostile OTLP/JSON and protobuf
+default; CI runs 500 in ``tests/collector/otlp/test_fuzz.py``): hostile OTLP/JSON and protobuf
 documents, mostly-valid tool spans with one hostile field, random bytes, gzip of each.
 
 The contract: no 5xx except 503 with ``Retry-After``, the server alive afterwards, spans stored
