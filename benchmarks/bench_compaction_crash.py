@@ -73,9 +73,16 @@ def trial(root: Path, at_merge: bool, rng: random.Random, collector: bool) -> di
                    "--port", "0", "--compact-interval", "0"]  # fmt: skip
     else:
         command = [sys.executable, "-m", "toolwatch", "store", "compact", "--store", str(root)]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = root.parent / f"{root.name}.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
     if collector:
-        time.sleep(3)
+        # SIGTERM once it listens (its handler is installed then; before, SIGTERM just kills
+        # it, which on a loaded machine happened within a fixed 3 s)
+        listening = time.monotonic() + 120
+        while "listening on" not in log.read_text() and time.monotonic() < listening:
+            time.sleep(0.05)
+        time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
     started = time.monotonic()
     deadline = started + (120 if at_merge else rng.uniform(0.2, 3.0))
