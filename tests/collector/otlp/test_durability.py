@@ -231,12 +231,18 @@ def test_periodic_compaction_keeps_every_row(tmp_path: Path, interval: float) ->
         for i in range(12):
             assert post(c.url, pb_request([SpanSpec(call(seq=i))])).status == 200
         deadline = time.monotonic() + 20
+
         # a pass merges a partition once it has 8 small files (Store.compact's min_files), so
         # 12 files end as 1 to 5 depending on when the passes fall between the requests (the
         # count is of calls files: compacted_files also counts the ingest table's merges)
-        while len(store.files("calls")) > 5 and time.monotonic() < deadline:
+        # the file listing takes no lock: it can show a merge mid-commit, before the pass has
+        # counted it, so wait for both
+        def merged() -> bool:
+            return len(store.files("calls")) <= 5 and c.stats.compacted_files >= 7
+
+        while not merged() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(store.files("calls")) <= 5 and c.stats.compacted_files >= 7
+        assert merged()
         assert _count(store) == 12
         assert post(c.url, pb_request([SpanSpec(call(seq=99))])).status == 200
     assert _count(store) == 13
