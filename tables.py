@@ -68,6 +68,12 @@ ALERT_FIELDS: Final[tuple[Field, ...]] = (
     _f("threshold", "float64", "the threshold it crossed", nullable=False),
     _f("model_id", "string", "checksum of the model that raised it", nullable=False),
     _f("model_version", "int32", "model artifact format version", nullable=False),
+    _f(
+        "explanation",
+        "string",
+        "why, in numbers and tool names (provenance alerts: payload bytes, egress class, "
+        "source tool, encoding; never content); null for the study's statistics",
+    ),
 )
 
 SIMULATION_FIELDS: Final[tuple[Field, ...]] = (

@@ -29,8 +29,9 @@ def alert_json(alert: Mapping[str, Any]) -> dict[str, Any]:
 def describe(alert: Mapping[str, Any]) -> str:
     """One log line for an alert."""
     agent = f" agent={alert['agent_id']}" if alert.get("agent_id") else ""
+    why = f": {alert['explanation']}" if alert.get("explanation") else ""
     return (
         f"ALERT {alert['cue_set']}/{alert['detector']} session={alert['session_id']}{agent} "
         f"call #{alert['call_index']} (seq {alert['seq']}, {alert['tool']}) "
-        f"score {alert['score']:.2f} > {alert['threshold']:.2f}, cue {alert['cue']}"
+        f"score {alert['score']:.2f} > {alert['threshold']:.2f}, cue {alert['cue']}{why}"
     )

@@ -17,6 +17,16 @@ the store). Its state — statistics, pools, open and pending streams — is sav
 restored at start, so a restarted collector resumes where it stopped. A frozen model alerts at
 its operating point, as before.
 
+**Provenance alerts.** Besides the watched statistics, every call is checked against the model's
+per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`, saved by
+``toolwatch train``). A call that exceeds raises an alert at once — every such call, not one per
+excursion: cue ``provenance``, cue set ``provenance``, detector ``point``, score = the payload
+bytes of the measure that exceeds most, threshold = its bytes, and an ``explanation`` such as
+``412 B of Read's result sent by shell egress (longest run 412 B vs 32 B, total 412 B vs 32 B,
+base64-encoded)`` — numbers, the egress class and tool names only. Calls without provenance
+(not measured) never alarm and are counted in ``provenance_unmeasured``; a model artifact from
+before the cue has no thresholds, and then no provenance alert is raised (logged once).
+
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
 alert write, fold or state save is logged (the alerts are still returned and posted), the
 webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch; a stream
@@ -60,7 +70,10 @@ from toolwatch.detection.scoring.online import Scores, StreamKey
 
 log = logging.getLogger(__name__)
 
-_FIELDS = (*SCORING_COLUMNS, "span_id", "label", "client_quirk")
+_FIELDS = (*SCORING_COLUMNS, "span_id", "label", "client_quirk", "source_tool", "reused_encoding")
+#: The provenance alert's statistic: the cue alone, at the call (no detector accumulates it).
+PROVENANCE_CUE_SET = "provenance"
+PROVENANCE_DETECTOR = "point"
 #: Where a store keeps the live scorer's state (beside its model).
 STATE_IN_STORE = MODEL_IN_STORE.parent / "live-state.json"
 #: Called for every scored call: (call, index in its stream, scores, mask of the watched
@@ -146,6 +159,11 @@ class LiveScorer:
         self.alerts_raised = 0
         self.calls_scored = 0
         self.calls_skipped = 0
+        #: calls without provenance measured (they are never provenance alerts)
+        self.provenance_unmeasured = 0
+        self.provenance = self.model.provenance
+        if self.provenance is None:
+            log.info("live scoring: the model has no provenance thresholds (retrain to add them)")
         self._resume()
 
     @property
@@ -159,11 +177,31 @@ class LiveScorer:
         alerts: list[dict[str, Any]] = []
         now = datetime.now(UTC)
         observe = self.on_scored
-        for call, span_id, learn in self._calls(table):
+        provenance = self.provenance
+        for call, span_id, learn, source in self._calls(table):
             index, scores, mask = self.scorer.score(call, learn=learn)
             self.calls_scored += 1
             if observe is not None:
                 observe(call, index, scores, mask)
+            if provenance is not None:
+                verdict = provenance.check(call.egress, call.payload_longest, call.payload_total)
+                if verdict is None:
+                    self.provenance_unmeasured += 1
+                elif verdict.exceeds:
+                    _, value, limit = verdict.measure
+                    alert = self._alert(
+                        call,
+                        span_id,
+                        index,
+                        PROVENANCE_CUE_SET,
+                        PROVENANCE_DETECTOR,
+                        value,
+                        limit,
+                        None,
+                        now,
+                    )
+                    alert["explanation"] = verdict.explain(*source)
+                    alerts.append(alert)
             key = (call.session_id, call.agent_id)
             above = self._above.get(key, 0)
             if mask & ~above:
@@ -252,10 +290,12 @@ class LiveScorer:
 
     # ---------------------------------------------------------------- internals
 
-    def _calls(self, table: pa.Table) -> list[tuple[Call, str | None, bool]]:
-        """The batch's calls in (start_time, seq) order, each with its span id and whether its
-        stream may be learnt (not injected, not a client artefact); unreadable rows are logged
-        and skipped."""
+    def _calls(
+        self, table: pa.Table
+    ) -> list[tuple[Call, str | None, bool, tuple[str | None, str | None]]]:
+        """The batch's calls in (start_time, seq) order, each with its span id, whether its
+        stream may be learnt (not injected, not a client artefact) and its provenance source
+        (source tool, encoding); unreadable rows are logged and skipped."""
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             log.error(
@@ -289,12 +329,13 @@ class LiveScorer:
             log.error("live scoring: unreadable batch of %d call(s): %s", table.num_rows, exc)
             self.calls_skipped += table.num_rows
             return []
-        out: list[tuple[Call, str | None, bool]] = []
+        out: list[tuple[Call, str | None, bool, tuple[str | None, str | None]]] = []
         for i in range(table.num_rows):
             row = {name: cols[name][i] for name in _FIELDS}
             learn = row["label"] is None and row["client_quirk"] not in LEARNING_EXCLUDED_QUIRKS
             try:
-                out.append((Call.from_mapping(row), row["span_id"], learn))
+                source = (row["source_tool"], row["reused_encoding"])
+                out.append((Call.from_mapping(row), row["span_id"], learn, source))
             except (ValueError, TypeError) as exc:
                 self.calls_skipped += 1
                 log.error(
@@ -328,11 +369,12 @@ class LiveScorer:
             "tool": call.tool,
             "cue_set": cue_set,
             "detector": detector,
-            "cue": dominant_cue(cue_set, detector, scores),
+            "cue": cue_set if scores is None else dominant_cue(cue_set, detector, scores),
             "score": float(value),
             "threshold": float(threshold),
             "model_id": self.model_id,
             "model_version": VERSION,
+            "explanation": None,
         }
 
     def _record(self, alerts: list[dict[str, Any]]) -> None:

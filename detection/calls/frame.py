@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.conventions import EGRESS_CLASSES
 from toolwatch.usage import UserError
 
 #: Columns a calls table must have; the rest of the record is optional here.
@@ -36,6 +37,10 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "output_truncated",
     "response_id",
     "restamped",
+    # argument provenance (null = not measured): read by the provenance cue only
+    "egress",
+    "payload_longest",
+    "payload_total",
 )
 
 #: Every column the scorers read (the rest of the record is not needed to score).
@@ -78,6 +83,9 @@ class CallFrame:
     failed: np.ndarray  # bool
     same_response: np.ndarray  # bool: same non-null response_id as the previous call
     timing_valid: np.ndarray  # bool: not a start, neither end of the gap restamped
+    egress: np.ndarray  # int64: index into conventions.EGRESS_CLASSES, -1 = not measured
+    payload_longest: np.ndarray  # int64: provenance payload bytes, -1 = not measured
+    payload_total: np.ndarray  # int64: -1 = not measured
 
     @property
     def n(self) -> int:
@@ -181,6 +189,9 @@ def prepare(calls: pa.Table) -> CallFrame:
         same_response[start] = False
         timing_valid[1:] &= ~restamped[:-1]
     truncated = _bool_array(pc.fill_null(table.column("output_truncated"), False))[order]
+    egress = _egress_codes(table.column("egress"))[order]
+    payload_longest = _int_array(pc.fill_null(table.column("payload_longest").cast(pa.int64()), -1))
+    payload_total = _int_array(pc.fill_null(table.column("payload_total").cast(pa.int64()), -1))
 
     return CallFrame(
         table=out_table,
@@ -200,6 +211,9 @@ def prepare(calls: pa.Table) -> CallFrame:
         failed=_bool_array(table.column("failed"))[order],
         same_response=same_response,
         timing_valid=timing_valid,
+        egress=egress,
+        payload_longest=payload_longest[order],
+        payload_total=payload_total[order],
     )
 
 
@@ -265,12 +279,26 @@ def _with_optional_columns(calls: pa.Table) -> pa.Table:
         "output_truncated": pa.bool_(),
         "response_id": pa.string(),
         "restamped": pa.bool_(),
+        "egress": pa.string(),
+        "payload_longest": pa.int64(),
+        "payload_total": pa.int64(),
     }
     table = calls
     for name in OPTIONAL_COLUMNS:
         if name not in table.column_names:
             table = table.append_column(name, pa.nulls(table.num_rows, defaults[name]))
     return table
+
+
+def _egress_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Index of each call's egress class in ``EGRESS_CLASSES``; null is ``-1``; an unknown
+    class is a :class:`CallsError` naming it."""
+    codes = pc.index_in(column.cast(pa.string()), value_set=pa.array(EGRESS_CLASSES))
+    unknown = pc.and_(pc.is_null(codes), pc.is_valid(column))
+    if pc.any(unknown).as_py():
+        bad = pc.filter(column, unknown)[0].as_py()
+        raise CallsError(f"column 'egress' has an unknown class {bad!r} (known: {EGRESS_CLASSES})")
+    return np.asarray(pc.fill_null(codes, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _codes(column: pa.ChunkedArray) -> np.ndarray:

@@ -68,6 +68,10 @@ class Call:
     response_id: str | None
     restamped: bool = False
     output_truncated: bool = False
+    #: argument provenance (None = not measured), read by the provenance cue
+    egress: str | None = None
+    payload_longest: int | None = None
+    payload_total: int | None = None
 
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> Call:
@@ -107,7 +111,14 @@ class Call:
             response_id=row.get("response_id"),
             restamped=bool(row.get("restamped") or False),
             output_truncated=bool(row.get("output_truncated") or False),
+            egress=row.get("egress"),
+            payload_longest=_optional_int(row.get("payload_longest")),
+            payload_total=_optional_int(row.get("payload_total")),
         )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 class StreamContext:

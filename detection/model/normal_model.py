@@ -46,6 +46,8 @@ from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
 from toolwatch.detection.cues.order import OrderCue
+from toolwatch.detection.cues.provenance import RULES as PROVENANCE_RULES
+from toolwatch.detection.cues.provenance import ProvenanceCue
 from toolwatch.detection.cues.size import SizeCue
 from toolwatch.detection.cues.timing import TAILS, TimeCue
 from toolwatch.detection.detectors.base import DETECTORS, Detector, stat_column
@@ -111,6 +113,11 @@ class ModelConfig:
     min_sd: float = 1e-6
     #: statistics that raise live alerts and flag sessions in a scan (``<cue set>_<detector>``)
     alert_on: tuple[str, ...] = ("all_cusum",)
+    #: the provenance cue's threshold rule: "capped" (research rule B) or "learned_max" (A)
+    provenance_rule: str = "capped"
+    #: design payload size (rule "capped") and the floor of every class's threshold, bytes
+    provenance_cap: int = 32
+    provenance_floor: int = 16
 
     def __post_init__(self) -> None:
         valid = {stat_column(s, d) for s in CUE_SETS for d in DETECTORS}
@@ -125,6 +132,16 @@ class ModelConfig:
             raise ModelError(f"config time_tail must be one of {TAILS}, got {self.time_tail!r}")
         if self.ewma_start not in STARTS:
             raise ModelError(f"config ewma_start must be one of {STARTS}, got {self.ewma_start!r}")
+        if self.provenance_rule not in PROVENANCE_RULES:
+            raise ModelError(
+                f"config provenance_rule must be one of {PROVENANCE_RULES}, "
+                f"got {self.provenance_rule!r}"
+            )
+        if not 1 <= self.provenance_floor <= self.provenance_cap:
+            raise ModelError(
+                "config needs 1 <= provenance_floor <= provenance_cap, got "
+                f"{self.provenance_floor} and {self.provenance_cap}"
+            )
         if not 0.0 < self.operating_quantile <= 1.0:
             raise ModelError(
                 f"config operating_quantile must be in (0, 1], got {self.operating_quantile}"
@@ -163,6 +180,10 @@ class NormalModel:
     checksum: str = ""
     #: the adaptive part, as saved (:mod:`toolwatch.detection.model.adaptive` reads it)
     adaptive: dict[str, Any] | None = None
+    #: per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`); not
+    #: part of ``all``: the live scorer alerts on it at once. ``None`` in artifacts written
+    #: before it existed (then no provenance alert is raised)
+    provenance: ProvenanceCue | None = None
 
     # ---------------------------------------------------------------- construction
 
@@ -190,7 +211,12 @@ class NormalModel:
         }
         for cue in cues.values():
             cue.fit(frame)
-        return cls.from_cues(cues, frame, cfg, window=window)
+        model = cls.from_cues(cues, frame, cfg, window=window)
+        model.provenance = ProvenanceCue(
+            rule=cfg.provenance_rule, floor=cfg.provenance_floor, cap=cfg.provenance_cap
+        ).fit(frame)
+        model.data["train"]["provenance_unmeasured"] = ProvenanceCue.unmeasured(frame)
+        return model
 
     @classmethod
     def from_cues(
@@ -327,6 +353,7 @@ class NormalModel:
             },
             "thresholds": self.thresholds,
             **({"adaptive": self.adaptive} if self.adaptive is not None else {}),
+            **({"provenance": self.provenance.to_dict()} if self.provenance is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -401,6 +428,8 @@ class NormalModel:
             adaptive = doc.get("adaptive")
             if adaptive is not None and not isinstance(adaptive, Mapping):
                 raise ValueError("not a JSON object")
+            where = "provenance"
+            provenance = ProvenanceCue.from_dict(doc["provenance"]) if "provenance" in doc else None
         except ModelError as exc:
             raise ModelError(f"{source}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -415,6 +444,7 @@ class NormalModel:
             created=str(doc.get("created", "")),
             checksum=expected,
             adaptive=None if adaptive is None else dict(adaptive),
+            provenance=provenance,
         )
 
     @classmethod
