@@ -21,7 +21,7 @@ from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_SETS, DETECTORS
-from toolwatch.injection.spans.kinds import KINDS
+from toolwatch.injection.spans.kinds import ALL_KINDS
 
 VARIANT_LABELS = {
     "standard": "with response ids",
@@ -60,8 +60,8 @@ def _cells_at(
 
 
 def _kind_order(kinds: list[str]) -> list[str]:
-    known = [k for k in KINDS if k in kinds]
-    return known + sorted(k for k in kinds if k not in KINDS)
+    known = [k for k in ALL_KINDS if k in kinds]
+    return known + sorted(k for k in kinds if k not in ALL_KINDS)
 
 
 def render() -> None:

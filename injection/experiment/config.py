@@ -13,8 +13,8 @@ from toolwatch import study
 from toolwatch.detection import ModelConfig
 from toolwatch.detection.calls.split import SplitError, SplitSpec
 from toolwatch.injection.spans.kinds import (
+    ALL_KINDS,
     DEFAULT_PARAMS,
-    KINDS,
     KindParams,
     params_from_dict,
     params_to_dict,
@@ -54,7 +54,7 @@ class ExperimentConfig:
     bootstrap_seed: int = 0
     head: int = 10
     tail: int = 10
-    kinds: tuple[str, ...] = KINDS
+    kinds: tuple[str, ...] = ALL_KINDS
     params: Mapping[str, KindParams] = field(default_factory=lambda: dict(DEFAULT_PARAMS))
     ablation: bool = True
     model: Mapping[str, Any] = field(default_factory=dict)  # ModelConfig overrides
@@ -78,9 +78,9 @@ class ExperimentConfig:
             raise ExperimentError("at least one seed is needed")
         if not 0 <= self.target_fa < 1:
             raise ExperimentError(f"target false-alarm rate {self.target_fa} is not in [0, 1)")
-        unknown = [k for k in self.kinds if k not in KINDS]
+        unknown = [k for k in self.kinds if k not in ALL_KINDS]
         if unknown:
-            raise ExperimentError(f"unknown kinds {unknown} (known: {', '.join(KINDS)})")
+            raise ExperimentError(f"unknown kinds {unknown} (known: {', '.join(ALL_KINDS)})")
         try:
             ModelConfig.from_dict(dict(self.model))
         except (ValueError, TypeError) as exc:

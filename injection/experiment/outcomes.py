@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 import toolwatch.injection.experiment.metrics as M
-from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.experiment.config import MODES, ExperimentConfig
 from toolwatch.injection.experiment.results import NORMAL, CellResult, RunOutcomes, Threshold
 from toolwatch.injection.experiment.runs import KindRuns
+from toolwatch.injection.experiment.scoring import STATISTICS, Statistic
 from toolwatch.injection.experiment.split import stream_name
 from toolwatch.injection.spans.session_arrays import SessionCalls
 
@@ -24,19 +24,19 @@ def normal_outcomes(
     normal_max: Mapping[str, np.ndarray],
     thresholds: Mapping[tuple[str, str, str, str], Threshold],
     config: ExperimentConfig,
+    statistics: Sequence[Statistic] = STATISTICS,
 ) -> RunOutcomes:
     """The uninjected test sessions as runs of kind ``normal`` (detected = alarmed)."""
     n = len(test)
     detected: dict[tuple[str, str, str], np.ndarray] = {}
     latency: dict[tuple[str, str, str], np.ndarray] = {}
-    for cue in CUE_SETS:
-        for det in DETECTORS:
-            for mode in MODES:
-                if (variant, cue, det, mode) not in thresholds:
-                    continue  # fa_next: only for a thin test split
-                thr = thresholds[(variant, cue, det, mode)].value
-                detected[(cue, det, mode)] = normal_max[f"{cue}_{det}"] > thr
-                latency[(cue, det, mode)] = np.zeros(n, dtype=np.int64)
+    for cue, det in statistics:
+        for mode in MODES:
+            if (variant, cue, det, mode) not in thresholds:
+                continue  # fa_next: only for a thin test split
+            thr = thresholds[(variant, cue, det, mode)].value
+            detected[(cue, det, mode)] = normal_max[f"{cue}_{det}"] > thr
+            latency[(cue, det, mode)] = np.zeros(n, dtype=np.int64)
     return RunOutcomes(
         variant=variant,
         kind=NORMAL,
@@ -47,7 +47,7 @@ def normal_outcomes(
         notes=[""] * n,
         detected=detected,
         latency=latency,
-        window_max={(c, d): normal_max[f"{c}_{d}"] for c in CUE_SETS for d in DETECTORS},
+        window_max={(c, d): normal_max[f"{c}_{d}"] for c, d in statistics},
     )
 
 
@@ -59,6 +59,7 @@ def evaluate_kind(
     weights: np.ndarray,
     n_sessions: int,
     config: ExperimentConfig,
+    statistics: Sequence[Statistic] = STATISTICS,
 ) -> tuple[list[CellResult], RunOutcomes]:
     """One kind's cells (per cue set × detector × threshold mode) and per-run outcomes."""
     layout = runs.layout
@@ -70,34 +71,33 @@ def evaluate_kind(
     detected_out: dict[tuple[str, str, str], np.ndarray] = {}
     latency_out: dict[tuple[str, str, str], np.ndarray] = {}
     per_session_runs = np.bincount(runs.session_index, minlength=n_sessions).astype(np.float64)
-    aucs = {cue: M.auc(stats[f"{cue}_point"], positive) for cue in CUE_SETS}
-    for cue in CUE_SETS:
-        for det in DETECTORS:
-            col = f"{cue}_{det}"
-            for mode in MODES:
-                if (variant, cue, det, mode) not in thresholds:
-                    continue  # fa_next: only for a thin test split
-                thr = thresholds[(variant, cue, det, mode)]
-                detected, latency = M.window_outcomes(stats[col], layout, thr.value)
-                detected_out[(cue, det, mode)] = detected
-                latency_out[(cue, det, mode)] = latency
-                hits = np.bincount(
-                    runs.session_index, weights=detected.astype(np.float64), minlength=n_sessions
-                )
-                keys.append((cue, det, mode))
-                hits_cols.append(hits)
-                runs_cols.append(per_session_runs)
-                pending.append(
-                    {
-                        "threshold": thr.value,
-                        "fa_reached": thr.fa_reached,
-                        "runs": len(detected),
-                        "detected": int(detected.sum()),
-                        "rate": float(detected.mean()) if len(detected) else float("nan"),
-                        "median_latency": M.median_or_nan(latency[detected]),
-                        "auc": aucs[cue],
-                    }
-                )
+    aucs = {cue: M.auc(stats[f"{cue}_point"], positive) for cue, _ in statistics}
+    for cue, det in statistics:
+        col = f"{cue}_{det}"
+        for mode in MODES:
+            if (variant, cue, det, mode) not in thresholds:
+                continue  # fa_next: only for a thin test split
+            thr = thresholds[(variant, cue, det, mode)]
+            detected, latency = M.window_outcomes(stats[col], layout, thr.value)
+            detected_out[(cue, det, mode)] = detected
+            latency_out[(cue, det, mode)] = latency
+            hits = np.bincount(
+                runs.session_index, weights=detected.astype(np.float64), minlength=n_sessions
+            )
+            keys.append((cue, det, mode))
+            hits_cols.append(hits)
+            runs_cols.append(per_session_runs)
+            pending.append(
+                {
+                    "threshold": thr.value,
+                    "fa_reached": thr.fa_reached,
+                    "runs": len(detected),
+                    "detected": int(detected.sum()),
+                    "rate": float(detected.mean()) if len(detected) else float("nan"),
+                    "median_latency": M.median_or_nan(latency[detected]),
+                    "auc": aucs[cue],
+                }
+            )
     lo, hi = M.bootstrap_rate_cis(np.stack(hits_cols, 1), np.stack(runs_cols, 1), weights)
     cells = [
         CellResult(
@@ -122,8 +122,6 @@ def evaluate_kind(
         notes=runs.notes,
         detected=detected_out,
         latency=latency_out,
-        window_max={
-            (c, d): M.window_max(stats[f"{c}_{d}"], layout) for c in CUE_SETS for d in DETECTORS
-        },
+        window_max={(c, d): M.window_max(stats[f"{c}_{d}"], layout) for c, d in statistics},
     )
     return cells, out

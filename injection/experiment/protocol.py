@@ -37,7 +37,6 @@ import pyarrow as pa
 from tqdm import tqdm
 
 import toolwatch.injection.experiment.metrics as M
-from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST, VARIANTS, ExperimentConfig
 from toolwatch.injection.experiment.outcomes import evaluate_kind, normal_outcomes
 from toolwatch.injection.experiment.results import (
@@ -48,6 +47,8 @@ from toolwatch.injection.experiment.results import (
 )
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import (
+    STATISTICS,
+    STUDY_STATISTICS,
     drop_response_ids,
     fit_model,
     operating_thresholds,
@@ -55,6 +56,7 @@ from toolwatch.injection.experiment.scoring import (
 )
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time
 from toolwatch.injection.spans.context import InjectionContext
+from toolwatch.injection.spans.kinds import PROVENANCE_KINDS
 from toolwatch.injection.spans.session_arrays import SessionCalls
 
 
@@ -78,9 +80,16 @@ def run_experiment(
 
     sessions = normal_sessions(calls)
     split = split_by_time(sessions, config)
+    measured = _provenance_measured(split.train)
     config = dataclasses.replace(  # the default split resolved: a saved run repeats exactly
-        config, split_dates=split.spec.dates, split_shares=split.spec.shares
+        config,
+        split_dates=split.spec.dates,
+        split_shares=split.spec.shares,
+        kinds=config.kinds
+        if measured
+        else tuple(k for k in config.kinds if k not in PROVENANCE_KINDS),
     )
+    statistics = STATISTICS if measured else STUDY_STATISTICS
     context = InjectionContext.from_sessions(split.train)
     lap("load_split")
 
@@ -112,29 +121,30 @@ def run_experiment(
         normal_stats, *kind_stats, artefact_stats = score_groups(model, groups)
         lap("score")
         normal_max: dict[str, np.ndarray] = {}
-        for cue in CUE_SETS:
-            for det in DETECTORS:
-                col = f"{cue}_{det}"
-                normal_max[col] = M.session_max(normal_stats[col], starts)
-                choice = M.threshold_for_false_alarm(normal_max[col], config.target_fa)
-                thresholds[(variant, cue, det, "fa_target")] = Threshold(
-                    choice.threshold, choice.reached
+        for cue, det in statistics:
+            col = f"{cue}_{det}"
+            normal_max[col] = M.session_max(normal_stats[col], starts)
+            choice = M.threshold_for_false_alarm(normal_max[col], config.target_fa)
+            thresholds[(variant, cue, det, "fa_target")] = Threshold(
+                choice.threshold, choice.reached
+            )
+            if len(normal) < THIN_TEST and config.target_fa < 1:
+                above = M.threshold_above_false_alarm(normal_max[col], config.target_fa)
+                thresholds[(variant, cue, det, "fa_next")] = Threshold(
+                    above.threshold, above.reached
                 )
-                if len(normal) < THIN_TEST and config.target_fa < 1:
-                    above = M.threshold_above_false_alarm(normal_max[col], config.target_fa)
-                    thresholds[(variant, cue, det, "fa_next")] = Threshold(
-                        above.threshold, above.reached
-                    )
-                thresholds[(variant, cue, det, "operating_point")] = Threshold(
-                    op[col], M.false_alarm_rate(normal_max[col], op[col])
-                )
-        outcomes.append(normal_outcomes(variant, split.test, normal_max, thresholds, config))
+            thresholds[(variant, cue, det, "operating_point")] = Threshold(
+                op[col], M.false_alarm_rate(normal_max[col], op[col])
+            )
+        outcomes.append(
+            normal_outcomes(variant, split.test, normal_max, thresholds, config, statistics)
+        )
         if variant == "standard" and artefacts:
             _score_artefacts(summary, artefacts, artefact_stats, thresholds, config)
         for runs, stats in zip(all_runs, kind_stats, strict=True):
             if runs.sessions:
                 new_cells, run_out = evaluate_kind(
-                    variant, runs, stats, thresholds, weights, len(split.test), config
+                    variant, runs, stats, thresholds, weights, len(split.test), config, statistics
                 )
                 cells.extend(new_cells)
                 outcomes.append(run_out)
@@ -157,6 +167,13 @@ def run_experiment(
         timings=timings,
         runs=outcomes,
     )
+
+
+def _provenance_measured(train: list[SessionCalls]) -> bool:
+    """Whether training calls carry provenance. Without it (a store imported without it, the
+    simulator) the provenance kinds and the provenance cue are left out: they need measured
+    carriers and thresholds, and would measure nothing."""
+    return any("egress" in s.columns and any(e is not None for e in s["egress"]) for s in train)
 
 
 def _score_artefacts(

@@ -16,9 +16,10 @@ import numpy as np
 from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
+from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
-from toolwatch.injection.spans.kinds import ANOMALY_KINDS, KINDS
+from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS, PAYLOAD_ENCODINGS, PAYLOADS
 
 SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
 HEADLINE = ("all", "cusum")
@@ -33,6 +34,11 @@ _LABELS: dict[str, str] = {
     "out_of_scope_tool": "out-of-scope tool",
     "control_other_normal": "control: other normal 8",
     "control_same_response_burst": "control: same-response burst",
+    **{
+        f"exfil_{size}_{enc}": f"{size} exfil. w/ provenance ({enc})"
+        for size in PAYLOADS
+        for enc in PAYLOAD_ENCODINGS
+    },
 }
 
 
@@ -59,7 +65,7 @@ def _num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def _kinds(result: ExperimentResult) -> list[str]:
-    return [k for k in KINDS if k in result.config.kinds]
+    return [k for k in ALL_KINDS if k in result.config.kinds]
 
 
 def best_detector_per_cue(result: ExperimentResult, variant: str = "standard") -> dict[str, str]:
@@ -278,6 +284,10 @@ def render(result: ExperimentResult) -> str:
             rows,
         )
     )
+
+    beyond = beyond_section(result, label, pct)
+    if beyond:
+        parts.append(beyond)
 
     # single cues
     best_det = best_detector_per_cue(result)

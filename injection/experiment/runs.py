@@ -18,7 +18,7 @@ from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.split import split_by_time
 from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.contract import InjectionError
-from toolwatch.injection.spans.kinds import DEFAULT_PARAMS, KINDS
+from toolwatch.injection.spans.kinds import ALL_KINDS, DEFAULT_PARAMS
 from toolwatch.injection.spans.registry import draw_position, inject
 from toolwatch.injection.spans.session_arrays import SessionCalls, split_sessions, to_table
 
@@ -60,7 +60,7 @@ def build_runs(
 
     The insertion point is drawn once per (seed, session) from ``default_rng([seed, i])`` and
     shared by every kind; a kind's own randomness comes from ``default_rng([seed, i, 1 + k])``
-    (``k`` its index in :data:`KINDS`), so a subset of kinds reproduces the same runs.
+    (``k`` its index in :data:`ALL_KINDS`), so a subset of kinds reproduces the same runs.
     """
     kinds = tuple(kinds or config.kinds)
     acc: dict[str, dict[str, Any]] = {
@@ -75,7 +75,7 @@ def build_runs(
             bounds = (config.head, len(s) - config.tail)
             for kind in kinds:
                 a = acc[kind]
-                rng = np.random.default_rng([seed, i, 1 + KINDS.index(kind)])
+                rng = np.random.default_rng([seed, i, 1 + ALL_KINDS.index(kind)])
                 params = config.params.get(kind, DEFAULT_PARAMS[kind])
                 try:
                     inj = inject(kind, s, position, rng, context, params, bounds=bounds)

@@ -5,13 +5,28 @@ calibration) and score groups of sessions in one batch, each session its own str
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 import numpy as np
 import pyarrow as pa
 
 from toolwatch.detection import CUE_SETS, DETECTORS, ModelConfig, NormalModel, score_calls
+from toolwatch.detection.calls.frame import prepare
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import SCORING_COLUMNS, SessionCalls, to_table
+
+#: The provenance cue, beside the study's cue sets: per call, no detector accumulates it; its
+#: operating point is the learned per-class thresholds (score 1).
+PROVENANCE: Final = ("provenance", "point")
+#: A (cue set, detector) pair.
+Statistic = tuple[str, str]
+#: The study's (cue set, detector) pairs.
+STUDY_STATISTICS: Final[tuple[tuple[str, str], ...]] = tuple(
+    (c, d) for c in CUE_SETS for d in DETECTORS
+)
+#: Every pair the experiment measures on a corpus with provenance: the study's, then the
+#: provenance cue (without provenance measured, the study's only).
+STATISTICS: Final[tuple[tuple[str, str], ...]] = (*STUDY_STATISTICS, PROVENANCE)
 
 
 def _run_session_id(run: int, original: SessionCalls) -> str:
@@ -49,8 +64,11 @@ def fit_model(
 
 
 def operating_thresholds(model: NormalModel) -> dict[str, float]:
-    """Operating-point threshold per ``<cue set>_<detector>`` column, from calibration."""
-    return {f"{c}_{d}": float(model.threshold(c, d)) for c in CUE_SETS for d in DETECTORS}
+    """Operating-point threshold per ``<cue set>_<detector>`` column, from calibration (the
+    provenance cue's: its learned thresholds, i.e. a score of 1)."""
+    out = {f"{c}_{d}": float(model.threshold(c, d)) for c in CUE_SETS for d in DETECTORS}
+    out["_".join(PROVENANCE)] = 1.0
+    return out
 
 
 def score_groups(
@@ -74,7 +92,19 @@ def score_groups(
         for c in CUE_SETS
         for d in DETECTORS
     }
+    columns["_".join(PROVENANCE)] = provenance_scores(model, table)
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return [
         {k: v[bounds[g] : bounds[g + 1]] for k, v in columns.items()} for g in range(len(groups))
     ]
+
+
+def provenance_scores(model: NormalModel, table: pa.Table) -> np.ndarray:
+    """The provenance cue's score per call of ``table``, in its row order (zeros for a model
+    without the cue)."""
+    if model.provenance is None or table.num_rows == 0:
+        return np.zeros(table.num_rows)
+    frame = prepare(table)
+    out = np.empty(table.num_rows)
+    out[frame.order] = model.provenance.score_many(frame)
+    return out

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from toolwatch import study
+from toolwatch.conventions import EGRESS_NONE
 from toolwatch.injection.spans.contract import InjectionError
 from toolwatch.injection.spans.kinds import ExfiltrationParams
 from toolwatch.injection.spans.session_arrays import (
@@ -49,6 +50,21 @@ class ToolPool:
         return len(self.input_bytes)
 
 
+@dataclass(frozen=True, slots=True)
+class Carriers:
+    """Training calls of one egress class with provenance measured: the calls an exfiltration
+    with provenance copies its tool, sizes and duration from."""
+
+    tool: np.ndarray
+    server: np.ndarray
+    input_bytes: np.ndarray
+    output_bytes: np.ndarray
+    duration_us: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.tool)
+
+
 @dataclass(frozen=True)
 class InjectionContext:
     """What injectors need to know about normal behaviour, taken from the training split."""
@@ -60,6 +76,8 @@ class InjectionContext:
     gaps_s: np.ndarray
     donors: tuple[SessionCalls, ...]
     failures: ToolPool | None = None
+    #: egress class -> its measured training calls (empty when the corpus has no provenance)
+    carriers: Mapping[str, Carriers] = field(default_factory=dict)
     _donor_cache: dict[int, tuple[SessionCalls, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -89,6 +107,7 @@ class InjectionContext:
             gaps_s=np.sort(np.concatenate(gaps)) if gaps else np.zeros(0),
             donors=donors,
             failures=failures,
+            carriers=_carriers(cols),
         )
 
     def network_tools(self, params: ExfiltrationParams) -> list[str]:
@@ -153,6 +172,26 @@ def _pools(
         sd = float(logs.std(ddof=1)) if len(logs) > 1 else 0.0  # sample sd, like the cue
         log_input[name] = (float(logs.mean()), sd)
     return pools, counts, log_input
+
+
+def _carriers(cols: Mapping[str, np.ndarray]) -> dict[str, Carriers]:
+    """Per sending egress class, its training calls whose payload was measured (not failed)."""
+    egress, payload = cols.get("egress"), cols.get("payload_longest")
+    if egress is None or payload is None:
+        return {}
+    measured = ~np.isnan(payload.astype(np.float64)) & ~cols["failed"]
+    out: dict[str, Carriers] = {}
+    for cls in sorted({e for e in egress.tolist() if e is not None and e != EGRESS_NONE}):
+        mask = measured & (egress == cls)
+        if mask.any():
+            out[str(cls)] = Carriers(
+                tool=cols["tool"][mask],
+                server=cols["server"][mask],
+                input_bytes=cols["input_bytes"][mask],
+                output_bytes=cols["output_bytes"][mask],
+                duration_us=_column(cols, "duration_us", mask),
+            )
+    return out
 
 
 def _different_response_gaps(session: SessionCalls) -> np.ndarray:

@@ -11,9 +11,21 @@ from typing import Final
 
 from toolwatch import study
 
-#: Kind keys, in the study's table order (the keys of ``study.DETECTION_ALL_CUSUM``).
+#: The study's kinds, in its table order (the keys of ``study.DETECTION_ALL_CUSUM``).
 KINDS: Final[tuple[str, ...]] = tuple(study.DETECTION_ALL_CUSUM)
+#: Payload sizes of the exfiltration variants that carry provenance (issue 13): a key, a
+#: document (the study's +2σ size on real traffic, ≈ 400 B) and a file; and their encodings.
+PAYLOADS: Final[dict[str, int]] = {"key": 40, "document": 400, "file": 3072}
+PAYLOAD_ENCODINGS: Final[tuple[str, ...]] = ("verbatim", "url", "base64")
+#: Exfiltration with provenance, ``exfil_<payload>_<encoding>`` (beyond the study's record:
+#: they run only on corpora whose calls carry provenance).
+PROVENANCE_KINDS: Final[tuple[str, ...]] = tuple(
+    f"exfil_{size}_{enc}" for size in PAYLOADS for enc in PAYLOAD_ENCODINGS
+)
+#: Every kind: the study's, then the provenance variants.
+ALL_KINDS: Final[tuple[str, ...]] = (*KINDS, *PROVENANCE_KINDS)
 CONTROL_KINDS: Final[tuple[str, ...]] = tuple(k for k in KINDS if k.startswith("control_"))
+#: The study's anomalies (the single-cue summaries average over these only).
 ANOMALY_KINDS: Final[tuple[str, ...]] = tuple(k for k in KINDS if k not in CONTROL_KINDS)
 
 
@@ -27,6 +39,20 @@ class ExfiltrationParams:
     #: browser's go-to-URL; not ``navigate_back``, which takes no URL)
     network_tools: tuple[str, ...] | None = None
     read_tools: tuple[str, ...] = ("Read",)
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceExfiltrationParams:
+    """One egress call that sends ``payload_bytes`` of an earlier local result, ``encoding``-
+    written (:mod:`toolwatch.injection.spans.provenance_exfiltration`)."""
+
+    payload_bytes: int
+    encoding: str = "verbatim"
+    #: a smaller window holds no result this big: the largest local result is sent instead,
+    #: if it has at least this many bytes (else the run is skipped)
+    min_source_bytes: int = 96
+    #: egress classes of the carrier; ``None`` = every class with a measured training call
+    classes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +88,7 @@ class OtherNormalParams:
 
 KindParams = (
     ExfiltrationParams
+    | ProvenanceExfiltrationParams
     | OutOfScopeParams
     | RunawayParams
     | BurstParams
@@ -79,6 +106,11 @@ DEFAULT_PARAMS: Final[dict[str, KindParams]] = {
     "out_of_scope_tool": OutOfScopeParams(),
     "control_other_normal": OtherNormalParams(),
     "control_same_response_burst": BurstParams(same_response=True),
+    **{
+        f"exfil_{size}_{enc}": ProvenanceExfiltrationParams(payload, enc)
+        for size, payload in PAYLOADS.items()
+        for enc in PAYLOAD_ENCODINGS
+    },
 }
 
 
@@ -97,6 +129,7 @@ def params_from_dict(data: Mapping[str, Mapping[str, object]]) -> dict[str, Kind
         t.__name__: t
         for t in (
             ExfiltrationParams,
+            ProvenanceExfiltrationParams,
             OutOfScopeParams,
             RunawayParams,
             BurstParams,

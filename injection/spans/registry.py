@@ -18,7 +18,14 @@ from toolwatch.injection.spans.anomalies import (
 from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.contract import Injection, InjectionError, Injector
 from toolwatch.injection.spans.controls import inject_other_normal
-from toolwatch.injection.spans.kinds import DEFAULT_PARAMS, KINDS, ExfiltrationParams, KindParams
+from toolwatch.injection.spans.kinds import (
+    ALL_KINDS,
+    DEFAULT_PARAMS,
+    PROVENANCE_KINDS,
+    ExfiltrationParams,
+    KindParams,
+)
+from toolwatch.injection.spans.provenance_exfiltration import inject_provenance_exfiltration
 from toolwatch.injection.spans.session_arrays import SessionCalls
 
 _INJECTORS: Final[dict[str, Injector]] = {
@@ -28,6 +35,7 @@ _INJECTORS: Final[dict[str, Injector]] = {
     "out_of_scope_tool": inject_out_of_scope,
     "control_other_normal": inject_other_normal,
     "control_same_response_burst": inject_burst,
+    **{kind: inject_provenance_exfiltration for kind in PROVENANCE_KINDS},
 }
 
 
@@ -48,7 +56,7 @@ def inject(
     placed (e.g. no out-of-scope tool exists for this session).
     """
     if kind not in DEFAULT_PARAMS:
-        raise InjectionError(f"unknown anomaly kind {kind!r} (known: {', '.join(KINDS)})")
+        raise InjectionError(f"unknown anomaly kind {kind!r} (known: {', '.join(ALL_KINDS)})")
     p = params if params is not None else DEFAULT_PARAMS[kind]
     if not 1 <= position <= len(session):
         raise InjectionError(f"position {position} outside 1..{len(session)}")
