@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -11,10 +12,46 @@ from support.paths import FIXTURES
 from toolwatch.collector.store.parquet_store import Store
 
 DEV_REAL = FIXTURES / "dev_real" / "calls.parquet"
+#: The slice's egress calls with their provenance as measured on the transcripts (README)
+DEV_REAL_PROVENANCE = FIXTURES / "dev_real" / "provenance.csv"
 
 
-def dev_real_calls() -> pa.Table:
-    return pq.read_table(DEV_REAL)
+def dev_real_calls(*, provenance: bool = False) -> pa.Table:
+    """The slice; with ``provenance`` its measured provenance joined in (every call not in
+    ``provenance.csv`` sends nothing: egress ``none``, payload 0)."""
+    calls = pq.read_table(DEV_REAL)
+    if not provenance:
+        return calls
+    con = duckdb.connect()
+    con.register(
+        "calls", calls.drop_columns([c for c in _PROVENANCE_COLUMNS if c in calls.column_names])
+    )
+    joined = con.sql(
+        f"""SELECT c.*, coalesce(p.egress, 'none') AS egress,
+            p.reused_longest::BIGINT AS reused_longest, p.reused_total::BIGINT AS reused_total,
+            coalesce(p.payload_longest, 0)::BIGINT AS payload_longest,
+            coalesce(p.payload_total, 0)::BIGINT AS payload_total,
+            p.source_tool, p.reused_encoding, p.dest_seen
+        FROM calls c LEFT JOIN read_csv('{DEV_REAL_PROVENANCE}', header=true,
+            types={{'agent_id': 'VARCHAR', 'source_tool': 'VARCHAR'}}) p
+        ON p.session_id = c.session_id AND coalesce(p.agent_id, '') = coalesce(c.agent_id, '')
+            AND p.seq = c.seq AND p.tool = c.tool
+        ORDER BY c.span_id"""
+    ).to_arrow_table()
+    con.close()
+    return joined
+
+
+_PROVENANCE_COLUMNS = (
+    "egress",
+    "reused_longest",
+    "reused_total",
+    "payload_longest",
+    "payload_total",
+    "source_tool",
+    "reused_encoding",
+    "dest_seen",
+)
 
 
 def dev_real_store(root: Path, *, flags: bool = True) -> Store:

@@ -1,4 +1,5 @@
-"""The nine kinds are the study's, and their parameters survive a JSON round trip."""
+"""The nine kinds are the study's (then the provenance variants), and their parameters survive
+a JSON round trip."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import json
 
 from toolwatch import study
 from toolwatch.injection.spans.kinds import (
+    ALL_KINDS,
     CONTROL_KINDS,
     DEFAULT_PARAMS,
     KINDS,
+    PROVENANCE_KINDS,
+    ProvenanceExfiltrationParams,
     params_from_dict,
     params_to_dict,
 )
@@ -16,7 +20,9 @@ from toolwatch.injection.spans.kinds import (
 
 def test_kind_keys_are_the_studys() -> None:
     assert tuple(study.DETECTION_ALL_CUSUM) == KINDS
-    assert set(DEFAULT_PARAMS) == set(KINDS)
+    assert (*KINDS, *PROVENANCE_KINDS) == ALL_KINDS and set(DEFAULT_PARAMS) == set(ALL_KINDS)
+    assert len(PROVENANCE_KINDS) == 9
+    assert DEFAULT_PARAMS["exfil_document_base64"] == ProvenanceExfiltrationParams(400, "base64")
     assert CONTROL_KINDS == ("control_other_normal", "control_same_response_burst")
 
 
