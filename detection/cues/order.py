@@ -23,6 +23,13 @@ key tools by their exact name, so an unseen tool the session keeps using stops b
 surprising. Without this mix a session that repeats a procedure of its own keeps paying the
 global price for every repetition (the study: 22 % of normal sessions alarmed).
 
+**Named option** ``smoothing="kneser_ney"`` (issue 13, a stronger order model; default
+``"witten_bell"``, the study's): the global bigram is interpolated Kneser–Ney with absolute
+discount ``D = 0.75``, ``P_g(w | p) = max(C(p, w) − D, 0) / C(p) + D · T(p) / C(p) · P_c(w)``,
+backing off to the *continuation* unigram ``P_c(w) = (N₁₊(·w) + 1) / (N₁₊(··) + |V|)`` (how
+many distinct tools ``w`` follows, add-one so ``<unk>`` keeps mass) rather than raw frequency.
+The session mix is the same. Its measured effect is in ``docs/ARCHITECTURE.md``.
+
 >>> import pyarrow as pa
 >>> from toolwatch.detection.calls.frame import prepare
 >>> calls = pa.table({"session_id": ["a"] * 4, "tool": ["Read", "Edit", "Read", "Edit"],
@@ -55,6 +62,9 @@ _LOW = (1 << _BITS) - 1
 #: keys stay valid when the adaptive model swaps in a snapshot with a larger vocabulary
 #: (vocabulary indices are stable there: new tools are appended).
 _UNSEEN_BASE = 1 << 19
+#: Global bigram smoothing: the study's Witten–Bell, or interpolated Kneser–Ney (named option).
+SMOOTHINGS = ("witten_bell", "kneser_ney")
+KN_DISCOUNT = 0.75
 
 
 class _OrderState:
@@ -78,8 +88,11 @@ class OrderCue(Cue):
 
     name: ClassVar[str] = "order"
 
-    def __init__(self, session_mix: bool = True) -> None:
+    def __init__(self, session_mix: bool = True, smoothing: str = "witten_bell") -> None:
+        if smoothing not in SMOOTHINGS:
+            raise ValueError(f"order smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
         self.session_mix = session_mix
+        self.smoothing = smoothing
         self.tools: list[str] = []
         self.unigram: list[float] = []
         self.bigrams: list[tuple[str | None, str, float]] = []  # (prev or None for <s>, next, n)
@@ -131,9 +144,10 @@ class OrderCue(Cue):
         session_mix: bool = True,
         novel: frozenset[str] = frozenset(),
         novelty_cap: float | None = None,
+        smoothing: str = "witten_bell",
     ) -> OrderCue:
         """A cue from (possibly weighted) counts over ``tools`` kept in the given order."""
-        cue = cls(session_mix=session_mix)
+        cue = cls(session_mix=session_mix, smoothing=smoothing)
         cue.tools, cue.unigram, cue.bigrams = list(tools), list(unigram), list(bigrams)
         cue.novel, cue.novelty_cap = frozenset(novel), novelty_cap
         cue._build()
@@ -153,8 +167,16 @@ class OrderCue(Cue):
         ctx_n = counts.sum(axis=1, keepdims=True)
         ctx_t = (counts > 0).sum(axis=1, keepdims=True).astype(np.float64)
         p_u_arr = np.array(p_u, dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mixed = (counts + ctx_t * p_u_arr) / (ctx_n + ctx_t)  # IEEE ops, as in Python
+        if self.smoothing == "kneser_ney":
+            follows = (counts > 0).sum(axis=0).astype(np.float64)  # N1+(· w)
+            p_u_arr = (follows + 1.0) / (follows.sum() + v + 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mixed = (
+                    np.maximum(counts - KN_DISCOUNT, 0.0) + KN_DISCOUNT * ctx_t * p_u_arr
+                ) / ctx_n
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mixed = (counts + ctx_t * p_u_arr) / (ctx_n + ctx_t)  # IEEE ops, as in Python
         self._pg = np.where(ctx_n > 0, mixed, p_u_arr)
         self._pg_rows = self._pg.tolist()
 
@@ -257,6 +279,7 @@ class OrderCue(Cue):
         self._check_fitted()
         out: dict[str, Any] = {
             "session_mix": self.session_mix,
+            **({"smoothing": self.smoothing} if self.smoothing != "witten_bell" else {}),
             "tools": list(self.tools),
             "unigram": list(self.unigram),
             "bigrams": [[p, w, c] for p, w, c in self.bigrams],
@@ -267,7 +290,10 @@ class OrderCue(Cue):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OrderCue:
-        cue = cls(session_mix=bool(data["session_mix"]))
+        cue = cls(
+            session_mix=bool(data["session_mix"]),
+            smoothing=str(data.get("smoothing", "witten_bell")),
+        )
         cue.tools = [str(t) for t in data["tools"]]
         cue.unigram = [_count(c) for c in data["unigram"]]
         if "novelty" in data:

@@ -308,7 +308,13 @@ class DecayedStats:
         )
 
     def order_cue(
-        self, now_s: float, *, session_mix: bool, novel: frozenset[str], cap: float | None
+        self,
+        now_s: float,
+        *,
+        session_mix: bool,
+        novel: frozenset[str],
+        cap: float | None,
+        smoothing: str = "witten_bell",
     ) -> OrderCue:
         f = self.factor(now_s)
         unigram = [self.unigram.get(i, 0.0) * f for i in range(len(self.tools))]
@@ -317,7 +323,13 @@ class DecayedStats:
             for (p, n), c in sorted(self.bigram.items())
         ]
         return OrderCue.from_counts(
-            self.tools, unigram, bigrams, session_mix=session_mix, novel=novel, novelty_cap=cap
+            self.tools,
+            unigram,
+            bigrams,
+            session_mix=session_mix,
+            novel=novel,
+            novelty_cap=cap,
+            smoothing=smoothing,
         )
 
     def size_cue(
@@ -492,7 +504,11 @@ class AdaptiveModel:
                 caps[cue] = mean + self.config.novelty_zcap * sd
         cues = {
             "order": self.stats.order_cue(
-                now_s, session_mix=cfg.order_session_mix, novel=novel, cap=caps["order"]
+                now_s,
+                session_mix=cfg.order_session_mix,
+                novel=novel,
+                cap=caps["order"],
+                smoothing=cfg.order_smoothing,
             ),
             "size": self.stats.size_cue(
                 now_s,

@@ -45,6 +45,8 @@ import pyarrow.compute as pc
 from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
+from toolwatch.detection.cues.novelty import KEYS as NOVELTY_KEYS
+from toolwatch.detection.cues.novelty import NoveltyCue
 from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.provenance import RULES as PROVENANCE_RULES
 from toolwatch.detection.cues.provenance import ProvenanceCue
@@ -54,6 +56,7 @@ from toolwatch.detection.detectors.base import DETECTORS, Detector, stat_column
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA, STARTS
 from toolwatch.detection.detectors.point import Point
+from toolwatch.detection.model.novelty_set import NoveltySet
 from toolwatch.detection.model.thresholds import operating_threshold
 from toolwatch.usage import UserError
 
@@ -99,6 +102,8 @@ class ModelConfig:
     #: operating point: alarm above this quantile of calibration call statistics
     operating_quantile: float = 0.999
     order_session_mix: bool = True
+    #: named variant: the order cue's global bigram smoothed by interpolated Kneser–Ney
+    order_smoothing: str = "witten_bell"
     size_min_count: int = 5
     size_min_sd: float = 0.25
     failure_prior_strength: float = 2.0
@@ -118,6 +123,10 @@ class ModelConfig:
     #: design payload size (rule "capped") and the floor of every class's threshold, bytes
     provenance_cap: int = 32
     provenance_floor: int = 16
+    #: the novelty cue (a cue set of its own beside the study's): key "tool" or "server", and
+    #: how many calls a stream's first uses are not counted at its start
+    novelty_key: str = "tool"
+    novelty_warmup: int = 5
 
     def __post_init__(self) -> None:
         valid = {stat_column(s, d) for s in CUE_SETS for d in DETECTORS}
@@ -142,6 +151,12 @@ class ModelConfig:
                 "config needs 1 <= provenance_floor <= provenance_cap, got "
                 f"{self.provenance_floor} and {self.provenance_cap}"
             )
+        if self.novelty_key not in NOVELTY_KEYS:
+            raise ModelError(
+                f"config novelty_key must be one of {NOVELTY_KEYS}, got {self.novelty_key!r}"
+            )
+        if self.novelty_warmup < 0:
+            raise ModelError(f"config novelty_warmup must be >= 0, got {self.novelty_warmup}")
         if not 0.0 < self.operating_quantile <= 1.0:
             raise ModelError(
                 f"config operating_quantile must be in (0, 1], got {self.operating_quantile}"
@@ -184,6 +199,9 @@ class NormalModel:
     #: part of ``all``: the live scorer alerts on it at once. ``None`` in artifacts written
     #: before it existed (then no provenance alert is raised)
     provenance: ProvenanceCue | None = None
+    #: the novelty cue set: the cue, its training (mean, sd) and, once calibrated, its
+    #: operating-point threshold per detector; ``None`` in older artifacts
+    novelty: NoveltySet | None = None
 
     # ---------------------------------------------------------------- construction
 
@@ -204,7 +222,7 @@ class NormalModel:
         if frame.n == 0:
             raise ModelError("the training window has no calls: nothing to learn from")
         cues: dict[str, Cue] = {
-            "order": OrderCue(session_mix=cfg.order_session_mix),
+            "order": OrderCue(session_mix=cfg.order_session_mix, smoothing=cfg.order_smoothing),
             "size": SizeCue(min_count=cfg.size_min_count, min_sd=cfg.size_min_sd),
             "time": TimeCue(max_knots=cfg.time_max_knots, tail=cfg.time_tail),
             "failure": FailureCue(prior_strength=cfg.failure_prior_strength),
@@ -216,6 +234,8 @@ class NormalModel:
             rule=cfg.provenance_rule, floor=cfg.provenance_floor, cap=cfg.provenance_cap
         ).fit(frame)
         model.data["train"]["provenance_unmeasured"] = ProvenanceCue.unmeasured(frame)
+        cue = NoveltyCue(key=cfg.novelty_key, warmup=cfg.novelty_warmup).fit(frame)
+        model.novelty = NoveltySet(cue, _mean_sd(cue.score_many(frame), cfg.min_sd))
         return model
 
     @classmethod
@@ -292,6 +312,11 @@ class NormalModel:
                 over = values > thresholds[s][d]
                 alarms[s][d] = int(np.unique(frame.stream[over]).shape[0])
         self.thresholds = thresholds
+        if self.novelty is not None:
+            novelty = self.novelty_statistics(frame)
+            self.novelty.thresholds = {
+                d: operating_threshold(novelty[stat_column("novelty", d)], q) for d in DETECTORS
+            }
         self.data["calibration"] = {
             **_describe(frame),
             "window": dict(window or {}),
@@ -305,6 +330,19 @@ class NormalModel:
     @property
     def calibrated(self) -> bool:
         return bool(self.thresholds)
+
+    def novelty_statistics(self, frame: CallFrame) -> dict[str, np.ndarray]:
+        """The novelty cue's score (``novelty``) and its detector statistics
+        (``novelty_point`` …) for a prepared frame; empty without the cue."""
+        if self.novelty is None:
+            return {}
+        raw = self.novelty.cue.score_many(frame)
+        mean, sd = self.novelty.standardisation
+        z = (raw - mean) / sd
+        out = {"novelty": raw}
+        for det, detector in self.detectors().items():
+            out[stat_column("novelty", det)] = detector.run(z, frame.start)
+        return out
 
     def threshold(self, cue_set: str, detector: str) -> float:
         """The operating-point threshold of ``cue_set`` × ``detector``."""
@@ -354,6 +392,7 @@ class NormalModel:
             "thresholds": self.thresholds,
             **({"adaptive": self.adaptive} if self.adaptive is not None else {}),
             **({"provenance": self.provenance.to_dict()} if self.provenance is not None else {}),
+            **({"novelty": self.novelty.to_dict()} if self.novelty is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -430,6 +469,8 @@ class NormalModel:
                 raise ValueError("not a JSON object")
             where = "provenance"
             provenance = ProvenanceCue.from_dict(doc["provenance"]) if "provenance" in doc else None
+            where = "novelty"
+            novelty = NoveltySet.from_dict(doc["novelty"]) if "novelty" in doc else None
         except ModelError as exc:
             raise ModelError(f"{source}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -445,6 +486,7 @@ class NormalModel:
             checksum=expected,
             adaptive=None if adaptive is None else dict(adaptive),
             provenance=provenance,
+            novelty=novelty,
         )
 
     @classmethod

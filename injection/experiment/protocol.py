@@ -47,6 +47,7 @@ from toolwatch.injection.experiment.results import (
 )
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import (
+    NOVELTY,
     STATISTICS,
     STUDY_STATISTICS,
     drop_response_ids,
@@ -89,7 +90,7 @@ def run_experiment(
         if measured
         else tuple(k for k in config.kinds if k not in PROVENANCE_KINDS),
     )
-    statistics = STATISTICS if measured else STUDY_STATISTICS
+    statistics = STATISTICS if measured else (*STUDY_STATISTICS, *NOVELTY)
     context = InjectionContext.from_sessions(split.train)
     lap("load_split")
 

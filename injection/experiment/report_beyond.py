@@ -1,12 +1,12 @@
-"""Beyond the study's record: the provenance cue (and any other cue beyond the study's four)
-beside the study's headline statistic, and the two together as the live scorer runs them.
+"""Beyond the study's record: the novelty and provenance cues beside the study's headline
+statistic, and the cues together as a live scorer watching all of them would alarm.
 
-The live scorer alerts on all·CUSUM *or* a provenance excess. So beside each cue alone this
-reports that union at one false-alarm level: the provenance cue at its learned thresholds, and
-all·CUSUM's threshold chosen so that the union reaches the largest level not above the target
-(a normal stream the provenance cue alarms on always counts as alarming). Detection uses each
-run's largest statistic inside its detection window (``RunOutcomes.window_max``), exactly the
-window the cells use.
+Beside each cue alone this reports the union ``all·CUSUM ∨ novelty·CUSUM ∨ provenance`` at one
+false-alarm level: the provenance cue at its learned thresholds (a normal stream it alarms on
+always counts as alarming), and all·CUSUM and novelty·CUSUM each at the threshold of one shared
+per-statistic level ``k/n``, the largest ``k`` at which the union stays at or below the target.
+Detection uses each run's largest statistic inside its detection window
+(``RunOutcomes.window_max``), exactly the window the cells use.
 """
 
 from __future__ import annotations
@@ -20,33 +20,53 @@ from toolwatch.injection.experiment.results import NORMAL, ExperimentResult
 from toolwatch.injection.spans.kinds import ANOMALY_KINDS, PROVENANCE_KINDS
 
 #: statistics beyond the study's cue sets, in report order (those present are shown)
-BEYOND: tuple[tuple[str, str], ...] = (("provenance", "point"),)
+BEYOND: tuple[tuple[str, str], ...] = (("novelty", "cusum"), ("provenance", "point"))
 HEADLINE = ("all", "cusum")
 
 
-def union_figures(result: ExperimentResult, variant: str = "standard") -> dict[str, Any] | None:
-    """all·CUSUM ∨ provenance (learned thresholds) at the target: the all·CUSUM threshold, the
-    level reached and the detection rate per kind; ``None`` without provenance runs."""
+def union_figures(
+    result: ExperimentResult, variant: str = "standard", *, provenance: bool = True
+) -> dict[str, Any] | None:
+    """The union (module docstring): its thresholds, the level reached and the detection rate
+    per kind; ``None`` when the runs hold no statistic beyond the study's."""
     runs = {r.kind: r for r in result.runs if r.variant == variant}
     normal = runs.get(NORMAL)
-    prov = ("provenance", "point")
-    if normal is None or prov not in normal.window_max:
+    if normal is None:
         return None
-    op = result.thresholds[(variant, *prov, "operating_point")].value
-    prov_alarm = normal.window_max[prov] > op
-    maxima = np.where(prov_alarm, np.inf, normal.window_max[HEADLINE])
-    choice = M.threshold_for_false_alarm(maxima, result.config.target_fa)
+    free = [s for s in (HEADLINE, ("novelty", "cusum")) if s in normal.window_max]
+    fixed = [s for s in (("provenance", "point"),) if provenance and s in normal.window_max]
+    if len(free) + len(fixed) < 2:
+        return None
+    fixed_thr = {s: result.thresholds[(variant, *s, "operating_point")].value for s in fixed}
+    n = len(normal.seed)
+    target = result.config.target_fa
+    best: tuple[dict[tuple[str, str], float], float] | None = None
+    for k in range(n + 1):
+        thr = {s: M.threshold_for_false_alarm(normal.window_max[s], k / n).threshold for s in free}
+        alarm = np.zeros(n, dtype=bool)
+        for s, t in (*thr.items(), *fixed_thr.items()):
+            alarm |= normal.window_max[s] > t
+        if alarm.mean() <= target + 1e-12:
+            best = (thr, float(alarm.mean()))
+        else:
+            break
+    if best is None:
+        return None
+    thresholds = {**best[0], **fixed_thr}
     rates: dict[str, float] = {}
     for kind, r in runs.items():
-        if kind == NORMAL or HEADLINE not in r.window_max or not len(r.seed):
+        if kind == NORMAL or not len(r.seed) or any(s not in r.window_max for s in thresholds):
             continue
-        hit = (r.window_max[HEADLINE] > choice.threshold) | (r.window_max[prov] > op)
+        hit = np.zeros(len(r.seed), dtype=bool)
+        for s, t in thresholds.items():
+            hit |= r.window_max[s] > t
         rates[kind] = float(hit.mean())
     return {
-        "all_cusum_threshold": choice.threshold,
-        "fa_reached": choice.reached,
-        "alarming": round(choice.reached * len(maxima)),
-        "streams": len(maxima),
+        "members": [f"{c}·{d}" for c, d in thresholds],
+        "thresholds": {f"{c}·{d}": t for (c, d), t in thresholds.items()},
+        "fa_reached": best[1],
+        "alarming": round(best[1] * n),
+        "streams": n,
         "rates": rates,
     }
 
@@ -59,21 +79,28 @@ def beyond_section(result: ExperimentResult, label: Any, pct: Any) -> str | None
         return None
     n = result.split["test"][0]
     kinds = [k for k in (*ANOMALY_KINDS, *PROVENANCE_KINDS) if k in result.config.kinds]
-    union = union_figures(result)
+    unions: list[dict[str, Any]] = []
+    for with_provenance in (False, True):
+        found = union_figures(result, provenance=with_provenance)
+        if found is not None and found["members"] not in [u["members"] for u in unions]:
+            unions.append(found)
     header = ["kind", "all·CUSUM"]
     levels = []
     for cue, det in present:
-        for mode, what in (("operating_point", "learned thresholds"), ("fa_target", "fa target")):
+        first = "learned thresholds" if cue == "provenance" else "operating point"
+        for mode, what in (("operating_point", first), ("fa_target", "fa target")):
             t = result.thresholds[("standard", cue, det, mode)]
             header.append(f"{cue} ({what})")
             levels.append(
                 f"{cue}·{det} at its {what}: {pct(t.fa_reached, 1)} = "
                 f"{round(t.fa_reached * n)}/{n} normal test streams"
             )
-    if union is not None:
-        header.append("all·CUSUM ∨ provenance")
+    for union in unions:
+        name = " ∨ ".join(union["members"])
+        header.append(name)
+        shown = ", ".join(f"{m} {t:.2f}" for m, t in union["thresholds"].items())
         levels.append(
-            f"all·CUSUM ∨ provenance (all·CUSUM threshold {union['all_cusum_threshold']:.2f}): "
+            f"{name} (thresholds {shown}): "
             f"{pct(union['fa_reached'], 1)} = {union['alarming']}/{union['streams']}"
         )
     rows = []
@@ -84,7 +111,7 @@ def beyond_section(result: ExperimentResult, label: Any, pct: Any) -> str | None
             for mode in ("operating_point", "fa_target"):
                 cell = result.cell(kind, cue, det, mode=mode)
                 row.append(pct(cell.rate, 1) if cell else "–")
-        if union is not None:
+        for union in unions:
             rate = union["rates"].get(kind)
             row.append("–" if rate is None else pct(rate, 1))
         rows.append(row)
@@ -99,9 +126,14 @@ def beyond_section(result: ExperimentResult, label: Any, pct: Any) -> str | None
             "alarm the provenance cue); exfil_<payload>_<encoding> carry it (key 40 B, "
             "document 400 B, file 3 KB)"
         )
+    rule = result.config.model.get("provenance_rule", "capped")
+    named = ", ".join(f"{k}={v}" for k, v in sorted(result.config.model.items()))
     return (
-        "Beyond the study's record — the provenance cue (per-egress-class payload thresholds, "
-        f"rule {result.config.model.get('provenance_rule', 'capped')}) beside all cues + CUSUM\n"
+        "Beyond the study's record — the novelty cue (first uses mid-stream, weighted by "
+        "training rarity) and, where calls carry provenance, the provenance cue "
+        f"(per-egress-class payload thresholds, rule {rule}) beside all cues + CUSUM"
+        + (f" [model: {named}]" if named else "")
+        + "\n"
         + "\n".join(lines)
         + "\n"
         + foot

@@ -24,9 +24,13 @@ Statistic = tuple[str, str]
 STUDY_STATISTICS: Final[tuple[tuple[str, str], ...]] = tuple(
     (c, d) for c in CUE_SETS for d in DETECTORS
 )
+#: The novelty cue set (first uses mid-stream weighted by training rarity), every detector.
+NOVELTY: Final[tuple[tuple[str, str], ...]] = tuple(("novelty", d) for d in DETECTORS)
+#: Beyond the study's record: novelty always, provenance on a corpus that measured it.
+BEYOND_STATISTICS: Final[tuple[tuple[str, str], ...]] = (*NOVELTY, PROVENANCE)
 #: Every pair the experiment measures on a corpus with provenance: the study's, then the
-#: provenance cue (without provenance measured, the study's only).
-STATISTICS: Final[tuple[tuple[str, str], ...]] = (*STUDY_STATISTICS, PROVENANCE)
+#: cues beyond it.
+STATISTICS: Final[tuple[tuple[str, str], ...]] = (*STUDY_STATISTICS, *BEYOND_STATISTICS)
 
 
 def _run_session_id(run: int, original: SessionCalls) -> str:
@@ -68,6 +72,9 @@ def operating_thresholds(model: NormalModel) -> dict[str, float]:
     provenance cue's: its learned thresholds, i.e. a score of 1)."""
     out = {f"{c}_{d}": float(model.threshold(c, d)) for c in CUE_SETS for d in DETECTORS}
     out["_".join(PROVENANCE)] = 1.0
+    if model.novelty is not None:
+        for det, value in model.novelty.thresholds.items():
+            out[f"novelty_{det}"] = float(value)
     return out
 
 
@@ -92,19 +99,32 @@ def score_groups(
         for c in CUE_SETS
         for d in DETECTORS
     }
-    columns["_".join(PROVENANCE)] = provenance_scores(model, table)
+    columns.update(beyond_scores(model, table))
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return [
         {k: v[bounds[g] : bounds[g + 1]] for k, v in columns.items()} for g in range(len(groups))
     ]
 
 
-def provenance_scores(model: NormalModel, table: pa.Table) -> np.ndarray:
-    """The provenance cue's score per call of ``table``, in its row order (zeros for a model
-    without the cue)."""
-    if model.provenance is None or table.num_rows == 0:
-        return np.zeros(table.num_rows)
+def beyond_scores(model: NormalModel, table: pa.Table) -> dict[str, np.ndarray]:
+    """The statistics beyond the study's per call of ``table``, in its row order: the
+    provenance cue's score (zeros for a model without it) and the novelty cue set's
+    detector statistics."""
+    n = table.num_rows
+    out = {"_".join(PROVENANCE): np.zeros(n)}
+    out.update({f"{c}_{d}": np.zeros(n) for c, d in NOVELTY})
+    if n == 0:
+        return out
     frame = prepare(table)
-    out = np.empty(table.num_rows)
-    out[frame.order] = model.provenance.score_many(frame)
+
+    def in_row_order(values: np.ndarray) -> np.ndarray:
+        placed = np.empty(n)
+        placed[frame.order] = values
+        return placed
+
+    if model.provenance is not None:
+        out["_".join(PROVENANCE)] = in_row_order(model.provenance.score_many(frame))
+    for name, values in model.novelty_statistics(frame).items():
+        if name in out:
+            out[name] = in_row_order(values)
     return out

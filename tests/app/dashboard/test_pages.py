@@ -270,7 +270,7 @@ def test_cells_at_the_stored_target_equal_the_stored_cells(built: dict[str, Any]
         )
     )
     merged = cells.merge(stored, on=["cue_set", "detector", "kind"], suffixes=("", "_stored"))
-    assert len(merged) == len(stored) == 15 * len(KINDS)
+    assert len(merged) == len(stored) == 18 * len(KINDS)  # 15 of the study's + 3 novelty
     for col in ("rate", "threshold", "fa_reached", "runs", "detected"):
         assert np.allclose(merged[col], merged[f"{col}_stored"]), col
     assert ((merged["ci_low"] <= merged["rate"]) & (merged["rate"] <= merged["ci_high"])).all()

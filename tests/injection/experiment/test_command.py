@@ -12,6 +12,7 @@ from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.injection.experiment.scoring import NOVELTY
 
 
 @pytest.fixture()
@@ -51,7 +52,8 @@ def test_cli_saves_results_and_reruns_exactly(
     ).to_pylist()[0]
     # a thin test split (< 50 streams): the next reachable level is a third threshold mode
     modes = 3 if first["split"]["test"][0] < 50 else 2
-    assert rows == {"n": 2 * len(kinds) * len(CUE_SETS) * len(DETECTORS) * modes, "configs": 1}
+    stats = len(CUE_SETS) * len(DETECTORS) + len(NOVELTY)  # the study's, then novelty's
+    assert rows == {"n": 2 * len(kinds) * stats * modes, "configs": 1}
     runs = small_store.query(
         "SELECT kind, count(*) AS n FROM experiment_runs WHERE run_id = ? AND variant = "
         "'standard' AND cue_set = 'all' AND detector = 'cusum' AND threshold_mode = "

@@ -10,6 +10,7 @@ from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.experiment.config import VARIANTS, ExperimentConfig
 from toolwatch.injection.experiment.protocol import run_experiment
 from toolwatch.injection.experiment.results import ExperimentResult
+from toolwatch.injection.experiment.scoring import NOVELTY, STUDY_STATISTICS
 from toolwatch.injection.spans.kinds import CONTROL_KINDS, KINDS
 
 
@@ -37,7 +38,7 @@ def test_false_alarm_levels_are_reachable_levels_not_above_the_target(
 ) -> None:
     n = result.split["test"][0]
     for (variant, cue, det, mode), t in result.thresholds.items():
-        assert variant in VARIANTS and cue in CUE_SETS and det in DETECTORS
+        assert variant in VARIANTS and (cue, det) in (*STUDY_STATISTICS, *NOVELTY)
         assert 0.0 <= t.fa_reached <= 1.0
         assert abs(t.fa_reached * n - round(t.fa_reached * n)) < 1e-9  # k of n sessions
         if mode == "fa_target":  # (the "largest reachable level" rule: test_metrics.py)
@@ -108,7 +109,7 @@ def test_experiment_runs_on_an_imported_style_corpus() -> None:
     for c in result.cells:
         assert 0.0 <= c.rate <= 1.0 and c.runs == result.split["test"][0]
     modes = 3 if result.split["test"][0] < 50 else 2  # a thin split adds the next level
-    assert len(result.cells) == len(KINDS) * len(CUE_SETS) * len(DETECTORS) * modes
+    assert len(result.cells) == len(KINDS) * (len(CUE_SETS) * len(DETECTORS) + len(NOVELTY)) * modes
     # the fast gaps still rank above normal calls, though sessions without response ids now
     # hold fast "different-response" gaps too (the ablation's point)
     burst = result.cell("burst", "time", "point")

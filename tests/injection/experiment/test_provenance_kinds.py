@@ -98,7 +98,8 @@ def test_provenance_beside_the_studys_cues_on_real_calls(real: ExperimentResult)
     # the study's kinds carry no provenance: the cue sees only the normal calls around them
     assert rate("key_exfiltration", "provenance", "point", "operating_point") <= 0.15
     text = render(real)
-    assert "Beyond the study's record" in text and "all·CUSUM ∨ provenance" in text
+    assert "Beyond the study's record" in text
+    assert "all·cusum ∨ novelty·cusum ∨ provenance·point" in text
     assert "key exfil. w/ provenance (base64)" in text
 
 
@@ -113,4 +114,6 @@ def test_without_provenance_the_variants_and_the_cue_are_left_out() -> None:
     result = run_experiment(dev_real_calls(), config)
     assert result.config.kinds == ("burst",)
     assert not any(c.cue_set == "provenance" for c in result.cells)
-    assert "Beyond the study's record" not in render(result)
+    text = render(result)
+    assert "Beyond the study's record" in text and "novelty·cusum ∨" not in text
+    assert "provenance (learned thresholds)" not in text and "all·cusum ∨ novelty·cusum" in text

@@ -1,0 +1,106 @@
+"""The novelty cue (first uses mid-stream weighted by training rarity) and the order cue's
+Kneser–Ney option: exact values, batch == online, the artifact, the model's statistics."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from support.detection import session, table, workload
+from toolwatch.detection import NormalModel
+from toolwatch.detection.calls.frame import prepare
+from toolwatch.detection.cues.base import Call, StreamContext
+from toolwatch.detection.cues.novelty import NoveltyCue
+from toolwatch.detection.cues.order import KN_DISCOUNT, OrderCue
+
+
+def training() -> pa.Table:
+    return table(
+        session(["Read", "Edit", "Bash", "Read"], name="a")
+        + session(["Read", "Bash", "mcp__gh__issue"], name="b", start=100.0)
+        + session(["Read", "Read", "mcp__gh__pr"], name="c", start=200.0)
+    )
+
+
+def online(cue: NoveltyCue | OrderCue, calls: pa.Table) -> list[float]:
+    out, states, ctxs = [], {}, {}
+    for row in calls.to_pylist():
+        call = Call.from_mapping(row)
+        key = (call.session_id, call.agent_id)
+        state = states.setdefault(key, cue.new_state())
+        ctx = ctxs.setdefault(key, StreamContext())
+        out.append(cue.score_one(call, ctx, state))
+        ctx.advance(call)
+    return out
+
+
+def test_novelty_scores_first_uses_after_the_warmup_by_training_rarity() -> None:
+    cue = NoveltyCue(warmup=2).fit(prepare(training()))
+    assert cue.streams == 3 and cue.df["Read"] == 3 and cue.df["mcp__gh__pr"] == 1
+    probe = table(session(["Read", "Bash", "Read", "Edit", "Edit", "Zap", "Bash"], name="p"))
+    scores = cue.score_many(prepare(probe)).tolist()
+    edit = -math.log((1 + 0.5) / 4)  # Edit: one training stream of three
+    unseen = -math.log(0.5 / 4)
+    # Read and Bash are first used inside the warm-up; later repeats are not first uses
+    assert scores == [0.0, 0.0, 0.0, edit, 0.0, unseen, 0.0]
+    assert scores == online(cue, probe)
+    # by server: the two gh tools are one key, so the second one is no first use
+    by_server = NoveltyCue(key="server", warmup=0).fit(prepare(training()))
+    assert by_server.df["server:gh"] == 2
+    gh = table(session(["Read", "mcp__gh__issue", "mcp__gh__pr"], name="g"))
+    s = by_server.score_many(prepare(gh)).tolist()
+    assert s[1] == pytest.approx(-math.log(2.5 / 4)) and s[2] == 0.0
+    assert s == online(by_server, gh)
+    assert NoveltyCue.from_dict(cue.to_dict()).score_many(prepare(probe)).tolist() == scores
+    with pytest.raises(ValueError, match="key"):
+        NoveltyCue(key="colour")
+
+
+def test_kneser_ney_is_a_distribution_and_differs_from_witten_bell() -> None:
+    frame = prepare(workload(3, 25, tools=7))
+    wb = OrderCue().fit(frame)
+    kn = OrderCue(smoothing="kneser_ney").fit(frame)
+    sums = np.asarray(kn._pg).sum(axis=1)
+    np.testing.assert_allclose(sums, 1.0, rtol=1e-12)  # every context, <unk> included
+    # a seen pair loses the discount relative to its count, as the formula says
+    v = len(kn.tools)
+    counts = np.zeros((v + 2, v + 1))
+    for prev, nxt, c in kn.bigrams:
+        counts[v + 1 if prev is None else kn.tools.index(prev), kn.tools.index(nxt)] += c
+    row = int(np.argmax(counts.sum(axis=1)))
+    col = int(np.argmax(counts[row]))
+    c_p = counts[row].sum()
+    assert kn._pg[row, col] < counts[row, col] / c_p
+    assert kn._pg[row, col] >= (counts[row, col] - KN_DISCOUNT) / c_p
+    probe = workload(4, 5, tools=8)
+    assert not np.allclose(wb.score_many(prepare(probe)), kn.score_many(prepare(probe)))
+    assert kn.score_many(prepare(probe)).tolist() == online(kn, probe)
+    again = OrderCue.from_dict(kn.to_dict())
+    assert again.smoothing == "kneser_ney" and "smoothing" not in wb.to_dict()
+
+
+def test_the_model_keeps_novelty_as_a_cue_set_of_its_own(tmp_path: Path) -> None:
+    model = NormalModel.fit(workload(1, 30, tools=6)).calibrate(workload(2, 10, tools=6))
+    assert model.novelty is not None and set(model.novelty.thresholds) == {
+        "point",
+        "ewma",
+        "cusum",
+    }
+    frame = prepare(workload(5, 4, tools=9))
+    stats = model.novelty_statistics(frame)
+    mean, sd = model.novelty.standardisation
+    z = (stats["novelty"] - mean) / sd
+    np.testing.assert_array_equal(stats["novelty_point"], z)
+    assert (stats["novelty_cusum"] >= 0).all()
+    loaded = NormalModel.load(model.save(tmp_path / "m.json"))
+    assert loaded.novelty is not None
+    assert loaded.novelty.thresholds == model.novelty.thresholds
+    np.testing.assert_array_equal(
+        loaded.novelty_statistics(frame)["novelty_cusum"], stats["novelty_cusum"]
+    )
+    kn = NormalModel.fit(workload(1, 30, tools=6), {"order_smoothing": "kneser_ney"})
+    assert kn.cues["order"].smoothing == "kneser_ney"  # type: ignore[attr-defined]
