@@ -27,6 +27,12 @@ base64-encoded)`` — numbers, the egress class and tool names only. Calls witho
 (not measured) never alarm and are counted in ``provenance_unmeasured``; a model artifact from
 before the cue has no thresholds, and then no provenance alert is raised (logged once).
 
+**Novelty alerts** (named option ``novelty_alert``, off by default): with
+``toolwatch train --model-config novelty_alert=cusum`` the scorer also runs the novelty cue set
+(:mod:`toolwatch.detection.cues.novelty`: first uses mid-stream weighted by training rarity) and
+raises an alert when its statistic crosses the operating point (one per excursion, like the
+study's), explained by the tool that was first used and how many training streams used it.
+
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
 alert write, fold or state save is logged (the alerts are still returned and posted), the
 webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch; a stream
@@ -55,7 +61,7 @@ from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
 from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
 from toolwatch.detection.calls.windows import call_columns_sql
-from toolwatch.detection.cues.base import Call
+from toolwatch.detection.cues.base import Call, StreamContext
 from toolwatch.detection.detectors.base import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveConfig, AdaptiveModel
 from toolwatch.detection.model.normal_model import (
@@ -164,6 +170,7 @@ class LiveScorer:
         self.provenance = self.model.provenance
         if self.provenance is None:
             log.info("live scoring: the model has no provenance thresholds (retrain to add them)")
+        self.novelty = NoveltyWatch.of(self.model)
         self._resume()
 
     @property
@@ -202,6 +209,23 @@ class LiveScorer:
                     )
                     alert["explanation"] = verdict.explain(*source)
                     alerts.append(alert)
+            if self.novelty is not None:
+                crossed = self.novelty.update(call)
+                if crossed is not None:
+                    value, threshold, why = crossed
+                    alert = self._alert(
+                        call,
+                        span_id,
+                        index,
+                        "novelty",
+                        self.novelty.detector,
+                        value,
+                        threshold,
+                        None,
+                        now,
+                    )
+                    alert["explanation"] = why
+                    alerts.append(alert)
             key = (call.session_id, call.agent_id)
             above = self._above.get(key, 0)
             if mask & ~above:
@@ -231,6 +255,8 @@ class LiveScorer:
             closed = []
         for c in closed:
             self._above.pop(c.key, None)
+            if self.novelty is not None:
+                self.novelty.streams.pop(c.key, None)
         if alerts:
             self._record(alerts)
         if self.state_path is not None and time.monotonic() - self._saved_at >= self.save_every_s:
@@ -391,6 +417,64 @@ class LiveScorer:
             log.error("could not store %d alert(s) in %s: %s", len(alerts), self.store.root, exc)
         if self.poster is not None:
             self.poster.post(alerts)
+
+
+class NoveltyWatch:
+    """The novelty cue set on the live path (``novelty_alert``): per stream the keys used, the
+    position and the detector's running value, exactly the batch recursion of
+    :meth:`NormalModel.novelty_statistics`; an alert per excursion above the operating point."""
+
+    def __init__(self, model: NormalModel, detector: str) -> None:
+        assert model.novelty is not None
+        self.set = model.novelty
+        self.detector = detector
+        self.threshold = model.novelty.thresholds[detector]
+        cfg = model.config
+        self.alpha, self.k, self.first = cfg.ewma_alpha, cfg.cusum_k, cfg.ewma_start == "first"
+        #: stream -> [keys used, context, running value, above]
+        self.streams: dict[StreamKey, list[Any]] = {}
+
+    @classmethod
+    def of(cls, model: NormalModel) -> NoveltyWatch | None:
+        det = model.config.novelty_alert
+        if det is None:
+            return None
+        if model.novelty is None or not model.novelty.thresholds:
+            log.warning("live scoring: novelty_alert is set but the model has no novelty cue")
+            return None
+        return cls(model, det)
+
+    def update(self, call: Call) -> tuple[float, float, str] | None:
+        """Fold ``call`` in; (value, threshold, explanation) when its stream crosses."""
+        key = (call.session_id, call.agent_id)
+        state = self.streams.get(key)
+        if state is None:
+            state = self.streams[key] = [self.set.cue.new_state(), StreamContext(), 0.0, False]
+        seen, ctx, running, above = state
+        index = ctx.index
+        raw = self.set.cue.score_one(call, ctx, seen)
+        ctx.advance(call)
+        mean, sd = self.set.standardisation
+        z = (raw - mean) / sd
+        if self.detector == "point":
+            value = z
+        elif self.detector == "ewma":
+            value = z if self.first and index == 0 else self.alpha * z + (1 - self.alpha) * running
+        else:
+            value = max(0.0, running + z - self.k)
+        state[2] = value
+        now_above = value > self.threshold
+        state[3] = now_above
+        if not now_above or above:
+            return None
+        cue = self.set.cue
+        used = cue.df.get(cue.key_of(call.tool), 0)
+        why = (
+            f"novelty·{self.detector} {value:.2f} > {self.threshold:.2f} at call #{index} "
+            f"({call.tool}: {'a first use, ' if raw > 0 else ''}used by {used} of "
+            f"{cue.streams} training streams)"
+        )
+        return value, self.threshold, why
 
 
 def store_calls_of(store: Store) -> CallsOf:

@@ -45,6 +45,7 @@ from toolwatch.detection.model.normal_model import (
     ModelConfig,
     ModelError,
     NormalModel,
+    model_overrides,
 )
 
 HELP = "fit the normal model and thresholds"
@@ -60,6 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-session-mix",
         action="store_true",
         help="order cue without the session's own bigram (the study's ablation)",
+    )
+    parser.add_argument(
+        "--model-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a normal-model knob (repeatable), e.g. the named variants provenance_rule="
+        "learned_max, order_smoothing=kneser_ney, novelty_key=server, novelty_alert=cusum "
+        "(docs/ARCHITECTURE.md: their measured effect)",
     )
     parser.add_argument(
         "--adaptive",
@@ -89,7 +99,10 @@ def _run(args: argparse.Namespace) -> int:
         bar.update()
         train = cut.calls("train")
         bar.update()
-        config = ModelConfig(order_session_mix=not args.no_session_mix)
+        overrides = model_overrides(args.model_config)
+        if args.no_session_mix:
+            overrides["order_session_mix"] = False
+        config = ModelConfig.from_dict(overrides)
         model = NormalModel.fit(train, config, window=describe(cut, "train"))
         bar.update()
         calib = cut.calls("calibration")
@@ -175,6 +188,25 @@ def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str
         lines.append(
             "    " + f"{s:<9}" + "".join(f"{model.threshold(s, d):>10.3f}" for d in DETECTORS)
         )
+    if model.novelty is not None and model.novelty.thresholds:
+        lines.append(
+            "    "
+            + f"{'novelty':<9}"
+            + "".join(f"{model.novelty.thresholds[d]:>10.3f}" for d in DETECTORS)
+            + f"   (first uses by {model.novelty.cue.key}; not in all"
+            + (f"; alerts on {model.config.novelty_alert})" if model.config.novelty_alert else ")")
+        )
+    if model.provenance is not None:
+        rule = model.provenance.rule
+        shown = ", ".join(
+            f"{c} {lon}/{tot}" for c, (lon, tot) in model.provenance.thresholds.items()
+        )
+        lines.append(f"  provenance payload thresholds, longest/total bytes (rule {rule}): {shown}")
+        unmeasured = model.data["train"].get("provenance_unmeasured", 0)
+        if unmeasured:
+            lines.append(
+                f"    {unmeasured:,} training call(s) without provenance measured (never alarm)"
+            )
     if model.adaptive is not None:
         lines.append("  " + AdaptiveModel.from_model(model).describe())
     return "\n".join(lines)

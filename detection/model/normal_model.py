@@ -127,6 +127,9 @@ class ModelConfig:
     #: how many calls a stream's first uses are not counted at its start
     novelty_key: str = "tool"
     novelty_warmup: int = 5
+    #: named option: the live scorer also alerts when novelty·<this detector> crosses its
+    #: operating point (``None``: novelty is measured, not alerted on)
+    novelty_alert: str | None = None
 
     def __post_init__(self) -> None:
         valid = {stat_column(s, d) for s in CUE_SETS for d in DETECTORS}
@@ -154,6 +157,11 @@ class ModelConfig:
         if self.novelty_key not in NOVELTY_KEYS:
             raise ModelError(
                 f"config novelty_key must be one of {NOVELTY_KEYS}, got {self.novelty_key!r}"
+            )
+        if self.novelty_alert is not None and self.novelty_alert not in DETECTORS:
+            raise ModelError(
+                f"config novelty_alert must be one of {DETECTORS} or null, "
+                f"got {self.novelty_alert!r}"
             )
         if self.novelty_warmup < 0:
             raise ModelError(f"config novelty_warmup must be >= 0, got {self.novelty_warmup}")
@@ -512,6 +520,22 @@ class NormalModel:
 
 
 # -------------------------------------------------------------------------- helpers
+
+
+def model_overrides(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs (``--model-config``) as ModelConfig overrides: JSON values, bare
+    words as strings; checked by building the config."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ModelError(f"--model-config {item!r}: use KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value.strip()
+    ModelConfig.from_dict(out)
+    return out
 
 
 def _config(config: ModelConfig | Mapping[str, Any] | None) -> ModelConfig:

@@ -13,6 +13,7 @@ from typing import Any
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
+from toolwatch.detection.model.normal_model import model_overrides
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)
@@ -82,20 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _model_overrides(items: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as ModelConfig overrides (JSON values; bare words are strings)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--model-config {item!r}: use KEY=VALUE")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value.strip()
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     from toolwatch.injection.experiment import (
         ExperimentConfig,
@@ -116,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
             config = ExperimentConfig(
-                model=_model_overrides(args.model_config),
+                model=model_overrides(args.model_config),
                 split_dates=args.split_dates,
                 split_shares=args.split_shares,
                 min_calls=args.min_calls,

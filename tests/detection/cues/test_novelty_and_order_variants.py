@@ -12,6 +12,7 @@ import pytest
 
 from support.detection import session, table, workload
 from toolwatch.detection import NormalModel
+from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.calls.frame import prepare
 from toolwatch.detection.cues.base import Call, StreamContext
 from toolwatch.detection.cues.novelty import NoveltyCue
@@ -104,3 +105,27 @@ def test_the_model_keeps_novelty_as_a_cue_set_of_its_own(tmp_path: Path) -> None
     )
     kn = NormalModel.fit(workload(1, 30, tools=6), {"order_smoothing": "kneser_ney"})
     assert kn.cues["order"].smoothing == "kneser_ney"  # type: ignore[attr-defined]
+
+
+def test_live_novelty_alerts_where_the_batch_statistic_crosses(tmp_path: Path) -> None:
+    train = workload(1, 40, tools=8)
+    config = {"novelty_alert": "cusum", "novelty_warmup": 2}
+    model = NormalModel.fit(train, config).calibrate(workload(2, 10, tools=8))
+    assert model.novelty is not None
+    # a stream that turns to eight tools it never used, three of them never seen in training
+    tools = ["tool01", "tool02"] * 6 + [f"tool0{i}" for i in range(3, 8)] + ["x1", "x2", "x3"]
+    calls = table(session(tools, name="hijacked"))
+    stats = model.novelty_statistics(prepare(calls))["novelty_cusum"]
+    threshold = model.novelty.thresholds["cusum"]
+    expected = int(np.argmax(stats > threshold))
+    assert stats[expected] > threshold  # the case crosses at all
+    path = model.save(tmp_path / "m.json")
+    live = LiveScorer(path, None)
+    alerts = [a for a in live.process(calls) if a["cue"] == "novelty"]
+    assert [(a["call_index"], a["detector"]) for a in alerts] == [(expected, "cusum")]
+    assert alerts[0]["score"] == pytest.approx(stats[expected], rel=1e-12)
+    assert alerts[0]["threshold"] == threshold
+    assert f"of {model.novelty.cue.streams} training streams" in alerts[0]["explanation"]
+    # off by default: no novelty alert
+    plain = NormalModel.fit(train).calibrate(workload(2, 10, tools=8))
+    assert not [a for a in LiveScorer(plain, None).process(calls) if a["cue"] == "novelty"]
