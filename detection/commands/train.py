@@ -45,8 +45,8 @@ from toolwatch.detection.model.normal_model import (
     ModelConfig,
     ModelError,
     NormalModel,
-    model_overrides,
 )
+from toolwatch.detection.model.overrides import model_overrides
 
 HELP = "fit the normal model and thresholds"
 

@@ -5,7 +5,11 @@ A stream's call scores ``−log((df(k) + ½) / (N + 1))`` when it is the stream'
 its key ``k`` at position ``warmup`` or later, else 0; ``df(k)`` is the number of training
 streams that used ``k`` and ``N`` the training streams (a key never seen in training scores
 ``−log(½ / (N + 1))``, the largest). First uses in a stream's first ``warmup`` calls are how a
-stream starts, not a change of plan, and score 0.
+stream starts, not a change of plan, and score 0. Named option ``unseen="skip"``: a key never
+seen in training scores 0 — it is a new installation (population drift: on dev-real 36 % of
+the normal test streams first use such a tool mid-stream), left to the listing watcher's
+``new_tool`` alert; the cue then watches rare *known* tools only, and is blind by construction
+to an attack through a tool never seen in training.
 
 Keys (``key``): ``"tool"`` (default, the tool's name) or ``"server"`` (named option, the
 issue's wording: an MCP tool's server, a built-in tool's own name). On dev-real the tool key
@@ -39,6 +43,10 @@ from toolwatch.detection.cues.base import Call, Cue, StreamContext
 from toolwatch.record import split_mcp_name
 
 KEYS: Final[tuple[str, ...]] = ("tool", "server")
+#: What a key never seen in training scores: the largest weight (default), or nothing
+#: (``skip``: such tools are new installations — population drift — left to the listing
+#: watcher's ``new_tool`` alert on approved servers).
+UNSEEN: Final[tuple[str, ...]] = ("score", "skip")
 
 
 class NoveltyCue(Cue):
@@ -46,9 +54,12 @@ class NoveltyCue(Cue):
 
     name: ClassVar[str] = "novelty"
 
-    def __init__(self, key: str = "tool", warmup: int = 5) -> None:
+    def __init__(self, key: str = "tool", warmup: int = 5, unseen: str = "score") -> None:
         if key not in KEYS:
             raise ValueError(f"novelty key must be one of {KEYS}, got {key!r}")
+        if unseen not in UNSEEN:
+            raise ValueError(f"novelty unseen must be one of {UNSEEN}, got {unseen!r}")
+        self.unseen = unseen
         if warmup < 0:
             raise ValueError(f"novelty warmup must be >= 0, got {warmup}")
         self.key = key
@@ -72,7 +83,10 @@ class NoveltyCue(Cue):
         return found
 
     def weight(self, key: str) -> float:
-        return -math.log((self.df.get(key, 0) + 0.5) / (self.streams + 1))
+        df = self.df.get(key, 0)
+        if df == 0 and self.unseen == "skip":
+            return 0.0
+        return -math.log((df + 0.5) / (self.streams + 1))
 
     def fit(self, frame: CallFrame) -> NoveltyCue:
         keys = np.array([self.key_of(t) for t in frame.tool_names], dtype=object)
@@ -119,11 +133,21 @@ class NoveltyCue(Cue):
 
     def to_dict(self) -> dict[str, Any]:
         self._check_fitted()
-        return {"key": self.key, "warmup": self.warmup, "streams": self.streams, "df": self.df}
+        return {
+            "key": self.key,
+            "warmup": self.warmup,
+            "unseen": self.unseen,
+            "streams": self.streams,
+            "df": self.df,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NoveltyCue:
-        cue = cls(key=str(data["key"]), warmup=int(data["warmup"]))
+        cue = cls(
+            key=str(data["key"]),
+            warmup=int(data["warmup"]),
+            unseen=str(data.get("unseen", "score")),
+        )
         cue.streams = int(data["streams"])
         cue.df = {str(k): int(v) for k, v in data["df"].items()}
         if cue.streams < 1 or any(v < 0 for v in cue.df.values()):

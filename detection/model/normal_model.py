@@ -46,6 +46,7 @@ from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
 from toolwatch.detection.cues.novelty import KEYS as NOVELTY_KEYS
+from toolwatch.detection.cues.novelty import UNSEEN as NOVELTY_UNSEEN
 from toolwatch.detection.cues.novelty import NoveltyCue
 from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.provenance import RULES as PROVENANCE_RULES
@@ -127,6 +128,8 @@ class ModelConfig:
     #: how many calls a stream's first uses are not counted at its start
     novelty_key: str = "tool"
     novelty_warmup: int = 5
+    #: named option: "skip" = tools never seen in training score 0 in the novelty cue
+    novelty_unseen: str = "score"
     #: named option: the live scorer also alerts when novelty·<this detector> crosses its
     #: operating point (``None``: novelty is measured, not alerted on)
     novelty_alert: str | None = None
@@ -162,6 +165,11 @@ class ModelConfig:
             raise ModelError(
                 f"config novelty_alert must be one of {DETECTORS} or null, "
                 f"got {self.novelty_alert!r}"
+            )
+        if self.novelty_unseen not in NOVELTY_UNSEEN:
+            raise ModelError(
+                f"config novelty_unseen must be one of {NOVELTY_UNSEEN}, "
+                f"got {self.novelty_unseen!r}"
             )
         if self.novelty_warmup < 0:
             raise ModelError(f"config novelty_warmup must be >= 0, got {self.novelty_warmup}")
@@ -242,7 +250,9 @@ class NormalModel:
             rule=cfg.provenance_rule, floor=cfg.provenance_floor, cap=cfg.provenance_cap
         ).fit(frame)
         model.data["train"]["provenance_unmeasured"] = ProvenanceCue.unmeasured(frame)
-        cue = NoveltyCue(key=cfg.novelty_key, warmup=cfg.novelty_warmup).fit(frame)
+        cue = NoveltyCue(
+            key=cfg.novelty_key, warmup=cfg.novelty_warmup, unseen=cfg.novelty_unseen
+        ).fit(frame)
         model.novelty = NoveltySet(cue, _mean_sd(cue.score_many(frame), cfg.min_sd))
         return model
 
@@ -520,22 +530,6 @@ class NormalModel:
 
 
 # -------------------------------------------------------------------------- helpers
-
-
-def model_overrides(items: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs (``--model-config``) as ModelConfig overrides: JSON values, bare
-    words as strings; checked by building the config."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ModelError(f"--model-config {item!r}: use KEY=VALUE")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value.strip()
-    ModelConfig.from_dict(out)
-    return out
 
 
 def _config(config: ModelConfig | Mapping[str, Any] | None) -> ModelConfig:

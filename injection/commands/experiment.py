@@ -13,7 +13,7 @@ from typing import Any
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
-from toolwatch.detection.model.normal_model import model_overrides
+from toolwatch.detection.model.overrides import model_overrides
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)

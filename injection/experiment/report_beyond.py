@@ -20,7 +20,11 @@ from toolwatch.injection.experiment.results import NORMAL, ExperimentResult
 from toolwatch.injection.spans.kinds import ANOMALY_KINDS, PROVENANCE_KINDS
 
 #: statistics beyond the study's cue sets, in report order (those present are shown)
-BEYOND: tuple[tuple[str, str], ...] = (("novelty", "cusum"), ("provenance", "point"))
+BEYOND: tuple[tuple[str, str], ...] = (
+    ("novelty", "point"),
+    ("novelty", "cusum"),
+    ("provenance", "point"),
+)
 HEADLINE = ("all", "cusum")
 
 
@@ -33,7 +37,9 @@ def union_figures(
     normal = runs.get(NORMAL)
     if normal is None:
         return None
-    free = [s for s in (HEADLINE, ("novelty", "cusum")) if s in normal.window_max]
+    free = [
+        s for s in (HEADLINE, ("novelty", "point"), ("novelty", "cusum")) if s in normal.window_max
+    ]
     fixed = [s for s in (("provenance", "point"),) if provenance and s in normal.window_max]
     if len(free) + len(fixed) < 2:
         return None
@@ -46,12 +52,11 @@ def union_figures(
         alarm = np.zeros(n, dtype=bool)
         for s, t in (*thr.items(), *fixed_thr.items()):
             alarm |= normal.window_max[s] > t
-        if alarm.mean() <= target + 1e-12:
-            best = (thr, float(alarm.mean()))
-        else:
+        if best is None or alarm.mean() <= target + 1e-12:
+            best = (thr, float(alarm.mean()))  # k = 0 is kept even above the target
+        if alarm.mean() > target + 1e-12:
             break
-    if best is None:
-        return None
+    assert best is not None
     thresholds = {**best[0], **fixed_thr}
     rates: dict[str, float] = {}
     for kind, r in runs.items():
@@ -87,10 +92,10 @@ def beyond_section(result: ExperimentResult, label: Any, pct: Any) -> str | None
     header = ["kind", "all·CUSUM"]
     levels = []
     for cue, det in present:
-        first = "learned thresholds" if cue == "provenance" else "operating point"
-        for mode, what in (("operating_point", first), ("fa_target", "fa target")):
+        modes = (("operating_point", "learned thresholds"),) if cue == "provenance" else ()
+        for mode, what in (*modes, ("fa_target", "fa target")):
             t = result.thresholds[("standard", cue, det, mode)]
-            header.append(f"{cue} ({what})")
+            header.append(f"{cue}·{det} ({what})")
             levels.append(
                 f"{cue}·{det} at its {what}: {pct(t.fa_reached, 1)} = "
                 f"{round(t.fa_reached * n)}/{n} normal test streams"
@@ -108,7 +113,7 @@ def beyond_section(result: ExperimentResult, label: Any, pct: Any) -> str | None
         c = result.cell(kind, *HEADLINE)
         row = [label(kind), pct(c.rate) if c else "–"]
         for cue, det in present:
-            for mode in ("operating_point", "fa_target"):
+            for mode in ("operating_point", "fa_target") if cue == "provenance" else ("fa_target",):
                 cell = result.cell(kind, cue, det, mode=mode)
                 row.append(pct(cell.rate, 1) if cell else "–")
         for union in unions:

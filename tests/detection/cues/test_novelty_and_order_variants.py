@@ -129,3 +129,14 @@ def test_live_novelty_alerts_where_the_batch_statistic_crosses(tmp_path: Path) -
     # off by default: no novelty alert
     plain = NormalModel.fit(train).calibrate(workload(2, 10, tools=8))
     assert not [a for a in LiveScorer(plain, None).process(calls) if a["cue"] == "novelty"]
+
+
+def test_unseen_tools_can_be_left_to_the_listing_watcher() -> None:
+    skip = NoveltyCue(warmup=2, unseen="skip").fit(prepare(training()))
+    probe = table(session(["Read", "Bash", "Edit", "Zap"], name="p"))
+    scores = skip.score_many(prepare(probe)).tolist()
+    assert scores == [0.0, 0.0, pytest.approx(-math.log(1.5 / 4)), 0.0]  # Zap: never seen
+    assert scores == online(skip, probe)
+    assert NoveltyCue.from_dict(skip.to_dict()).unseen == "skip"
+    model = NormalModel.fit(workload(1, 20, tools=6), {"novelty_unseen": "skip"})
+    assert model.novelty is not None and model.novelty.cue.unseen == "skip"

@@ -99,7 +99,7 @@ def test_provenance_beside_the_studys_cues_on_real_calls(real: ExperimentResult)
     assert rate("key_exfiltration", "provenance", "point", "operating_point") <= 0.15
     text = render(real)
     assert "Beyond the study's record" in text
-    assert "all·cusum ∨ novelty·cusum ∨ provenance·point" in text
+    assert "all·cusum ∨ novelty·point ∨ novelty·cusum ∨ provenance·point" in text
     assert "key exfil. w/ provenance (base64)" in text
 
 
@@ -116,4 +116,5 @@ def test_without_provenance_the_variants_and_the_cue_are_left_out() -> None:
     assert not any(c.cue_set == "provenance" for c in result.cells)
     text = render(result)
     assert "Beyond the study's record" in text and "novelty·cusum ∨" not in text
-    assert "provenance (learned thresholds)" not in text and "all·cusum ∨ novelty·cusum" in text
+    assert "provenance·point (learned thresholds)" not in text
+    assert "all·cusum ∨ novelty·point ∨ novelty·cusum" in text
