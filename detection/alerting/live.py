@@ -212,14 +212,14 @@ class LiveScorer:
             if self.novelty is not None:
                 crossed = self.novelty.update(call)
                 if crossed is not None:
-                    value, threshold, why = crossed
+                    statistic, threshold, why = crossed
                     alert = self._alert(
                         call,
                         span_id,
                         index,
                         "novelty",
                         self.novelty.detector,
-                        value,
+                        statistic,
                         threshold,
                         None,
                         now,

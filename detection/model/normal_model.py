@@ -147,30 +147,19 @@ class ModelConfig:
             raise ModelError(f"config time_tail must be one of {TAILS}, got {self.time_tail!r}")
         if self.ewma_start not in STARTS:
             raise ModelError(f"config ewma_start must be one of {STARTS}, got {self.ewma_start!r}")
-        if self.provenance_rule not in PROVENANCE_RULES:
-            raise ModelError(
-                f"config provenance_rule must be one of {PROVENANCE_RULES}, "
-                f"got {self.provenance_rule!r}"
-            )
         if not 1 <= self.provenance_floor <= self.provenance_cap:
             raise ModelError(
                 "config needs 1 <= provenance_floor <= provenance_cap, got "
                 f"{self.provenance_floor} and {self.provenance_cap}"
             )
-        if self.novelty_key not in NOVELTY_KEYS:
-            raise ModelError(
-                f"config novelty_key must be one of {NOVELTY_KEYS}, got {self.novelty_key!r}"
-            )
-        if self.novelty_alert is not None and self.novelty_alert not in DETECTORS:
-            raise ModelError(
-                f"config novelty_alert must be one of {DETECTORS} or null, "
-                f"got {self.novelty_alert!r}"
-            )
-        if self.novelty_unseen not in NOVELTY_UNSEEN:
-            raise ModelError(
-                f"config novelty_unseen must be one of {NOVELTY_UNSEEN}, "
-                f"got {self.novelty_unseen!r}"
-            )
+        for name, value, allowed in (
+            ("provenance_rule", self.provenance_rule, PROVENANCE_RULES),
+            ("novelty_key", self.novelty_key, NOVELTY_KEYS),
+            ("novelty_unseen", self.novelty_unseen, NOVELTY_UNSEEN),
+            ("novelty_alert", self.novelty_alert, (None, *DETECTORS)),
+        ):
+            if value not in allowed:
+                raise ModelError(f"config {name} must be one of {allowed}, got {value!r}")
         if self.novelty_warmup < 0:
             raise ModelError(f"config novelty_warmup must be >= 0, got {self.novelty_warmup}")
         if not 0.0 < self.operating_quantile <= 1.0:

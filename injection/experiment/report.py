@@ -20,6 +20,7 @@ from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
 from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS, PAYLOAD_ENCODINGS, PAYLOADS
+from toolwatch.injection.spans.provenance_exfiltration import NOTE_PAYLOAD_CUT
 
 SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
 HEADLINE = ("all", "cusum")
@@ -451,6 +452,12 @@ def _notes(result: ExperimentResult) -> list[str]:
             out.append(
                 f"{label(kind)}: {mid} of {runs} runs inserted inside a model response "
                 "(no response boundary was usable)"
+            )
+        cut = notes.get(NOTE_PAYLOAD_CUT, 0)
+        if cut:
+            out.append(
+                f"{label(kind)}: in {cut} of {runs} runs no earlier local result held the full "
+                "payload; the largest one (at least 96 B) was sent instead"
             )
         for key, v in notes.items():
             if key.startswith("skipped: "):
