@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.conventions import EGRESS_NONE
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
@@ -190,7 +191,7 @@ class LiveScorer:
             self.calls_scored += 1
             if observe is not None:
                 observe(call, index, scores, mask)
-            if provenance is not None:
+            if provenance is not None and call.egress != EGRESS_NONE:  # most calls send nothing
                 verdict = provenance.check(call.egress, call.payload_longest, call.payload_total)
                 if verdict is None:
                     self.provenance_unmeasured += 1
