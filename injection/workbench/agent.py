@@ -55,6 +55,10 @@ class RunState:
     caveats: list[str] = field(default_factory=list)
     obeyed: set[str] = field(default_factory=set)
     overrides: list[Override] = field(default_factory=list)
+    #: results of calls made because an order said so (what an obeying agent read)
+    obeyed_results: list[str] = field(default_factory=list)
+    #: (before|after, tool) -> orders of that tool's description to obey around its call
+    deferred: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
     step: int = 0
 
 

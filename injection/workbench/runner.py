@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -83,6 +84,15 @@ class WorkbenchConfig:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+
+def server_name(scenario: Scenario) -> str:
+    """The name every run of ``scenario`` knows its server by — clean, replayed and fallback
+    alike, as one deployment of one server would be (listings are pinned by server and
+    tool). Each scenario is its own deployment: its domain's name plus a short checksum of
+    its id, so two scenarios' tools of the same name are never one pin, and no word of the
+    id reaches the name heuristics of provenance's egress classes."""
+    return f"{scenario.domain}-tools-{zlib.crc32(scenario.id.encode()):08x}"
 
 
 def _current_response_id() -> str | None:
@@ -222,8 +232,9 @@ async def run_scenario(
     the_agent = agent if isinstance(agent, Agent) else make_agent(agent, config.agent)
     base = f"wb-{run_id}-{scenario.id}-{the_agent.name}"
     recording = Recording()
-    fallback = ScenarioServer(scenario)
-    clean_server = upstream() if upstream is not None else ScenarioServer(scenario)
+    name = server_name(scenario)
+    fallback = ScenarioServer(scenario, name=name)
+    clean_server = upstream() if upstream is not None else ScenarioServer(scenario, name=name)
     clean = await run_agent(
         scenario,
         the_agent,
@@ -236,7 +247,7 @@ async def run_scenario(
 
     async def replay(names: Sequence[str], mode: Mode) -> PhaseResult:
         engine = FaultEngine.for_scenario(scenario, seed=config.seed)
-        server = ReplayServer(recording, engine=engine, fallback=fallback)
+        server = ReplayServer(recording, engine=engine, fallback=fallback, name=name)
         traj = await run_agent(
             scenario,
             the_agent,
