@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store.parquet_store import StoreError, add_store_argument
+from toolwatch.detection.model.normal_model import ModelError
 from toolwatch.injection.faults.library import (
     find_scenario,
     iter_scenario_paths,
@@ -33,6 +34,12 @@ from toolwatch.injection.mitigations.stack import parse_mitigations
 from toolwatch.injection.workbench.agent import AgentConfig
 from toolwatch.injection.workbench.agents import AGENT_NAMES
 from toolwatch.injection.workbench.detect import detect_suite, render_detection
+from toolwatch.injection.workbench.live_detect import (
+    PIN_POLICIES,
+    LiveDetectors,
+    live_detection,
+    render_live,
+)
 from toolwatch.injection.workbench.report import (
     RUNS_TABLE,
     render_report,
@@ -125,6 +132,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     suite.add_argument(
         "--model", type=Path, help="normal model file (default: the store's own, STORE/models)"
     )
+    suite.add_argument(
+        "--pins",
+        choices=PIN_POLICIES,
+        default="clean",
+        help="with --detect, the approved listings the rug-pull alerts compare with: 'clean' "
+        "approves each scenario's clean-run listing before its faulted run (trust on first "
+        "use, as a user approves a server after a first session); 'store' uses only the pins "
+        "already in the store (default clean)",
+    )
     suite.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
     common(suite)
 
@@ -187,9 +203,12 @@ def _store(args: argparse.Namespace) -> Any:
 
 
 @contextmanager
-def telemetry(store: Any, enabled: bool) -> Iterator[str | None]:
-    """Instrument the MCP client and export its spans to an in-process collector writing to
-    ``store``; yields the collector URL (``None`` when disabled)."""
+def telemetry(
+    store: Any, enabled: bool, detectors: LiveDetectors | None = None
+) -> Iterator[str | None]:
+    """Instrument the MCP client (argument provenance on) and export its spans to an
+    in-process collector writing to ``store``, whose stored batches and listings feed
+    ``detectors`` when given; yields the collector URL (``None`` when disabled)."""
     if not enabled:
         yield None
         return
@@ -202,7 +221,12 @@ def telemetry(store: Any, enabled: bool) -> Iterator[str | None]:
         ) from exc
     from toolwatch.instrumentation import configure_otlp, delivery, instrument, uninstrument
 
-    collector = Collector(store, port=0)
+    collector = Collector(
+        store,
+        port=0,
+        on_batch=None if detectors is None else detectors.on_batch,
+        on_listings=None if detectors is None else detectors.on_listings,
+    )
     collector.start()
     provider = None
     problem = None
@@ -210,7 +234,7 @@ def telemetry(store: Any, enabled: bool) -> Iterator[str | None]:
         url = _collector_url(collector)
         # block: a full export queue waits instead of dropping (every call must reach --detect)
         provider = configure_otlp(endpoint=url, service_name="toolwatch-workbench", block=True)
-        instrument(tracer_provider=provider)
+        instrument(tracer_provider=provider, provenance=True)
         yield url
     finally:
         uninstrument()
@@ -218,7 +242,7 @@ def telemetry(store: Any, enabled: bool) -> Iterator[str | None]:
             provider.force_flush()
             problem = collector.check_delivery(delivery(provider))  # emitted == stored?
             provider.shutdown()
-        collector.stop()
+        collector.stop()  # drains the hooks: every alert is stored when this returns
     if problem is not None:
         print(f"toolwatch workbench: telemetry incomplete: {problem}", file=sys.stderr)
 
@@ -292,8 +316,9 @@ def _run_suite(args: argparse.Namespace) -> int:
     config = _config(args)
     from tqdm import tqdm
 
+    detectors = None if model is None else _detectors(store, model, args.pins)
     with (
-        telemetry(store, not args.no_telemetry),
+        telemetry(store, not args.no_telemetry, detectors),
         tqdm(
             total=len(scenarios) * len(agents), desc="workbench", unit="run", file=sys.stderr
         ) as bar,
@@ -306,8 +331,11 @@ def _run_suite(args: argparse.Namespace) -> int:
                 config=config,
                 concurrency=args.concurrency,
                 on_done=lambda _report: bar.update(1),
+                after_clean=None if detectors is None else detectors.after_clean,
             )
         )
+    if detectors is not None:
+        detectors.close()
     rows = result.rows()
     _append(store, rows)
     summary = result.summary()
@@ -315,12 +343,22 @@ def _run_suite(args: argparse.Namespace) -> int:
     print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
     if model is not None:
         detection = detect_suite(store, model, result)
+        detection["live"] = live_detection(store, result)
         summary["detection"] = detection
         print()
         print(render_detection(detection))
+        print()
+        print(render_live(detection["live"]))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     return 0
+
+
+def _detectors(store: Any, model: Any, pins: str) -> LiveDetectors:
+    try:
+        return LiveDetectors(store, model, pins)
+    except ModelError as exc:
+        raise CommandError(f"--detect: {exc}") from exc
 
 
 def _load_model(store: Any, explicit: Path | None) -> Any:

@@ -221,11 +221,14 @@ async def run_scenario(
     config: WorkbenchConfig | None = None,
     run_id: str | None = None,
     upstream: Callable[[], Any] | None = None,
+    after_clean: Callable[[Scenario, Trajectory], None] | None = None,
 ) -> RunReport:
     """Clean run, faulted replay, and one mitigated replay per entry of ``mitigations``.
 
     ``upstream`` makes the clean run's server (default: the scenario server); replays fall
-    back to the scenario server for calls the clean run never made.
+    back to the scenario server for calls the clean run never made. ``after_clean`` is called
+    between the clean run and the replays (the suite's detection approves the clean listing
+    there, as a user approves a server's tools after a first, trusted session).
     """
     config = config or WorkbenchConfig()
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -244,6 +247,8 @@ async def run_scenario(
         config=config,
         recording=recording,
     )
+    if after_clean is not None:
+        after_clean(scenario, clean)
 
     async def replay(names: Sequence[str], mode: Mode) -> PhaseResult:
         engine = FaultEngine.for_scenario(scenario, seed=config.seed)

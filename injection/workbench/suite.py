@@ -21,6 +21,7 @@ from toolwatch.injection.workbench.runner import (
     mitigation_key,
     run_scenario,
 )
+from toolwatch.injection.workbench.trajectory import Trajectory
 
 
 @dataclass
@@ -178,6 +179,7 @@ async def run_suite(
     concurrency: int = 16,
     run_id: str | None = None,
     on_done: Callable[[RunReport], None] | None = None,
+    after_clean: Callable[[Scenario, Trajectory], None] | None = None,
 ) -> SuiteResult:
     """Every scenario × agent, each with its mitigated runs; ``concurrency`` runs overlap.
 
@@ -193,7 +195,9 @@ async def run_suite(
 
     async def one(sc: Scenario, agent: str) -> RunReport:
         async with gate:
-            report = await run_scenario(sc, agent, mitigations=sets, config=config, run_id=run_id)
+            report = await run_scenario(
+                sc, agent, mitigations=sets, config=config, run_id=run_id, after_clean=after_clean
+            )
         if on_done is not None:
             on_done(report)
         return report
