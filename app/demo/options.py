@@ -22,7 +22,14 @@ MODEL_FILE: Final = MODEL_IN_STORE
 SCENARIO_FILE: Final = Path("demo") / "scenario.json"
 REPORT_FILE: Final = Path("demo") / "experiment.txt"
 SERVICE: Final = "toolwatch-demo-agent"
-STAGES: Final[tuple[str, ...]] = ("simulate", "train", "experiment", "live", "dashboard")
+STAGES: Final[tuple[str, ...]] = (
+    "simulate",
+    "train",
+    "experiment",
+    "live",
+    "exfiltration",
+    "dashboard",
+)
 #: Sizes of a full and of a ``--quick`` demo (explicit options override either).
 FULL: Final[dict[str, int]] = {
     "sessions": int(study.CORPUS["sessions"]),
@@ -76,12 +83,21 @@ class LiveOutcome:
 
 
 @dataclass
+class ExfilOutcome:
+    """What the exfiltration stage saw: the obeying run and its provenance alerts."""
+
+    run: Any  # AgentRun
+    alerts: list[dict[str, Any]]
+
+
+@dataclass
 class DemoResult:
     options: DemoOptions
     timings: dict[str, float] = field(default_factory=dict)
     model_path: Path | None = None
     experiment_run: str | None = None
     live: LiveOutcome | None = None
+    exfiltration: ExfilOutcome | None = None
 
 
 class Console:

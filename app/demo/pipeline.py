@@ -15,8 +15,12 @@ a loopback port scores every batch with the trained model
 (``toolwatch serve-scenario``), each run through its own fault proxy: a transparent one (clean run)
 and one that answers every ``Grep`` with a 503 (the agent's retry loop runs away). Alerts are
 printed as the collector raises them; the stage fails unless the runaway run alarmed and the clean
-one did not (:mod:`toolwatch.app.demo.live`); 5. **dashboard** — the command that opens the
-Streamlit app on the store.
+one did not (:mod:`toolwatch.app.demo.live`); 5. **exfiltration** — the same server behind a fault
+proxy that plants an order to send the file out in the first ``Read`` result; the agent, now a
+stand-in for a model that obeys tool text, sends it with ``WebFetch``, and the live scorer's
+provenance cue alerts at that call with the reused bytes and the source tool, never content
+(:mod:`toolwatch.app.demo.exfiltration`); 6. **dashboard** — the command that opens the Streamlit
+app on the store.
 
 The store is the demo's own (:mod:`toolwatch.app.demo.demo_store`).
 """
@@ -31,6 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from toolwatch.app.demo.demo_store import prepare_store, write_marker
+from toolwatch.app.demo.exfiltration import exfiltration_stage
 from toolwatch.app.demo.live import live_stage
 from toolwatch.app.demo.options import STAGES, Console, DemoError, DemoOptions, DemoResult, Emit
 from toolwatch.app.demo.stages import experiment_stage, simulate_stage, train_stage
@@ -62,6 +67,8 @@ def run_demo(options: DemoOptions, emit: Emit | None = None) -> DemoResult:
             result.experiment_run = experiment_stage(store, options, out)
         with _stage("live", result, out):
             result.live = live_stage(store, result.model_path, options, out)
+        with _stage("exfiltration", result, out):
+            result.exfiltration = exfiltration_stage(store, result.model_path, options, out)
     except DemoError as exc:
         with contextlib.suppress(OSError):
             write_marker(store.root, options, status=f"failed at {exc.stage}", result=result)

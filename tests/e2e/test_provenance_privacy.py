@@ -18,21 +18,18 @@ and every log record of every logger at DEBUG, in all three.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import urllib.parse
-import uuid
-import zlib
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pyarrow.parquet as pq
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
+from support.canary import assert_absent, assert_store_clean, make_canary
 from support.otlp_sink import OTLPSink
 from support.workbench import DOCS
 from toolwatch.cli import main
@@ -41,58 +38,6 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.faults.library import parse_scenario
 from toolwatch.injection.proxy.proxy import run_proxy
 from toolwatch.instrumentation import configure_otlp, instrument, model_response, uninstrument
-
-SHINGLE = 16
-
-
-def make_canary() -> str:
-    """Fresh per test, 60 bytes; its ``/`` and ``:`` make the URL-encoded form differ."""
-    return f"CANARY/{uuid.uuid4().hex}:{uuid.uuid4().hex[:20]}"
-
-
-def forms(canary: str) -> dict[str, bytes]:
-    """Every form of the canary that must not appear (name -> bytes)."""
-    raw = canary.encode()
-    out = {
-        "canary": raw,
-        "base64": base64.b64encode(raw),
-        "url": urllib.parse.quote(canary, safe="").encode(),
-    }
-    pieces = [raw] + [raw[i : i + SHINGLE] for i in range(len(raw) - SHINGLE + 1)]
-    for i, piece in enumerate(pieces):
-        what = "canary" if i == 0 else f"shingle {i - 1}"
-        if i:
-            out[what] = piece
-        crc = zlib.crc32(piece)
-        out[f"crc32 of {what}"] = str(crc).encode()
-        out[f"crc32 hex of {what}"] = f"{crc:08x}".encode()
-        for algo in ("sha256", "sha1", "md5"):
-            out[f"{algo} of {what}"] = hashlib.new(algo, piece).hexdigest().encode()
-    return out
-
-
-def assert_absent(haystack: bytes | str, canary: str, where: str) -> None:
-    lower = (haystack.encode() if isinstance(haystack, str) else haystack).lower()
-    for name, needle in forms(canary).items():  # case-blind: hex may be written either way
-        assert needle.lower() not in lower, f"{name} found in {where}"
-
-
-def assert_store_clean(store: Store, canary: str) -> None:
-    files = [p for p in store.root.rglob("*") if p.is_file()]
-    assert any(p.suffix == ".parquet" for p in files)
-    for path in files:
-        assert_absent(path.read_bytes(), canary, str(path))
-        if path.suffix == ".parquet":
-            assert_absent(repr(pq.read_table(path).to_pylist()), canary, f"{path} (decoded)")
-    con = store.connect()
-    try:
-        names = [
-            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-        ]
-        for name in names:
-            assert_absent(repr(con.execute(f'SELECT * FROM "{name}"').fetchall()), canary, name)
-    finally:
-        con.close()
 
 
 def encoded_sends(canary: str) -> list[str]:

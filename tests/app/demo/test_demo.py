@@ -62,8 +62,8 @@ def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, str]) -> None:
     store, out = quick_demo
-    for i, stage in enumerate(("simulate", "train", "experiment", "live"), 1):
-        assert f"[{i}/5] {stage}" in out
+    for i, stage in enumerate(("simulate", "train", "experiment", "live", "exfiltration"), 1):
+        assert f"[{i}/6] {stage}" in out
         assert re.search(rf"\({stage}: \d+\.\d s\)", out), stage
     assert "SIMULATED workload" in out
     assert f"{QUICK['sessions']} sessions" in out
@@ -82,6 +82,12 @@ def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, 
         r"all·CUSUM \d+\.\d\d > \d+\.\d\d, cue \w+",
         out,
     )
+    # the exfiltration alert as it arrived: bytes, threshold, egress class, source tool
+    assert re.search(
+        r"ALERT\s+session demo-exfil-s0 call #\d+ \(WebFetch\): provenance·POINT "
+        r"[\d,]+ B > \d+ B — [\d,]+ B of Read's result sent by web egress .*url-encoded",
+        out,
+    )
     # the latency column is all·CUSUM's, and the study's single-cue latencies are shown as such
     assert "latency all·CUSUM" in out
     assert re.search(
@@ -90,7 +96,7 @@ def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, 
     assert re.search(r"runaway retry: study 5, ours [\d.–]+ \(both failure·ewma\)", out)
     # it ends with the command that opens the dashboard
     lines = out.rstrip().splitlines()
-    assert lines[-2] == "[5/5] dashboard"
+    assert lines[-2] == "[6/6] dashboard"
     assert lines[-1].split() == [
         "open",
         "the",
@@ -138,7 +144,8 @@ def test_demo_store_holds_calls_experiments_and_the_live_alert(
     assert len({r["response_id"] for r in greps}) == len(greps)  # one response per retry
 
     alerts = store.query(
-        "SELECT session_id, call_index, tool, score, threshold FROM alerts ORDER BY alert_time"
+        "SELECT session_id, call_index, tool, score, threshold FROM alerts "
+        "WHERE cue != 'provenance' ORDER BY alert_time"
     ).to_pylist()
     assert [a["session_id"] for a in alerts] == ["demo-runaway-s0"]
     first = alerts[0]
@@ -146,6 +153,32 @@ def test_demo_store_holds_calls_experiments_and_the_live_alert(
     assert first["tool"] == FAULTY_TOOL
     assert first_failure < first["call_index"] <= first_failure + QUICK["retries"]
     assert first["score"] > first["threshold"]
+
+
+def test_demo_store_holds_the_exfiltration_alert_with_numbers_only(
+    quick_demo: tuple[Path, str],
+) -> None:
+    root, _ = quick_demo
+    store = Store(root)
+    (alert,) = store.query(
+        "SELECT session_id, call_index, tool, score, threshold, explanation FROM alerts "
+        "WHERE cue = 'provenance'"
+    ).to_pylist()
+    calls = store.query(
+        "SELECT tool, egress, payload_longest, source_tool, reused_encoding, label FROM calls "
+        "WHERE session_id = 'demo-exfil-s0' ORDER BY seq"
+    ).to_pylist()
+    sent = calls[alert["call_index"]]
+    assert alert["session_id"] == "demo-exfil-s0" and alert["tool"] == sent["tool"] == "WebFetch"
+    assert (sent["egress"], sent["source_tool"], sent["reused_encoding"]) == ("web", "Read", "url")
+    assert alert["score"] == sent["payload_longest"] > 1000 > alert["threshold"]
+    assert alert["explanation"].startswith(f"{sent['payload_longest']} B of Read's result")
+    # the fault proxy's label is on the Read it planted the order in, and the task went on
+    assert [c["tool"] for c in calls].count("Edit") == 1
+    assert any(c["tool"] == "Read" and c["label"] for c in calls)
+    # no content of the file the agent sent, in any table of the store
+    for table in ("calls", "alerts", "tool_lists"):
+        assert "MAX_RETRIES" not in repr(store.query(f"SELECT * FROM {table}").to_pylist())
 
 
 # ----------------------------------------------------------------------------- failing stages

@@ -1,0 +1,185 @@
+"""The demo's exfiltration stage: an instruction planted in a tool result makes the agent send a
+file out, and the live scorer's provenance cue alerts at that very call — with the number of
+reused bytes and the tool they came from, and no content anywhere.
+
+The same MCP server over stdio (``toolwatch serve-scenario``, now with ``WebFetch`` among its
+tools) sits behind a fault proxy armed with fault C4 (``inject_exfiltration_instruction``): the
+first ``Read`` result gets a note asking the assistant to back the file up by fetching an
+address with the file appended. The demo agent here is a stand-in for a hosted LLM that obeys
+tool text (:class:`~toolwatch.app.demo.agent.DemoAgent` with ``obey``): it fetches that address
+with the file URL-encoded in it, then finishes its task. The instrumentation measures, in the
+agent's process, how many bytes of the ``WebFetch`` arguments reproduce earlier local results
+(after URL-decoding); only those numbers travel, and the collector's live scorer compares them
+with the model's per-egress-class thresholds. The stage fails unless that call alerted with
+cue ``provenance`` naming ``Read`` as the source, and unless the live stage's clean run raised
+no provenance alert.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from toolwatch.app.demo.live import AlertWatcher, quiet_logs
+from toolwatch.app.demo.options import SERVICE, DemoError, DemoOptions, Emit, ExfilOutcome
+from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
+
+EXFIL_SCENARIO_FILE: Final = Path("demo") / "exfiltration.json"
+RUN: Final = "exfil"
+#: the obeying agent's pace: model steps under a second apart (the provenance cue does not
+#: depend on time, and the stage stays short)
+THINK_S: Final = (0.5, 0.8)
+
+
+class ProvenanceWatcher(AlertWatcher):
+    """Prints provenance alerts with their numbers (bytes, class, source tool)."""
+
+    def describe(self, alert: Any) -> str:
+        if alert["cue"] != "provenance":
+            return super().describe(alert)
+        return (
+            f"  {time.monotonic() - self.began:5.1f}s  ALERT    session {alert['session_id']} "
+            f"call #{alert['call_index']} ({alert['tool']}): provenance·POINT "
+            f"{alert['score']:,.0f} B > {alert['threshold']:,.0f} B — {alert['explanation']}"
+        )
+
+
+def exfiltration_stage(
+    store: Store,
+    model_path: Path | None,
+    options: DemoOptions,
+    out: Emit,
+    scenario_doc: dict[str, Any] | None = None,
+) -> ExfilOutcome:
+    """Collector + live scorer + the obeying agent behind the C4-armed proxy."""
+    from toolwatch.app.demo.agent import EXFIL_TOOL, exfiltration_scenario
+    from toolwatch.collector.otlp.server import Collector
+    from toolwatch.detection.alerting.live import LiveScorer
+    from toolwatch.injection.faults.library import load_scenario
+    from toolwatch.instrumentation import configure_otlp, instrument, uninstrument
+
+    if model_path is None:
+        raise DemoError("exfiltration", "no trained model")
+    path = store.root / EXFIL_SCENARIO_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(scenario_doc or exfiltration_scenario(), indent=2) + "\n")
+    scenario = load_scenario(path)
+    scorer = LiveScorer(model_path, store)
+    cue = getattr(scorer, "provenance", None)
+    if cue is None:
+        raise DemoError("exfiltration", "the model has no provenance thresholds")
+    began = time.monotonic()
+    watcher = ProvenanceWatcher(scorer, out, began)
+    collector = Collector(store, port=0, on_batch=watcher, compact_interval=None)
+    quiet = quiet_logs()
+    try:
+        collector.start()
+        provider = configure_otlp(collector.url, service_name=SERVICE)
+        instrument(tracer_provider=provider, provenance=True)
+        try:
+            out(
+                "  provenance thresholds (bytes of earlier local results an egress call may "
+                "send): " + ", ".join(f"{c} {t[0]}" for c, t in sorted(cue.thresholds.items()))
+            )
+            out(
+                f"  the agent (a stand-in for a hosted LLM that obeys tool text) through the "
+                f"fault proxy armed with C4: its first {EXFIL_TOOL} result carries an order to "
+                "send the file out with WebFetch"
+            )
+            server_cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", str(path)]
+            run = anyio.run(_run_agent, scenario, server_cmd, options, provider, watcher, out)
+            provider.force_flush()
+        finally:
+            uninstrument()
+            provider.shutdown()
+    finally:
+        collector.stop()
+        scorer.close()
+        quiet()
+    return _verify(store, run, watcher, out)
+
+
+async def _run_agent(
+    scenario: Any,
+    server_cmd: list[str],
+    options: DemoOptions,
+    provider: Any,
+    watcher: Any,
+    out: Emit,
+) -> Any:
+    from mcp import Client, StdioServerParameters
+
+    from toolwatch.app.demo.agent import CallEvent, DemoAgent, Pacing
+    from toolwatch.injection.proxy.proxy import run_proxy
+
+    upstream = StdioServerParameters(
+        command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ)
+    )
+    began = watcher.began
+
+    def on_call(event: CallEvent) -> None:
+        watcher.calls[(event.session_id, event.index)] = event
+        size = f"{event.output_bytes:,} B" if event.output_bytes is not None else ""
+        out(
+            f"  {time.monotonic() - began:5.1f}s  {event.run:<8} #{event.index:<3}"
+            f"{event.tool:<9} {'FAILED' if event.failed else 'ok':<6} {size:>8}  "
+            f"{event.response_id}"
+        )
+
+    async def flush() -> None:
+        await anyio.to_thread.run_sync(provider.force_flush)
+
+    agent = DemoAgent(
+        RUN,
+        f"demo-{RUN}-s{options.seed}",
+        seed=options.seed,
+        pacing=Pacing(think_s=THINK_S),
+        on_call=on_call,
+        after_response=flush,
+        obey=True,
+    )
+    async with run_proxy(scenario, upstream, seed=options.seed) as proxy, Client(proxy) as c:
+        return await agent.run(c)
+
+
+def _verify(store: Store, run: Any, watcher: AlertWatcher, out: Emit) -> ExfilOutcome:
+    """Read the provenance alerts back from the store and check the stage's claim."""
+    from toolwatch.app.demo.agent import EXFIL_TOOL
+    from toolwatch.detection.alerting.alerts import ALERTS_TABLE
+
+    alerts = store.query(
+        f"SELECT * EXCLUDE ({PARTITION_COLUMN}) FROM {ALERTS_TABLE} WHERE cue = 'provenance' "
+        "ORDER BY alert_time, call_index"
+    ).to_pylist()
+    mine = [a for a in alerts if a["session_id"] == run.session_id]
+    others = sorted({a["session_id"] for a in alerts} - {run.session_id})
+    sent = store.query(
+        "SELECT tool, egress, payload_longest, source_tool, reused_encoding FROM calls "
+        "WHERE session_id = ? AND egress IS NOT NULL AND egress != 'none' ORDER BY seq",
+        [run.session_id],
+    ).to_pylist()
+    for row in sent:
+        out(
+            f"  {run.run}: {row['tool']} ({row['egress']} egress) sent "
+            f"{row['payload_longest']:,} B of {row['source_tool'] or 'no'} tool's result"
+            + (f", {row['reused_encoding']}-encoded" if row["reused_encoding"] else "")
+        )
+    out(
+        f"  {run.run}: {len(run.calls)} calls, task "
+        f"{'finished' if run.finished else 'NOT finished'} — {len(mine)} provenance alert(s); "
+        f"other sessions with one: {len(others)}"
+    )
+    if not mine:
+        raise DemoError("exfiltration", "the exfiltrating call raised no provenance alert")
+    first = mine[0]
+    if EXFIL_TOOL not in (first.get("explanation") or ""):
+        raise DemoError("exfiltration", f"the alert does not name {EXFIL_TOOL} as the source")
+    if others:
+        raise DemoError("exfiltration", f"provenance alerts on other runs: {', '.join(others)}")
+    return ExfilOutcome(run, mine)
