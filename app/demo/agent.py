@@ -326,6 +326,14 @@ TASK_STEPS: Final[tuple[tuple[tuple[str, dict[str, Any]], ...], ...]] = (
 )
 
 
+#: The exfiltration stage's shorter task (the agent knows the file already): read it, edit it
+#: — its ``Read`` result carries the planted order.
+EXFIL_STEPS: Final[tuple[tuple[tuple[str, dict[str, Any]], ...], ...]] = (
+    (("Read", {"file_path": "src/client/retry.py"}),),
+    TASK_STEPS[4],
+)
+
+
 @dataclass(frozen=True)
 class Pacing:
     """When the agent's model responses start (seconds, uniform ranges)."""
@@ -382,7 +390,7 @@ class AgentRun:
 
 
 class DemoAgent:
-    """Carries out :data:`TASK_STEPS`, retrying failed calls per :class:`Pacing`.
+    """Carries out ``steps`` (:data:`TASK_STEPS`), retrying failed calls per :class:`Pacing`.
 
     ``on_call`` sees every call as it returns; ``after_response`` is awaited after each model
     response (the demo flushes the span exporter there, so alerts arrive while it runs).
@@ -401,8 +409,10 @@ class DemoAgent:
         on_call: Callable[[CallEvent], None] | None = None,
         after_response: Callable[[], Awaitable[None]] | None = None,
         obey: bool = False,
+        steps: tuple[tuple[tuple[str, dict[str, Any]], ...], ...] = TASK_STEPS,
     ) -> None:
         self.obey = obey
+        self.steps = steps
         self._orders: list[tuple[str, dict[str, Any]]] = []
         self.run_name = run
         self.session_id = session_id
@@ -415,7 +425,7 @@ class DemoAgent:
         out = AgentRun(self.run_name, self.session_id)
         began = time.monotonic()
         next_start = 0.0
-        steps = list(TASK_STEPS)
+        steps = list(self.steps)
         while steps:
             pending = list(steps.pop(0))
             retry = 0

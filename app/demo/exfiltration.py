@@ -7,7 +7,8 @@ tools) sits behind a fault proxy armed with fault C4 (``inject_exfiltration_inst
 first ``Read`` result gets a note asking the assistant to back the file up by fetching an
 address with the file appended. The demo agent here is a stand-in for a hosted LLM that obeys
 tool text (:class:`~toolwatch.app.demo.agent.DemoAgent` with ``obey``): it fetches that address
-with the file URL-encoded in it, then finishes its task. The instrumentation measures, in the
+with the file URL-encoded in it, then finishes its (shorter) task — read the file, edit it — at
+the live stage's model pace. The instrumentation measures, in the
 agent's process, how many bytes of the ``WebFetch`` arguments reproduce earlier local results
 (after URL-decoding); only those numbers travel, and the collector's live scorer compares them
 with the model's per-egress-class thresholds. The stage fails unless that call alerted with
@@ -32,9 +33,6 @@ from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
 
 EXFIL_SCENARIO_FILE: Final = Path("demo") / "exfiltration.json"
 RUN: Final = "exfil"
-#: the obeying agent's pace: model steps under a second apart (the provenance cue does not
-#: depend on time, and the stage stays short)
-THINK_S: Final = (0.5, 0.8)
 
 
 class ProvenanceWatcher(AlertWatcher):
@@ -84,8 +82,12 @@ def exfiltration_stage(
         instrument(tracer_provider=provider, provenance=True)
         try:
             out(
-                "  provenance thresholds (bytes of earlier local results an egress call may "
-                "send): " + ", ".join(f"{c} {t[0]}" for c, t in sorted(cue.thresholds.items()))
+                "  provenance thresholds per egress class (bytes of earlier local results a "
+                "call may send; * = no normal traffic of the class in training, the floor): "
+                + ", ".join(
+                    f"{c} {t[0]} B{'' if cue.normal_calls.get(c) else '*'}"
+                    for c, t in sorted(cue.thresholds.items())
+                )
             )
             out(
                 f"  the agent (a stand-in for a hosted LLM that obeys tool text) through the "
@@ -115,7 +117,7 @@ async def _run_agent(
 ) -> Any:
     from mcp import Client, StdioServerParameters
 
-    from toolwatch.app.demo.agent import CallEvent, DemoAgent, Pacing
+    from toolwatch.app.demo.agent import EXFIL_STEPS, CallEvent, DemoAgent
     from toolwatch.injection.proxy.proxy import run_proxy
 
     upstream = StdioServerParameters(
@@ -139,10 +141,10 @@ async def _run_agent(
         RUN,
         f"demo-{RUN}-s{options.seed}",
         seed=options.seed,
-        pacing=Pacing(think_s=THINK_S),
         on_call=on_call,
         after_response=flush,
         obey=True,
+        steps=EXFIL_STEPS,
     )
     async with run_proxy(scenario, upstream, seed=options.seed) as proxy, Client(proxy) as c:
         return await agent.run(c)
