@@ -61,7 +61,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("exfil-live")
     normal = generate(SimulationConfig(seed=0, sessions=40))
     model = NormalModel.fit(normal).calibrate(normal)
-    pass  # TEMP
+    assert model.provenance is not None
     store = Store(root / "store")
     scorer = LiveScorer(model, store)
     watcher = ListingWatcher(store)
