@@ -213,9 +213,12 @@ def render_live(detection: Mapping[str, Any]) -> str:
         "study's cues, reported apart)"
     )
     alerts: Sequence[Mapping[str, Any]] = detection["provenance_alerts"]
+    shown = [a for a in alerts if "-mitigated-" not in str(a["session_id"])]
     if alerts:
-        lines += ["", "Provenance alerts (numbers and tool names only):"]
-        for a in alerts:
+        lines += ["", "Provenance alerts of clean and faulted runs (numbers and tool names only):"]
+        for a in shown:
             run = str(a["session_id"]).split("-", 2)[-1]
             lines.append(f"  {run}: {a['tool']}: {a.get('explanation') or ''}")
+        if len(alerts) > len(shown):
+            lines.append(f"  (and {len(alerts) - len(shown)} on mitigated runs, in the JSON)")
     return "\n".join(lines)
