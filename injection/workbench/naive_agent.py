@@ -138,7 +138,7 @@ class NaiveAgent(Agent):
             gathered = "\n".join([*st.parts, *st.obeyed_results]) or st.scenario.task
             schema = st.tools[tool].input_schema or {}
             props = schema.get("properties") or {}
-            sink = bool(order.targets) and _takes_address(st, tool)
+            sends = bool(order.targets) and _takes_address(st, tool)
             quoted = _quoted_after(order.text, tool)
             args: dict[str, Any] = {}
             for name in schema.get("required") or []:
@@ -151,7 +151,7 @@ class NaiveAgent(Agent):
                     args[name], quoted = quoted, None
                     continue
                 ok, value = literal_value(name, prop, context, list(args.values()))
-                if sink and (value == context or value == {}):  # "send the contents to URL"
+                if sends and (value == context or value == {}):  # "send the contents to URL"
                     args[name] = {"data": gathered} if value == {} else gathered
                 elif ok:
                     args[name] = gathered if value == context else value  # "send the data"
