@@ -20,6 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from support.canary import assert_absent, assert_store_clean
 from toolwatch.app.demo.agent import (
     FAULTY_TOOL,
     TASK_STEPS,
@@ -27,9 +28,11 @@ from toolwatch.app.demo.agent import (
     DemoAgent,
     Pacing,
     demo_scenario,
+    exfiltration_scenario,
 )
 from toolwatch.app.demo.demo_store import prepare_store
-from toolwatch.app.demo.options import MARKER, MODEL_FILE, QUICK, DemoError
+from toolwatch.app.demo.exfiltration import EXFIL_SCENARIO_FILE
+from toolwatch.app.demo.options import MARKER, MODEL_FILE, QUICK, SCENARIO_FILE, DemoError
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.faults.library import parse_scenario
@@ -179,6 +182,26 @@ def test_demo_store_holds_the_exfiltration_alert_with_numbers_only(
     # no content of the file the agent sent, in any table of the store
     for table in ("calls", "alerts", "tool_lists"):
         assert "MAX_RETRIES" not in repr(store.query(f"SELECT * FROM {table}").to_pylist())
+
+
+#: lines of the file the demo's agents read (``Read``'s response) and the exfiltrating call sends
+FILE_LINES = (
+    "RETRY_STATUS = frozenset({429, 500, 502, 503, 504})",
+    "def with_retries(send: Callable[[], tuple[int, T]]) -> T:",
+)
+#: the files the demo writes for its MCP server to serve (the server's own data)
+SCENARIO_FILES = (SCENARIO_FILE.as_posix(), EXFIL_SCENARIO_FILE.as_posix())
+
+
+def test_the_whole_demo_prints_and_stores_no_line_of_the_file_it_sent(
+    quick_demo: tuple[Path, str],
+) -> None:
+    root, out = quick_demo
+    assert "provenance·POINT" in out  # the file was measured and sent: the positive control
+    for line in FILE_LINES:
+        assert line in exfiltration_scenario()["tools"][2]["response"]["text"]
+        assert_absent(out, line, "the demo's printout")
+        assert_store_clean(Store(root), line, inputs=SCENARIO_FILES)
 
 
 # ----------------------------------------------------------------------------- failing stages

@@ -1,4 +1,5 @@
-"""The demo's exfiltration stage exports no content: a canary in the file the agent reads — and
+"""The demo's exfiltration stage exports no content (the whole demo's printout and store are
+checked in ``test_demo.py``, on its one demo run): a canary in the file the agent reads — and
 then sends out, URL-encoded, because an order planted in the result says so — is nowhere in
 what the stage prints, in the store it writes (every file, decoded Parquet value, table and
 view) or in any log record at DEBUG; nor is any 16-byte shingle of it, nor a CRC-32 / sha256 /
