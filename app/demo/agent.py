@@ -1,4 +1,4 @@
-"""The demo's small instrumented coding agent, its MCP tools and the fault that breaks it.
+"""The demo's small instrumented coding agent, its MCP tools and the faults that break it.
 
 Why a scripted agent: the demo must run offline, in seconds, and the same way every time, yet
 go through every real part — the instrumented ``mcp.Client``, the fault proxy, a real MCP
@@ -19,6 +19,11 @@ One agent, one retry policy, two runs that differ only in the proxy in front of 
   ``replace_with_error``, from the first call on). The agent's policy retries a failed call
   at once (no backoff) in a new model response, up to ``max_retries`` times: the misbehaving
   loop of the study's scan, at a model's pace (a new response every 1.2–2 s).
+
+The exfiltration stage runs the same agent with ``obey`` — a stand-in for a hosted LLM that does
+what tool text tells it — behind a proxy that plants an order in its first ``Read`` result
+(:func:`exfiltration_scenario`, fault C4): it sends the file out with ``WebFetch``
+(:func:`obeyed_send`) and carries on with a shorter task (:data:`EXFIL_STEPS`).
 
 Every decision is one model response declared with
 :func:`toolwatch.instrumentation.model_response`, so the response boundary is in the spans.
