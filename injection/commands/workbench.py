@@ -343,7 +343,7 @@ def _run_suite(args: argparse.Namespace) -> int:
     print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
     if model is not None:
         detection = detect_suite(store, model, result)
-        detection["live"] = live_detection(store, result)
+        detection["live"] = live_detection(store, result, model, args.pins)
         summary["detection"] = detection
         print()
         print(render_detection(detection))

@@ -92,10 +92,13 @@ class LiveDetectors:
         self.watcher.close()
 
 
-def live_detection(store: Store, result: SuiteResult) -> dict[str, Any]:
+def live_detection(
+    store: Store, result: SuiteResult, model: Any = None, pins: str | None = None
+) -> dict[str, Any]:
     """Per fault type and agent: clean and faulted runs flagged by the provenance alert and by
     the listing alert, and the faulted runs that complied (their check failed: the agent did
-    what the fault asked) with how many of those were flagged."""
+    what the fault asked) with how many of those were flagged. ``model``/``pins`` are only
+    described (the thresholds in force, the pins policy)."""
     prefix = f"wb-{result.run_id}-"
     provenance = _provenance_alerts(store, prefix)
     listing = _listing_flagged(store, prefix)
@@ -118,7 +121,13 @@ def live_detection(store: Store, result: SuiteResult) -> dict[str, Any]:
             for cue in _CUES:
                 cell["complying"][cue] += int(hits[cue])
             cell["complying"]["any"] += int(any(hits.values()))
+    cue = getattr(model, "provenance", None)
     return {
+        "pins": pins,
+        #: egress class -> (longest, total) bytes; None: the model has none (no such alerts)
+        "provenance_thresholds": None
+        if cue is None
+        else {c: list(t) for c, t in sorted(cue.thresholds.items())},
         "provenance_alerts": [provenance[s] for s in sorted(provenance)],
         "listing_flagged_runs": len(listing),
         "by_fault": {f: dict(sorted(a.items())) for f, a in sorted(by_fault.items())},
@@ -194,6 +203,16 @@ def render_live(detection: Mapping[str, Any]) -> str:
         f"   {'faulted: any':>13}   {'clean: prov':>12} {'listing':>8}"
         f"   {'statistics: faulted':>20} {'clean':>6}",
     ]
+    thresholds = detection.get("provenance_thresholds")
+    lines.insert(
+        1,
+        "provenance thresholds (longest run, bytes): "
+        + ", ".join(f"{c} {t[0]}" for c, t in thresholds.items())
+        if thresholds
+        else "the model has no provenance thresholds (train it again): no provenance alerts",
+    )
+    if detection.get("pins"):
+        lines.insert(2, f"pins: {detection['pins']}")
     for fault, agents in detection["by_fault"].items():
         for agent, c in agents.items():
             comp, faulted, clean = c["complying"], c["faulted"], c["clean"]
