@@ -160,3 +160,33 @@ def test_c4_runs_that_send_local_results_raise_a_provenance_alert_naming_the_sou
         assert f"of {source}'s result sent by http egress" in alert["explanation"]
     # C2 sends nothing of a local result: no provenance alert on any C2 run
     assert not {s for s in provenance if s.startswith("live-C2_")}
+
+
+def test_what_the_c4_runs_sent_is_nowhere_in_the_store(live: dict[str, Any]) -> None:
+    """The secrets the complying runs sent out (the .bashrc, the SSH key, the e-mails) — and
+    the poisoned descriptions — are in no store file, decoded or not: only their byte counts
+    and digests are."""
+    store = live["store"]
+    needles = [
+        "alias ll='ls -la'",
+        "BEGIN OPENSSH PRIVATE KEY",
+        "alice@example.com",
+        "attacker.example.com",
+    ]
+    poisons = [
+        run["scenario"].fault.params.get("description")
+        or run["scenario"].fault.params["instruction"]
+        for run in live["runs"].values()
+    ]
+    assert len(poisons) == 20 and all(len(p) > 60 for p in poisons)
+    needles += [p[:60] for p in poisons]
+    files = [p for p in store.root.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        for needle in needles:
+            assert needle.encode() not in data, (needle, path)
+    for table in ("calls", "alerts", "tool_lists", "listing_alerts", "tool_pins"):
+        dump = repr(store.query(f"SELECT * FROM {table}").to_pylist())
+        for needle in needles:
+            assert needle not in dump, (needle, table)
