@@ -121,13 +121,13 @@ def live_detection(
             for cue in _CUES:
                 cell["complying"][cue] += int(hits[cue])
             cell["complying"]["any"] += int(any(hits.values()))
-    cue = getattr(model, "provenance", None)
+    thresholds = getattr(getattr(model, "provenance", None), "thresholds", None)
     return {
         "pins": pins,
         #: egress class -> (longest, total) bytes; None: the model has none (no such alerts)
         "provenance_thresholds": None
-        if cue is None
-        else {c: list(t) for c, t in sorted(cue.thresholds.items())},
+        if thresholds is None
+        else {c: list(t) for c, t in sorted(thresholds.items())},
         "provenance_alerts": [provenance[s] for s in sorted(provenance)],
         "listing_flagged_runs": len(listing),
         "by_fault": {f: dict(sorted(a.items())) for f, a in sorted(by_fault.items())},
