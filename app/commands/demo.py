@@ -1,9 +1,11 @@
-"""``toolwatch demo``: simulate → train → experiment → live alert → dashboard command.
+"""``toolwatch demo``: simulate → train → experiment → live alert → exfiltration alert →
+dashboard command.
 
     toolwatch demo [--store PATH] [--sessions N] [--seeds N] [--bootstrap N] [--quick]
 
 See :mod:`toolwatch.app.demo.pipeline` for the stages. Exit status 0 when every stage ran and
-the live alert behaved (runaway alarmed, clean did not); 1 with a message naming the stage
+the live alerts behaved (runaway alarmed, clean did not; the exfiltrating call raised the
+provenance alert naming its source tool); 1 with a message naming the stage
 otherwise; 2 for bad options.
 """
 
@@ -16,7 +18,7 @@ from pathlib import Path
 from toolwatch.app.demo.options import DEFAULT_STORE, FULL, QUICK, DemoError, DemoOptions
 from toolwatch.app.demo.pipeline import run_demo
 
-HELP = "simulate, train, experiment, then a live alert"
+HELP = "simulate, train, experiment, then live alerts (a runaway loop, an exfiltration)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
