@@ -20,6 +20,7 @@ from toolwatch.app.demo.options import (
     DemoOptions,
     DemoResult,
 )
+from toolwatch.collector.store.compaction import COMMIT_LOCK, COMPACT_LOCK
 from toolwatch.collector.store.parquet_store import Store
 
 # --------------------------------------------------------------------------------- the store
@@ -72,10 +73,10 @@ def _is_demo_marker(path: Path) -> bool:
 
 
 def _demo_entry(entry: Path) -> bool:
-    """Whether a demo wrote this top-level entry: its marker, models/, demo/, or a store
-    table (a directory of ``date=…`` partitions)."""
-    if entry.name == MARKER:
-        return entry.is_file()
+    """Whether a demo wrote this top-level entry: its marker, models/, demo/, the store's
+    commit lock (left by any read), or a store table (a directory of ``date=…`` partitions)."""
+    if entry.name in (MARKER, COMMIT_LOCK):
+        return entry.is_file() and not entry.is_symlink()
     if entry.is_symlink() or not entry.is_dir():
         return False
     if entry.name in (MODEL_FILE.parent.name, SCENARIO_FILE.parent.name):
@@ -83,7 +84,7 @@ def _demo_entry(entry: Path) -> bool:
     if not TABLE_DIR.match(entry.name):
         return False
     return all(
-        (child.is_dir() and child.name.startswith("date=")) or child.name == ".compact.lock"
+        (child.is_dir() and child.name.startswith("date=")) or child.name == COMPACT_LOCK
         for child in entry.iterdir()
     )
 

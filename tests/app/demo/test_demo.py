@@ -34,6 +34,7 @@ from toolwatch.app.demo.demo_store import prepare_store
 from toolwatch.app.demo.exfiltration import EXFIL_SCENARIO_FILE
 from toolwatch.app.demo.options import MARKER, MODEL_FILE, QUICK, SCENARIO_FILE, DemoError
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
+from toolwatch.collector.store.compaction import COMMIT_LOCK
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.faults.library import parse_scenario
 from toolwatch.injection.faults.server import scenario_server
@@ -253,6 +254,17 @@ def test_previous_demo_store_is_wiped(tmp_path: Path) -> None:
     assert store.root == root
     assert sorted(p.name for p in root.iterdir()) == [MARKER]
     assert json.loads((root / MARKER).read_text())["status"] == "running"
+
+
+def test_previous_demo_store_that_was_read_is_wiped(tmp_path: Path) -> None:
+    """Reading a store leaves its commit lock; a second demo on the same store still runs."""
+    root = tmp_path / "store"
+    _previous_demo(root)
+    with Store(root).reading():  # what every query does first
+        pass
+    assert (root / COMMIT_LOCK).is_file()
+    prepare_store(root)
+    assert sorted(p.name for p in root.iterdir()) == [MARKER]
 
 
 def test_previous_demo_store_with_foreign_files_is_refused(tmp_path: Path) -> None:
