@@ -121,6 +121,18 @@ def test_scan_checks_its_inputs_before_the_progress_bar(store: Path, tmp_path: P
     one_error(done.stderr, "scan", "none.json")  # one line: no "scan: 0%|" bar before it
 
 
+def test_train_checks_its_model_config_before_the_progress_bar(store: Path) -> None:
+    command = ["train", "--store", str(store), "--model-config", "novelty_key=nope"]
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwatch", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    one_error(done.stderr, "train", "novelty_key")  # one line: no "train: 0%|" bar before it
+
+
 def test_scan_prints_whole_session_ids(trained: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "scan", "--store", str(trained), "--top", "50")
     assert code == 0

@@ -93,16 +93,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    overrides = model_overrides(args.model_config)  # a bad option fails before any work
+    if args.no_session_mix:
+        overrides["order_session_mix"] = False
+    config = ModelConfig.from_dict(overrides)
     store = Store(args.store)
     with tqdm(total=5, desc="train", unit="step", file=sys.stderr, leave=False) as bar:
         cut = split_store(store, spec_from_args(args))
         bar.update()
         train = cut.calls("train")
         bar.update()
-        overrides = model_overrides(args.model_config)
-        if args.no_session_mix:
-            overrides["order_session_mix"] = False
-        config = ModelConfig.from_dict(overrides)
         model = NormalModel.fit(train, config, window=describe(cut, "train"))
         bar.update()
         calib = cut.calls("calibration")
