@@ -12,9 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.collector import SpanSpec, call, pb_request, post
-from support.http_fuzz import health, run_fuzz, wait_healthy
+from support.collector_process import Server
+from support.http_fuzz import run_fuzz
 from toolwatch.collector.store import Store
 
 
@@ -32,39 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="fuzz-http-") as tmp:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        store = Store(Path(tmp) / "store")
-        log = Path(tmp) / "collector.log"
-        with open(log, "w") as err:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "toolwatch",
-                    "collector",
-                    "--store",
-                    str(store.root),
-                    "--port",
-                    str(port),
-                    "--compact-interval",
-                    "0",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
+        server = Server(Path(tmp))
         try:
-            wait_healthy(port)
             earlier = [SpanSpec(call(session="before-fuzz", seq=i)) for i in range(50)]
-            assert post(f"http://127.0.0.1:{port}", pb_request(earlier)).status == 200
-            result = run_fuzz(port, args.requests)
-            alive = health(port)
+            assert post(server.url, pb_request(earlier)).status == 200
+            result = run_fuzz(server.port, args.requests)
+            alive = server.get("/health")[0]
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(300)
+            text = server.stop(timeout=300)
+        proc = server.proc
+        store = Store(server.store)
         kept = store.query("SELECT count(*) AS n FROM calls WHERE session_id = 'before-fuzz'")
-        text = log.read_text()
         summary = {
             "requests": result.examples,
             "seconds": round(result.seconds, 1),

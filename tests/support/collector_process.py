@@ -27,7 +27,9 @@ class Server:
     def __init__(self, tmp: Path, *, fd_limit: int | None = None) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / "collector.log"
+        self.store = tmp / "store"
 
         def limit() -> None:
             if fd_limit is not None:
@@ -41,7 +43,7 @@ class Server:
                     "toolwatch",
                     "collector",
                     "--store",
-                    str(tmp / "store"),
+                    str(self.store),
                     "--port",
                     str(self.port),
                     "--compact-interval",
@@ -88,9 +90,10 @@ class Server:
                 return int(line.split()[1]) / 1024
         return 0.0
 
-    def stop(self) -> str:
+    def stop(self, timeout: float = 120) -> str:
+        """SIGTERM, wait for the exit (``proc.returncode``), and return the log."""
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(120)
+        self.proc.wait(timeout)
         return self.log.read_text()
 
 

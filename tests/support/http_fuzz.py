@@ -323,24 +323,4 @@ def run_fuzz(port: int, examples: int, *, seed: int = 14) -> FuzzResult:
     return result
 
 
-def health(port: int) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", "/health")
-        return conn.getresponse().status
-    finally:
-        conn.close()
-
-
-def wait_healthy(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if health(port) == 200:
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"no collector answering on port {port}")
-
-
-__all__ = ["FuzzResult", "health", "run_fuzz", "wait_healthy"]
+__all__ = ["FuzzResult", "run_fuzz"]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from support.collector import SpanSpec, call, pb_request, post
-from support.http_fuzz import health, run_fuzz, wait_healthy
+from support.collector_process import Server
+from support.http_fuzz import run_fuzz
 from toolwatch.collector.store import Store
 
 FUZZ = Path(__file__).parent / "fuzz"
@@ -67,49 +66,23 @@ def test_atheris_coverage_guided_run_finds_nothing(tmp_path: Path) -> None:
     assert done and int(done.group(1)) >= 500, out.stderr[-2000:]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_http_fuzz_never_5xx_and_keeps_earlier_data(tmp_path: Path) -> None:
     examples = int(os.environ.get("TOOLWATCH_HTTP_FUZZ", "500"))
-    port = _free_port()
-    log = tmp_path / "collector.log"
-    store = Store(tmp_path / "store")
-    with open(log, "w") as err:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "toolwatch",
-                "collector",
-                "--store",
-                str(store.root),
-                "--port",
-                str(port),
-                "--compact-interval",
-                "0",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+    server = Server(tmp_path)
     try:
-        wait_healthy(port)
         earlier = [SpanSpec(call(session="before-fuzz", seq=i)) for i in range(50)]
-        assert post(f"http://127.0.0.1:{port}", pb_request(earlier)).status == 200
-        result = run_fuzz(port, examples)
+        assert post(server.url, pb_request(earlier)).status == 200
+        result = run_fuzz(server.port, examples)
         assert result.unanswered == 0 and not result.bad, (result.statuses, result.bad[:3])
         assert result.examples >= examples * 0.9, result.examples
-        assert health(port) == 200
+        assert server.get("/health")[0] == 200
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(120)
-    assert proc.returncode == 0
-    kept = store.query("SELECT count(*) AS n FROM calls WHERE session_id = 'before-fuzz'")
+        text = server.stop()
+    assert server.proc.returncode == 0
+    kept = Store(server.store).query(
+        "SELECT count(*) AS n FROM calls WHERE session_id = 'before-fuzz'"
+    )
     assert kept.column("n")[0].as_py() == 50
-    text = log.read_text()
     assert "Traceback" not in text and "internal error" not in text, text[-3000:]
     print(
         f"HTTP fuzz: {result.examples} requests in {result.seconds:.0f} s: {dict(result.statuses)}"
