@@ -27,8 +27,8 @@ from typing import Any, Final
 
 import anyio
 
-from toolwatch.app.demo.live import AlertWatcher, quiet_logs
-from toolwatch.app.demo.options import SERVICE, DemoError, DemoOptions, Emit, ExfilOutcome
+from toolwatch.app.demo.live import AlertWatcher, live_telemetry
+from toolwatch.app.demo.options import DemoError, DemoOptions, Emit, ExfilOutcome
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
 
 EXFIL_SCENARIO_FILE: Final = Path("demo") / "exfiltration.json"
@@ -57,10 +57,8 @@ def exfiltration_stage(
 ) -> ExfilOutcome:
     """Collector + live scorer + the obeying agent behind the C4-armed proxy."""
     from toolwatch.app.demo.agent import EXFIL_TOOL, exfiltration_scenario
-    from toolwatch.collector.otlp.server import Collector
     from toolwatch.detection.alerting.live import LiveScorer
     from toolwatch.injection.faults.library import load_scenario
-    from toolwatch.instrumentation import configure_otlp, instrument, uninstrument
 
     if model_path is None:
         raise DemoError("exfiltration", "no trained model")
@@ -74,36 +72,22 @@ def exfiltration_stage(
         raise DemoError("exfiltration", "the model has no provenance thresholds")
     began = time.monotonic()
     watcher = ProvenanceWatcher(scorer, out, began)
-    collector = Collector(store, port=0, on_batch=watcher, compact_interval=None)
-    quiet = quiet_logs()
-    try:
-        collector.start()
-        provider = configure_otlp(collector.url, service_name=SERVICE)
-        instrument(tracer_provider=provider, provenance=True)
-        try:
-            out(
-                "  provenance thresholds per egress class (bytes of earlier local results a "
-                "call may send; * = no normal traffic of the class in training, the floor): "
-                + ", ".join(
-                    f"{c} {t[0]} B{'' if cue.normal_calls.get(c) else '*'}"
-                    for c, t in sorted(cue.thresholds.items())
-                )
+    with live_telemetry(store, scorer, watcher, out, provenance=True) as (_, provider):
+        out(
+            "  provenance thresholds per egress class (bytes of earlier local results a "
+            "call may send; * = no normal traffic of the class in training, the floor): "
+            + ", ".join(
+                f"{c} {t[0]} B{'' if cue.normal_calls.get(c) else '*'}"
+                for c, t in sorted(cue.thresholds.items())
             )
-            out(
-                f"  the agent (a stand-in for a hosted LLM that obeys tool text) through the "
-                f"fault proxy armed with C4: its first {EXFIL_TOOL} result carries an order to "
-                "send the file out with WebFetch"
-            )
-            server_cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", str(path)]
-            run = anyio.run(_run_agent, scenario, server_cmd, options, provider, watcher, out)
-            provider.force_flush()
-        finally:
-            uninstrument()
-            provider.shutdown()
-    finally:
-        collector.stop()
-        scorer.close()
-        quiet()
+        )
+        out(
+            f"  the agent (a stand-in for a hosted LLM that obeys tool text) through the "
+            f"fault proxy armed with C4: its first {EXFIL_TOOL} result carries an order to "
+            "send the file out with WebFetch"
+        )
+        server_cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", str(path)]
+        run = anyio.run(_run_agent, scenario, server_cmd, options, provider, watcher, out)
     return _verify(store, run, watcher, out)
 
 

@@ -6,13 +6,14 @@ did not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,8 @@ def live_stage(
 ) -> LiveOutcome:
     """Collector + live scorer + the demo agent, clean and runaway, through the proxy."""
     from toolwatch.app.demo.agent import SERVER_NAME, demo_scenario
-    from toolwatch.collector.otlp.server import Collector
     from toolwatch.detection.alerting.live import LiveScorer
     from toolwatch.injection.faults.library import load_scenario
-    from toolwatch.instrumentation import configure_otlp, delivery, instrument, uninstrument
 
     if model_path is None:
         raise DemoError("live", "no trained model")
@@ -82,36 +81,17 @@ def live_stage(
     threshold = scorer.watch[0][3]
     began = time.monotonic()
     watcher = AlertWatcher(scorer, out, began)
-    collector = Collector(store, port=0, on_batch=watcher, compact_interval=None)
-    quiet = quiet_logs()
-    try:
-        collector.start()
-        provider = configure_otlp(collector.url, service_name=SERVICE, block=True)
-        instrument(tracer_provider=provider)
-        try:
-            server_cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", str(scenario_path)]
-            out(f"  collector on {collector.url}, scoring every batch with {model_path.name}")
-            shown = shlex.join(["python", *server_cmd[1:]])
-            out(f"  MCP server over stdio: {shown} (server {SERVER_NAME!r})")
-            out(
-                f"  the same agent twice, at once — clean: through a transparent proxy; "
-                f"runaway: through the fault proxy armed with A2 on every {scenario.fault.tool} "
-                f"(retries a failed call at once, up to {options.retries}×)"
-            )
-            runs = anyio.run(
-                _run_agents, scenario, server_cmd, options, provider, watcher, out, began
-            )
-            provider.force_flush()
-            problem = collector.check_delivery(delivery(provider))  # emitted == stored?
-            if problem is not None:
-                out(f"  WARNING telemetry incomplete: {problem}")
-        finally:
-            uninstrument()
-            provider.shutdown()
-    finally:
-        collector.stop()
-        scorer.close()
-        quiet()
+    with live_telemetry(store, scorer, watcher, out) as (collector, provider):
+        server_cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", str(scenario_path)]
+        out(f"  collector on {collector.url}, scoring every batch with {model_path.name}")
+        shown = shlex.join(["python", *server_cmd[1:]])
+        out(f"  MCP server over stdio: {shown} (server {SERVER_NAME!r})")
+        out(
+            f"  the same agent twice, at once — clean: through a transparent proxy; "
+            f"runaway: through the fault proxy armed with A2 on every {scenario.fault.tool} "
+            f"(retries a failed call at once, up to {options.retries}×)"
+        )
+        runs = anyio.run(_run_agents, scenario, server_cmd, options, provider, watcher, out, began)
     return _verify(store, model_path, runs, watcher, statistic, threshold, collector.url, out)
 
 
@@ -244,6 +224,45 @@ def _verify(
     if not clean.finished:
         raise DemoError("live", "the clean run did not finish its task")
     return LiveOutcome(dict(runs), alerts, peaks, threshold, statistic, url)
+
+
+@contextlib.contextmanager
+def live_telemetry(
+    store: Store,
+    scorer: Any,
+    on_batch: Callable[[Any], Any],
+    out: Emit,
+    *,
+    provenance: bool | None = None,
+) -> Iterator[tuple[Any, Any]]:
+    """The live stages' pipeline: a collector on a free port whose every batch goes to
+    ``on_batch``, and this process's MCP client instrumented to send it spans (``provenance``
+    as ``instrument`` takes it; None = the default). On a normal exit the spans are flushed
+    and emitted == stored is checked (a warning line if not); then the agent side, the
+    collector and the scorer are closed in that order, so the last batches reach the scorer
+    before it closes."""
+    from toolwatch.collector.otlp.server import Collector
+    from toolwatch.instrumentation import configure_otlp, delivery, instrument, uninstrument
+
+    collector = Collector(store, port=0, on_batch=on_batch, compact_interval=None)
+    quiet = quiet_logs()
+    try:
+        collector.start()
+        provider = configure_otlp(collector.url, service_name=SERVICE, block=True)
+        instrument(tracer_provider=provider, provenance=provenance)
+        try:
+            yield collector, provider
+            provider.force_flush()
+            problem = collector.check_delivery(delivery(provider))  # emitted == stored?
+            if problem is not None:
+                out(f"  WARNING telemetry incomplete: {problem}")
+        finally:
+            uninstrument()
+            provider.shutdown()
+    finally:
+        collector.stop()
+        scorer.close()
+        quiet()
 
 
 def quiet_logs() -> Callable[[], None]:
