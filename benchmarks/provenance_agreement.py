@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolwatch.collector.sources.claude_code import import_transcripts
+from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 from toolwatch.record import CallRecord
 
 #: reference column -> record field
@@ -35,19 +36,13 @@ FIELDS = {
     "source_tool": "source_tool",
     "encoding": "reused_encoding",
 }
+#: the fixture's key, then every exported field but the per-call cap count (0 on dev-real)
 FIXTURE_COLUMNS = (
     "session_id",
     "agent_id",
     "call_id",
     "tool",
-    "egress",
-    "reused_longest",
-    "reused_total",
-    "payload_longest",
-    "payload_total",
-    "source_tool",
-    "reused_encoding",
-    "dest_seen",
+    *(f for f in EXPORTED_FIELDS if f != "unchecked_bytes"),
 )
 
 

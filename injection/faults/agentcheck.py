@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from toolwatch.injection.faults.pointer import pointer_join
+from toolwatch.injection.faults.pointer import lookup, pointer_join
 from toolwatch.injection.faults.prose_schema import derive_input_schema
 from toolwatch.injection.faults.scenario import FORMAT, Problem
 from toolwatch.injection.faults.taxonomy import ACTION_FAULTS, FAULT_ACTIONS
@@ -207,18 +207,6 @@ def _expected(clean: Any, task: str) -> tuple[str, Any] | None:
     return None
 
 
-def _leaf(doc: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
-    node = doc
-    for part in path:
-        if (isinstance(node, Mapping) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and part < len(node)
-        ):
-            node = node[part]
-        else:
-            return False, None
-    return True, node
-
-
 def _stale_change(clean: Any, stale: Any) -> tuple[str, Any, Any] | None:
     """(pointer, stale value, clean value) of the first answer field the stale response
     changes (dates and years are the date context, not the answer)."""
@@ -226,7 +214,7 @@ def _stale_change(clean: Any, stale: Any) -> tuple[str, Any, Any] | None:
         key = str(path[-1]) if path else ""
         if _DATE_KEY.search(key) or _DESCRIPTIVE.match(key) or not _distinctive(value):
             continue
-        found, before = _leaf(clean, path)
+        found, before = lookup(clean, path)
         if found and before != value:
             return pointer_join(path), value, before
     return None

@@ -4,7 +4,7 @@ response or an argument.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # --------------------------------------------------------------------------------------------
@@ -50,3 +50,17 @@ def set_pointer(doc: Any, pointer: str, value: Any) -> None:
         parent[int(last)] = value
     else:
         raise KeyError(pointer)
+
+
+def lookup(doc: Any, path: Sequence[Any]) -> tuple[bool, Any]:
+    """The value at ``path`` (keys and list indexes) in a JSON document, and whether it is
+    there (a stored ``None`` is found; a missing key is not)."""
+    node = doc
+    for part in path:
+        if (isinstance(node, Mapping) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and part < len(node)
+        ):
+            node = node[part]
+        else:
+            return False, None
+    return True, node

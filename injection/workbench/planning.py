@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolwatch.injection.faults.pointer import lookup
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.results import (
     iter_leaves,
@@ -486,18 +487,6 @@ def plan_from_scenario(scenario: Scenario) -> Plan:
         if view is not None:
             responses.append((len(calls) - 1, view))
     return Plan(tuple(calls), tuple(unplanned))
-
-
-def lookup(data: Any, path: Sequence[Any]) -> tuple[bool, Any]:
-    node = data
-    for part in path:
-        if (isinstance(node, Mapping) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and part < len(node)
-        ):
-            node = node[part]
-        else:
-            return False, None
-    return True, node
 
 
 def tolerant_lookup(data: Any, source: ArgSource) -> tuple[bool, Any]:

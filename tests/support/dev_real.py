@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from support.paths import FIXTURES
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 
 DEV_REAL = FIXTURES / "dev_real" / "calls.parquet"
 #: The slice's egress calls with their provenance as measured on the transcripts (README)
@@ -24,7 +25,7 @@ def dev_real_calls(*, provenance: bool = False) -> pa.Table:
         return calls
     con = duckdb.connect()
     con.register(
-        "calls", calls.drop_columns([c for c in _PROVENANCE_COLUMNS if c in calls.column_names])
+        "calls", calls.drop_columns([c for c in EXPORTED_FIELDS if c in calls.column_names])
     )
     joined = con.sql(
         f"""SELECT c.*, coalesce(p.egress, 'none') AS egress,
@@ -40,18 +41,6 @@ def dev_real_calls(*, provenance: bool = False) -> pa.Table:
     ).to_arrow_table()
     con.close()
     return joined
-
-
-_PROVENANCE_COLUMNS = (
-    "egress",
-    "reused_longest",
-    "reused_total",
-    "payload_longest",
-    "payload_total",
-    "source_tool",
-    "reused_encoding",
-    "dest_seen",
-)
 
 
 def dev_real_store(root: Path, *, flags: bool = True) -> Store:
