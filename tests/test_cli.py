@@ -121,6 +121,18 @@ def test_scan_checks_its_inputs_before_the_progress_bar(store: Path, tmp_path: P
     one_error(done.stderr, "scan", "none.json")  # one line: no "scan: 0%|" bar before it
 
 
+def test_replay_checks_its_store_before_the_progress_bar(tmp_path: Path) -> None:
+    command = ["replay", "--store", str(tmp_path / "nothing-here")]
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwatch", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    one_error(done.stderr, "replay", "holds no calls")  # one line: no "replay: 0%|" bar before it
+
+
 def test_train_checks_its_model_config_before_the_progress_bar(store: Path) -> None:
     command = ["train", "--store", str(store), "--model-config", "novelty_key=nope"]
     done = subprocess.run(

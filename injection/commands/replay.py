@@ -89,9 +89,8 @@ def run(args: argparse.Namespace) -> int:
             batch_s=args.batch_seconds,
             replay_kinds=kinds,
         )
-        with tqdm(total=2, desc="replay", unit="step", file=sys.stderr, leave=False) as bar:
-            calls = load_calls(store)
-            bar.update()
+        calls = load_calls(store)  # an empty or missing store fails before the bar starts
+        with tqdm(total=1, desc="replay", unit="step", file=sys.stderr, leave=False) as bar:
             result = run_replay(calls, config)
             bar.update()
     except (ExperimentError, ModelError, StoreError, ValueError) as exc:
