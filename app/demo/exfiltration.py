@@ -35,19 +35,6 @@ EXFIL_SCENARIO_FILE: Final = Path("demo") / "exfiltration.json"
 RUN: Final = "exfil"
 
 
-class ProvenanceWatcher(AlertWatcher):
-    """Prints provenance alerts with their numbers (bytes, class, source tool)."""
-
-    def describe(self, alert: Any) -> str:
-        if alert["cue"] != "provenance":
-            return super().describe(alert)
-        return (
-            f"  {time.monotonic() - self.began:5.1f}s  ALERT    session {alert['session_id']} "
-            f"call #{alert['call_index']} ({alert['tool']}): provenance·POINT "
-            f"{alert['score']:,.0f} B > {alert['threshold']:,.0f} B — {alert['explanation']}"
-        )
-
-
 def exfiltration_stage(
     store: Store,
     model_path: Path | None,
@@ -69,9 +56,10 @@ def exfiltration_stage(
     scorer = LiveScorer(model_path, store)
     cue = getattr(scorer, "provenance", None)
     if cue is None:
+        scorer.close()  # live_telemetry, which closes it otherwise, is not entered
         raise DemoError("exfiltration", "the model has no provenance thresholds")
     began = time.monotonic()
-    watcher = ProvenanceWatcher(scorer, out, began)
+    watcher = AlertWatcher(scorer, out, began)
     with live_telemetry(store, scorer, watcher, out, provenance=True) as (_, provider):
         out(
             "  provenance thresholds per egress class (bytes of earlier local results a "

@@ -50,6 +50,13 @@ class AlertWatcher:
             self.out(self.describe(alert))
 
     def describe(self, alert: Mapping[str, Any]) -> str:
+        if alert["cue"] == "provenance":  # numbers of bytes, the egress class, the source tool
+            return (
+                f"  {time.monotonic() - self.began:5.1f}s  ALERT    session "
+                f"{alert['session_id']} call #{alert['call_index']} ({alert['tool']}): "
+                f"provenance·POINT {alert['score']:,.0f} B > {alert['threshold']:,.0f} B — "
+                f"{alert['explanation']}"
+            )
         event = self.calls.get((alert["session_id"], alert["call_index"]))
         what = alert["tool"]
         if event is not None and event.retry:

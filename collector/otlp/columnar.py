@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolwatch.collector.otlp.decode import (
+    SPAN_KIND_SERVER,
     STATUS_CODE_ERROR,
     attributes_dict,
     iter_protobuf_spans,
@@ -75,7 +76,6 @@ from toolwatch.conventions import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
 SCAN_KEYS = (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN)
 #: read only for spans without toolwatch's marker (toolwatch's own spans never need them)
 SEMCONV_KEYS = tuple(key for key, _ in SEMCONV_MARKERS)
-_SPAN_KIND_SERVER = 2
 
 log = logging.getLogger(__name__)
 
@@ -271,17 +271,16 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     reason_masks = {
         IGNORED_SDK: sdk,
         IGNORED_OTHER: ~sdk & ~slow & ~marker & ~semconv & ~ws.has_events,
-        IGNORED_SERVER: interesting & ~slow & ~marker & semconv & (ws.kind == _SPAN_KIND_SERVER),
+        IGNORED_SERVER: interesting & ~slow & ~marker & semconv & (ws.kind == SPAN_KIND_SERVER),
         IGNORED_INTERNAL: interesting
         & ~slow
         & ~marker
         & semconv
         & ~client
-        & (ws.kind != _SPAN_KIND_SERVER),
+        & (ws.kind != SPAN_KIND_SERVER),
     }
     candidate = is_call | slow
     cols = _Columns(ws, candidate, scope_resource)
-    slow |= cols.slow
     slow |= candidate & ((ws.trace_len != 16) | (ws.span_len != 8) | (ws.start_ns == 0))
     # (protobuf times are u64 nanoseconds, at most year 2554: always below MAX_TIME_NS)
     maybe = np.flatnonzero(candidate & ~slow)

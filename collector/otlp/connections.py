@@ -192,11 +192,6 @@ class ConnectionGuard:
                 self._close(conn, "body_timeout")
         self._schedule(loop)
 
-    def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-
 
 def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
     """uvicorn's h11 protocol, reporting each connection's phase to ``guard``."""

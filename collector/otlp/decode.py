@@ -48,16 +48,8 @@ TRACES_PATH: Final = "/v1/traces"
 STATUS_CODE_ERROR: Final = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 _STATUS_NAMES: Final = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 #: opentelemetry.proto.trace.v1.Span.SpanKind
-SPAN_KIND_UNSPECIFIED, SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 0, 1, 2, 3
-SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER = 4, 5
-_KIND_NAMES: Final = {
-    "SPAN_KIND_UNSPECIFIED": 0,
-    "SPAN_KIND_INTERNAL": 1,
-    "SPAN_KIND_SERVER": 2,
-    "SPAN_KIND_CLIENT": 3,
-    "SPAN_KIND_PRODUCER": 4,
-    "SPAN_KIND_CONSUMER": 5,
-}
+SPAN_KIND_UNSPECIFIED, SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 0, 2, 3
+_KIND_NAMES: Final = dict(Span.SpanKind.items())
 #: gzip members read from one body (senders write one; each costs a decompressor)
 MAX_GZIP_MEMBERS: Final = 64
 #: arrayValue/kvlistValue nesting accepted in OTLP/JSON attribute values

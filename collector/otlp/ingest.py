@@ -19,15 +19,12 @@ from typing import Any, Final
 import numpy as np
 import pyarrow.parquet as pq
 
-from toolwatch import tables
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
 from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
 from toolwatch.collector.store import Store
-from toolwatch.collector.store.parquet_store import CALLS, TOOL_LISTS
+from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
 
 log = logging.getLogger(__name__)
-
-INGEST: Final = tables.INGEST.name
 
 
 class IngestLog:

@@ -39,7 +39,6 @@ import numpy as np
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from toolwatch import tables
 from toolwatch.collector.otlp.columnar import map_parsed
 from toolwatch.collector.otlp.decode import OtlpError, SpanData
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
@@ -47,13 +46,12 @@ from toolwatch.collector.otlp.mapping import Mapped, map_spans
 from toolwatch.collector.otlp.stats import CollectorStats
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
-from toolwatch.collector.store.parquet_store import CALLS, TOOL_LISTS
+from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
 
 log = logging.getLogger(__name__)
 
 MAX_GROUP_SPANS: Final = 100_000  # spans per group commit (bounds one write's latency)
 CALLBACK_BACKLOG_WARNING: Final = 100  # warn every this many batches on_batch lags behind
-INGEST: Final = tables.INGEST.name
 _STOP: Final = object()
 
 
@@ -264,7 +262,7 @@ class GroupCommitWriter:
         started = time.perf_counter()
         ok = [(item, m) for item, m in zip(group, results, strict=True) if m is not None]
         try:
-            files = self._write([m for _, m in ok])
+            files, calls, lists = self._write([m for _, m in ok])
         except OSError as exc:
             log.error("could not write %d requests to %s: %s", len(ok), self.store.root, exc)
             self._release(group)  # before answering: a refused client may retry at once
@@ -284,8 +282,6 @@ class GroupCommitWriter:
                 _resolve(item, exception=OtlpError(400, f"the store refused this request: {exc}"))
             return
         elapsed = time.perf_counter() - started
-        calls = _concat([m.calls for _, m in ok], CALLS_SCHEMA)
-        lists = _concat([m.tool_lists for _, m in ok], TOOL_LISTS_SCHEMA)
         with self._lock:
             s = self.stats
             s.batches += 1
@@ -322,9 +318,10 @@ class GroupCommitWriter:
                     backlog,
                 )
 
-    def _write(self, mapped: list[Mapped]) -> list[Any]:
+    def _write(self, mapped: list[Mapped]) -> tuple[list[Any], pa.Table, pa.Table]:
         """Drop the spans stored already (in place: each ``Mapped`` loses them and counts
-        them), append the rest and remember their keys; returns the files written."""
+        them), append the rest and remember their keys; returns the files written and the
+        calls and tool listings appended."""
         call_keys = _keys_by_request([m.calls for m in mapped], CALLS_SCHEMA)
         list_keys = [
             k ^ LISTING_SALT
@@ -346,7 +343,7 @@ class GroupCommitWriter:
         if lists.num_rows:
             files += self.store.append(TOOL_LISTS, lists)
             self.recent.add(np.unique(np.concatenate(list_keys)))
-        return files
+        return files, calls, lists
 
     def _log_progress(self) -> None:
         """One INFO line for the first stored batch, then at most one per progress interval."""
@@ -355,9 +352,15 @@ class GroupCommitWriter:
             return
         with self._lock:
             s, last = self.stats, self._logged
-            names = ("requests", "spans", "calls", "tool_listings", "rejected_spans")
+            names = (
+                "requests",
+                "spans",
+                "calls",
+                "tool_listings",
+                "rejected_spans",
+                "duplicate_spans",
+            )
             delta = {name: getattr(s, name) - getattr(last, name) for name in names}
-            delta["duplicate_spans"] = s.duplicate_spans - last.duplicate_spans
             self._logged = CollectorStats(**{name: getattr(s, name) for name in delta})
             total_calls = s.calls
         since = f"in the last {now - self._logged_at:.0f} s" if self._logged_at else "first batch"

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 ENV_STORE = "TOOLWATCH_STORE"
 CALLS = tables.CALLS.name
 TOOL_LISTS = tables.TOOL_LISTS.name
+INGEST = tables.INGEST.name
 PARTITION_COLUMN = "date"
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -197,36 +197,15 @@ class LiveScorer:
                     self.provenance_unmeasured += 1
                 elif verdict.exceeds:
                     _, value, limit = verdict.measure
-                    alert = self._alert(
-                        call,
-                        span_id,
-                        index,
-                        PROVENANCE_CUE_SET,
-                        PROVENANCE_DETECTOR,
-                        value,
-                        limit,
-                        None,
-                        now,
-                    )
-                    alert["explanation"] = verdict.explain(*source)
-                    alerts.append(alert)
+                    cell = (PROVENANCE_CUE_SET, PROVENANCE_DETECTOR, value, limit, None, now)
+                    why = verdict.explain(*source)
+                    alerts.append(self._alert(call, span_id, index, *cell, explanation=why))
             if self.novelty is not None:
                 crossed = self.novelty.update(call)
                 if crossed is not None:
                     statistic, threshold, why = crossed
-                    alert = self._alert(
-                        call,
-                        span_id,
-                        index,
-                        "novelty",
-                        self.novelty.detector,
-                        statistic,
-                        threshold,
-                        None,
-                        now,
-                    )
-                    alert["explanation"] = why
-                    alerts.append(alert)
+                    crossing = ("novelty", self.novelty.detector, statistic, threshold, None, now)
+                    alerts.append(self._alert(call, span_id, index, *crossing, explanation=why))
             key = (call.session_id, call.agent_id)
             above = self._above.get(key, 0)
             if mask & ~above:
@@ -384,6 +363,8 @@ class LiveScorer:
         threshold: float,
         scores: Any,
         now: datetime,
+        *,
+        explanation: str | None = None,
     ) -> dict[str, Any]:
         return {
             "alert_time": now,
@@ -401,7 +382,7 @@ class LiveScorer:
             "threshold": float(threshold),
             "model_id": self.model_id,
             "model_version": VERSION,
-            "explanation": None,
+            "explanation": explanation,
         }
 
     def _record(self, alerts: list[dict[str, Any]]) -> None:

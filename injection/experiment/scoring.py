@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from toolwatch.detection import CUE_SETS, DETECTORS, ModelConfig, NormalModel, score_calls
 from toolwatch.detection.calls.frame import prepare
+from toolwatch.detection.detectors.base import stat_column
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import SCORING_COLUMNS, SessionCalls, to_table
 
@@ -71,10 +72,10 @@ def operating_thresholds(model: NormalModel) -> dict[str, float]:
     """Operating-point threshold per ``<cue set>_<detector>`` column, from calibration (the
     provenance cue's: its learned thresholds, i.e. a score of 1)."""
     out = {f"{c}_{d}": float(model.threshold(c, d)) for c in CUE_SETS for d in DETECTORS}
-    out["_".join(PROVENANCE)] = 1.0
+    out[stat_column(*PROVENANCE)] = 1.0
     if model.novelty is not None:
         for det, value in model.novelty.thresholds.items():
-            out[f"novelty_{det}"] = float(value)
+            out[stat_column("novelty", det)] = float(value)
     return out
 
 
@@ -111,7 +112,7 @@ def beyond_scores(model: NormalModel, table: pa.Table) -> dict[str, np.ndarray]:
     provenance cue's score (zeros for a model without it) and the novelty cue set's
     detector statistics."""
     n = table.num_rows
-    out = {"_".join(PROVENANCE): np.zeros(n)}
+    out = {stat_column(*PROVENANCE): np.zeros(n)}
     out.update({f"{c}_{d}": np.zeros(n) for c, d in NOVELTY})
     if n == 0:
         return out
@@ -123,7 +124,7 @@ def beyond_scores(model: NormalModel, table: pa.Table) -> dict[str, np.ndarray]:
         return placed
 
     if model.provenance is not None:
-        out["_".join(PROVENANCE)] = in_row_order(model.provenance.score_many(frame))
+        out[stat_column(*PROVENANCE)] = in_row_order(model.provenance.score_many(frame))
     for name, values in model.novelty_statistics(frame).items():
         if name in out:
             out[name] = in_row_order(values)

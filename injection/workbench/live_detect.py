@@ -35,7 +35,7 @@ from typing import Any, Final
 from toolwatch import tables
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection.alerting.listings import LISTING_ALERTS_TABLE, ListingWatcher
-from toolwatch.detection.alerting.live import LiveScorer
+from toolwatch.detection.alerting.live import PROVENANCE_CUE_SET, LiveScorer
 from toolwatch.detection.alerting.pins import ORIGIN_LISTING, approve
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.workbench.runner import server_name
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 PIN_POLICIES: Final = ("clean", "store")
 #: the live scorer's alerts of the provenance cue (cue set and cue alike)
-PROVENANCE_CUE: Final = "provenance"
+PROVENANCE_CUE: Final = PROVENANCE_CUE_SET
 _CUES: Final = ("provenance", "listing")
 
 
@@ -61,7 +61,6 @@ class LiveDetectors:
         self.pins = pins
         self.scorer = LiveScorer(model, store)
         self.watcher = ListingWatcher(store)
-        self.approved = 0
 
     def on_batch(self, table: Any) -> None:
         """The collector's ``on_batch``: score the stored calls (alerts go to the store)."""
@@ -77,7 +76,7 @@ class LiveDetectors:
         if self.pins != "clean" or not clean.listings:
             return
         server = server_name(scenario)
-        rows = approve(
+        approve(
             self.store,
             [
                 (server, t.name, tool_digest(t.name, t.description, t.input_schema))
@@ -85,7 +84,6 @@ class LiveDetectors:
             ],
             ORIGIN_LISTING,
         )
-        self.approved += len(rows)
 
     def close(self) -> None:
         self.scorer.close()

@@ -299,9 +299,12 @@ async def _traced(
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        _error_attributes(exc, late)
-        if in_flight.result_size is not None:  # a result arrived, then the SDK refused it
-            late[ATTR_RESULT_SIZE] = in_flight.result_size
+        if in_flight.received is not None:  # a result arrived, then the SDK refused it
+            try:
+                _result_attributes(in_flight.received, late)
+            except Exception:
+                log.debug("toolwatch: could not measure a refused result", exc_info=True)
+        _error_attributes(exc, late)  # after: a JSON-RPC error's own label wins
         raise
     else:
         try:

@@ -38,7 +38,6 @@ from toolwatch.conventions import (
     REQUEST_META_KEY,
     TOOL_META_KEY,
 )
-from toolwatch.record import result_size
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +54,11 @@ class InFlight:
     session: Any = None
     tool: str | None = None
     request_id: str | None = None
-    #: a ground-truth label announced by a fault proxy before the answer (see note_injection),
-    #: or read off a result the SDK then refuses (see observe_validation)
+    #: a ground-truth label announced by a fault proxy before the answer (see note_injection)
     label: str | None = None
-    #: the size of a result the SDK refused after receiving it (its output-schema check)
-    result_size: int | None = None
+    #: the result the SDK received before its output-schema check (see observe_validation):
+    #: measured only when that check then refuses it
+    received: Any = None
 
 
 IN_FLIGHT: ContextVar[InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
@@ -128,19 +127,13 @@ def observe_notification(
 def observe_validation(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Keep a result's label and size before the SDK checks it against the tool's output
-    schema (which raises for an injected empty result: the call still has its label)."""
+    """Keep the result the SDK is about to check against the tool's output schema (which
+    raises for an injected empty result: the call still gets its label and size, measured
+    then — a result that passes is measured once, as the call's answer)."""
     in_flight = IN_FLIGHT.get()
     result = args[1] if len(args) > 1 else kwargs.get("result")
     if in_flight is not None and isinstance(result, CallToolResult):
-        try:
-            meta = result.meta
-            label = meta.get(LABEL_META_KEY) if meta else None
-            if isinstance(label, str):
-                in_flight.label = label
-            in_flight.result_size = result_size(result.content, result.structured_content)
-        except Exception:
-            log.debug("toolwatch: could not read a result before validation", exc_info=True)
+        in_flight.received = result
     return wrapped(*args, **kwargs)
 
 
