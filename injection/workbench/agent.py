@@ -23,7 +23,12 @@ from toolwatch.injection.mitigations.results import (
 )
 from toolwatch.injection.mitigations.wrapper import try_call
 from toolwatch.injection.workbench.orders import Override, strip_orders
-from toolwatch.injection.workbench.planning import ADDRESS_NAME, PlannedCall, plan_from_scenario
+from toolwatch.injection.workbench.planning import (
+    ADDRESS_NAME,
+    Plan,
+    PlannedCall,
+    plan_from_scenario,
+)
 from toolwatch.injection.workbench.trajectory import AgentEvent, Trajectory
 from toolwatch.instrumentation import model_response
 
@@ -49,6 +54,8 @@ class RunState:
     client: Any
     trajectory: Trajectory
     conversation_id: str
+    #: the scenario's plan (it depends on the scenario only), made once per run
+    plan: Plan
     tools: dict[str, Tool] = field(default_factory=dict)
     data: dict[int, Any] = field(default_factory=dict)
     parts: list[str] = field(default_factory=list)
@@ -86,14 +93,13 @@ class Agent:
         self, scenario: Scenario, client: Any, trajectory: Trajectory, *, conversation_id: str
     ) -> str:
         """Carry out ``scenario.task`` through ``client``; returns the final answer."""
-        st = RunState(scenario, client, trajectory, conversation_id)
+        st = RunState(scenario, client, trajectory, conversation_id, plan_from_scenario(scenario))
         with model_response(self._response_id(st), conversation_id=conversation_id):
             await self._think()
             listed = await client.list_tools()
         st.tools = {t.name: t for t in listed.tools}
         await self.on_listing(st)
-        plan = plan_from_scenario(scenario)
-        for index, call in enumerate(plan.calls):
+        for index, call in enumerate(st.plan.calls):
             await self.execute(st, index, call)
         with model_response(self._response_id(st), conversation_id=conversation_id):
             await self._think()

@@ -37,7 +37,6 @@ from toolwatch.injection.workbench.planning import (
     PlannedCall,
     literal_value,
     lookup,
-    plan_from_scenario,
 )
 
 #: an order to do something before the tool it describes is used
@@ -52,7 +51,7 @@ class NaiveAgent(Agent):
     name = "naive"
 
     async def on_listing(self, st: RunState) -> None:
-        planned = {c.tool for c in plan_from_scenario(st.scenario).calls}
+        planned = {c.tool for c in st.plan.calls}
         for tool in list(st.tools.values()):
             for order in find_orders(tool.description or "", st.tools, source=tool.name):
                 if not order.actionable:

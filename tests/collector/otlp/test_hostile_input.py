@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +35,6 @@ from toolwatch.collector.store import Store
 from toolwatch.conventions import ATTR_ARGUMENTS_SIZE, ATTR_RESULT_SIZE, ATTR_SESSION_POSITION
 
 NOW_NS = time.time_ns()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "store")
-
-
-@pytest.fixture
-def collector(store: Store) -> Iterator[Collector]:
-    with Collector(store, compact_interval=None) as c:
-        yield c
 
 
 def kv(key: str, value: Any) -> dict[str, Any]:

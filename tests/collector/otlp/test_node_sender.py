@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,17 +37,6 @@ def node() -> str:
             [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
         )
     return node
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "store")
-
-
-@pytest.fixture
-def collector(store: Store) -> Iterator[Collector]:
-    with Collector(store, compact_interval=None) as c:
-        yield c
 
 
 @pytest.mark.parametrize(

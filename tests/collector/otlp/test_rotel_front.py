@@ -77,11 +77,6 @@ def _until(predicate: Any, timeout: float = 30) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "store")
-
-
-@pytest.fixture
 def collector(store: Store) -> Iterator[Collector]:
     with Collector(store, token=TOKEN, compact_interval=None) as c:
         yield c

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +66,6 @@ def with_kind(body_spans: list[SpanSpec], kinds: list[int], encoding: str) -> by
     for span, kind in zip(request.resource_spans[0].scope_spans[0].spans, kinds, strict=True):
         span.kind = kind  # type: ignore[assignment]
     return request.SerializeToString()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "store")
-
-
-@pytest.fixture
-def collector(store: Store) -> Iterator[Collector]:
-    with Collector(store, compact_interval=None) as c:
-        yield c
 
 
 def _metrics(collector: Collector) -> str:

@@ -12,7 +12,6 @@ import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -44,11 +43,6 @@ from toolwatch.conventions import (
     SPAN_NAME_TOOLS_LIST,
 )
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "store")
 
 
 @pytest.fixture
