@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -256,7 +256,7 @@ class Collector:
         s = self.stats
         log.info(
             "collector stopped: %d requests, %d spans received, %d calls and %d tool listings "
-            "stored in %d files (%d spans), %d spans rejected %s, %d ignored %s, %d duplicates "
+            "stored in %d files (%d spans), %d spans rejected%s, %d ignored%s, %d duplicates "
             "dropped, refused requests %s",
             s.requests,
             s.spans,
@@ -265,9 +265,9 @@ class Collector:
             s.files,
             s.stored_spans,
             s.rejected_spans,
-            dict(sorted(s.rejected_by.items())) or "",
+            _by_reason(s.rejected_by),
             s.ignored_spans,
-            dict(sorted(s.ignored_by.items())) or "",
+            _by_reason(s.ignored_by),
             s.duplicate_spans,
             dict(sorted(s.refused.items())) or "none",
         )
@@ -522,3 +522,8 @@ def _bind(host: str, port: int) -> socket.socket:
 def _client(request: Request) -> str:
     client = request.client
     return f"{client.host}:{client.port}" if client else "unknown client"
+
+
+def _by_reason(counts: Mapping[str, int]) -> str:
+    """`` (reason: n, ...)`` for a log line, or nothing when no span was counted."""
+    return f" ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})" if counts else ""

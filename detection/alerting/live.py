@@ -31,7 +31,8 @@ before the cue has no thresholds, and then no provenance alert is raised (logged
 ``toolwatch train --model-config novelty_alert=cusum`` the scorer also runs the novelty cue set
 (:mod:`toolwatch.detection.cues.novelty`: first uses mid-stream weighted by training rarity) and
 raises an alert when its statistic crosses the operating point (one per excursion, like the
-study's), explained by the tool that was first used and how many training streams used it.
+study's), explained by the tool that was first used and how many training streams used it;
+its per-stream state is saved with the adaptive live state, so a restart resumes it too.
 
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
 alert write, fold or state save is logged (the alerts are still returned and posted), the
@@ -251,6 +252,8 @@ class LiveScorer:
         try:
             doc = self.scorer.state()
             doc["above"] = [[k[0], k[1], v] for k, v in self._above.items()]
+            if self.novelty is not None:
+                doc["novelty"] = self.novelty.to_json()
             self.state_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.state_path.with_name(self.state_path.name + ".tmp")
             tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
@@ -268,12 +271,16 @@ class LiveScorer:
             doc = json.loads(path.read_text(encoding="utf-8"))
             self.scorer.restore(doc)
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
+            if self.novelty is not None:
+                self.novelty.load_json(doc.get("novelty", []))
         except (OSError, ValueError, KeyError, TypeError, ModelError) as exc:
             log.warning(
                 "live scoring: starting afresh, the saved state %s is unusable: %s", path, exc
             )
             self.scorer = self._make_scorer()
             self._above = {}
+            if self.novelty is not None:
+                self.novelty.streams = {}
             return
         log.info(
             "live scoring resumed from %s: %d open stream(s), %d in quarantine",
@@ -457,6 +464,28 @@ class NoveltyWatch:
             f"{cue.streams} training streams)"
         )
         return value, self.threshold, why
+
+    def to_json(self) -> list[list[Any]]:
+        """Every open stream's state (saved with the live state, so a restart neither re-arms
+        the warm-up nor forgets the keys a stream already used)."""
+        cue = self.set.cue
+        return [
+            [key[0], key[1], cue.state_to_json(seen), ctx.to_json(), running, above]
+            for key, (seen, ctx, running, above) in self.streams.items()
+        ]
+
+    def load_json(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Inverse of :meth:`to_json`."""
+        cue = self.set.cue
+        self.streams = {
+            (str(s), None if a is None else str(a)): [
+                cue.state_from_json(seen),
+                StreamContext.from_json(ctx),
+                float(running),
+                bool(above),
+            ]
+            for s, a, seen, ctx, running, above in rows
+        }
 
 
 def store_calls_of(store: Store) -> CallsOf:

@@ -10,8 +10,8 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 
-from toolwatch.detection import CUE_SETS, DETECTORS, ModelConfig, NormalModel, score_calls
-from toolwatch.detection.calls.frame import prepare
+from toolwatch.detection import CUE_SETS, DETECTORS, ModelConfig, NormalModel
+from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.detectors.base import stat_column
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import SCORING_COLUMNS, SessionCalls, to_table
@@ -92,31 +92,31 @@ def score_groups(
     flat = [s for group in groups for s in group]
     sizes = [int(sum(len(s) for s in group)) for group in groups]
     table = _batch_table(flat)
-    scored = score_calls(model, table)
-    if not scored.column("session_id").equals(table.column("session_id")):
+    frame = prepare(table)  # once: the study's statistics and those beyond it share it
+    if not frame.table.column("session_id").equals(table.column("session_id")):
         raise ExperimentError("batch scoring returned calls in an unexpected order")
+    values = model.score_frame(frame)
     columns = {
-        f"{c}_{d}": scored.column(f"{c}_{d}").to_numpy(zero_copy_only=False).astype(np.float64)
+        f"{c}_{d}": np.asarray(values[f"{c}_{d}"], dtype=np.float64)
         for c in CUE_SETS
         for d in DETECTORS
     }
-    columns.update(beyond_scores(model, table))
+    columns.update(beyond_scores(model, frame))
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return [
         {k: v[bounds[g] : bounds[g + 1]] for k, v in columns.items()} for g in range(len(groups))
     ]
 
 
-def beyond_scores(model: NormalModel, table: pa.Table) -> dict[str, np.ndarray]:
-    """The statistics beyond the study's per call of ``table``, in its row order: the
-    provenance cue's score (zeros for a model without it) and the novelty cue set's
-    detector statistics."""
-    n = table.num_rows
+def beyond_scores(model: NormalModel, frame: CallFrame) -> dict[str, np.ndarray]:
+    """The statistics beyond the study's per call of ``frame``, in the order of the table it
+    was prepared from: the provenance cue's score (zeros for a model without it) and the
+    novelty cue set's detector statistics."""
+    n = frame.table.num_rows
     out = {stat_column(*PROVENANCE): np.zeros(n)}
     out.update({f"{c}_{d}": np.zeros(n) for c, d in NOVELTY})
     if n == 0:
         return out
-    frame = prepare(table)
 
     def in_row_order(values: np.ndarray) -> np.ndarray:
         placed = np.empty(n)

@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from support.mcp_test_server import build_server
+from support.workbench import required_arguments
 from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_LABEL, ATTR_RESULT_SIZE, ATTR_TOOL_NAME
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.proxy.proxy import run_proxy
@@ -77,16 +78,6 @@ def test_a_missing_hook_is_a_warning_not_silence(
     sdk_hooks.uninstall()
 
 
-def _args(scenario: Any, tool: str) -> dict[str, Any]:
-    schema = scenario.tool(tool).input_schema
-    samples = {"string": "x", "integer": 1, "number": 1.0, "array": ["a"], "boolean": True}
-    props = schema.get("properties", {})
-    return {
-        n: samples.get(props.get(n, {}).get("type", "string"), "x")
-        for n in schema.get("required", [])
-    }
-
-
 @pytest.mark.parametrize("scenario_id", ["b4-finance-01", "b4-medical-01"])
 def test_b4_return_empty_keeps_its_label_when_the_output_schema_check_raises(
     exporter: InMemorySpanExporter, scenario_id: str
@@ -98,7 +89,7 @@ def test_b4_return_empty_keeps_its_label_when_the_output_schema_check_raises(
     async def main() -> None:
         async with run_proxy(scenario, None) as proxy, Client(proxy) as client:
             try:
-                await client.call_tool(tool, _args(scenario, tool))
+                await client.call_tool(tool, required_arguments(scenario, tool))
             except RuntimeError as exc:  # mcp: "has an output schema but did not return ..."
                 raised.append(exc)
 

@@ -127,6 +127,17 @@ def test_a_tool_span_without_a_conversation_is_rejected_naming_it(
     )
 
 
+def test_the_stop_line_counts_spans_by_reason(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="toolwatch.collector.otlp.server")
+    with Collector(store, compact_interval=None) as collector:
+        specs = [SpanSpec(semconv(session=None)), SpanSpec(semconv("ok"))]
+        assert post(collector.url, pb_request(specs, scope="other.sender")).status == 200
+    line = next(r.getMessage() for r in caplog.records if "collector stopped" in r.getMessage())
+    assert "1 spans rejected (missing:gen_ai.conversation.id: 1), 0 ignored, 0 duplicates" in line
+
+
 @pytest.mark.parametrize("encoding", [PB, JS])
 def test_spans_that_are_no_call_of_this_client_are_ignored_by_reason(
     collector: Collector, store: Store, encoding: str

@@ -350,6 +350,42 @@ def test_an_adaptive_collector_restarted_resumes_where_it_stopped(
     )
 
 
+def test_novelty_alerts_resume_across_a_restart(tmp_path: Path) -> None:
+    """The novelty watch's per-stream state (keys used, position, running CUSUM) is saved
+    with the live state: a restart mid-stream neither re-arms the warm-up nor forgets the
+    tools already used, so the alerts equal an uninterrupted run's."""
+    from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
+
+    train, calib = workload(1, 40, tools=8), workload(2, 12, tools=8, prefix="c")
+    model = NormalModel.fit(train, {"novelty_alert": "cusum", "novelty_warmup": 2})
+    model.calibrate(calib)
+    config = AdaptiveConfig(quarantine_h=1, idle_min=10, min_calls=10, min_pool=3, refresh_min=0)
+    attach_adaptive(model, train, calib, config)
+    path = model.save(tmp_path / "model.json")
+    # twelve calls of two tools, then eight first uses (three never seen in training)
+    tools = ["tool01", "tool02"] * 6 + [f"tool0{i}" for i in range(3, 8)] + ["x1", "x2", "x3"]
+    calls = table(session(tools, name="hijacked", start=3 * 86_400.0))
+    head, tail = calls.slice(0, 12), calls.slice(12)
+
+    def run(store: Store, restart: bool) -> list[tuple[int, str]]:
+        live = LiveScorer(path, store)
+        out = []
+        for i, part in enumerate((head, tail)):
+            store.append("calls", part)
+            out += [(a["call_index"], a["cue"]) for a in live.process(part)]
+            if restart and i == 0:
+                live.close()
+                live = LiveScorer(path, store)
+        live.close()
+        return out
+
+    straight = run(Store(tmp_path / "a"), restart=False)
+    assert "novelty" in {cue for _, cue in straight}, straight
+    assert run(Store(tmp_path / "b"), restart=True) == straight
+    saved = json.loads((tmp_path / "b" / "models" / "live-state.json").read_text())
+    assert [row[0] for row in saved["novelty"]] == ["hijacked"]
+
+
 def test_an_unusable_state_file_is_set_aside_with_a_warning(
     adaptive_path: Path, tmp_path: Path, caplog
 ) -> None:  # type: ignore[no-untyped-def]

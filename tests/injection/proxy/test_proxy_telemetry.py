@@ -16,6 +16,7 @@ from mcp import Client, MCPError
 from mcp_types import REQUEST_TIMEOUT
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from support.workbench import required_arguments
 from toolwatch.conventions import (
     ATTR_ERROR_TYPE,
     ATTR_JSONRPC_REQUEST_ID,
@@ -31,16 +32,6 @@ from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.workbench.replay import ReplayServer
 from toolwatch.injection.workbench.trajectory import Recording
 from toolwatch.instrumentation import model_response
-
-
-def _args(scenario: Any, tool: str) -> dict[str, Any]:
-    schema = scenario.tool(tool).input_schema
-    samples = {"string": "x", "integer": 1, "number": 1.0, "array": ["a"], "boolean": True}
-    props = schema.get("properties", {})
-    return {
-        n: samples.get(props.get(n, {}).get("type", "string"), "x")
-        for n in schema.get("required", [])
-    }
 
 
 @pytest.mark.parametrize("as_", ["result", "jsonrpc"])
@@ -61,7 +52,7 @@ def test_a2_label_reaches_the_span_only_on_faulted_calls(
             for i in range(3):
                 with model_response(f"msg_{i}", conversation_id="conv-a2"):
                     try:
-                        await client.call_tool(tool, _args(scenario, tool))
+                        await client.call_tool(tool, required_arguments(scenario, tool))
                     except MCPError:
                         assert as_ == "jsonrpc" and i == 1
 
@@ -102,7 +93,7 @@ def test_a1_timed_out_call_carries_the_announced_label(
         for i in range(3):
             with model_response(f"msg_{i}", conversation_id="conv-a1"):
                 try:
-                    await client.call_tool(tool, _args(scenario, tool))
+                    await client.call_tool(tool, required_arguments(scenario, tool))
                     codes.append(None)
                 except MCPError as exc:
                     codes.append(exc.error.code)
@@ -142,8 +133,8 @@ def test_c2_calls_under_a_poisoned_listing_are_labelled_by_the_proxy(
                 poisoned = next(t for t in listing.tools if t.name == tool).description
                 assert (poisoned != scenario.faulty_tool.description) == (i == 1)
                 with model_response(f"msg_{i}", conversation_id="conv-c2"):
-                    await client.call_tool(tool, _args(scenario, tool))
-                    await client.call_tool(tool, _args(scenario, tool))
+                    await client.call_tool(tool, required_arguments(scenario, tool))
+                    await client.call_tool(tool, required_arguments(scenario, tool))
             kinds.extend(i.kind for i in proxy.injections)
 
     kinds: list[str] = []
@@ -172,7 +163,7 @@ def test_c2_calls_under_a_poisoned_listing_are_labelled_by_the_workbench_replay(
                 poisoned = next(t for t in listing.tools if t.name == tool).description
                 assert (poisoned != scenario.faulty_tool.description) == (i == 1)
                 with model_response(f"msg_{i}", conversation_id="conv-c2"):
-                    await client.call_tool(tool, _args(scenario, tool))
+                    await client.call_tool(tool, required_arguments(scenario, tool))
 
     anyio.run(main)
     labels = [s.attributes.get(ATTR_LABEL) for s in _tool_spans(exporter, tool)]
