@@ -14,7 +14,10 @@ allowlist).
 Target (issue 15): injection recall >= 0.95 at <= 1 % false positives on benign descriptions.
 Exits 1 when the held-out figures miss it (``--no-fail`` to only report).
 
-Run: ``.venv/bin/python benchmarks/bench_scanner.py [--dev] [--misses] [--json FILE]``.
+``--compare`` runs the local prompt-injection detectors from PyPI listed in :data:`COMPARED`
+(those installed; ``pip install`` the pinned versions first) on the same held-out half.
+
+Run: ``.venv/bin/python benchmarks/bench_scanner.py [--dev] [--misses] [--compare] [--json FILE]``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +63,16 @@ def confusion(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     }
 
 
-def labelled(split: str) -> dict[str, Any]:
+def ours(text: str) -> bool:
+    """toolwatch's scanner, by wording alone."""
+    return bool(categories(text))
+
+
+def labelled(split: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
     rows = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines() if line]
     rows = [r for r in rows if r["split"] == split]
     t0 = time.perf_counter()
-    flags = [bool(categories(r["text"])) for r in rows]
+    flags = [flag(r["text"]) for r in rows]
     per_text_ms = 1000 * (time.perf_counter() - t0) / max(1, len(rows))
     out: dict[str, Any] = {"texts": len(rows), "ms_per_text": round(per_text_ms, 3)}
     for kind in ("description", "output", "all"):
@@ -134,6 +143,80 @@ def agentcheck() -> dict[str, Any]:
     }
 
 
+def _aicordon() -> Callable[[str], bool]:
+    from aicordon.picket import Detector  # type: ignore[import-not-found]
+
+    detector = Detector(mode="ipi")  # "ipi": text the agent read (tool output, description)
+    return lambda text: bool(detector.check(text).flagged)
+
+
+def _agent_cordon() -> Callable[[str], bool]:
+    from agent_cordon.scanner import scan  # type: ignore[import-not-found]
+
+    return lambda text: bool(scan(text).is_suspicious)  # its lower threshold
+
+
+def _ai_injection_guard() -> Callable[[str], bool]:
+    from prompt_shield.core.scanner import PromptScanner  # type: ignore[import-not-found]
+
+    scanner = PromptScanner()  # default threshold MEDIUM
+    return lambda text: not scanner.scan(text).is_safe
+
+
+def _aco_prompt_shield() -> Callable[[str], bool]:
+    from shield_mcp.detectors.heuristics import HeuristicDetector  # type: ignore[import-not-found]
+    from shield_mcp.detectors.structural import StructuralDetector  # type: ignore[import-not-found]
+
+    heuristic, structural = HeuristicDetector(), StructuralDetector()
+    return lambda text: bool(heuristic.check(text)[0]) or bool(structural.check(text)[0])
+
+
+#: Local (offline) prompt-injection detectors on PyPI, compared with ``--compare`` when
+#: installed: (pip requirement, how it is called, the detector). The well-known classifiers
+#: (LLM Guard, Prompt Guard, deberta-based guards) download their model from a hub, which this
+#: machine cannot reach; these run from their wheels alone.
+COMPARED: tuple[tuple[str, str, Callable[[], Callable[[str], bool]]], ...] = (
+    ("aicordon==1.4.0", "picket Detector(mode='ipi').check(t).flagged", _aicordon),
+    ("agent-cordon==0.3.0", "scanner.scan(t).is_suspicious", _agent_cordon),
+    ("ai-injection-guard==0.3.0", "PromptScanner() (MEDIUM): not is_safe", _ai_injection_guard),
+    (
+        "aco-prompt-shield==0.2.0",
+        "heuristic or structural detector (its ML tier off)",
+        _aco_prompt_shield,
+    ),
+)
+
+
+def compare() -> list[str]:
+    """Held-out recall/FPR of each library in :data:`COMPARED` beside toolwatch's scanner."""
+    lines = ["Compared on the held-out half (by wording alone; nothing tuned)"]
+    lines.append(
+        f"  {'detector':<28} {'desc R':>6} {'desc FPR':>8} {'out R':>6} {'out FPR':>7}"
+        f" {'all R':>6} {'all FPR':>7} {'ms/text':>7}"
+    )
+    rows: list[tuple[str, Callable[[str], bool] | None]] = [("toolwatch (this repo)", ours)]
+    for requirement, _, make in COMPARED:
+        try:
+            rows.append((requirement, make()))
+        except ImportError:
+            rows.append((requirement, None))
+    for name, flag in rows:
+        if flag is None:
+            lines.append(f"  {name:<28} not installed (pip install {name})")
+            continue
+        r = labelled("heldout", flag)
+        cells = [
+            _fmt(r[kind][key])
+            for kind in ("description", "output", "all")
+            for key in ("injection_recall", "false_positive_rate")
+        ]
+        lines.append(
+            f"  {name:<28} {cells[0]:>6} {cells[1]:>8} {cells[2]:>6} {cells[3]:>7} "
+            f"{cells[4]:>6} {cells[5]:>7} {r['ms_per_text']:>7}"
+        )
+    return lines
+
+
 def _fmt(value: float | None) -> str:
     return "  -  " if value is None else f"{value:5.3f}"
 
@@ -167,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="list missed/flagged texts")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even below target")
+    parser.add_argument(
+        "--compare", action="store_true", help="also run the local PyPI detectors installed"
+    )
     args = parser.parse_args(argv)
 
     splits = ["heldout", *(["dev"] if args.dev else [])]
@@ -194,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.misses:
         lines.append(f"  missed by wording: {', '.join(ac['missed_by_wording']) or 'none'}")
         lines.append(f"  benign flagged: {', '.join(ac['benign_flagged']) or 'none'}")
+    if args.compare:
+        lines += ["", *compare()]
     held = results["heldout"]
     recall = held["all"]["injection_recall"] or 0.0
     desc_fpr = held["description"]["false_positive_rate"] or 0.0

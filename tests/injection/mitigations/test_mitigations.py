@@ -589,6 +589,18 @@ def test_scanner_measured_on_the_held_out_half_and_on_agentcheck() -> None:
     assert ac["detected_with_context"] == {"C1": 10, "C2": 9, "C4": 10}
 
 
+def test_the_scanner_comparison_names_every_library_installed_or_not() -> None:
+    """``bench_scanner.py --compare``: toolwatch's row carries the held-out figures, and every
+    compared PyPI detector gets a row — its figures, or how to install it."""
+    lines = bench_scanner.compare()
+    held = bench_scanner.labelled("heldout")
+    ours = next(line for line in lines if "toolwatch" in line)
+    assert f"{held['all']['injection_recall']:5.3f}" in ours
+    for requirement, _, _ in bench_scanner.COMPARED:
+        row = next(line for line in lines if line.strip().startswith(requirement))
+        assert "not installed" in row or len(row.split()) == 8, row
+
+
 # ============================================================================== verifier
 
 
