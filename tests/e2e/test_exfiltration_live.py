@@ -15,13 +15,13 @@ alert at that call, naming the source tool; clean runs raise neither.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from support.collector import wait_until
 from toolwatch.cli import main
 from toolwatch.collector.otlp.server import Collector
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
@@ -47,13 +47,6 @@ SENDS_LOCAL_RESULTS = {
     "C4_slack_exfiltrate_emails_after_addition": "slack_get_users",
     "C4_slack_user_exfiltration_scan": "slack_list_channels",
 }
-
-
-def _wait(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the collector"
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +86,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for sc in scenarios:
             clean = anyio.run(session, sc, "clean", None)
             provider.force_flush()
-            _wait(lambda sc=sc: stored_listing(server_name(sc)))
+            wait_until(lambda sc=sc: stored_listing(server_name(sc)), timeout=30.0)
             # the user reviews the first session's tools and approves them
             argv = ["pins", "approve", "--server", server_name(sc), "--store", str(store.root)]
             assert main(argv) == 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from support.collector import wait_until
 from toolwatch.cli import main
 from toolwatch.collector.otlp.server import Collector
 from toolwatch.collector.store.parquet_store import Store
@@ -30,13 +30,6 @@ from toolwatch.instrumentation import configure_otlp, conversation, instrument, 
 from toolwatch.record import tool_digest
 
 SCENARIO = "c2-finance-01"
-
-
-def _wait(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the collector"
-        time.sleep(0.05)
 
 
 def test_a_swapped_description_alerts_with_digests_and_approval_clears_it(
@@ -63,7 +56,7 @@ def test_a_swapped_description_alerts_with_digests_and_approval_clears_it(
         descriptions.append({t.name: t.description or "" for t in result.tools})
         provider.force_flush()  # delivered = durably written
         rows = sum(len(s) for s in seen)
-        _wait(lambda: watcher.rows_seen >= rows)
+        wait_until(lambda: watcher.rows_seen >= rows, timeout=20.0)
 
     async def agent() -> None:
         nonlocal client

@@ -10,7 +10,8 @@ import http.client
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -286,3 +287,12 @@ def record(i: int, day: int = 1, source: str = "simulated") -> CallRecord:
         call_id=f"toolu_{i}",
         source=source,
     )
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 20.0) -> None:
+    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds (what a
+    test waits for from a collector thread or process)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s"
+        time.sleep(0.02)

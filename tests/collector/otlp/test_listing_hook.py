@@ -4,12 +4,11 @@ the durable write, on the callback thread, and a failing consumer loses nothing.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pyarrow as pa
 
-from support.collector import PB, SpanSpec, call, pb_request, post
+from support.collector import PB, SpanSpec, call, pb_request, post, wait_until
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
 from toolwatch.collector.store import Store
@@ -37,13 +36,6 @@ def listing(n: int) -> SpanSpec:
     )
 
 
-def _wait(predicate: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-
-
 def test_stored_listings_reach_on_listings_and_calls_on_batch(tmp_path: Path) -> None:
     store = Store(tmp_path)
     listed: list[tuple[int, int]] = []
@@ -64,7 +56,7 @@ def test_stored_listings_reach_on_listings_and_calls_on_batch(tmp_path: Path) ->
         for n in (3, 2):
             body = pb_request([listing(n), SpanSpec(call(seq=n))])
             assert decode_success(PB, post(c.url, body).body) == (0, "")
-        _wait(done.is_set)
+        wait_until(done.is_set, timeout=10.0)
         assert c.stats.callback_errors == 1
     assert [rows for rows, _ in listed] == [3, 2]
     assert listed[0][1] >= 3 and listed[1][1] >= 5

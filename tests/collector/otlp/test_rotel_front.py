@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from support.collector import GatedStore, record, rows
+from support.collector_process import free_port
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.store import Store
 from toolwatch.instrumentation import send_records
@@ -24,12 +25,6 @@ from toolwatch.instrumentation import send_records
 rotel = pytest.importorskip("rotel")
 AGENT = Path(rotel.__file__).parent / "rotel-agent"
 TOKEN = "front-s3cret"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
@@ -49,7 +44,7 @@ def start_rotel(
     collector: Collector, tmp_path: Path, *extra: str
 ) -> tuple[str, subprocess.Popen[bytes]]:
     """rotel forwarding to ``collector`` (OTLP/HTTP, gzip, the token); returns its URL."""
-    http, grpc = _free_port(), _free_port()
+    http, grpc = free_port(), free_port()
     command = [
         str(AGENT), "start",
         "--otlp-http-endpoint", f"127.0.0.1:{http}",
