@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from support.arguments import required_arguments
 from support.mcp_test_server import build_server
-from support.workbench import required_arguments
 from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_LABEL, ATTR_RESULT_SIZE, ATTR_TOOL_NAME
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.proxy.proxy import run_proxy

@@ -335,15 +335,3 @@ def trajectory(
     scenario_id: str, steps: list[Step], answer: str, mode: str = "faulted"
 ) -> Trajectory:
     return Trajectory(scenario_id, "hand", mode, steps=steps, final_answer=answer)  # type: ignore[arg-type]
-
-
-def required_arguments(scenario: Any, tool: str) -> dict[str, Any]:
-    """A value of the schema's type for every required argument of ``tool`` (what a test
-    needs to make a call the fault proxy accepts)."""
-    schema = scenario.tool(tool).input_schema
-    samples = {"string": "x", "integer": 1, "number": 1.0, "array": ["a"], "boolean": True}
-    props = schema.get("properties", {})
-    return {
-        n: samples.get(props.get(n, {}).get("type", "string"), "x")
-        for n in schema.get("required", [])
-    }

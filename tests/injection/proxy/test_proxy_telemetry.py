@@ -16,7 +16,7 @@ from mcp import Client, MCPError
 from mcp_types import REQUEST_TIMEOUT
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from support.workbench import required_arguments
+from support.arguments import required_arguments
 from toolwatch.conventions import (
     ATTR_ERROR_TYPE,
     ATTR_JSONRPC_REQUEST_ID,
