@@ -368,6 +368,8 @@ def _to_table(rows: pa.Table | Sequence[Mapping[str, Any]], schema: pa.Schema | 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Reorder/cast a table to ``schema``; missing nullable columns become nulls."""
+    if table.schema.equals(schema):
+        return table  # the collector's mapped rows already are (no cast per column per commit)
     columns = []
     for f in schema:
         if f.name in table.column_names:
