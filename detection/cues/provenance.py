@@ -235,8 +235,7 @@ class ProvenanceCue(Cue):
             raise ValueError(f"provenance: unknown egress class(es) {unknown}")
         if any(lon < 1 or tot < 1 for lon, tot in given.values()):
             raise ValueError("provenance: a threshold is below 1 byte")
-        # classes missing from an older artifact are resolved as fit would (borrow / floor)
-        cue.thresholds = {**cue._resolve({}), **given}
-        if "http" not in given and "web" in given:
-            cue.thresholds["http"] = given["web"]
+        # classes missing from an older artifact are resolved as fit resolves them (borrow /
+        # floor); those it holds are taken as saved
+        cue.thresholds = {**cue._resolve(given), **given}
         return cue

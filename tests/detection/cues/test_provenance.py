@@ -114,6 +114,14 @@ def test_thresholds_are_saved_in_the_model_artifact(tmp_path: Path) -> None:
     assert loaded.provenance.thresholds["browser"] == (25, 32)
     a = NormalModel.load(provenance_model(tmp_path / "a", "learned_max"))
     assert a.provenance is not None and a.provenance.thresholds["shell"] == (68, 196)
+    # classes an older artifact lacks are resolved as fit resolves them: http borrows web's,
+    # a class with nothing to borrow gets the floor
+    lacking = {**doc["provenance"], "thresholds": dict(doc["provenance"]["thresholds"])}
+    del lacking["thresholds"]["http"], lacking["thresholds"]["script"]
+    cue = ProvenanceCue.from_dict(lacking)
+    assert cue.thresholds["http"] == tuple(doc["provenance"]["thresholds"]["web"])
+    assert cue.thresholds["script"] == (cue.floor, cue.floor)
+    assert cue.thresholds["shell"] == (32, 32)
     # an artifact from before the cue still loads (no provenance alerts then)
     del doc["provenance"], doc["checksum"]
     old = NormalModel.from_dict({**doc, "checksum": _checksum(doc)})
