@@ -57,14 +57,17 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
+def run_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``toolwatch ARGV`` as typed in a shell: the real process, its exit status and output
+    (what a progress bar on stderr needs: a terminal-like stream of its own)."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolwatch", *argv], capture_output=True, text=True, timeout=120
+    )
+
+
 def test_collector_port_out_of_range_is_a_usage_error() -> None:
     """As typed in a shell: the real process, its exit status and its stderr."""
-    done = subprocess.run(
-        [sys.executable, "-m", "toolwatch", "collector", "--port", "99999"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_process("collector", "--port", "99999")
     assert done.returncode == 2
     one_error(done.stderr, "collector", "argument --port: 99999 is not a TCP port (0-65535")
     assert done.stdout == ""
@@ -102,45 +105,19 @@ def test_sql_runs_every_statement_and_refuses_empty_sql(
 
 
 def test_scan_checks_its_inputs_before_the_progress_bar(store: Path, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolwatch",
-            "scan",
-            "--store",
-            str(store),
-            "--model",
-            str(tmp_path / "none.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_process("scan", "--store", str(store), "--model", str(tmp_path / "none.json"))
     assert done.returncode == 1
     one_error(done.stderr, "scan", "none.json")  # one line: no "scan: 0%|" bar before it
 
 
 def test_replay_checks_its_store_before_the_progress_bar(tmp_path: Path) -> None:
-    command = ["replay", "--store", str(tmp_path / "nothing-here")]
-    done = subprocess.run(
-        [sys.executable, "-m", "toolwatch", *command],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_process("replay", "--store", str(tmp_path / "nothing-here"))
     assert done.returncode == 2
     one_error(done.stderr, "replay", "holds no calls")  # one line: no "replay: 0%|" bar before it
 
 
 def test_train_checks_its_model_config_before_the_progress_bar(store: Path) -> None:
-    command = ["train", "--store", str(store), "--model-config", "novelty_key=nope"]
-    done = subprocess.run(
-        [sys.executable, "-m", "toolwatch", *command],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_process("train", "--store", str(store), "--model-config", "novelty_key=nope")
     assert done.returncode == 1
     one_error(done.stderr, "train", "novelty_key")  # one line: no "train: 0%|" bar before it
 

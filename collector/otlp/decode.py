@@ -38,18 +38,21 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 CONTENT_TYPES: Final = (PROTOBUF, JSON)
 TRACES_PATH: Final = "/v1/traces"
 
-STATUS_CODE_ERROR: Final = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
-_STATUS_NAMES: Final = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
-#: opentelemetry.proto.trace.v1.Span.SpanKind
-SPAN_KIND_UNSPECIFIED, SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 0, 2, 3
-_KIND_NAMES: Final = dict(Span.SpanKind.items())
+#: opentelemetry.proto.trace.v1.Status.StatusCode, from the generated enum
+STATUS_CODE_ERROR: Final = int(Status.STATUS_CODE_ERROR)
+_STATUS_NAMES: Final = {name: int(v) for name, v in Status.StatusCode.items()}
+#: opentelemetry.proto.trace.v1.Span.SpanKind, likewise
+SPAN_KIND_UNSPECIFIED: Final = int(Span.SPAN_KIND_UNSPECIFIED)
+SPAN_KIND_SERVER: Final = int(Span.SPAN_KIND_SERVER)
+SPAN_KIND_CLIENT: Final = int(Span.SPAN_KIND_CLIENT)
+_KIND_NAMES: Final = {name: int(v) for name, v in Span.SpanKind.items()}
 #: gzip members read from one body (senders write one; each costs a decompressor)
 MAX_GZIP_MEMBERS: Final = 64
 #: arrayValue/kvlistValue nesting accepted in OTLP/JSON attribute values

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 PIN_POLICIES: Final = ("clean", "store")
 #: the live scorer's alerts of the provenance cue (cue set and cue alike)
 PROVENANCE_CUE: Final = PROVENANCE_CUE_SET
-_CUES: Final = ("provenance", "listing")
+_CUES: Final = (PROVENANCE_CUE, "listing")
 
 
 class LiveDetectors:
