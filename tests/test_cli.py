@@ -116,10 +116,12 @@ def test_replay_checks_its_store_before_the_progress_bar(tmp_path: Path) -> None
     one_error(done.stderr, "replay", "holds no calls")  # one line: no "replay: 0%|" bar before it
 
 
-def test_train_checks_its_model_config_before_the_progress_bar(store: Path) -> None:
-    done = run_process("train", "--store", str(store), "--model-config", "novelty_key=nope")
-    assert done.returncode == 1
-    one_error(done.stderr, "train", "novelty_key")  # one line: no "train: 0%|" bar before it
+@pytest.mark.parametrize("command", ["train", "experiment"])
+def test_a_bad_model_config_is_bad_usage_before_the_progress_bar(store: Path, command: str) -> None:
+    done = run_process(command, "--store", str(store), "--model-config", "novelty_key=nope")
+    assert done.returncode == 2  # the same code in both commands (train said 1, experiment 2)
+    one_error(done.stderr, command, "--model-config")  # one line: no progress bar before it
+    assert "novelty_key" in done.stderr
 
 
 def test_scan_prints_whole_session_ids(trained: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -339,8 +339,6 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
             calls.slice(int(bounds[q]), int(bounds[q + 1] - bounds[q])),
             rows_table(lists[q], TOOL_LISTS_SCHEMA),
             spans=int(totals[q]),
-            rejected=sum(reasons[q].counts.values()),
-            ignored=sum(ignored_by[q].values()),
             reasons=reasons[q].items,
             columnar=int(columnar[q]),
             rejected_by=reasons[q].counts,

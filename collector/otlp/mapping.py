@@ -370,13 +370,21 @@ class Mapped:
     calls: pa.Table
     tool_lists: pa.Table
     spans: int = 0
-    rejected: int = 0
-    ignored: int = 0
     reasons: list[str] = field(default_factory=list)
     columnar: int = 0  # spans the columnar path mapped (the rest of interest went one by one)
     rejected_by: dict[str, int] = field(default_factory=dict)  # category -> spans
     ignored_by: dict[str, int] = field(default_factory=dict)  # reason -> spans
     duplicates: int = 0  # spans already stored (an exporter's retry); set by the writer
+
+    @property
+    def rejected(self) -> int:
+        """Spans rejected, whatever the reason."""
+        return sum(self.rejected_by.values())
+
+    @property
+    def ignored(self) -> int:
+        """Spans ignored (not tool calls), whatever the reason."""
+        return sum(self.ignored_by.values())
 
     @property
     def rows(self) -> int:
@@ -433,8 +441,6 @@ def map_spans(spans: Iterable[SpanData]) -> Mapped:
         rows_table(calls, CALLS_SCHEMA),
         rows_table(lists, TOOL_LISTS_SCHEMA),
         spans=total,
-        rejected=sum(reasons.counts.values()),
-        ignored=sum(ignored.values()),
         reasons=reasons.items,
         rejected_by=reasons.counts,
         ignored_by=ignored,
