@@ -171,10 +171,32 @@ def _aco_prompt_shield() -> Callable[[str], bool]:
     return lambda text: bool(heuristic.check(text)[0]) or bool(structural.check(text)[0])
 
 
+def _toolwall_guard() -> Callable[[str], bool]:
+    from toolwall.detect import CompositeDetector  # type: ignore[import-not-found]
+
+    detector = CompositeDetector(use_judge=False)  # its DeBERTa judge comes from a hub
+    return lambda text: detector.score(text)[0] >= 0.5
+
+
+def _prompt_dictator() -> Callable[[str], bool]:
+    from prompt_dictator import Scanner  # type: ignore[import-not-found]
+
+    scanner = Scanner()
+    return lambda text: bool(scanner.scan(text).is_injection)
+
+
+def _promptsafe() -> Callable[[str], bool]:
+    from promptsafe.detector import scan  # type: ignore[import-not-found]
+
+    return lambda text: not scan(text)["isSafe"]  # its default threshold (35)
+
+
 #: Local (offline) prompt-injection detectors on PyPI, compared with ``--compare`` when
 #: installed: (pip requirement, how it is called, the detector). The well-known classifiers
 #: (LLM Guard, Prompt Guard, deberta-based guards) download their model from a hub, which this
-#: machine cannot reach; these run from their wheels alone.
+#: machine cannot reach — so do jailguard 0.1.2 (its ONNX embedder), prismguard 0.1.10 (its
+#: classifier artifact) and xyran-lpd 1.0.0rc1 (ships no model: "assets must be bundled");
+#: these run from their wheels alone.
 COMPARED: tuple[tuple[str, str, Callable[[], Callable[[str], bool]]], ...] = (
     ("aicordon==1.4.0", "picket Detector(mode='ipi').check(t).flagged", _aicordon),
     ("agent-cordon==0.3.0", "scanner.scan(t).is_suspicious", _agent_cordon),
@@ -184,6 +206,9 @@ COMPARED: tuple[tuple[str, str, Callable[[], Callable[[str], bool]]], ...] = (
         "heuristic or structural detector (its ML tier off)",
         _aco_prompt_shield,
     ),
+    ("toolwall-guard==0.4.0", "CompositeDetector(use_judge=False) score >= 0.5", _toolwall_guard),
+    ("prompt-dictator==0.1.0", "Scanner().scan(t).is_injection", _prompt_dictator),
+    ("promptsafe==1.0.1", "detector.scan(t): not isSafe", _promptsafe),
 )
 
 
