@@ -1,21 +1,26 @@
-"""Benchmark: the injection scanner's precision and recall, per class, on a labelled set it was not
-tuned on, and on AgentCheck's 120 templates.
+"""Benchmark: the injection scanner's precision and recall, per class, on a labelled set written
+blind to it, and on AgentCheck's 120 templates.
 
-Data: ``benchmarks/data/scanner_set.jsonl`` (see ``benchmarks/data/README.md``): 263 benign
-tool descriptions and outputs in varied styles, 157 injections in varied phrasings, none taken
-from AgentCheck; split into a development half (the scanner's rules were written against it)
-and a held-out half (never looked at while writing or tuning them). Only held-out figures are
-reported unless ``--dev`` is given. AgentCheck's templates (``tests/fixtures/agentcheck``)
-were never used for rule writing either: their C1/C2/C4 payloads are injections, their 215
-tool descriptions benign; they are scanned by wording alone and with the listing context the
-scanner mitigation has (the tools listed beside a description and the template's endpoint
-allowlist).
+Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
+
+* ``scanner_blind.jsonl`` — **the measure**: 273 benign tool descriptions and outputs and 141
+  injections, written by a separate author who saw neither the scanner's rules nor the
+  development set, and never looked at by rule writing: the benchmark prints its counts,
+  never its texts (``--misses`` lists development texts only);
+* ``scanner_set.jsonl`` — the development set the rules were written against (263 benign,
+  157 injections; its two halves, ``dev`` and ``heldout``, are both development texts since
+  the held-out half's misses were read), shown with ``--dev``.
+
+AgentCheck's templates (``tests/fixtures/agentcheck``) were never used for rule writing either:
+their C1/C2/C4 payloads are injections, their 215 tool descriptions benign; they are scanned by
+wording alone and with the listing context the scanner mitigation has (the tools listed beside
+a description and the template's endpoint allowlist).
 
 Target (issue 15): injection recall >= 0.95 at <= 1 % false positives on benign descriptions.
-Exits 1 when the held-out figures miss it (``--no-fail`` to only report).
+Exits 1 when the blind set's figures miss it (``--no-fail`` to only report).
 
 ``--compare`` runs the local prompt-injection detectors from PyPI listed in :data:`COMPARED`
-(those installed; ``pip install`` the pinned versions first) on the same held-out half.
+(those installed; ``pip install`` the pinned versions first) on the same blind set.
 
 Run: ``.venv/bin/python benchmarks/bench_scanner.py [--dev] [--misses] [--compare] [--json FILE]``.
 """
@@ -35,6 +40,12 @@ from toolwatch.injection.mitigations.instructions import ListingContext, categor
 
 HERE = Path(__file__).resolve().parent
 SET = HERE / "data" / "scanner_set.jsonl"
+BLIND = HERE / "data" / "scanner_blind.jsonl"
+#: the sets :func:`labelled` reads: name -> (file, the ``split`` values it takes)
+SETS: dict[str, tuple[Path, tuple[str, ...]]] = {
+    "blind": (BLIND, ("blind",)),
+    "development": (SET, ("dev", "heldout")),
+}
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
 TARGET_RECALL = 0.95
 TARGET_DESC_FPR = 0.01
@@ -68,9 +79,11 @@ def ours(text: str) -> bool:
     return bool(categories(text))
 
 
-def labelled(split: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
-    rows = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines() if line]
-    rows = [r for r in rows if r["split"] == split]
+def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
+    """Counts and per-class figures of ``flag`` on the labelled set ``name`` (:data:`SETS`)."""
+    path, splits = SETS[name]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    rows = [r for r in rows if r["split"] in splits]
     t0 = time.perf_counter()
     flags = [flag(r["text"]) for r in rows]
     per_text_ms = 1000 * (time.perf_counter() - t0) / max(1, len(rows))
@@ -213,8 +226,8 @@ COMPARED: tuple[tuple[str, str, Callable[[], Callable[[str], bool]]], ...] = (
 
 
 def compare() -> list[str]:
-    """Held-out recall/FPR of each library in :data:`COMPARED` beside toolwatch's scanner."""
-    lines = ["Compared on the held-out half (by wording alone; nothing tuned)"]
+    """Blind-set recall/FPR of each library in :data:`COMPARED` beside toolwatch's scanner."""
+    lines = ["Compared on the blind set (by wording alone; nothing tuned)"]
     lines.append(
         f"  {'detector':<28} {'desc R':>6} {'desc FPR':>8} {'out R':>6} {'out FPR':>7}"
         f" {'all R':>6} {'all FPR':>7} {'ms/text':>7}"
@@ -229,7 +242,7 @@ def compare() -> list[str]:
         if flag is None:
             lines.append(f"  {name:<28} not installed (pip install {name})")
             continue
-        r = labelled("heldout", flag)
+        r = labelled("blind", flag)
         cells = [
             _fmt(r[kind][key])
             for kind in ("description", "output", "all")
@@ -246,7 +259,7 @@ def _fmt(value: float | None) -> str:
     return "  -  " if value is None else f"{value:5.3f}"
 
 
-def render(name: str, result: dict[str, Any]) -> list[str]:
+def render(name: str, result: dict[str, Any], *, blind: bool = False) -> list[str]:
     lines = [f"{name} ({result['texts']} texts, {result['ms_per_text']} ms/text)"]
     lines.append("  kind          TP  FN  FP  TN   inj P  inj R  ben P  ben R    FPR")
     for kind in ("description", "output", "all"):
@@ -264,6 +277,9 @@ def render(name: str, result: dict[str, Any]) -> list[str]:
                 )
             )
         )
+    if blind:
+        lines.append("  (misses and false positives by style withheld: the blind set stays unread)")
+        return lines
     lines.append(f"  misses by style: {result['misses_by_style'] or 'none'}")
     lines.append(f"  false positives by style: {result['false_positives_by_style'] or 'none'}")
     return lines
@@ -271,8 +287,10 @@ def render(name: str, result: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dev", action="store_true", help="also show the development half")
-    parser.add_argument("--misses", action="store_true", help="list missed/flagged texts")
+    parser.add_argument("--dev", action="store_true", help="also show the development set")
+    parser.add_argument(
+        "--misses", action="store_true", help="list missed/flagged development texts (with --dev)"
+    )
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even below target")
     parser.add_argument(
@@ -280,14 +298,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    splits = ["heldout", *(["dev"] if args.dev else [])]
-    results = {s: labelled(s) for s in splits}
+    names = ["blind", *(["development"] if args.dev else [])]
+    results = {name: labelled(name) for name in names}
     ac = agentcheck()
     lines: list[str] = []
-    for split in splits:
-        lines += render(f"labelled set, {split} half", results[split])
-        if args.misses:
-            for row, flag in results[split]["_rows"]:
+    for name in names:
+        title = "blind set (never read by rule writing)" if name == "blind" else "development set"
+        lines += render(title, results[name], blind=name == "blind")
+        if args.misses and name != "blind":  # the blind set's texts stay unread
+            for row, flag in results[name]["_rows"]:
                 if flag != (row["label"] == "injection"):
                     kind = "MISS" if not flag else "FP  "
                     lines.append(f"    {kind} {row['style']}: {row['text'][:110]!r}")
@@ -307,19 +326,23 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"  benign flagged: {', '.join(ac['benign_flagged']) or 'none'}")
     if args.compare:
         lines += ["", *compare()]
-    held = results["heldout"]
-    recall = held["all"]["injection_recall"] or 0.0
-    desc_fpr = held["description"]["false_positive_rate"] or 0.0
+    blind = results["blind"]
+    recall = blind["all"]["injection_recall"] or 0.0
+    desc_fpr = blind["description"]["false_positive_rate"] or 0.0
     met = recall >= TARGET_RECALL and desc_fpr <= TARGET_DESC_FPR
     lines.append("")
     lines.append(
         f"target recall >= {TARGET_RECALL} at <= {TARGET_DESC_FPR:.0%} FP on benign descriptions "
-        f"(held-out): recall {recall:.3f}, description FPR {desc_fpr:.3f} -> "
+        f"(blind set): recall {recall:.3f}, description FPR {desc_fpr:.3f} -> "
         f"{'met' if met else 'MISSED'}"
     )
     print("\n".join(lines))
     if args.json:
-        clean = {s: {k: v for k, v in r.items() if k != "_rows"} for s, r in results.items()}
+        withheld = {"_rows", "misses_by_style", "false_positives_by_style"}
+        clean = {
+            s: {k: v for k, v in r.items() if k != "_rows" and (s != "blind" or k not in withheld)}
+            for s, r in results.items()
+        }
         args.json.write_text(json.dumps({"labelled": clean, "agentcheck": ac}, indent=2) + "\n")
     return 0 if met or args.no_fail else 1
 

@@ -16,9 +16,10 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
-The rules were written against the development half of ``benchmarks/data/scanner_set.jsonl``
-only; ``benchmarks/bench_scanner.py`` reports precision and recall on the held-out half and on
-AgentCheck's templates, which neither rule writing nor tuning ever looked at.
+The rules were written against ``benchmarks/data/scanner_set.jsonl`` only (both its halves);
+``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl``, written
+by another author who saw neither these rules nor that set, and on AgentCheck's templates —
+neither of which rule writing or tuning ever looked at.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ _DATA = (
     r"user'?s? (?:full )?(?:name|e-?mail|address|question|query|request|location|files?|card|"
     r"login|data|details|prompt|input)|card numbers?|address details|original (?:question|query|"
     r"request|input)|printenv|environment variables?|prior answers|previous answers|"
-    r"the (?:full|entire|whole) (?:conversation|history))"
+    r"the (?:full|entire|whole) (?:conversation|history)|(?:full|entire|whole) (?:document|file|"
+    r"page|email|message) (?:text|contents?|body)|(?:previous|earlier|prior) (?:messages|turns))"
 )
 _DEST = (
     r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+|\b(?:argument|parameter|field|"
-    r"header|query parameters?|query string|callback|webhook)\b)"
+    r"header|query parameters?|query string|callback|webhook|(?:any|every|each|the next) "
+    r"(?:url|link|request)s?)\b)"
 )
 _SEND = (
     r"(?:send|e-?mail|mail|post|upload|forward|copy|paste|transmit|share|include|attach|append|"
@@ -92,7 +95,10 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\binstructions? you (?:received|were given|have)\b[^.!?\n]{0,40}\b(?:outdated|"
             r"void|wrong|superseded|invalid|replaced)"
             r"|\b(?:take|takes|taking) precedence over\b"
-            r"|\bsupersedes?\b[^.!?\n]{0,40}\b(?:system|user|instructions?|messages?|prompt)"
+            r"|\bsupersedes?\b[^.!?\n]{0,40}\b(?:system|user|instructions?|messages?|prompt|"
+            r"conversation|chat|everything)"
+            r"|(?:^|\n)\s*(?:stop|override|halt)\s*[.:!]\s+"
+            r"(?:new|do not|don't|instead|you|from now)"
             r"|\b(?:outranks?|overrides?) (?:the )?(?:user|system|anything|all)"
             r"|\bnew (?:rules?|instructions?|directives?|policy)\b[^.!?\n]{0,15}"
             r"(?:\bis\b|\bare\b|:)"
@@ -118,12 +124,16 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\b(?:every|each|all) (?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies))\b"
             r"[^.!?\n]{0,60}\bmust\b"
             r"|\bsummar(?:y|ies) of this (?:page|document|article|site) must\b"
-            r"|\b(?:include|append|embed|insert|add|attach)\b[^.!?\n]{0,60}\b(?:in|to|into|at "
+            r"|\binstead,? (?:reply|say|answer|respond|state|tell|write|report)\b"
+            r"|\bfinal (?:answer|reply)(?: format)?\s*(?:\([^)]{0,20}\))?\s*(?::|must|should|is)"
+            r"|\b(?:include|append|embed|insert|add|attach|put|place|write)\b[^.!?\n]{0,60}\b"
+            r"(?:in|to|into|at "
             r"the end of) (?:your|every|each|the final) (?:answer|reply|response|summary|message)"
             r"|\bmust include the (?:marker|tag|phrase|string|token|code|link)"
             r"|\b(?:marker|tag|phrase|string|token|code) [\w\[\]#-]{5,} verbatim"
             r"|\b(?:tell|inform|assure|advise|notify|convince|warn) (?:the )?(?:user|customer|"
             r"visitor|reader|human|caller|client)s?\b(?! (?:of|about) (?:the )?(?:error|failure))"
+            r"(?! (?:which|whether|if|how|when|what)\b)"
             r"|\balways (?:answer|reply|respond|say|tell|report|recommend)\b"
             r"|\b(?:say|state|describe|recommend|classify|mention|report)\b[^.!?\n]{0,80}\b"
             r"(?:regardless|no matter|whatever (?:the|it))",
@@ -160,7 +170,8 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         re.compile(
             r"\byou are now\b|\byou are no longer\b|\bfrom now on\b[^.!?\n]{0,40}\b(?:you|your|"
             r"answer|reply|respond|always|never)\b|\bpretend (?:you are|to be)\b|"
-            r"\bact as (?:my|an?|the)\b|\brole-?play\b|\bdeveloper mode\b|\bjailbreak|"
+            r"\bact as (?:my|an?|the)\b|\brole-?play\b|\blet'?s play a game\b|"
+            r"\byou are ['\"][^'\"\n]{1,30}['\"]|\bdeveloper mode\b|\bjailbreak|"
             r"\bdan\b[,.]? (?:an|the) (?:assistant|ai)|\bwithout (?:any )?(?:restrictions|"
             r"filters|safety)|\bunrestricted (?:mode|model|assistant)|\bunfiltered\b|"
             r"\b(?:audit|maintenance|developer) mode\b[^.!?\n]{0,80}\b(?:must|"
@@ -172,7 +183,8 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "exfiltration",
         re.compile(
             rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
-            rf"|\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
+            rf"|(?<!could you )(?<!can you )(?<!would you )"
+            r"\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
             r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.|"
             r"[\w.+-]+@[\w-]+\.)"
             rf"|\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
@@ -180,6 +192,17 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"|\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,30}}\b{_DATA}[^.!?\n]{{0,40}}"
             r"\b(?:argument|parameter|field|header)"
             r"|!\[[^\]]*\]\(https?://[^)]*[?&=]|<img\b[^>]*\bsrc=|tracking pixel"
+            r"|\]\(https?://[^)\s]*[?&][\w-]+=\)"
+            r"|https?://\S*[?&][\w-]+=\{[^}\n]{3,80}\}"
+            r"|\b(?:followed by|plus|append(?:ed)?|with) (?:the )?(?:output|contents?|value|text)"
+            r" of\b"
+            r"[^.!?\n]{0,40}(?:`|\benv\b|printenv|environment|~/|\.env\b|\bcat\b|credentials?|"
+            r"keys?|tokens?|secrets?|passwords?|history|conversation|messages)"
+            r"|\b(?:header|parameter|argument|field|cookie) [\w-]{2,40} (?:set )?to the (?:value|"
+            r"contents?) of\b"
+            r"|\bmust (?:first )?be (?:posted|sent|uploaded|forwarded|mirrored|copied) to "
+            r"(?:https?://|[\w.+-]+@)"
+            r"|\bcontents? of (?:~/|/home/|/root/|\S*\.ssh\b|\S*\.aws\b|\S*\.env\b|\S*id_rsa)"
             r"|\bbefore (?:calling|using) this tool\b[^.!?\n]{0,60}"
             r"\b(?:copy|paste|pass|put|insert)\b"
             r"[^.!?\n]{0,40}\b(?:into|as|in)\b"
@@ -201,6 +224,8 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\b(?:set|put|replace|change|modify|force)\b[^.!?\n]{0,50}\b(?:in|to|for) "
             r"(?:every|each|all) (?:call|request|invocation)s?"
             r"|\bmust (?:always|automatically) (?:be|modify|set|replace|change)\b"
+            r"|\b(?:argument|parameter|field|value)s? (?:should|must|shall|is to) (?:always )?be "
+            r"(?:suffixed|prefixed|appended|replaced|overwritten|extended)\b"
             r"|\bin every call\b",
             re.I,
         ),
@@ -233,6 +258,7 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"message)\b|\bon the user'?s behalf\b"
             r"|\bmark (?:this|the) (?:ticket|issue|case) as (?:resolved|closed)"
             r"|\bapprove and merge\b|\bwithout running the tests\b"
+            r"|\bmake (?:each|every|all|the) (?:private )?\w+ (?:public|world-readable)\b"
             r"|\bgrant (?:the user |them )?(?:root|admin|owner)"
             r"|\badd (?:this|the) user to the (?:admins?|owners?)"
             r"|\bdelete (?:the user'?s|those|all)\b[^.!?\n]{0,40}\b(?:from|messages|files|"
@@ -246,7 +272,9 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"\b(?:if|whenever|when|any ?time|each time|every time|once)\b[^.!?\n]{0,15}\bthe "
             r"user\b[^.!?\n]{0,50}\b(?:asks?|mentions?|shares?|says?|requests?|types?|"
             r"talks?)\b[^.!?\n]{0,60}\b(?:reply|say|answer|tell|respond|call|invoke|sign|"
-            r"recommend)\b",
+            r"recommend)\b"
+            r"|\b(?:whenever|when|each time|every time|if)\b[^.!?\n]{0,10}\b[a-z]+_[a-z_]+ is "
+            r"(?:used|called|invoked)\b[^.!?\n]{0,60}\b(?:also|first|always)\b",
             re.I,
         ),
     ),
@@ -412,6 +440,8 @@ def readings(text: str) -> list[str]:
 # Finding
 # --------------------------------------------------------------------------------------------
 
+#: cues a quoted phrase does not trigger (an advisory quoting "ignore previous instructions")
+_QUOTE_BLIND: Final = frozenset({"override", "multilingual"})
 _QUOTED_PHRASE = re.compile(r"(?<![\w])['\"“‘][^'\"”’\n]{3,120}['\"”’](?![\w])")
 #: A sentence ends at . ! ? followed by whitespace (not inside a URL, an e-mail address or a
 #: decimal number) or at a line break.
@@ -434,7 +464,7 @@ def categories(text: str, context: ListingContext | None = None) -> list[str]:
     for reading in readings(text):
         unquoted = _QUOTED_PHRASE.sub(" ", reading)
         for category, pattern in _CUES:
-            target = unquoted if category == "override" else reading
+            target = unquoted if category in _QUOTE_BLIND else reading
             if pattern.search(target):
                 found.add(category)
         for m in _SENTENCE.finditer(reading):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import io
 import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -575,25 +578,43 @@ def test_scanner_reads_obfuscated_text() -> None:
     assert not categories("The tester planted 'disregard prior directives' in a PDF; it failed.")
 
 
-def test_scanner_measured_on_the_held_out_half_and_on_agentcheck() -> None:
+def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     """The benchmark's figures, as a floor (benchmarks/bench_scanner.py prints them): the rules
-    were written on the development half only; AgentCheck was never looked at for them."""
-    held = bench_scanner.labelled("heldout")
-    assert held["texts"] == 199
-    assert held["all"]["injection_recall"] >= 0.80
-    assert held["all"]["injection_precision"] >= 0.93
-    assert held["description"]["false_positive_rate"] <= 0.015  # 1 of 69
+    were written on the development set only; the blind set (another author, who saw neither
+    the rules nor that set) and AgentCheck were never looked at for them."""
+    blind = bench_scanner.labelled("blind")
+    assert blind["texts"] == 414
+    assert blind["all"]["injection_recall"] >= 0.75
+    assert blind["all"]["injection_precision"] >= 0.86
+    assert blind["description"]["false_positive_rate"] <= 0.035  # 5 of 144
+    development = bench_scanner.labelled("development")
+    assert development["texts"] == 420
+    assert development["all"]["injection_recall"] >= 0.99
+    assert development["description"]["false_positive_rate"] == 0.0
     ac = bench_scanner.agentcheck()
     assert ac["benign_flagged_by_wording"] == ac["benign_flagged_with_context"] == 0
     assert ac["detected_by_wording"] == {"C1": 10, "C2": 6, "C4": 7}
     assert ac["detected_with_context"] == {"C1": 10, "C2": 9, "C4": 10}
 
 
+def test_the_blind_set_is_reported_without_its_texts(tmp_path: Path) -> None:
+    """What the benchmark prints of the blind set are counts: no text, no style, so rule
+    writing cannot read it back (``--misses`` lists development texts only)."""
+    out = tmp_path / "figures.json"
+    rows = [json.loads(line) for line in bench_scanner.BLIND.read_text().splitlines() if line]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        bench_scanner.main(["--dev", "--misses", "--no-fail", "--json", str(out)])
+    shown = printed.getvalue() + out.read_text()
+    leaked = [r for r in rows if r["text"][:60] in shown or f"'{r['style']}'" in shown]
+    assert not leaked
+    assert "    FP   chat:" in printed.getvalue()  # positive control: development texts are listed
+
+
 def test_the_scanner_comparison_names_every_library_installed_or_not() -> None:
-    """``bench_scanner.py --compare``: toolwatch's row carries the held-out figures, and every
+    """``bench_scanner.py --compare``: toolwatch's row carries the blind set's figures, and every
     compared PyPI detector gets a row — its figures, or how to install it."""
     lines = bench_scanner.compare()
-    held = bench_scanner.labelled("heldout")
+    held = bench_scanner.labelled("blind")
     ours = next(line for line in lines if "toolwatch" in line)
     assert f"{held['all']['injection_recall']:5.3f}" in ours
     for requirement, _, _ in bench_scanner.COMPARED:
