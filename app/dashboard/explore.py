@@ -31,13 +31,12 @@ import pyarrow as pa
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store.read_only import check_statement, lock_down
 from toolwatch.usage import one_line
 
 DEFAULT_LIMIT: Final = 1_000
 MAX_LIMIT: Final = 100_000
 DEFAULT_TIMEOUT_S: Final = 30.0
-#: Statement types a read-only query may be (``DESCRIBE``/``SHOW``/``SUMMARIZE`` parse as SELECT).
-READ_ONLY: Final = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
 
 
 @dataclass(frozen=True)
@@ -128,14 +127,6 @@ class QueryResult:
         return not self.error
 
 
-def lock_down(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """No file access outside ``root``, no extension installs, settings locked."""
-    allowed = str(root.resolve()).replace("'", "''")
-    con.execute(f"SET allowed_directories = ['{allowed}/']")
-    con.execute("SET enable_external_access = false")
-    con.execute("SET lock_configuration = true")
-
-
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     """The single statement of ``sql``, or raise ``ValueError`` saying why it cannot run."""
     try:
@@ -146,11 +137,7 @@ def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> str:
         raise ValueError("write a query, e.g. SELECT * FROM sessions LIMIT 10")
     if len(statements) > 1:
         raise ValueError(f"one statement at a time (this has {len(statements)})")
-    statement = statements[0]
-    if statement.type not in READ_ONLY:
-        kind = str(statement.type).rsplit(".", 1)[-1]
-        raise ValueError(f"read-only: only SELECT and EXPLAIN queries run here, not {kind}")
-    return str(statement.query)
+    return check_statement(statements[0])
 
 
 def run_query(

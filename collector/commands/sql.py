@@ -2,7 +2,9 @@
 
 Views: ``calls``, ``sessions``, ``streams``, ``tool_lists`` and one per other table in the store
 (alerts, experiment results, ...). Output as an aligned table (default), CSV or JSON
-(:mod:`toolwatch.collector.store.result_formats`). Several statements separated by ``;`` print
+(:mod:`toolwatch.collector.store.result_formats`). Read-only: only SELECT and EXPLAIN statements
+run, on a connection that cannot write a file (:mod:`toolwatch.collector.store.read_only`).
+Several statements separated by ``;`` print
 one table each, in order (CSV and JSON take one statement). A view that does not exist is
 answered with the store's own views, not DuckDB's catalogue guesses.
 """
@@ -17,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.read_only import NotReadOnly, check_statement
 from toolwatch.collector.store.result_formats import format_table, write_csv, write_json
 from toolwatch.usage import UsageError, UserError, non_negative_int, one_line
 
@@ -65,14 +68,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def split_statements(sql: str) -> list[str]:
-    """The statements of ``sql`` (DuckDB's parser); a usage error when there is none."""
+    """The statements of ``sql`` (DuckDB's parser); a usage error when there is none, or when
+    one would write (``COPY``, ``INSERT``, ``ATTACH``, ...: the store is read-only here)."""
     try:
-        statements = [s.query for s in duckdb.extract_statements(sql)]
+        parsed = [s for s in duckdb.extract_statements(sql) if s.query.strip()]
     except duckdb.Error as exc:
         raise UserError(duckdb_message(exc)) from exc
-    statements = [s for s in statements if s.strip()]
-    if not statements:
+    if not parsed:
         raise UsageError('no SQL statement given (e.g. "SELECT * FROM sessions LIMIT 5")')
+    statements = []
+    for i, statement in enumerate(parsed, 1):
+        try:
+            statements.append(check_statement(statement))
+        except NotReadOnly as exc:
+            where = f" (statement {i} of {len(parsed)})" if len(parsed) > 1 else ""
+            raise UsageError(f"{exc}{where}") from None
     return statements
 
 
@@ -81,7 +91,7 @@ _MISSING_VIEW = re.compile(r"Table with name (\S+) does not exist")
 
 def _query(store: Store, sql: str) -> pa.Table:
     try:
-        return store.query(sql)
+        return store.query(sql, read_only=True)
     except StoreError as exc:
         if not isinstance(exc.__cause__, duckdb.Error):
             raise

@@ -39,6 +39,7 @@ from toolwatch.collector.store.compaction import (
     recover,
     write_parquet,
 )
+from toolwatch.collector.store.read_only import lock_down
 from toolwatch.usage import UserError
 
 log = logging.getLogger(__name__)
@@ -196,15 +197,21 @@ class Store:
         """One line for a DuckDB error met reading this store (naming damaged files)."""
         return _explain_duckdb_error(exc, self.root, self)
 
-    def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+    def query(
+        self, sql: str, params: Sequence[Any] | None = None, *, read_only: bool = False
+    ) -> pa.Table:
         """Run one SQL query against a fresh connection and return an Arrow table.
 
+        ``read_only``: a user's SQL — the connection is locked down first
+        (:func:`~toolwatch.collector.store.read_only.lock_down`), so it cannot write a file.
         A file that vanishes between DuckDB's glob and its read (merged away by a concurrent
         compaction, whose merged file is already in place) is retried once with a fresh list.
         """
         for attempt in (1, 2):
             con = self.connect()
             try:
+                if read_only:
+                    lock_down(con, self.root)
                 with self.reading():
                     result = con.sql(sql, params=list(params) if params else None)
                     return result.to_arrow_table() if result is not None else pa.table({})

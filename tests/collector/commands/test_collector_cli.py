@@ -101,6 +101,47 @@ def test_sql_errors_are_one_clear_line(store: Store, capsys: pytest.CaptureFixtu
     assert '"nope" not found' in capsys.readouterr().err
 
 
+def test_sql_is_read_only(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A COPY into the store's own table folder used to add a row to ``calls``; a COPY to any
+    path wrote the file. Now writes are refused before anything runs, and the connection
+    itself cannot reach files outside the store."""
+    into_store = store.root / "calls" / "date=2020-01-01" / "part-x.parquet"
+    outside = tmp_path / "out.csv"
+    for sql in (
+        f"COPY (SELECT 'x' AS junk) TO '{into_store}' (FORMAT parquet)",
+        f"SELECT 1; COPY (SELECT 1) TO '{outside}'",
+        "CREATE TABLE t AS SELECT 1",
+        "SET lock_configuration = false",
+    ):
+        assert main(["sql", sql, "--store", str(store.root)]) == 2, sql
+        err = capsys.readouterr().err
+        assert err.startswith("toolwatch sql: read-only: only SELECT and EXPLAIN") and (
+            err.count("\n") == 1
+        )
+    assert not into_store.exists() and not outside.exists()
+    assert (
+        main(
+            ["sql", f"SELECT * FROM read_csv('{outside.parent}/*.csv')", "--store", str(store.root)]
+        )
+        == 1
+    )
+    assert "disabled by configuration" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "sql",
+                "SELECT count(*) AS n FROM calls",
+                "--store",
+                str(store.root),
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.split() == ["n", "3"]  # reads still work
+
+
 def test_corrupt_parquet_is_named_then_quarantined(
     store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,0 +1,40 @@
+"""Read-only SQL over a store: which statements may run, and a connection that cannot write.
+
+Both places a user's SQL reaches the store — ``toolwatch sql`` and the app's Explore page — use
+these: only ``SELECT`` (``WITH … SELECT``, ``DESCRIBE``, ``SUMMARIZE``, ``SHOW`` parse as
+SELECT) and ``EXPLAIN`` statements run, and the connection is locked down (file access limited
+to the store's directory, settings locked), so a query can neither write a file (``COPY``,
+``EXPORT``, ``ATTACH``) — not even a Parquet file into the store's own tables — nor read one
+outside the store, nor undo those settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import duckdb
+
+#: Statement types a read-only query may be.
+READ_ONLY: Final = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+
+class NotReadOnly(ValueError):
+    """The statement would change something; the message names its kind."""
+
+
+def check_statement(statement: duckdb.Statement) -> str:
+    """The statement's SQL, or :class:`NotReadOnly` when it is not a read."""
+    if statement.type not in READ_ONLY:
+        kind = str(statement.type).rsplit(".", 1)[-1]
+        raise NotReadOnly(f"read-only: only SELECT and EXPLAIN queries run here, not {kind}")
+    return str(statement.query)
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """No file access outside ``root``, no writes through it, no extension installs, settings
+    locked (after the store's views are made)."""
+    allowed = str(root.resolve()).replace("'", "''")
+    con.execute(f"SET allowed_directories = ['{allowed}/']")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
