@@ -151,14 +151,31 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     for name, (_, _, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         # `toolwatch sql -v …` works too; SUPPRESS keeps a `toolwatch -v sql` from being reset
-        p.add_argument(
-            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
-        )
+        _add_verbose(p)
         if name == chosen:
             module = _load(name)
             module.add_arguments(p)
+            for action in _subcommands(p):  # `toolwatch store verify -v` works too
+                _add_verbose(action)
             p.set_defaults(_run=module.run)
     return parser
+
+
+def _add_verbose(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS keeps a `toolwatch -v sql` from being reset by the subcommand's default
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+    )
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every nested sub-action parser of ``parser`` (``store verify``, ``workbench run``, ...)."""
+    out: list[argparse.ArgumentParser] = []
+    for action in parser._actions:  # argparse has no public way to list them
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += [sub, *_subcommands(sub)]
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

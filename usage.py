@@ -102,23 +102,40 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _number(text)
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a positive number")
     return value
 
 
+def share(text: str) -> float:
+    """A share of something, 0 ≤ x < 1 (a target false-alarm rate of 0 is a level too)."""
+    value = _number(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be a share from 0 to below 1, e.g. 0.05")
+    return value
+
+
+def positive_share(text: str) -> float:
+    """A share strictly between 0 and 1."""
+    value = _number(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be a share between 0 and 1, e.g. 0.05")
+    return value
+
+
 def non_negative_float(text: str) -> float:
     """A finite number ≥ 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be 0 or a positive number")
     return value

@@ -112,8 +112,65 @@ def test_scan_checks_its_inputs_before_the_progress_bar(store: Path, tmp_path: P
 
 def test_replay_checks_its_store_before_the_progress_bar(tmp_path: Path) -> None:
     done = run_process("replay", "--store", str(tmp_path / "nothing-here"))
-    assert done.returncode == 2
+    assert done.returncode == 1  # could not do the job (as train and experiment say it)
     one_error(done.stderr, "replay", "holds no calls")  # one line: no "replay: 0%|" bar before it
+
+
+SPLIT_COMMANDS = ("train", "scan", "experiment", "replay")
+
+
+@pytest.mark.parametrize("command", SPLIT_COMMANDS)
+@pytest.mark.parametrize(
+    ("option", "needle"),
+    [
+        (["--split-shares", "1.5,0.1"], "split shares 1.5,0.1"),
+        (["--split-dates", "2026-13-01,2026-01-01"], "'2026-13-01' is not an ISO date"),
+        (["--split-dates", "2026-02-01,2026-01-01"], "calibration must end on or after"),
+        (["--min-calls", "0"], "--min-calls"),
+    ],
+)
+def test_a_bad_split_option_is_bad_usage_in_every_command(
+    trained: Path, command: str, option: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The split options are shared, so is what a bad value gets: exit 2, one line naming it
+    (train and scan said 1, experiment and replay 2)."""
+    code, _, err = run_cli(capsys, command, "--store", str(trained), *option)
+    assert code == 2
+    one_error(err, command, needle)
+
+
+@pytest.mark.parametrize("command", ["train", "experiment", "replay"])
+def test_a_store_without_calls_is_a_job_that_cannot_be_done(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, command, "--store", str(tmp_path / "nothing-here"))
+    assert code == 1
+    one_error(err, command, "holds no")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "--batch-seconds", "0"],
+        ["replay", "--target-fa", "2"],
+        ["train", "--adaptive", "--target-fa", "0"],
+        ["train", "--adaptive", "--half-life-days", "-1"],
+        ["experiment", "--bootstrap", "-5"],
+        ["experiment", "--seeds", "0"],
+        ["scan", "--top", "0"],
+        ["store", "compact", "--min-files", "0"],
+        ["simulate", "--days", "0"],
+        ["workbench", "suite", "--concurrency", "0"],
+    ],
+)
+def test_numbers_out_of_range_are_refused_when_parsed(
+    trained: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each used to run (a replay of nan thresholds, an experiment of -5 resamples, a scan
+    table cut at -1 rows) or to fail after work had started."""
+    code, _, err = run_cli(capsys, *argv, "--store", str(trained))
+    assert code == 2
+    assert "Traceback" not in err and f"argument {argv[-2]}" in err, err
 
 
 @pytest.mark.parametrize("command", ["train", "experiment"])
@@ -225,6 +282,49 @@ def test_bad_values_are_one_line_usage_errors(
     assert needle in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["collector", "--port", "0"], 1, "store path {file} is not a directory"),
+        (["stats"], 1, "store path {file} is not a directory"),
+        (["store", "info"], 1, "store path {file} is not a directory"),
+        (["scenarios", "validate", "{missing}"], 2, "no such file or directory: {missing}"),
+        (["scenarios", "list", "--path", "{missing}"], 2, "no such file or directory: {missing}"),
+        (["score", "--out", "{missing}/x.csv"], 2, "--out {missing}/x.csv: no directory"),
+        (["simulate", "--otlp", "notaurl"], 2, "--otlp notaurl: give an http(s)://host:port URL"),
+        (["train", "--target-fa", "0.1"], 2, "--target-fa only with --adaptive"),
+    ],
+)
+def test_mistakes_found_by_a_review_are_one_line_before_any_work(
+    tmp_path: Path, argv: list[str], code: int, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each used to say something else: a raw ``[Errno 17] File exists`` after a log line
+    (collector), "no store at" for a file, a JSON pointer ``/`` and "0 valid, 1 invalid" for
+    a missing path, a directory created for ``--out``, a summary of generated data before the
+    bad URL, a ``--target-fa`` silently ignored."""
+    file = tmp_path / "afile"
+    file.write_text("x")
+    missing = tmp_path / "missing"
+    where = {"file": file, "missing": missing}
+    argv = [a.format(**where) for a in argv]
+    if "--store" not in argv and argv[0] not in ("scenarios",):
+        argv += ["--store", str(file if "store path" in needle else tmp_path)]
+    got, out, err = run_cli(capsys, *argv)
+    assert got == code and out == "", (got, out, err)
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert needle.format(**where) in err
+    assert not missing.exists()
+
+
+def test_verbose_works_after_a_sub_action(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``toolwatch store verify -v`` was "unrecognized arguments: -v"."""
+    for argv in (["store", "verify", "-v"], ["pins", "list", "-v"], ["store", "info", "-v"]):
+        code, _, err = run_cli(capsys, *argv, "--store", str(store))
+        assert code == 0, (argv, err)
+    code, _, err = run_cli(capsys, "scenarios", "validate", "-v")
+    assert code == 0, err
+
+
 def test_rules_errors_name_the_rule_and_the_field(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -270,5 +370,5 @@ def test_verbose_shows_the_traceback_of_a_user_error(
 ) -> None:
     code, _, err = run_cli(capsys, "stats", "--store", str(tmp_path / "typo"), "-v")
     assert code == 1
-    assert "Traceback" in err and "UserError" in err
+    assert "Traceback" in err and "StoreError" in err
     assert err.splitlines()[-1] == f"toolwatch stats: no store at {tmp_path / 'typo'}"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from toolwatch.app.dashboard.settings import DEFAULT_REFRESH_S, MAIN_SCRIPT, MODEL_IN_STORE
 from toolwatch.collector.store.parquet_store import add_store_argument, resolve_store
-from toolwatch.usage import UserError, port, positive_float
+from toolwatch.usage import UsageError, UserError, port, positive_float
 
 HELP = "open the Streamlit dashboard"
 HOST = "127.0.0.1"
@@ -107,12 +107,18 @@ def port_in_use(number: int) -> str:
     return ""
 
 
-def check_inputs(store: Path, model: str | None, port: int, refresh: float) -> str | None:
-    """The problem with the arguments, as one line, or None."""
+def check_usage(port: int, refresh: float) -> str | None:
+    """Bad usage (exit 2) the argparse types missed (a caller of :func:`run` without them)."""
     if not 0 <= port <= 65535:
         return f"--port {port} is not a TCP port (0-65535)"
     if refresh <= 0:
         return f"--refresh must be a positive number of seconds, not {refresh:g}"
+    return None
+
+
+def check_inputs(store: Path, model: str | None) -> str | None:
+    """Why the app cannot serve this store or model (exit 1, as other commands say it), or
+    None."""
     if store.exists() and not store.is_dir():
         return f"the store path {store} is not a directory"
     if store.is_dir() and not os.access(store, os.R_OK | os.X_OK):
@@ -131,16 +137,17 @@ def check_inputs(store: Path, model: str | None, port: int, refresh: float) -> s
 
 def run(args: argparse.Namespace) -> int:
     store = resolve_store(args.store)
-    problem = check_inputs(store, args.model, args.port, args.refresh)
+    problem = check_usage(args.port, args.refresh)
     if problem:
-        print(f"toolwatch app: {problem}", file=sys.stderr)
-        return 2
+        raise UsageError(problem)
+    problem = check_inputs(store, args.model)
+    if problem:
+        raise UserError(problem)
     from toolwatch.app.dashboard.queries import store_state
 
     state = store_state(store)
     if state.status == "unreadable":
-        print(f"toolwatch app: {state.error}", file=sys.stderr)
-        return 2
+        raise UserError(state.error or f"cannot read the store {store}")
     if state.status in ("missing", "empty"):
         what = f"no store at {store} yet" if state.status == "missing" else f"{store} is empty"
         print(f"toolwatch app: {what}; the app will say how to fill it", file=sys.stderr)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from toolwatch.app.demo.options import DEFAULT_STORE, FULL, QUICK, DemoError, DemoOptions
 from toolwatch.app.demo.pipeline import run_demo
+from toolwatch.usage import non_negative_int, positive_int
 
 HELP = "simulate, train, experiment, then live alerts (a runaway loop, an exfiltration)"
 
@@ -30,28 +31,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sessions",
-        type=int,
+        type=positive_int,
         help=f"simulated sessions (default {FULL['sessions']}; --quick {QUICK['sessions']})",
     )
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=positive_int,
         help=f"injection seeds of the experiment (default {FULL['seeds']}; "
         f"--quick {QUICK['seeds']})",
     )
     parser.add_argument(
         "--bootstrap",
-        type=int,
+        type=non_negative_int,
         help=f"bootstrap resamples (default {FULL['bootstrap']}; --quick {QUICK['bootstrap']})",
     )
     parser.add_argument(
         "--retries",
-        type=int,
+        type=positive_int,
         help=f"retries of the runaway agent's failing call (default {FULL['retries']}; "
         f"--quick {QUICK['retries']})",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the corpus and the agent's pacing (default 0)"
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of the corpus and the agent's pacing (default 0)",
     )
     parser.add_argument(
         "--quick",

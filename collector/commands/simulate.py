@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import urllib.parse
 
 import duckdb
 import pyarrow as pa
@@ -29,16 +30,17 @@ from toolwatch.collector.sources.delivery import (
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.sources.simulator.report import BANNER, record_simulation, summary_lines
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.usage import UsageError, non_negative_int, positive_int
 
 HELP = "write a simulated workload (labelled simulated)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--sessions",
-        type=int,
+        type=positive_int,
         default=int(study.CORPUS["sessions"]),
         help="sessions; the shape and split proportions stay the study's (default 422)",
     )
@@ -46,11 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--start", default=study.CORPUS_START, help=f"first day (default {study.CORPUS_START})"
     )
     parser.add_argument(
-        "--days", type=int, default=int(study.CORPUS["days"]), help="days covered (default 42)"
+        "--days",
+        type=positive_int,
+        default=int(study.CORPUS["days"]),
+        help="days covered (default 42)",
     )
     parser.add_argument(
         "--runaway-retries",
-        type=int,
+        type=non_negative_int,
         default=32,
         help="retries of the refused call in the retry-loop subagent; 0 = none (default 32)",
     )
@@ -73,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"toolwatch simulate: {exc}", file=sys.stderr)
         return 2
+    if args.otlp:  # the destination first: a mistake there is said before any work
+        parts = urllib.parse.urlsplit(args.otlp)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(f"--otlp {args.otlp}: give an http(s)://host:port URL")
+    else:
+        Store(args.store).check_path()
     began = time.perf_counter()
     table = generate(config)
     elapsed = time.perf_counter() - began
@@ -90,10 +101,10 @@ def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
             record_simulation(store, config, table.num_rows, appended.calls.num_rows)
     except (StoreError, duckdb.Error) as exc:
         print(f"toolwatch simulate: cannot use the store {store.root}: {exc}", file=sys.stderr)
-        return 2
+        return 1
     except OSError as exc:
         print(f"toolwatch simulate: cannot write the store {store.root}: {exc}", file=sys.stderr)
-        return 2
+        return 1
     written, skipped = appended.calls.num_rows, appended.already_stored
     if skipped == table.num_rows:
         print(f"{BANNER} already in {store.root}: nothing written (same seed and settings)")

@@ -47,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    if not store.root.is_dir():  # a mistyped --store would otherwise answer with empty views
-        raise UserError(f"no store at {store.root}")
+    store.require_existing()
     statements = split_statements(args.sql)
     if args.format != "table" and len(statements) > 1:
         raise UsageError(

@@ -18,7 +18,6 @@ from toolwatch.collector.stats import corpus_stats, source_counts
 from toolwatch.collector.stats.report import format_report, stats_document
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
-from toolwatch.usage import UserError
 
 HELP = "corpus facts beside the study's"
 
@@ -36,8 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    if not store.root.is_dir():  # else a table of zeros for a mistyped path
-        raise UserError(f"no store at {store.root}")
+    store.require_existing()
     try:
         con = store.connect()
         try:

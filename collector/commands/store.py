@@ -11,6 +11,7 @@ from tqdm import tqdm
 from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table
+from toolwatch.usage import positive_int
 
 HELP = "verify, compact or describe (info) the store"
 QUARANTINE_SUFFIX = ".corrupt"
@@ -32,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     compact = actions.add_parser("compact", help="merge small files (safe while collecting)")
     compact.add_argument("--table", help="only this table (default: all)")
     compact.add_argument(
-        "--min-files", type=int, default=2, help="compact a partition with at least N small files"
+        "--min-files",
+        type=positive_int,
+        default=2,
+        help="compact a partition with at least N small files (default 2)",
     )
     actions.add_parser(
         "info", help="tables, files, rows and date range; what the collector received"
@@ -43,9 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    if not store.root.is_dir():
-        print(f"toolwatch store: no store at {store.root}", file=sys.stderr)
-        return 1
+    store.require_existing()
     try:
         if args.action == "verify":
             return _verify(store, args.quarantine, args.deep)

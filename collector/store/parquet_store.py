@@ -162,14 +162,9 @@ class Store:
         with flocked(self.root / COMMIT_LOCK, shared=True, block=True):
             yield
 
-    def connect(self, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection with one view per table plus the shared views.
-
-        Views re-read the file list on every query, so files appended after connecting are
-        seen (run queries inside :meth:`reading` to keep a compaction's commit out of them).
-        The registered tables always exist with all their columns (empty when no file is there
-        yet). A compaction a crash interrupted is recovered first.
-        """
+    def check_path(self) -> None:
+        """:class:`StoreError` when the path cannot be a store: a file, or a name DuckDB would
+        read as a file pattern."""
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(f"store path {self.root} is not a directory")
         bad = sorted(_GLOB_CHARACTERS.intersection(str(self.root)))
@@ -178,6 +173,23 @@ class Store:
                 f"store path {self.root} contains {' '.join(bad)}, which DuckDB would expand as "
                 "a file pattern (reading other directories); rename it or use a link without them"
             )
+
+    def require_existing(self) -> None:
+        """:class:`StoreError` unless this is a store directory (commands that only read or
+        tidy a store: a mistyped path would otherwise answer with empty views or zeros)."""
+        self.check_path()
+        if not self.root.is_dir():
+            raise StoreError(f"no store at {self.root}")
+
+    def connect(self, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with one view per table plus the shared views.
+
+        Views re-read the file list on every query, so files appended after connecting are
+        seen (run queries inside :meth:`reading` to keep a compaction's commit out of them).
+        The registered tables always exist with all their columns (empty when no file is there
+        yet). A compaction a crash interrupted is recovered first.
+        """
+        self.check_path()
         self.recover()
         con = duckdb.connect(":memory:")
         if threads:

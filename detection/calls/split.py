@@ -40,7 +40,7 @@ from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import QUIRK_WARMUP_AGENT
 from toolwatch.detection.calls.windows import call_columns_sql
-from toolwatch.usage import UserError
+from toolwatch.usage import EXIT_USAGE, UserError, positive_int
 
 #: Client quirks kept out of learning and out of the normal test streams by default.
 LEARNING_EXCLUDED_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT,)
@@ -76,22 +76,27 @@ class SplitSpec:
 
     def __post_init__(self) -> None:
         if self.dates is not None and self.shares is not None:
-            raise SplitError("give split dates or split shares, not both")
+            raise SplitError("give split dates or split shares, not both", code=EXIT_USAGE)
         if self.shares is not None:
             a, b = self.shares
             if not (0 < a < 1 and 0 <= b < 1 and a + b < 1):
                 raise SplitError(
-                    f"split shares {a},{b}: need 0 < train < 1, 0 <= calibration, sum < 1"
+                    f"split shares {a},{b}: need 0 < train < 1, 0 <= calibration, sum < 1",
+                    code=EXIT_USAGE,
                 )
         if self.dates is not None:
-            a_day, b_day = (parse_day(d) for d in self.dates)
+            try:
+                a_day, b_day = (parse_day(d) for d in self.dates)
+            except SplitError as exc:
+                raise SplitError(str(exc), code=EXIT_USAGE) from None
             if b_day < a_day:
                 raise SplitError(
                     f"split dates {self.dates[0]},{self.dates[1]}: "
-                    "calibration must end on or after the end of training"
+                    "calibration must end on or after the end of training",
+                    code=EXIT_USAGE,
                 )
         if self.min_calls < 1:
-            raise SplitError(f"--min-calls {self.min_calls}: need at least 1")
+            raise SplitError(f"--min-calls {self.min_calls}: need at least 1", code=EXIT_USAGE)
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,7 @@ def add_split_arguments(
     )
     parser.add_argument(
         "--min-calls",
-        type=int,
+        type=positive_int,
         default=min_calls,
         help=f"test streams need this many calls (default {min_calls})",
     )

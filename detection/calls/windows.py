@@ -25,7 +25,7 @@ import pyarrow as pa
 from toolwatch import study
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.usage import UserError
+from toolwatch.usage import EXIT_USAGE, UserError
 
 TRAIN_SHARE: Final = study.TRAIN_SHARE
 CALIBRATE_SHARE: Final = study.CALIBRATE_SHARE
@@ -54,12 +54,14 @@ class Window:
 def parse_window(text: str) -> Window:
     """``"2026-08-04..2026-08-24"`` → a :class:`Window` (see the module docstring)."""
     if ".." not in text:
-        raise WindowError(f"window {text!r} must look like FROM..TO (ISO dates or date-times)")
+        raise WindowError(
+            f"window {text!r} must look like FROM..TO (ISO dates or date-times)", code=EXIT_USAGE
+        )
     left, right = (part.strip() for part in text.split("..", 1))
     start = _parse_time(left, end=False) if left else None
     end = _parse_time(right, end=True) if right else None
     if start and end and end <= start:
-        raise WindowError(f"window {text!r} ends before it starts")
+        raise WindowError(f"window {text!r} ends before it starts", code=EXIT_USAGE)
     return Window(start, end, text)
 
 
@@ -180,5 +182,7 @@ def _parse_time(text: str, *, end: bool) -> datetime:
             return moment + timedelta(days=1) if end else moment
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise WindowError(f"{text!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
+        raise WindowError(
+            f"{text!r} is not an ISO date (YYYY-MM-DD) or date-time", code=EXIT_USAGE
+        ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

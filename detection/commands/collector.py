@@ -244,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
             ENV_TOKEN,
         )
     store = Store(args.store)
+    store.check_path()  # a file or a glob name is refused before anything listens
     scorer = _scorer(args, store)
     rules = _rules(args, store)
     listings = _listings(args, store)

@@ -59,8 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
-    if not store.root.is_dir() and getattr(args, "source", None) is None:
-        raise UserError(f"no store at {store.root}")  # only `approve --from` may start one
+    if getattr(args, "source", None) is None:  # only `approve --from` may start one
+        store.require_existing()
     try:
         if args.action == "list":
             return _list(store, args.json)

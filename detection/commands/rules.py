@@ -24,7 +24,7 @@ from toolwatch.detection.alerting.rules import (
     default_rules_path,
     load_rules,
 )
-from toolwatch.usage import UsageError, UserError
+from toolwatch.usage import UsageError
 
 HELP = "validate and try alert rules (SQL over recent calls, a threshold)"
 
@@ -71,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print(EXAMPLE, end="")
         return 0
     store = Store(args.store)
-    if not store.root.is_dir():
-        raise UserError(f"no store at {store.root}")
+    store.require_existing()
     path = Path(args.file) if args.file else default_rules_path(store)
     now = _moment(args.at)
     rules = load_rules(path, store)

@@ -43,6 +43,7 @@ from toolwatch.detection.scoring.batch import score_calls
 from toolwatch.detection.scoring.scan import ScanResult, scan
 from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
+from toolwatch.usage import EXIT_USAGE, positive_int
 
 HELP = "rank sessions flagged at the operating point"
 
@@ -62,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=[stat_column(s, d) for s in CUE_SETS for d in DETECTORS],
         help="statistic to flag on (repeatable; default: the model's alert_on, all_cusum)",
     )
-    parser.add_argument("--top", type=int, default=20, help="show this many sessions (default 20)")
+    parser.add_argument(
+        "--top", type=positive_int, default=20, help="show this many sessions (default 20)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--no-save",
@@ -74,17 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         # the inputs first: an error is then a line of its own, not glued to a progress bar
+        by_split = bool(args.split_dates or args.split_shares)
+        if by_split and (args.start or args.end):
+            raise WindowError("give --from/--to or a split option, not both", code=EXIT_USAGE)
+        spec = spec_from_args(args) if by_split else None
+        window = None if by_split else bounded(args.start, args.end)
         path = model_path_for(Store(args.store).root, args.model)
         model = NormalModel.load(path)
         if not model.calibrated:
             raise ModelError(f"model file {path} has no thresholds (never calibrated)")
         with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            if args.split_dates or args.split_shares:
-                if args.start or args.end:
-                    raise WindowError("give --from/--to or a split option, not both")
-                calls = split_store(Store(args.store), spec_from_args(args)).calls("test_all")
+            if window is None:
+                assert spec is not None
+                calls = split_store(Store(args.store), spec).calls("test_all")
             else:
-                window = bounded(args.start, args.end)
                 calls = load_window(Store(args.store), window, normal_only=False)
             bar.update()
             scored = score_calls(model, calls)
@@ -97,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             bar.update()
     except (ModelError, WindowError, StoreError, CallsError, SplitError) as exc:
         print(f"toolwatch scan: {exc}", file=sys.stderr)
-        return 1
+        return exc.code
     if args.json:
         doc = {
             "model_id": model.model_id,

@@ -32,6 +32,7 @@ from toolwatch.detection.model.normal_model import (
     model_path_for,
 )
 from toolwatch.detection.scoring.batch import score_calls
+from toolwatch.usage import UsageError
 
 HELP = "score a stored window"
 
@@ -49,19 +50,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.out and Path(args.out).suffix.lower() not in (".parquet", ".csv"):
-            raise WindowError(f"--out {args.out}: use a .parquet or .csv file name")
+        # the inputs first: an error is then a line of its own, not glued to a progress bar
+        if args.out:
+            out = Path(args.out)
+            if out.suffix.lower() not in (".parquet", ".csv"):
+                raise UsageError(f"--out {args.out}: use a .parquet or .csv file name")
+            if not out.parent.is_dir():
+                raise UsageError(f"--out {args.out}: no directory {out.parent}")
+        window = bounded(args.start, args.end)
+        model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
         with tqdm(total=3, desc="score", unit="step", file=sys.stderr, leave=False) as bar:
-            model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
-            window = bounded(args.start, args.end)
             bar.update()
             calls = load_window(Store(args.store), window, normal_only=False)
             bar.update()
             scored = score_calls(model, calls)
             bar.update()
-    except (ModelError, WindowError, StoreError, CallsError) as exc:
+    except (ModelError, WindowError, StoreError, CallsError, UsageError) as exc:
         print(f"toolwatch score: {exc}", file=sys.stderr)
-        return 1
+        return exc.code
     print(summary(model, scored))
     if args.out:
         write_scores(scored, Path(args.out))
@@ -96,7 +102,6 @@ def summary(model: NormalModel, scored: pa.Table) -> str:
 
 
 def write_scores(scored: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".csv":
         pacsv.write_csv(scored, path)
     else:

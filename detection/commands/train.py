@@ -47,6 +47,7 @@ from toolwatch.detection.model.normal_model import (
     NormalModel,
 )
 from toolwatch.detection.model.overrides import model_overrides
+from toolwatch.usage import UsageError, positive_share
 
 HELP = "fit the normal model and thresholds"
 
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target-fa",
-        type=float,
+        type=positive_share,
         help="with --adaptive: the share of streams the live threshold lets alarm (0.05)",
     )
     add_adaptive_arguments(parser)
@@ -89,7 +90,18 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except (ModelError, SplitError, StoreError) as exc:
         print(f"toolwatch train: {exc}", file=sys.stderr)
-        return 1
+        return exc.code
+
+
+#: the options of the adaptive model (``--adaptive``), as typed
+ADAPTIVE_OPTIONS = (
+    "target-fa",
+    "half-life-days",
+    "quarantine-hours",
+    "novelty-streams",
+    "pool-window",
+    "pool-days",
+)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -97,10 +109,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.no_session_mix:
         overrides["order_session_mix"] = False
     config = ModelConfig.from_dict(overrides)
+    spec = spec_from_args(args)  # like the model options, checked before the bar starts
+    adaptive = AdaptiveConfig.from_args(args) if args.adaptive else None
+    given = [f"--{o}" for o in ADAPTIVE_OPTIONS if getattr(args, o.replace("-", "_")) is not None]
+    if adaptive is None and given:
+        raise UsageError(f"{', '.join(given)} only with --adaptive (the model they configure)")
     store = Store(args.store)
-    with tqdm(total=5, desc="train", unit="step", file=sys.stderr, leave=False) as bar:
-        cut = split_store(store, spec_from_args(args))
-        bar.update()
+    cut = split_store(store, spec)  # an empty or missing store fails before the bar, too
+    with tqdm(total=4, desc="train", unit="step", file=sys.stderr, leave=False) as bar:
         train = cut.calls("train")
         bar.update()
         model = NormalModel.fit(train, config, window=describe(cut, "train"))
@@ -109,8 +125,8 @@ def _run(args: argparse.Namespace) -> int:
         if calib.num_rows == 0:
             raise SplitError("the calibration split holds no calls: give it a share or days")
         model.calibrate(calib, window=describe(cut, "calibration"))
-        if args.adaptive:
-            attach_adaptive(model, train, calib, AdaptiveConfig.from_args(args))
+        if adaptive is not None:
+            attach_adaptive(model, train, calib, adaptive)
         bar.update()
         path = model.save(args.out or store.root / MODEL_IN_STORE)
         bar.update()

@@ -49,6 +49,7 @@ from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.size import GLOBAL, SizeCue
 from toolwatch.detection.cues.timing import TimeCue, scored_gaps
 from toolwatch.detection.model.normal_model import ModelError, NormalModel
+from toolwatch.usage import EXIT_USAGE, non_negative_float, positive_float, positive_int
 
 DAY_S: Final = 86_400.0
 #: The gap histogram: bins of 1/50 decade from 1 ms to 10⁶ s.
@@ -103,9 +104,9 @@ class AdaptiveConfig:
             "min_pool": self.min_pool >= 1,
             "refresh_min": self.refresh_min >= 0,
         }
-        bad = [name for name, ok in checks.items() if not ok]
+        bad = [f"{name}={getattr(self, name)}" for name, ok in checks.items() if not ok]
         if bad:
-            raise ModelError(f"adaptive config: invalid {', '.join(bad)} ({self})")
+            raise ModelError(f"adaptive config: invalid {', '.join(bad)}", code=EXIT_USAGE)
 
     @property
     def half_life_s(self) -> float:
@@ -148,21 +149,27 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
     """The adaptive model's options (``toolwatch train --adaptive``, ``toolwatch replay``)."""
     group = parser.add_argument_group("adaptive model")
     group.add_argument(
-        "--half-life-days", type=float, help="old behaviour fades with this half-life (14)"
+        "--half-life-days", type=positive_float, help="old behaviour fades with this half-life (14)"
     )
     group.add_argument(
-        "--quarantine-hours", type=float, help="a closed stream waits this long to be learnt (24)"
+        "--quarantine-hours",
+        type=non_negative_float,
+        help="a closed stream waits this long to be learnt (24)",
     )
     group.add_argument(
         "--novelty-streams",
-        type=float,
+        type=non_negative_float,
         help="a tool is novel (bounded score) until seen in this many streams (3; 0: off)",
     )
     group.add_argument(
-        "--pool-window", type=int, help="stream maxima the threshold quantile is taken over (200)"
+        "--pool-window",
+        type=positive_int,
+        help="stream maxima the threshold quantile is taken over (200)",
     )
     group.add_argument(
-        "--pool-days", type=float, help="... closed within this many days (default: no limit)"
+        "--pool-days",
+        type=positive_float,
+        help="... closed within this many days (default: no limit)",
     )
 
 

@@ -14,6 +14,7 @@ from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.model.overrides import model_overrides
+from toolwatch.usage import EXIT_ERROR, UserError, non_negative_int, positive_int, share
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)
@@ -24,26 +25,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_split_arguments(parser)
     parser.add_argument(
         "--head",
-        type=int,
+        type=non_negative_int,
         default=10,
         help="insert no earlier than this call (default 10, the study's)",
     )
     parser.add_argument(
         "--tail",
-        type=int,
+        type=non_negative_int,
         default=10,
         help="leave at least this many calls after the insertion point (default 10); "
         "--min-calls must be at least head + tail + 1",
     )
-    parser.add_argument("--seeds", type=int, default=5, help="random seeds 0..N-1 (default 5)")
+    parser.add_argument(
+        "--seeds", type=positive_int, default=5, help="random seeds 0..N-1 (default 5)"
+    )
     parser.add_argument(
         "--target-fa",
-        type=float,
+        type=share,
         default=0.05,
         help="target share of normal test streams that alarm (default 0.05)",
     )
     parser.add_argument(
-        "--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)"
+        "--bootstrap",
+        type=non_negative_int,
+        default=2000,
+        help="bootstrap resamples (default 2000; 0: no intervals)",
     )
     parser.add_argument(
         "--kinds",
@@ -122,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     except (ExperimentError, StoreError, ValueError) as exc:
         # ValueError: the scorer rejected a column of the stored calls (it names it)
         print(f"toolwatch experiment: {exc}", file=sys.stderr)
-        return 2
+        return exc.code if isinstance(exc, UserError) else EXIT_ERROR
     if args.save:
         try:
             save_result(store, result)

@@ -24,7 +24,7 @@ from toolwatch.injection.proxy.proxy import (
     serve,
     upstream_command,
 )
-from toolwatch.usage import port
+from toolwatch.usage import non_negative_int, port
 
 HELP = "MCP fault-injection proxy"
 logger = logging.getLogger(__name__)
@@ -53,7 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
     parser.add_argument("--port", type=port, default=8000, help="HTTP port (0: any free port)")
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of probabilistic occurrence rules (default 0)"
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of probabilistic occurrence rules (default 0)",
     )
     parser.add_argument(
         "--injection-log", metavar="FILE", help="append one JSON line per injection to FILE"

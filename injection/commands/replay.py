@@ -25,6 +25,7 @@ from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.adaptive import AdaptiveConfig, add_adaptive_arguments
 from toolwatch.detection.model.normal_model import ModelError
+from toolwatch.usage import EXIT_ERROR, UserError, positive_float, positive_int, positive_share
 
 HELP = "replay a stored corpus through the live scorer, week by week"
 
@@ -34,11 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_split_arguments(parser)
     parser.add_argument(
         "--target-fa",
-        type=float,
+        type=positive_share,
         default=0.05,
         help="share of normal streams the threshold lets alarm (default 0.05)",
     )
-    parser.add_argument("--seeds", type=int, default=5, help="injection seeds 0..N-1 (default 5)")
+    parser.add_argument(
+        "--seeds", type=positive_int, default=5, help="injection seeds 0..N-1 (default 5)"
+    )
     parser.add_argument(
         "--kinds",
         help="comma-separated kinds injected into the replayed weeks "
@@ -52,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch-seconds",
-        type=float,
+        type=positive_float,
         default=60.0,
         help="event time per batch handed to the live scorer, as the collector commits (60)",
     )
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             bar.update()
     except (ExperimentError, ModelError, StoreError, ValueError) as exc:
         print(f"toolwatch replay: {exc}", file=sys.stderr)
-        return 2
+        return exc.code if isinstance(exc, UserError) else EXIT_ERROR
     if args.json:
         print(json.dumps(summary(result), indent=2))
     else:

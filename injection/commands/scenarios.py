@@ -37,6 +37,7 @@ from toolwatch.injection.faults.library import (
 )
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, FAULT_NAMES
+from toolwatch.usage import UsageError, UserError
 
 HELP = "list and validate fault scenarios"
 
@@ -64,10 +65,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "validate":
+        _require_paths(args.paths)
         return _validate(args.paths)
     if args.action == "show":
         return _show(args.scenarios, as_json=args.json)
+    _require_paths(args.path)
     return _list(args)
+
+
+def _require_paths(paths: list[str] | None) -> None:
+    """Bad usage when a path argument names nothing (it is not a scenario that fails)."""
+    missing = [raw for raw in paths or () if raw != "-" and not Path(raw).exists()]
+    if missing:
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
 
 
 def _load(paths: list[str] | None) -> tuple[list[Scenario], list[str]]:
@@ -185,6 +195,8 @@ def _show(refs: list[str], *, as_json: bool) -> int:
             if Path(ref).is_dir()
             else [partial(find_scenario, ref)]
         )
+        if not loads:
+            raise UserError(f"no scenario files found in {ref}")
         for load in loads:
             try:
                 scenarios.append(load())

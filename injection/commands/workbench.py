@@ -49,6 +49,7 @@ from toolwatch.injection.workbench.report import (
 )
 from toolwatch.injection.workbench.runner import RunReport, WorkbenchConfig, run_scenario
 from toolwatch.injection.workbench.suite import render_summary, run_suite
+from toolwatch.usage import non_negative_float, non_negative_int, positive_float, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +69,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     def common(p: argparse.ArgumentParser) -> None:
         add_store_argument(p)
-        p.add_argument("--seed", type=int, default=0, help="seed for occurrence draws and jitter")
+        p.add_argument(
+            "--seed", type=non_negative_int, default=0, help="seed for occurrence draws and jitter"
+        )
         p.add_argument(
             "--call-timeout",
-            type=float,
+            type=positive_float,
             default=AgentConfig.call_timeout,
             help="the agent's deadline per tool call, seconds (A1 delays must exceed it)",
         )
         p.add_argument(
             "--think-time",
-            type=float,
+            type=non_negative_float,
             default=0.0,
             metavar="S",
             help="seconds each model step takes (0: machine speed; about 1.5 or more makes "
@@ -119,9 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     suite.add_argument(
         "--concurrency",
-        type=int,
+        type=positive_int,
         default=16,
-        help="scenario x agent units in flight at once (they mostly wait: timeouts, think time)",
+        help="scenario x agent units in flight at once (default 16; they mostly wait: "
+        "timeouts, think time)",
     )
     suite.add_argument(
         "--detect",

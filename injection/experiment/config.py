@@ -19,7 +19,7 @@ from toolwatch.injection.spans.kinds import (
     params_from_dict,
     params_to_dict,
 )
-from toolwatch.usage import UserError
+from toolwatch.usage import EXIT_USAGE, UserError
 
 #: Threshold modes: at a target false-alarm rate (the largest reachable level not above it),
 #: the model's calibrated operating point, and — only when the normal test streams are few
@@ -63,28 +63,38 @@ class ExperimentConfig:
         try:
             self.split_spec()
         except SplitError as exc:
-            raise ExperimentError(str(exc)) from None
+            raise ExperimentError(str(exc), code=exc.code) from None
         if self.head < 1 or self.tail < 0:
             raise ExperimentError(
-                f"--head {self.head} / --tail {self.tail}: need head >= 1, tail >= 0"
+                f"--head {self.head} / --tail {self.tail}: need head >= 1, tail >= 0",
+                code=EXIT_USAGE,
             )
         if self.min_calls < self.head + self.tail + 1:
             raise ExperimentError(
                 f"--min-calls {self.min_calls} leaves no insertion point between call "
                 f"{self.head} and {self.tail} calls before the end (raise --min-calls to at "
-                f"least {self.head + self.tail + 1}, or lower --head / --tail)"
+                f"least {self.head + self.tail + 1}, or lower --head / --tail)",
+                code=EXIT_USAGE,
             )
         if not self.seeds:
-            raise ExperimentError("at least one seed is needed")
+            raise ExperimentError("at least one seed is needed", code=EXIT_USAGE)
+        if self.bootstrap < 0:
+            raise ExperimentError(
+                f"--bootstrap {self.bootstrap}: need 0 (no intervals) or more", code=EXIT_USAGE
+            )
         if not 0 <= self.target_fa < 1:
-            raise ExperimentError(f"target false-alarm rate {self.target_fa} is not in [0, 1)")
+            raise ExperimentError(
+                f"target false-alarm rate {self.target_fa} is not in [0, 1)", code=EXIT_USAGE
+            )
         unknown = [k for k in self.kinds if k not in ALL_KINDS]
         if unknown:
-            raise ExperimentError(f"unknown kinds {unknown} (known: {', '.join(ALL_KINDS)})")
+            raise ExperimentError(
+                f"unknown kinds {unknown} (known: {', '.join(ALL_KINDS)})", code=EXIT_USAGE
+            )
         try:
             ModelConfig.from_dict(dict(self.model))
         except (ValueError, TypeError) as exc:
-            raise ExperimentError(f"model configuration: {exc}") from None
+            raise ExperimentError(f"model configuration: {exc}", code=EXIT_USAGE) from None
 
     def split_spec(self) -> SplitSpec:
         """The split options as the shared :class:`SplitSpec`."""

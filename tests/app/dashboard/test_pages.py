@@ -739,11 +739,11 @@ def test_unreadable_store_is_a_clear_error(env: pytest.MonkeyPatch, tmp_path: Pa
 def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     file = tmp_path / "file"
     file.write_text("x")
-    assert cli_main(["app", "--store", str(file)]) == 2
+    assert cli_main(["app", "--store", str(file)]) == 1  # could not do the job, as in `stats`
     assert f"the store path {file} is not a directory" in capsys.readouterr().err
     bad = tmp_path / "m.json"
     bad.write_text("{}")
-    assert cli_main(["app", "--store", str(tmp_path), "--model", str(bad)]) == 2
+    assert cli_main(["app", "--store", str(tmp_path), "--model", str(bad)]) == 1
     assert f"--model {bad}" in capsys.readouterr().err
     with pytest.raises(SystemExit) as done:  # argparse's own exit, after its one line
         cli_main(["app", "--store", str(tmp_path), "--port", "70000"])
@@ -753,7 +753,7 @@ def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFi
     Store(corrupt).append("calls", simulate(seed=2, sessions=4))
     bad_file = Store(corrupt).files("calls")[0]
     bad_file.write_bytes(b"PAR1 this is not parquet")
-    assert cli_main(["app", "--store", str(corrupt), "--port", "0"]) == 2
+    assert cli_main(["app", "--store", str(corrupt), "--port", "0"]) == 1
     err = capsys.readouterr().err
     assert "cannot read the store" in err and bad_file.name in err
 

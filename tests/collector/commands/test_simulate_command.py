@@ -101,9 +101,12 @@ def test_bad_input_is_reported_not_raised(
     assert "ISO date" in err
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
-    code, _, err = _run(capsys, "--store", str(not_a_dir), "--sessions", "8")
-    assert code == 2
-    assert str(not_a_dir) in err
+    code, out, err = _run(capsys, "--store", str(not_a_dir), "--sessions", "8")
+    assert code == 1  # could not do the job (as every command says a store it cannot use)
+    assert f"store path {not_a_dir} is not a directory" in err
+    assert out == ""  # said before generating, not after a summary of data it cannot keep
+    code, out, err = _run(capsys, "--otlp", "notaurl", "--sessions", "8")
+    assert code == 2 and "--otlp notaurl: give an http(s)://host:port URL" in err and out == ""
     assert "Traceback" not in err
 
 
