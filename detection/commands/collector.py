@@ -120,7 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--compact-interval",
         type=non_negative_float,
         default=DEFAULT_COMPACT_INTERVAL,
-        help="seconds between compactions of small files (0 = only at shutdown)",
+        help=f"seconds between compactions of small files (default {DEFAULT_COMPACT_INTERVAL:g}; "
+        "0 = only at shutdown)",
     )
 
 

@@ -51,7 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ls.add_argument("--json", action="store_true", help="one JSON object per line")
     val = sub.add_parser("validate", help="check scenario files (schema + semantics)")
     val.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or directories; - reads standard input"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories; - reads standard input (default: the packaged library)",
     )
     show = sub.add_parser("show", help="print scenarios (toolwatch format)")
     show.add_argument(

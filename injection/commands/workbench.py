@@ -94,7 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     run = sub.add_parser("run", help="one scenario: clean, faulted and mitigated runs")
     run.add_argument("scenario", help="scenario file (toolwatch or AgentCheck format) or id")
-    run.add_argument("--agent", choices=AGENT_NAMES, default="naive")
+    run.add_argument(
+        "--agent", choices=AGENT_NAMES, default="naive", help="reference agent (default naive)"
+    )
     run.add_argument(
         "--mitigation",
         action="append",
@@ -107,7 +109,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common(run)
 
     suite = sub.add_parser("suite", help="every scenario x agent: pass rates and mitigation impact")
-    suite.add_argument("--agents", default="naive,careful", help="comma-separated agents")
+    suite.add_argument(
+        "--agents", default="naive,careful", help="comma-separated agents (default naive,careful)"
+    )
     suite.add_argument(
         "--mitigations",
         default=DEFAULT_SUITE_MITIGATIONS,

@@ -205,7 +205,7 @@ def test_commands_report_bad_input_clearly(store: Store, tmp_path: Path, capsys)
     empty = Store(tmp_path / "empty")
     assert main(["train", "--store", str(empty.root)]) == 1
     assert "holds no (uninjected) calls" in capsys.readouterr().err
-    assert main(["score", "--model", str(bad), "--out", str(tmp_path / "x.txt")]) == 1
+    assert main(["score", "--model", str(bad), "--out", str(tmp_path / "x.txt")]) == 2
     assert ".parquet or .csv" in capsys.readouterr().err
 
 

@@ -90,14 +90,15 @@ def test_cli_saves_results_and_reruns_exactly(
 def test_cli_reports_bad_input_clearly(
     tmp_path, small_store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[no-untyped-def]
+    # what the data cannot support is 1 (as `train` says it), bad usage 2 (usage.py)
     code, _, err = _run_cli(["--store", str(tmp_path / "empty")], capsys)
-    assert code == 2 and "holds no calls" in err and "Traceback" not in err
+    assert code == 1 and "holds no calls" in err and "Traceback" not in err
     code, _, err = _run_cli(
         ["--store", str(small_store.root), "--split-dates", "2020-01-01,2020-01-02"], capsys
     )
-    assert code == 2 and "empty" in err and "--split-shares" in err
+    assert code == 1 and "empty" in err and "--split-shares" in err
     code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", "nope"], capsys)
-    assert code == 2 and "no saved experiments" in err
+    assert code == 1 and "no saved experiments" in err
     with pytest.raises(SystemExit):
         cli_main(["experiment", "--split-shares", "0.5"])
 
@@ -112,11 +113,11 @@ def test_cli_on_a_real_imported_store(tmp_path, capsys: pytest.CaptureFixture[st
     capsys.readouterr()
     shares = ["--store", store, "--split-shares", "0.5,0.2", "--bootstrap", "50", "--no-save"]
     code, _, err = _run_cli(["--store", store], capsys)
-    assert code == 2 and "no test stream has >= 30 calls" in err and "--min-calls" in err
+    assert code == 1 and "no test stream has >= 30 calls" in err and "--min-calls" in err
     code, _, err = _run_cli(["--store", store, "--split-dates", "2020-01-01,2020-01-02"], capsys)
-    assert code == 2 and "empty train split" in err and "--split-shares" in err
+    assert code == 1 and "empty train split" in err and "--split-shares" in err
     code, _, err = _run_cli(shares, capsys)
-    assert code == 2 and "longest has" in err and "--min-calls" in err
+    assert code == 1 and "longest has" in err and "--min-calls" in err
     code, _, err = _run_cli([*shares, "--min-calls", "3"], capsys)
     assert code == 2 and "--head / --tail" in err
     code, out, err = _run_cli([*shares, "--min-calls", "3", "--head", "1", "--tail", "1"], capsys)
