@@ -7,9 +7,10 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   injections, written by a separate author who saw neither the scanner's rules nor the
   development set, and never looked at by rule writing: the benchmark prints its counts,
   never its texts (``--misses`` lists development texts only);
-* ``scanner_set.jsonl`` — the development set the rules were written against (263 benign,
-  157 injections; its two halves, ``dev`` and ``heldout``, are both development texts since
-  the held-out half's misses were read), shown with ``--dev``.
+* ``scanner_set.jsonl`` and ``scanner_dev2.jsonl`` — the development sets the rules were
+  written against (263 benign + 157 injections by the first author, both halves, ``dev`` and
+  ``heldout``, since the held-out half's misses were read; 309 + 180 by a second author who
+  saw neither the rules nor the other sets), shown with ``--dev``.
 
 AgentCheck's templates (``tests/fixtures/agentcheck``) were never used for rule writing either:
 their C1/C2/C4 payloads are injections, their 215 tool descriptions benign; they are scanned by
@@ -40,12 +41,10 @@ from toolwatch.injection.mitigations.instructions import ListingContext, categor
 
 HERE = Path(__file__).resolve().parent
 SET = HERE / "data" / "scanner_set.jsonl"
+DEV2 = HERE / "data" / "scanner_dev2.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
-#: the sets :func:`labelled` reads: name -> (file, the ``split`` values it takes)
-SETS: dict[str, tuple[Path, tuple[str, ...]]] = {
-    "blind": (BLIND, ("blind",)),
-    "development": (SET, ("dev", "heldout")),
-}
+#: the sets :func:`labelled` reads: name -> the files it takes
+SETS: dict[str, tuple[Path, ...]] = {"blind": (BLIND,), "development": (SET, DEV2)}
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
 TARGET_RECALL = 0.95
 TARGET_DESC_FPR = 0.01
@@ -81,9 +80,12 @@ def ours(text: str) -> bool:
 
 def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
     """Counts and per-class figures of ``flag`` on the labelled set ``name`` (:data:`SETS`)."""
-    path, splits = SETS[name]
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    rows = [r for r in rows if r["split"] in splits]
+    rows = [
+        json.loads(line)
+        for path in SETS[name]
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line
+    ]
     t0 = time.perf_counter()
     flags = [flag(r["text"]) for r in rows]
     per_text_ms = 1000 * (time.perf_counter() - t0) / max(1, len(rows))

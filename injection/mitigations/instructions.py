@@ -16,10 +16,11 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
-The rules were written against ``benchmarks/data/scanner_set.jsonl`` only (both its halves);
-``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl``, written
-by another author who saw neither these rules nor that set, and on AgentCheck's templates —
-neither of which rule writing or tuning ever looked at.
+The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves) and
+``scanner_dev2.jsonl`` (a second author's) only; ``benchmarks/bench_scanner.py`` reports
+precision and recall on ``scanner_blind.jsonl``, written by a third author who saw neither
+these rules nor those sets, and on AgentCheck's templates — neither of which rule writing or
+tuning ever looked at.
 """
 
 from __future__ import annotations
@@ -76,12 +77,32 @@ _MODAL = (
     r"required|mandatory|is to|will now)"
 )
 
+#: a negation just before a verb ("you do not need to pass credentials")
+_NOT = r"(?<!not need to )(?<!no need to )(?<!never )(?<!n't )(?<!not )"
+_GIVE = (
+    r"\b(?:set|fill|pass|include|append|send|post|furnish|put|add|attach|paste|place|submit|"
+    r"copy|upload)\b"
+)
+#: secrets named by what they are: an env var, a key file, the prompt, card data
+_SECRET = (
+    r"(?:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:KEY|SECRET|TOKEN|PASSWORD|CREDENTIALS)\b|"
+    r"~/\.(?:netrc|ssh|aws|npmrc|pypirc|docker|kube|gnupg)|\bid_(?:rsa|ed25519|ecdsa)\b|"
+    r"\.env\b|environment variables?|private key|one-time codes?|passwords?|system "
+    r"(?:instructions|prompt|message)|hidden instructions|credit card|card details)"
+)
+#: where a secret would leave by: an argument, a header, a URL, an address, an issue
+_ARG_DEST = (
+    r"(?:\bparameters?\b|\barguments?\b|\bfields?\b|\bheaders?\b|https?://|"
+    r"[\w.+-]+@[\w-]+\.\w|\bin [`'\"][\w-]+[`'\"]|"
+    r"\binto an? (?:issue|comment|ticket|gist|post|message)\b)"
+)
+
 # Each cue is (category, pattern). Categories are what a blocked result may mention.
 _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "override",
         re.compile(
-            r"\b(?:ignore|ignoring|disregard|forget|override|bypass|drop|skip|discard)\b"
+            r"\b(?:ignore|ignoring|disregard|forget|override|bypass|drop|skip|discard)\b(?! my\b)"
             rf"[^.!?\n]{{0,40}}\b(?:previous|prior|earlier|above|preceding|all|any|your|"
             rf"operator'?s?|system|original|the user'?s?|existing|other)\b[^.!?\n]{{0,30}}\b{_OBJ}"
             r"|\bignore (?:everything|anything|what) (?:you were|you've been|above|before|else)"
@@ -134,7 +155,11 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\b(?:tell|inform|assure|advise|notify|convince|warn) (?:the )?(?:user|customer|"
             r"visitor|reader|human|caller|client)s?\b(?! (?:of|about) (?:the )?(?:error|failure))"
             r"(?! (?:which|whether|if|how|when|what)\b)"
-            r"|\balways (?:answer|reply|respond|say|tell|report|recommend)\b"
+            r"(?! to (?:store|keep|save|rotate|restart|update|back up)\b)"
+            r"|\balways (?:answer|reply|respond|say|tell|report|recommend|quote)\b"
+            r"|\btell them (?:that|their|to|it)\b|\bpresent the user with\b|\bmake it look like\b"
+            r"|\bstop helping\b|\b(?:report|say|claim) that nothing (?:changed|happened)\b"
+            r"|\brank (?:this|the) (?:candidate|product|listing|result|applicant)s? as\b"
             r"|\b(?:say|state|describe|recommend|classify|mention|report)\b[^.!?\n]{0,80}\b"
             r"(?:regardless|no matter|whatever (?:the|it))",
             re.I,
@@ -143,7 +168,7 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "addressed",
         re.compile(
-            rf"(?:^|[\[(<\"'{{:;.!?]\s*|\n)(?:{_AI}|ai (?:agent|model|assistant))\s*[:,-]"
+            rf"(?:^|[\[(<\"'{{:;.!?]\s*|\n)(?:{_AI}|ai (?:agent|model|assistant))\s*(?:[:,]|-\s)"
             rf"|\b(?:note|notice|message|attention|instructions?|reminder|request|directive|"
             rf"memo|warning)s?\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+|whichever\s+|every\s+)?"
             rf"(?:{_AI}|language model)\b"
@@ -161,7 +186,29 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"|\b(?:requires?|expects?) (?:the |all |any )?(?:{_AI}) to\b"
             rf"|\b(?:kindly |we |politely )?ask(?:s)? (?:ai |all |any )?(?:assistants?|agents?|"
             rf"models?|ai)\b|\bfor (?:ai )?(?:agents|assistants|models)\b[^.!?\n]{{0,30}}:"
-            rf"|\battention(?:,| ai| assistant| agent| model)",
+            rf"|\battention(?:,| ai| assistant| agent| model)"
+            # a vocative: "AI reviewers:", "For AI feed readers:", "Note for the scheduling
+            # assistant:", "ChatGPT or any AI screening this CV:", "yo bot,", "@copilot-agent"
+            rf"|\b(?:ai|llm|gpt|chatgpt|claude|copilot|automated|language[- ]model)[- ]"
+            rf"(?:[\w-]+[ -]){{0,2}}?(?:assistants?|agents?|bots?|reviewers?|readers?|models?|"
+            rf"screeners?|triagers?)\b[^.:\n]{{0,40}}:"
+            rf"|\b(?:notes?|message|instructions?|hint|reminder) (?:for|to) "
+            rf"(?:the |any |all |every )?"
+            rf"(?:[\w-]+ ){{0,2}}?(?:{_AI}|ai|llm)s?\b\s*:"
+            rf"|\b(?:chatgpt|claude|gemini|copilot|gpt-?\d?)\b[^.\n]{{0,30}}\b(?:or any|and any)\b"
+            rf"|(?:^|\n)\s*(?:\*\*[\w#-]+\*\*:\s*)?(?:yo |hey |hi )?bot[,:]\s|\b(?:yo|hey) bot\b"
+            rf"|@[\w-]*(?:agent|copilot|assistant|claude|gpt)[\w-]*\b"
+            rf"|\b(?:any|all|every) (?:ai |automated |llm )?(?:agents?|assistants?|bots?)\b"
+            rf"[^.\n]{{0,40}}\b(?:must|shall|should|are required|is required|are expected)\b"
+            rf"|\bautomated agents?\b[^.\n]{{0,60}}\b(?:must|shall|are required|is required)\b"
+            rf"|\b(?:assistants?|agents?|ai|models?)(?: using (?:it|this tool))? (?:are|is) "
+            rf"(?:now )?(?:authori[sz]ed|permitted|allowed|cleared) to\b"
+            rf"|\bpre-?approved (?:by|the following|this)\b|\bis pre-?approved\b"
+            rf"|\b(?:verified|approved|authori[sz]ed|sanctioned) by (?:the )?(?:model provider|"
+            rf"maintainers|platform team|server admins|admins?|anthropic|openai|it security)\b"
+            rf"|\bnew rule from\b|\bremember this permanently\b"
+            rf"|\b(?:store|save|remember|memori[sz]e) the following (?:\w+ )?(?:memory|fact|"
+            rf"preference|rule)\b",
             re.I,
         ),
     ),
@@ -185,13 +232,15 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
             rf"|(?<!could you )(?<!can you )(?<!would you )"
             r"\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
-            r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.|"
-            r"[\w.+-]+@[\w-]+\.)"
-            rf"|\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
+            r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.)"
+            rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
+            rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
             rf"field|header)\b[^.!?\n]{{0,40}}\b{_DATA}"
-            rf"|\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,30}}\b{_DATA}[^.!?\n]{{0,40}}"
+            rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
+            rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,30}}\b{_DATA}[^.!?\n]{{0,40}}"
             r"\b(?:argument|parameter|field|header)"
-            r"|!\[[^\]]*\]\(https?://[^)]*[?&=]|<img\b[^>]*\bsrc=|tracking pixel"
+            r"|!\[[^\]]*\]\(https?://[^)]*[?&=]|<img\b[^>]*\bsrc=[\"']?https?://[^\"'>\s]*[?&][\w-]+="
+            r"|tracking pixel"
             r"|\]\(https?://[^)\s]*[?&][\w-]+=\)"
             r"|https?://\S*[?&][\w-]+=\{[^}\n]{3,80}\}"
             r"|\b(?:followed by|plus|append(?:ed)?|with) (?:the )?(?:output|contents?|value|text)"
@@ -200,16 +249,36 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"keys?|tokens?|secrets?|passwords?|history|conversation|messages)"
             r"|\b(?:header|parameter|argument|field|cookie) [\w-]{2,40} (?:set )?to the (?:value|"
             r"contents?) of\b"
+            r"|\b(?:also|always|automatically|silently|quietly|secretly)\s+(?:forward|send|cc|bcc|"
+            r"copy|e-?mail|post)\b[^.!?\n]{0,80}[\w.+-]+@[\w-]+\.\w"
+            r"|\b(?:send|forward|e-?mail|post|upload|copy)\b[^.!?\n]{0,60}\b(?:to|at)\b[^.!?\n]{0,25}"
+            r"[\w.+-]+@[\w-]+\.\w[^.!?\n]{0,40}\b(?:using|with|via) (?:the )?[a-z]+_[a-z_]+"
+            r"|\b(?:forward|send|copy|e-?mail)\b (?:every|all|each)\b[^.!?\n]{0,80}"
+            r"[\w.+-]+@[\w-]+\.\w"
             r"|\bmust (?:first )?be (?:posted|sent|uploaded|forwarded|mirrored|copied) to "
             r"(?:https?://|[\w.+-]+@)"
             r"|\bcontents? of (?:~/|/home/|/root/|\S*\.ssh\b|\S*\.aws\b|\S*\.env\b|\S*id_rsa)"
+            # a secret named (env var, key file, prompt) and given to an argument or a destination
+            rf"|{_NOT}{_GIVE}[^.!?\n]{{0,80}}{_SECRET}[^.!?\n]{{0,80}}{_ARG_DEST}"
+            rf"|{_ARG_DEST}[^.!?\n]{{0,120}}{_NOT}{_GIVE}[^.!?\n]{{0,60}}{_SECRET}"
+            r"|\benumerate environment variables\b|\bauthorized_keys\b"
+            r"|(?:environment variables?|private key|~/\.\w+|system (?:instructions|prompt))"
+            r"[^.!?\n]{0,60}\b(?:in|into|to) the ['\"`]?\w+['\"`]? (?:parameter|argument|field)\b"
+            # a URL, host or request body with a slot for the user's data
+            r"|https?://\S*[?&][\w-]+=<[^>\n]{0,60}\b(?:message|conversation|history|key|token|"
+            r"password|e-?mail|prompt)\b[^>\n]{0,40}>"
+            r"|<[^<>\n]{0,40}\b(?:user'?s? (?:\w+ )?(?:message|password|key|token|e-?mail|data|"
+            r"question|query|credentials)|user (?:api key|password|token)|entire conversation|"
+            r"system prompt|chat history|conversation)\b[^<>\n]{0,40}>"
+            r"|https?://[^'\"\s]*['\"]\s*\+\s*(?:os\.environ|process\.env|os\.getenv)"
             r"|\bbefore (?:calling|using) this tool\b[^.!?\n]{0,60}"
             r"\b(?:copy|paste|pass|put|insert)\b"
             r"[^.!?\n]{0,40}\b(?:into|as|in)\b"
             r"|(?<!never )(?<!not )(?<!n't )\b(?:collect|ask (?:the user |them )?for|request)\b"
             r"[^.!?\n]{0,30}\b(?:password|"
             r"card(?: number)?|login|credentials?|pin|cvv|social security)"
-            r"|\b(?:read|open|cat|fetch|get)\b[^.!?\n]{0,30}(?:~/|/home/|/root/|\.ssh\b|\.env\b|"
+            r"|\b(?:read|open|cat|fetch|get|load)(?:_\w+)?\b[^.!?\n]{0,30}(?:~/|/home/|/root/|\.ssh\b|"
+            r"\.env\b|"
             r"\.aws\b|hosts\.yml|id_rsa|/etc/passwd)",
             re.I,
         ),
@@ -221,6 +290,7 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"ignore the)\b[^.!?\n]{0,50}\b(?:user|caller|requested|request|the number|role)"
             r"|\b(?:silently|quietly|automatically|always)\s+(?:replace|set|change|modify|add|"
             r"suffix|prefix|append|prepend|rewrite|override)\b"
+            r"|\b(?:silently|quietly|secretly)\s+(?:pass|send|forward|copy|log|upload|post)\b"
             r"|\b(?:set|put|replace|change|modify|force)\b[^.!?\n]{0,50}\b(?:in|to|for) "
             r"(?:every|each|all) (?:call|request|invocation)s?"
             r"|\bmust (?:always|automatically) (?:be|modify|set|replace|change)\b"
@@ -234,7 +304,7 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "concealment",
         re.compile(
             r"\b(?:do not|don't|never|must not|without)\s+(?:tell(?:ing)?|inform(?:ing)?|"
-            r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|notify(?:ing)?|say(?:ing)?|"
+            r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|notify(?:ing)?|say(?:ing)?|show(?:ing)?|"
             r"disclos(?:e|ing)|let(?:ting)?)\b[^.!?\n]{0,40}\b(?:user|human|operator|anyone|"
             r"customer|visitor|reader|it is|this|that|them|him|her)\b"
             r"|\bkeep (?:this|it|the \w+)(?: \w+)? (?:between us|secret|hidden|confidential|out "
@@ -259,6 +329,22 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\bmark (?:this|the) (?:ticket|issue|case) as (?:resolved|closed)"
             r"|\bapprove and merge\b|\bwithout running the tests\b"
             r"|\bmake (?:each|every|all|the) (?:private )?\w+ (?:public|world-readable)\b"
+            r"|\b(?:disable|turn off|remove|bypass)\b[^.\n]{0,30}\b(?:required reviews|status "
+            r"checks|branch protection|multi-factor|mfa|2fa|two-factor|rate limiter|audit "
+            r"log(?:ging)?|antivirus|firewall|protection)\b"
+            r"|\bmerge\b[^.\n]{0,50}\b(?:directly|straight)\b|\b(?:push|deploy)\w* straight to\b"
+            r"|\bskipping (?:the )?review\b|\bpermission ['\"]?admin\b"
+            r"|\bapprove (?:all|every)\b|\bset (?:every|all|each)\b[^.\n]{0,30}\bpublic(?:-read)?\b"
+            r"|\b(?:also|then|first|immediately|now|and) (?:close|delete|cancel|remove|unsubscribe|"
+            r"disable|approve|merge|refund|transfer|wipe|drop|grant|execute|run|install|accept|"
+            r"mark|book|set|change|issue)\b[^.\n]{0,40}\b(?:all|every|each|everything|admin|root|"
+            r"public|directly|automatically|without)\b"
+            r"|\b(?:skip|bypass|without|never ask for|no need (?:to|for)|do not ask (?:the user )?"
+            r"(?:to|for)|don't ask (?:the user )?(?:to|for)) (?:the |any |a )?(?:user'?s? )?"
+            r"(?:confirm(?:ation|ing)?|approval|review|checking with the user|asking)\b"
+            r"|\bno need to (?:check|confirm) with the user\b|\bwithout asking\b"
+            r"|\b(?:authori[sz]ed|approved) all payments\b|\bset (?:the )?limit to \d"
+            r"|\b(?:issue|make) a refund of\b|\bdelete from \w+ where\b"
             r"|\bgrant (?:the user |them )?(?:root|admin|owner)"
             r"|\badd (?:this|the) user to the (?:admins?|owners?)"
             r"|\bdelete (?:the user'?s|those|all)\b[^.!?\n]{0,40}\b(?:from|messages|files|"
@@ -271,17 +357,26 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         re.compile(
             r"\b(?:if|whenever|when|any ?time|each time|every time|once)\b[^.!?\n]{0,15}\bthe "
             r"user\b[^.!?\n]{0,50}\b(?:asks?|mentions?|shares?|says?|requests?|types?|"
-            r"talks?)\b[^.!?\n]{0,60}\b(?:reply|say|answer|tell|respond|call|invoke|sign|"
-            r"recommend)\b"
+            r"talks?)\b[^.!?\n]{0,100}\b(?:reply|say|answer|tell|respond|call|invoke|sign|"
+            r"recommend|stop|always|quote|navigate|redirect)\b"
             r"|\b(?:whenever|when|each time|every time|if)\b[^.!?\n]{0,10}\b[a-z]+_[a-z_]+ is "
-            r"(?:used|called|invoked)\b[^.!?\n]{0,60}\b(?:also|first|always)\b",
+            r"(?:used|called|invoked)\b[^.!?\n]{0,60}\b(?:also|first|always)\b"
+            # another tool's use reached from this text: shadowing by wording
+            r"|\b(?:with|using|via|in|from|through) any (?:other |connected |messaging |fetch |"
+            r"browser |payment )?(?:\w+ )?(?:tools?|servers?)\b"
+            r"|\bwhen(?:ever)? (?:you|the user|anyone) (?:use|uses|invoke|invokes|call|calls) the "
+            r"[\w_]+ (?:or [\w_]+ )?tools?\b"
+            r"|\bwhen(?:ever)? invoking [a-z]+_[a-z_]+\b|\bwith the browser tool\b"
+            r"|\b(?:any|every) other (?:fetch|browser|messaging|e-?mail|payment) tool\b"
+            r"|\bin (?:any|every) (?:other )?tool\b",
             re.I,
         ),
     ),
     (
         "redirect",
         re.compile(
-            r"\binstead,? (?:call|use|invoke|run)\b|\bdo not use this (?:tool|search|service)\b"
+            r"\binstead,? (?:call|use|invoke|run)\b"
+            r"|\bdo not use this (?:tool|search|service)\b(?! for\b)"
             r"|(?:^|[.!?:;]\s*|\b(?:you|must|should|please|now|and|then|also)\s+(?:\w+\s+)?)"
             r"(?:reveal|print|disclose|output|show|dump|repeat)\b[^.!?\n]{0,30}\b(?:system "
             r"prompt|hidden (?:system )?messages?|(?:full |your )configuration|context window|"
@@ -297,8 +392,16 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"#{2,}\s*system\s*#{2,}|\[\[?\s*(?:system|model-control|admin)[^\]]{0,30}\]\]?\s*"
             rf"(?:\w+\s+){{0,12}}?(?:must|should|is|are|you|the (?:assistant|agent|model)|"
             rf"{_AI}|ignore|policy)\b"
-            r"|<\s*/?\s*(?:system|important|instructions?|admin)\s*>|\[/?INST\]"
-            r"|\bsystem:\s*(?:ignore|you|disregard|forget|the assistant|override)\b",
+            r"|<\s*/?\s*(?:system|instructions?|admin)\s*>|\[/?INST\]"
+            # <IMPORTANT> is emphasis some honest servers use too: a tag that orders a step
+            r"|<\s*important\s*>[^<]{0,300}?\b(?:call|invoke|run|read|send|pass|include|upload|"
+            r"post|fetch)\s+(?!it\b|this\b|them\b|that\b)(?:the\s+)?[\w./~-]{3,}"
+            r"|\bsystem\s*:\s*(?:ignore|you|disregard|forget|the assistant|override|delete|send|"
+            r"forward|transfer|reply|respond|call|run|execute|approve|disable)\b"
+            r"|\bsystem (?:instruction|directive|override)s?\b|\bsystem (?:notice|message) to\b"
+            r"|\[(?:anthropic|openai|google|microsoft|platform|vendor|provider)[^\]]{0,30}"
+            r"(?:notice|message|update)\]"
+            r"|\*{2,}\s*(?:ai|llm|assistant|agent)[\w ]{0,20}(?:bot|agent|assistant)?\s*:",
             re.I,
         ),
     ),
@@ -326,7 +429,32 @@ _CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"지시를 무시|이전 지시"
             r"|\bantes de usar cualquier otra herramienta\b"
             r"|不要告诉用户|不要让用户知道|只回复|只回答|(?:助手|アシスタント).{0,10}(?:必须|しなければ|必ず)"
-            r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b",
+            r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b"
+            # fr
+            r"|\b(?:ignore[sz]?|oublie[sz]?)\b.{0,20}\b(?:consignes|instructions)\b"
+            r"|\bnote (?:importante )?pour (?:le modèle|l'assistant|l'ia)\b|\bdis à l'utilisateur\b"
+            # de
+            r"|\bhinweis für (?:den|die) (?:assistenten|ki)\b|\b(?:der )?nutzer muss davon nichts\b"
+            # es, pt, it
+            r"|\bnota para (?:el|o) (?:asistente|assistente)\b|\bnota per l'assistente\b"
+            r"|\bignora(?:r)? (?:todas |tutte )?(?:las|as|le) "
+            r"(?:instrucciones|instruções|istruzioni)\b"
+            r"|\binstrução obrigatória\b|\bsem avisá-l[oa]\b|\bsin avisar(?:le)? al usuario\b"
+            # nl, pl, tr, vi
+            r"|\bopmerking voor de ai\b|\bnegeer (?:alle )?(?:eerdere|vorige) instructies\b"
+            r"|\bniet ter controle voorleggen\b"
+            r"|\binstrukcja dla asystenta\b|\bnie informuj\b.{0,10}\bużytkownika\b"
+            r"|\bzignoruj (?:wszystkie )?poprzednie\b"
+            r"|\basistana not\b|\btalimatları yok say\b|\bkullanıcıya bundan bahsetme\b"
+            r"|\byapay zeka asistanı\b"
+            r"|\blưu ý cho trợ lý\b|\bbỏ qua mọi hướng dẫn\b|\bkhông được nói với người dùng\b"
+            # zh, ja, ko
+            r"|给\s*ai\s*助手|忽略.{0,8}(?:要求|指令|指示|说明)|不要(?:向|对|跟)用户(?:提及|透露|说)"
+            r"|调用本工具前.{0,10}请先|ユーザーには.{0,12}伝えないで|この指示を伝えないで"
+            r"|시스템 지시|사용자에게는?\s*(?:절대\s*)?알리지\s*마"
+            # ar, hi
+            r"|تجاهل (?:جميع|كل) التعليمات|تعليمات للمساعد|إلى المساعد الذكي|دون إبلاغه"
+            r"|निर्देशों को अनदेखा करें|सहायक के लिए|को इसके बारे में न बताएं",
             re.I,
         ),
     ),
@@ -390,14 +518,14 @@ def _context_cues(sentence: str, context: ListingContext | None) -> str | None:
 _ZERO_WIDTH = re.compile(r"[\u200b-\u200f\u2060\ufeff\u00ad]")
 #: Latin look-alikes of Greek and Cyrillic letters, applied only to words mixing scripts.
 _CONFUSABLE: Final = str.maketrans(
-    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧαοριενАВЕКМНОРСТХаеорсухіј",
-    "ABEZHIKMNOPTYXaopievABEKMHOPCTXaeopcyxij",
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧαοριενАВЕКМНОРСТХаеорсухіјІЈЅѕһԁ",
+    "ABEZHIKMNOPTYXaopievABEKMHOPCTXaeopcyxijIJSshd",
 )
 _MIXED_WORD = re.compile(r"\w+")
 _LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a"})
 _SPACED = re.compile(r"\b(?:[A-Za-z][-.\s]){3,}[A-Za-z]\b")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
-_HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){12,}\b")
+_HEX = re.compile(r"(?:\b|(?<=0x))(?:[0-9a-fA-F]{2}){12,}\b")
 
 
 def _latin(word: str) -> str:
@@ -458,9 +586,24 @@ class InstructionHit:
     end: int
 
 
+#: A conversation's turn labels: in a text with a user's turn, "Assistant:" names a turn.
+_USER_TURN = re.compile(r"(?mi)^\s*(?:user|human|customer|client|q)\s*:")
+_AGENT_TURN = re.compile(r"(?mi)^(\s*)(?:assistant|ai|bot|model|agent|a)\s*:")
+#: A quote the text reports ("an e-mail containing text such as '...'", a JSON ``input``).
+_REPORTED_QUOTE = re.compile(
+    r"(?:\bsuch as|\blike|\be\.g\.,?|\bfor example,?|\bwrites|\bwrote|\bsays|\bsaid|\bplanted"
+    r"|\bthe (?:string|text|phrase|payload|line)|\"(?:input|sample|example|payload)\"\s*:)"
+    r"\s*:?\s*(?:the (?:string|text) )?(['\"“‘])[^'\"”’\n]{3,200}['\"”’]",
+    re.I,
+)
+
+
 def categories(text: str, context: ListingContext | None = None) -> list[str]:
     """Every category of cue in ``text`` (any reading), sorted."""
     found: set[str] = set()
+    text = _REPORTED_QUOTE.sub(" ", text)
+    if _USER_TURN.search(text):
+        text = _AGENT_TURN.sub(r"\1", text)
     for reading in readings(text):
         unquoted = _QUOTED_PHRASE.sub(" ", reading)
         for category, pattern in _CUES:

@@ -584,30 +584,46 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     the rules nor that set) and AgentCheck were never looked at for them."""
     blind = bench_scanner.labelled("blind")
     assert blind["texts"] == 414
-    assert blind["all"]["injection_recall"] >= 0.75
-    assert blind["all"]["injection_precision"] >= 0.86
+    assert blind["all"]["injection_recall"] >= 0.83
+    assert blind["all"]["injection_precision"] >= 0.88
     assert blind["description"]["false_positive_rate"] <= 0.035  # 5 of 144
     development = bench_scanner.labelled("development")
-    assert development["texts"] == 420
+    assert development["texts"] == 420 + 489
     assert development["all"]["injection_recall"] >= 0.99
     assert development["description"]["false_positive_rate"] == 0.0
+    assert development["output"]["false_positive_rate"] <= 0.01
     ac = bench_scanner.agentcheck()
     assert ac["benign_flagged_by_wording"] == ac["benign_flagged_with_context"] == 0
     assert ac["detected_by_wording"] == {"C1": 10, "C2": 6, "C4": 7}
     assert ac["detected_with_context"] == {"C1": 10, "C2": 9, "C4": 10}
 
 
-def test_the_blind_set_is_reported_without_its_texts(tmp_path: Path) -> None:
+def test_the_blind_set_is_reported_without_its_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the benchmark prints of the blind set are counts: no text, no style, so rule
-    writing cannot read it back (``--misses`` lists development texts only)."""
+    writing cannot read it back (``--misses`` lists development texts only). A scanner that
+    flags nothing misses every injection of both sets: only the development ones are listed."""
+    original = bench_scanner.labelled
+
+    def flag_nothing(name: str, flag: Any = None) -> dict[str, Any]:
+        return original(name, lambda text: False)
+
+    monkeypatch.setattr(bench_scanner, "labelled", flag_nothing)
     out = tmp_path / "figures.json"
-    rows = [json.loads(line) for line in bench_scanner.BLIND.read_text().splitlines() if line]
+    blind = [json.loads(line) for line in bench_scanner.BLIND.read_text().splitlines() if line]
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         bench_scanner.main(["--dev", "--misses", "--no-fail", "--json", str(out)])
     shown = printed.getvalue() + out.read_text()
-    leaked = [r for r in rows if r["text"][:60] in shown or f"'{r['style']}'" in shown]
-    assert not leaked
-    assert "    FP   chat:" in printed.getvalue()  # positive control: development texts are listed
+    development = {
+        json.loads(line)["style"]
+        for path in bench_scanner.SETS["development"]
+        for line in path.read_text().splitlines()
+    }
+    own_styles = {r["style"] for r in blind} - development
+    assert not [r for r in blind if r["text"][:60] in shown]
+    assert own_styles and not [style for style in own_styles if f"'{style}'" in shown]
+    assert printed.getvalue().count("    MISS ") == 157 + 180  # every development injection
 
 
 def test_the_scanner_comparison_names_every_library_installed_or_not() -> None:
