@@ -1,0 +1,436 @@
+"""The scanner's wording cues: the vocabulary and one pattern per category of text that steers
+the agent (overrides, dictated replies, addresses to an AI, personas, exfiltration, argument
+tampering, concealment, planted actions, conditional triggers, redirects, fake system text,
+other languages' usual phrasings). Data, kept apart from how it is applied
+(:mod:`toolwatch.injection.mitigations.instructions`: readings, listing context, hits).
+
+Written against ``benchmarks/data/scanner_set.jsonl`` and ``scanner_dev2.jsonl`` only; see
+``benchmarks/bench_scanner.py`` for how they are measured on text they were not written on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# --------------------------------------------------------------------------------------------
+# Vocabulary
+# --------------------------------------------------------------------------------------------
+
+_AI = (
+    r"(?:ai|a\.i\.|assistants?|agents?|models?|llms?|language models?|chatbots?|bots?|"
+    r"copilots?|gpts?)"
+)
+_OBJ = (
+    r"(?:instructions?|directions?|directives?|guidance|prompts?|rules|guidelines|policies|"
+    r"task|question|request|constraints|commands?|orders|settings|budget|role|system prompt)"
+)
+_DATA = (
+    r"(?:conversation|chat|history|messages?|context|session(?:'s)? (?:token|id|cookie)|"
+    r"access tokens?|auth tokens?|tokens?|credentials?|passwords?|passphrases?|secrets?|"
+    r"api[ _-]?keys?|private keys?|ssh|id_rsa|id_ed25519|\.env\b|\.aws|hosts\.yml|"
+    r"clipboard|files? (?:it|you|they) (?:have )?(?:opens?|reads?|read)|each file|every file|"
+    r"the files? (?:you|it) (?:have )?(?:read|opened)|contents?|customer list|e-?mails?|"
+    r"user'?s? (?:full )?(?:name|e-?mail|address|question|query|request|location|files?|card|"
+    r"login|data|details|prompt|input)|card numbers?|address details|original (?:question|query|"
+    r"request|input)|printenv|environment variables?|prior answers|previous answers|"
+    r"the (?:full|entire|whole) (?:conversation|history)|(?:full|entire|whole) (?:document|file|"
+    r"page|email|message) (?:text|contents?|body)|(?:previous|earlier|prior) (?:messages|turns))"
+)
+_DEST = (
+    r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+|\b(?:argument|parameter|field|"
+    r"header|query parameters?|query string|callback|webhook|(?:any|every|each|the next) "
+    r"(?:url|link|request)s?)\b)"
+)
+_SEND = (
+    r"(?:send|e-?mail|mail|post|upload|forward|copy|paste|transmit|share|include|attach|append|"
+    r"pass|put|submit|leak|exfiltrate)"
+)
+_REPLY = r"(?:answer|reply|respond|return|print|output|say|write|state)"
+_MODAL = (
+    r"(?:must|should|shall|need(?:s)? to|has to|have to|is required to|are required to|"
+    r"required|mandatory|is to|will now)"
+)
+
+#: a negation just before a verb ("you do not need to pass credentials")
+_NOT = r"(?<!not need to )(?<!no need to )(?<!never )(?<!n't )(?<!not )"
+_GIVE = (
+    r"\b(?:set|fill|pass|include|append|send|post|furnish|put|add|attach|paste|place|submit|"
+    r"copy|upload)\b"
+)
+#: secrets named by what they are: an env var, a key file, the prompt, card data
+_SECRET = (
+    r"(?:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:KEY|SECRET|TOKEN|PASSWORD|CREDENTIALS)\b|"
+    r"~/\.(?:netrc|ssh|aws|npmrc|pypirc|docker|kube|gnupg)|\bid_(?:rsa|ed25519|ecdsa)\b|"
+    r"\.env\b|environment variables?|private key|one-time codes?|passwords?|system "
+    r"(?:instructions|prompt|message)|hidden instructions|credit card|card details)"
+)
+#: where a secret would leave by: an argument, a header, a URL, an address, an issue
+_ARG_DEST = (
+    r"(?:\bparameters?\b|\barguments?\b|\bfields?\b|\bheaders?\b|https?://|"
+    r"[\w.+-]+@[\w-]+\.\w|\bin [`'\"][\w-]+[`'\"]|"
+    r"\binto an? (?:issue|comment|ticket|gist|post|message)\b)"
+)
+
+# Each cue is (category, pattern). Categories are what a blocked result may mention.
+CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    (
+        "override",
+        re.compile(
+            r"\b(?:ignore|ignoring|disregard|forget|override|bypass|drop|skip|discard)\b(?! my\b)"
+            rf"[^.!?\n]{{0,40}}\b(?:previous|prior|earlier|above|preceding|all|any|your|"
+            rf"operator'?s?|system|original|the user'?s?|existing|other)\b[^.!?\n]{{0,30}}\b{_OBJ}"
+            r"|\bignore (?:everything|anything|what) (?:you were|you've been|above|before|else)"
+            r"|\bforget (?:your|all|everything)\b"
+            r"|\b(?:ignore|disregard)\b[^.!?\n]{0,20}\b(?:the|this) tool(?:'s)? (?:output|results?|"
+            r"response|data)"
+            r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?"
+            r"(?:above|previous|prior|preceding)(?:\s+text|\s+messages?)?\s*(?:[.,;:!]|$|and\b)"
+            r"|\b(?:previous|prior|earlier|old|original) (?:rules|instructions|directives|"
+            r"guidance)\b[^.!?\n]{0,25}\b(?:no longer|outdated|void|superseded|obsolete|invalid)"
+            r"|\binstructions? you (?:received|were given|have)\b[^.!?\n]{0,40}\b(?:outdated|"
+            r"void|wrong|superseded|invalid|replaced)"
+            r"|\b(?:take|takes|taking) precedence over\b"
+            r"|\bsupersedes?\b[^.!?\n]{0,40}\b(?:system|user|instructions?|messages?|prompt|"
+            r"conversation|chat|everything)"
+            r"|(?:^|\n)\s*(?:stop|override|halt)\s*[.:!]\s+"
+            r"(?:new|do not|don't|instead|you|from now)"
+            r"|\b(?:outranks?|overrides?) (?:the )?(?:user|system|anything|all)"
+            r"|\bnew (?:rules?|instructions?|directives?|policy)\b[^.!?\n]{0,15}"
+            r"(?:\bis\b|\bare\b|:)"
+            r"|\bsystem override\b|\bsafety (?:filters?|guidelines?|rules?) (?:are |is )?"
+            r"(?:disabled|off|suspended)|\bproceed without refusing\b|\bskip (?:all )?"
+            r"(?:confirmation|safety)",
+            re.I,
+        ),
+    ),
+    (
+        "reply",
+        re.compile(
+            rf"(?:^|[.!?:;,]\s*|\b(?:please|you|must|should|to|and|then|just|simply|always)\s+)"
+            rf"{_REPLY}\b[^.!?\n]{{0,30}}\b(?:only|solely|exclusively|nothing but|nothing else|"
+            r"nothing more|and end your turn|exactly)\b"
+            rf"|\b(?:only|just) (?:say|reply|answer|respond|output|print|return)\b"
+            r"|\byour (?:entire|final|whole|only|next) (?:answer|reply|response|output)\b"
+            r"|\byour (?:answers?|repl(?:y|ies)|responses?|output) (?:must|should|shall|"
+            r"has to|will)\b"
+            r"|\b(?:end|finish|close|start|begin|prefix) (?:your|every|each) (?:answer|reply|"
+            r"response)"
+            r"|\b(?:answer|reply to|respond to) (?:every|each|all|any) "
+            r"|\b(?:every|each|all) (?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies))\b"
+            r"[^.!?\n]{0,60}\bmust\b"
+            r"|\bsummar(?:y|ies) of this (?:page|document|article|site) must\b"
+            r"|\binstead,? (?:reply|say|answer|respond|state|tell|write|report)\b"
+            r"|\bfinal (?:answer|reply)(?: format)?\s*(?:\([^)]{0,20}\))?\s*(?::|must|should|is)"
+            r"|\b(?:include|append|embed|insert|add|attach|put|place|write)\b[^.!?\n]{0,60}\b"
+            r"(?:in|to|into|at "
+            r"the end of) (?:your|every|each|the final) (?:answer|reply|response|summary|message)"
+            r"|\bmust include the (?:marker|tag|phrase|string|token|code|link)"
+            r"|\b(?:marker|tag|phrase|string|token|code) [\w\[\]#-]{5,} verbatim"
+            r"|\b(?:tell|inform|assure|advise|notify|convince|warn) (?:the )?(?:user|customer|"
+            r"visitor|reader|human|caller|client)s?\b(?! (?:of|about) (?:the )?(?:error|failure))"
+            r"(?! (?:which|whether|if|how|when|what)\b)"
+            r"(?! to (?:store|keep|save|rotate|restart|update|back up)\b)"
+            r"|\balways (?:answer|reply|respond|say|tell|report|recommend|quote)\b"
+            r"|\btell them (?:that|their|to|it)\b|\bpresent the user with\b|\bmake it look like\b"
+            r"|\bstop helping\b|\b(?:report|say|claim) that nothing (?:changed|happened)\b"
+            r"|\brank (?:this|the) (?:candidate|product|listing|result|applicant)s? as\b"
+            r"|\b(?:say|state|describe|recommend|classify|mention|report)\b[^.!?\n]{0,80}\b"
+            r"(?:regardless|no matter|whatever (?:the|it))",
+            re.I,
+        ),
+    ),
+    (
+        "addressed",
+        re.compile(
+            rf"(?:^|[\[(<\"'{{:;.!?]\s*|\n)(?:{_AI}|ai (?:agent|model|assistant))\s*(?:[:,]|-\s)"
+            rf"|\b(?:note|notice|message|attention|instructions?|reminder|request|directive|"
+            rf"memo|warning)s?\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+|whichever\s+|every\s+)?"
+            rf"(?:{_AI}|language model)\b"
+            rf"|\b(?:dear|hi|hey|hello|hi there)[,!]?\s+(?:{_AI})\b"
+            rf"|\b(?:{_AI})[-_ ](?:directive|instructions?|control|only|notes?)\b"
+            rf"|\b(?:ai|llm|model|assistant)[-_](?:instructions?|directives?)"
+            rf"|_?(?:instructions?|directives?|prompts?|notes?)_(?:for|to)_(?:the_)?"
+            rf"(?:model|assistant|llm|agent|ai)\b"
+            rf"|\bwhichever (?:model|assistant|ai)\b"
+            rf"|\b(?:any|every|the) (?:ai|language model|llm|model|assistant)s? "
+            rf"(?:reading|processing|summari[sz]ing|parsing|using)\b"
+            rf"|\b(?:the )?(?:assistant|agent|model|ai)s? (?:must|should|is (?:authori[sz]ed|"
+            rf"required|instructed|allowed)|are (?:required|instructed|authori[sz]ed))\b"
+            rf"|\bthe model using this tool\b|\bas the assistant\b"
+            rf"|\b(?:requires?|expects?) (?:the |all |any )?(?:{_AI}) to\b"
+            rf"|\b(?:kindly |we |politely )?ask(?:s)? (?:ai |all |any )?(?:assistants?|agents?|"
+            rf"models?|ai)\b|\bfor (?:ai )?(?:agents|assistants|models)\b[^.!?\n]{{0,30}}:"
+            rf"|\battention(?:,| ai| assistant| agent| model)"
+            # a vocative: "AI reviewers:", "For AI feed readers:", "Note for the scheduling
+            # assistant:", "ChatGPT or any AI screening this CV:", "yo bot,", "@copilot-agent"
+            rf"|\b(?:ai|llm|gpt|chatgpt|claude|copilot|automated|language[- ]model)[- ]"
+            rf"(?:[\w-]+[ -]){{0,2}}?(?:assistants?|agents?|bots?|reviewers?|readers?|models?|"
+            rf"screeners?|triagers?)\b[^.:\n]{{0,40}}:"
+            rf"|\b(?:notes?|message|instructions?|hint|reminder) (?:for|to) "
+            rf"(?:the |any |all |every )?"
+            rf"(?:[\w-]+ ){{0,2}}?(?:{_AI}|ai|llm)s?\b\s*:"
+            rf"|\b(?:chatgpt|claude|gemini|copilot|gpt-?\d?)\b[^.\n]{{0,30}}\b(?:or any|and any)\b"
+            rf"|(?:^|\n)\s*(?:\*\*[\w#-]+\*\*:\s*)?(?:yo |hey |hi )?bot[,:]\s|\b(?:yo|hey) bot\b"
+            rf"|@[\w-]*(?:agent|copilot|assistant|claude|gpt)[\w-]*\b"
+            rf"|\b(?:any|all|every) (?:ai |automated |llm )?(?:agents?|assistants?|bots?)\b"
+            rf"[^.\n]{{0,40}}\b(?:must|shall|should|are required|is required|are expected)\b"
+            rf"|\bautomated agents?\b[^.\n]{{0,60}}\b(?:must|shall|are required|is required)\b"
+            rf"|\b(?:assistants?|agents?|ai|models?)(?: using (?:it|this tool))? (?:are|is) "
+            rf"(?:now )?(?:authori[sz]ed|permitted|allowed|cleared) to\b"
+            rf"|\bpre-?approved (?:by|the following|this)\b|\bis pre-?approved\b"
+            rf"|\b(?:verified|approved|authori[sz]ed|sanctioned) by (?:the )?(?:model provider|"
+            rf"maintainers|platform team|server admins|admins?|anthropic|openai|it security)\b"
+            rf"|\bnew rule from\b|\bremember this permanently\b"
+            rf"|\b(?:store|save|remember|memori[sz]e) the following (?:\w+ )?(?:memory|fact|"
+            rf"preference|rule)\b",
+            re.I,
+        ),
+    ),
+    (
+        "persona",
+        re.compile(
+            r"\byou are now\b|\byou are no longer\b|\bfrom now on\b[^.!?\n]{0,40}\b(?:you|your|"
+            r"answer|reply|respond|always|never)\b|\bpretend (?:you are|to be)\b|"
+            r"\bact as (?:my|an?|the)\b|\brole-?play\b|\blet'?s play a game\b|"
+            r"\byou are ['\"][^'\"\n]{1,30}['\"]|\bdeveloper mode\b|\bjailbreak|"
+            r"\bdan\b[,.]? (?:an|the) (?:assistant|ai)|\bwithout (?:any )?(?:restrictions|"
+            r"filters|safety)|\bunrestricted (?:mode|model|assistant)|\bunfiltered\b|"
+            r"\b(?:audit|maintenance|developer) mode\b[^.!?\n]{0,80}\b(?:must|"
+            r"answer|print|reply|respond|output|reveal)|\bswitch to \w+ mode\b",
+            re.I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
+            rf"|(?<!could you )(?<!can you )(?<!would you )"
+            r"\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
+            r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.)"
+            rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
+            rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
+            rf"field|header)\b[^.!?\n]{{0,40}}\b{_DATA}"
+            rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
+            rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,30}}\b{_DATA}[^.!?\n]{{0,40}}"
+            r"\b(?:argument|parameter|field|header)"
+            r"|!\[[^\]]*\]\(https?://[^)]*[?&=]|<img\b[^>]*\bsrc=[\"']?https?://[^\"'>\s]*[?&][\w-]+="
+            r"|tracking pixel"
+            r"|\]\(https?://[^)\s]*[?&][\w-]+=\)"
+            r"|https?://\S*[?&][\w-]+=\{[^}\n]{3,80}\}"
+            r"|\b(?:followed by|plus|append(?:ed)?|with) (?:the )?(?:output|contents?|value|text)"
+            r" of\b"
+            r"[^.!?\n]{0,40}(?:`|\benv\b|printenv|environment|~/|\.env\b|\bcat\b|credentials?|"
+            r"keys?|tokens?|secrets?|passwords?|history|conversation|messages)"
+            r"|\b(?:header|parameter|argument|field|cookie) [\w-]{2,40} (?:set )?to the (?:value|"
+            r"contents?) of\b"
+            r"|\b(?:also|always|automatically|silently|quietly|secretly)\s+(?:forward|send|cc|bcc|"
+            r"copy|e-?mail|post)\b[^.!?\n]{0,80}[\w.+-]+@[\w-]+\.\w"
+            r"|\b(?:send|forward|e-?mail|post|upload|copy)\b[^.!?\n]{0,60}\b(?:to|at)\b[^.!?\n]{0,25}"
+            r"[\w.+-]+@[\w-]+\.\w[^.!?\n]{0,40}\b(?:using|with|via) (?:the )?[a-z]+_[a-z_]+"
+            r"|\b(?:forward|send|copy|e-?mail)\b (?:every|all|each)\b[^.!?\n]{0,80}"
+            r"[\w.+-]+@[\w-]+\.\w"
+            r"|\bmust (?:first )?be (?:posted|sent|uploaded|forwarded|mirrored|copied) to "
+            r"(?:https?://|[\w.+-]+@)"
+            r"|\bcontents? of (?:~/|/home/|/root/|\S*\.ssh\b|\S*\.aws\b|\S*\.env\b|\S*id_rsa)"
+            # a secret named (env var, key file, prompt) and given to an argument or a destination
+            rf"|{_NOT}{_GIVE}[^.!?\n]{{0,80}}{_SECRET}[^.!?\n]{{0,80}}{_ARG_DEST}"
+            rf"|{_ARG_DEST}[^.!?\n]{{0,120}}{_NOT}{_GIVE}[^.!?\n]{{0,60}}{_SECRET}"
+            r"|\benumerate environment variables\b|\bauthorized_keys\b"
+            r"|(?:environment variables?|private key|~/\.\w+|system (?:instructions|prompt))"
+            r"[^.!?\n]{0,60}\b(?:in|into|to) the ['\"`]?\w+['\"`]? (?:parameter|argument|field)\b"
+            # a URL, host or request body with a slot for the user's data
+            r"|https?://\S*[?&][\w-]+=<[^>\n]{0,60}\b(?:message|conversation|history|key|token|"
+            r"password|e-?mail|prompt)\b[^>\n]{0,40}>"
+            r"|<[^<>\n]{0,40}\b(?:user'?s? (?:\w+ )?(?:message|password|key|token|e-?mail|data|"
+            r"question|query|credentials)|user (?:api key|password|token)|entire conversation|"
+            r"system prompt|chat history|conversation)\b[^<>\n]{0,40}>"
+            r"|https?://[^'\"\s]*['\"]\s*\+\s*(?:os\.environ|process\.env|os\.getenv)"
+            r"|\bbefore (?:calling|using) this tool\b[^.!?\n]{0,60}"
+            r"\b(?:copy|paste|pass|put|insert)\b"
+            r"[^.!?\n]{0,40}\b(?:into|as|in)\b"
+            r"|(?<!never )(?<!not )(?<!n't )\b(?:collect|ask (?:the user |them )?for|request)\b"
+            r"[^.!?\n]{0,30}\b(?:password|"
+            r"card(?: number)?|login|credentials?|pin|cvv|social security)"
+            r"|\b(?:read|open|cat|fetch|get|load)(?:_\w+)?\b[^.!?\n]{0,30}(?:~/|/home/|/root/|\.ssh\b|"
+            r"\.env\b|"
+            r"\.aws\b|hosts\.yml|id_rsa|/etc/passwd)",
+            re.I,
+        ),
+    ),
+    (
+        "arg_tamper",
+        re.compile(
+            r"\b(?:whatever|regardless of (?:the|what|which|whatever)|no matter (?:what|which)|"
+            r"ignore the)\b[^.!?\n]{0,50}\b(?:user|caller|requested|request|the number|role)"
+            r"|\b(?:silently|quietly|automatically|always)\s+(?:replace|set|change|modify|add|"
+            r"suffix|prefix|append|prepend|rewrite|override)\b"
+            r"|\b(?:silently|quietly|secretly)\s+(?:pass|send|forward|copy|log|upload|post)\b"
+            r"|\b(?:set|put|replace|change|modify|force)\b[^.!?\n]{0,50}\b(?:in|to|for) "
+            r"(?:every|each|all) (?:call|request|invocation)s?"
+            r"|\bmust (?:always|automatically) (?:be|modify|set|replace|change)\b"
+            r"|\b(?:argument|parameter|field|value)s? (?:should|must|shall|is to) (?:always )?be "
+            r"(?:suffixed|prefixed|appended|replaced|overwritten|extended)\b"
+            r"|\bin every call\b",
+            re.I,
+        ),
+    ),
+    (
+        "concealment",
+        re.compile(
+            r"\b(?:do not|don't|never|must not|without)\s+(?:tell(?:ing)?|inform(?:ing)?|"
+            r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|notify(?:ing)?|say(?:ing)?|show(?:ing)?|"
+            r"disclos(?:e|ing)|let(?:ting)?)\b[^.!?\n]{0,40}\b(?:user|human|operator|anyone|"
+            r"customer|visitor|reader|it is|this|that|them|him|her)\b"
+            r"|\bkeep (?:this|it|the \w+)(?: \w+)? (?:between us|secret|hidden|confidential|out "
+            r"of (?:your|the) (?:answer|reply|response))"
+            r"|\b(?:invisible|hidden|silent) step\b|\bthe user (?:does not|doesn't) need to know"
+            r"|\bhide this\b|\bnever mention\b|\bwithout (?:the user|them) (?:knowing|noticing)",
+            re.I,
+        ),
+    ),
+    (
+        "action",
+        re.compile(
+            rf"\b{_MODAL}\b[^.!?\n]{{0,50}}\b(?:call|invoke|run|execute|use)\b[^.!?\n]{{0,50}}"
+            r"\b(?:delete|wipe|remove|unsubscribe|cancel|transfer|grant|share_workspace|"
+            r"set_visibility|login|permissions?|rm -rf|force=true|admin|root|drop)"
+            r"|\brm -rf\b|\|\s*(?:ba)?sh\b|\bos\.system\(|\bcurl [^|\n]{0,80}\|"
+            r"|\b(?:also|then|first)\s+(?:grant|delete|cancel|wipe|mark all|transfer|approve)\b"
+            r"|\b(?:also|then|first)\s+call\s+\w*(?:delete|cancel|remove|wipe|transfer|grant|share|"
+            r"unsubscribe|approve|rate)\w*"
+            r"|\bcall\b[^.!?\n]{0,60}\b(?:after|before) (?:each|every) (?:answer|reply|response|"
+            r"message)\b|\bon the user'?s behalf\b"
+            r"|\bmark (?:this|the) (?:ticket|issue|case) as (?:resolved|closed)"
+            r"|\bapprove and merge\b|\bwithout running the tests\b"
+            r"|\bmake (?:each|every|all|the) (?:private )?\w+ (?:public|world-readable)\b"
+            r"|\b(?:disable|turn off|remove|bypass)\b[^.\n]{0,30}\b(?:required reviews|status "
+            r"checks|branch protection|multi-factor|mfa|2fa|two-factor|rate limiter|audit "
+            r"log(?:ging)?|antivirus|firewall|protection)\b"
+            r"|\bmerge\b[^.\n]{0,50}\b(?:directly|straight)\b|\b(?:push|deploy)\w* straight to\b"
+            r"|\bskipping (?:the )?review\b|\bpermission ['\"]?admin\b"
+            r"|\bapprove (?:all|every)\b|\bset (?:every|all|each)\b[^.\n]{0,30}\bpublic(?:-read)?\b"
+            r"|\b(?:also|then|first|immediately|now|and) (?:close|delete|cancel|remove|unsubscribe|"
+            r"disable|approve|merge|refund|transfer|wipe|drop|grant|execute|run|install|accept|"
+            r"mark|book|set|change|issue)\b[^.\n]{0,40}\b(?:all|every|each|everything|admin|root|"
+            r"public|directly|automatically|without)\b"
+            r"|\b(?:skip|bypass|without|never ask for|no need (?:to|for)|do not ask (?:the user )?"
+            r"(?:to|for)|don't ask (?:the user )?(?:to|for)) (?:the |any |a )?(?:user'?s? )?"
+            r"(?:confirm(?:ation|ing)?|approval|review|checking with the user|asking)\b"
+            r"|\bno need to (?:check|confirm) with the user\b|\bwithout asking\b"
+            r"|\b(?:authori[sz]ed|approved) all payments\b|\bset (?:the )?limit to \d"
+            r"|\b(?:issue|make) a refund of\b|\bdelete from \w+ where\b"
+            r"|\bgrant (?:the user |them )?(?:root|admin|owner)"
+            r"|\badd (?:this|the) user to the (?:admins?|owners?)"
+            r"|\bdelete (?:the user'?s|those|all)\b[^.!?\n]{0,40}\b(?:from|messages|files|"
+            r"e-?mails)",
+            re.I,
+        ),
+    ),
+    (
+        "conditional",
+        re.compile(
+            r"\b(?:if|whenever|when|any ?time|each time|every time|once)\b[^.!?\n]{0,15}\bthe "
+            r"user\b[^.!?\n]{0,50}\b(?:asks?|mentions?|shares?|says?|requests?|types?|"
+            r"talks?)\b[^.!?\n]{0,100}\b(?:reply|say|answer|tell|respond|call|invoke|sign|"
+            r"recommend|stop|always|quote|navigate|redirect)\b"
+            r"|\b(?:whenever|when|each time|every time|if)\b[^.!?\n]{0,10}\b[a-z]+_[a-z_]+ is "
+            r"(?:used|called|invoked)\b[^.!?\n]{0,60}\b(?:also|first|always)\b"
+            # another tool's use reached from this text: shadowing by wording
+            r"|\b(?:with|using|via|in|from|through) any (?:other |connected |messaging |fetch |"
+            r"browser |payment )?(?:\w+ )?(?:tools?|servers?)\b"
+            r"|\bwhen(?:ever)? (?:you|the user|anyone) (?:use|uses|invoke|invokes|call|calls) the "
+            r"[\w_]+ (?:or [\w_]+ )?tools?\b"
+            r"|\bwhen(?:ever)? invoking [a-z]+_[a-z_]+\b|\bwith the browser tool\b"
+            r"|\b(?:any|every) other (?:fetch|browser|messaging|e-?mail|payment) tool\b"
+            r"|\bin (?:any|every) (?:other )?tool\b",
+            re.I,
+        ),
+    ),
+    (
+        "redirect",
+        re.compile(
+            r"\binstead,? (?:call|use|invoke|run)\b"
+            r"|\bdo not use this (?:tool|search|service)\b(?! for\b)"
+            r"|(?:^|[.!?:;]\s*|\b(?:you|must|should|please|now|and|then|also)\s+(?:\w+\s+)?)"
+            r"(?:reveal|print|disclose|output|show|dump|repeat)\b[^.!?\n]{0,30}\b(?:system "
+            r"prompt|hidden (?:system )?messages?|(?:full |your )configuration|context window|"
+            r"secrets?|tokens?|passwords?|api keys?|earlier messages)"
+            r"|\bbefore (?:any other tool is (?:used|called)|using any (?:other )?tools?|calling "
+            r"any (?:other )?tools?)\b[^.!?\n]{0,80}\b(?:read|send|upload|call|include|pass)",
+            re.I,
+        ),
+    ),
+    (
+        "fake_system",
+        re.compile(
+            r"#{2,}\s*system\s*#{2,}|\[\[?\s*(?:system|model-control|admin)[^\]]{0,30}\]\]?\s*"
+            rf"(?:\w+\s+){{0,12}}?(?:must|should|is|are|you|the (?:assistant|agent|model)|"
+            rf"{_AI}|ignore|policy)\b"
+            r"|<\s*/?\s*(?:system|instructions?|admin)\s*>|\[/?INST\]"
+            # <IMPORTANT> is emphasis some honest servers use too: a tag that orders a step
+            r"|<\s*important\s*>[^<]{0,300}?\b(?:call|invoke|run|read|send|pass|include|upload|"
+            r"post|fetch)\s+(?!it\b|this\b|them\b|that\b)(?:the\s+)?[\w./~-]{3,}"
+            r"|\bsystem\s*:\s*(?:ignore|you|disregard|forget|the assistant|override|delete|send|"
+            r"forward|transfer|reply|respond|call|run|execute|approve|disable)\b"
+            r"|\bsystem (?:instruction|directive|override)s?\b|\bsystem (?:notice|message) to\b"
+            r"|\[(?:anthropic|openai|google|microsoft|platform|vendor|provider)[^\]]{0,30}"
+            r"(?:notice|message|update)\]"
+            r"|\*{2,}\s*(?:ai|llm|assistant|agent)[\w ]{0,20}(?:bot|agent|assistant)?\s*:",
+            re.I,
+        ),
+    ),
+    (
+        "multilingual",
+        re.compile(
+            r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
+            r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"
+            r"indicaciones|vorgaben|instrukcje|instructies)\b"
+            r"|игнорируй|забудь (?:все|предыдущие)|"
+            r"(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
+            r"以前の指示|前の指示を無視"
+            r"|\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
+            r".{0,80}(?:https?://|@)|отправь.{0,80}(?:https?://|@)"
+            r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
+            r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
+            r"|\bréponds? (?:toujours|uniquement|seulement)|\brépondez (?:toujours|uniquement|"
+            r"seulement)|\bdile al usuario\b|\bdígale al usuario\b|\bresponde (?:solo|únicamente)"
+            r"|\brispondi (?:soltanto|solo|sempre)\b|\bdi' all'utente\b|\bdiga ao usuário\b"
+            r"|\b(?:ne (?:dites|dis) pas à l'utilisateur|no le digas al usuario|"
+            r"non dire all'utente|não diga ao usuário|sag dem nutzer nicht|"
+            r"verrate dem nutzer nicht|zeg de gebruiker niet)\b"
+            r"|\b(?:responde siempre|antworte immer|responda sempre|antwoord altijd)\b"
+            r"|не говори пользователю|скажи пользователю|사용자에게 말하지|무시하고|指示を無視|"
+            r"지시를 무시|이전 지시"
+            r"|\bantes de usar cualquier otra herramienta\b"
+            r"|不要告诉用户|不要让用户知道|只回复|只回答|(?:助手|アシスタント).{0,10}(?:必须|しなければ|必ず)"
+            r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b"
+            # fr
+            r"|\b(?:ignore[sz]?|oublie[sz]?)\b.{0,20}\b(?:consignes|instructions)\b"
+            r"|\bnote (?:importante )?pour (?:le modèle|l'assistant|l'ia)\b|\bdis à l'utilisateur\b"
+            # de
+            r"|\bhinweis für (?:den|die) (?:assistenten|ki)\b|\b(?:der )?nutzer muss davon nichts\b"
+            # es, pt, it
+            r"|\bnota para (?:el|o) (?:asistente|assistente)\b|\bnota per l'assistente\b"
+            r"|\bignora(?:r)? (?:todas |tutte )?(?:las|as|le) "
+            r"(?:instrucciones|instruções|istruzioni)\b"
+            r"|\binstrução obrigatória\b|\bsem avisá-l[oa]\b|\bsin avisar(?:le)? al usuario\b"
+            # nl, pl, tr, vi
+            r"|\bopmerking voor de ai\b|\bnegeer (?:alle )?(?:eerdere|vorige) instructies\b"
+            r"|\bniet ter controle voorleggen\b"
+            r"|\binstrukcja dla asystenta\b|\bnie informuj\b.{0,10}\bużytkownika\b"
+            r"|\bzignoruj (?:wszystkie )?poprzednie\b"
+            r"|\basistana not\b|\btalimatları yok say\b|\bkullanıcıya bundan bahsetme\b"
+            r"|\byapay zeka asistanı\b"
+            r"|\blưu ý cho trợ lý\b|\bbỏ qua mọi hướng dẫn\b|\bkhông được nói với người dùng\b"
+            # zh, ja, ko
+            r"|给\s*ai\s*助手|忽略.{0,8}(?:要求|指令|指示|说明)|不要(?:向|对|跟)用户(?:提及|透露|说)"
+            r"|调用本工具前.{0,10}请先|ユーザーには.{0,12}伝えないで|この指示を伝えないで"
+            r"|시스템 지시|사용자에게는?\s*(?:절대\s*)?알리지\s*마"
+            # ar, hi
+            r"|تجاهل (?:جميع|كل) التعليمات|تعليمات للمساعد|إلى المساعد الذكي|دون إبلاغه"
+            r"|निर्देशों को अनदेखा करें|सहायक के लिए|को इसके बारे में न बताएं",
+            re.I,
+        ),
+    ),
+)
