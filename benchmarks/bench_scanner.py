@@ -7,10 +7,11 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   injections, written by a separate author who saw neither the scanner's rules nor the
   development set, and never looked at by rule writing: the benchmark prints its counts,
   never its texts (``--misses`` lists development texts only);
-* ``scanner_set.jsonl`` and ``scanner_dev2.jsonl`` — the development sets the rules were
-  written against (263 benign + 157 injections by the first author, both halves, ``dev`` and
-  ``heldout``, since the held-out half's misses were read; 309 + 180 by a second author who
-  saw neither the rules nor the other sets), shown with ``--dev``.
+* ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
+  sets the rules were written against (263 benign + 157 injections by the first author, both
+  halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
+  357 + 173 by a second and a third author who saw neither the rules nor the other sets),
+  shown with ``--dev``.
 
 AgentCheck's templates (``tests/fixtures/agentcheck``) were never used for rule writing either:
 their C1/C2/C4 payloads are injections, their 215 tool descriptions benign; they are scanned by
@@ -42,9 +43,10 @@ from toolwatch.injection.mitigations.instructions import ListingContext, categor
 HERE = Path(__file__).resolve().parent
 SET = HERE / "data" / "scanner_set.jsonl"
 DEV2 = HERE / "data" / "scanner_dev2.jsonl"
+DEV3 = HERE / "data" / "scanner_dev3.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
 #: the sets :func:`labelled` reads: name -> the files it takes
-SETS: dict[str, tuple[Path, ...]] = {"blind": (BLIND,), "development": (SET, DEV2)}
+SETS: dict[str, tuple[Path, ...]] = {"blind": (BLIND,), "development": (SET, DEV2, DEV3)}
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
 TARGET_RECALL = 0.95
 TARGET_DESC_FPR = 0.01

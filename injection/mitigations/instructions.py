@@ -16,11 +16,11 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
-The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves) and
-``scanner_dev2.jsonl`` (a second author's) only; ``benchmarks/bench_scanner.py`` reports
-precision and recall on ``scanner_blind.jsonl``, written by a third author who saw neither
-these rules nor those sets, and on AgentCheck's templates — neither of which rule writing or
-tuning ever looked at.
+The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves),
+``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors') only;
+``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl``,
+written by an author who saw neither these rules nor those sets, and on AgentCheck's templates
+— neither of which rule writing or tuning ever looked at.
 """
 
 from __future__ import annotations
@@ -107,6 +107,15 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _HEX = re.compile(r"(?:\b|(?<=0x))(?:[0-9a-fA-F]{2}){12,}\b")
 
 
+_TAG = re.compile(r"</?[a-z][^<>\n]{0,80}>", re.I)
+_SNAKE_PHRASE = re.compile(r"\b[a-z]+(?:_[a-z]+){4,}\b")
+
+
+def _unspaced(run: str) -> str:
+    """Letters written apart, joined: by spaces ("s e n d") or by dashes or dots ("i-g-n-o")."""
+    return re.sub(r"\s", "", run) if re.search(r"\s", run) else re.sub(r"[-.]", "", run)
+
+
 def _latin(word: str) -> str:
     scripts = {unicodedata.name(c, "?").split()[0] for c in word if c.isalpha()}
     return word.translate(_CONFUSABLE) if len(scripts) > 1 and "LATIN" in scripts else word
@@ -119,9 +128,11 @@ def readings(text: str) -> list[str]:
     out = [base]
     if _SPACED.search(base):
         words = re.split(r"\s{2,}", base)
-        out.append(
-            " ".join(_SPACED.sub(lambda m: re.sub(r"[-.\s]", "", m.group(0)), w) for w in words)
-        )
+        out.append(" ".join(_SPACED.sub(lambda m: _unspaced(m.group(0)), w) for w in words))
+    if _TAG.search(base):  # text cut up by markup: "<span>Ass</span><span>istant: ig</span>"
+        out.append(_TAG.sub("", base))
+    if _SNAKE_PHRASE.search(base):  # an enum value that is a sentence: ignore_all_prior_...
+        out.append(_SNAKE_PHRASE.sub(lambda m: m.group(0).replace("_", " "), base))
     if re.search(r"[a-z][0-9@][a-z]|\b[0-9][a-z]{2}", base, re.I):
         out.append(base.translate(_LEET))
     for token in _BASE64.findall(base):
@@ -171,6 +182,7 @@ _AGENT_TURN = re.compile(r"(?mi)^(\s*)(?:assistant|ai|bot|model|agent|a)\s*:")
 #: A quote the text reports ("an e-mail containing text such as '...'", a JSON ``input``).
 _REPORTED_QUOTE = re.compile(
     r"(?:\bsuch as|\blike|\be\.g\.,?|\bfor example,?|\bwrites|\bwrote|\bsays|\bsaid|\bplanted"
+    r"|\bcontaining|\bcontains|\btypes|\btyped"
     r"|\bthe (?:string|text|phrase|payload|line)|\"(?:input|sample|example|payload)\"\s*:)"
     r"\s*:?\s*(?:the (?:string|text) )?(['\"“‘])[^'\"”’\n]{3,200}['\"”’]",
     re.I,

@@ -4,7 +4,8 @@ tampering, concealment, planted actions, conditional triggers, redirects, fake s
 other languages' usual phrasings). Data, kept apart from how it is applied
 (:mod:`toolwatch.injection.mitigations.instructions`: readings, listing context, hits).
 
-Written against ``benchmarks/data/scanner_set.jsonl`` and ``scanner_dev2.jsonl`` only; see
+Written against ``benchmarks/data/scanner_set.jsonl``, ``scanner_dev2.jsonl`` and
+``scanner_dev3.jsonl`` only; see
 ``benchmarks/bench_scanner.py`` for how they are measured on text they were not written on.
 """
 
@@ -43,8 +44,8 @@ _DEST = (
     r"(?:url|link|request)s?)\b)"
 )
 _SEND = (
-    r"(?:send|e-?mail|mail|post|upload|forward|copy|paste|transmit|share|include|attach|append|"
-    r"pass|put|submit|leak|exfiltrate)"
+    r"(?:send|e-?mail(?![\"'=:])|mail(?![\"'=:])|post|upload|forward|copy|paste|transmit|share|"
+    r"include|attach|append|pass|put|submit|leak|exfiltrate)"
 )
 _REPLY = r"(?:answer|reply|respond|return|print|output|say|write|state)"
 _MODAL = (
@@ -56,20 +57,22 @@ _MODAL = (
 _NOT = r"(?<!not need to )(?<!no need to )(?<!never )(?<!n't )(?<!not )"
 _GIVE = (
     r"\b(?:set|fill|pass|include|append|send|post|furnish|put|add|attach|paste|place|submit|"
-    r"copy|upload)\b"
+    r"copy|upload|populate|prepend)\b"
 )
 #: secrets named by what they are: an env var, a key file, the prompt, card data
 _SECRET = (
     r"(?:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:KEY|SECRET|TOKEN|PASSWORD|CREDENTIALS)\b|"
     r"~/\.(?:netrc|ssh|aws|npmrc|pypirc|docker|kube|gnupg)|\bid_(?:rsa|ed25519|ecdsa)\b|"
-    r"\.env\b|environment variables?|private key|one-time codes?|passwords?|system "
+    r"\.env\b|environment variables?|env vars?\b|\bsecrets\b|private key|one-time codes?|"
+    r"\bpasswords?\b|\bmcp\.json\b|~/\.(?:kube|cursor)\b|system "
     r"(?:instructions|prompt|message)|hidden instructions|credit card|card details)"
 )
 #: where a secret would leave by: an argument, a header, a URL, an address, an issue
 _ARG_DEST = (
     r"(?:\bparameters?\b|\barguments?\b|\bfields?\b|\bheaders?\b|https?://|"
     r"[\w.+-]+@[\w-]+\.\w|\bin [`'\"][\w-]+[`'\"]|"
-    r"\binto an? (?:issue|comment|ticket|gist|post|message)\b)"
+    r"\binto an? (?:issue|comment|ticket|gist|post|message)\b|\bas [`'\"][\w-]+[`'\"]|"
+    r"\b(?:webhook|payload)\b)"
 )
 
 # Each cue is (category, pattern). Categories are what a blocked result may mention.
@@ -108,8 +111,10 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "reply",
         re.compile(
             rf"(?:^|[.!?:;,]\s*|\b(?:please|you|must|should|to|and|then|just|simply|always)\s+)"
-            rf"{_REPLY}\b[^.!?\n]{{0,30}}\b(?:only|solely|exclusively|nothing but|nothing else|"
-            r"nothing more|and end your turn|exactly)\b"
+            rf"(?!return\b){_REPLY}\b[^.!?\n]{{0,30}}\b(?:only|solely|exclusively|nothing but|"
+            r"nothing else|nothing more|and end your turn|exactly)\b"
+            r"|(?:^|[.!?:;]\s*|\b(?:please|you must|you should|just|simply|always)\s+)return\b"
+            r"[^.!?\n]{0,30}\b(?:only|solely|exclusively|nothing but|nothing else|exactly)\b"
             rf"|\b(?:only|just) (?:say|reply|answer|respond|output|print|return)\b"
             r"|\byour (?:entire|final|whole|only|next) (?:answer|reply|response|output)\b"
             r"|\byour (?:answers?|repl(?:y|ies)|responses?|output) (?:must|should|shall|"
@@ -128,9 +133,10 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\bmust include the (?:marker|tag|phrase|string|token|code|link)"
             r"|\b(?:marker|tag|phrase|string|token|code) [\w\[\]#-]{5,} verbatim"
             r"|\b(?:tell|inform|assure|advise|notify|convince|warn) (?:the )?(?:user|customer|"
-            r"visitor|reader|human|caller|client)s?\b(?! (?:of|about) (?:the )?(?:error|failure))"
-            r"(?! (?:which|whether|if|how|when|what)\b)"
-            r"(?! to (?:store|keep|save|rotate|restart|update|back up)\b)"
+            r"visitor|reader|human|caller|client)s?\b"
+            r"(?= (?:that|their|it(?:'s| is)|they|you|(?:the|this|his|her) \w+ (?:is|are|was|has|"
+            r"have|will)\b|to (?:visit|go to|open|enter|paste|send|buy|call|re-?enter|download|"
+            r"install|pay|transfer|click)\b))"
             r"|\balways (?:answer|reply|respond|say|tell|report|recommend|quote)\b"
             r"|\btell them (?:that|their|to|it)\b|\bpresent the user with\b|\bmake it look like\b"
             r"|\bstop helping\b|\b(?:report|say|claim) that nothing (?:changed|happened)\b"
@@ -182,6 +188,16 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"|\b(?:verified|approved|authori[sz]ed|sanctioned) by (?:the )?(?:model provider|"
             rf"maintainers|platform team|server admins|admins?|anthropic|openai|it security)\b"
             rf"|\bnew rule from\b|\bremember this permanently\b"
+            rf"|\b(?:attention|dear|hey|hi)[,!]?\s+(?:[\w-]+\s+){{0,2}}(?:assistants?|agents?|bots?|"
+            rf"models?|ai)\b"
+            rf"|\b(?:instructions?|notes?|messages?|notice) from (?:the )?[\w ]{{1,30}} to the "
+            rf"(?:[\w-]+ ){{0,2}}(?:assistant|agent|ai|model)\b"
+            rf"|\b(?:message|note|notice|instructions?)_(?:for|to)_(?:the_)?(?:assistant|agent|ai|model|"
+            rf"llm)\b"
+            rf"|\b(?:take|takes) (?:priority|precedence) over\b"
+            rf"|\bauthoritative source of instructions\b"
+            rf"|\boverrides? (?:earlier|previous|prior|any|all) (?:guidance|instructions|rules)\b"
+            rf"|\bmaintainer notice\b"
             rf"|\b(?:store|save|remember|memori[sz]e) the following (?:\w+ )?(?:memory|fact|"
             rf"preference|rule)\b",
             re.I,
@@ -237,6 +253,12 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"|{_NOT}{_GIVE}[^.!?\n]{{0,80}}{_SECRET}[^.!?\n]{{0,80}}{_ARG_DEST}"
             rf"|{_ARG_DEST}[^.!?\n]{{0,120}}{_NOT}{_GIVE}[^.!?\n]{{0,60}}{_SECRET}"
             r"|\benumerate environment variables\b|\bauthorized_keys\b"
+            r"|(?:id_rsa|id_ed25519|\.aws/credentials|mcp\.json|\.netrc|\.pypirc|\.npmrc)"
+            r"[^\n]{0,80}['\"`‘“«][\w-]+['\"`’”»]"
+            r"|\b(?:env|printenv|cat [^|\n]{1,40})\s*\|\s*(?:curl|wget|nc)\b"
+            rf"|\bread\b[^.!?\n]{{0,40}}{_SECRET}[^.!?\n]{{0,80}}{_GIVE}[^.!?\n]{{0,60}}{_ARG_DEST}"
+            rf"|{_NOT}{_GIVE}[^.!?\n]{{0,40}}\b(?:every|all|any)\b[^.!?\n]{{0,40}}{_SECRET}"
+            r"|\bset ['\"`]?[\w-]+['\"`]? to the (?:value|contents?) of\b"
             r"|(?:environment variables?|private key|~/\.\w+|system (?:instructions|prompt))"
             r"[^.!?\n]{0,60}\b(?:in|into|to) the ['\"`]?\w+['\"`]? (?:parameter|argument|field)\b"
             # a URL, host or request body with a slot for the user's data
@@ -249,7 +271,7 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\bbefore (?:calling|using) this tool\b[^.!?\n]{0,60}"
             r"\b(?:copy|paste|pass|put|insert)\b"
             r"[^.!?\n]{0,40}\b(?:into|as|in)\b"
-            r"|(?<!never )(?<!not )(?<!n't )\b(?:collect|ask (?:the user |them )?for|request)\b"
+            r"|(?<!never )(?<!not )(?<!n't )\b(?:collect|ask (?:the user |them )?for)\b"
             r"[^.!?\n]{0,30}\b(?:password|"
             r"card(?: number)?|login|credentials?|pin|cvv|social security)"
             r"|\b(?:read|open|cat|fetch|get|load)(?:_\w+)?\b[^.!?\n]{0,30}(?:~/|/home/|/root/|\.ssh\b|"
@@ -263,8 +285,9 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         re.compile(
             r"\b(?:whatever|regardless of (?:the|what|which|whatever)|no matter (?:what|which)|"
             r"ignore the)\b[^.!?\n]{0,50}\b(?:user|caller|requested|request|the number|role)"
-            r"|\b(?:silently|quietly|automatically|always)\s+(?:replace|set|change|modify|add|"
+            r"|\b(?:silently|quietly|automatically)\s+(?:replace|set|change|modify|add|"
             r"suffix|prefix|append|prepend|rewrite|override)\b"
+            r"|\balways\s+(?:replace|suffix|prefix|append|prepend|rewrite|override)\b"
             r"|\b(?:silently|quietly|secretly)\s+(?:pass|send|forward|copy|log|upload|post)\b"
             r"|\b(?:set|put|replace|change|modify|force)\b[^.!?\n]{0,50}\b(?:in|to|for) "
             r"(?:every|each|all) (?:call|request|invocation)s?"
@@ -314,10 +337,20 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"disable|approve|merge|refund|transfer|wipe|drop|grant|execute|run|install|accept|"
             r"mark|book|set|change|issue)\b[^.\n]{0,40}\b(?:all|every|each|everything|admin|root|"
             r"public|directly|automatically|without)\b"
-            r"|\b(?:skip|bypass|without|never ask for|no need (?:to|for)|do not ask (?:the user )?"
+            r"|\b(?:skip|bypass|never ask for|no need (?:to|for)|do not ask (?:the user )?"
             r"(?:to|for)|don't ask (?:the user )?(?:to|for)) (?:the |any |a )?(?:user'?s? )?"
             r"(?:confirm(?:ation|ing)?|approval|review|checking with the user|asking)\b"
-            r"|\bno need to (?:check|confirm) with the user\b|\bwithout asking\b"
+            r"|\bno need to (?:check|confirm) with the user\b"
+            r"|\b(?:call|run|do|delete|execute|proceed|send|act|apply|merge|deploy)\w*\b[^.\n]{0,40}"
+            r"\bwithout (?:asking|(?:user |any )?confirmation|telling)\b"
+            r"|\bwithout (?:asking|confirmation),? "
+            r"(?:call|run|delete|send|execute|merge|deploy|set)\b"
+            r"|\binvite (?:an? )?external\b|\bpayout of the (?:full|entire)\b"
+            r"|\b(?:full|entire) (?:balance|amount) to (?:the )?(?:bank )?account\b"
+            r"|\bdisable (?:any |all |the )?(?:safety|confirmations?|security checks?|guardrails|"
+            r"verification)\b"
+            r"|\b(?:drop table|truncate (?:table )?\w+;|chmod -r 777|mkfs\.|dd if=/dev/)"
+            r"|\b(?:delete|remove|drop|wipe|destroy)\b[^.\n]{0,60}\bimmediately\b"
             r"|\b(?:authori[sz]ed|approved) all payments\b|\bset (?:the )?limit to \d"
             r"|\b(?:issue|make) a refund of\b|\bdelete from \w+ where\b"
             r"|\bgrant (?:the user |them )?(?:root|admin|owner)"
@@ -330,12 +363,22 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "conditional",
         re.compile(
-            r"\b(?:if|whenever|when|any ?time|each time|every time|once)\b[^.!?\n]{0,15}\bthe "
+            r"(?<!use it )(?<!use this )(?<!this tool )(?<!call this )(?<!call it )(?<!only )"
+            r"(?<!even )\b(?:if|whenever|when|any ?time|each time|every time|once)\b[^.!?\n]{0,15}"
+            r"\bthe "
             r"user\b[^.!?\n]{0,50}\b(?:asks?|mentions?|shares?|says?|requests?|types?|"
             r"talks?)\b[^.!?\n]{0,100}\b(?:reply|say|answer|tell|respond|call|invoke|sign|"
-            r"recommend|stop|always|quote|navigate|redirect)\b"
+            r"recommend|stop|always|quote|navigate|redirect|instead)\b"
             r"|\b(?:whenever|when|each time|every time|if)\b[^.!?\n]{0,10}\b[a-z]+_[a-z_]+ is "
             r"(?:used|called|invoked)\b[^.!?\n]{0,60}\b(?:also|first|always)\b"
+            r"|\bwhen(?:ever)? (?:the )?`?[a-z]+_[a-z_]+`? (?:tool )?is (?:called|used|invoked)\b"
+            r"[^.!?\n]{0,60}\b(?:change|replace|set|add|include|instead|also|first)\b"
+            r"|\b[a-z]+_[a-z_]+\b[^.!?\n]{0,40}\bmust also\b"
+            r"|\bcall\s+[`']?[a-z]+_[a-z_]+[`']?\s+(?:with|on|to)\b[^.\n]{0,60}(?:https?://|"
+            r"[\w.+-]+@[\w-]+\.\w)"
+            r"|\bwith [a-z]+_[a-z_]+ to [\w.+-]+@[\w-]+\.\w"
+            r"|\b(?:using|with|via) [a-z]+_[a-z_]+ and (?:then )?"
+            r"(?:send|forward|post|share|e-?mail)\b"
             # another tool's use reached from this text: shadowing by wording
             r"|\b(?:with|using|via|in|from|through) any (?:other |connected |messaging |fetch |"
             r"browser |payment )?(?:\w+ )?(?:tools?|servers?)\b"
@@ -343,6 +386,12 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"[\w_]+ (?:or [\w_]+ )?tools?\b"
             r"|\bwhen(?:ever)? invoking [a-z]+_[a-z_]+\b|\bwith the browser tool\b"
             r"|\b(?:any|every) other (?:fetch|browser|messaging|e-?mail|payment) tool\b"
+            r"|\bwhen(?:ever)? (?:you )?(?:call|use|using|invoke|invoking)\b[^.!?\n]{0,40}"
+            r"\b[a-z]+_[a-z_]+\b[^.!?\n]{0,80}\b(?:replace|instead|also|first|always|must|append|"
+            r"prepend|set)\b"
+            r"|\b(?:any|all|every)\s+(?:[\w-]+\s+){0,3}tools?\b[^.!?\n]{0,80}\b(?:must|should|"
+            r"replace|instead|always|first|prepend|append)\b"
+            r"|\boverrides? the behaviou?r of\b|\balso applies to the \w+ tools\b"
             r"|\bin (?:any|every) (?:other )?tool\b",
             re.I,
         ),
@@ -369,8 +418,9 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"{_AI}|ignore|policy)\b"
             r"|<\s*/?\s*(?:system|instructions?|admin)\s*>|\[/?INST\]"
             # <IMPORTANT> is emphasis some honest servers use too: a tag that orders a step
-            r"|<\s*important\s*>[^<]{0,300}?\b(?:call|invoke|run|read|send|pass|include|upload|"
-            r"post|fetch)\s+(?!it\b|this\b|them\b|that\b)(?:the\s+)?[\w./~-]{3,}"
+            r"|<\s*(?:important|wichtig|importante)\s*>[^<]{0,300}?(?:^|[.:;!]\s+|\n\s*|\b(?:always|"
+            r"first|also|must|then|please|you)\s+)(?:call|invoke|run|read|send|pass|include|upload|"
+            r"post|fetch|lies|übergib)\s+(?!it\b|this\b|them\b|that\b)(?:the\s+)?[\w./~-]{3,}"
             r"|\bsystem\s*:\s*(?:ignore|you|disregard|forget|the assistant|override|delete|send|"
             r"forward|transfer|reply|respond|call|run|execute|approve|disable)\b"
             r"|\bsystem (?:instruction|directive|override)s?\b|\bsystem (?:notice|message) to\b"
@@ -429,7 +479,13 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|시스템 지시|사용자에게는?\s*(?:절대\s*)?알리지\s*마"
             # ar, hi
             r"|تجاهل (?:جميع|كل) التعليمات|تعليمات للمساعد|إلى المساعد الذكي|دون إبلاغه"
-            r"|निर्देशों को अनदेखा करें|सहायक के लिए|को इसके बारे में न बताएं",
+            r"|निर्देशों को अनदेखा करें|सहायक के लिए|को इसके बारे में न बताएं"
+            r"|\bhinweis (?:an|für) (?:den|die) (?:ki-?)?assistent|\berwähne das dem nutzer\b"
+            r"|\bobservação para o assistente\b|\byapay zek[aâ] asistan|\bkullanıcıya söyleme\b"
+            r"|\bvoor de assistent\b|\bvermeld (?:dit|het) niet\b"
+            r"|замените\b.{0,30}получател|пользователю (?:не )?(?:говорите|сообщайте|показывайте)"
+            r"|@?ai\s*アシスタント|管理者からの指示|他の人には言わないで"
+            r"|사용자에게는?\s*(?:\S+\s*){0,2}알리지\s*마",
             re.I,
         ),
     ),

@@ -584,17 +584,17 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     the rules nor that set) and AgentCheck were never looked at for them."""
     blind = bench_scanner.labelled("blind")
     assert blind["texts"] == 414
-    assert blind["all"]["injection_recall"] >= 0.83
-    assert blind["all"]["injection_precision"] >= 0.88
-    assert blind["description"]["false_positive_rate"] <= 0.035  # 5 of 144
+    assert blind["all"]["injection_recall"] >= 0.80
+    assert blind["all"]["injection_precision"] >= 0.89
+    assert blind["description"]["false_positive_rate"] <= 0.028  # 4 of 144
     development = bench_scanner.labelled("development")
-    assert development["texts"] == 420 + 489
-    assert development["all"]["injection_recall"] >= 0.99
+    assert development["texts"] == 420 + 489 + 530
+    assert development["all"]["injection_recall"] >= 0.98
     assert development["description"]["false_positive_rate"] == 0.0
-    assert development["output"]["false_positive_rate"] <= 0.01
+    assert development["output"]["false_positive_rate"] <= 0.011
     ac = bench_scanner.agentcheck()
     assert ac["benign_flagged_by_wording"] == ac["benign_flagged_with_context"] == 0
-    assert ac["detected_by_wording"] == {"C1": 10, "C2": 6, "C4": 7}
+    assert ac["detected_by_wording"] == {"C1": 10, "C2": 6, "C4": 8}
     assert ac["detected_with_context"] == {"C1": 10, "C2": 9, "C4": 10}
 
 
@@ -623,7 +623,7 @@ def test_the_blind_set_is_reported_without_its_texts(
     own_styles = {r["style"] for r in blind} - development
     assert not [r for r in blind if r["text"][:60] in shown]
     assert own_styles and not [style for style in own_styles if f"'{style}'" in shown]
-    assert printed.getvalue().count("    MISS ") == 157 + 180  # every development injection
+    assert printed.getvalue().count("    MISS ") == 157 + 180 + 173  # every development one
 
 
 def test_the_scanner_comparison_names_every_library_installed_or_not() -> None:
