@@ -196,22 +196,18 @@ def seq_overlap_sessions(store: Store, written: pa.Table, records: Sequence[Call
     did not read (their ``seq`` cannot be aligned with this run's)."""
     if written.num_rows == 0:
         return 0
-    con = store.connect()
-    try:
-        row = con.execute(
-            "SELECT count(DISTINCT session_id) FROM calls "
-            "WHERE source = $source "
-            "AND session_id IN (SELECT unnest($sessions::VARCHAR[])) "
-            "AND call_id NOT IN (SELECT unnest($ids::VARCHAR[]))",
-            {
-                "source": SOURCE,
-                "sessions": sorted(set(written.column("session_id").to_pylist())),
-                "ids": [r.call_id for r in records],
-            },
-        ).fetchone()
-    finally:
-        con.close()
-    return int(row[0]) if row else 0
+    found = store.query(
+        "SELECT count(DISTINCT session_id) AS n FROM calls "
+        "WHERE source = $source "
+        "AND session_id IN (SELECT unnest($sessions::VARCHAR[])) "
+        "AND call_id NOT IN (SELECT unnest($ids::VARCHAR[]))",
+        {
+            "source": SOURCE,
+            "sessions": sorted(set(written.column("session_id").to_pylist())),
+            "ids": [r.call_id for r in records],
+        },
+    )
+    return int(found.column("n")[0].as_py() or 0) if found.num_rows else 0
 
 
 # ------------------------------------------------------------------------------------ summary

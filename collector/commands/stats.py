@@ -12,8 +12,6 @@ import argparse
 import json
 import sys
 
-import duckdb
-
 from toolwatch.collector.stats import corpus_stats, source_counts
 from toolwatch.collector.stats.report import format_report, stats_document
 from toolwatch.collector.store import Store, StoreError, add_store_argument
@@ -37,18 +35,11 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.store)
     store.require_existing()
     try:
-        con = store.connect()
-        try:
-            with store.reading():
-                stats = corpus_stats(con, args.source)
-                sources = source_counts(con)
-        finally:
-            con.close()
+        with store.session() as con:  # a damaged data page is named, not a traceback
+            stats = corpus_stats(con, args.source)
+            sources = source_counts(con)
     except StoreError as exc:
         print(f"toolwatch stats: {exc}", file=sys.stderr)
-        return 1
-    except duckdb.Error as exc:  # e.g. a damaged data page: name the file, no traceback
-        print(f"toolwatch stats: {store.explain(exc)}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(stats_document(str(store.root), args.source, sources, stats), indent=2))

@@ -74,16 +74,12 @@ def stored_call_ids(store: Store, call_ids: Sequence[str | None]) -> set[str]:
     ids = [i for i in call_ids if i is not None]
     if not ids:
         return set()
-    con = store.connect()
-    try:
-        # list parameters + unnest: registering an Arrow table would import pandas (~1 s)
-        rows = con.execute(
-            "SELECT DISTINCT call_id FROM calls WHERE call_id IN (SELECT unnest($ids::VARCHAR[]))",
-            {"ids": ids},
-        ).fetchall()
-    finally:
-        con.close()
-    return {row[0] for row in rows}
+    # list parameters + unnest: registering an Arrow table would import pandas (~1 s)
+    found = store.query(
+        "SELECT DISTINCT call_id FROM calls WHERE call_id IN (SELECT unnest($ids::VARCHAR[]))",
+        {"ids": ids},
+    )
+    return set(found.column("call_id").to_pylist()) if found.num_rows else set()
 
 
 def not_stored(store: Store, calls: Calls) -> pa.Table:

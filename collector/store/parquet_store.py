@@ -156,7 +156,9 @@ class Store:
     def reading(self) -> Iterator[None]:
         """Hold the store's commit lock shared: no compaction swaps files meanwhile, so the
         reads inside see every row exactly once (queries through :meth:`query` do this)."""
-        if not self.root.is_dir():
+        if not self.root.is_dir() or (
+            not (self.root / COMMIT_LOCK).exists() and not self.tables()
+        ):  # nothing to swap yet: a read leaves no lock file in a directory that is no store
             yield
             return
         with flocked(self.root / COMMIT_LOCK, shared=True, block=True):
@@ -209,8 +211,26 @@ class Store:
         """One line for a DuckDB error met reading this store (naming damaged files)."""
         return _explain_duckdb_error(exc, self.root, self)
 
+    @contextlib.contextmanager
+    def session(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for several queries that read together (under :meth:`reading`), closed
+        after; a DuckDB error met meanwhile becomes a :class:`StoreError` naming the damaged
+        file, if that is what it was."""
+        con = self.connect()
+        try:
+            with self.reading():
+                yield con
+        except duckdb.Error as exc:
+            raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
+        finally:
+            con.close()
+
     def query(
-        self, sql: str, params: Sequence[Any] | None = None, *, read_only: bool = False
+        self,
+        sql: str,
+        params: Sequence[Any] | Mapping[str, Any] | None = None,
+        *,
+        read_only: bool = False,
     ) -> pa.Table:
         """Run one SQL query against a fresh connection and return an Arrow table.
 
@@ -225,7 +245,8 @@ class Store:
                 if read_only:
                     lock_down(con, self.root)
                 with self.reading():
-                    result = con.sql(sql, params=list(params) if params else None)
+                    given = dict(params) if isinstance(params, Mapping) else list(params or [])
+                    result = con.sql(sql, params=given or None)
                     return result.to_arrow_table() if result is not None else pa.table({})
             except duckdb.IOException as exc:
                 if attempt == 1 and _vanished(exc):

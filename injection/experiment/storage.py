@@ -120,11 +120,7 @@ def save_result(store: Any, result: ExperimentResult, *, runs: bool = True) -> l
 
 def load_calls(store: Any) -> pa.Table:
     """Every call of a store (any source: collected, imported or simulated)."""
-    con = store.connect()
-    try:
-        table = con.sql(f"SELECT * EXCLUDE ({PARTITION_COLUMN}) FROM {CALLS}").to_arrow_table()
-    finally:
-        con.close()
+    table = store.query(f"SELECT * EXCLUDE ({PARTITION_COLUMN}) FROM {CALLS}")
     if table.num_rows == 0:
         raise ExperimentError(
             f"the store {store.root} holds no calls: collect, import or simulate some first "

@@ -219,6 +219,18 @@ def test_collector_command_reports_an_unreadable_model(
     assert re.match(r"toolwatch collector: cannot load model .*model\.json", err)
 
 
+def test_reading_an_empty_directory_leaves_it_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``stats`` on a directory that holds no store yet used to leave a ``.commit.lock`` in it."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["stats", "--store", str(empty)]) == 0
+    assert main(["sql", "SELECT count(*) FROM calls", "--store", str(empty)]) == 0
+    assert "(empty)" in capsys.readouterr().out
+    assert list(empty.iterdir()) == []
+
+
 def test_sql_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sql", "SELECT 1", "--store", str(tmp_path / "typo")]) == 1
     err = capsys.readouterr().err
