@@ -57,6 +57,12 @@ class SplitError(UserError, ValueError):
     """A split option is malformed or the split leaves nothing to work with (says which)."""
 
 
+class SplitOptionError(SplitError):
+    """A split option that cannot be meant (bad usage, exit 2): said before any work."""
+
+    code = EXIT_USAGE
+
+
 def parse_day(text: str) -> date:
     """An ISO day of a split option (a :class:`SplitError` naming it otherwise)."""
     try:
@@ -76,27 +82,25 @@ class SplitSpec:
 
     def __post_init__(self) -> None:
         if self.dates is not None and self.shares is not None:
-            raise SplitError("give split dates or split shares, not both", code=EXIT_USAGE)
+            raise SplitOptionError("give split dates or split shares, not both")
         if self.shares is not None:
             a, b = self.shares
             if not (0 < a < 1 and 0 <= b < 1 and a + b < 1):
-                raise SplitError(
-                    f"split shares {a},{b}: need 0 < train < 1, 0 <= calibration, sum < 1",
-                    code=EXIT_USAGE,
+                raise SplitOptionError(
+                    f"split shares {a},{b}: need 0 < train < 1, 0 <= calibration, sum < 1"
                 )
         if self.dates is not None:
             try:
                 a_day, b_day = (parse_day(d) for d in self.dates)
             except SplitError as exc:
-                raise SplitError(str(exc), code=EXIT_USAGE) from None
+                raise SplitOptionError(str(exc)) from None
             if b_day < a_day:
-                raise SplitError(
+                raise SplitOptionError(
                     f"split dates {self.dates[0]},{self.dates[1]}: "
-                    "calibration must end on or after the end of training",
-                    code=EXIT_USAGE,
+                    "calibration must end on or after the end of training"
                 )
         if self.min_calls < 1:
-            raise SplitError(f"--min-calls {self.min_calls}: need at least 1", code=EXIT_USAGE)
+            raise SplitOptionError(f"--min-calls {self.min_calls}: need at least 1")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,12 @@ class WindowError(UserError, ValueError):
     """A window is malformed or selects nothing; the message says which."""
 
 
+class WindowOptionError(WindowError):
+    """A window option that cannot be read (bad usage, exit 2)."""
+
+    code = EXIT_USAGE
+
+
 @dataclass(frozen=True)
 class Window:
     """Sessions whose first call is in ``[start, end)``; ``None`` = unbounded."""
@@ -54,14 +60,14 @@ class Window:
 def parse_window(text: str) -> Window:
     """``"2026-08-04..2026-08-24"`` → a :class:`Window` (see the module docstring)."""
     if ".." not in text:
-        raise WindowError(
-            f"window {text!r} must look like FROM..TO (ISO dates or date-times)", code=EXIT_USAGE
+        raise WindowOptionError(
+            f"window {text!r} must look like FROM..TO (ISO dates or date-times)"
         )
     left, right = (part.strip() for part in text.split("..", 1))
     start = _parse_time(left, end=False) if left else None
     end = _parse_time(right, end=True) if right else None
     if start and end and end <= start:
-        raise WindowError(f"window {text!r} ends before it starts", code=EXIT_USAGE)
+        raise WindowOptionError(f"window {text!r} ends before it starts")
     return Window(start, end, text)
 
 
@@ -182,7 +188,5 @@ def _parse_time(text: str, *, end: bool) -> datetime:
             return moment + timedelta(days=1) if end else moment
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise WindowError(
-            f"{text!r} is not an ISO date (YYYY-MM-DD) or date-time", code=EXIT_USAGE
-        ) from None
+        raise WindowOptionError(f"{text!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -21,16 +21,14 @@ import sys
 from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.collector.store.result_formats import render, text_table
-from toolwatch.detection.calls.frame import CallsError
 from toolwatch.detection.calls.split import (
-    SplitError,
     add_split_arguments,
     spec_from_args,
     split_store,
 )
-from toolwatch.detection.calls.windows import WindowError, bounded, load_window
+from toolwatch.detection.calls.windows import WindowOptionError, bounded, load_window
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.normal_model import (
@@ -43,7 +41,7 @@ from toolwatch.detection.scoring.batch import score_calls
 from toolwatch.detection.scoring.scan import ScanResult, scan
 from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
-from toolwatch.usage import EXIT_USAGE, positive_int
+from toolwatch.usage import positive_int
 
 HELP = "rank sessions flagged at the operating point"
 
@@ -75,35 +73,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        # the inputs first: an error is then a line of its own, not glued to a progress bar
-        by_split = bool(args.split_dates or args.split_shares)
-        if by_split and (args.start or args.end):
-            raise WindowError("give --from/--to or a split option, not both", code=EXIT_USAGE)
-        spec = spec_from_args(args) if by_split else None
-        window = None if by_split else bounded(args.start, args.end)
-        path = model_path_for(Store(args.store).root, args.model)
-        model = NormalModel.load(path)
-        if not model.calibrated:
-            raise ModelError(f"model file {path} has no thresholds (never calibrated)")
-        with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
-            if window is None:
-                assert spec is not None
-                calls = split_store(Store(args.store), spec).calls("test_all")
-            else:
-                calls = load_window(Store(args.store), window, normal_only=False)
-            bar.update()
-            scored = score_calls(model, calls)
-            bar.update()
-            result = scan(model, calls, args.statistic, scored=scored, min_calls=args.min_calls)
-            if not args.no_save:
-                Store(args.store).append(
-                    STREAM_SCORES_TABLE, stream_scores(model, scored, args.statistic)
-                )
-            bar.update()
-    except (ModelError, WindowError, StoreError, CallsError, SplitError) as exc:
-        print(f"toolwatch scan: {exc}", file=sys.stderr)
-        return exc.code
+    # the inputs first, so an error (said by cli.main: one line, its exit code) is not glued
+    # to a progress bar
+    by_split = bool(args.split_dates or args.split_shares)
+    if by_split and (args.start or args.end):
+        raise WindowOptionError("give --from/--to or a split option, not both")
+    spec = spec_from_args(args) if by_split else None
+    window = None if by_split else bounded(args.start, args.end)
+    path = model_path_for(Store(args.store).root, args.model)
+    model = NormalModel.load(path)
+    if not model.calibrated:
+        raise ModelError(f"model file {path} has no thresholds (never calibrated)")
+    with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
+        if window is None:
+            assert spec is not None
+            calls = split_store(Store(args.store), spec).calls("test_all")
+        else:
+            calls = load_window(Store(args.store), window, normal_only=False)
+        bar.update()
+        scored = score_calls(model, calls)
+        bar.update()
+        result = scan(model, calls, args.statistic, scored=scored, min_calls=args.min_calls)
+        if not args.no_save:
+            Store(args.store).append(
+                STREAM_SCORES_TABLE, stream_scores(model, scored, args.statistic)
+            )
+        bar.update()
     if args.json:
         doc = {
             "model_id": model.model_id,

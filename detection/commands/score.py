@@ -20,14 +20,12 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
-from toolwatch.detection.calls.frame import CallsError
-from toolwatch.detection.calls.windows import WindowError, bounded, load_window
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.detection.calls.windows import bounded, load_window
 from toolwatch.detection.cues.base import CUE_SETS, SCORE_COLUMNS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.normal_model import (
     MODEL_IN_STORE,
-    ModelError,
     NormalModel,
     model_path_for,
 )
@@ -49,25 +47,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        # the inputs first: an error is then a line of its own, not glued to a progress bar
-        if args.out:
-            out = Path(args.out)
-            if out.suffix.lower() not in (".parquet", ".csv"):
-                raise UsageError(f"--out {args.out}: use a .parquet or .csv file name")
-            if not out.parent.is_dir():
-                raise UsageError(f"--out {args.out}: no directory {out.parent}")
-        window = bounded(args.start, args.end)
-        model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
-        with tqdm(total=3, desc="score", unit="step", file=sys.stderr, leave=False) as bar:
-            bar.update()
-            calls = load_window(Store(args.store), window, normal_only=False)
-            bar.update()
-            scored = score_calls(model, calls)
-            bar.update()
-    except (ModelError, WindowError, StoreError, CallsError, UsageError) as exc:
-        print(f"toolwatch score: {exc}", file=sys.stderr)
-        return exc.code
+    # the inputs first, so an error (said by cli.main: one line, its exit code) is not glued
+    # to a progress bar
+    if args.out:
+        out = Path(args.out)
+        if out.suffix.lower() not in (".parquet", ".csv"):
+            raise UsageError(f"--out {args.out}: use a .parquet or .csv file name")
+        if not out.parent.is_dir():
+            raise UsageError(f"--out {args.out}: no directory {out.parent}")
+    window = bounded(args.start, args.end)
+    model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
+    with tqdm(total=3, desc="score", unit="step", file=sys.stderr, leave=False) as bar:
+        bar.update()
+        calls = load_window(Store(args.store), window, normal_only=False)
+        bar.update()
+        scored = score_calls(model, calls)
+        bar.update()
     print(summary(model, scored))
     if args.out:
         write_scores(scored, Path(args.out))

@@ -24,7 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.detection.calls.split import (
     SplitError,
     StoreSplit,
@@ -37,13 +37,13 @@ from toolwatch.detection.detectors.base import DETECTORS
 from toolwatch.detection.model.adaptive import (
     AdaptiveConfig,
     AdaptiveModel,
+    adaptive_options_given,
     add_adaptive_arguments,
     attach_adaptive,
 )
 from toolwatch.detection.model.normal_model import (
     MODEL_IN_STORE,
     ModelConfig,
-    ModelError,
     NormalModel,
 )
 from toolwatch.detection.model.overrides import model_overrides
@@ -86,22 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except (ModelError, SplitError, StoreError) as exc:
-        print(f"toolwatch train: {exc}", file=sys.stderr)
-        return exc.code
-
-
-#: the options of the adaptive model (``--adaptive``), as typed
-ADAPTIVE_OPTIONS = (
-    "target-fa",
-    "half-life-days",
-    "quarantine-hours",
-    "novelty-streams",
-    "pool-window",
-    "pool-days",
-)
+    # a ModelError, SplitError or StoreError reaches cli.main: one line with its exit code
+    return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -111,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     config = ModelConfig.from_dict(overrides)
     spec = spec_from_args(args)  # like the model options, checked before the bar starts
     adaptive = AdaptiveConfig.from_args(args) if args.adaptive else None
-    given = [f"--{o}" for o in ADAPTIVE_OPTIONS if getattr(args, o.replace("-", "_")) is not None]
+    given = adaptive_options_given(args)
     if adaptive is None and given:
         raise UsageError(f"{', '.join(given)} only with --adaptive (the model they configure)")
     store = Store(args.store)

@@ -134,15 +134,29 @@ class AdaptiveConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AdaptiveConfig:
         """The config of :func:`add_adaptive_arguments` options (defaults where not given)."""
-        given = {
-            "half_life_days": args.half_life_days,
-            "quarantine_h": args.quarantine_hours,
-            "novelty_streams": args.novelty_streams,
-            "target_fa": getattr(args, "target_fa", None),
-            "window": args.pool_window,
-            "pool_days": args.pool_days,
-        }
+        given = {field: _option(args, flag) for flag, field in ADAPTIVE_OPTIONS}
         return cls(**{k: v for k, v in given.items() if v is not None})
+
+
+#: The command-line options of the adaptive model and the config field each sets
+#: (``--target-fa`` is the command's own: ``train`` and ``replay`` both have one).
+ADAPTIVE_OPTIONS: Final = (
+    ("half-life-days", "half_life_days"),
+    ("quarantine-hours", "quarantine_h"),
+    ("novelty-streams", "novelty_streams"),
+    ("target-fa", "target_fa"),
+    ("pool-window", "window"),
+    ("pool-days", "pool_days"),
+)
+
+
+def _option(args: argparse.Namespace, flag: str) -> Any:
+    return getattr(args, flag.replace("-", "_"), None)
+
+
+def adaptive_options_given(args: argparse.Namespace) -> list[str]:
+    """The adaptive model's options given on the command line, as typed (``--pool-days``)."""
+    return [f"--{flag}" for flag, _ in ADAPTIVE_OPTIONS if _option(args, flag) is not None]
 
 
 def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:

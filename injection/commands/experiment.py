@@ -14,7 +14,7 @@ from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.model.overrides import model_overrides
-from toolwatch.usage import EXIT_ERROR, UserError, non_negative_int, positive_int, share
+from toolwatch.usage import UserError, non_negative_int, positive_int, share
 
 HELP = "the study's injection experiment"
 log = logging.getLogger(__name__)
@@ -125,10 +125,10 @@ def run(args: argparse.Namespace) -> int:
                 config = dataclasses.replace(config, kinds=kinds)
         calls = load_calls(store)
         result = run_with_progress(calls, config)
-    except (ExperimentError, StoreError, ValueError) as exc:
-        # ValueError: the scorer rejected a column of the stored calls (it names it)
-        print(f"toolwatch experiment: {exc}", file=sys.stderr)
-        return exc.code if isinstance(exc, UserError) else EXIT_ERROR
+    except UserError:
+        raise  # cli.main says it: one line, its exit code, the traceback under -v
+    except ValueError as exc:  # the scorer rejected a column of the stored calls (it names it)
+        raise UserError(str(exc)) from exc
     if args.save:
         try:
             save_result(store, result)

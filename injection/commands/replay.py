@@ -19,13 +19,12 @@ import sys
 from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.adaptive import AdaptiveConfig, add_adaptive_arguments
-from toolwatch.detection.model.normal_model import ModelError
-from toolwatch.usage import EXIT_ERROR, UserError, positive_float, positive_int, positive_share
+from toolwatch.usage import UserError, positive_float, positive_int, positive_share
 
 HELP = "replay a stored corpus through the live scorer, week by week"
 
@@ -64,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolwatch.injection.experiment import ExperimentConfig, ExperimentError, load_calls
+    from toolwatch.injection.experiment import ExperimentConfig, load_calls
     from toolwatch.injection.experiment.replay import (
         REPLAY_KINDS,
         ReplayConfig,
@@ -96,9 +95,10 @@ def run(args: argparse.Namespace) -> int:
         with tqdm(total=1, desc="replay", unit="step", file=sys.stderr, leave=False) as bar:
             result = run_replay(calls, config)
             bar.update()
-    except (ExperimentError, ModelError, StoreError, ValueError) as exc:
-        print(f"toolwatch replay: {exc}", file=sys.stderr)
-        return exc.code if isinstance(exc, UserError) else EXIT_ERROR
+    except UserError:
+        raise  # cli.main says it: one line, its exit code, the traceback under -v
+    except ValueError as exc:  # the scorer rejected a column of the stored calls (it names it)
+        raise UserError(str(exc)) from exc
     if args.json:
         print(json.dumps(summary(result), indent=2))
     else:

@@ -36,6 +36,12 @@ class ExperimentError(UserError, ValueError):
     """The experiment cannot run on this corpus / configuration (the message says why)."""
 
 
+class ExperimentOptionError(ExperimentError):
+    """An experiment option that cannot be meant (bad usage, exit 2)."""
+
+    code = EXIT_USAGE
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Everything that determines an experiment's numbers (saved as JSON with the results)."""
@@ -65,36 +71,32 @@ class ExperimentConfig:
         except SplitError as exc:
             raise ExperimentError(str(exc), code=exc.code) from None
         if self.head < 1 or self.tail < 0:
-            raise ExperimentError(
-                f"--head {self.head} / --tail {self.tail}: need head >= 1, tail >= 0",
-                code=EXIT_USAGE,
+            raise ExperimentOptionError(
+                f"--head {self.head} / --tail {self.tail}: need head >= 1, tail >= 0"
             )
         if self.min_calls < self.head + self.tail + 1:
-            raise ExperimentError(
+            raise ExperimentOptionError(
                 f"--min-calls {self.min_calls} leaves no insertion point between call "
                 f"{self.head} and {self.tail} calls before the end (raise --min-calls to at "
-                f"least {self.head + self.tail + 1}, or lower --head / --tail)",
-                code=EXIT_USAGE,
+                f"least {self.head + self.tail + 1}, or lower --head / --tail)"
             )
         if not self.seeds:
-            raise ExperimentError("at least one seed is needed", code=EXIT_USAGE)
+            raise ExperimentOptionError("at least one seed is needed")
         if self.bootstrap < 0:
-            raise ExperimentError(
-                f"--bootstrap {self.bootstrap}: need 0 (no intervals) or more", code=EXIT_USAGE
+            raise ExperimentOptionError(
+                f"--bootstrap {self.bootstrap}: need 0 (no intervals) or more"
             )
         if not 0 <= self.target_fa < 1:
-            raise ExperimentError(
-                f"target false-alarm rate {self.target_fa} is not in [0, 1)", code=EXIT_USAGE
+            raise ExperimentOptionError(
+                f"target false-alarm rate {self.target_fa} is not in [0, 1)"
             )
         unknown = [k for k in self.kinds if k not in ALL_KINDS]
         if unknown:
-            raise ExperimentError(
-                f"unknown kinds {unknown} (known: {', '.join(ALL_KINDS)})", code=EXIT_USAGE
-            )
+            raise ExperimentOptionError(f"unknown kinds {unknown} (known: {', '.join(ALL_KINDS)})")
         try:
             ModelConfig.from_dict(dict(self.model))
         except (ValueError, TypeError) as exc:
-            raise ExperimentError(f"model configuration: {exc}", code=EXIT_USAGE) from None
+            raise ExperimentOptionError(f"model configuration: {exc}") from None
 
     def split_spec(self) -> SplitSpec:
         """The split options as the shared :class:`SplitSpec`."""

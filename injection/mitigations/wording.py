@@ -38,6 +38,8 @@ _DATA = (
     r"the (?:full|entire|whole) (?:conversation|history)|(?:full|entire|whole) (?:document|file|"
     r"page|email|message) (?:text|contents?|body)|(?:previous|earlier|prior) (?:messages|turns))"
 )
+#: an e-mail address (where mail would go)
+_ADDRESS = r"[\w.+-]+@[\w-]+\.\w"
 _DEST = (
     r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+|\b(?:argument|parameter|field|"
     r"header|query parameters?|query string|callback|webhook|(?:any|every|each|the next) "
@@ -70,7 +72,7 @@ _SECRET = (
 #: where a secret would leave by: an argument, a header, a URL, an address, an issue
 _ARG_DEST = (
     r"(?:\bparameters?\b|\barguments?\b|\bfields?\b|\bheaders?\b|https?://|"
-    r"[\w.+-]+@[\w-]+\.\w|\bin [`'\"][\w-]+[`'\"]|"
+    rf"{_ADDRESS}|\bin [`'\"][\w-]+[`'\"]|"
     r"\binto an? (?:issue|comment|ticket|gist|post|message)\b|\bas [`'\"][\w-]+[`'\"]|"
     r"\b(?:webhook|payload)\b)"
 )
@@ -241,11 +243,11 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\b(?:header|parameter|argument|field|cookie) [\w-]{2,40} (?:set )?to the (?:value|"
             r"contents?) of\b"
             r"|\b(?:also|always|automatically|silently|quietly|secretly)\s+(?:forward|send|cc|bcc|"
-            r"copy|e-?mail|post)\b[^.!?\n]{0,80}[\w.+-]+@[\w-]+\.\w"
+            rf"copy|e-?mail|post)\b[^.!?\n]{{0,80}}{_ADDRESS}"
             r"|\b(?:send|forward|e-?mail|post|upload|copy)\b[^.!?\n]{0,60}\b(?:to|at)\b[^.!?\n]{0,25}"
-            r"[\w.+-]+@[\w-]+\.\w[^.!?\n]{0,40}\b(?:using|with|via) (?:the )?[a-z]+_[a-z_]+"
+            rf"{_ADDRESS}[^.!?\n]{{0,40}}\b(?:using|with|via) (?:the )?[a-z]+_[a-z_]+"
             r"|\b(?:forward|send|copy|e-?mail)\b (?:every|all|each)\b[^.!?\n]{0,80}"
-            r"[\w.+-]+@[\w-]+\.\w"
+            rf"{_ADDRESS}"
             r"|\bmust (?:first )?be (?:posted|sent|uploaded|forwarded|mirrored|copied) to "
             r"(?:https?://|[\w.+-]+@)"
             r"|\bcontents? of (?:~/|/home/|/root/|\S*\.ssh\b|\S*\.aws\b|\S*\.env\b|\S*id_rsa)"
@@ -375,8 +377,8 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"[^.!?\n]{0,60}\b(?:change|replace|set|add|include|instead|also|first)\b"
             r"|\b[a-z]+_[a-z_]+\b[^.!?\n]{0,40}\bmust also\b"
             r"|\bcall\s+[`']?[a-z]+_[a-z_]+[`']?\s+(?:with|on|to)\b[^.\n]{0,60}(?:https?://|"
-            r"[\w.+-]+@[\w-]+\.\w)"
-            r"|\bwith [a-z]+_[a-z_]+ to [\w.+-]+@[\w-]+\.\w"
+            rf"{_ADDRESS})"
+            rf"|\bwith [a-z]+_[a-z_]+ to {_ADDRESS}"
             r"|\b(?:using|with|via) [a-z]+_[a-z_]+ and (?:then )?"
             r"(?:send|forward|post|share|e-?mail)\b"
             # another tool's use reached from this text: shadowing by wording
