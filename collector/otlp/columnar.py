@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolwatch.collector.otlp.decode import (
+    SPAN_KIND_CLIENT,
     SPAN_KIND_SERVER,
     STATUS_CODE_ERROR,
     attributes_dict,
@@ -70,7 +71,12 @@ from toolwatch.collector.otlp.wire import (
 )
 from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
-from toolwatch.conventions import ATTR_DURATION_UNKNOWN, TOOL_CALL_MARKER
+from toolwatch.conventions import (
+    ATTR_DURATION_UNKNOWN,
+    ATTR_SESSION_POSITION,
+    ATTR_TOOL_NAME,
+    TOOL_CALL_MARKER,
+)
 
 #: every attribute the fast path reads for every span: the record's and the replay's marker
 SCAN_KEYS = (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN)
@@ -81,11 +87,34 @@ log = logging.getLogger(__name__)
 
 _KIND = {"string": ANY_STRING, "int64": ANY_INT, "int32": ANY_INT, "bool": ANY_BOOL}
 _TOP = {"int64": 2**63 - 1, "int32": INT32_MAX}
+#: the Arrow type of a column as built here (cast to the record's type at the end)
+_ARROW = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int64(), "bool": pa.bool_()}
 
 
 def map_protobuf(body: bytes) -> Mapped:
     """Map a protobuf ``ExportTraceServiceRequest`` body; :class:`OtlpError` (400) if malformed."""
     return map_parsed([(body, parse_protobuf(body))])[0]
+
+
+def warm_up() -> None:
+    """Map one small request of toolwatch's shape, so the compiled wire walks are loaded (or,
+    the first time after an install, compiled: seconds, holding the GIL) before the collector
+    serves, not during its first request."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id = bytes(range(1, 17)), bytes(range(1, 9))
+    span.name, span.kind = "tools/call warm-up", SPAN_KIND_CLIENT
+    span.start_time_unix_nano, span.end_time_unix_nano = 1, 2
+    span.status.code = STATUS_CODE_ERROR
+    for key, field, value in (
+        (TOOL_CALL_MARKER, "bool_value", True),
+        (ATTR_DURATION_UNKNOWN, "bool_value", False),
+        (ATTR_TOOL_NAME, "string_value", "warm-up"),
+        (ATTR_SESSION_POSITION, "int_value", 1),
+    ):
+        attribute = span.attributes.add(key=key)
+        setattr(attribute.value, field, value)
+    map_protobuf(request.SerializeToString())
 
 
 def map_parsed(items: Sequence[tuple[bytes, ExportTraceServiceRequest]]) -> list[Mapped]:
@@ -133,6 +162,9 @@ class _Columns:
                 self.columns[plan.name] = column
                 self.present |= np.int64(1 << bit)
                 return
+        if not attr.span.size:  # in no span: the resource's value or the default everywhere
+            self._absent(bit, plan, resources)
+            return
         nonempty = attr.kind != 0
         present = np.zeros(n, bool)
         present[attr.span[nonempty]] = True
@@ -168,6 +200,16 @@ class _Columns:
         if missing.any():
             column, from_resource = self._fallback(plan, column, present, missing, resources)
             valued |= from_resource
+        self.present |= np.where(valued, np.int64(1 << bit), np.int64(0))
+        self.columns[plan.name] = column
+
+    def _absent(self, bit: int, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+        """The column of an attribute no span carries (what the general path gives, cheaper)."""
+        n = self.ws.n
+        valued = np.zeros(n, bool)
+        column: pa.Array = pa.nulls(n, _ARROW[plan.kind])
+        if self.candidate.any():
+            column, valued = self._fallback(plan, column, valued, self.candidate, resources)
         self.present |= np.where(valued, np.int64(1 << bit), np.int64(0))
         self.columns[plan.name] = column
 

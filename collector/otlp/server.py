@@ -42,6 +42,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from toolwatch.collector.otlp.columnar import warm_up
 from toolwatch.collector.otlp.connections import (
     ACCEPT_BACKLOG,
     DEFAULT_BODY_TIMEOUT,
@@ -193,6 +194,7 @@ class Collector:
             on_close=self._closed_slow,
         )
         primed = prime_recent_spans(self.store, self._writer.recent)
+        warm_up()  # the compiled wire walks load now, not in the first request
         sock = _bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._ingest.listen = self.url

@@ -36,7 +36,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_production_install_is_instrumentation_only() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     base = " ".join(project["dependencies"]).lower()
-    for heavy in ("duckdb", "pyarrow", "streamlit", "river", "numpy", "uvicorn"):
+    for heavy in ("duckdb", "pyarrow", "streamlit", "river", "numpy", "numba", "uvicorn"):
         assert heavy not in base, heavy
     assert {"collector", "detection", "app", "all", "dev"} <= set(project["optional-dependencies"])
 
@@ -44,7 +44,7 @@ def test_production_install_is_instrumentation_only() -> None:
 def test_importing_toolwatch_loads_no_heavy_dependency() -> None:
     code = (
         "import sys, toolwatch, toolwatch.instrumentation, toolwatch.record;"
-        "print(','.join(m for m in ('duckdb','pyarrow','streamlit','river','numpy')"
+        "print(','.join(m for m in ('duckdb','pyarrow','streamlit','river','numpy','numba')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
