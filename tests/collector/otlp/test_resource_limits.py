@@ -1,7 +1,7 @@
 """A ``toolwatch collector`` process under resource attacks (the issue's reproductions):
 
 * 96 clients each sending 15 KB of gzip that unpacks to one span with a 15 MiB attribute: the
-  collector's resident memory stays under 512 MiB (peak, sampled), the excess gets 503 +
+  collector's resident memory stays under 512 MiB (peak, sampled), any excess gets 503 +
   ``Retry-After``, and ``/health`` is answered meanwhile;
 * 1,100 connections that send headers and part of a body, then stall, against a collector
   whose descriptor limit is 1,024 (soft and hard): a well-behaved client is answered
@@ -70,7 +70,10 @@ def test_96_fat_clients_keep_memory_under_512_mib(server: Server) -> None:
         t.join()
     print(f"96 fat clients: peak RSS {peak:.0f} MiB, statuses {statuses}")
     assert peak <= RSS_LIMIT_MIB, f"peak RSS {peak:.0f} MiB"
-    assert statuses.get(503, 0) > 0 and statuses.get(200, 0) > 0, statuses
+    # Whether the byte budget fills depends on how fast this machine drains it (some runs see
+    # no 503 at all): the full budget's 503 + Retry-After is tested deterministically, with
+    # the writer held, in test_hostile_input.test_memory_is_bounded_in_bytes_with_503_and_...
+    assert statuses.get(200, 0) > 0, statuses
     assert not missing_retry_after and set(statuses) <= {200, 503}
     assert all(code == 200 for code, _ in health)
     assert server.post(request([tool_span("after")]))[0] == 200
