@@ -121,15 +121,16 @@ def map_parsed(items: Sequence[tuple[bytes, ExportTraceServiceRequest]]) -> list
     """Map several already-validated requests in one pass; one :class:`Mapped` per request."""
     if not items:
         return []
-    try:
+    requests = [request for _, request in items]
+    try:  # (the mapping reads more keys of other senders' spans: a surprise can come late)
         ws = scan_spans([body for body, _ in items], SCAN_KEYS)
-        _check_layout([request for _, request in items], ws)
+        _check_layout(requests, ws)
+        return _map(requests, ws)
     except (WireError, IndexError) as exc:
         if len(items) > 1:
             return [m for item in items for m in map_parsed([item])]
         log.debug("columnar path declined (%s); mapping span by span", exc)
         return [map_spans(iter_protobuf_spans(items[0][1]))]
-    return _map([request for _, request in items], ws)
 
 
 def _check_layout(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> None:

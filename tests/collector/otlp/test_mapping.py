@@ -253,6 +253,23 @@ def test_an_anyvalue_with_two_values_takes_the_last() -> None:
     assert fast.calls.column("tool").to_pylist() == ["B"]
 
 
+def test_an_unknown_group_in_a_semconv_value_falls_back_to_the_reference() -> None:
+    """Found by a review: protobuf skips an unknown group (wire type 3/4) inside an AnyValue,
+    the fast path refuses it — and did so only after the point where it falls back, when it
+    read the semantic-conventions keys of a span without toolwatch's marker: a valid request
+    got 400 and its valid calls were lost."""
+    odd = bytes.fromhex("0a1b121912174a150a0f6d63702e6d6574686f642e6e616d6512020b0c")
+    parse_protobuf(odd)  # valid protobuf
+    spans = _field(1, _field(2, _field(2, _span_bytes(call("Good", seq=1)))))
+    body = spans + odd  # a toolwatch call and the odd span, in one request
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.calls.column("tool").to_pylist() == ["Good"]
+    together = map_parsed([(body, parse_protobuf(body)), (spans, parse_protobuf(spans))])
+    _assert_same(together[0], _reference(body))
+    _assert_same(together[1], _reference(spans))
+
+
 def test_the_unknown_duration_marker_gives_null_on_both_paths() -> None:
     """A replayed record without a duration arrives as end = start plus the marker."""
     specs = [
