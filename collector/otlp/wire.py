@@ -5,8 +5,8 @@ Python (each attribute access creates a wrapper), too slow for 150 k spans/s. He
 itself (in C) cuts the request into span byte strings; the compiled walks of
 :mod:`toolwatch.collector.otlp.wire_kernels` read every span's fields and key/values into
 arrays; the wanted keys are then found and the columns built with numpy, a few steps per
-group of requests whatever its size. Reads of ids and keys go through an unaligned 64-bit
-view of the buffer, so 8 bytes cost one gather.
+group of requests whatever its size. Reads of ids go through an unaligned 64-bit view of
+the buffer, so 8 bytes cost one gather.
 
 The walks refuse everything that is not well-formed protobuf (:class:`WireError`: the caller
 then maps the whole request with the reference path), and a span whose fields cannot be read
@@ -50,10 +50,11 @@ class WireError(ValueError):
 class Buf:
     """A byte buffer with an unaligned little-endian 64-bit word readable at every offset."""
 
-    def __init__(self, data: bytes, *, padded: bool = False) -> None:
-        # reads of up to 16 bytes past the end stay in bounds (and read zeros)
-        self.size = len(data) - len(_PAD) if padded else len(data)
-        self.data = data if padded else data + _PAD
+    def __init__(self, data: bytes) -> None:
+        """``data`` ends with :data:`_PAD`: reads of up to 16 bytes past the end stay in
+        bounds (and read zeros)."""
+        self.size = len(data) - len(_PAD)
+        self.data = data
         self.u8 = np.frombuffer(self.data, dtype=np.uint8)
         self.u64 = np.ndarray(
             shape=(self.size + 8,), dtype="<u8", buffer=self.data, offset=0, strides=(1,)
@@ -196,10 +197,10 @@ class WireSpans:
     kind: np.ndarray  # int64 span kind (0 when absent)
     has_events: np.ndarray
     odd: np.ndarray  # the fast path must leave these spans to the reference mapping
-    attrs: dict[str, WireAttr]
     #: every attribute key/value, (span, key position, key length, value position, value
     #: length), for a later look-up of more keys
-    kvs: tuple[np.ndarray, ...] | None = None
+    kvs: tuple[np.ndarray, ...]
+    attrs: dict[str, WireAttr]
 
 
 def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
@@ -209,7 +210,7 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
     them, in the order a full parse lists them), so the per-call costs of the column steps
     that follow are paid once per group.
     """
-    buf = Buf(b"".join([*bodies, _PAD]), padded=True)
+    buf = Buf(b"".join([*bodies, _PAD]))
     bounds = np.concatenate([[0], np.cumsum([len(body) for body in bodies])]).astype(np.int64)
     start, end, per_scope = span_ranges(buf, bounds)
     n = start.size
@@ -240,10 +241,10 @@ def scan_spans(bodies: Sequence[bytes], keys: Sequence[str]) -> WireSpans:
         kind=kind,
         has_events=has_events,
         odd=odd,
-        attrs={},
         kvs=(kv_span, key_pos, key_len, val_pos, val_len),
+        attrs={},
     )
-    _scan_attributes(ws, (kv_span, key_pos, key_len, val_pos, val_len), keys)
+    _scan_attributes(ws, ws.kvs, keys)
     return ws
 
 
@@ -272,7 +273,6 @@ def _inner(
 def scan_more_keys(ws: WireSpans, keys: Sequence[str], spans: np.ndarray) -> None:
     """Read the attributes ``keys`` of the spans selected by the bool mask ``spans`` too
     (``ws.attrs[key]`` then holds their occurrences in those spans only)."""
-    assert ws.kvs is not None
     kv_span = ws.kvs[0]
     sel = np.flatnonzero(spans[kv_span]) if kv_span.size else np.zeros(0, np.int64)
     _scan_attributes(ws, tuple(column[sel] for column in ws.kvs), keys)
@@ -307,7 +307,8 @@ def _scan_attributes(ws: WireSpans, kvs: tuple[np.ndarray, ...], keys: Sequence[
     buf = ws.buf
     which = match_keys(buf, key_pos, key_len, keys)
     known = np.flatnonzero(which >= 0)
-    combo = span[known] * len(keys) + which[known]
+    key_of = which[known]
+    combo = span[known] * len(keys) + key_of
     repeated = np.flatnonzero(np.bincount(combo, minlength=ws.n * len(keys)) > 1)
     if repeated.size:  # a repeated key: the last one wins, as a dict would have it
         ws.odd[repeated // len(keys)] = True
@@ -316,8 +317,8 @@ def _scan_attributes(ws: WireSpans, kvs: tuple[np.ndarray, ...], keys: Sequence[
         known.size, *_fields(buf, start, start + val_len[known], _VALUE_FIELDS * known.size)
     )
     ws.odd[span[known[odd]]] = True
-    order = np.argsort(which[known].astype(np.int16), kind="stable")  # radix sort
-    bounds = np.searchsorted(which[known][order], np.arange(len(keys) + 1))
+    order = np.argsort(key_of.astype(np.int16), kind="stable")  # radix sort
+    bounds = np.searchsorted(key_of[order], np.arange(len(keys) + 1))
     for i, key in enumerate(keys):
         sel = order[bounds[i] : bounds[i + 1]]
         ws.attrs[key] = WireAttr(
