@@ -208,6 +208,19 @@ def _promptsafe() -> Callable[[str], bool]:
     return lambda text: not scan(text)["isSafe"]  # its default threshold (35)
 
 
+def _last_layer() -> Callable[[str], bool]:
+    from last_layer import scan_prompt  # type: ignore[import-not-found]
+
+    return lambda text: not scan_prompt(text).passed  # any of its markers (a compiled library)
+
+
+def _prompt_injection_detector() -> Callable[[str], bool]:
+    from prompt_injection_detector import Scanner  # type: ignore[import-not-found]
+
+    scanner = Scanner()  # its bundled TF-IDF + logistic regression
+    return lambda text: scanner.scan(text).decision != "allow"  # risk above its review level
+
+
 #: Local (offline) prompt-injection detectors on PyPI, compared with ``--compare`` when
 #: installed: (pip requirement, how it is called, the detector). The well-known classifiers
 #: (LLM Guard, Prompt Guard, deberta-based guards) download their model from a hub, which this
@@ -226,6 +239,12 @@ COMPARED: tuple[tuple[str, str, Callable[[], Callable[[str], bool]]], ...] = (
     ("toolwall-guard==0.4.0", "CompositeDetector(use_judge=False) score >= 0.5", _toolwall_guard),
     ("prompt-dictator==0.1.0", "Scanner().scan(t).is_injection", _prompt_dictator),
     ("promptsafe==1.0.1", "detector.scan(t): not isSafe", _promptsafe),
+    ("last-layer==0.1.33", "scan_prompt(t): not passed", _last_layer),
+    (
+        "prompt-injection-detector==0.1.0",
+        "Scanner().scan(t).decision != 'allow'",
+        _prompt_injection_detector,
+    ),
 )
 
 
@@ -233,7 +252,7 @@ def compare() -> list[str]:
     """Blind-set recall/FPR of each library in :data:`COMPARED` beside toolwatch's scanner."""
     lines = ["Compared on the blind set (by wording alone; nothing tuned)"]
     lines.append(
-        f"  {'detector':<28} {'desc R':>6} {'desc FPR':>8} {'out R':>6} {'out FPR':>7}"
+        f"  {'detector':<34} {'desc R':>6} {'desc FPR':>8} {'out R':>6} {'out FPR':>7}"
         f" {'all R':>6} {'all FPR':>7} {'ms/text':>7}"
     )
     rows: list[tuple[str, Callable[[str], bool] | None]] = [("toolwatch (this repo)", ours)]
@@ -244,7 +263,7 @@ def compare() -> list[str]:
             rows.append((requirement, None))
     for name, flag in rows:
         if flag is None:
-            lines.append(f"  {name:<28} not installed (pip install {name})")
+            lines.append(f"  {name:<34} not installed (pip install {name})")
             continue
         r = labelled("blind", flag)
         cells = [
@@ -253,7 +272,7 @@ def compare() -> list[str]:
             for key in ("injection_recall", "false_positive_rate")
         ]
         lines.append(
-            f"  {name:<28} {cells[0]:>6} {cells[1]:>8} {cells[2]:>6} {cells[3]:>7} "
+            f"  {name:<34} {cells[0]:>6} {cells[1]:>8} {cells[2]:>6} {cells[3]:>7} "
             f"{cells[4]:>6} {cells[5]:>7} {r['ms_per_text']:>7}"
         )
     return lines
