@@ -22,7 +22,12 @@ import sys
 from pathlib import Path
 
 from toolwatch.app.dashboard.settings import DEFAULT_REFRESH_S, MAIN_SCRIPT, MODEL_IN_STORE
-from toolwatch.collector.store.parquet_store import add_store_argument, resolve_store
+from toolwatch.collector.store.parquet_store import (
+    Store,
+    StoreError,
+    add_store_argument,
+    resolve_store,
+)
 from toolwatch.usage import UsageError, UserError, port, positive_float
 
 HELP = "open the Streamlit dashboard"
@@ -119,8 +124,10 @@ def check_usage(port: int, refresh: float) -> str | None:
 def check_inputs(store: Path, model: str | None) -> str | None:
     """Why the app cannot serve this store or model (exit 1, as other commands say it), or
     None."""
-    if store.exists() and not store.is_dir():
-        return f"the store path {store} is not a directory"
+    try:
+        Store(store).check_path()  # a file, or a name DuckDB would expand as a pattern
+    except StoreError as exc:
+        return str(exc)
     if store.is_dir() and not os.access(store, os.R_OK | os.X_OK):
         return f"the store {store} is not readable by this user"
     if model is not None:

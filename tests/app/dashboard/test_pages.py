@@ -740,7 +740,10 @@ def test_app_command_refuses_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFi
     file = tmp_path / "file"
     file.write_text("x")
     assert cli_main(["app", "--store", str(file)]) == 1  # could not do the job, as in `stats`
-    assert f"the store path {file} is not a directory" in capsys.readouterr().err
+    assert f"store path {file} is not a directory" in capsys.readouterr().err
+    pattern = tmp_path / "a*b"
+    assert cli_main(["app", "--store", str(pattern)]) == 1  # the store's own path rule
+    assert "which DuckDB would expand as a file pattern" in capsys.readouterr().err
     bad = tmp_path / "m.json"
     bad.write_text("{}")
     assert cli_main(["app", "--store", str(tmp_path), "--model", str(bad)]) == 1
