@@ -37,8 +37,10 @@ clean answer), the stale value (what the stale response changes) and the scenari
 newest date in the clean responses).
 
 B2 templates mark no tool faulty: their two sources already disagree in the clean responses.
-The converted fault serves the second tool's clean response as it is (``params.pointer``
-names its conflicting field, ``params.reference`` the first tool's), so the disagreement the
+The sources are the tools whose responses hold ``tool_a_value`` and ``tool_b_value`` (the
+templates list them first and second; in any other order, or among more tools, the values
+decide). The converted fault serves tool B's clean response as it is (``params.pointer``
+names its conflicting field, ``params.reference`` tool A's), so the disagreement the
 template describes is exactly what the agent sees.
 """
 
@@ -46,7 +48,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -279,6 +281,27 @@ def _locate(value: Any, doc: Any, preferred: str | None) -> list[tuple[str, Any]
     return [(ptr, leaf) for ptr, _, leaf in hits]
 
 
+def _conflict_pair(tools: Sequence[Mapping[str, Any]], raw: Mapping[str, Any]) -> tuple[str, str]:
+    """B2's two sources: the tool whose clean response holds ``tool_a_value`` and the one whose
+    response holds ``tool_b_value`` (the faulted one). AgentCheck's templates list them first
+    and second; the values decide when they are listed otherwise (or among more tools), and the
+    first and second tools stay the answer when no pair holds both values (the conversion then
+    names the missing value)."""
+    ids = [str(t["tool_id"]) for t in tools]
+    default = (ids[0], ids[min(1, len(ids) - 1)])
+    clean_of = {str(t["tool_id"]): t["clean_response"] for t in tools}
+    preferred = raw.get("conflict_field")
+    if raw.get("tool_a_value") is None or raw.get("tool_b_value") is None:
+        return default
+    pairs = [default] + [(a, b) for a in ids for b in ids if a != b and (a, b) != default]
+    for a, b in pairs:
+        if _locate(raw.get("tool_a_value"), clean_of[a], preferred) and _locate(
+            raw.get("tool_b_value"), clean_of[b], None
+        ):
+            return a, b
+    return default
+
+
 def _claim_pointer(clean: Any) -> str | None:
     """Where AgentCheck's injector puts a false claim: a top-level text field, else a text
     field of the first ``results`` item (``None``: toolwatch's default, the longest string)."""
@@ -326,7 +349,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     clean_of = {t["tool_id"]: t["clean_response"] for t in data["tools"]}
     faulty = [t["tool_id"] for t in data["tools"] if t.get("is_faulty")]
     if action == "return_conflicting":
-        tool = data["tools"][min(1, len(data["tools"]) - 1)]["tool_id"]
+        first, tool = _conflict_pair(data["tools"], raw)
     elif faulty:
         tool = faulty[0]
     else:
@@ -380,7 +403,6 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         else:
             problems.append(Problem(f"{pp}/stale_response", "changes no answer field"))
     elif action == "return_conflicting":
-        first = data["tools"][0]["tool_id"]
         refs = []
         for name, key, where in ((first, "tool_a_value", 0), (tool, "tool_b_value", 1)):
             preferred = raw.get("conflict_field") if where == 0 else None

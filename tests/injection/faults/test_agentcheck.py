@@ -204,6 +204,22 @@ def test_b2_conflict_values_found_in_their_own_tools() -> None:
         }
 
 
+@pytest.mark.parametrize("extra", [False, True])
+def test_b2_sources_are_found_by_their_values_in_any_tool_order(extra: bool) -> None:
+    """The same two sources and fault when the tools are listed the other way round (and after
+    a third tool): AgentCheck names them by value, not by position."""
+    for raw, s in of_type("B2"):
+        moved = json.loads(json.dumps(raw))
+        moved["tools"].reverse()
+        if extra:
+            moved["tools"].insert(0, {**raw["tools"][0], "tool_id": "unrelated_lookup"})
+            moved["tools"][0]["clean_response"] = {"note": "nothing to compare"}
+        assert not convert(moved).problems, s.id
+        again = parse_scenario(moved)
+        assert again.checks.conflicting_values == s.checks.conflicting_values, s.id
+        assert (again.fault.tool, again.fault.params) == (s.fault.tool, s.fault.params), s.id
+
+
 def _same(given: Any, value: Any) -> bool:
     """The template writes values as text ("$119.58 billion", "192.50", "18.20.4")."""
     if isinstance(value, str) and str(given).lower() in value.lower():
