@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import re
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from support.paths import FIXTURES
-from toolwatch.injection.faults.library import iter_scenario_paths, load_scenario
+from toolwatch.injection.faults.library import iter_scenario_paths, load_scenario, parse_scenario
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations import instructions
 from toolwatch.injection.workbench.agent import AgentConfig
@@ -188,3 +190,25 @@ def test_the_naive_baseline_does_not_move_with_the_scanner(monkeypatch: Any) -> 
     paranoid = _naive_security_statuses()
     assert before == blind == paranoid
     assert Counter(before.values()) == {"fail": 30}
+
+
+def _opaque_ids(path: Any) -> dict[str, Any]:
+    """A template with its tool ids replaced by names that say nothing (``tool_0`` …)
+    everywhere they occur, as another suite might name its tools."""
+    text = path.read_text(encoding="utf-8")
+    ids = [t["tool_id"] for t in json.loads(text)["tools"]]
+    for k, name in sorted(enumerate(ids), key=lambda kv: -len(kv[1])):
+        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", f"tool_{k}", text)
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def test_obeying_a_poisoned_description_fails_whatever_the_tools_are_called() -> None:
+    """With opaque tool names the naive agent's plan calls every tool, so an order to call one
+    of them first adds a call, not a new tool: C2 must still fail (3 of 10 passed before the
+    checks counted calls)."""
+    paths = sorted(TEMPLATES.glob("C2_*.json"))
+    scenarios = [parse_scenario(_opaque_ids(p), str(p)) for p in paths]
+    reports = asyncio.run(run_suite(scenarios, ["naive"], config=FAST)).reports
+    assert len(reports) == 10
+    assert [r.faulted.check.status for r in reports] == ["fail"] * 10
