@@ -33,6 +33,11 @@ _COUNT_NAME: Final = re.compile(
     r"^(limit|top_?k|count|max_\w+|\w*_count|size|n|page_?size|num_\w+|days|nights)$", re.I
 )
 _QUERY_NAME: Final = re.compile(r"^(query|q|text|search|keywords?|topic|question|prompt)$", re.I)
+_PATH_NAME: Final = re.compile(r"(^|_)(path|file|filename|filepath|dir|directory|folder)$", re.I)
+#: a path in the task: absolute, home- or drive-rooted, or a file name with an extension
+_PATH: Final = re.compile(
+    r"(?<![\w/.~-])(?:~?/|[A-Za-z]:\\)[^\s'\"`,;()]+|(?<![\w/.-])[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,4}\b"
+)
 _EXAMPLE: Final = re.compile(r"e\.g\.,?\s*['\"`]([^'\"`]+)['\"`]")
 _TOKEN: Final = re.compile(r"[A-Za-z0-9][\w/.#-]*[A-Za-z0-9]|[A-Za-z0-9]")
 _NUMBER: Final = re.compile(r"(?<![\w.-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w-])")
@@ -208,6 +213,10 @@ def _string_candidates(
         return [_iso_date(task, month_only=True) or "2026-01"]
     if _QUERY_NAME.match(name):
         return [task]
+    if _PATH_NAME.search(name):
+        paths = [m.group(0).rstrip(".") for m in _PATH.finditer(task)]
+        if paths:  # "save ... into the file /drafts/status.txt": that path, not the sentence
+            return paths
     tokens = _task_tokens(task)
     example = _EXAMPLE.search(description)
     if example or "/" in description:

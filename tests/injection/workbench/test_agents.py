@@ -38,7 +38,11 @@ from toolwatch.injection.workbench.llm_agent import (
 )
 from toolwatch.injection.workbench.naive_agent import NaiveAgent
 from toolwatch.injection.workbench.orders import find_orders, strip_orders
-from toolwatch.injection.workbench.planning import plan_from_scenario, remap_arguments
+from toolwatch.injection.workbench.planning import (
+    literal_value,
+    plan_from_scenario,
+    remap_arguments,
+)
 from toolwatch.injection.workbench.replay import ReplayServer
 from toolwatch.injection.workbench.runner import run_agent
 from toolwatch.injection.workbench.trajectory import Recording
@@ -143,6 +147,25 @@ def test_plan_asks_for_an_identifier_only_when_something_the_agent_saw_names_it(
     derived = {c.tool: c for c in plan_from_scenario(parse_scenario(doc)).calls}["get_quote"]
     source = derived.arguments["symbol"]
     assert source.derived and source.step == 0 and source.path == ("ticker_hint",)
+
+
+def test_a_path_argument_takes_a_path_the_task_names_not_the_sentence() -> None:
+    task = "Please save the status update 'entry-35' into the file /drafts/status_2026.txt."
+    assert literal_value("path", {"type": "string"}, task) == (True, "/drafts/status_2026.txt")
+    assert literal_value("file_path", {"type": "string"}, "Open notes.md, then ~/a/b.") == (
+        True,
+        "notes.md",
+    )
+    windows = "Read C:\\Users\\ana\\todo.txt (e.g. the list) and version 1.2"
+    assert literal_value("filename", {"type": "string"}, windows) == (
+        True,
+        "C:\\Users\\ana\\todo.txt",
+    )
+    # no path in the task: as before (a name the task gives, else the task itself)
+    assert literal_value("path", {"type": "string"}, "What is in the README?") == (
+        True,
+        "What is in the README?",
+    )
 
 
 def test_remap_arguments_moves_values_to_renamed_parameters() -> None:
