@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -281,23 +281,21 @@ def _locate(value: Any, doc: Any, preferred: str | None) -> list[tuple[str, Any]
     return [(ptr, leaf) for ptr, _, leaf in hits]
 
 
-def _conflict_pair(tools: Sequence[Mapping[str, Any]], raw: Mapping[str, Any]) -> tuple[str, str]:
+def _conflict_pair(clean_of: Mapping[str, Any], raw: Mapping[str, Any]) -> tuple[str, str]:
     """B2's two sources: the tool whose clean response holds ``tool_a_value`` and the one whose
     response holds ``tool_b_value`` (the faulted one). AgentCheck's templates list them first
     and second; the values decide when they are listed otherwise (or among more tools), and the
     first and second tools stay the answer when no pair holds both values (the conversion then
-    names the missing value)."""
-    ids = [str(t["tool_id"]) for t in tools]
+    names the missing value). ``clean_of``: each tool's clean response, in listing order."""
+    ids = list(clean_of)
     default = (ids[0], ids[min(1, len(ids) - 1)])
-    clean_of = {str(t["tool_id"]): t["clean_response"] for t in tools}
-    preferred = raw.get("conflict_field")
-    if raw.get("tool_a_value") is None or raw.get("tool_b_value") is None:
+    value_a, value_b = raw.get("tool_a_value"), raw.get("tool_b_value")
+    if value_a is None or value_b is None:
         return default
+    preferred = raw.get("conflict_field")
     pairs = [default] + [(a, b) for a in ids for b in ids if a != b and (a, b) != default]
     for a, b in pairs:
-        if _locate(raw.get("tool_a_value"), clean_of[a], preferred) and _locate(
-            raw.get("tool_b_value"), clean_of[b], None
-        ):
+        if _locate(value_a, clean_of[a], preferred) and _locate(value_b, clean_of[b], None):
             return a, b
     return default
 
@@ -349,7 +347,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     clean_of = {t["tool_id"]: t["clean_response"] for t in data["tools"]}
     faulty = [t["tool_id"] for t in data["tools"] if t.get("is_faulty")]
     if action == "return_conflicting":
-        first, tool = _conflict_pair(data["tools"], raw)
+        first, tool = _conflict_pair(clean_of, raw)
     elif faulty:
         tool = faulty[0]
     else:
