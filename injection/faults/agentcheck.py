@@ -286,18 +286,20 @@ def _conflict_pair(clean_of: Mapping[str, Any], raw: Mapping[str, Any]) -> tuple
     response holds ``tool_b_value`` (the faulted one). AgentCheck's templates list them first
     and second; the values decide when they are listed otherwise (or among more tools), and the
     first and second tools stay the answer when no pair holds both values (the conversion then
-    names the missing value). ``clean_of``: each tool's clean response, in listing order."""
+    names only the value no tool holds). ``clean_of``: each tool's clean response, in listing
+    order."""
     ids = list(clean_of)
     default = (ids[0], ids[min(1, len(ids) - 1)])
     value_a, value_b = raw.get("tool_a_value"), raw.get("tool_b_value")
     if value_a is None or value_b is None:
         return default
     preferred = raw.get("conflict_field")
+    holds_a = [t for t in ids if _locate(value_a, clean_of[t], preferred)]
+    holds_b = [t for t in ids if _locate(value_b, clean_of[t], None)]
     pairs = [default] + [(a, b) for a in ids for b in ids if a != b and (a, b) != default]
-    for a, b in pairs:
-        if _locate(value_a, clean_of[a], preferred) and _locate(value_b, clean_of[b], None):
-            return a, b
-    return default
+    # both values found, else the one that is (so the problem names only the other), listing
+    # order breaking ties
+    return max(pairs, key=lambda ab: (ab[0] in holds_a) + (ab[1] in holds_b))
 
 
 def _claim_pointer(clean: Any) -> str | None:

@@ -298,6 +298,8 @@ def test_missing_ground_truth_is_a_clear_error_not_a_made_up_value() -> None:
     raw["fault_spec"]["params"]["tool_b_value"] = "201.00"
     with pytest.raises(ValueError, match="tool_b_value: the clean response of "):
         parse_scenario(raw, "b2.json")
+    raw["tools"].reverse()  # listed the other way round: only the value no tool holds is named
+    assert [p.pointer for p in convert(raw).problems] == ["/fault_spec/params/tool_b_value"]
     c1 = json.loads((TEMPLATES / "C1_finance_stock_price_injection.json").read_text())
     c1["fault_spec"]["params"]["payload_id"] = "AGENTCHECK_PAYLOAD_elsewhere"
     with pytest.raises(ValueError, match="does not carry the payload id"):
