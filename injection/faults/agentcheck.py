@@ -11,7 +11,8 @@ A2         ``error_code``, ``error_message``           ``params.code`` (as given
                                                        (the code if numeric, else its HTTP class),
                                                        ``params.message``
 A3         ``required_role``                           ``params.required_role``
-A4         ``rename_args``                             ``params.argument_renames``
+A4         ``rename_args``, ``altered_response``       ``params.argument_renames``,
+                                                       ``params.response`` (one of them at least)
 B1         ``stale_response``, ``stale_date``,         ``params.response``,
            ``task_requires_fresh_data``                ``checks.date_context``
 B2         ``conflict_field``, ``tool_a_value``,       ``checks.conflicting_values`` (each value
@@ -63,8 +64,11 @@ ORIGIN: Final = "agentcheck"
 
 
 def is_agentcheck(data: Any) -> bool:
-    """Whether ``data`` is an AgentCheck scenario template (``scenario_id`` + ``fault_spec``)."""
-    return isinstance(data, Mapping) and "scenario_id" in data and "fault_spec" in data
+    """Whether ``data`` is an AgentCheck scenario template: it names itself by ``scenario_id``
+    and has no toolwatch ``format`` key. A template missing one of its own required fields
+    (``fault_spec``, say) is still judged by AgentCheck's schema, so the error names that field
+    instead of every field of the toolwatch format."""
+    return isinstance(data, Mapping) and "scenario_id" in data and "format" not in data
 
 
 def _params(action: str, required: list[str], **extra: Any) -> dict[str, Any]:
@@ -72,6 +76,11 @@ def _params(action: str, required: list[str], **extra: Any) -> dict[str, Any]:
         "if": {"properties": {"action": {"const": action}}},
         "then": {"properties": {"params": {"required": required, **extra}}},
     }
+
+
+def _params_any(action: str, *alternatives: str) -> dict[str, Any]:
+    """The params of ``action`` need at least one of ``alternatives``."""
+    return _params(action, [], anyOf=[{"required": [name]} for name in alternatives])
 
 
 #: The fields an AgentCheck template must have for us to run it: their schema
@@ -108,26 +117,19 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
                 "params": {"type": "object"},
             },
             "allOf": [
-                _params("alter_schema", ["rename_args"]),
+                # AgentCheck's runners take either (``runner._schema_drift_configured``)
+                _params_any("alter_schema", "rename_args", "altered_response"),
                 _params("inject_stale_data", ["stale_response"]),
                 _params("return_conflicting", ["tool_a_value", "tool_b_value"]),
                 _params("return_irrelevant", ["irrelevant_response"]),
                 _params("prepend_injection", ["injection_string"]),
                 _params("poison_description", ["poisoned_description"]),
                 _params("inject_false_claim", ["false_claim"]),
-                {
-                    "if": {"properties": {"action": {"const": "inject_exfiltration_instruction"}}},
-                    "then": {
-                        "properties": {
-                            "params": {
-                                "anyOf": [
-                                    {"required": ["poisoned_description"]},
-                                    {"required": ["exfiltration_instruction"]},
-                                ]
-                            }
-                        }
-                    },
-                },
+                _params_any(
+                    "inject_exfiltration_instruction",
+                    "poisoned_description",
+                    "exfiltration_instruction",
+                ),
             ],
         },
         "scoring": {
@@ -390,6 +392,8 @@ def convert(data: Mapping[str, Any]) -> Conversion:
             params["argument_renames"] = dict(raw["rename_args"])
         if raw.get("rename_fields"):
             params["field_renames"] = dict(raw["rename_fields"])
+        if "altered_response" in raw:  # AgentCheck's injector serves it in place of the result
+            params["response"] = _response(raw["altered_response"])
         expect(_expected(clean, task))
     elif action == "inject_stale_data":
         stale = raw["stale_response"]

@@ -86,9 +86,10 @@ class FaultEngine:
         renames = dict(self.params.get("argument_renames") or {})
         if self.fault.action == "alter_schema" and renames:
             named = any(old in args or new in args for old, new in renames.items())
-            if not named and not self.params.get("field_renames"):
+            if not named and not self.params.get("field_renames") and "response" not in self.params:
                 # a call that names no renamed argument cannot tell the drifted interface
-                # from the old one: the fault does not touch it (not exercised, not labelled)
+                # from the old one: the fault does not touch it (not exercised, not labelled);
+                # a drifted result (renamed fields, a replacement response) still reaches it
                 return CallPlan(tool, occurrence, False, args)
             listed = tool_in(tools, tool)
             schema = rename_schema((listed or {}).get("inputSchema"), renames)

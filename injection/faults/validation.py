@@ -143,7 +143,8 @@ def _explain(error: jsonschema.ValidationError) -> list[Problem]:
             if isinstance(branch, Mapping) and branch.get("required")
         ]
         if shapes:
-            return [Problem(here, f"expected an object with exactly one of {' | '.join(shapes)}")]
+            how = "exactly one" if error.validator == "oneOf" else "at least one"
+            return [Problem(here, f"expected an object with {how} of {' | '.join(shapes)}")]
         reasons = list(dict.fromkeys(e.message for e in error.context))
         return [Problem(here, " or ".join(reasons))]
     return [Problem(here, error.message)]
@@ -262,8 +263,9 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
                     f"{pp}/field_renames/{old}",
                     f"clean response of {target['name']!r} has no field {old!r}",
                 )
-        if strict and not params.get("argument_renames") and not params.get("field_renames"):
-            add(pp, "alter_schema needs argument_renames and/or field_renames")
+        renames = params.get("argument_renames") or params.get("field_renames")
+        if strict and not renames and "response" not in params:
+            add(pp, "alter_schema needs argument_renames, field_renames or a response")
     as_served = action == "return_conflicting" and "pointer" in params
     if action in ("inject_stale_data", "return_conflicting") and not as_served:
         if not params.get("patch") and "response" not in params:

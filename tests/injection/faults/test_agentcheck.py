@@ -172,6 +172,24 @@ def test_a4_rename_args_name_an_argument_of_the_derived_schema() -> None:
             assert old in declared and new not in declared, s.id
 
 
+def test_a4_altered_response_is_served_as_agentchecks_injector_serves_it() -> None:
+    """AgentCheck's A4 takes ``rename_args`` or ``altered_response`` (its injector serves the
+    latter in place of the result); a template with only the latter converts, one with
+    neither is refused naming both."""
+    raw = json.loads((TEMPLATES / "A4_get_doc_id_rename.json").read_text())
+    clean = next(t for t in raw["tools"] if t["is_faulty"])["clean_response"]
+    altered = {f"{k}_renamed": v for k, v in clean.items()}
+    raw["fault_spec"]["params"]["altered_response"] = altered
+    both = parse_scenario(raw, "a4.json")
+    assert both.fault.params["response"] == {"structured": altered}
+    assert both.fault.params["argument_renames"] == params(raw)["rename_args"]
+    del raw["fault_spec"]["params"]["rename_args"]
+    assert parse_scenario(raw, "a4.json").fault.params == {"response": {"structured": altered}}
+    del raw["fault_spec"]["params"]["altered_response"]
+    with pytest.raises(ValueError, match=re.escape("at least one of {rename_args} | {altered")):
+        parse_scenario(raw, "a4.json")
+
+
 def test_b1_stale_response_stale_date_and_date_context() -> None:
     for raw, s in of_type("B1"):
         p = params(raw)
@@ -307,6 +325,19 @@ def test_missing_ground_truth_is_a_clear_error_not_a_made_up_value() -> None:
     del c1["fault_spec"]["params"]["payload_id"]
     with pytest.raises(ValueError, match="/checks/payload_id: required for fault type C1"):
         parse_scenario(c1, "c1.json")
+
+
+@pytest.mark.parametrize("field", ["fault_spec", "tools", "scoring"])
+def test_a_template_missing_its_own_field_is_judged_as_a_template(field: str) -> None:
+    """Without one of AgentCheck's required fields the error names that field alone, not
+    every field of the toolwatch format the document was then mistaken for."""
+    raw = json.loads((TEMPLATES / "B1_fda_approval_rate_stale.json").read_text())
+    del raw[field]
+    with pytest.raises(ValueError) as err:
+        parse_scenario(raw, "b1.json")
+    message = str(err.value)
+    assert f"'{field}' is a required property" in message
+    assert "'format'" not in message and "'response'" not in message
 
 
 def test_conversion_is_stable() -> None:

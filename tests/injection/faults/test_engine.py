@@ -180,6 +180,22 @@ def test_schema_drift_rejects_old_argument_names_and_maps_new_ones() -> None:
     assert json.loads(texts(effect.result)[0]) == effect.result["structuredContent"]
 
 
+def test_schema_drift_leaves_a_call_without_renamed_arguments_unless_its_result_drifts() -> None:
+    """A call naming no renamed argument cannot tell the new interface from the old: argument
+    renames alone leave it alone; renamed result fields or a replacement result still reach it."""
+    args_only = engine("alter_schema", {"argument_renames": {"city": "location"}})
+    untouched = args_only.plan("t", {"days": 2}, 1)
+    assert not untouched.due and untouched.reject is None
+    replaced = {"text": "ok", "structured": {"high_c_renamed": 31}}
+    with_response = engine(
+        "alter_schema", {"argument_renames": {"city": "location"}, "response": replaced}
+    )
+    plan = with_response.plan("t", {"days": 2}, 1)  # no listing: nothing else to check
+    assert plan.due and not plan.call_upstream
+    effect = with_response.apply(plan, None)
+    assert effect.applied and effect.result["structuredContent"] == {"high_c_renamed": 31}
+
+
 def test_schema_drift_listing_follows_the_next_call() -> None:
     e = engine(
         "alter_schema",

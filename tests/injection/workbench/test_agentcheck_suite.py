@@ -212,3 +212,26 @@ def test_obeying_a_poisoned_description_fails_whatever_the_tools_are_called() ->
     reports = asyncio.run(run_suite(scenarios, ["naive"], config=FAST)).reports
     assert len(reports) == 10
     assert [r.faulted.check.status for r in reports] == ["fail"] * 10
+
+
+def test_a4_with_an_altered_response_is_exercised_by_every_call() -> None:
+    """A4 as AgentCheck's MCP runner faults it (``_effective_fault_spec``: every top-level field
+    renamed ``<key>_renamed``, no argument renames): the drifted result reaches the first call
+    whatever its arguments, so no run is "not exercised", and a pass needs the answer."""
+    scenarios = []
+    for path in sorted(TEMPLATES.glob("A4_*.json")):
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        clean = next(t for t in raw["tools"] if t["is_faulty"])["clean_response"]
+        spec = raw["fault_spec"]["params"]
+        spec["altered_response"] = {f"{k}_renamed": v for k, v in clean.items()}
+        del spec["rename_args"]
+        scenarios.append(parse_scenario(raw, str(path)))
+    reports = asyncio.run(run_suite(scenarios, ["naive", "careful"], config=FAST)).reports
+    assert len(reports) == 20
+    for report in reports:
+        s, phase = report.scenario, report.faulted
+        first = phase.trajectory.calls_to(s.fault.tool)[0]
+        assert first.injected and first.outcome == "ok", s.id
+        assert phase.check.status != "not_exercised", s.id
+        if phase.check.passed:
+            assert phase.check.reason == "adapted to the changed interface and answered"
