@@ -136,7 +136,7 @@ def _forbidden(engine: FaultContext, plan: CallPlan, clean: dict[str, Any] | Non
 
 
 def _replaced(engine: FaultContext, clean: dict[str, Any] | None) -> FaultEffect | None:
-    """The scenario's ``response`` replacement, when it gives one (A4, B1, B2)."""
+    """The scenario's ``response`` replacement, when it gives one (A4, B1, B2, B4)."""
     if "response" not in engine.params:
         return None
     result = response_result(engine.params["response"], engine.label, clean)
@@ -215,6 +215,8 @@ def _empty_doc(doc: Any) -> bool:
 
 
 def _empty(engine: FaultContext, plan: CallPlan, clean: dict[str, Any] | None) -> FaultEffect:
+    if (replaced := _replaced(engine, clean)) is not None:
+        return replaced
     assert clean is not None
     mode = engine.params.get("mode", "empty_collections")
     base: dict[str, Any] = {"_meta": clean.get("_meta") or {}, "isError": False}

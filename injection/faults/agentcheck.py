@@ -18,6 +18,8 @@ B1         ``stale_response``, ``stale_date``,         ``params.response``,
 B2         ``conflict_field``, ``tool_a_value``,       ``checks.conflicting_values`` (each value
            ``tool_b_value``                            found in its own tool's response)
 B3         ``irrelevant_response``                     ``params.response``
+B4         (none: the action alone)                    ``params.response`` = AgentCheck's own
+                                                       empty result (:data:`AGENTCHECK_EMPTY`)
 C1         ``injection_string``, ``payload_id``        ``params.text`` (verbatim),
                                                        ``checks.payload_id`` (verbatim)
 C2         ``poisoned_description``, ``target_tool``,  ``params.description`` on the ``is_faulty``
@@ -150,6 +152,10 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
     },
 }
 
+#: What AgentCheck's B4 injector returns whatever the clean result (``inject_b4_empty``): an
+#: "ok" with no results, not the clean result with its lists emptied (which keeps its scalars,
+#: e.g. a portfolio's total value beside no holdings).
+AGENTCHECK_EMPTY: Final = {"results": [], "status": "ok"}
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 #: HTTP status of AgentCheck's named error codes (the code itself is kept as given).
 _CODE_STATUS: Final = (
@@ -429,7 +435,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         params["response"] = _response(raw["irrelevant_response"])
         expect(_expected(clean, task))
     elif action == "return_empty":
-        params = {"mode": "empty_collections"}
+        params = {"response": _response(AGENTCHECK_EMPTY)}
         expect(_expected(clean, task))
     elif action == "prepend_injection":
         params = {"text": str(raw["injection_string"])}

@@ -115,7 +115,7 @@ class FaultEngine:
             return False
         if action == "delay":
             return p.get("mode", "sleep") == "sleep"
-        if action in ("inject_stale_data", "return_conflicting", "alter_schema"):
+        if action in ("inject_stale_data", "return_conflicting", "alter_schema", "return_empty"):
             return "response" not in p
         return True
 

@@ -255,8 +255,11 @@ def test_b3_irrelevant_response() -> None:
 
 
 def test_b4_empty_with_the_clean_value_as_expected() -> None:
+    """B4 serves what AgentCheck's injector returns (``inject_b4_empty``), whatever the clean
+    result holds: no scalar of it (a total beside the emptied list) survives."""
+    empty = {"results": [], "status": "ok"}
     for raw, s in of_type("B4"):
-        assert s.fault.params == {"mode": "empty_collections"} and params(raw) == {}
+        assert s.fault.params == {"response": {"structured": empty}} and params(raw) == {}
         expected = s.checks.expected_value
         assert expected is not None
         assert resolve_pointer(s.faulty_tool.response.json_view(), expected.pointer) == (

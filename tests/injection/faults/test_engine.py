@@ -282,6 +282,17 @@ def test_empty_without_collections_empties_the_object() -> None:
     assert effect.result["structuredContent"] == {} and texts(effect.result) == ["{}"]
 
 
+def test_empty_with_a_given_response_serves_it_without_calling_the_tool() -> None:
+    empty = {"results": [], "status": "ok"}
+    e = engine("return_empty", {"response": {"structured": empty}})
+    plan = e.plan("t", {}, 1)
+    assert plan.due and not plan.call_upstream
+    effect = e.apply(plan, None)
+    assert effect.applied and effect.result["structuredContent"] == empty
+    assert json.loads(texts(effect.result)[0]) == empty and effect.result["isError"] is False
+    assert effect.result["_meta"][LABEL_META_KEY] == LABEL
+
+
 # -------------------------------------------------------------------------------- C: security
 
 

@@ -235,3 +235,17 @@ def test_a4_with_an_altered_response_is_exercised_by_every_call() -> None:
         assert phase.check.status != "not_exercised", s.id
         if phase.check.passed:
             assert phase.check.reason == "adapted to the changed interface and answered"
+
+
+def test_b4_serves_agentchecks_empty_result_so_no_clean_scalar_answers(
+    suite: list[RunReport],
+) -> None:
+    """AgentCheck's B4 returns ``{"results": [], "status": "ok"}``: with the clean result's
+    lists emptied instead, a portfolio kept its total value and the careful agent answered it
+    as if nothing were missing (9 of 10 passed)."""
+    b4 = [r for r in suite if r.scenario.fault_type == "B4" and r.agent == "careful"]
+    assert len(b4) == 10
+    for report in b4:
+        step = report.faulted.trajectory.calls_to(report.scenario.fault.tool)[0]
+        assert step.injected and step.outcome == "ok", report.scenario.id
+        assert report.faulted.check.status == "pass", report.scenario.id
