@@ -7,6 +7,8 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   injections, written by a separate author who saw neither the scanner's rules nor the
   development set, and never looked at by rule writing: the benchmark prints its counts,
   never its texts (``--misses`` lists development texts only);
+* ``scanner_blind2.jsonl`` — a second measure of the same kind by a fifth author (380 benign,
+  174 injections), reported the same way;
 * ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
@@ -19,7 +21,7 @@ wording alone and with the listing context the scanner mitigation has (the tools
 a description and the template's endpoint allowlist).
 
 Target (issue 15): injection recall >= 0.95 at <= 1 % false positives on benign descriptions.
-Exits 1 when the blind set's figures miss it (``--no-fail`` to only report).
+Exits 1 when either blind set's figures miss it (``--no-fail`` to only report).
 
 ``--compare`` runs the local prompt-injection detectors from PyPI listed in :data:`COMPARED`
 (those installed; ``pip install`` the pinned versions first) on the same blind set.
@@ -45,8 +47,21 @@ SET = HERE / "data" / "scanner_set.jsonl"
 DEV2 = HERE / "data" / "scanner_dev2.jsonl"
 DEV3 = HERE / "data" / "scanner_dev3.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
+BLIND2 = HERE / "data" / "scanner_blind2.jsonl"
 #: the sets :func:`labelled` reads: name -> the files it takes
-SETS: dict[str, tuple[Path, ...]] = {"blind": (BLIND,), "development": (SET, DEV2, DEV3)}
+SETS: dict[str, tuple[Path, ...]] = {
+    "blind": (BLIND,),
+    "blind2": (BLIND2,),
+    "development": (SET, DEV2, DEV3),
+}
+#: the sets no rule was written on: printed as counts only, and each held to the target
+BLIND_SETS: tuple[str, ...] = ("blind", "blind2")
+#: how the report titles each set
+TITLES: dict[str, str] = {
+    "blind": "blind set (never read by rule writing)",
+    "blind2": "second blind set (a fifth author; never read by rule writing)",
+    "development": "development set",
+}
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
 TARGET_RECALL = 0.95
 TARGET_DESC_FPR = 0.01
@@ -78,6 +93,28 @@ def confusion(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
 def ours(text: str) -> bool:
     """toolwatch's scanner, by wording alone."""
     return bool(categories(text))
+
+
+def rules_only(text: str) -> bool:
+    """The named variant without the trained classifier: the rules alone."""
+    return bool(categories(text, classifier=False))
+
+
+def variant_line(name: str) -> str:
+    """One line: the rules alone on set ``name`` (the classifier's measured effect)."""
+    r = labelled(name, rules_only)
+    cells = [
+        _fmt(r[kind][key])
+        for kind, key in (
+            ("all", "injection_recall"),
+            ("description", "false_positive_rate"),
+            ("output", "false_positive_rate"),
+        )
+    ]
+    return (
+        f"  rules alone (categories(classifier=False)): recall {cells[0]}, description FPR "
+        f"{cells[1]}, output FPR {cells[2]}"
+    )
 
 
 def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
@@ -321,14 +358,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    names = ["blind", *(["development"] if args.dev else [])]
+    names = [*BLIND_SETS, *(["development"] if args.dev else [])]
     results = {name: labelled(name) for name in names}
     ac = agentcheck()
     lines: list[str] = []
     for name in names:
-        title = "blind set (never read by rule writing)" if name == "blind" else "development set"
-        lines += render(title, results[name], blind=name == "blind")
-        if args.misses and name != "blind":  # the blind set's texts stay unread
+        lines += render(TITLES[name], results[name], blind=name in BLIND_SETS)
+        lines.append(variant_line(name))
+        if args.misses and name not in BLIND_SETS:  # the blind sets' texts stay unread
             for row, flag in results[name]["_rows"]:
                 if flag != (row["label"] == "injection"):
                     kind = "MISS" if not flag else "FP  "
@@ -349,21 +386,27 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"  benign flagged: {', '.join(ac['benign_flagged']) or 'none'}")
     if args.compare:
         lines += ["", *compare()]
-    blind = results["blind"]
-    recall = blind["all"]["injection_recall"] or 0.0
-    desc_fpr = blind["description"]["false_positive_rate"] or 0.0
-    met = recall >= TARGET_RECALL and desc_fpr <= TARGET_DESC_FPR
     lines.append("")
-    lines.append(
-        f"target recall >= {TARGET_RECALL} at <= {TARGET_DESC_FPR:.0%} FP on benign descriptions "
-        f"(blind set): recall {recall:.3f}, description FPR {desc_fpr:.3f} -> "
-        f"{'met' if met else 'MISSED'}"
-    )
+    met = True
+    for name in BLIND_SETS:
+        recall = results[name]["all"]["injection_recall"] or 0.0
+        desc_fpr = results[name]["description"]["false_positive_rate"] or 0.0
+        this = recall >= TARGET_RECALL and desc_fpr <= TARGET_DESC_FPR
+        met = met and this
+        lines.append(
+            f"target recall >= {TARGET_RECALL} at <= {TARGET_DESC_FPR:.0%} FP on benign "
+            f"descriptions ({name}): recall {recall:.3f}, description FPR {desc_fpr:.3f} -> "
+            f"{'met' if this else 'MISSED'}"
+        )
     print("\n".join(lines))
     if args.json:
         withheld = {"_rows", "misses_by_style", "false_positives_by_style"}
         clean = {
-            s: {k: v for k, v in r.items() if k != "_rows" and (s != "blind" or k not in withheld)}
+            s: {
+                k: v
+                for k, v in r.items()
+                if k != "_rows" and (s not in BLIND_SETS or k not in withheld)
+            }
             for s, r in results.items()
         }
         args.json.write_text(json.dumps({"labelled": clean, "agentcheck": ac}, indent=2) + "\n")

@@ -16,6 +16,10 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
+Beside the rules, a classifier trained on the same development sets (:mod:`classifier`) flags
+what they miss: a text no rule fires on is category ``classifier`` when the model calls it an
+injection.
+
 The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves),
 ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors') only;
 ``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl``,
@@ -34,6 +38,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.results import iter_strings
 from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of
 from toolwatch.injection.mitigations.values import tool_verb
@@ -189,8 +194,23 @@ _REPORTED_QUOTE = re.compile(
 )
 
 
-def categories(text: str, context: ListingContext | None = None) -> list[str]:
-    """Every category of cue in ``text`` (any reading), sorted."""
+#: The category of a text only the trained classifier flags (:mod:`classifier`).
+CLASSIFIER: Final = "classifier"
+
+
+def categories(
+    text: str, context: ListingContext | None = None, *, classifier: bool = True
+) -> list[str]:
+    """Every category of cue in ``text`` (any reading), sorted; :data:`CLASSIFIER` when no
+    rule fires but the trained classifier flags the text (``classifier=False``: the rules
+    alone, the named variant ``benchmarks/bench_scanner.py`` measures beside it)."""
+    found = _rule_categories(text, context)
+    if not found and classifier and shipped_model().flags(text):
+        found.add(CLASSIFIER)
+    return sorted(found)
+
+
+def _rule_categories(text: str, context: ListingContext | None) -> set[str]:
     found: set[str] = set()
     text = _REPORTED_QUOTE.sub(" ", text)
     if _USER_TURN.search(text):
@@ -205,7 +225,7 @@ def categories(text: str, context: ListingContext | None = None) -> list[str]:
             cue = _context_cues(m.group(0), context)
             if cue:
                 found.add(cue)
-    return sorted(found)
+    return found
 
 
 def find_instructions(text: str, context: ListingContext | None = None) -> list[InstructionHit]:

@@ -584,9 +584,17 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     the rules nor that set) and AgentCheck were never looked at for them."""
     blind = bench_scanner.labelled("blind")
     assert blind["texts"] == 414
-    assert blind["all"]["injection_recall"] >= 0.80
-    assert blind["all"]["injection_precision"] >= 0.89
+    assert blind["all"]["injection_recall"] >= 0.91
+    assert blind["all"]["injection_precision"] >= 0.90
     assert blind["description"]["false_positive_rate"] <= 0.028  # 4 of 144
+    second = bench_scanner.labelled("blind2")
+    assert second["texts"] == 554
+    assert second["all"]["injection_recall"] >= 0.79
+    assert second["description"]["false_positive_rate"] <= 0.036  # 7 of 198
+    # the classifier's measured effect: the rules alone catch less at the same description FPR
+    for name, rules_recall in (("blind", 0.809), ("blind2", 0.649)):
+        rules = bench_scanner.labelled(name, bench_scanner.rules_only)
+        assert rules["all"]["injection_recall"] == rules_recall
     development = bench_scanner.labelled("development")
     assert development["texts"] == 420 + 489 + 530
     assert development["all"]["injection_recall"] >= 0.98
@@ -594,8 +602,8 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     assert development["output"]["false_positive_rate"] <= 0.011
     ac = bench_scanner.agentcheck()
     assert ac["benign_flagged_by_wording"] == ac["benign_flagged_with_context"] == 0
-    assert ac["detected_by_wording"] == {"C1": 10, "C2": 6, "C4": 8}
-    assert ac["detected_with_context"] == {"C1": 10, "C2": 9, "C4": 10}
+    assert ac["detected_by_wording"] == {"C1": 10, "C2": 8, "C4": 8}
+    assert ac["detected_with_context"] == {"C1": 10, "C2": 10, "C4": 10}
 
 
 def test_the_blind_set_is_reported_without_its_texts(
@@ -611,7 +619,13 @@ def test_the_blind_set_is_reported_without_its_texts(
 
     monkeypatch.setattr(bench_scanner, "labelled", flag_nothing)
     out = tmp_path / "figures.json"
-    blind = [json.loads(line) for line in bench_scanner.BLIND.read_text().splitlines() if line]
+    blind = [
+        json.loads(line)
+        for name in bench_scanner.BLIND_SETS
+        for path in bench_scanner.SETS[name]
+        for line in path.read_text().splitlines()
+        if line
+    ]
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         bench_scanner.main(["--dev", "--misses", "--no-fail", "--json", str(out)])
     shown = printed.getvalue() + out.read_text()

@@ -1,0 +1,194 @@
+"""Train the scanner's text classifier (``injection/mitigations/classifier.py``) on the development
+sets and write the model toolwatch ships; ``--check`` retrains and fails if the shipped file
+differs.
+
+Data: the three development sets of ``benchmarks/data`` (``scanner_set``, ``scanner_dev2``,
+``scanner_dev3``; three authors). The blind sets are not read.
+
+1. **Threshold**, set before any measure: each author's set is scored by a model trained on
+   the other two; the threshold is the probability above which 1 % of those held-out benign
+   descriptions fall (pooled over the three authors) — the false-positive level the issue
+   allows, on authors the model did not read.
+2. **Model**: the same features and regression fitted on all three sets.
+
+Logistic regression (scikit-learn, lbfgs, balanced classes, C = 4) over the classifier's own
+hashed TF-IDF features, so training and scoring share one feature code. Coefficients and idf
+are rounded to 6 significant digits; the file is gzip without a timestamp, so a re-run writes
+the same bytes.
+
+Needs scikit-learn (in the ``dev`` extra). Run:
+``.venv/bin/python benchmarks/train_scanner_model.py [--check] [--out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from toolwatch.injection.mitigations import classifier as C
+
+HERE = Path(__file__).resolve().parent
+AUTHORS = {
+    "scanner_set": HERE / "data" / "scanner_set.jsonl",
+    "scanner_dev2": HERE / "data" / "scanner_dev2.jsonl",
+    "scanner_dev3": HERE / "data" / "scanner_dev3.jsonl",
+}
+#: Benign descriptions of held-out authors allowed above the threshold.
+TARGET_DESC_FPR = 0.01
+#: Logistic regression's inverse regularisation (the baseline's value).
+REGULARISATION_C = 4.0
+#: Texts a bucket must occur in to be kept.
+MIN_DF = 2
+#: ``--check``: the largest difference of a number allowed between retrained and shipped.
+TOLERANCE = 1e-3
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def _idf(counted: list[tuple[Counter[int], Counter[int]]]) -> tuple[dict[int, float], ...]:
+    n = len(counted)
+    out = []
+    for kind in range(len(C.KINDS)):
+        df: Counter[int] = Counter()
+        for counts in counted:
+            df.update(counts[kind].keys())
+        out.append(
+            {b: _round(math.log((1 + n) / (1 + d)) + 1.0) for b, d in df.items() if d >= MIN_DF}
+        )
+    return tuple(out)
+
+
+def _matrix(counted: list[tuple[Counter[int], Counter[int]]], idf: tuple[dict[int, float], ...]):  # type: ignore[no-untyped-def]
+    import scipy.sparse as sp
+
+    rows, cols, vals = [], [], []
+    for i, counts in enumerate(counted):
+        for kind, (kind_counts, kind_idf) in enumerate(zip(counts, idf, strict=True)):
+            for b, v in C.tfidf(kind_counts, kind_idf).items():
+                rows.append(i)
+                cols.append(kind * C.BUCKETS + b)
+                vals.append(v)
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(counted), len(C.KINDS) * C.BUCKETS))
+
+
+def fit(rows: list[dict[str, str]], threshold: float, trained_on: dict[str, Any]) -> C.TextModel:
+    """The classifier fitted on ``rows``."""
+    from sklearn.linear_model import LogisticRegression
+
+    counted = [C.bucket_counts(r["text"]) for r in rows]
+    idf = _idf(counted)
+    labels = [r["label"] == "injection" for r in rows]
+    lr = LogisticRegression(max_iter=5000, class_weight="balanced", C=REGULARISATION_C)
+    lr.fit(_matrix(counted, idf), labels)
+    weights = lr.coef_[0]
+    coef = tuple(
+        {b: _round(float(weights[k * C.BUCKETS + b])) for b in idf[k]} for k in range(len(idf))
+    )
+    return C.TextModel(
+        idf=(idf[0], idf[1]),
+        coef=(coef[0], coef[1]),
+        intercept=_round(float(lr.intercept_[0])),
+        threshold=threshold,
+        trained_on=trained_on,
+    )
+
+
+def held_out_threshold(sets: dict[str, list[dict[str, str]]]) -> tuple[float, dict[str, Any]]:
+    """The probability above which :data:`TARGET_DESC_FPR` of held-out benign descriptions
+    fall, and the held-out figures at it."""
+    scored: list[tuple[dict[str, str], float]] = []
+    for held, test in sets.items():
+        train = [r for name, rows in sets.items() if name != held for r in rows]
+        model = fit(train, 0.5, {})
+        scored += [(r, model.probability(r["text"])) for r in test]
+    benign = sorted(p for r, p in scored if r["label"] == "benign" and r["kind"] == "description")
+    allowed = math.floor(TARGET_DESC_FPR * len(benign))
+    threshold = _round(benign[len(benign) - 1 - allowed])
+    flagged = [(r, p > threshold) for r, p in scored]
+    injections = [f for r, f in flagged if r["label"] == "injection"]
+    desc = [f for r, f in flagged if r["label"] == "benign" and r["kind"] == "description"]
+    outputs = [f for r, f in flagged if r["label"] == "benign" and r["kind"] == "output"]
+    figures = {
+        "held_out_recall": round(sum(injections) / len(injections), 3),
+        "held_out_description_fpr": round(sum(desc) / len(desc), 3),
+        "held_out_output_fpr": round(sum(outputs) / len(outputs), 3),
+    }
+    return threshold, figures
+
+
+def train() -> C.TextModel:
+    sets = {name: _rows(path) for name, path in AUTHORS.items()}
+    threshold, figures = held_out_threshold(sets)
+    everything = [r for rows in sets.values() for r in rows]
+    trained_on = {
+        "sets": {name: len(rows) for name, rows in sets.items()},
+        "injections": sum(r["label"] == "injection" for r in everything),
+        "benign": sum(r["label"] == "benign" for r in everything),
+        "regularisation_c": REGULARISATION_C,
+        "min_df": MIN_DF,
+        "target_description_fpr": TARGET_DESC_FPR,
+        **figures,
+    }
+    return fit(everything, threshold, trained_on)
+
+
+def _difference(a: C.TextModel, b: C.TextModel) -> float:
+    """The largest absolute difference between two models' numbers (inf when their buckets
+    differ): another machine's BLAS may round the last digits differently."""
+    if [set(x) for x in a.idf] != [set(x) for x in b.idf]:
+        return math.inf
+    diffs = [abs(a.intercept - b.intercept), abs(a.threshold - b.threshold)]
+    for mine, theirs in (*zip(a.idf, b.idf, strict=True), *zip(a.coef, b.coef, strict=True)):
+        diffs += [abs(mine[k] - theirs[k]) for k in mine]
+    return max(diffs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if the shipped file differs")
+    parser.add_argument("--out", type=Path, help="write the model here (default: the shipped file)")
+    args = parser.parse_args(argv)
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        print("train_scanner_model: needs scikit-learn (pip install -e '.[dev]')")
+        return 2
+    model = train()
+    data = model.dump()
+    shipped = Path(str(resources.files(C.__package__).joinpath(C.MODEL_RESOURCE)))
+    t = model.trained_on
+    print(
+        f"trained on {t['injections']} injections and {t['benign']} benign texts; threshold "
+        f"{model.threshold} (held out: recall {t['held_out_recall']}, description FPR "
+        f"{t['held_out_description_fpr']}, output FPR {t['held_out_output_fpr']}); "
+        f"{len(model.idf[0])} word and {len(model.idf[1])} character buckets"
+    )
+    if args.check:
+        difference = _difference(C.TextModel.load_bytes(shipped.read_bytes()), model)
+        same = difference <= TOLERANCE
+        print(
+            f"shipped model {shipped}: {'the same' if same else 'DIFFERS'} (largest difference "
+            f"of a weight, idf or the threshold: {difference:.2g}; tolerance {TOLERANCE})"
+        )
+        return 0 if same else 1
+    out = args.out or shipped
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(data)
+    print(f"wrote {out} ({len(data):,} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
