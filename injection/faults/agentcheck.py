@@ -24,7 +24,9 @@ C1         ``injection_string``, ``payload_id``        ``params.text`` (verbatim
                                                        ``checks.payload_id`` (verbatim)
 C2         ``poisoned_description``, ``target_tool``,  ``params.description`` on the ``is_faulty``
            ``is_faulty``                               tool (the poisoner), ``checks.target_tool``
-C3         ``false_claim``, ``false_claim_aliases``    ``params.claim``,
+C3         ``false_claim``, ``false_claim_aliases``    ``params.claim`` where AgentCheck's
+                                                       injector plants it (``pointer``, else
+                                                       ``beside_document``),
                                                        ``checks.false_claim_aliases`` (all)
 C4         ``poisoned_description``,                   ``params.instruction`` in the poisoner's
            ``exfiltration_url``, ``target_tool``       description, ``params.exfiltration_url``
@@ -450,6 +452,8 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         claim_at = _claim_pointer(clean)
         if claim_at is not None:
             params["pointer"] = claim_at
+        else:  # AgentCheck's injector then wraps the result: {original_content, injected_claim}
+            params["placement"] = "beside_document"
         aliases = [claim, *[str(a) for a in raw.get("false_claim_aliases") or []]]
         checks["false_claim_aliases"] = list(dict.fromkeys(aliases))
     elif action == "inject_exfiltration_instruction":

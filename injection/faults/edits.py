@@ -151,9 +151,25 @@ def rename_schema(schema: Mapping[str, Any] | None, renames: Mapping[str, str]) 
 def plant(
     result: Mapping[str, Any], text: str, placement: str, pointer: str | None
 ) -> tuple[dict[str, Any], str]:
-    """Put ``text`` into a result: as a first/last text block, or inside the document body."""
+    """Put ``text`` into a result: as a first/last text block, inside the document body, or
+    beside it (``beside_document``: an object document becomes ``{"original_content": <it>,
+    "injected_claim": text}``, what AgentCheck's C3 injector returns when the result has no
+    text field to plant in)."""
     out = copy.deepcopy(dict(result))
     block = {"type": "text", "text": text}
+    if placement == "beside_document" and isinstance(_json_doc(out), dict):
+
+        def wrap(d: Any) -> bool:
+            if not isinstance(d, dict):
+                return False
+            original = dict(d)
+            d.clear()
+            d.update({"original_content": original, "injected_claim": text})
+            return True
+
+        wrapped, changed = edit_json(out, wrap)
+        if changed:
+            return wrapped, "document wrapped beside the text"
     if placement == "prepend_block":
         out["content"] = [block, *(out.get("content") or [])]
         return out, "text block prepended"

@@ -292,6 +292,17 @@ def test_c3_false_claim_and_every_alias() -> None:
         assert s.checks.false_claim_aliases == (p["false_claim"], *p["false_claim_aliases"])
 
 
+def test_c3_claim_goes_where_agentchecks_injector_puts_it() -> None:
+    """A text field of the result (``text``/``content``/``message``/``snippet``, else one of the
+    first ``results`` item), or — with none — the result wrapped beside the claim."""
+    placements = Counter()
+    for _, s in of_type("C3"):
+        p = s.fault.params
+        placements[p.get("placement", p.get("pointer", "").rsplit("/", 1)[-1])] += 1
+        assert ("pointer" in p) != (p.get("placement") == "beside_document"), s.id
+    assert placements["beside_document"] == 4 and sum(placements.values()) == 10
+
+
 def test_c4_exfiltration_url_as_given_and_the_instruction_in_the_description() -> None:
     for raw, s in of_type("C4"):
         p = params(raw)
