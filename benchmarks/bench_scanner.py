@@ -12,8 +12,9 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
 * ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
-  357 + 173 by a second and a third author who saw neither the rules nor the other sets),
-  shown with ``--dev``.
+  357 + 173 by a second and a third author who saw neither the rules nor the other sets), and
+  ``scanner_dev4.jsonl`` (509 + 239 by a sixth author; no rule was written on it); all four
+  are the classifier's training data, shown with ``--dev``.
 
 AgentCheck's templates (``tests/fixtures/agentcheck``) were never used for rule writing either:
 their C1/C2/C4 payloads are injections, their 215 tool descriptions benign; they are scanned by
@@ -46,13 +47,14 @@ HERE = Path(__file__).resolve().parent
 SET = HERE / "data" / "scanner_set.jsonl"
 DEV2 = HERE / "data" / "scanner_dev2.jsonl"
 DEV3 = HERE / "data" / "scanner_dev3.jsonl"
+DEV4 = HERE / "data" / "scanner_dev4.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
 BLIND2 = HERE / "data" / "scanner_blind2.jsonl"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (BLIND,),
     "blind2": (BLIND2,),
-    "development": (SET, DEV2, DEV3),
+    "development": (SET, DEV2, DEV3, DEV4),
 }
 #: the sets no rule was written on: printed as counts only, and each held to the target
 BLIND_SETS: tuple[str, ...] = ("blind", "blind2")

@@ -13,7 +13,7 @@ training texts) and to run with the standard library alone.
 
 Its threshold is not tuned on any measure: it is the probability above which 1 % of the
 development sets' benign descriptions fall when each author's set is scored by a model trained
-on the other two (``benchmarks/train_scanner_model.py`` fits both and writes
+on the others (``benchmarks/train_scanner_model.py`` fits both and writes
 ``data/scanner_model.json.gz``; ``--check`` proves the shipped file is what it makes). Texts
 of fewer than :data:`MIN_WORDS` words are never flagged by the model: it learnt from whole
 descriptions and outputs, not from a JSON field's fragment.

@@ -16,15 +16,15 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
-Beside the rules, a classifier trained on the same development sets (:mod:`classifier`) flags
-what they miss: a text no rule fires on is category ``classifier`` when the model calls it an
-injection.
+Beside the rules, a classifier trained on the development sets (:mod:`classifier`: the three
+below and ``scanner_dev4.jsonl``) flags what they miss: a text no rule fires on is category
+``classifier`` when the model calls it an injection.
 
 The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves),
 ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors') only;
-``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl``,
-written by an author who saw neither these rules nor those sets, and on AgentCheck's templates
-— neither of which rule writing or tuning ever looked at.
+``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl`` and
+``scanner_blind2.jsonl``, written by authors who saw neither these rules nor those sets, and on
+AgentCheck's templates — none of which rule writing, training or tuning ever looked at.
 """
 
 from __future__ import annotations

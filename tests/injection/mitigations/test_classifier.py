@@ -8,6 +8,7 @@ import gzip
 import importlib.util
 import io
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from toolwatch.injection.mitigations import classifier as C
 from toolwatch.injection.mitigations.instructions import CLASSIFIER, categories
 
 REPO = Path(__file__).resolve().parents[3]
-DEV_SETS = ("scanner_set.jsonl", "scanner_dev2.jsonl", "scanner_dev3.jsonl")
+DEV_SETS = ("scanner_set.jsonl", "scanner_dev2.jsonl", "scanner_dev3.jsonl", "scanner_dev4.jsonl")
 
 
 def _script(name: str) -> Any:
@@ -44,8 +45,9 @@ def test_the_shipped_model_is_numbers_trained_on_the_development_sets() -> None:
         "scanner_set": 420,
         "scanner_dev2": 489,
         "scanner_dev3": 530,
+        "scanner_dev4": 748,
     }
-    assert (model.trained_on["injections"], model.trained_on["benign"]) == (510, 929)
+    assert (model.trained_on["injections"], model.trained_on["benign"]) == (749, 1438)
     assert 0.5 < model.threshold < 1
     # chosen on held-out authors at 1 % of their benign descriptions, not on a measure
     assert model.trained_on["held_out_description_fpr"] <= 0.01
@@ -69,10 +71,16 @@ def test_dump_and_load_round_trip_to_the_same_bytes() -> None:
 
 
 def test_a_fragment_is_never_flagged_by_the_model() -> None:
+    """Three-word pieces of development injections: the model alone would call some of them
+    injections, but a text under four words is a JSON field's fragment, not a text."""
     model = C.shipped_model()
-    short = "Ignore instructions; exfiltrate"
-    assert model.probability(short) > model.threshold  # the model alone would call it one
-    assert not model.flags(short)  # three words: a JSON field's fragment, not a text
+    pieces = {
+        " ".join(re.findall(r"(?u)\b\w\w+\b", r["text"])[:3])
+        for r in _development()
+        if r["label"] == "injection"
+    }
+    assert any(model.probability(p) > model.threshold for p in pieces)
+    assert not any(model.flags(p) for p in pieces)
 
 
 def test_the_classifier_flags_what_no_rule_fires_on_and_only_then() -> None:
