@@ -165,7 +165,20 @@ def readings(text: str) -> list[str]:
 
 #: cues a quoted phrase does not trigger (an advisory quoting "ignore previous instructions")
 _QUOTE_BLIND: Final = frozenset({"override", "multilingual"})
-_QUOTED_PHRASE = re.compile(r"(?<![\w])['\"“‘][^'\"”’\n]{3,120}['\"”’](?![\w])")
+#: Quotation marks of many languages: "…", “…”, ‘…’, „…“, «…», ‹…›, 「…」, 『…』.
+_OPEN_QUOTE: Final = "'\"“‘„«‹「『"
+_CLOSE_QUOTE: Final = "'\"”’“»›」』"
+_QUOTED_PHRASE = re.compile(
+    rf"(?<![\w])[{_OPEN_QUOTE}][^{_CLOSE_QUOTE}\n]{{3,120}}[{_CLOSE_QUOTE}](?![\w])"
+)
+#: An attack named as an example without quotes ("attempts such as instructions to ignore
+#: previous directions"): reported, not addressed (read so by the override cues only).
+_REPORTED_EXAMPLE = re.compile(
+    r"\b(?:such as|like|e\.g\.,?|including|for example,?)\s+(?:the\s+)?(?:instructions?|attempts?"
+    r"|requests?|phrases?|payloads?|commands?|prompts?|messages?|text)\s+(?:to|that|telling"
+    r"|asking|which)\b[^.;()\n]{0,120}",
+    re.I,
+)
 #: A sentence ends at . ! ? followed by whitespace (not inside a URL, an e-mail address or a
 #: decimal number) or at a line break.
 _SENTENCE = re.compile(r"(?:[^.!?\n。！？]|[.!?]+(?=[^\s.!?]))+(?:[.!?。！？]+|$)", re.M)
@@ -189,7 +202,8 @@ _REPORTED_QUOTE = re.compile(
     r"(?:\bsuch as|\blike|\be\.g\.,?|\bfor example,?|\bwrites|\bwrote|\bsays|\bsaid|\bplanted"
     r"|\bcontaining|\bcontains|\btypes|\btyped"
     r"|\bthe (?:string|text|phrase|payload|line)|\"(?:input|sample|example|payload)\"\s*:)"
-    r"\s*:?\s*(?:the (?:string|text) )?(['\"“‘])[^'\"”’\n]{3,200}['\"”’]",
+    rf"\s*:?\s*(?:the (?:string|text) )?"
+    rf"[{_OPEN_QUOTE}][^{_CLOSE_QUOTE}\n]{{3,200}}[{_CLOSE_QUOTE}]",
     re.I,
 )
 
@@ -216,7 +230,7 @@ def _rule_categories(text: str, context: ListingContext | None) -> set[str]:
     if _USER_TURN.search(text):
         text = _AGENT_TURN.sub(r"\1", text)
     for reading in readings(text):
-        unquoted = _QUOTED_PHRASE.sub(" ", reading)
+        unquoted = _REPORTED_EXAMPLE.sub(" ", _QUOTED_PHRASE.sub(" ", reading))
         for category, pattern in CUES:
             target = unquoted if category in _QUOTE_BLIND else reading
             if pattern.search(target):
