@@ -119,14 +119,19 @@ def variant_line(name: str) -> str:
     )
 
 
-def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
-    """Counts and per-class figures of ``flag`` on the labelled set ``name`` (:data:`SETS`)."""
-    rows = [
+def read_rows(*paths: Path) -> list[dict[str, str]]:
+    """The labelled texts of JSONL files, in file order."""
+    return [
         json.loads(line)
-        for path in SETS[name]
+        for path in paths
         for line in path.read_text(encoding="utf-8").splitlines()
         if line
     ]
+
+
+def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
+    """Counts and per-class figures of ``flag`` on the labelled set ``name`` (:data:`SETS`)."""
+    rows = read_rows(*SETS[name])
     t0 = time.perf_counter()
     flags = [flag(r["text"]) for r in rows]
     per_text_ms = 1000 * (time.perf_counter() - t0) / max(1, len(rows))

@@ -14,22 +14,21 @@ The blind set is not read. Needs scikit-learn (not a toolwatch dependency):
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # bench_scanner: the labelled sets' reader
+
+from bench_scanner import read_rows  # noqa: E402
+
 AUTHORS = {
     "first (scanner_set)": HERE / "data" / "scanner_set.jsonl",
     "second (scanner_dev2)": HERE / "data" / "scanner_dev2.jsonl",
     "third (scanner_dev3)": HERE / "data" / "scanner_dev3.jsonl",
 }
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def main() -> int:
@@ -40,7 +39,7 @@ def main() -> int:
     except ImportError:
         print("scanner_classifier_baseline: needs scikit-learn (pip install scikit-learn)")
         return 2
-    sets = {name: _rows(path) for name, path in AUTHORS.items()}
+    sets = {name: read_rows(path) for name, path in AUTHORS.items()}
     print("held-out author          threshold  recall  desc FPR  output FPR")
     for held, test in sets.items():
         train = [r for name, rows in sets.items() if name != held for r in rows]

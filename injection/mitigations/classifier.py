@@ -109,14 +109,14 @@ class TextModel:
         return self.probability(text) > self.threshold
 
     def to_json(self) -> dict[str, Any]:
-        kinds = {
-            kind: {
-                "buckets": sorted(idf),
-                "idf": [idf[b] for b in sorted(idf)],
-                "coef": [coef.get(b, 0.0) for b in sorted(idf)],
+        kinds = {}
+        for kind, idf, coef in zip(KINDS, self.idf, self.coef, strict=True):
+            buckets = sorted(idf)
+            kinds[kind] = {
+                "buckets": buckets,
+                "idf": [idf[b] for b in buckets],
+                "coef": [coef.get(b, 0.0) for b in buckets],
             }
-            for kind, idf, coef in zip(KINDS, self.idf, self.coef, strict=True)
-        }
         return {
             "format": MODEL_FORMAT,
             "buckets_per_kind": BUCKETS,

@@ -251,7 +251,8 @@ def find_instructions(text: str, context: ListingContext | None = None) -> list[
     whose cue shows only in a de-obfuscated reading is one hit over the whole text.
     """
     hits: list[InstructionHit] = []
-    if not text or not categories(text, context):
+    whole = categories(text, context) if text else []
+    if not whole:
         return hits
     pos = 0
     while pos < len(text):
@@ -269,7 +270,7 @@ def find_instructions(text: str, context: ListingContext | None = None) -> list[
         hits.append(InstructionHit(category, start, end))
         pos = end + 1
     if not hits:  # a cue across sentences or only in a decoded reading: the whole text
-        hits.append(InstructionHit(categories(text, context)[0], 0, len(text)))
+        hits.append(InstructionHit(whole[0], 0, len(text)))
     return hits
 
 

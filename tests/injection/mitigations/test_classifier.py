@@ -5,38 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import importlib.util
 import io
 import json
 import re
 from importlib import resources
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.benchmarks import load_benchmark
 from toolwatch.injection.mitigations import classifier as C
 from toolwatch.injection.mitigations.instructions import CLASSIFIER, categories
 
-REPO = Path(__file__).resolve().parents[3]
-DEV_SETS = ("scanner_set.jsonl", "scanner_dev2.jsonl", "scanner_dev3.jsonl", "scanner_dev4.jsonl")
-
-
-def _script(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+bench_scanner = load_benchmark("bench_scanner")
 
 
 def _development() -> list[dict[str, str]]:
-    return [
-        json.loads(line)
-        for name in DEV_SETS
-        for line in (REPO / "benchmarks" / "data" / name).read_text(encoding="utf-8").splitlines()
-        if line
-    ]
+    rows: list[dict[str, str]] = bench_scanner.read_rows(*bench_scanner.SETS["development"])
+    return rows
 
 
 def test_the_shipped_model_is_numbers_trained_on_the_development_sets() -> None:
@@ -105,7 +90,7 @@ def test_the_classifier_flags_what_no_rule_fires_on_and_only_then() -> None:
 
 def test_the_shipped_model_is_what_the_training_script_makes() -> None:
     pytest.importorskip("sklearn")
-    trainer = _script("train_scanner_model")
+    trainer = load_benchmark("train_scanner_model")
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         code = trainer.main(["--check"])
     assert code == 0, printed.getvalue()

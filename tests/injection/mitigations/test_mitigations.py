@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import io
 import json
 import time
@@ -20,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, Tool
 
-from support.paths import REPO
+from support.benchmarks import load_benchmark
 from toolwatch.injection.faults.library import load_library
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.mitigations.failures import (
@@ -50,18 +49,7 @@ from toolwatch.injection.workbench.runner import run_agent
 Handler = Callable[[dict[str, Any]], Awaitable[CallToolResult]]
 
 
-def _bench_scanner() -> Any:
-    """benchmarks/bench_scanner.py (its measurement functions; the benchmark is not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_scanner", REPO / "benchmarks" / "bench_scanner.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_scanner = _bench_scanner()
+bench_scanner = load_benchmark("bench_scanner")
 
 
 class FixtureServer(MCPServer):
