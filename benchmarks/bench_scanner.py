@@ -13,8 +13,10 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
   357 + 173 by a second and a third author who saw neither the rules nor the other sets), and
-  ``scanner_dev4.jsonl`` (509 + 239 by a sixth author; no rule was written on it); all four
-  are the classifier's training data, shown with ``--dev``.
+  ``scanner_dev4.jsonl``, ``scanner_dev5.jsonl`` and ``scanner_dev6.jsonl`` (509 + 239,
+  311 + 164 and 312 + 154 by a sixth, seventh and eighth author; each scored once before it
+  was read, then one rule round on its benign descriptions); all six are the classifier's
+  training data, shown with ``--dev``.
 
 AgentCheck's templates (``tests/fixtures/agentcheck``) were never used for rule writing either:
 their C1/C2/C4 payloads are injections, their 215 tool descriptions benign; they are scanned by
@@ -41,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.instructions import ListingContext, categories
 
 HERE = Path(__file__).resolve().parent
@@ -48,13 +51,15 @@ SET = HERE / "data" / "scanner_set.jsonl"
 DEV2 = HERE / "data" / "scanner_dev2.jsonl"
 DEV3 = HERE / "data" / "scanner_dev3.jsonl"
 DEV4 = HERE / "data" / "scanner_dev4.jsonl"
+DEV5 = HERE / "data" / "scanner_dev5.jsonl"
+DEV6 = HERE / "data" / "scanner_dev6.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
 BLIND2 = HERE / "data" / "scanner_blind2.jsonl"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (BLIND,),
     "blind2": (BLIND2,),
-    "development": (SET, DEV2, DEV3, DEV4),
+    "development": (SET, DEV2, DEV3, DEV4, DEV5, DEV6),
 }
 #: the sets no rule was written on: printed as counts only, and each held to the target
 BLIND_SETS: tuple[str, ...] = ("blind", "blind2")
@@ -97,26 +102,38 @@ def ours(text: str) -> bool:
     return bool(categories(text))
 
 
+def no_veto(text: str) -> bool:
+    """The rules, and the classifier where they miss, without the classifier's veto of their
+    hits (what the veto changes)."""
+    return bool(categories(text, classifier=False)) or shipped_model().flags(text)
+
+
 def rules_only(text: str) -> bool:
     """The named variant without the trained classifier: the rules alone."""
     return bool(categories(text, classifier=False))
 
 
 def variant_line(name: str) -> str:
-    """One line: the rules alone on set ``name`` (the classifier's measured effect)."""
-    r = labelled(name, rules_only)
-    cells = [
-        _fmt(r[kind][key])
-        for kind, key in (
-            ("all", "injection_recall"),
-            ("description", "false_positive_rate"),
-            ("output", "false_positive_rate"),
+    """Two lines: the rules alone and the scanner without the classifier's veto on set
+    ``name`` (the classifier's measured effects)."""
+    lines = []
+    for label, flag in (
+        ("rules alone (categories(classifier=False))", rules_only),
+        ("rules and classifier without its veto", no_veto),
+    ):
+        r = labelled(name, flag)
+        cells = [
+            _fmt(r[kind][key])
+            for kind, key in (
+                ("all", "injection_recall"),
+                ("description", "false_positive_rate"),
+                ("output", "false_positive_rate"),
+            )
+        ]
+        lines.append(
+            f"  {label}: recall {cells[0]}, description FPR {cells[1]}, output FPR {cells[2]}"
         )
-    ]
-    return (
-        f"  rules alone (categories(classifier=False)): recall {cells[0]}, description FPR "
-        f"{cells[1]}, output FPR {cells[2]}"
-    )
+    return "\n".join(lines)
 
 
 def read_rows(*paths: Path) -> list[dict[str, str]]:

@@ -2,14 +2,16 @@
 sets and write the model toolwatch ships; ``--check`` retrains and fails if the shipped file
 differs.
 
-Data: the four development sets of ``benchmarks/data`` (``scanner_set``, ``scanner_dev2``,
-``scanner_dev3``, ``scanner_dev4``; four authors). The blind sets are not read.
+Data: the development sets of ``benchmarks/data`` (``bench_scanner.SETS["development"]``:
+``scanner_set`` and ``scanner_dev2`` … ``scanner_dev6``, one author each). The blind sets are
+not read.
 
-1. **Threshold**, set before any measure: each author's set is scored by a model trained on
-   the other three; the threshold is the probability above which 1 % of those held-out benign
-   descriptions fall (pooled over the four authors) — the false-positive level the issue
-   allows, on authors the model did not read.
-2. **Model**: the same features and regression fitted on all four sets.
+1. **Threshold and veto**, set before any measure: each author's set is scored by a model
+   trained on the others; the threshold is the probability above which 1 % of those held-out
+   benign descriptions fall (pooled over the authors) — the false-positive level the issue
+   allows, on authors the model did not read — and the veto the probability below which 1 %
+   of the held-out injections the rules catch fall (what overruling a rule may cost).
+2. **Model**: the same features and regression fitted on all the sets.
 
 Logistic regression (scikit-learn, lbfgs, balanced classes, C = 4) over the classifier's own
 hashed TF-IDF features, so training and scoring share one feature code. Coefficients and idf
@@ -26,6 +28,7 @@ import argparse
 import math
 import sys
 from collections import Counter
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,10 +40,14 @@ sys.path.insert(0, str(HERE))  # bench_scanner: the labelled sets and their read
 
 from bench_scanner import SETS, read_rows  # noqa: E402
 
+from toolwatch.injection.mitigations.instructions import categories  # noqa: E402
+
 #: one author per development set file
 AUTHORS = {path.stem: path for path in SETS["development"]}
 #: Benign descriptions of held-out authors allowed above the threshold.
 TARGET_DESC_FPR = 0.01
+#: Injections the rules catch in held-out authors' sets allowed below the veto.
+TARGET_VETO_LOSS = 0.01
 #: Logistic regression's inverse regularisation (the value of the first scikit-learn model
 #: scored beside the rules; ``scanner_classifier_baseline.py`` uses 10).
 REGULARISATION_C = 4.0
@@ -102,32 +109,58 @@ def fit(rows: list[dict[str, str]], threshold: float, trained_on: dict[str, Any]
     )
 
 
-def held_out_threshold(sets: dict[str, list[dict[str, str]]]) -> tuple[float, dict[str, Any]]:
-    """The probability above which :data:`TARGET_DESC_FPR` of held-out benign descriptions
-    fall, and the held-out figures at it."""
-    scored: list[tuple[dict[str, str], float]] = []
-    for held, test in sets.items():
-        train = [r for name, rows in sets.items() if name != held for r in rows]
-        model = fit(train, 0.5, {})
-        scored += [(r, model.probability(r["text"])) for r in test]
-    benign = sorted(p for r, p in scored if r["label"] == "benign" and r["kind"] == "description")
-    allowed = math.floor(TARGET_DESC_FPR * len(benign))
-    threshold = _round(benign[len(benign) - 1 - allowed])
-    flagged = [(r, p > threshold) for r, p in scored]
+def _figures(flagged: list[tuple[dict[str, str], bool]], prefix: str) -> dict[str, float]:
     injections = [f for r, f in flagged if r["label"] == "injection"]
     desc = [f for r, f in flagged if r["label"] == "benign" and r["kind"] == "description"]
     outputs = [f for r, f in flagged if r["label"] == "benign" and r["kind"] == "output"]
-    figures = {
-        "held_out_recall": round(sum(injections) / len(injections), 3),
-        "held_out_description_fpr": round(sum(desc) / len(desc), 3),
-        "held_out_output_fpr": round(sum(outputs) / len(outputs), 3),
+    return {
+        f"{prefix}recall": round(sum(injections) / len(injections), 3),
+        f"{prefix}description_fpr": round(sum(desc) / len(desc), 3),
+        f"{prefix}output_fpr": round(sum(outputs) / len(outputs), 3),
     }
-    return threshold, figures
+
+
+def held_out_cuts(sets: dict[str, list[dict[str, str]]]) -> tuple[float, float, dict[str, Any]]:
+    """The threshold (the probability above which :data:`TARGET_DESC_FPR` of held-out benign
+    descriptions fall), the veto (the probability below which :data:`TARGET_VETO_LOSS` of the
+    held-out injections the rules catch fall) and the held-out figures at them: the model's
+    alone, and the scanner's (rules, vetoed, or the model)."""
+    scored: list[tuple[dict[str, str], float, bool]] = []
+    for held, test in sets.items():
+        train = [r for name, rows in sets.items() if name != held for r in rows]
+        model = fit(train, 0.5, {})
+        scored += [
+            (r, model.probability(r["text"]), bool(categories(r["text"], classifier=False)))
+            for r in test
+        ]
+    benign = sorted(
+        p for r, p, _ in scored if r["label"] == "benign" and r["kind"] == "description"
+    )
+    threshold = _round(benign[len(benign) - 1 - math.floor(TARGET_DESC_FPR * len(benign))])
+    caught = sorted(
+        p for r, p, rule in scored if rule and r["label"] == "injection" and _scored(r["text"])
+    )
+    veto = _round(caught[math.floor(TARGET_VETO_LOSS * len(caught))])
+    model_alone = [(r, p > threshold and _scored(r["text"])) for r, p, _ in scored]
+    scanner = [
+        (r, (rule and not (p < veto and _scored(r["text"]))) or (not rule and f))
+        for (r, p, rule), (_, f) in zip(scored, model_alone, strict=True)
+    ]
+    return (
+        threshold,
+        veto,
+        {**_figures(model_alone, "held_out_"), **_figures(scanner, "held_out_scanner_")},
+    )
+
+
+def _scored(text: str) -> bool:
+    """Whether the model judges ``text`` at all (fragments it never does)."""
+    return len(C._WORD.findall(text)) >= C.MIN_WORDS
 
 
 def train() -> C.TextModel:
     sets = {name: read_rows(path) for name, path in AUTHORS.items()}
-    threshold, figures = held_out_threshold(sets)
+    threshold, veto, figures = held_out_cuts(sets)
     everything = [r for rows in sets.values() for r in rows]
     trained_on = {
         "sets": {name: len(rows) for name, rows in sets.items()},
@@ -136,9 +169,10 @@ def train() -> C.TextModel:
         "regularisation_c": REGULARISATION_C,
         "min_df": MIN_DF,
         "target_description_fpr": TARGET_DESC_FPR,
+        "target_veto_loss": TARGET_VETO_LOSS,
         **figures,
     }
-    return fit(everything, threshold, trained_on)
+    return replace(fit(everything, threshold, trained_on), veto=veto)
 
 
 def _difference(a: C.TextModel, b: C.TextModel) -> float:
@@ -146,7 +180,7 @@ def _difference(a: C.TextModel, b: C.TextModel) -> float:
     differ): another machine's BLAS may round the last digits differently."""
     if [set(x) for x in a.idf] != [set(x) for x in b.idf]:
         return math.inf
-    diffs = [abs(a.intercept - b.intercept), abs(a.threshold - b.threshold)]
+    diffs = [abs(a.intercept - b.intercept), abs(a.threshold - b.threshold), abs(a.veto - b.veto)]
     for mine, theirs in (*zip(a.idf, b.idf, strict=True), *zip(a.coef, b.coef, strict=True)):
         diffs += [abs(mine[k] - theirs[k]) for k in mine]
     return max(diffs)
@@ -169,7 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"trained on {t['injections']} injections and {t['benign']} benign texts; threshold "
         f"{model.threshold} (held out: recall {t['held_out_recall']}, description FPR "
-        f"{t['held_out_description_fpr']}, output FPR {t['held_out_output_fpr']}); "
+        f"{t['held_out_description_fpr']}, output FPR {t['held_out_output_fpr']}); veto "
+        f"{model.veto} (held out, rules vetoed or the model: recall "
+        f"{t['held_out_scanner_recall']}, description FPR "
+        f"{t['held_out_scanner_description_fpr']}, output FPR "
+        f"{t['held_out_scanner_output_fpr']}); "
         f"{len(model.idf[0])} word and {len(model.idf[1])} character buckets"
     )
     if args.check:

@@ -11,8 +11,16 @@ smoothed idf, each kind L2-normalised: what ``benchmarks/scanner_classifier_base
 measured, made small enough to ship (no vocabulary, only the buckets seen in two or more
 training texts) and to run with the standard library alone.
 
-Its threshold is not tuned on any measure: it is the probability above which 1 % of the
-development sets' benign descriptions fall when each author's set is scored by a model trained
+It also overrules the rules where it is sure: a text whose wording made a rule fire is let
+through when its probability is below the model's ``veto`` — the rules' false positives on
+new authors' hard benign descriptions ("Always answer in the user's language") are wordings
+the model has seen benign, while the injections the rules catch are rarely that far from the
+attacks it learnt. Cues from the listing context (a tool that shadows another, a host outside
+the allowlist) are not wording and are never overruled.
+
+Neither number is tuned on any measure: the threshold is the probability above which 1 % of
+the development sets' benign descriptions fall, and the veto the probability below which 1 %
+of the injections the rules catch fall, when each author's set is scored by a model trained
 on the others (``benchmarks/train_scanner_model.py`` fits both and writes
 ``data/scanner_model.json.gz``; ``--check`` proves the shipped file is what it makes). Texts
 of fewer than :data:`MIN_WORDS` words are never flagged by the model: it learnt from whole
@@ -94,6 +102,8 @@ class TextModel:
     intercept: float
     threshold: float
     trained_on: dict[str, Any]
+    #: Below this probability a rule's wording hit is overruled (0: never).
+    veto: float = 0.0
 
     def probability(self, text: str) -> float:
         """P(injection | text) under the model."""
@@ -107,6 +117,13 @@ class TextModel:
         if len(_WORD.findall(text)) < MIN_WORDS:
             return False
         return self.probability(text) > self.threshold
+
+    def vetoes(self, text: str) -> bool:
+        """Whether the model is sure enough that ``text`` is benign to overrule a rule that
+        fired on its wording (never for a fragment)."""
+        if self.veto <= 0.0 or len(_WORD.findall(text)) < MIN_WORDS:
+            return False
+        return self.probability(text) < self.veto
 
     def to_json(self) -> dict[str, Any]:
         kinds = {}
@@ -123,6 +140,7 @@ class TextModel:
             "min_words": MIN_WORDS,
             "intercept": self.intercept,
             "threshold": self.threshold,
+            "veto": self.veto,
             "trained_on": self.trained_on,
             **kinds,
         }
@@ -142,6 +160,7 @@ class TextModel:
             intercept=float(doc["intercept"]),
             threshold=float(doc["threshold"]),
             trained_on=dict(doc.get("trained_on") or {}),
+            veto=float(doc.get("veto", 0.0)),
         )
 
     def dump(self) -> bytes:

@@ -16,12 +16,14 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
-Beside the rules, a classifier trained on the development sets (:mod:`classifier`: the three
-below and ``scanner_dev4.jsonl``) flags what they miss: a text no rule fires on is category
-``classifier`` when the model calls it an injection.
+Beside the rules, a classifier trained on the development sets (:mod:`classifier`: the four
+below) flags what they miss: a text no rule fires on is category ``classifier`` when the model
+calls it an injection, and a text only wording cues fired on is let through when the model is
+sure it is benign (its veto; cues from the listing context stand).
 
 The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves),
-``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors') only;
+``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors'), with one later round on
+``scanner_dev4.jsonl``'s benign descriptions, only;
 ``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl`` and
 ``scanner_blind2.jsonl``, written by authors who saw neither these rules nor those sets, and on
 AgentCheck's templates — none of which rule writing, training or tuning ever looked at.
@@ -199,7 +201,8 @@ _USER_TURN = re.compile(r"(?mi)^\s*(?:user|human|customer|client|q)\s*:")
 _AGENT_TURN = re.compile(r"(?mi)^(\s*)(?:assistant|ai|bot|model|agent|a)\s*:")
 #: A quote the text reports ("an e-mail containing text such as '...'", a JSON ``input``).
 _REPORTED_QUOTE = re.compile(
-    r"(?:\bsuch as|\blike|\be\.g\.,?|\bfor example,?|\bwrites|\bwrote|\bsays|\bsaid|\bplanted"
+    r"(?:\bsuch as|\blike|\be\.g\.,?|\bfor example,?|\bwrites|\bwrote|\bsays|\bsaid|\bsaying"
+    r"|\bplanted"
     r"|\bcontaining|\bcontains|\btypes|\btyped"
     r"|\bthe (?:string|text|phrase|payload|line)|\"(?:input|sample|example|payload)\"\s*:)"
     rf"\s*:?\s*(?:the (?:string|text) )?"
@@ -216,16 +219,25 @@ def categories(
     text: str, context: ListingContext | None = None, *, classifier: bool = True
 ) -> list[str]:
     """Every category of cue in ``text`` (any reading), sorted; :data:`CLASSIFIER` when no
-    rule fires but the trained classifier flags the text (``classifier=False``: the rules
-    alone, the named variant ``benchmarks/bench_scanner.py`` measures beside it)."""
-    found = _rule_categories(text, context)
-    if not found and classifier and shipped_model().flags(text):
-        found.add(CLASSIFIER)
-    return sorted(found)
+    rule fires but the trained classifier flags the text, none when only wording cues fired
+    and the classifier vetoes them (:meth:`~classifier.TextModel.vetoes`; listing-context cues
+    stand). ``classifier=False``: the rules alone, the named variant
+    ``benchmarks/bench_scanner.py`` measures beside it."""
+    found, listed = _rule_categories(text, context)
+    if classifier:
+        model = shipped_model()
+        if not found and not listed:
+            if model.flags(text):
+                found.add(CLASSIFIER)
+        elif found and not listed and model.vetoes(text):
+            found.clear()
+    return sorted(found | listed)
 
 
-def _rule_categories(text: str, context: ListingContext | None) -> set[str]:
+def _rule_categories(text: str, context: ListingContext | None) -> tuple[set[str], set[str]]:
+    """The categories of the wording cues and, apart, of the listing-context cues."""
     found: set[str] = set()
+    listed: set[str] = set()
     text = _REPORTED_QUOTE.sub(" ", text)
     if _USER_TURN.search(text):
         text = _AGENT_TURN.sub(r"\1", text)
@@ -238,8 +250,8 @@ def _rule_categories(text: str, context: ListingContext | None) -> set[str]:
         for m in _SENTENCE.finditer(reading):
             cue = _context_cues(m.group(0), context)
             if cue:
-                found.add(cue)
-    return found
+                listed.add(cue)
+    return found, listed
 
 
 def find_instructions(text: str, context: ListingContext | None = None) -> list[InstructionHit]:

@@ -50,6 +50,13 @@ _SEND = (
     r"include|attach|append|pass|put|submit|leak|exfiltrate)"
 )
 _REPLY = r"(?:answer|reply|respond|return|print|output|say|write|state)"
+#: "… in the user's language" after an order to answer: a reply-format note, not a dictated
+#: reply (fr, es, de, pt, nl, it).
+_IN_LANGUAGE = (
+    r"(?!(?: à l'utilisateur| al usuario| dem nutzer| ao usuário| de gebruiker| all'utente)?"
+    r" (?:dans|en|in|no|na|nella) (?:la |el |der |de |o |a |sa |seiner |su )?"
+    r"(?:langue|idioma|sprache|taal|língua|lingua)\b)"
+)
 _MODAL = (
     r"(?:must|should|shall|need(?:s)? to|has to|have to|is required to|are required to|"
     r"required|mandatory|is to|will now)"
@@ -447,13 +454,15 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r".{0,80}(?:https?://|@)|отправь.{0,80}(?:https?://|@)"
             r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
             r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
-            r"|\bréponds? (?:toujours|uniquement|seulement)|\brépondez (?:toujours|uniquement|"
-            r"seulement)|\bdile al usuario\b|\bdígale al usuario\b|\bresponde (?:solo|únicamente)"
+            rf"|\bréponds? (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
+            rf"|\brépondez (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
+            r"|\bdile al usuario\b|\bdígale al usuario\b|\bresponde (?:solo|únicamente)"
             r"|\brispondi (?:soltanto|solo|sempre)\b|\bdi' all'utente\b|\bdiga ao usuário\b"
             r"|\b(?:ne (?:dites|dis) pas à l'utilisateur|no le digas al usuario|"
             r"non dire all'utente|não diga ao usuário|sag dem nutzer nicht|"
             r"verrate dem nutzer nicht|zeg de gebruiker niet)\b"
             r"|\b(?:responde siempre|antworte immer|responda sempre|antwoord altijd)\b"
+            rf"{_IN_LANGUAGE}"
             r"|не говори пользователю|скажи пользователю|사용자에게 말하지|무시하고|指示を無視|"
             r"지시를 무시|이전 지시"
             r"|\bantes de usar cualquier otra herramienta\b"
