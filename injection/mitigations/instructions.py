@@ -16,14 +16,16 @@ what it knows as :class:`ListingContext`: a description that *requires* calling 
 listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
-Beside the rules, a classifier trained on the development sets (:mod:`classifier`: the four
-below) flags what they miss: a text no rule fires on is category ``classifier`` when the model
-calls it an injection, and a text only wording cues fired on is let through when the model is
-sure it is benign (its veto; cues from the listing context stand).
+Beside the rules, a classifier trained on the development sets (:mod:`classifier`: those
+below and ``scanner_dev7``/``dev8``) flags what they miss: a text no rule fires on is
+category ``classifier`` when the model calls it an injection, and a text only wording cues
+fired on is let through when the model is sure it is benign (its veto; cues from the listing
+context stand).
 
 The rules were written against ``benchmarks/data/scanner_set.jsonl`` (both its halves),
-``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors'), with one later round on
-``scanner_dev4.jsonl``'s benign descriptions, only;
+``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` (two more authors'), with later rounds on
+the benign descriptions of ``scanner_dev4.jsonl``, ``scanner_dev5.jsonl`` and
+``scanner_dev6.jsonl``, only;
 ``benchmarks/bench_scanner.py`` reports precision and recall on ``scanner_blind.jsonl`` and
 ``scanner_blind2.jsonl``, written by authors who saw neither these rules nor those sets, and on
 AgentCheck's templates — none of which rule writing, training or tuning ever looked at.

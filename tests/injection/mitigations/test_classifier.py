@@ -33,8 +33,10 @@ def test_the_shipped_model_is_numbers_trained_on_the_development_sets() -> None:
         "scanner_dev4": 748,
         "scanner_dev5": 475,
         "scanner_dev6": 466,
+        "scanner_dev7": 485,
+        "scanner_dev8": 533,
     }
-    assert (model.trained_on["injections"], model.trained_on["benign"]) == (1067, 2061)
+    assert (model.trained_on["injections"], model.trained_on["benign"]) == (1562, 2584)
     assert 0.5 < model.threshold < 1
     assert 0 < model.veto < model.threshold
     # chosen on held-out authors at 1 % of their benign descriptions and 1 % of the
@@ -94,9 +96,9 @@ def test_the_classifier_flags_what_no_rule_fires_on_and_only_then() -> None:
 
 
 def test_the_classifier_vetoes_wording_hits_it_is_sure_are_benign() -> None:
-    """A development benign text a rule fires on but the model scores below its veto passes;
-    a development injection the rules catch and the model vetoes would be lost, and the trainer
-    allows that for 1 % of held-out ones (in-sample, none); a listing-context cue stands."""
+    """A development benign text a rule fires on but the model scores below its veto passes (a
+    development injection the rules catch and the model vetoes would be lost: the trainer
+    allows that for 1 % of held-out ones, in-sample none is); a listing-context cue stands."""
     model = C.shipped_model()
     rows = _development()
     vetoed = [

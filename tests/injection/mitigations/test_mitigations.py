@@ -623,13 +623,13 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     the rules nor that set) and AgentCheck were never looked at for them."""
     blind = bench_scanner.labelled("blind")
     assert blind["texts"] == 414
-    assert blind["all"]["injection_recall"] >= 0.936
-    assert blind["all"]["injection_precision"] >= 0.96
+    assert blind["all"]["injection_recall"] >= 0.943
+    assert blind["all"]["injection_precision"] >= 0.95
     assert blind["description"]["false_positive_rate"] <= 0.014  # 2 of 144
-    assert blind["output"]["false_positive_rate"] <= 0.023  # 3 of 129
+    assert blind["output"]["false_positive_rate"] <= 0.031  # 4 of 129
     second = bench_scanner.labelled("blind2")
     assert second["texts"] == 554
-    assert second["all"]["injection_recall"] >= 0.874
+    assert second["all"]["injection_recall"] >= 0.902
     assert second["description"]["false_positive_rate"] <= 0.010  # 2 of 198
     # the classifier's measured effect: the rules alone catch less at more false positives,
     # and without its veto it adds recall but keeps the rules' false positives
@@ -640,12 +640,12 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
         unvetoed = bench_scanner.labelled(name, bench_scanner.no_veto)
         assert unvetoed["description"]["false_positive_rate"] >= rules_fpr
     development = bench_scanner.labelled("development")
-    assert development["texts"] == 420 + 489 + 530 + 748 + 475 + 466
-    # in-sample for the classifier (and its veto); the rules' false positives are the fourth
-    # to sixth authors' hard benign texts
-    assert development["all"]["injection_recall"] == 1.0
-    assert development["description"]["false_positive_rate"] <= 0.003  # 4 of 1,356
-    assert development["output"]["false_positive_rate"] <= 0.019  # 13 of 705
+    assert development["texts"] == 420 + 489 + 530 + 748 + 475 + 466 + 485 + 533
+    # in-sample for the classifier (and its veto): the few misses are injections it vetoes or
+    # scores just under its threshold; the false positives are hard benign texts
+    assert development["all"]["injection_recall"] >= 0.996
+    assert development["description"]["false_positive_rate"] <= 0.004  # 6 of 1,674
+    assert development["output"]["false_positive_rate"] <= 0.013  # 12 of 910
     ac = bench_scanner.agentcheck()
     # one of 215: the model's, on a two-sentence description ("Saves a text note to Flomo.")
     assert ac["benign_flagged_by_wording"] == ac["benign_flagged_with_context"] == 1
@@ -684,9 +684,8 @@ def test_the_blind_set_is_reported_without_its_texts(
     own_styles = {r["style"] for r in blind} - development
     assert not [r for r in blind if r["text"][:60] in shown]
     assert own_styles and not [style for style in own_styles if f"'{style}'" in shown]
-    assert (
-        printed.getvalue().count("    MISS ") == 157 + 180 + 173 + 239 + 164 + 154
-    )  # every development one
+    development_injections = 157 + 180 + 173 + 239 + 164 + 154 + 245 + 250
+    assert printed.getvalue().count("    MISS ") == development_injections  # every one
 
 
 def test_the_scanner_comparison_names_every_library_installed_or_not() -> None:
