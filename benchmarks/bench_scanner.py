@@ -15,10 +15,10 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   357 + 173 by a second and a third author who saw neither the rules nor the other sets), and
   ``scanner_dev4.jsonl``, ``scanner_dev5.jsonl`` and ``scanner_dev6.jsonl`` (509 + 239,
   311 + 164 and 312 + 154 by a sixth, seventh and eighth author; each scored once before it
-  was read, then one rule round on its benign descriptions), and ``scanner_dev7.jsonl`` and
-  ``scanner_dev8.jsonl`` (240 + 245 and 283 + 250 by a ninth and tenth, scored once before
-  use; no rule written on them); all eight are the classifier's training data, shown with
-  ``--dev``.
+  was read, then one rule round on its benign descriptions), and ``scanner_dev7.jsonl`` …
+  ``scanner_dev10.jsonl`` (240 + 245, 283 + 250, 280 + 174 and 291 + 203 by four more authors,
+  each scored once before use; no rule written on them); all ten are the classifier's training
+  data, shown with ``--dev``.
 
 AgentCheck's templates (``tests/fixtures/agentcheck``) were never used for rule writing either:
 their C1/C2/C4 payloads are injections, their 215 tool descriptions benign; they are scanned by
@@ -57,13 +57,15 @@ DEV5 = HERE / "data" / "scanner_dev5.jsonl"
 DEV6 = HERE / "data" / "scanner_dev6.jsonl"
 DEV7 = HERE / "data" / "scanner_dev7.jsonl"
 DEV8 = HERE / "data" / "scanner_dev8.jsonl"
+DEV9 = HERE / "data" / "scanner_dev9.jsonl"
+DEV10 = HERE / "data" / "scanner_dev10.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
 BLIND2 = HERE / "data" / "scanner_blind2.jsonl"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (BLIND,),
     "blind2": (BLIND2,),
-    "development": (SET, DEV2, DEV3, DEV4, DEV5, DEV6, DEV7, DEV8),
+    "development": (SET, DEV2, DEV3, DEV4, DEV5, DEV6, DEV7, DEV8, DEV9, DEV10),
 }
 #: the sets no rule was written on: printed as counts only, and each held to the target
 BLIND_SETS: tuple[str, ...] = ("blind", "blind2")

@@ -3,7 +3,7 @@ sets and write the model toolwatch ships; ``--check`` retrains and fails if the 
 differs.
 
 Data: the development sets of ``benchmarks/data`` (``bench_scanner.SETS["development"]``:
-``scanner_set`` and ``scanner_dev2`` … ``scanner_dev8``, one author each). The blind sets are
+``scanner_set`` and ``scanner_dev2`` … ``scanner_dev10``, one author each). The blind sets are
 not read.
 
 1. **Threshold and veto**, set before any measure: each author's set is scored by a model

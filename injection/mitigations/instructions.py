@@ -17,7 +17,7 @@ listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a desc
 sends to or points at a host outside the deployment's allowlist is exfiltration.
 
 Beside the rules, a classifier trained on the development sets (:mod:`classifier`: those
-below and ``scanner_dev7``/``dev8``) flags what they miss: a text no rule fires on is
+below and ``scanner_dev7`` … ``dev10``) flags what they miss: a text no rule fires on is
 category ``classifier`` when the model calls it an injection, and a text only wording cues
 fired on is let through when the model is sure it is benign (its veto; cues from the listing
 context stand).

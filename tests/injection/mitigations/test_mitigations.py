@@ -623,13 +623,13 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     the rules nor that set) and AgentCheck were never looked at for them."""
     blind = bench_scanner.labelled("blind")
     assert blind["texts"] == 414
-    assert blind["all"]["injection_recall"] >= 0.943
-    assert blind["all"]["injection_precision"] >= 0.95
-    assert blind["description"]["false_positive_rate"] <= 0.014  # 2 of 144
-    assert blind["output"]["false_positive_rate"] <= 0.031  # 4 of 129
+    assert blind["all"]["injection_recall"] >= 0.957
+    assert blind["all"]["injection_precision"] >= 0.97
+    assert blind["description"]["false_positive_rate"] <= 0.007  # 1 of 144
+    assert blind["output"]["false_positive_rate"] <= 0.023  # 3 of 129
     second = bench_scanner.labelled("blind2")
     assert second["texts"] == 554
-    assert second["all"]["injection_recall"] >= 0.902
+    assert second["all"]["injection_recall"] >= 0.925
     assert second["description"]["false_positive_rate"] <= 0.010  # 2 of 198
     # the classifier's measured effect: the rules alone catch less at more false positives,
     # and without its veto it adds recall but keeps the rules' false positives
@@ -640,16 +640,16 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
         unvetoed = bench_scanner.labelled(name, bench_scanner.no_veto)
         assert unvetoed["description"]["false_positive_rate"] >= rules_fpr
     development = bench_scanner.labelled("development")
-    assert development["texts"] == 420 + 489 + 530 + 748 + 475 + 466 + 485 + 533
+    assert development["texts"] == 420 + 489 + 530 + 748 + 475 + 466 + 485 + 533 + 454 + 494
     # in-sample for the classifier (and its veto): the few misses are injections it vetoes or
     # scores just under its threshold; the false positives are hard benign texts
-    assert development["all"]["injection_recall"] >= 0.996
-    assert development["description"]["false_positive_rate"] <= 0.004  # 6 of 1,674
-    assert development["output"]["false_positive_rate"] <= 0.013  # 12 of 910
+    assert development["all"]["injection_recall"] >= 0.998
+    assert development["description"]["false_positive_rate"] <= 0.0035  # 7 of 2,001
+    assert development["output"]["false_positive_rate"] <= 0.015  # 17 of 1,154
     ac = bench_scanner.agentcheck()
     # one of 215: the model's, on a two-sentence description ("Saves a text note to Flomo.")
     assert ac["benign_flagged_by_wording"] == ac["benign_flagged_with_context"] == 1
-    assert ac["detected_by_wording"] == {"C1": 10, "C2": 9, "C4": 8}
+    assert ac["detected_by_wording"] == {"C1": 10, "C2": 9, "C4": 9}
     assert ac["detected_with_context"] == {"C1": 10, "C2": 10, "C4": 10}
 
 
@@ -684,7 +684,7 @@ def test_the_blind_set_is_reported_without_its_texts(
     own_styles = {r["style"] for r in blind} - development
     assert not [r for r in blind if r["text"][:60] in shown]
     assert own_styles and not [style for style in own_styles if f"'{style}'" in shown]
-    development_injections = 157 + 180 + 173 + 239 + 164 + 154 + 245 + 250
+    development_injections = 157 + 180 + 173 + 239 + 164 + 154 + 245 + 250 + 174 + 203
     assert printed.getvalue().count("    MISS ") == development_injections  # every one
 
 
