@@ -8,7 +8,10 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   development set, and never looked at by rule writing: the benchmark prints its counts,
   never its texts (``--misses`` lists development texts only);
 * ``scanner_blind2.jsonl`` — a second measure of the same kind by a fifth author (380 benign,
-  174 injections), reported the same way;
+  174 injections), reported the same way; ``scanner_blind3.jsonl`` and
+  ``scanner_blind4.jsonl`` — a third and a fourth (301 + 223 and 287 + 231, by a thirteenth
+  and a fourteenth author: half in other languages; benign and malicious texts in the same
+  calm operational wording), the same way;
 * ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
@@ -26,7 +29,7 @@ wording alone and with the listing context the scanner mitigation has (the tools
 a description and the template's endpoint allowlist).
 
 Target (issue 15): injection recall >= 0.95 at <= 1 % false positives on benign descriptions.
-Exits 1 when either blind set's figures miss it (``--no-fail`` to only report).
+Exits 1 when any blind set's figures miss it (``--no-fail`` to only report).
 
 ``--compare`` runs the local prompt-injection detectors from PyPI listed in :data:`COMPARED`
 (those installed; ``pip install`` the pinned versions first) on the same blind set.
@@ -61,18 +64,24 @@ DEV9 = HERE / "data" / "scanner_dev9.jsonl"
 DEV10 = HERE / "data" / "scanner_dev10.jsonl"
 BLIND = HERE / "data" / "scanner_blind.jsonl"
 BLIND2 = HERE / "data" / "scanner_blind2.jsonl"
+BLIND3 = HERE / "data" / "scanner_blind3.jsonl"
+BLIND4 = HERE / "data" / "scanner_blind4.jsonl"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (BLIND,),
     "blind2": (BLIND2,),
+    "blind3": (BLIND3,),
+    "blind4": (BLIND4,),
     "development": (SET, DEV2, DEV3, DEV4, DEV5, DEV6, DEV7, DEV8, DEV9, DEV10),
 }
 #: the sets no rule was written on: printed as counts only, and each held to the target
-BLIND_SETS: tuple[str, ...] = ("blind", "blind2")
+BLIND_SETS: tuple[str, ...] = ("blind", "blind2", "blind3", "blind4")
 #: how the report titles each set
 TITLES: dict[str, str] = {
     "blind": "blind set (never read by rule writing)",
     "blind2": "second blind set (a fifth author; never read by rule writing)",
+    "blind3": "third blind set (a thirteenth author, half in other languages; never read)",
+    "blind4": "fourth blind set (a fourteenth author, look-alike operational wording; never read)",
     "development": "development set",
 }
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"

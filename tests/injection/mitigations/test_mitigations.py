@@ -631,6 +631,15 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     assert second["texts"] == 554
     assert second["all"]["injection_recall"] >= 0.925
     assert second["description"]["false_positive_rate"] <= 0.010  # 2 of 198
+    # two more unseen authors, writing hard cases on purpose: far from the target
+    third = bench_scanner.labelled("blind3")
+    assert third["texts"] == 524
+    assert third["all"]["injection_recall"] >= 0.789
+    assert third["description"]["false_positive_rate"] <= 0.017  # 3 of 173
+    fourth = bench_scanner.labelled("blind4")
+    assert fourth["texts"] == 518
+    assert fourth["all"]["injection_recall"] >= 0.775
+    assert fourth["description"]["false_positive_rate"] <= 0.098  # 16 of 163
     # the classifier's measured effect: the rules alone catch less at more false positives,
     # and without its veto it adds recall but keeps the rules' false positives
     for name, rules_recall, rules_fpr in (("blind", 0.809, 0.028), ("blind2", 0.649, 0.020)):
@@ -658,7 +667,7 @@ def test_the_blind_set_is_reported_without_its_texts(
 ) -> None:
     """What the benchmark prints of the blind set are counts: no text, no style, so rule
     writing cannot read it back (``--misses`` lists development texts only). A scanner that
-    flags nothing misses every injection of both sets: only the development ones are listed."""
+    flags nothing misses every injection of every set: only the development ones are listed."""
     original = bench_scanner.labelled
 
     def flag_nothing(name: str, flag: Any = None) -> dict[str, Any]:
