@@ -48,34 +48,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.instructions import ListingContext, categories
 
 HERE = Path(__file__).resolve().parent
-SET = HERE / "data" / "scanner_set.jsonl"
-DEV2 = HERE / "data" / "scanner_dev2.jsonl"
-DEV3 = HERE / "data" / "scanner_dev3.jsonl"
-DEV4 = HERE / "data" / "scanner_dev4.jsonl"
-DEV5 = HERE / "data" / "scanner_dev5.jsonl"
-DEV6 = HERE / "data" / "scanner_dev6.jsonl"
-DEV7 = HERE / "data" / "scanner_dev7.jsonl"
-DEV8 = HERE / "data" / "scanner_dev8.jsonl"
-DEV9 = HERE / "data" / "scanner_dev9.jsonl"
-DEV10 = HERE / "data" / "scanner_dev10.jsonl"
-BLIND = HERE / "data" / "scanner_blind.jsonl"
-BLIND2 = HERE / "data" / "scanner_blind2.jsonl"
-BLIND3 = HERE / "data" / "scanner_blind3.jsonl"
-BLIND4 = HERE / "data" / "scanner_blind4.jsonl"
+DATA = HERE / "data"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
-    "blind": (BLIND,),
-    "blind2": (BLIND2,),
-    "blind3": (BLIND3,),
-    "blind4": (BLIND4,),
-    "development": (SET, DEV2, DEV3, DEV4, DEV5, DEV6, DEV7, DEV8, DEV9, DEV10),
+    "blind": (DATA / "scanner_blind.jsonl",),
+    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in (2, 3, 4)},
+    "development": (
+        DATA / "scanner_set.jsonl",
+        *(DATA / f"scanner_dev{i}.jsonl" for i in range(2, 11)),
+    ),
 }
 #: the sets no rule was written on: printed as counts only, and each held to the target
-BLIND_SETS: tuple[str, ...] = ("blind", "blind2", "blind3", "blind4")
+BLIND_SETS: tuple[str, ...] = tuple(name for name in SETS if name != "development")
 #: how the report titles each set
 TITLES: dict[str, str] = {
     "blind": "blind set (never read by rule writing)",
@@ -118,9 +105,8 @@ def ours(text: str) -> bool:
 
 
 def no_veto(text: str) -> bool:
-    """The rules, and the classifier where they miss, without the classifier's veto of their
-    hits (what the veto changes)."""
-    return bool(categories(text, classifier=False)) or shipped_model().flags(text)
+    """The named variant without the classifier's veto of the rules' hits."""
+    return bool(categories(text, veto=False))
 
 
 def rules_only(text: str) -> bool:
@@ -128,8 +114,8 @@ def rules_only(text: str) -> bool:
     return bool(categories(text, classifier=False))
 
 
-def variant_line(name: str) -> str:
-    """Two lines: the rules alone and the scanner without the classifier's veto on set
+def variant_lines(name: str) -> list[str]:
+    """A line each for the rules alone and the scanner without the classifier's veto on set
     ``name`` (the classifier's measured effects)."""
     lines = []
     for label, flag in (
@@ -148,7 +134,7 @@ def variant_line(name: str) -> str:
         lines.append(
             f"  {label}: recall {cells[0]}, description FPR {cells[1]}, output FPR {cells[2]}"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def read_rows(*paths: Path) -> list[dict[str, str]]:
@@ -403,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     lines: list[str] = []
     for name in names:
         lines += render(TITLES[name], results[name], blind=name in BLIND_SETS)
-        lines.append(variant_line(name))
+        lines += variant_lines(name)
         if args.misses and name not in BLIND_SETS:  # the blind sets' texts stay unread
             for row, flag in results[name]["_rows"]:
                 if flag != (row["label"] == "injection"):

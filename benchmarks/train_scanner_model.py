@@ -125,37 +125,39 @@ def held_out_cuts(sets: dict[str, list[dict[str, str]]]) -> tuple[float, float, 
     descriptions fall), the veto (the probability below which :data:`TARGET_VETO_LOSS` of the
     held-out injections the rules catch fall) and the held-out figures at them: the model's
     alone, and the scanner's (rules, vetoed, or the model)."""
-    scored: list[tuple[dict[str, str], float, bool]] = []
+    # (row, probability, a rule fires, the model judges the text)
+    scored: list[tuple[dict[str, str], float, bool, bool]] = []
     for held, test in sets.items():
         train = [r for name, rows in sets.items() if name != held for r in rows]
         model = fit(train, 0.5, {})
         scored += [
-            (r, model.probability(r["text"]), bool(categories(r["text"], classifier=False)))
+            (
+                r,
+                model.probability(r["text"]),
+                bool(categories(r["text"], classifier=False)),
+                C.judges(r["text"]),
+            )
             for r in test
         ]
     benign = sorted(
-        p for r, p, _ in scored if r["label"] == "benign" and r["kind"] == "description"
+        p for r, p, _, _ in scored if r["label"] == "benign" and r["kind"] == "description"
     )
     threshold = _round(benign[len(benign) - 1 - math.floor(TARGET_DESC_FPR * len(benign))])
     caught = sorted(
-        p for r, p, rule in scored if rule and r["label"] == "injection" and _scored(r["text"])
+        p for r, p, rule, judged in scored if rule and judged and r["label"] == "injection"
     )
     veto = _round(caught[math.floor(TARGET_VETO_LOSS * len(caught))])
-    model_alone = [(r, p > threshold and _scored(r["text"])) for r, p, _ in scored]
+    # as ``instructions.categories`` decides: a rule's hit unless vetoed, else the model's flag
+    model_alone = [(r, judged and p > threshold) for r, p, _, judged in scored]
     scanner = [
-        (r, (rule and not (p < veto and _scored(r["text"]))) or (not rule and f))
-        for (r, p, rule), (_, f) in zip(scored, model_alone, strict=True)
+        (r, not (judged and p < veto) if rule else judged and p > threshold)
+        for r, p, rule, judged in scored
     ]
     return (
         threshold,
         veto,
         {**_figures(model_alone, "held_out_"), **_figures(scanner, "held_out_scanner_")},
     )
-
-
-def _scored(text: str) -> bool:
-    """Whether the model judges ``text`` at all (fragments it never does)."""
-    return len(C._WORD.findall(text)) >= C.MIN_WORDS
 
 
 def train() -> C.TextModel:

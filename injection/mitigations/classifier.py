@@ -56,6 +56,12 @@ _WORD: Final = re.compile(r"(?u)\b\w\w+\b")
 KINDS: Final = ("word", "char")
 
 
+def judges(text: str) -> bool:
+    """Whether the model judges ``text`` at all: a text of fewer than :data:`MIN_WORDS` words is
+    a fragment (a JSON field's piece), not what it learnt from."""
+    return len(_WORD.findall(text)) >= MIN_WORDS
+
+
 def ngrams(text: str) -> tuple[Counter[str], Counter[str]]:
     """Word 1–2-grams and in-word character 3–5-grams of ``text`` (lower-cased), counted."""
     low = text.lower()
@@ -114,16 +120,12 @@ class TextModel:
 
     def flags(self, text: str) -> bool:
         """Whether the model calls ``text`` an injection (never for a fragment)."""
-        if len(_WORD.findall(text)) < MIN_WORDS:
-            return False
-        return self.probability(text) > self.threshold
+        return judges(text) and self.probability(text) > self.threshold
 
     def vetoes(self, text: str) -> bool:
         """Whether the model is sure enough that ``text`` is benign to overrule a rule that
         fired on its wording (never for a fragment)."""
-        if self.veto <= 0.0 or len(_WORD.findall(text)) < MIN_WORDS:
-            return False
-        return self.probability(text) < self.veto
+        return self.veto > 0.0 and judges(text) and self.probability(text) < self.veto
 
     def to_json(self) -> dict[str, Any]:
         kinds = {}

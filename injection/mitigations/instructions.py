@@ -218,20 +218,23 @@ CLASSIFIER: Final = "classifier"
 
 
 def categories(
-    text: str, context: ListingContext | None = None, *, classifier: bool = True
+    text: str,
+    context: ListingContext | None = None,
+    *,
+    classifier: bool = True,
+    veto: bool = True,
 ) -> list[str]:
     """Every category of cue in ``text`` (any reading), sorted; :data:`CLASSIFIER` when no
     rule fires but the trained classifier flags the text, none when only wording cues fired
     and the classifier vetoes them (:meth:`~classifier.TextModel.vetoes`; listing-context cues
-    stand). ``classifier=False``: the rules alone, the named variant
-    ``benchmarks/bench_scanner.py`` measures beside it."""
+    stand). The named variants ``benchmarks/bench_scanner.py`` measures beside it:
+    ``classifier=False``, the rules alone; ``veto=False``, the classifier without its veto."""
     found, listed = _rule_categories(text, context)
-    if classifier:
+    if classifier and not listed:
         model = shipped_model()
-        if not found and not listed:
-            if model.flags(text):
-                found.add(CLASSIFIER)
-        elif found and not listed and model.vetoes(text):
+        if not found and model.flags(text):
+            found.add(CLASSIFIER)
+        elif found and veto and model.vetoes(text):
             found.clear()
     return sorted(found | listed)
 
