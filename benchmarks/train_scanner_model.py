@@ -198,6 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("train_scanner_model: needs scikit-learn (pip install -e '.[dev]')")
         return 2
+    if args.out:  # before a minute of training, not after
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            print(f"train_scanner_model: cannot write {args.out}: {e.strerror}")
+            return 2
     model = train()
     data = model.dump()
     shipped = Path(str(resources.files(C.__package__).joinpath(C.MODEL_RESOURCE)))
@@ -221,7 +227,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0 if same else 1
     out = args.out or shipped
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)
     print(f"wrote {out} ({len(data):,} bytes)")
     return 0

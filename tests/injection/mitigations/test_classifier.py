@@ -9,6 +9,7 @@ import io
 import json
 import re
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,18 @@ def test_the_shipped_model_is_what_the_training_script_makes() -> None:
         code = trainer.main(["--check"])
     assert code == 0, printed.getvalue()
     assert "the same" in printed.getvalue()
+
+
+def test_the_training_script_refuses_an_unwritable_output_before_training(
+    tmp_path: Path,
+) -> None:
+    """One line and exit 2, at once: not a traceback after a minute of training."""
+    pytest.importorskip("sklearn")
+    trainer = load_benchmark("train_scanner_model")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        code = trainer.main(["--out", str(blocker / "model.json.gz")])
+    assert code == 2
+    assert printed.getvalue().startswith("train_scanner_model: cannot write ")
+    assert printed.getvalue().count("\n") == 1
