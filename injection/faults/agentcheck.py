@@ -33,6 +33,9 @@ C4         ``poisoned_description``,                   ``params.instruction`` in
                                                        and ``checks.exfiltration_url`` (as given),
                                                        ``checks.target_tool``
 all        ``endpoint_allowlist``                      ``checks.endpoint_allowlist``
+all        ``tool_id``                                 ``tools/*/name``: an MCP tool name (an id
+                                                       that is none gets one: :func:`mcp_tool_name`,
+                                                       mapped back in ``origin.tool_names``)
 =========  ==========================================  =========================================
 
 The template's own params, its ``fault_category`` and which tools it marks faulty are kept
@@ -159,6 +162,8 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
 #: e.g. a portfolio's total value beside no holdings).
 AGENTCHECK_EMPTY: Final = {"results": [], "status": "ok"}
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+#: An MCP tool name (SEP-986, as the scenario format requires it)
+_MCP_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: HTTP status of AgentCheck's named error codes (the code itself is kept as given).
 _CODE_STATUS: Final = (
     (re.compile(r"UNAVAILABLE|DOWN|OVERLOAD", re.I), 503),
@@ -328,6 +333,28 @@ def _claim_pointer(clean: Any) -> str | None:
     return None
 
 
+def mcp_tool_name(tool_id: str) -> str:
+    """A template's ``tool_id`` as an MCP tool name (SEP-986's letters, digits, ``_ - .``, at
+    most 64 characters): every run of other characters becomes ``_``. AgentCheck allows any
+    non-empty id; its own templates are all valid names already and stay as they are."""
+    if _MCP_NAME.fullmatch(tool_id):
+        return tool_id
+    return (re.sub(r"[^A-Za-z0-9_.-]+", "_", tool_id).strip("_") or "tool")[:64]
+
+
+def _mcp_names(tool_ids: list[str]) -> dict[str, str]:
+    return {tool_id: mcp_tool_name(tool_id) for tool_id in tool_ids}
+
+
+def _target(raw: Mapping[str, Any], names: Mapping[str, str], tool: str) -> str:
+    """C2/C4's ``target_tool`` under its MCP name (the faulty tool when the template names
+    none)."""
+    target = raw.get("target_tool")
+    if not target:
+        return tool
+    return names.get(str(target), mcp_tool_name(str(target)))
+
+
 def _status(code: str) -> int:
     if code.isdigit() and 500 <= int(code) <= 599:
         return int(code)
@@ -345,25 +372,34 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     pp = "/fault_spec/params"
     task = str(data["task"])
     derived: list[str] = []
+    names = _mcp_names([str(t["tool_id"]) for t in data["tools"]])
+    for i, t in enumerate(data["tools"]):
+        if list(names.values()).count(names[str(t["tool_id"])]) > 1:
+            problems.append(
+                Problem(f"/tools/{i}/tool_id", f"{t['tool_id']!r} is not the only tool named that")
+            )
+    renamed = {new: old for old, new in names.items() if new != old}
+    if renamed:
+        derived.append("tools/*/name")
     tools = []
     for t in data["tools"]:
         tools.append(
             {
-                "name": t["tool_id"],
+                "name": names[str(t["tool_id"])],
                 "description": t["description"],
                 "input_schema": derive_input_schema(t["description"], t["clean_response"]),
                 "response": _response(t["clean_response"]),
             }
         )
     derived.append("tools/*/input_schema")
-    clean_of = {t["tool_id"]: t["clean_response"] for t in data["tools"]}
-    faulty = [t["tool_id"] for t in data["tools"] if t.get("is_faulty")]
+    clean_of = {names[str(t["tool_id"])]: t["clean_response"] for t in data["tools"]}
+    faulty = [names[str(t["tool_id"])] for t in data["tools"] if t.get("is_faulty")]
     if action == "return_conflicting":
         first, tool = _conflict_pair(clean_of, raw)
     elif faulty:
         tool = faulty[0]
     else:
-        tool = data["tools"][0]["tool_id"]
+        tool = names[str(data["tools"][0]["tool_id"])]
         problems.append(Problem("/tools", "no tool is marked is_faulty"))
     clean = clean_of[tool]
     checks: dict[str, Any] = {"endpoint_allowlist": list(data.get("endpoint_allowlist") or [])}
@@ -445,7 +481,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
             checks["payload_id"] = str(raw["payload_id"])
     elif action == "poison_description":
         params = {"description": str(raw["poisoned_description"])}
-        checks["target_tool"] = str(raw.get("target_tool") or tool)
+        checks["target_tool"] = _target(raw, names, tool)
     elif action == "inject_false_claim":
         claim = str(raw["false_claim"])
         params = {"claim": claim}
@@ -472,7 +508,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
             problems.append(Problem(pp, "no exfiltration_url, and the instruction names none"))
         if "exfiltration_instruction" not in raw:
             params["placement"] = "description"
-        checks["target_tool"] = str(raw.get("target_tool") or tool)
+        checks["target_tool"] = _target(raw, names, tool)
     date_context: dict[str, Any] = {
         "requires_fresh_data": bool(data.get("task_requires_fresh_data", False))
     }
@@ -488,6 +524,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         "scenario_id": data["scenario_id"],
         "fault_category": data.get("fault_category"),
         "faulty_tools": faulty,
+        "tool_names": renamed or None,
         "params": raw,
         "derived": derived,
     }

@@ -483,12 +483,19 @@ def _check_value_ref(
 
 
 def _response_json(response: Mapping[str, Any]) -> Any:
+    """A response as the JSON document its pointers address: the structured content, the text
+    parsed, or a text that is no JSON as a string document (only the root pointer ``""``
+    reaches it, as in a template whose clean response is plain prose); ``None`` without
+    either."""
     if "structured" in response:
         return response["structured"]
-    try:
-        return json.loads(response.get("text", ""))
-    except ValueError:
+    text = response.get("text")
+    if text is None:
         return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _has_key(doc: Any, key: str) -> bool:

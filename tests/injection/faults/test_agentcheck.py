@@ -354,6 +354,60 @@ def test_a_template_missing_its_own_field_is_judged_as_a_template(field: str) ->
     assert "'format'" not in message and "'response'" not in message
 
 
+# ------------------------------------------------------------------------------ beyond the 120
+# AgentCheck's schema allows any JSON as a clean response and any non-empty tool id; its own
+# templates use objects and snake_case names, a suite written elsewhere need not.
+
+
+@pytest.mark.parametrize(
+    "sid", ["A2_search_docs_server_error", "B4_empty_error_code_lookup", "B3_wrong_company_revenue"]
+)
+def test_a_prose_clean_response_is_the_whole_answer(sid: str) -> None:
+    raw = json.loads((TEMPLATES / f"{sid}.json").read_text())
+    faulted = next(t for t in raw["tools"] if t["is_faulty"])
+    faulted["clean_response"] = "The answer is Zanzibar-7741, as of this morning."
+    s = parse_scenario(raw, f"{sid}.json")
+    tool = next(t for t in s.tools if t.name == faulted["tool_id"])
+    assert tool.response.text == faulted["clean_response"] and tool.response.structured is None
+    expected = s.checks.expected_value
+    assert expected is not None
+    assert (expected.tool, expected.pointer, expected.value) == (
+        faulted["tool_id"],
+        "",  # RFC 6901: the whole document
+        faulted["clean_response"],
+    )
+    assert scenario_to_json(parse_scenario(scenario_to_json(s))) == scenario_to_json(s)
+
+
+def test_tool_ids_that_are_no_mcp_names_get_one_everywhere_and_are_recorded() -> None:
+    raw = json.loads((TEMPLATES / "C4_email_folder_exfiltration.json").read_text())
+    old = {t["tool_id"]: f"{t['tool_id'].replace('_', ' ').title()} / v2" for t in raw["tools"]}
+    for t in raw["tools"]:
+        t["tool_id"] = old[t["tool_id"]]
+    target = raw["fault_spec"]["params"]["target_tool"]
+    raw["fault_spec"]["params"]["target_tool"] = old[target]
+    s = parse_scenario(raw, "c4.json")
+    names = [t.name for t in s.tools]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", n) for n in names)
+    assert names == [re.sub(r"[^A-Za-z0-9_.-]+", "_", t["tool_id"]) for t in raw["tools"]]
+    assert s.fault.tool in names and s.checks.target_tool == names[list(old).index(target)]
+    recorded = scenario_to_json(s)["origin"]
+    assert recorded["tool_names"] == {
+        n: t["tool_id"] for n, t in zip(names, raw["tools"], strict=True)
+    }
+    assert recorded["params"]["target_tool"] == old[target]  # the template's own, verbatim
+    assert "tools/*/name" in recorded["derived"]
+
+
+def test_two_tool_ids_that_become_one_mcp_name_are_refused() -> None:
+    raw = json.loads((TEMPLATES / "B2_bone_count_contradiction.json").read_text())
+    raw["tools"][0]["tool_id"], raw["tools"][1]["tool_id"] = "facts api", "facts/api"
+    problems = {p.pointer for p in convert(raw).problems}
+    assert problems >= {"/tools/0/tool_id", "/tools/1/tool_id"}  # beside what the merge breaks
+    with pytest.raises(ValueError, match="/tools/1/tool_id: 'facts/api' is not the only tool"):
+        parse_scenario(raw, "b2.json")
+
+
 def test_conversion_is_stable() -> None:
     for sid, raw in RAW.items():
         doc = convert(raw).doc
