@@ -69,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="a normal-model knob (repeatable), e.g. the named variants provenance_rule="
-        "learned_max, order_smoothing=kneser_ney, novelty_key=server, novelty_alert=cusum "
-        "(docs/ARCHITECTURE.md: their measured effect)",
+        "learned_max, order_smoothing=kneser_ney|witten_bell_novel, novelty_key=server, "
+        "novelty_alert=cusum (docs/ARCHITECTURE.md: their measured effect)",
     )
     parser.add_argument(
         "--adaptive",

@@ -30,6 +30,16 @@ backing off to the *continuation* unigram ``P_c(w) = (N₁₊(·w) + 1) / (N₁�
 many distinct tools ``w`` follows, add-one so ``<unk>`` keeps mass) rather than raw frequency.
 The session mix is the same. Its measured effect is in ``docs/ARCHITECTURE.md``.
 
+**Named option** ``smoothing="witten_bell_novel"``: the same Witten–Bell bigram over an
+*open-vocabulary* unigram, ``P_u(w) = C(w) / (N + T)`` for a training tool and
+``P_u(<unk>) = T / (N + T)`` (``T`` distinct training tools): ``<unk>`` stands for every tool
+never seen in training, so it takes Witten–Bell's own estimate of how often a call is the first
+of a new tool, instead of add-one's one pseudo-count (the mass of one unseen *tool*). A tool
+that first appears after training — a new server, a client upgrade — then scores like a tool
+seen ``T`` times but never after this context, a rare training tool more. The study does not
+say how it scored unseen tools; this is the knob behind Kneser–Ney's effect on drift (its
+continuation unigram also gives ``<unk>`` far more mass). Measured in ``docs/ARCHITECTURE.md``.
+
 >>> import pyarrow as pa
 >>> from toolwatch.detection.calls.frame import prepare
 >>> calls = pa.table({"session_id": ["a"] * 4, "tool": ["Read", "Edit", "Read", "Edit"],
@@ -62,8 +72,9 @@ _LOW = (1 << _BITS) - 1
 #: keys stay valid when the adaptive model swaps in a snapshot with a larger vocabulary
 #: (vocabulary indices are stable there: new tools are appended).
 _UNSEEN_BASE = 1 << 19
-#: Global bigram smoothing: the study's Witten–Bell, or interpolated Kneser–Ney (named option).
-SMOOTHINGS = ("witten_bell", "kneser_ney")
+#: Global bigram smoothing: the study's Witten–Bell (add-one unigram), or the named options
+#: interpolated Kneser–Ney and Witten–Bell over the open-vocabulary unigram.
+SMOOTHINGS = ("witten_bell", "kneser_ney", "witten_bell_novel")
 KN_DISCOUNT = 0.75
 
 
@@ -160,6 +171,9 @@ class OrderCue(Cue):
         self._novel_keys = frozenset(self._index[t] for t in self.novel if t in self._index)
         total = sum(self.unigram)
         p_u = [(c + 1) / (total + v + 1) for c in [*self.unigram, 0]]
+        if self.smoothing == "witten_bell_novel" and total > 0:
+            novel = v / (total + v)  # a tool the (decayed) counts no longer hold is novel too
+            p_u = [c / (total + v) if c > 0 else novel for c in self.unigram] + [novel]
         counts = np.zeros((v + 2, v + 1), dtype=np.float64)
         for prev, nxt, c in self.bigrams:
             row = v + 1 if prev is None else self._index[prev]

@@ -103,7 +103,8 @@ class ModelConfig:
     #: operating point: alarm above this quantile of calibration call statistics
     operating_quantile: float = 0.999
     order_session_mix: bool = True
-    #: named variant: the order cue's global bigram smoothed by interpolated Kneser–Ney
+    #: named variants: the order cue's global bigram smoothed by interpolated Kneser–Ney
+    #: ("kneser_ney") or over the open-vocabulary unigram ("witten_bell_novel")
     order_smoothing: str = "witten_bell"
     size_min_count: int = 5
     size_min_sd: float = 0.25

@@ -1,5 +1,6 @@
 """The novelty cue (first uses mid-stream weighted by training rarity) and the order cue's
-Kneser–Ney option: exact values, batch == online, the artifact, the model's statistics."""
+Kneser–Ney and open-vocabulary options: exact values, batch == online, the artifact, the
+model's statistics."""
 
 from __future__ import annotations
 
@@ -82,6 +83,31 @@ def test_kneser_ney_is_a_distribution_and_differs_from_witten_bell() -> None:
     assert kn.score_many(prepare(probe)).tolist() == online(kn, probe)
     again = OrderCue.from_dict(kn.to_dict())
     assert again.smoothing == "kneser_ney" and "smoothing" not in wb.to_dict()
+
+
+def test_the_open_vocabulary_unigram_gives_unk_the_novel_type_mass() -> None:
+    """``witten_bell_novel``: P_u(w) = C(w)/(N+T), P_u(<unk>) = T/(N+T); by hand on the
+    module's example (N = 4 calls, T = 2 tools; the start context <s> saw one stream, one
+    follower)."""
+    calls = table(session(["Read", "Edit", "Read", "Edit"], name="a"))
+    frame = prepare(calls)
+    wb = OrderCue().fit(frame)
+    novel = OrderCue(smoothing="witten_bell_novel").fit(frame)
+    probe = table(session(["Zap", "Read"], name="p"))
+    # first call: P_g(<unk> | <s>) = (0 + T(<s>) · P_u(<unk>)) / (C(<s>) + T(<s>))
+    assert wb.score_many(prepare(probe))[0] == pytest.approx(math.log(2 * 7))  # P_u = 1/7
+    assert novel.score_many(prepare(probe))[0] == pytest.approx(math.log(2 * 3))  # P_u = 2/6
+    # a training tool after an unseen context backs off to P_u(Read) = 2/6 (add-one: 3/7)
+    assert novel.score_many(prepare(probe))[1] == pytest.approx(math.log(3))
+    assert wb.score_many(prepare(probe))[1] == pytest.approx(math.log(7 / 3))
+    assert novel.score_many(prepare(probe)).tolist() == online(novel, probe)
+    again = OrderCue.from_dict(novel.to_dict())
+    assert again.smoothing == "witten_bell_novel"
+    assert again.score_many(prepare(probe)).tolist() == novel.score_many(prepare(probe)).tolist()
+    # a (decayed) count of zero is a novel tool, never a zero probability
+    empty = OrderCue.from_counts(["Read", "Gone"], [4.0, 0.0], [], smoothing="witten_bell_novel")
+    gone = table(session(["Gone"], name="g"))
+    assert math.isfinite(empty.score_many(prepare(gone))[0])
 
 
 def test_the_model_keeps_novelty_as_a_cue_set_of_its_own(tmp_path: Path) -> None:
