@@ -11,7 +11,11 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   174 injections), reported the same way; ``scanner_blind3.jsonl`` and
   ``scanner_blind4.jsonl`` — a third and a fourth (301 + 223 and 287 + 231, by a thirteenth
   and a fourteenth author: half in other languages; benign and malicious texts in the same
-  calm operational wording), the same way;
+  calm operational wording), the same way; ``scanner_blind5.jsonl`` and
+  ``scanner_blind6.jsonl`` — a fifth and a sixth (208 + 134 and 220 + 158, by a sixteenth and
+  a fifteenth author: MCP tool poisoning as reported in 2025–2026 with hard look-alikes; many
+  domains, 30 % in other languages — commissioned as a development set, it lowered every blind
+  set's recall when trained on, so it is kept as a measure), the same way;
 * ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
@@ -55,7 +59,7 @@ DATA = HERE / "data"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (DATA / "scanner_blind.jsonl",),
-    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in (2, 3, 4)},
+    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in range(2, 7)},
     "development": (
         DATA / "scanner_set.jsonl",
         *(DATA / f"scanner_dev{i}.jsonl" for i in range(2, 11)),
@@ -69,6 +73,8 @@ TITLES: dict[str, str] = {
     "blind2": "second blind set (a fifth author; never read by rule writing)",
     "blind3": "third blind set (a thirteenth author, half in other languages; never read)",
     "blind4": "fourth blind set (a fourteenth author, look-alike operational wording; never read)",
+    "blind5": "fifth blind set (a sixteenth author, MCP tool poisoning as reported; never read)",
+    "blind6": "sixth blind set (a fifteenth author, many domains, 30 % in other languages; unread)",
     "development": "development set",
 }
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
@@ -174,6 +180,22 @@ def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
         )
     )
     out["_rows"] = list(zip(rows, flags, strict=True))
+    return out
+
+
+def pooled_blind(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The blind sets' texts as one set: what a reader who trusts no single author should
+    quote (each set is one author's idea of hard cases)."""
+    rows = [pair for name in BLIND_SETS for pair in results[name]["_rows"]]
+    out: dict[str, Any] = {"texts": len(rows)}
+    for kind in ("description", "output", "all"):
+        out[kind] = confusion(
+            [
+                (row["label"] == "injection", flag)
+                for row, flag in rows
+                if kind == "all" or row["kind"] == kind
+            ]
+        )
     return out
 
 
@@ -423,6 +445,13 @@ def main(argv: list[str] | None = None) -> int:
             f"descriptions ({name}): recall {recall:.3f}, description FPR {desc_fpr:.3f} -> "
             f"{'met' if this else 'MISSED'}"
         )
+    pooled = pooled_blind(results)
+    lines.append(
+        f"every blind set pooled ({pooled['texts']} texts by {len(BLIND_SETS)} authors): recall "
+        f"{_fmt(pooled['all']['injection_recall'])}, description FPR "
+        f"{_fmt(pooled['description']['false_positive_rate'])}, output FPR "
+        f"{_fmt(pooled['output']['false_positive_rate'])}"
+    )
     print("\n".join(lines))
     if args.json:
         withheld = {"_rows", "misses_by_style", "false_positives_by_style"}
@@ -434,7 +463,8 @@ def main(argv: list[str] | None = None) -> int:
             }
             for s, r in results.items()
         }
-        args.json.write_text(json.dumps({"labelled": clean, "agentcheck": ac}, indent=2) + "\n")
+        document = {"labelled": clean, "blind_pooled": pooled, "agentcheck": ac}
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0 if met or args.no_fail else 1
 
 

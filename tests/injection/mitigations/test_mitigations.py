@@ -640,6 +640,20 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     assert fourth["texts"] == 518
     assert fourth["all"]["injection_recall"] >= 0.775
     assert fourth["description"]["false_positive_rate"] <= 0.098  # 16 of 163
+    fifth = bench_scanner.labelled("blind5")
+    assert fifth["texts"] == 342
+    assert fifth["all"]["injection_recall"] >= 0.806
+    assert fifth["description"]["false_positive_rate"] <= 0.035  # 4 of 116
+    sixth = bench_scanner.labelled("blind6")
+    assert sixth["texts"] == 378
+    assert sixth["all"]["injection_recall"] >= 0.841
+    assert sixth["description"]["false_positive_rate"] <= 0.009  # 1 of 121
+    measured = (blind, second, third, fourth, fifth, sixth)
+    sets = dict(zip(bench_scanner.BLIND_SETS, measured, strict=True))  # every blind set
+    pooled = bench_scanner.pooled_blind(sets)
+    assert pooled["texts"] == 2730
+    assert pooled["all"]["injection_recall"] >= 0.841
+    assert pooled["description"]["false_positive_rate"] <= 0.030  # 27 of 915
     # the classifier's measured effect: the rules alone catch less at more false positives,
     # and without its veto it adds recall but keeps the rules' false positives
     for name, rules_recall, rules_fpr in (("blind", 0.809, 0.028), ("blind2", 0.649, 0.020)):
