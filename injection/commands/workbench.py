@@ -149,6 +149,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "use, as a user approves a server after a first session); 'store' uses only the pins "
         "already in the store (default clean)",
     )
+    suite.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="run the valid scenarios of --scenarios and name each file left out (default: "
+        "refuse the suite when any file is invalid, so no figure leaves one out unsaid)",
+    )
     suite.add_argument("--json", type=Path, metavar="FILE", help="also write the summary as JSON")
     common(suite)
 
@@ -292,16 +298,43 @@ def _run_one(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(paths: Sequence[str] | None) -> list[Scenario]:
+def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[list[Scenario], int]:
+    """The suite's scenarios and how many files were left out (``skip_invalid``; each named on
+    stderr). Without it any invalid file — a problem or an id another file has — refuses the
+    suite in one line that counts them."""
     if not paths:
-        scenarios = load_library()
-        if not scenarios:
+        library = load_library()
+        if not library:
             raise CommandError("the packaged scenario library is empty; pass --scenarios")
-        return scenarios
+        return library, 0
     files = list(iter_scenario_paths(paths))
     if not files:
         raise CommandError(f"no scenario files in {', '.join(paths)}")
-    return [load_scenario(p) for p in files]
+    scenarios: list[Scenario] = []
+    bad: list[str] = []
+    ids: dict[str, Path] = {}
+    for path in files:
+        try:
+            scenario = load_scenario(path)
+        except ScenarioError as exc:
+            bad.append(str(exc).splitlines()[0])
+            continue
+        if scenario.id in ids:
+            bad.append(f"{path}: /id: duplicate id {scenario.id!r} (also {ids[scenario.id]})")
+            continue
+        ids[scenario.id] = path
+        scenarios.append(scenario)
+    if bad and not skip_invalid:
+        raise CommandError(
+            f"{len(bad)} of {len(files)} scenario files are not valid (the first: {bad[0]}); "
+            "`toolwatch scenarios validate` lists every problem, --skip-invalid runs the "
+            f"{len(scenarios)} valid ones"
+        )
+    for line in bad:
+        print(f"toolwatch workbench: skipped {line}", file=sys.stderr)
+    if not scenarios:
+        raise CommandError(f"none of the {len(files)} scenario files is valid")
+    return scenarios, len(bad)
 
 
 def _run_suite(args: argparse.Namespace) -> int:
@@ -320,7 +353,7 @@ def _run_suite(args: argparse.Namespace) -> int:
             "which the time cue reads as a burst if the model was trained on model-paced calls"
         )
     sets = _mitigation_sets(args.mitigations.split(",")) if args.mitigations else []
-    scenarios = _load(args.scenarios)
+    scenarios, skipped = _load(args.scenarios, skip_invalid=args.skip_invalid)
     config = _config(args)
     from tqdm import tqdm
 
@@ -347,7 +380,11 @@ def _run_suite(args: argparse.Namespace) -> int:
     rows = result.rows()
     _append(store, rows)
     summary = result.summary()
+    if skipped:
+        summary["skipped_invalid_files"] = skipped
     print(render_summary(summary))
+    if skipped:
+        print(f"\n{skipped} invalid scenario file(s) left out (named above, on stderr)")
     print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
     if model is not None:
         detection = detect_suite(store, model, result)

@@ -621,37 +621,27 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     """The benchmark's figures, as a floor (benchmarks/bench_scanner.py prints them): the rules
     were written on the development set only; the blind set (another author, who saw neither
     the rules nor that set) and AgentCheck were never looked at for them."""
-    blind = bench_scanner.labelled("blind")
-    assert blind["texts"] == 414
-    assert blind["all"]["injection_recall"] >= 0.957
+    # per blind set: texts, recall floor, description FPR ceiling (false positives / benign)
+    floors = {
+        "blind": (414, 0.957, 0.007),  # 1 of 144
+        "blind2": (554, 0.925, 0.010),  # 2 of 198
+        # four more unseen authors, writing hard cases on purpose: far from the target
+        "blind3": (524, 0.789, 0.017),  # 3 of 173
+        "blind4": (518, 0.775, 0.098),  # 16 of 163
+        "blind5": (342, 0.806, 0.035),  # 4 of 116
+        "blind6": (378, 0.841, 0.009),  # 1 of 121
+    }
+    assert tuple(floors) == bench_scanner.BLIND_SETS
+    sets = {name: bench_scanner.labelled(name) for name in floors}
+    for name, (texts, recall, desc_fpr) in floors.items():
+        assert sets[name]["texts"] == texts
+        assert sets[name]["all"]["injection_recall"] >= recall, name
+        assert sets[name]["description"]["false_positive_rate"] <= desc_fpr, name
+    blind = sets["blind"]
     assert blind["all"]["injection_precision"] >= 0.97
-    assert blind["description"]["false_positive_rate"] <= 0.007  # 1 of 144
     assert blind["output"]["false_positive_rate"] <= 0.023  # 3 of 129
-    second = bench_scanner.labelled("blind2")
-    assert second["texts"] == 554
-    assert second["all"]["injection_recall"] >= 0.925
-    assert second["description"]["false_positive_rate"] <= 0.010  # 2 of 198
-    # two more unseen authors, writing hard cases on purpose: far from the target
-    third = bench_scanner.labelled("blind3")
-    assert third["texts"] == 524
-    assert third["all"]["injection_recall"] >= 0.789
-    assert third["description"]["false_positive_rate"] <= 0.017  # 3 of 173
-    fourth = bench_scanner.labelled("blind4")
-    assert fourth["texts"] == 518
-    assert fourth["all"]["injection_recall"] >= 0.775
-    assert fourth["description"]["false_positive_rate"] <= 0.098  # 16 of 163
-    fifth = bench_scanner.labelled("blind5")
-    assert fifth["texts"] == 342
-    assert fifth["all"]["injection_recall"] >= 0.806
-    assert fifth["description"]["false_positive_rate"] <= 0.035  # 4 of 116
-    sixth = bench_scanner.labelled("blind6")
-    assert sixth["texts"] == 378
-    assert sixth["all"]["injection_recall"] >= 0.841
-    assert sixth["description"]["false_positive_rate"] <= 0.009  # 1 of 121
-    measured = (blind, second, third, fourth, fifth, sixth)
-    sets = dict(zip(bench_scanner.BLIND_SETS, measured, strict=True))  # every blind set
     pooled = bench_scanner.pooled_blind(sets)
-    assert pooled["texts"] == 2730
+    assert pooled["texts"] == sum(texts for texts, _, _ in floors.values())
     assert pooled["all"]["injection_recall"] >= 0.841
     assert pooled["description"]["false_positive_rate"] <= 0.030  # 27 of 915
     # the classifier's measured effect: the rules alone catch less at more false positives,

@@ -418,6 +418,33 @@ def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "is not a directory" in capsys.readouterr().err
 
 
+def test_a_suite_with_invalid_files_is_refused_in_one_line_or_run_without_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A peer's suite with a few broken files: refused, counting them and naming the first,
+    unless --skip-invalid, which runs the rest and names each file left out."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    _write(scenario("A2"), suite / "a2.json")
+    _write(scenario("A2"), suite / "a2-again.json")  # the same id a second time
+    (suite / "broken.json").write_text('{"format": "toolwatch-scenario/1", "id": "x"}')
+    base = ["workbench", "suite", "--scenarios", str(suite), "--store", str(tmp_path / "s"),
+            "--no-telemetry", "--agents", "careful", "--mitigations", "none"]  # fmt: skip
+    assert cli_main(base) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "2 of 3 scenario files are not valid" in err
+    assert "--skip-invalid runs the 1 valid ones" in err
+    summary = tmp_path / "summary.json"
+    assert cli_main([*base, "--skip-invalid", "--json", str(summary)]) == 0
+    out = capsys.readouterr()
+    skipped = [line for line in out.err.splitlines() if "skipped" in line]
+    assert len(skipped) == 2
+    assert any("broken.json" in line for line in skipped)
+    assert any("duplicate id" in line for line in skipped)
+    assert "2 invalid scenario file(s) left out" in out.out
+    assert json.loads(summary.read_text())["skipped_invalid_files"] == 2
+
+
 def test_cli_llm_agent_without_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
