@@ -173,7 +173,7 @@ def test_numbers_out_of_range_are_refused_when_parsed(
     assert "Traceback" not in err and f"argument {argv[-2]}" in err, err
 
 
-@pytest.mark.parametrize("command", ["train", "experiment"])
+@pytest.mark.parametrize("command", ["train", "experiment", "replay"])
 def test_a_bad_model_config_is_bad_usage_before_the_progress_bar(store: Path, command: str) -> None:
     done = run_process(command, "--store", str(store), "--model-config", "novelty_key=nope")
     assert done.returncode == 2  # the same code in both commands (train said 1, experiment 2)

@@ -46,7 +46,7 @@ from toolwatch.detection.model.normal_model import (
     ModelConfig,
     NormalModel,
 )
-from toolwatch.detection.model.overrides import model_overrides
+from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UsageError, positive_share
 
 HELP = "fit the normal model and thresholds"
@@ -63,15 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="order cue without the session's own bigram (the study's ablation)",
     )
-    parser.add_argument(
-        "--model-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a normal-model knob (repeatable), e.g. the named variants provenance_rule="
-        "learned_max, order_smoothing=kneser_ney|witten_bell_novel, novelty_key=server, "
-        "novelty_alert=cusum (docs/ARCHITECTURE.md: their measured effect)",
-    )
+    add_model_config_argument(parser)
     parser.add_argument(
         "--adaptive",
         action="store_true",

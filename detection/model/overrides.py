@@ -1,14 +1,29 @@
-"""``--model-config KEY=VALUE`` as normal-model overrides (``toolwatch train`` and
-``toolwatch experiment`` share it). A bad one is bad usage (exit 2) in both, found before any
-work starts."""
+"""``--model-config KEY=VALUE`` as normal-model overrides (``toolwatch train``, ``experiment``
+and ``replay`` share it). A bad one is bad usage (exit 2) in each, found before any work
+starts."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
 
 from toolwatch.detection.model.normal_model import ModelConfig, ModelError
 from toolwatch.usage import UsageError
+
+
+def add_model_config_argument(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--model-config KEY=VALUE`` option (read with :func:`model_overrides`)."""
+    parser.add_argument(
+        "--model-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a normal-model knob (repeatable), e.g. the named variants "
+        "order_smoothing=kneser_ney|witten_bell_novel, all_restandardised=true, "
+        "ewma_start=first, time_tail=floor, provenance_rule=learned_max, novelty_key=server, "
+        "novelty_alert=cusum (docs/ARCHITECTURE.md: their measured effect)",
+    )
 
 
 def model_overrides(items: list[str]) -> dict[str, Any]:

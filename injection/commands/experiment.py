@@ -13,7 +13,7 @@ from typing import Any
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
-from toolwatch.detection.model.overrides import model_overrides
+from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UserError, non_negative_int, positive_int, share
 
 HELP = "the study's injection experiment"
@@ -61,14 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="also run with response ids dropped (default: yes)",
     )
-    parser.add_argument(
-        "--model-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a normal-model knob (repeatable), e.g. the named variants all_restandardised=true, "
-        "ewma_start=first, time_tail=floor (docs/ARCHITECTURE.md: their measured effect)",
-    )
+    add_model_config_argument(parser)
     parser.add_argument(
         "--rerun",
         metavar="RUN_ID",

@@ -2,7 +2,8 @@
 
     toolwatch replay [--store PATH] [--split-shares 0.44,0.07 | --split-dates A,B]
         [--min-calls 30] [--target-fa 0.05] [--seeds 5] [--kinds burst,runaway_retry,...]
-        [--half-life-days 14] [--quarantine-hours 24] [--novelty-streams 3] [--json]
+        [--model-config KEY=VALUE]... [--half-life-days 14] [--quarantine-hours 24]
+        [--novelty-streams 3] [--json]
 
 What false-alarm rate will alerts give, week after week, and does the adaptive model hold it
 while it still catches bursts and runaway loops? The test split is replayed as if it arrived
@@ -24,6 +25,7 @@ from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.adaptive import AdaptiveConfig, add_adaptive_arguments
+from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UserError, positive_float, positive_int, positive_share
 
 HELP = "replay a stored corpus through the live scorer, week by week"
@@ -58,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help="event time per batch handed to the live scorer, as the collector commits (60)",
     )
+    add_model_config_argument(parser)
     add_adaptive_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
             target_fa=args.target_fa,
             kinds=kinds,
+            model=model_overrides(args.model_config),
         )
         config = ReplayConfig(
             experiment=experiment,

@@ -399,8 +399,9 @@ def render(result: ReplayResult) -> str:
         f"through the live scorer, with {split['injected_copies']:,} injected copies "
         f"({', '.join(kinds)}; {len(cfg.experiment.seeds)} seeds)",
         f"model fitted on {split['train'][0]:,} streams, calibrated on "
-        f"{split['calibration'][0]:,}; watched: {cfg.statistic}, target {target:.0%} of "
-        "streams alarming",
+        f"{split['calibration'][0]:,}"
+        + "".join(f", {k}={v}" for k, v in sorted(dict(cfg.experiment.model).items()))
+        + f"; watched: {cfg.statistic}, target {target:.0%} of streams alarming",
         f"adaptive: {half}, quarantine {a.quarantine_h:g} h, idle {a.idle_min:g} min, novelty "
         f"until {a.novelty_streams:g} streams, threshold = the {1 - target:.0%} quantile of the "
         f"last {a.window} stream maxima (river RollingQuantile); frozen: the same model at its "

@@ -87,3 +87,23 @@ def test_replay_of_real_calls_through_the_live_scorer() -> None:
     text = render(result)
     assert "adaptive: alarming (95% CI)" in text and "frozen: alarming" in text
     assert "thin" in text  # every week has fewer than 20 streams here
+
+
+def test_replay_fits_the_named_variant_it_is_given() -> None:
+    """``replay --model-config``: the frozen model is the variant (its header says which), so a
+    user can see a variant's weekly false alarms before training it for the collector."""
+    kinds = ("runaway_retry",)
+    runs = {
+        name: run_replay(
+            dev_real_calls(),
+            ReplayConfig(
+                experiment=ExperimentConfig(split_shares=SHARES, seeds=(0,), model=model),
+                replay_kinds=kinds,
+            ),
+        )
+        for name, model in (("default", {}), ("novel", {"order_smoothing": "witten_bell_novel"}))
+    }
+    assert "order_smoothing=witten_bell_novel;" in render(runs["novel"])
+    assert "order_smoothing" not in render(runs["default"])
+    frozen = [r.models["frozen"].normal_max for r in runs.values()]
+    assert frozen[0].keys() == frozen[1].keys() and frozen[0] != frozen[1]
