@@ -160,13 +160,7 @@ def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
     flags = [flag(r["text"]) for r in rows]
     per_text_ms = 1000 * (time.perf_counter() - t0) / max(1, len(rows))
     out: dict[str, Any] = {"texts": len(rows), "ms_per_text": round(per_text_ms, 3)}
-    for kind in ("description", "output", "all"):
-        pairs = [
-            (r["label"] == "injection", f)
-            for r, f in zip(rows, flags, strict=True)
-            if kind == "all" or r["kind"] == kind
-        ]
-        out[kind] = confusion(pairs)
+    out.update(by_kind(list(zip(rows, flags, strict=True))))
     out["misses_by_style"] = dict(
         Counter(
             r["style"]
@@ -183,20 +177,25 @@ def labelled(name: str, flag: Callable[[str], bool] = ours) -> dict[str, Any]:
     return out
 
 
+def by_kind(flagged: list[tuple[dict[str, str], bool]]) -> dict[str, dict[str, Any]]:
+    """:func:`confusion` of (row, flagged) pairs per kind of text, and over all of them."""
+    return {
+        kind: confusion(
+            [
+                (row["label"] == "injection", flag)
+                for row, flag in flagged
+                if kind == "all" or row["kind"] == kind
+            ]
+        )
+        for kind in ("description", "output", "all")
+    }
+
+
 def pooled_blind(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The blind sets' texts as one set: what a reader who trusts no single author should
     quote (each set is one author's idea of hard cases)."""
     rows = [pair for name in BLIND_SETS for pair in results[name]["_rows"]]
-    out: dict[str, Any] = {"texts": len(rows)}
-    for kind in ("description", "output", "all"):
-        out[kind] = confusion(
-            [
-                (row["label"] == "injection", flag)
-                for row, flag in rows
-                if kind == "all" or row["kind"] == kind
-            ]
-        )
-    return out
+    return {"texts": len(rows), **by_kind(rows)}
 
 
 def agentcheck() -> dict[str, Any]:

@@ -170,10 +170,11 @@ class OrderCue(Cue):
         self._index = {t: i for i, t in enumerate(self.tools)}
         self._novel_keys = frozenset(self._index[t] for t in self.novel if t in self._index)
         total = sum(self.unigram)
-        p_u = [(c + 1) / (total + v + 1) for c in [*self.unigram, 0]]
         if self.smoothing == "witten_bell_novel" and total > 0:
             novel = v / (total + v)  # a tool the (decayed) counts no longer hold is novel too
             p_u = [c / (total + v) if c > 0 else novel for c in self.unigram] + [novel]
+        else:
+            p_u = [(c + 1) / (total + v + 1) for c in [*self.unigram, 0]]
         counts = np.zeros((v + 2, v + 1), dtype=np.float64)
         for prev, nxt, c in self.bigrams:
             row = v + 1 if prev is None else self._index[prev]

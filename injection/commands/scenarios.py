@@ -26,6 +26,7 @@ from typing import Any
 
 from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.library import (
+    distinct_scenarios,
     find_scenario,
     iter_documents,
     iter_scenario_paths,
@@ -160,24 +161,13 @@ def _raise(exc: ScenarioError) -> Scenario:
 
 def _validate(paths: list[str]) -> int:
     bad = total = 0
-    ids: dict[str, str] = {}
     counts: Counter[str] = Counter()
-    for name, load in _sources(paths):
+    for scenario, problem in distinct_scenarios(_sources(paths)):
         total += 1
-        try:
-            scenario = load()
-        except ScenarioError as exc:
+        if scenario is None:
             bad += 1
-            print(exc, file=sys.stderr)
+            print(problem, file=sys.stderr)
             continue
-        if scenario.id in ids:
-            bad += 1
-            print(
-                f"{name}: /id: duplicate id {scenario.id!r} (also {ids[scenario.id]})",
-                file=sys.stderr,
-            )
-            continue
-        ids[scenario.id] = name
         counts[scenario.fault_type] += 1
     if not total:
         print("toolwatch scenarios validate: no scenario files found", file=sys.stderr)

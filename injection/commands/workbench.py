@@ -18,12 +18,14 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store.parquet_store import StoreError, add_store_argument
 from toolwatch.detection.model.normal_model import ModelError
 from toolwatch.injection.faults.library import (
+    distinct_scenarios,
     find_scenario,
     iter_scenario_paths,
     load_library,
@@ -312,18 +314,11 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
         raise CommandError(f"no scenario files in {', '.join(paths)}")
     scenarios: list[Scenario] = []
     bad: list[str] = []
-    ids: dict[str, Path] = {}
-    for path in files:
-        try:
-            scenario = load_scenario(path)
-        except ScenarioError as exc:
-            bad.append(str(exc).splitlines()[0])
-            continue
-        if scenario.id in ids:
-            bad.append(f"{path}: /id: duplicate id {scenario.id!r} (also {ids[scenario.id]})")
-            continue
-        ids[scenario.id] = path
-        scenarios.append(scenario)
+    for scenario, problem in distinct_scenarios((str(p), partial(load_scenario, p)) for p in files):
+        if scenario is None:
+            bad.append(str(problem).splitlines()[0])
+        else:
+            scenarios.append(scenario)
     if bad and not skip_invalid:
         raise CommandError(
             f"{len(bad)} of {len(files)} scenario files are not valid (the first: {bad[0]}); "

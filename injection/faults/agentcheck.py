@@ -56,13 +56,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Final
 
 from toolwatch.injection.faults.pointer import lookup, pointer_join
 from toolwatch.injection.faults.prose_schema import derive_input_schema
-from toolwatch.injection.faults.scenario import FORMAT, Problem
+from toolwatch.injection.faults.scenario import FORMAT, Problem, scenario_schema
 from toolwatch.injection.faults.taxonomy import ACTION_FAULTS, FAULT_ACTIONS
 from toolwatch.injection.mitigations.results import iter_leaves
 from toolwatch.injection.mitigations.values import normalize_scalar, parse_date
@@ -162,8 +164,6 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
 #: e.g. a portfolio's total value beside no holdings).
 AGENTCHECK_EMPTY: Final = {"results": [], "status": "ok"}
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
-#: An MCP tool name (SEP-986, as the scenario format requires it)
-_MCP_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: HTTP status of AgentCheck's named error codes (the code itself is kept as given).
 _CODE_STATUS: Final = (
     (re.compile(r"UNAVAILABLE|DOWN|OVERLOAD", re.I), 503),
@@ -333,17 +333,21 @@ def _claim_pointer(clean: Any) -> str | None:
     return None
 
 
+@cache
+def _tool_name_rule() -> re.Pattern[str]:
+    """What the scenario format accepts as a tool name (its schema's, read once)."""
+    tool = scenario_schema()["$defs"]["tool"]["properties"]["name"]
+    return re.compile(tool["pattern"])
+
+
 def mcp_tool_name(tool_id: str) -> str:
     """A template's ``tool_id`` as an MCP tool name (SEP-986's letters, digits, ``_ - .``, at
-    most 64 characters): every run of other characters becomes ``_``. AgentCheck allows any
-    non-empty id; its own templates are all valid names already and stay as they are."""
-    if _MCP_NAME.fullmatch(tool_id):
+    most 64 characters, as the scenario schema requires): every run of other characters
+    becomes ``_``. AgentCheck allows any non-empty id; its own templates are all valid names
+    already and stay as they are."""
+    if _tool_name_rule().fullmatch(tool_id):
         return tool_id
     return (re.sub(r"[^A-Za-z0-9_.-]+", "_", tool_id).strip("_") or "tool")[:64]
-
-
-def _mcp_names(tool_ids: list[str]) -> dict[str, str]:
-    return {tool_id: mcp_tool_name(tool_id) for tool_id in tool_ids}
 
 
 def _target(raw: Mapping[str, Any], names: Mapping[str, str], tool: str) -> str:
@@ -372,9 +376,10 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     pp = "/fault_spec/params"
     task = str(data["task"])
     derived: list[str] = []
-    names = _mcp_names([str(t["tool_id"]) for t in data["tools"]])
+    names = {str(t["tool_id"]): mcp_tool_name(str(t["tool_id"])) for t in data["tools"]}
+    served = Counter(names.values())
     for i, t in enumerate(data["tools"]):
-        if list(names.values()).count(names[str(t["tool_id"])]) > 1:
+        if served[names[str(t["tool_id"])]] > 1:
             problems.append(
                 Problem(f"/tools/{i}/tool_id", f"{t['tool_id']!r} is not the only tool named that")
             )

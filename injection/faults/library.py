@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from toolwatch.injection.faults.agentcheck import from_agentcheck, is_agentcheck
 from toolwatch.injection.faults.codec import build_scenario
-from toolwatch.injection.faults.scenario import FORMAT, Problem, Scenario, ScenarioError
-from toolwatch.injection.faults.validation import LIBRARY_PACKAGE, SCHEMA_RESOURCE, validate_data
+from toolwatch.injection.faults.scenario import (
+    FORMAT,
+    LIBRARY_PACKAGE,
+    SCHEMA_RESOURCE,
+    Problem,
+    Scenario,
+    ScenarioError,
+)
+from toolwatch.injection.faults.validation import validate_data
 
 
 def library_files() -> list[Any]:
@@ -126,3 +133,23 @@ def iter_scenario_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield from sorted(p for p in path.rglob("*.json") if p.name != SCHEMA_RESOURCE)
         else:
             yield path
+
+
+def distinct_scenarios(
+    sources: Iterable[tuple[str, Callable[[], Scenario]]],
+) -> Iterator[tuple[Scenario | None, str | None]]:
+    """Each ``(name, loader)`` loaded, in order: the scenario, or why it cannot be used — its
+    problems (:class:`ScenarioError`'s text) or an id an earlier source already has (a set of
+    scenarios is keyed by id). ``scenarios validate`` and ``workbench suite`` judge alike."""
+    ids: dict[str, str] = {}
+    for name, load in sources:
+        try:
+            scenario = load()
+        except ScenarioError as exc:
+            yield None, str(exc)
+            continue
+        if scenario.id in ids:
+            yield None, f"{name}: /id: duplicate id {scenario.id!r} (also {ids[scenario.id]})"
+            continue
+        ids[scenario.id] = name
+        yield scenario, None

@@ -10,7 +10,8 @@ import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
 from typing import Any, Final
 
 import jsonschema
@@ -25,6 +26,19 @@ FORMAT: Final = "toolwatch-scenario/1"
 # --------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------
+
+
+#: The scenario format's JSON Schema, shipped beside the packaged library.
+SCHEMA_RESOURCE: Final = "schema.json"
+LIBRARY_PACKAGE: Final = "toolwatch.scenarios"
+
+
+@cache
+def scenario_schema() -> dict[str, Any]:
+    """The JSON Schema of the toolwatch scenario format (shipped as ``scenarios/schema.json``)."""
+    text = resources.files(LIBRARY_PACKAGE).joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 @dataclass(frozen=True, slots=True)

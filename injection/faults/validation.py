@@ -9,7 +9,6 @@ import contextlib
 import json
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -20,24 +19,17 @@ from toolwatch.injection.faults.codec import build_scenario
 from toolwatch.injection.faults.effects import CallPlan
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.pointer import pointer_join, resolve_pointer, set_pointer
-from toolwatch.injection.faults.scenario import FORMAT, Problem, Scenario
+from toolwatch.injection.faults.scenario import (
+    FORMAT,
+    Problem,
+    Scenario,
+    scenario_schema,
+)
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, SILENT_FAULTS
-
-SCHEMA_RESOURCE: Final = "schema.json"
-LIBRARY_PACKAGE: Final = "toolwatch.scenarios"
-
 
 # --------------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------------
-
-
-@cache
-def scenario_schema() -> dict[str, Any]:
-    """The JSON Schema of the toolwatch scenario format (shipped as ``scenarios/schema.json``)."""
-    text = resources.files(LIBRARY_PACKAGE).joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
 
 
 def validate_data(data: Any) -> list[Problem]:

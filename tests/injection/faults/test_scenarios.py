@@ -24,10 +24,9 @@ from toolwatch.injection.faults.library import (
     parse_scenario,
     validate_path,
 )
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError, scenario_schema
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
-from toolwatch.injection.faults.validation import scenario_schema
 
 FIXTURES = FIXTURES / "agentcheck"
 LIBRARY = load_library()
