@@ -21,6 +21,7 @@ from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.injection.experiment.validity import breaches_in
 from toolwatch.injection.spans.kinds import ALL_KINDS
 
 VARIANT_LABELS = {
@@ -252,6 +253,14 @@ def _headline(v: View, cells: pd.DataFrame) -> None:
         m4.metric("Target", dv.pct(v.target, 1))
     else:
         m4.metric("Mode", "operating point")
+    breach = breaches_in(cells.itertuples(index=False)).get((v.cue_set, v.detector))
+    if breach is not None:
+        st.warning(
+            f"{v.cue_set}·{v.detector} detects {ui.label(breach.kind)} in "
+            f"{dv.rate_text(breach.rate, breach.ci_low, breach.ci_high)} of its runs, above the "
+            f"{dv.pct(breach.fa_reached, 1)} of normal streams that alarm: it reacts to the "
+            "insertion itself, so its detection rates measure the edit, not the anomaly."
+        )
 
 
 def _table(v: View, cells: pd.DataFrame) -> None:
@@ -339,6 +348,12 @@ def _grid(cells: pd.DataFrame) -> None:
         pivot = pivot.reindex(columns=[c for c in order if c in pivot.columns])
         pivot = pivot.reindex([ui.label(k) for k in _kind_order(list(cells["kind"].unique()))])
         st.dataframe(pivot)
+        loud = breaches_in(cells.itertuples(index=False))
+        if loud:
+            st.caption(
+                "Controls detected above the false-alarm level (these statistics react to the "
+                "insertion itself): " + ", ".join(f"{c}·{d}" for c, d in loud)
+            )
         fa = grid.drop_duplicates("cell").set_index("cell")
         st.caption(
             "False alarms reached: "

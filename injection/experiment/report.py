@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.report_beyond import beyond_section
-from toolwatch.injection.experiment.results import ExperimentResult
+from toolwatch.injection.experiment.results import CellResult, ExperimentResult, finite
+from toolwatch.injection.experiment.validity import control_breaches
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
 from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS, PAYLOAD_ENCODINGS, PAYLOADS
 from toolwatch.injection.spans.provenance_exfiltration import NOTE_PAYLOAD_CUT
@@ -69,31 +71,82 @@ def _kinds(result: ExperimentResult) -> list[str]:
     return [k for k in ALL_KINDS if k in result.config.kinds]
 
 
-def best_detector_per_cue(result: ExperimentResult, variant: str = "standard") -> dict[str, str]:
+def best_detector_per_cue(
+    result: ExperimentResult, variant: str = "standard", *, valid_only: bool = True
+) -> dict[str, str]:
     """Per single cue, the detector with the highest mean detection over the anomaly kinds
-    (the study reports each cue with one detector: its best)."""
+    (the study reports each cue with one detector: its best). With ``valid_only``, a detector
+    whose controls breach (:mod:`.validity`) is chosen only when every detector of the cue does.
+    """
     out: dict[str, str] = {}
     kinds = [k for k in _kinds(result) if k in ANOMALY_KINDS]
+    breached = control_breaches(result, variant) if valid_only else {}
     for cue in SINGLE_CUES:
         means = []
         for det in DETECTORS:
             rates = [c.rate for k in kinds if (c := result.cell(k, cue, det, variant=variant))]
-            means.append(float(np.nanmean(rates)) if rates else -1.0)
-        out[cue] = DETECTORS[int(np.argmax(means))]
+            mean = float(np.nanmean(rates)) if rates else -1.0
+            means.append((det not in {d for c, d in breached if c == cue}, mean))
+        out[cue] = DETECTORS[max(range(len(DETECTORS)), key=lambda i: means[i])]
     return out
 
 
 def best_single_cue(
-    result: ExperimentResult, kind: str, variant: str = "standard"
+    result: ExperimentResult, kind: str, variant: str = "standard", *, valid_only: bool = True
 ) -> tuple[str, str, float] | None:
-    """(cue, detector, rate) of the single cue × detector that detects ``kind`` best."""
+    """(cue, detector, rate) of the single cue × detector that detects ``kind`` best; with
+    ``valid_only``, among those whose controls stay quiet (:mod:`.validity`)."""
+    breached = control_breaches(result, variant) if valid_only else {}
     best: tuple[str, str, float] | None = None
     for cue in SINGLE_CUES:
         for det in DETECTORS:
             c = result.cell(kind, cue, det, variant=variant)
-            if c is not None and not math.isnan(c.rate) and (best is None or c.rate > best[2]):
+            if (cue, det) in breached or c is None or math.isnan(c.rate):
+                continue
+            if best is None or c.rate > best[2]:
                 best = (cue, det, c.rate)
     return best
+
+
+def _best_single_text(result: ExperimentResult, kind: str) -> str:
+    """The best valid single cue, and beside it (†) a better one whose controls breach."""
+    best = best_single_cue(result, kind)
+    text = f"{best[0]}·{best[1]} {pct(best[2])}" if best else "–"
+    loud = best_single_cue(result, kind, valid_only=False)
+    if loud and (best is None or loud[2] > best[2]):
+        text += f" ({loud[0]}·{loud[1]} {pct(loud[2])} †)"
+    return text
+
+
+def _breach_text(b: CellResult) -> str:
+    return (
+        f"{b.cue_set}·{b.detector} ({label(b.kind)} {pct(b.rate)}{_ci(b.ci_low, b.ci_high)} "
+        f"at {pct(b.fa_reached, 1)} false alarms)"
+    )
+
+
+def control_note(result: ExperimentResult) -> str | None:
+    """One line naming the statistics whose controls breach, or ``None``."""
+    breached = control_breaches(result)
+    if not breached:
+        return None
+    return (
+        "controls detected above the false-alarm level, so these statistics react to the "
+        "insertion itself (e.g. a pace that differs between training and test), not to the "
+        "anomaly; their rates are not offered as a best single cue: "
+        + ", ".join(_breach_text(b) for b in breached.values())
+    )
+
+
+def _headline_breach(result: ExperimentResult) -> str | None:
+    b = control_breaches(result).get(HEADLINE)
+    if b is None:
+        return None
+    return (
+        f"warning: all·CUSUM detects {label(b.kind)} in {pct(b.rate)}{_ci(b.ci_low, b.ci_high)} "
+        f"of its runs, above the {pct(b.fa_reached, 1)} of normal streams that alarm: it reacts "
+        "to the insertion itself, so the rates above overstate detection of the anomalies"
+    )
 
 
 def _fa_sentence(
@@ -192,7 +245,7 @@ def headline(result: ExperimentResult) -> str:
         c = result.cell(kind, cue, det)
         ours = _num(c.median_latency, "{:g}") if c else "–"
         text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
-    warning = thin_warning(result)
+    warning = "\n".join(w for w in (thin_warning(result), _headline_breach(result)) if w)
     return (
         f"Detection {_fa_header(result)}, all cues + CUSUM — "
         f"{len(cfg.seeds)} seed(s) × {n_test} test streams ({test_calls:,} calls) per kind\n"
@@ -244,7 +297,6 @@ def render(result: ExperimentResult) -> str:
     for kind in _kinds(result):
         c = result.cell(kind, *HEADLINE)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
-        best = best_single_cue(result, kind)
         pub_single = study.DETECTION_SINGLE_CUE.get(kind)
         row = [label(kind), (pct(c.rate) + _ci(c.ci_low, c.ci_high)) if c else "–"]
         if thin:
@@ -256,7 +308,7 @@ def render(result: ExperimentResult) -> str:
             [
                 *row,
                 (pct(pub[0]) + _ci(pub[1], pub[2])) if pub else "–",
-                f"{best[0]}·{best[1]} {pct(best[2])}" if best else "–",
+                _best_single_text(result, kind),
                 f"{pub_single[0]} {pct(pub_single[1])}" if pub_single else "",
                 _num(c.auc) if c else "–",
                 _num(study.AUC.get(kind)),
@@ -284,6 +336,13 @@ def render(result: ExperimentResult) -> str:
             ],
             rows,
         )
+        + (f"\n{breach}" if (breach := _headline_breach(result)) else "")
+        + (
+            "\n† detects a control above the false-alarm level too: it reacts to the insertion "
+            "itself (Notes)"
+            if control_breaches(result)
+            else ""
+        )
     )
 
     beyond = beyond_section(result, label, pct)
@@ -292,7 +351,14 @@ def render(result: ExperimentResult) -> str:
 
     # single cues
     best_det = best_detector_per_cue(result)
-    header = ["kind", *(f"{cue}·{best_det[cue]}" for cue in SINGLE_CUES)]
+    breached = control_breaches(result)
+    header = [
+        "kind",
+        *(
+            f"{cue}·{best_det[cue]}" + (" †" if (cue, best_det[cue]) in breached else "")
+            for cue in SINGLE_CUES
+        ),
+    ]
     rows = []
     for kind in _kinds(result):
         row = [label(kind)]
@@ -308,6 +374,11 @@ def render(result: ExperimentResult) -> str:
         "(study: time/failure/order EWMA, size point; false alarms reached 3.1–4.7 %)\n"
         + _table(header, rows)
         + f"\nfalse alarms reached: {fa_line}"
+        + (
+            "\n† every detector of this cue reacts to the insertion itself (see Notes)"
+            if any((cue, best_det[cue]) in breached for cue in SINGLE_CUES)
+            else ""
+        )
     )
 
     # latency
@@ -364,7 +435,8 @@ def render(result: ExperimentResult) -> str:
 
 
 def _ablation(result: ExperimentResult) -> str:
-    time_det = best_detector_per_cue(result, "no_response_ids")["time"]
+    # without response ids the time cue is *meant* to react to the same-response control
+    time_det = best_detector_per_cue(result, "no_response_ids", valid_only=False)["time"]
     std_time_det = best_detector_per_cue(result)["time"]
     rows = []
 
@@ -438,6 +510,8 @@ def _artefact_notes(result: ExperimentResult) -> list[str]:
 
 def _notes(result: ExperimentResult) -> list[str]:
     out = _artefact_notes(result)
+    if controls := control_note(result):
+        out.append(controls)
     runs = result.split["test"][0] * len(result.config.seeds)
     for kind in _kinds(result):
         notes = result.notes.get(kind, {})
@@ -492,7 +566,14 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
                 },
             }
         )
-    return {**result.to_dict(), "headline": headline, "notes_text": _notes(result)}
+    return {
+        **result.to_dict(),
+        "headline": headline,
+        "control_breaches": [
+            {k: finite(v) for k, v in asdict(b).items()} for b in control_breaches(result).values()
+        ],
+        "notes_text": _notes(result),
+    }
 
 
 def _nan_none(v: float) -> float | None:

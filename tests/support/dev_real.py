@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from support.paths import FIXTURES
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.injection.experiment.config import ExperimentConfig
+from toolwatch.injection.experiment.protocol import run_experiment
+from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 
 DEV_REAL = FIXTURES / "dev_real" / "calls.parquet"
@@ -41,6 +47,35 @@ def dev_real_calls(*, provenance: bool = False) -> pa.Table:
     ).to_arrow_table()
     con.close()
     return joined
+
+
+def dev_real_later_users() -> pa.Table:
+    """The slice's streams whose first call is on or after 2026-02-11: the four users after
+    aistrad (a Windows user's fast subagents come first in time, slower users after them), so
+    a split by time trains on one pace and tests on another."""
+    calls = dev_real_calls()
+    first = calls.group_by(["session_id", "agent_id"], use_threads=False).aggregate(
+        [("start_time", "min")]
+    )
+    cut = pa.scalar(datetime(2026, 2, 11, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
+    late = first.filter(pc.greater_equal(first["start_time_min"], cut))
+    keys = set(zip(late["session_id"].to_pylist(), late["agent_id"].to_pylist(), strict=True))
+    pairs = zip(calls["session_id"].to_pylist(), calls["agent_id"].to_pylist(), strict=True)
+    return calls.filter(pa.array([pair in keys for pair in pairs]))
+
+
+@functools.cache
+def later_users_experiment() -> ExperimentResult:
+    """The study's protocol on :func:`dev_real_later_users`, with the runaway and the two
+    controls (one run per test session, shared by the tests that read it)."""
+    return run_experiment(
+        dev_real_later_users(),
+        ExperimentConfig(
+            bootstrap=200,
+            ablation=False,
+            kinds=("runaway_retry", "control_other_normal", "control_same_response_burst"),
+        ),
+    )
 
 
 def dev_real_store(root: Path, *, flags: bool = True) -> Store:

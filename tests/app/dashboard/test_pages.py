@@ -218,6 +218,35 @@ def test_detection_operating_point_and_ablation(
         assert table.loc[label(kind), "runs"] == f"{c['detected']}/{c['runs']}"
 
 
+def test_detection_warns_where_a_control_is_detected_above_the_false_alarms(
+    env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """dev-real's later users (one pace trains, another tests): the time cue detects the
+    other-normal control far above its false alarms; the page says so for time, not for all."""
+    from support.dev_real import later_users_experiment
+    from toolwatch.injection.experiment.storage import save_result
+    from toolwatch.injection.experiment.validity import control_breaches
+
+    result = later_users_experiment()
+    breach = control_breaches(result)[("time", "point")]
+    root = tmp_path / "store"
+    save_result(Store(root), result)
+    at = app(env, root, params={"cue_set": "time", "detector": "point"})
+    ok(at)
+    warnings = [w.value for w in at.warning]
+    assert any(
+        "time·point detects control: other normal 8 in "
+        f"{interval(breach.rate, breach.ci_low, breach.ci_high)}"
+        in w
+        and "reacts to the insertion itself" in w
+        for w in warnings
+    ), warnings
+    assert any("time·point" in c.value and "react to the insertion" in c.value for c in at.caption)
+    at = app(env, root, params={"cue_set": "all", "detector": "cusum"})
+    ok(at)
+    assert not any("insertion itself" in w.value for w in at.warning)
+
+
 def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
     root = built["root"]
     at = app(env, root)
