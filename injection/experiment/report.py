@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Collection, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -72,47 +73,53 @@ def _kinds(result: ExperimentResult) -> list[str]:
 
 
 def best_detector_per_cue(
-    result: ExperimentResult, variant: str = "standard", *, valid_only: bool = True
+    result: ExperimentResult,
+    variant: str = "standard",
+    *,
+    exclude: Collection[tuple[str, str]] = (),
 ) -> dict[str, str]:
     """Per single cue, the detector with the highest mean detection over the anomaly kinds
-    (the study reports each cue with one detector: its best). With ``valid_only``, a detector
-    whose controls breach (:mod:`.validity`) is chosen only when every detector of the cue does.
-    """
+    (the study reports each cue with one detector: its best); a ``(cue, detector)`` in
+    ``exclude`` (e.g. its controls breach, :mod:`.validity`) only when all of the cue's are."""
     out: dict[str, str] = {}
     kinds = [k for k in _kinds(result) if k in ANOMALY_KINDS]
-    breached = control_breaches(result, variant) if valid_only else {}
     for cue in SINGLE_CUES:
-        means = []
+        ranks = []
         for det in DETECTORS:
             rates = [c.rate for k in kinds if (c := result.cell(k, cue, det, variant=variant))]
-            mean = float(np.nanmean(rates)) if rates else -1.0
-            means.append((det not in {d for c, d in breached if c == cue}, mean))
-        out[cue] = DETECTORS[max(range(len(DETECTORS)), key=lambda i: means[i])]
+            ranks.append(((cue, det) not in exclude, float(np.nanmean(rates)) if rates else -1.0))
+        out[cue] = DETECTORS[max(range(len(DETECTORS)), key=ranks.__getitem__)]
     return out
 
 
 def best_single_cue(
-    result: ExperimentResult, kind: str, variant: str = "standard", *, valid_only: bool = True
+    result: ExperimentResult,
+    kind: str,
+    variant: str = "standard",
+    *,
+    exclude: Collection[tuple[str, str]] = (),
 ) -> tuple[str, str, float] | None:
-    """(cue, detector, rate) of the single cue × detector that detects ``kind`` best; with
-    ``valid_only``, among those whose controls stay quiet (:mod:`.validity`)."""
-    breached = control_breaches(result, variant) if valid_only else {}
+    """(cue, detector, rate) of the single cue × detector that detects ``kind`` best, leaving
+    out the ``(cue, detector)`` pairs in ``exclude`` (e.g. those whose controls breach)."""
     best: tuple[str, str, float] | None = None
     for cue in SINGLE_CUES:
         for det in DETECTORS:
             c = result.cell(kind, cue, det, variant=variant)
-            if (cue, det) in breached or c is None or math.isnan(c.rate):
+            if (cue, det) in exclude or c is None or math.isnan(c.rate):
                 continue
             if best is None or c.rate > best[2]:
                 best = (cue, det, c.rate)
     return best
 
 
-def _best_single_text(result: ExperimentResult, kind: str) -> str:
-    """The best valid single cue, and beside it (†) a better one whose controls breach."""
-    best = best_single_cue(result, kind)
+def _best_single_text(
+    result: ExperimentResult, kind: str, breached: Collection[tuple[str, str]]
+) -> str:
+    """The best single cue whose controls stay quiet, and beside it (†) a better one whose
+    controls breach."""
+    best = best_single_cue(result, kind, exclude=breached)
     text = f"{best[0]}·{best[1]} {pct(best[2])}" if best else "–"
-    loud = best_single_cue(result, kind, valid_only=False)
+    loud = best_single_cue(result, kind)
     if loud and (best is None or loud[2] > best[2]):
         text += f" ({loud[0]}·{loud[1]} {pct(loud[2])} †)"
     return text
@@ -125,9 +132,8 @@ def _breach_text(b: CellResult) -> str:
     )
 
 
-def control_note(result: ExperimentResult) -> str | None:
+def control_note(breached: Mapping[tuple[str, str], CellResult]) -> str | None:
     """One line naming the statistics whose controls breach, or ``None``."""
-    breached = control_breaches(result)
     if not breached:
         return None
     return (
@@ -138,8 +144,8 @@ def control_note(result: ExperimentResult) -> str | None:
     )
 
 
-def _headline_breach(result: ExperimentResult) -> str | None:
-    b = control_breaches(result).get(HEADLINE)
+def _headline_breach(breached: Mapping[tuple[str, str], CellResult]) -> str | None:
+    b = breached.get(HEADLINE)
     if b is None:
         return None
     return (
@@ -245,7 +251,8 @@ def headline(result: ExperimentResult) -> str:
         c = result.cell(kind, cue, det)
         ours = _num(c.median_latency, "{:g}") if c else "–"
         text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
-    warning = "\n".join(w for w in (thin_warning(result), _headline_breach(result)) if w)
+    breach = _headline_breach(control_breaches(result))
+    warning = "\n".join(w for w in (thin_warning(result), breach) if w)
     return (
         f"Detection {_fa_header(result)}, all cues + CUSUM — "
         f"{len(cfg.seeds)} seed(s) × {n_test} test streams ({test_calls:,} calls) per kind\n"
@@ -292,6 +299,7 @@ def render(result: ExperimentResult) -> str:
     )
 
     # headline
+    breached = control_breaches(result)
     thin = n_test < THIN_TEST and ("standard", *HEADLINE, "fa_next") in result.thresholds
     rows = []
     for kind in _kinds(result):
@@ -308,7 +316,7 @@ def render(result: ExperimentResult) -> str:
             [
                 *row,
                 (pct(pub[0]) + _ci(pub[1], pub[2])) if pub else "–",
-                _best_single_text(result, kind),
+                _best_single_text(result, kind, breached),
                 f"{pub_single[0]} {pct(pub_single[1])}" if pub_single else "",
                 _num(c.auc) if c else "–",
                 _num(study.AUC.get(kind)),
@@ -336,11 +344,11 @@ def render(result: ExperimentResult) -> str:
             ],
             rows,
         )
-        + (f"\n{breach}" if (breach := _headline_breach(result)) else "")
+        + (f"\n{breach}" if (breach := _headline_breach(breached)) else "")
         + (
             "\n† detects a control above the false-alarm level too: it reacts to the insertion "
             "itself (Notes)"
-            if control_breaches(result)
+            if breached
             else ""
         )
     )
@@ -350,8 +358,7 @@ def render(result: ExperimentResult) -> str:
         parts.append(beyond)
 
     # single cues
-    best_det = best_detector_per_cue(result)
-    breached = control_breaches(result)
+    best_det = best_detector_per_cue(result, exclude=breached)
     header = [
         "kind",
         *(
@@ -435,9 +442,10 @@ def render(result: ExperimentResult) -> str:
 
 
 def _ablation(result: ExperimentResult) -> str:
-    # without response ids the time cue is *meant* to react to the same-response control
-    time_det = best_detector_per_cue(result, "no_response_ids", valid_only=False)["time"]
-    std_time_det = best_detector_per_cue(result)["time"]
+    # without response ids the time cue is *meant* to react to the same-response control, so
+    # only the standard variant's choice leaves out the statistics whose controls breach
+    time_det = best_detector_per_cue(result, "no_response_ids")["time"]
+    std_time_det = best_detector_per_cue(result, exclude=control_breaches(result))["time"]
     rows = []
 
     def fa(variant: str, cue: str, det: str, mode: str) -> str:
@@ -510,7 +518,7 @@ def _artefact_notes(result: ExperimentResult) -> list[str]:
 
 def _notes(result: ExperimentResult) -> list[str]:
     out = _artefact_notes(result)
-    if controls := control_note(result):
+    if controls := control_note(control_breaches(result)):
         out.append(controls)
     runs = result.split["test"][0] * len(result.config.seeds)
     for kind in _kinds(result):
@@ -543,9 +551,10 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
     """JSON-ready results: everything in :meth:`ExperimentResult.to_dict` plus the headline
     rows beside the published figures."""
     headline = []
+    breached = control_breaches(result)
     for kind in _kinds(result):
         c = result.cell(kind, *HEADLINE)
-        best = best_single_cue(result, kind)
+        best = best_single_cue(result, kind, exclude=breached)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
         headline.append(
             {
@@ -570,7 +579,7 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
         **result.to_dict(),
         "headline": headline,
         "control_breaches": [
-            {k: finite(v) for k, v in asdict(b).items()} for b in control_breaches(result).values()
+            {k: finite(v) for k, v in asdict(b).items()} for b in breached.values()
         ],
         "notes_text": _notes(result),
     }

@@ -47,18 +47,21 @@ def test_a_loud_control_takes_its_statistic_out_of_the_best_cues(result: Experim
     fa = result.thresholds[("standard", "time", "point", "fa_target")].fa_reached
     assert breach.kind == "control_other_normal" and breach.fa_reached == pytest.approx(fa)
     assert breach.rate == 0.6
-    after = best_single_cue(loud, "burst")
+    after = best_single_cue(loud, "burst", exclude=control_breaches(loud))
     assert after is not None and after[:2] != ("time", "point")
-    assert best_detector_per_cue(loud)["time"] != "point"
+    assert best_detector_per_cue(loud, exclude=control_breaches(loud))["time"] != "point"
     text = render(loud)
     assert "time·point (control: other normal 8 60% (55–65) at" in text
     # with every time detector loud, the headline shows the best valid cue and the louder
     # one beside it, marked
     all_loud = _with_control(_with_control(loud, "time", "ewma", 0.6), "time", "cusum", 0.6)
-    valid = best_single_cue(all_loud, "burst")
+    valid = best_single_cue(all_loud, "burst", exclude=control_breaches(all_loud))
     assert valid is not None and valid[0] != "time"
     assert f"{valid[0]}·{valid[1]} {round(100 * valid[2])}% (time·" in render(all_loud)
     assert summary(loud)["control_breaches"][0]["cue_set"] == "time"
+    assert next(h for h in summary(loud)["headline"] if h["kind"] == "burst")[
+        "best_single_cue"
+    ] == {"cue": after[0], "detector": after[1], "rate": after[2]}
     # a control exactly at the level reached is no breach: the whole interval must lie above
     edge = _with_control(result, "time", "point", fa + 0.05)
     assert ("time", "point") not in control_breaches(edge)
@@ -77,6 +80,6 @@ def test_real_users_whose_pace_differs_expose_the_time_cue() -> None:
     real = later_users_experiment()
     breached = control_breaches(real)
     assert ("time", "point") in breached and ("all", "cusum") not in breached
-    best = best_single_cue(real, "runaway_retry")
+    best = best_single_cue(real, "runaway_retry", exclude=breached)
     assert best is not None and (best[0], best[1]) not in breached
     assert "react to the insertion itself" in render(real)
