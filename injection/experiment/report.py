@@ -555,6 +555,7 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
     for kind in _kinds(result):
         c = result.cell(kind, *HEADLINE)
         best = best_single_cue(result, kind, exclude=breached)
+        loud = best_single_cue(result, kind)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
         headline.append(
             {
@@ -567,6 +568,10 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
                 "best_single_cue": None
                 if best is None
                 else {"cue": best[0], "detector": best[1], "rate": best[2]},
+                # a better single cue whose controls breach (the report's †), if any
+                "louder_single_cue_reacting_to_insertion": None
+                if loud is None or (best is not None and loud[2] <= best[2])
+                else {"cue": loud[0], "detector": loud[1], "rate": loud[2]},
                 "study": {
                     "rate": pub[0] if pub else None,
                     "ci": [pub[1], pub[2]] if pub and pub[1] is not None else None,

@@ -58,10 +58,13 @@ def test_a_loud_control_takes_its_statistic_out_of_the_best_cues(result: Experim
     valid = best_single_cue(all_loud, "burst", exclude=control_breaches(all_loud))
     assert valid is not None and valid[0] != "time"
     assert f"{valid[0]}·{valid[1]} {round(100 * valid[2])}% (time·" in render(all_loud)
+    row = next(h for h in summary(all_loud)["headline"] if h["kind"] == "burst")
+    assert row["louder_single_cue_reacting_to_insertion"]["cue"] == "time"
+    quiet = next(h for h in summary(result)["headline"] if h["kind"] == "burst")
+    assert quiet["louder_single_cue_reacting_to_insertion"] is None
     assert summary(loud)["control_breaches"][0]["cue_set"] == "time"
-    assert next(h for h in summary(loud)["headline"] if h["kind"] == "burst")[
-        "best_single_cue"
-    ] == {"cue": after[0], "detector": after[1], "rate": after[2]}
+    burst = next(h for h in summary(loud)["headline"] if h["kind"] == "burst")
+    assert burst["best_single_cue"] == {"cue": after[0], "detector": after[1], "rate": after[2]}
     # a control exactly at the level reached is no breach: the whole interval must lie above
     edge = _with_control(result, "time", "point", fa + 0.05)
     assert ("time", "point") not in control_breaches(edge)
