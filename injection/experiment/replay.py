@@ -39,6 +39,7 @@ from typing import Any, Final
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from scipy.stats import binom
 
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.detection.alerting.live import LiveScorer
@@ -59,6 +60,8 @@ from toolwatch.injection.spans.session_arrays import SessionCalls, to_table
 REPLAY_KINDS: Final[tuple[str, ...]] = ("burst", "runaway_retry", "control_same_response_burst")
 #: Weeks with fewer normal long streams than this are marked thin.
 THIN_WEEK: Final = 20
+#: A week is above 2× the target beyond chance below this one-sided binomial p-value.
+BEYOND_P: Final = 0.05
 MODELS: Final[tuple[str, ...]] = ("adaptive", "frozen")
 #: The label of a copy's calls that were not injected (a copy is an injected stream).
 COPY_LABEL: Final = "copy"
@@ -326,6 +329,14 @@ def _weekly(
         later = rows[1:]
         over = [r.week for r in later if r.normal and r.alarmed[model] / r.normal > 2 * target]
         over_full = [r for r in later if r.normal >= THIN_WEEK and r.week in over]
+        # a thin week's share moves in steps of 1/n: which of them are above 2× the target
+        # beyond chance (one-sided exact binomial test, each stream alarming at 2× the target)
+        beyond = [
+            {"week": r.week, "alarmed": r.alarmed[model], "streams": r.normal, "p": p}
+            for r in later
+            if r.week in over
+            and (p := chance_of_as_many(r.alarmed[model], r.normal, 2 * target)) < BEYOND_P
+        ]
         det = {}
         for kind in runs_kinds:
             hits = [v for (kk, _, _), v in res.detected.items() if kk == kind]
@@ -342,6 +353,7 @@ def _weekly(
             "streams": n,
             "weeks_over_2x_target": over,
             "full_weeks_over_2x_target": [r.week for r in over_full],
+            "weeks_over_2x_target_beyond_chance": beyond,
             "detection": det,
             "oracle": {
                 "threshold": choice.threshold,
@@ -353,6 +365,12 @@ def _weekly(
             "calls": res.calls,
         }
     return rows, totals
+
+
+def chance_of_as_many(alarmed: int, streams: int, share: float) -> float:
+    """P(at least ``alarmed`` of ``streams`` alarm) when each alarms with probability
+    ``share``: the one-sided exact binomial p-value of a week's alarms."""
+    return float(binom.sf(alarmed - 1, streams, share))
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -456,6 +474,8 @@ def render(result: ReplayResult) -> str:
             f"of their streams alarming: {len(over)} of {len(result.weeks) - 1}"
             + (f" ({', '.join(over)})" if over else "")
             + f"; of them with ≥ {THIN_WEEK} streams: {len(full)}"
+            + f"; above it beyond chance (one-sided binomial test, p < {BEYOND_P:g}): "
+            + _beyond_text(t["weeks_over_2x_target_beyond_chance"])
         )
     for model in MODELS:
         o = result.totals[model]["oracle"]
@@ -478,6 +498,14 @@ def render(result: ReplayResult) -> str:
         + ", ".join(f"{m} {s:.1f} s ({calls / s:,.0f} calls/s)" for m, s in secs.items())
     )
     return "\n".join(lines) + "\n"
+
+
+def _beyond_text(weeks: Sequence[dict[str, Any]]) -> str:
+    """``2 (2026-02-09: 5/7, p = 0.00018; …)``."""
+    shown = "; ".join(
+        f"{w['week']}: {w['alarmed']}/{w['streams']}, p = {w['p']:.2g}" for w in weeks
+    )
+    return f"{len(weeks)}" + (f" ({shown})" if weeks else "")
 
 
 def summary(result: ReplayResult) -> dict[str, Any]:

@@ -4,6 +4,7 @@ holds on real agents' traffic, the client quirks are treated as documented, and 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,12 @@ import pytest
 from support.dev_real import dev_real_calls, dev_real_store
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.protocol import run_experiment
-from toolwatch.injection.experiment.replay import ReplayConfig, render, run_replay
+from toolwatch.injection.experiment.replay import (
+    ReplayConfig,
+    chance_of_as_many,
+    render,
+    run_replay,
+)
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.experiment.storage import load_calls
 
@@ -87,6 +93,34 @@ def test_replay_of_real_calls_through_the_live_scorer() -> None:
     text = render(result)
     assert "adaptive: alarming (95% CI)" in text and "frozen: alarming" in text
     assert "thin" in text  # every week has fewer than 20 streams here
+    # a week above 2× the target is judged beyond chance by the exact one-sided binomial test
+    target = config.experiment.target_fa
+    judged = 0
+    for model, totals in result.totals.items():
+        beyond = {b["week"]: b for b in totals["weeks_over_2x_target_beyond_chance"]}
+        assert set(beyond) <= set(totals["weeks_over_2x_target"])
+        for row in result.weeks[1:]:
+            if row.week not in totals["weeks_over_2x_target"]:
+                continue
+            k, n = row.alarmed[model], row.normal
+            p = sum(math.comb(n, i) * (2 * target) ** i * (1 - 2 * target) ** (n - i)
+                    for i in range(k, n + 1))  # fmt: skip
+            assert (row.week in beyond) == (p < 0.05)
+            if row.week in beyond:
+                assert beyond[row.week]["p"] == pytest.approx(p)
+            judged += 1
+        assert f"{model}: weeks after the first" in text
+    assert judged > 0  # the frozen model has weeks above 2× the target on this slice
+    assert "above it beyond chance (one-sided binomial test, p < 0.05)" in text
+
+
+def test_a_weeks_alarms_are_judged_by_the_exact_binomial_tail() -> None:
+    # by hand: 5 of 7 at 10 %: C(7,5)·0.1⁵·0.9² + C(7,6)·0.1⁶·0.9 + 0.1⁷
+    assert chance_of_as_many(5, 7, 0.1) == pytest.approx(1.701e-4 + 6.3e-6 + 1e-7)
+    # 2 of 4: 1 − 0.9⁴ − 4·0.1·0.9³ = 0.0523, just not below 0.05; one alarm of one: 0.1
+    assert chance_of_as_many(2, 4, 0.1) == pytest.approx(0.0523)
+    assert chance_of_as_many(1, 1, 0.1) == pytest.approx(0.1)
+    assert chance_of_as_many(0, 6, 0.1) == pytest.approx(1.0)
 
 
 def test_replay_fits_the_named_variant_it_is_given() -> None:
