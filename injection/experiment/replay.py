@@ -121,10 +121,15 @@ def run_replay(
     split = split_by_time(sessions, exp)
     exp = dataclasses.replace(exp, split_dates=split.spec.dates, split_shares=split.spec.shares)
     model = fit_model(split.train, split.calibration, exp)
-    adaptive_cfg = dataclasses.replace(config.adaptive, target_fa=exp.target_fa)
+    # one target for the whole replay: the experiment's (the scorer reads ``config.adaptive``)
+    config = dataclasses.replace(
+        config,
+        experiment=exp,
+        adaptive=dataclasses.replace(config.adaptive, target_fa=exp.target_fa),
+    )
     train_t = to_table(split.train)
     calib_t = to_table(split.calibration if split.calibration else split.train)
-    attach_adaptive(model, train_t, calib_t, adaptive_cfg)
+    attach_adaptive(model, train_t, calib_t, config.adaptive)
 
     context = InjectionContext.from_sessions(split.train)
     runs = build_runs(split.test, context, exp, kinds=config.replay_kinds)
@@ -166,7 +171,7 @@ def run_replay(
     summary["replayed_streams"] = len(test_streams)
     summary["injected_copies"] = len(shadows)
     return ReplayResult(
-        config=dataclasses.replace(config, experiment=exp, adaptive=adaptive_cfg),
+        config=config,
         split=summary,
         weeks=weeks,
         totals=totals,

@@ -114,6 +114,26 @@ def test_replay_of_real_calls_through_the_live_scorer() -> None:
     assert "above it beyond chance (one-sided binomial test, p < 0.05)" in text
 
 
+def test_the_replay_holds_the_threshold_at_the_target_it_reports() -> None:
+    """The experiment's target is the live scorer's too, whatever the adaptive config said:
+    a replay asked for 20 % alarms more than one asked for 5 %, and says 20 %."""
+    runs = {
+        fa: run_replay(
+            dev_real_calls(),
+            ReplayConfig(
+                experiment=ExperimentConfig(split_shares=SHARES, seeds=(0,), target_fa=fa),
+                replay_kinds=("burst",),
+            ),
+            models=("adaptive",),
+        )
+        for fa in (0.05, 0.2)
+    }
+    assert runs[0.2].config.adaptive.target_fa == 0.2
+    assert runs[0.2].totals["adaptive"]["alarmed"] > runs[0.05].totals["adaptive"]["alarmed"]
+    low, high = (r.models["adaptive"].thresholds[-1][1] for r in runs.values())
+    assert high < low
+
+
 def test_a_weeks_alarms_are_judged_by_the_exact_binomial_tail() -> None:
     # by hand: 5 of 7 at 10 %: C(7,5)·0.1⁵·0.9² + C(7,6)·0.1⁶·0.9 + 0.1⁷
     assert chance_of_as_many(5, 7, 0.1) == pytest.approx(1.701e-4 + 6.3e-6 + 1e-7)
