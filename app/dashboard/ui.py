@@ -21,7 +21,7 @@ import streamlit as st
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
 from toolwatch.detection import ModelError, NormalModel
-from toolwatch.injection.experiment.report import label as kind_label
+from toolwatch.injection.experiment.formats import label as kind_label
 
 
 def settings() -> AppSettings:

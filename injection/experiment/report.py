@@ -18,54 +18,20 @@ import numpy as np
 from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
+from toolwatch.injection.experiment.formats import ci, label, num, pct
 from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import CellResult, ExperimentResult, finite
-from toolwatch.injection.experiment.validity import control_breaches
+from toolwatch.injection.experiment.validity import (
+    control_breaches,
+    control_note,
+    reacts_to_insertion,
+)
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
-from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS, PAYLOAD_ENCODINGS, PAYLOADS
+from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS
 from toolwatch.injection.spans.provenance_exfiltration import NOTE_PAYLOAD_CUT
 
 SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
 HEADLINE = ("all", "cusum")
-
-_LABELS: dict[str, str] = {
-    "burst": "burst (different responses)",
-    "runaway_retry": "runaway retry",
-    "sequence_hijack": "sequence hijack",
-    "large_exfiltration": "large exfiltration",
-    "exfiltration_2sigma": "exfiltration +2σ",
-    "key_exfiltration": "key exfiltration",
-    "out_of_scope_tool": "out-of-scope tool",
-    "control_other_normal": "control: other normal 8",
-    "control_same_response_burst": "control: same-response burst",
-    **{
-        f"exfil_{size}_{enc}": f"{size} exfil. w/ provenance ({enc})"
-        for size in PAYLOADS
-        for enc in PAYLOAD_ENCODINGS
-    },
-}
-
-
-def label(kind: str) -> str:
-    return _LABELS.get(kind, kind)
-
-
-def pct(x: float | None, digits: int = 0) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{100 * x:.{digits}f}%"
-
-
-def _ci(lo: float | None, hi: float | None) -> str:
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return ""
-    return f" ({100 * lo:.0f}–{100 * hi:.0f})"
-
-
-def _num(x: float | None, fmt: str = "{:.2f}") -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return fmt.format(x)
 
 
 def _kinds(result: ExperimentResult) -> list[str]:
@@ -112,6 +78,15 @@ def best_single_cue(
     return best
 
 
+def louder_single_cue(
+    result: ExperimentResult, kind: str, best: tuple[str, str, float] | None
+) -> tuple[str, str, float] | None:
+    """The single cue that detects ``kind`` better than ``best`` (the best whose controls stay
+    quiet), which can only be one whose controls breach: the report's †; ``None`` if none."""
+    loud = best_single_cue(result, kind)
+    return loud if loud and (best is None or loud[2] > best[2]) else None
+
+
 def _best_single_text(
     result: ExperimentResult, kind: str, breached: Collection[tuple[str, str]]
 ) -> str:
@@ -119,39 +94,19 @@ def _best_single_text(
     controls breach."""
     best = best_single_cue(result, kind, exclude=breached)
     text = f"{best[0]}·{best[1]} {pct(best[2])}" if best else "–"
-    loud = best_single_cue(result, kind)
-    if loud and (best is None or loud[2] > best[2]):
+    if loud := louder_single_cue(result, kind, best):
         text += f" ({loud[0]}·{loud[1]} {pct(loud[2])} †)"
     return text
 
 
-def _breach_text(b: CellResult) -> str:
-    return (
-        f"{b.cue_set}·{b.detector} ({label(b.kind)} {pct(b.rate)}{_ci(b.ci_low, b.ci_high)} "
-        f"at {pct(b.fa_reached, 1)} false alarms)"
-    )
-
-
-def control_note(breached: Mapping[tuple[str, str], CellResult]) -> str | None:
-    """One line naming the statistics whose controls breach, or ``None``."""
-    if not breached:
-        return None
-    return (
-        "controls detected above the false-alarm level, so these statistics react to the "
-        "insertion itself (e.g. a pace that differs between training and test), not to the "
-        "anomaly; their rates are not offered as a best single cue: "
-        + ", ".join(_breach_text(b) for b in breached.values())
-    )
-
-
-def _headline_breach(breached: Mapping[tuple[str, str], CellResult]) -> str | None:
+def headline_breach(breached: Mapping[tuple[str, str], CellResult]) -> str | None:
+    """The warning under the headline when all·CUSUM itself reacts to the insertion."""
     b = breached.get(HEADLINE)
     if b is None:
         return None
     return (
-        f"warning: all·CUSUM detects {label(b.kind)} in {pct(b.rate)}{_ci(b.ci_low, b.ci_high)} "
-        f"of its runs, above the {pct(b.fa_reached, 1)} of normal streams that alarm: it reacts "
-        "to the insertion itself, so the rates above overstate detection of the anomalies"
+        f"warning: {reacts_to_insertion('all·CUSUM', b)}, so the rates above overstate "
+        "detection of the anomalies"
     )
 
 
@@ -224,11 +179,11 @@ def headline(result: ExperimentResult) -> str:
         rows.append(
             [
                 label(kind),
-                pct(c.rate) + _ci(c.ci_low, c.ci_high) if c else "–",
-                pct(pub[0]) + _ci(pub[1], pub[2]) if pub else "–",
-                _num(c.auc) if c else "–",
-                _num(study.AUC.get(kind)),
-                _num(c.median_latency, "{:g}") if c else "–",
+                pct(c.rate) + ci(c.ci_low, c.ci_high) if c else "–",
+                pct(pub[0]) + ci(pub[1], pub[2]) if pub else "–",
+                num(c.auc) if c else "–",
+                num(study.AUC.get(kind)),
+                num(c.median_latency, "{:g}") if c else "–",
             ]
         )
     header = ["kind", "ours (95% CI)", "study", "AUC ours", "study", "latency all·CUSUM"]
@@ -249,9 +204,9 @@ def headline(result: ExperimentResult) -> str:
     for kind in shown:
         calls, cue, det = study.LATENCY[kind]
         c = result.cell(kind, cue, det)
-        ours = _num(c.median_latency, "{:g}") if c else "–"
+        ours = num(c.median_latency, "{:g}") if c else "–"
         text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
-    breach = _headline_breach(control_breaches(result))
+    breach = headline_breach(control_breaches(result))
     warning = "\n".join(w for w in (thin_warning(result), breach) if w)
     return (
         f"Detection {_fa_header(result)}, all cues + CUSUM — "
@@ -306,20 +261,20 @@ def render(result: ExperimentResult) -> str:
         c = result.cell(kind, *HEADLINE)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
         pub_single = study.DETECTION_SINGLE_CUE.get(kind)
-        row = [label(kind), (pct(c.rate) + _ci(c.ci_low, c.ci_high)) if c else "–"]
+        row = [label(kind), (pct(c.rate) + ci(c.ci_low, c.ci_high)) if c else "–"]
         if thin:
             up = result.cell(kind, *HEADLINE, mode="fa_next")
-            row.append((pct(up.rate) + _ci(up.ci_low, up.ci_high)) if up else "–")
+            row.append((pct(up.rate) + ci(up.ci_low, up.ci_high)) if up else "–")
         ewma = result.cell(kind, "all", "ewma")
         row.append(pct(ewma.rate) if ewma else "–")
         rows.append(
             [
                 *row,
-                (pct(pub[0]) + _ci(pub[1], pub[2])) if pub else "–",
+                (pct(pub[0]) + ci(pub[1], pub[2])) if pub else "–",
                 _best_single_text(result, kind, breached),
                 f"{pub_single[0]} {pct(pub_single[1])}" if pub_single else "",
-                _num(c.auc) if c else "–",
-                _num(study.AUC.get(kind)),
+                num(c.auc) if c else "–",
+                num(study.AUC.get(kind)),
             ]
         )
     ours = ["ours (95% CI)"]
@@ -344,7 +299,7 @@ def render(result: ExperimentResult) -> str:
             ],
             rows,
         )
-        + (f"\n{breach}" if (breach := _headline_breach(breached)) else "")
+        + (f"\n{breach}" if (breach := headline_breach(breached)) else "")
         + (
             "\n† detects a control above the false-alarm level too: it reacts to the insertion "
             "itself (Notes)"
@@ -398,9 +353,9 @@ def render(result: ExperimentResult) -> str:
         rows.append(
             [
                 label(kind),
-                f"{_num(c.median_latency, '{:g}') if c else '–'} ({cue}·{det}, "
+                f"{num(c.median_latency, '{:g}') if c else '–'} ({cue}·{det}, "
                 f"detected {pct(c.rate) if c else '–'})",
-                f"{_num(h.median_latency, '{:g}') if h else '–'}",
+                f"{num(h.median_latency, '{:g}') if h else '–'}",
                 f"{calls} ({cue}·{det})",
             ]
         )
@@ -415,11 +370,11 @@ def render(result: ExperimentResult) -> str:
         rows = []
         for kind in _kinds(result):
             c = result.cell(kind, *HEADLINE, mode="operating_point")
-            rows.append([label(kind), pct(c.rate) + _ci(c.ci_low, c.ci_high) if c else "–"])
+            rows.append([label(kind), pct(c.rate) + ci(c.ci_low, c.ci_high) if c else "–"])
         k = round(t_op.fa_reached * n_test)
         parts.append(
             "Operating point (threshold = top 0.1 % of calibration call statistics), all cues + "
-            f"CUSUM: threshold {_num(t_op.value)}; on the test split it reaches "
+            f"CUSUM: threshold {num(t_op.value)}; on the test split it reaches "
             f"{pct(t_op.fa_reached, 1)} false alarms ({k}/{n_test} normal test streams; the "
             f"study's scan flagged {study.SCAN_FLAGGED_SESSIONS} of "
             f"{int(study.CORPUS['sessions'])} sessions)\n"
@@ -428,9 +383,9 @@ def render(result: ExperimentResult) -> str:
 
     # ablation
     if any(c.variant == "no_response_ids" for c in result.cells):
-        parts.append(_ablation(result))
+        parts.append(_ablation(result, breached))
 
-    notes = _notes(result)
+    notes = _notes(result, breached)
     if notes:
         parts.append("Notes\n" + "\n".join(f"- {n}" for n in notes))
     parts.append(
@@ -441,11 +396,11 @@ def render(result: ExperimentResult) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _ablation(result: ExperimentResult) -> str:
+def _ablation(result: ExperimentResult, breached: Collection[tuple[str, str]]) -> str:
     # without response ids the time cue is *meant* to react to the same-response control, so
     # only the standard variant's choice leaves out the statistics whose controls breach
     time_det = best_detector_per_cue(result, "no_response_ids")["time"]
-    std_time_det = best_detector_per_cue(result, exclude=control_breaches(result))["time"]
+    std_time_det = best_detector_per_cue(result, exclude=breached)["time"]
     rows = []
 
     def fa(variant: str, cue: str, det: str, mode: str) -> str:
@@ -516,9 +471,9 @@ def _artefact_notes(result: ExperimentResult) -> list[str]:
     return out
 
 
-def _notes(result: ExperimentResult) -> list[str]:
+def _notes(result: ExperimentResult, breached: Mapping[tuple[str, str], CellResult]) -> list[str]:
     out = _artefact_notes(result)
-    if controls := control_note(control_breaches(result)):
+    if controls := control_note(breached):
         out.append(controls)
     runs = result.split["test"][0] * len(result.config.seeds)
     for kind in _kinds(result):
@@ -555,7 +510,7 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
     for kind in _kinds(result):
         c = result.cell(kind, *HEADLINE)
         best = best_single_cue(result, kind, exclude=breached)
-        loud = best_single_cue(result, kind)
+        loud = louder_single_cue(result, kind, best)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
         headline.append(
             {
@@ -570,7 +525,7 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
                 else {"cue": best[0], "detector": best[1], "rate": best[2]},
                 # a better single cue whose controls breach (the report's †), if any
                 "louder_single_cue_reacting_to_insertion": None
-                if loud is None or (best is not None and loud[2] <= best[2])
+                if loud is None
                 else {"cue": loud[0], "detector": loud[1], "rate": loud[2]},
                 "study": {
                     "rate": pub[0] if pub else None,
@@ -586,7 +541,7 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
         "control_breaches": [
             {k: finite(v) for k, v in asdict(b).items()} for b in breached.values()
         ],
-        "notes_text": _notes(result),
+        "notes_text": _notes(result, breached),
     }
 
 

@@ -13,9 +13,10 @@ says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol, TypeVar
 
+from toolwatch.injection.experiment.formats import ci, label, pct
 from toolwatch.injection.experiment.results import CellResult, ExperimentResult
 from toolwatch.injection.spans.kinds import CONTROL_KINDS
 
@@ -53,3 +54,29 @@ def control_breaches(
 ) -> dict[tuple[str, str], CellResult]:
     """The breaches of one variant's cells at one threshold mode (the target by default)."""
     return breaches_in(c for c in result.cells if c.variant == variant and c.mode == mode)
+
+
+def reacts_to_insertion(name: str, b: CellLike) -> str:
+    """``<name> detects <control> in 75% (68–81) of its runs, above the 5.3% of normal streams
+    that alarm: it reacts to the insertion itself`` (the report's warning, the app's too)."""
+    return (
+        f"{name} detects {label(b.kind)} in {pct(b.rate)}{ci(b.ci_low, b.ci_high)} of its "
+        f"runs, above the {pct(b.fa_reached, 1)} of normal streams that alarm: it reacts to the "
+        "insertion itself"
+    )
+
+
+def control_note(breached: Mapping[tuple[str, str], CellLike]) -> str | None:
+    """The report's note naming every statistic whose controls breach, or ``None``."""
+    if not breached:
+        return None
+    return (
+        "controls detected above the false-alarm level, so these statistics react to the "
+        "insertion itself (e.g. a pace that differs between training and test), not to the "
+        "anomaly; their rates are not offered as a best single cue: "
+        + ", ".join(
+            f"{b.cue_set}·{b.detector} ({label(b.kind)} {pct(b.rate)}{ci(b.ci_low, b.ci_high)} "
+            f"at {pct(b.fa_reached, 1)} false alarms)"
+            for b in breached.values()
+        )
+    )

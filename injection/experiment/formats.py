@@ -1,0 +1,51 @@
+"""How the experiment's reports write a kind, a share, an interval and a number (the CLI's
+tables, the demo's headline and the dashboard alike)."""
+
+from __future__ import annotations
+
+import math
+
+from toolwatch.injection.spans.kinds import PAYLOAD_ENCODINGS, PAYLOADS
+
+_LABELS: dict[str, str] = {
+    "burst": "burst (different responses)",
+    "runaway_retry": "runaway retry",
+    "sequence_hijack": "sequence hijack",
+    "large_exfiltration": "large exfiltration",
+    "exfiltration_2sigma": "exfiltration +2σ",
+    "key_exfiltration": "key exfiltration",
+    "out_of_scope_tool": "out-of-scope tool",
+    "control_other_normal": "control: other normal 8",
+    "control_same_response_burst": "control: same-response burst",
+    **{
+        f"exfil_{size}_{enc}": f"{size} exfil. w/ provenance ({enc})"
+        for size in PAYLOADS
+        for enc in PAYLOAD_ENCODINGS
+    },
+}
+
+
+def label(kind: str) -> str:
+    """A kind as the tables name it (``burst (different responses)``)."""
+    return _LABELS.get(kind, kind)
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    """``91%`` (``–`` for none / NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{100 * x:.{digits}f}%"
+
+
+def ci(lo: float | None, hi: float | None) -> str:
+    """`` (85–95)``: an interval to append to a :func:`pct` (empty when unknown)."""
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f" ({100 * lo:.0f}–{100 * hi:.0f})"
+
+
+def num(x: float | None, fmt: str = "{:.2f}") -> str:
+    """``x`` in ``fmt`` (``–`` for none / NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return fmt.format(x)
