@@ -29,6 +29,7 @@ import pandas as pd
 
 from toolwatch import study
 from toolwatch.injection.experiment import metrics as M
+from toolwatch.injection.experiment.formats import ci, pct
 
 NORMAL: Final = "normal"
 CELL_COLUMNS: Final[tuple[str, ...]] = (
@@ -206,15 +207,6 @@ def study_latency(kind: str) -> str:
     return f"{calls} ({cue}·{det})"
 
 
-def pct(x: float | None, digits: int = 0) -> str:
-    """A share as a percentage (``–`` for none / NaN)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{100 * x:.{digits}f}%"
-
-
 def rate_text(rate: float, lo: float | None, hi: float | None) -> str:
-    """``91% (85–95)``: a rate with its 95 % interval."""
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return pct(rate)
-    return f"{pct(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
+    """``91% (85–95)``: a rate with its 95 % interval, as the CLI's report writes it."""
+    return pct(rate) + ci(lo, hi)

@@ -22,6 +22,7 @@ from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
 from toolwatch.detection import ModelError, NormalModel
 from toolwatch.injection.experiment.formats import label as kind_label
+from toolwatch.injection.experiment.formats import num
 
 
 def settings() -> AppSettings:
@@ -93,9 +94,8 @@ def label(kind: str) -> str:
 
 
 def number(x: Any, fmt: str = "{:,.0f}") -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return fmt.format(x)
+    """``x`` in ``fmt`` (``–`` for none / NaN), a count by default."""
+    return num(x, fmt)
 
 
 def count(x: Any) -> str:

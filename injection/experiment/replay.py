@@ -48,6 +48,7 @@ from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
 from toolwatch.detection.scoring.adaptive import Closed
 from toolwatch.detection.scoring.online import Scores
 from toolwatch.injection.experiment.config import ExperimentConfig
+from toolwatch.injection.experiment.formats import pct
 from toolwatch.injection.experiment.metrics import detection_window, threshold_for_false_alarm
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model
@@ -393,12 +394,12 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def _pct(k: int, n: int) -> str:
-    return f"{100 * k / n:.1f}%" if n else "–"
+    """``k`` of ``n`` as a percentage to a tenth (``–`` for none)."""
+    return pct(k / n if n else None, 1)
 
 
 def _rate(pair: tuple[int, int]) -> str:
-    k, n = pair
-    return f"{100 * k / n:.1f}%" if n else "–"
+    return _pct(*pair)
 
 
 def render(result: ReplayResult) -> str:
