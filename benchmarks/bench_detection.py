@@ -46,7 +46,8 @@ from toolwatch.collector.sources.simulator import assign_splits, simulate
 from toolwatch.detection import NormalModel, OnlineScorer, score_calls
 from toolwatch.detection.calls.frame import prepare
 from toolwatch.detection.cues.base import Call
-from toolwatch.detection.model.adaptive import AdaptiveConfig, AdaptiveModel, attach_adaptive
+from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
+from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed, StreamScorer
 
 TARGET_ONLINE = 30_000

@@ -181,6 +181,16 @@ def test_a_bad_model_config_is_bad_usage_before_the_progress_bar(store: Path, co
     assert "novelty_key" in done.stderr
 
 
+@pytest.mark.parametrize("setting", ["cusum_k=abc", "order_session_mix=maybe"])
+def test_a_model_config_value_of_the_wrong_type_is_bad_usage(store: Path, setting: str) -> None:
+    """``cusum_k=abc`` failed inside the fit as a bug (exit 70); ``order_session_mix=maybe``
+    ran as true."""
+    done = run_process("experiment", "--store", str(store), "--model-config", setting)
+    assert done.returncode == 2
+    one_error(done.stderr, "experiment", "--model-config")
+    assert setting.split("=")[0] in done.stderr
+
+
 def test_scan_prints_whole_session_ids(trained: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "scan", "--store", str(trained), "--top", "50")
     assert code == 0

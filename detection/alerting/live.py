@@ -65,7 +65,8 @@ from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
 from toolwatch.detection.calls.windows import call_columns_sql
 from toolwatch.detection.cues.base import Call, StreamContext
 from toolwatch.detection.detectors.base import parse_statistic
-from toolwatch.detection.model.adaptive import AdaptiveConfig, AdaptiveModel
+from toolwatch.detection.model.adaptive import AdaptiveModel
+from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.model.normal_model import (
     MODEL_IN_STORE,
     VERSION,

@@ -34,18 +34,14 @@ from toolwatch.detection.calls.split import (
 )
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS
-from toolwatch.detection.model.adaptive import (
+from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
+from toolwatch.detection.model.adaptive_config import (
     AdaptiveConfig,
-    AdaptiveModel,
     adaptive_options_given,
     add_adaptive_arguments,
-    attach_adaptive,
 )
-from toolwatch.detection.model.normal_model import (
-    MODEL_IN_STORE,
-    ModelConfig,
-    NormalModel,
-)
+from toolwatch.detection.model.config import ModelConfig
+from toolwatch.detection.model.normal_model import MODEL_IN_STORE, NormalModel
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UsageError, positive_share
 

@@ -28,7 +28,6 @@ problem.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -45,21 +44,18 @@ import pyarrow.compute as pc
 from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
-from toolwatch.detection.cues.novelty import KEYS as NOVELTY_KEYS
-from toolwatch.detection.cues.novelty import UNSEEN as NOVELTY_UNSEEN
 from toolwatch.detection.cues.novelty import NoveltyCue
 from toolwatch.detection.cues.order import OrderCue
-from toolwatch.detection.cues.provenance import RULES as PROVENANCE_RULES
 from toolwatch.detection.cues.provenance import ProvenanceCue
 from toolwatch.detection.cues.size import SizeCue
-from toolwatch.detection.cues.timing import TAILS, TimeCue
+from toolwatch.detection.cues.timing import TimeCue
 from toolwatch.detection.detectors.base import DETECTORS, Detector, stat_column
 from toolwatch.detection.detectors.cusum import CUSUM
-from toolwatch.detection.detectors.ewma import EWMA, STARTS
+from toolwatch.detection.detectors.ewma import EWMA
 from toolwatch.detection.detectors.point import Point
+from toolwatch.detection.model.config import ModelConfig, ModelError
 from toolwatch.detection.model.novelty_set import NoveltySet
 from toolwatch.detection.model.thresholds import operating_threshold
-from toolwatch.usage import UserError
 
 #: Where a store keeps its own model (relative to the store root): ``toolwatch train`` writes
 #: it there by default, and scoring, the dashboard and the demo look for it there.
@@ -88,101 +84,6 @@ CUE_CLASSES: Final[dict[str, type[Cue]]] = {
     "time": TimeCue,
     "failure": FailureCue,
 }
-
-
-class ModelError(UserError, ValueError):
-    """A model cannot be built, used or loaded; the message names the file and the problem."""
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Every knob of the normal model (saved in the artifact)."""
-
-    ewma_alpha: float = 0.3
-    cusum_k: float = 0.5
-    #: operating point: alarm above this quantile of calibration call statistics
-    operating_quantile: float = 0.999
-    order_session_mix: bool = True
-    #: named variants: the order cue's global bigram smoothed by interpolated Kneser–Ney
-    #: ("kneser_ney") or over the open-vocabulary unigram ("witten_bell_novel")
-    order_smoothing: str = "witten_bell"
-    size_min_count: int = 5
-    size_min_sd: float = 0.25
-    failure_prior_strength: float = 2.0
-    time_max_knots: int = 5000
-    #: the time cue below the training minimum: "graded" (the study) or "floor" (variant)
-    time_tail: str = "graded"
-    #: EWMA's start: "zero" (the study, E₋₁ = 0) or "first" (variant: E₀ = x₀)
-    ewma_start: str = "zero"
-    #: variant: standardise ``all`` again by its own training sd before the detectors
-    all_restandardised: bool = False
-    #: standardisation: an sd below this is replaced by 1
-    min_sd: float = 1e-6
-    #: statistics that raise live alerts and flag sessions in a scan (``<cue set>_<detector>``)
-    alert_on: tuple[str, ...] = ("all_cusum",)
-    #: the provenance cue's threshold rule: "capped" (research rule B) or "learned_max" (A)
-    provenance_rule: str = "capped"
-    #: design payload size (rule "capped") and the floor of every class's threshold, bytes
-    provenance_cap: int = 32
-    provenance_floor: int = 16
-    #: the novelty cue (a cue set of its own beside the study's): key "tool" or "server", and
-    #: how many calls a stream's first uses are not counted at its start
-    novelty_key: str = "tool"
-    novelty_warmup: int = 5
-    #: named option: "skip" = tools never seen in training score 0 in the novelty cue
-    novelty_unseen: str = "score"
-    #: named option: the live scorer also alerts when novelty·<this detector> crosses its
-    #: operating point (``None``: novelty is measured, not alerted on)
-    novelty_alert: str | None = None
-
-    def __post_init__(self) -> None:
-        valid = {stat_column(s, d) for s in CUE_SETS for d in DETECTORS}
-        bad = [a for a in self.alert_on if a not in valid]
-        if bad:
-            raise ModelError(
-                f"config alert_on names unknown statistics {bad}; valid: {sorted(valid)}"
-            )
-        if not 0.0 < self.ewma_alpha <= 1.0:
-            raise ModelError(f"config ewma_alpha must be in (0, 1], got {self.ewma_alpha}")
-        if self.time_tail not in TAILS:
-            raise ModelError(f"config time_tail must be one of {TAILS}, got {self.time_tail!r}")
-        if self.ewma_start not in STARTS:
-            raise ModelError(f"config ewma_start must be one of {STARTS}, got {self.ewma_start!r}")
-        if not 1 <= self.provenance_floor <= self.provenance_cap:
-            raise ModelError(
-                "config needs 1 <= provenance_floor <= provenance_cap, got "
-                f"{self.provenance_floor} and {self.provenance_cap}"
-            )
-        for name, value, allowed in (
-            ("provenance_rule", self.provenance_rule, PROVENANCE_RULES),
-            ("novelty_key", self.novelty_key, NOVELTY_KEYS),
-            ("novelty_unseen", self.novelty_unseen, NOVELTY_UNSEEN),
-            ("novelty_alert", self.novelty_alert, (None, *DETECTORS)),
-        ):
-            if value not in allowed:
-                raise ModelError(f"config {name} must be one of {allowed}, got {value!r}")
-        if self.novelty_warmup < 0:
-            raise ModelError(f"config novelty_warmup must be >= 0, got {self.novelty_warmup}")
-        if not 0.0 < self.operating_quantile <= 1.0:
-            raise ModelError(
-                f"config operating_quantile must be in (0, 1], got {self.operating_quantile}"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["alert_on"] = list(self.alert_on)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ModelError(f"unknown config field(s) {unknown}")
-        values = dict(data)
-        if "alert_on" in values:
-            values["alert_on"] = tuple(values["alert_on"])
-        return cls(**values)
 
 
 @dataclass

@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from toolwatch.detection.model.normal_model import ModelConfig, ModelError
+from toolwatch.detection.model.config import ModelConfig, ModelError
 from toolwatch.usage import UsageError
 
 

@@ -24,7 +24,7 @@ from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
-from toolwatch.detection.model.adaptive import AdaptiveConfig, add_adaptive_arguments
+from toolwatch.detection.model.adaptive_config import AdaptiveConfig, add_adaptive_arguments
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UserError, positive_float, positive_int, positive_share
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store.parquet_store import StoreError, add_store_argument
-from toolwatch.detection.model.normal_model import ModelError
+from toolwatch.detection.model.config import ModelError
 from toolwatch.injection.faults.library import (
     distinct_scenarios,
     find_scenario,

@@ -44,7 +44,8 @@ from scipy.stats import binom
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.cues.base import Call
-from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
+from toolwatch.detection.model.adaptive import attach_adaptive
+from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed
 from toolwatch.detection.scoring.online import Scores
 from toolwatch.injection.experiment.config import ExperimentConfig

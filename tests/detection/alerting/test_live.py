@@ -298,7 +298,8 @@ def test_spans_over_otlp_to_a_collector_with_a_model_produce_alert_rows(
 
 @pytest.fixture(scope="module")
 def adaptive_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
+    from toolwatch.detection.model.adaptive import attach_adaptive
+    from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 
     train, calib = workload(1, 40, tools=8), workload(2, 12, tools=8, prefix="c")
     model = NormalModel.fit(train).calibrate(calib)
@@ -354,7 +355,8 @@ def test_novelty_alerts_resume_across_a_restart(tmp_path: Path) -> None:
     """The novelty watch's per-stream state (keys used, position, running CUSUM) is saved
     with the live state: a restart mid-stream neither re-arms the warm-up nor forgets the
     tools already used, so the alerts equal an uninterrupted run's."""
-    from toolwatch.detection.model.adaptive import AdaptiveConfig, attach_adaptive
+    from toolwatch.detection.model.adaptive import attach_adaptive
+    from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 
     train, calib = workload(1, 40, tools=8), workload(2, 12, tools=8, prefix="c")
     model = NormalModel.fit(train, {"novelty_alert": "cusum", "novelty_warmup": 2})
