@@ -20,7 +20,12 @@ from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import ci, label, num, pct
 from toolwatch.injection.experiment.report_beyond import beyond_section
-from toolwatch.injection.experiment.results import CellResult, ExperimentResult, finite
+from toolwatch.injection.experiment.results import (
+    HEADLINE,
+    CellResult,
+    ExperimentResult,
+    finite,
+)
 from toolwatch.injection.experiment.validity import (
     control_breaches,
     control_note,
@@ -31,7 +36,6 @@ from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS
 from toolwatch.injection.spans.provenance_exfiltration import NOTE_PAYLOAD_CUT
 
 SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
-HEADLINE = ("all", "cusum")
 
 
 def _kinds(result: ExperimentResult) -> list[str]:
@@ -308,7 +312,7 @@ def render(result: ExperimentResult) -> str:
         )
     )
 
-    beyond = beyond_section(result, label, pct)
+    beyond = beyond_section(result)
     if beyond:
         parts.append(beyond)
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 import toolwatch.injection.experiment.metrics as M
-from toolwatch.injection.experiment.results import NORMAL, ExperimentResult
+from toolwatch.injection.experiment.formats import label, pct
+from toolwatch.injection.experiment.results import HEADLINE, NORMAL, ExperimentResult
 from toolwatch.injection.spans.kinds import ANOMALY_KINDS, PROVENANCE_KINDS
 
 #: statistics beyond the study's cue sets, in report order (those present are shown)
@@ -25,7 +26,6 @@ BEYOND: tuple[tuple[str, str], ...] = (
     ("novelty", "cusum"),
     ("provenance", "point"),
 )
-HEADLINE = ("all", "cusum")
 
 
 def union_figures(
@@ -76,9 +76,9 @@ def union_figures(
     }
 
 
-def beyond_section(result: ExperimentResult, label: Any, pct: Any) -> str | None:
-    """The text section (``label``/``pct`` are the report's formatters); ``None`` when no
-    statistic beyond the study's was measured."""
+def beyond_section(result: ExperimentResult) -> str | None:
+    """The text section, in the report's formats; ``None`` when no statistic beyond the
+    study's was measured."""
     present = [s for s in BEYOND if ("standard", *s, "operating_point") in result.thresholds]
     if not present:
         return None

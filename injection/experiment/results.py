@@ -14,6 +14,8 @@ from toolwatch.injection.experiment.config import ExperimentConfig
 
 #: The kind of the uninjected test sessions in ``experiment_runs`` (detected = alarmed).
 NORMAL: Final = "normal"
+#: The statistic the study headlines (and every report leads with): all cues, CUSUM.
+HEADLINE: Final = ("all", "cusum")
 
 
 @dataclass(frozen=True)
