@@ -382,3 +382,23 @@ def test_verbose_shows_the_traceback_of_a_user_error(
     assert code == 1
     assert "Traceback" in err and "StoreError" in err
     assert err.splitlines()[-1] == f"toolwatch stats: no store at {tmp_path / 'typo'}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "code"),
+    [
+        (["score", "--model", "{file}"], "deep.json", 1),
+        (["rules", "check", "{file}"], "deep.toml", 1),
+    ],
+)
+def test_a_file_nested_too_deeply_is_one_line_not_a_bug(
+    store: Path, tmp_path: Path, argv: list[str], name: str, code: int
+) -> None:
+    """Both said "unexpected RecursionError … (a bug)" with exit 70."""
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / name
+    path.write_text(deep if name.endswith(".json") else f"a = {deep}\n")
+    args = [a.replace("{file}", str(path)) for a in argv]
+    done = run_process(*args, "--store", str(store))
+    assert done.returncode == code, done.stderr
+    one_error(done.stderr, argv[0], str(path), "nested too deeply to read")

@@ -22,6 +22,7 @@ from toolwatch.app.demo.options import (
 )
 from toolwatch.collector.store.compaction import COMMIT_LOCK, COMPACT_LOCK
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.documents import loads_json
 
 # --------------------------------------------------------------------------------- the store
 
@@ -66,7 +67,7 @@ def prepare_store(path: Path, options: DemoOptions | None = None) -> Store:
 
 def _is_demo_marker(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text())
+        data = loads_json(path.read_text())
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("toolwatch_demo") == 1

@@ -76,6 +76,7 @@ from toolwatch.detection.model.normal_model import (
 from toolwatch.detection.scoring.adaptive import CallsOf, Closed, StreamScorer
 from toolwatch.detection.scoring.explain import dominant_cue
 from toolwatch.detection.scoring.online import Scores, StreamKey
+from toolwatch.documents import loads_json
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +270,7 @@ class LiveScorer:
         if path is None or not path.exists():
             return
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = loads_json(path.read_text(encoding="utf-8"))
             self.scorer.restore(doc)
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
             if self.novelty is not None:

@@ -13,7 +13,6 @@ Servers are keyed by name; a listing whose server had no name is keyed by ``""``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from typing import Any, Final
 
 from toolwatch import tables
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.documents import loads_json
 
 PINS_TABLE: Final = tables.TOOL_PINS.name
 EXPORT_FORMAT: Final = "toolwatch-pins/1"
@@ -159,7 +159,7 @@ def export_pins(pins: Mapping[PinKey, Pin]) -> dict[str, Any]:
 def read_export(path: Path) -> list[tuple[str, str, str]]:
     """(server, tool, digest) of every pin in an exported file; PinsError naming the problem."""
     try:
-        doc = json.loads(path.read_text())
+        doc = loads_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PinsError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:

@@ -49,6 +49,7 @@ from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.parquet_store import Store, StoreError
 from toolwatch.detection.alerting.webhook import WebhookPoster
+from toolwatch.documents import loads_toml
 from toolwatch.usage import UserError, one_line
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ def parse_duration(text: Any, where: str) -> float:
 def load_rules(path: Path, store: Store) -> list[Rule]:
     """Every rule of ``path``, each checked (see the module docstring) against ``store``."""
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        document = loads_toml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RuleError(f"rules file {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:

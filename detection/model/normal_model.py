@@ -56,6 +56,7 @@ from toolwatch.detection.detectors.point import Point
 from toolwatch.detection.model.config import ModelConfig, ModelError
 from toolwatch.detection.model.novelty_set import NoveltySet
 from toolwatch.detection.model.thresholds import operating_threshold
+from toolwatch.documents import loads_json
 
 #: Where a store keeps its own model (relative to the store root): ``toolwatch train`` writes
 #: it there by default, and scoring, the dashboard and the demo look for it there.
@@ -411,7 +412,7 @@ class NormalModel:
         except (OSError, UnicodeDecodeError) as exc:
             raise ModelError(f"model file {path} cannot be read: {exc}") from None
         try:
-            doc = json.loads(text)
+            doc = loads_json(text)
         except json.JSONDecodeError as exc:
             raise ModelError(
                 f"model file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "

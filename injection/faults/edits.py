@@ -12,6 +12,7 @@ from typing import Any
 from toolwatch.conventions import (
     LABEL_META_KEY,
 )
+from toolwatch.documents import loads_json
 from toolwatch.injection.faults.pointer import pointer_join, resolve_pointer, set_pointer
 
 
@@ -52,7 +53,7 @@ def parse_json_text(text: str) -> Any:
     if not stripped.startswith(("{", "[")):
         return None
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError:
         return None
 

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from toolwatch.documents import loads_json, raw_decode_json
 from toolwatch.injection.faults.agentcheck import from_agentcheck, is_agentcheck
 from toolwatch.injection.faults.codec import build_scenario
 from toolwatch.injection.faults.scenario import (
@@ -47,6 +48,9 @@ def load_scenario(path: str | Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(str(path), [Problem("", f"cannot read file: {exc.strerror}")]) from exc
+    except UnicodeDecodeError as exc:
+        problem = f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+        raise ScenarioError(str(path), [Problem("", problem)]) from exc
     return parse_text(text, str(path))
 
 
@@ -62,7 +66,7 @@ def find_scenario(ref: str | Path) -> Scenario:
     for traversable in files:
         text = traversable.read_text(encoding="utf-8")
         with contextlib.suppress(ValueError):
-            if json.loads(text).get("id") == str(ref):
+            if loads_json(text).get("id") == str(ref):
                 return parse_text(text, f"scenarios/{traversable.name}")
     raise ScenarioError(
         str(ref), [Problem("", "no such file and no packaged scenario with this id")]
@@ -71,7 +75,7 @@ def find_scenario(ref: str | Path) -> Scenario:
 
 def parse_text(text: str, source: str) -> Scenario:
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(
             source,
@@ -84,7 +88,6 @@ def iter_documents(text: str, source: str) -> Iterator[tuple[str, Any]]:
     """(name, decoded JSON) for each JSON document in ``text`` — one document, JSON Lines, or
     documents one after another (what ``scenarios show --json`` prints for several); a
     document that does not decode ends the stream with :class:`ScenarioError`."""
-    decoder = json.JSONDecoder()
     pos, n = 0, 0
     while True:
         while pos < len(text) and text[pos].isspace():
@@ -94,7 +97,7 @@ def iter_documents(text: str, source: str) -> Iterator[tuple[str, Any]]:
         n += 1
         name = f"{source}#{n}"
         try:
-            data, pos = decoder.raw_decode(text, pos)
+            data, pos = raw_decode_json(text, pos)
         except json.JSONDecodeError as exc:
             raise ScenarioError(
                 name,

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import jsonschema
 
+from toolwatch.documents import loads_json
 from toolwatch.injection.faults.pointer import pointer_join
 from toolwatch.injection.faults.taxonomy import fault_label
 from toolwatch.usage import UserError
@@ -88,7 +89,7 @@ class CleanResponse:
         if self.structured is not None:
             return self.structured
         try:
-            return json.loads(self.text or "")
+            return loads_json(self.text or "")
         except ValueError:
             return None
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from toolwatch.documents import loads_json
 from toolwatch.injection.faults.agentcheck import AGENTCHECK_SCHEMA, ORIGIN, convert, is_agentcheck
 from toolwatch.injection.faults.codec import build_scenario
 from toolwatch.injection.faults.effects import CallPlan
@@ -485,7 +486,7 @@ def _response_json(response: Mapping[str, Any]) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError:
         return text
 

@@ -6,12 +6,12 @@ Shared by the mitigations, the reference agents and the checks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from mcp.types import CallToolResult, TextContent
 
+from toolwatch.documents import loads_json
 from toolwatch.injection.mitigations.keys import is_metadata_key
 
 #: ``result.meta`` key holding the list of flags added by mitigations.
@@ -50,7 +50,7 @@ def result_data(result: CallToolResult) -> Any:
         stripped = text.strip()
         if stripped[:1] in ("{", "[") or stripped in ("null", "true", "false"):
             try:
-                return json.loads(stripped)
+                return loads_json(stripped)
             except ValueError:
                 continue
     return "\n".join(blocks)

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from mcp.types import CallToolResult, TextContent, Tool
 
+from toolwatch.documents import loads_json
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.failures import FailureClass, classify_failure, first_line
 from toolwatch.injection.mitigations.results import (
@@ -177,7 +178,7 @@ def _json_or_none(text: str) -> Any:
     if not stripped.startswith(("{", "[")):
         return None
     try:
-        return json.loads(stripped)
+        return loads_json(stripped)
     except ValueError:
         return None
 

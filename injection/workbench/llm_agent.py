@@ -25,6 +25,7 @@ from typing import Any, Final
 import httpx2
 from mcp.types import CallToolResult
 
+from toolwatch.documents import loads_json
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations.failures import first_line
 from toolwatch.injection.mitigations.results import result_text
@@ -190,7 +191,7 @@ class LLMAgent(Agent):
         fn = call.get("function") or {}
         name = str(fn.get("name", ""))
         try:
-            arguments = json.loads(fn.get("arguments") or "{}")
+            arguments = loads_json(fn.get("arguments") or "{}")
             if not isinstance(arguments, dict):
                 raise ValueError("arguments are not an object")
         except ValueError as exc:

@@ -247,6 +247,14 @@ def test_patch_not_applicable_is_reported_not_labelled() -> None:
     assert "no field at /price" in effect.note
 
 
+def test_a_response_nested_too_deeply_is_reported_not_a_crash_of_the_proxy() -> None:
+    """A hostile server's text of a few thousand ``[`` raised RecursionError in the edit."""
+    e = engine("inject_stale_data", {"patch": {"/price": 1.0}})
+    effect = e.apply(e.plan("t", {}, 1), clean(text="[" * 100_000 + "]" * 100_000))
+    assert not effect.applied and LABEL_META_KEY not in (effect.result.get("_meta") or {})
+    assert "no field at /price" in effect.note
+
+
 def test_irrelevant_replaces_the_response() -> None:
     e = engine("return_irrelevant", {"response": {"structured": {"topic": "other"}}})
     plan = e.plan("t", {}, 1)

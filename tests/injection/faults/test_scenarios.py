@@ -266,6 +266,17 @@ def test_bad_json_and_missing_file(tmp_path: Path) -> None:
     assert "cannot read file" in validate_path(tmp_path / "missing.json")[0]
 
 
+def test_a_file_nested_too_deeply_or_not_utf8_is_an_invalid_file_not_a_bug(tmp_path: Path) -> None:
+    """Both were "unexpected RecursionError / UnicodeDecodeError" (exit 70)."""
+    deep = write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
+    assert validate_path(deep) == [
+        f"{deep}: /: invalid JSON at line 1, column 1: nested too deeply to read"
+    ]
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    assert validate_path(binary) == [f"{binary}: /: not UTF-8 text (byte 0xff at offset 0)"]
+
+
 def test_cli_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["scenarios", "validate"]) == 0
     out = capsys.readouterr().out
