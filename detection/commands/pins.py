@@ -151,6 +151,9 @@ def _export(store: Store, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
         print(f"wrote {output}", file=sys.stderr)
     return 0

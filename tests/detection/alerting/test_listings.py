@@ -186,6 +186,7 @@ def test_pins_list_approve_and_export(tmp_path: Path, capsys: pytest.CaptureFixt
         (["approve"], "say what to approve"),
         (["approve", "--tool", "nope"], "no listed tool matches nope"),
         (["approve", "--from", "missing.json"], "cannot read missing.json"),
+        (["export", "-o", "no-such-dir/pins.json"], "cannot write no-such-dir/pins.json"),
     ],
 )
 def test_pins_errors_are_one_line(
