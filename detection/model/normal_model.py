@@ -314,10 +314,13 @@ class NormalModel:
         path = Path(path)
         doc = self.to_dict()
         self.checksum = doc["checksum"]
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(_pretty(doc) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(_pretty(doc) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise ModelError(f"cannot write the model file {path}: {exc.strerror or exc}") from None
         return path
 
     @classmethod

@@ -134,6 +134,20 @@ def test_missing_file(tmp_path: Path) -> None:
         NormalModel.load(tmp_path / "nope.json")
 
 
+def test_a_model_file_that_cannot_be_written_is_named(model: NormalModel, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(ModelError, match=r"cannot write the model file .*a-file/m\.json: "):
+        model.save(blocker / "m.json")  # its directory would be a file
+
+
+def test_a_model_file_nested_too_deeply_is_invalid_json(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ModelError, match=r"is not valid JSON .*nested too deeply to read"):
+        NormalModel.load(deep)
+
+
 def test_truncated_file(model: NormalModel, tmp_path: Path) -> None:
     path = model.save(tmp_path / "m.json")
     path.write_text(path.read_text()[:500])
