@@ -89,6 +89,14 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
             scenario = find_scenario(args.scenario)
         except ScenarioError as exc:
             raise _UsageError(f"invalid scenario\n{exc}") from exc
+    if args.injection_log:  # before any upstream starts: not at the first injection
+        try:
+            with open(args.injection_log, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise _UsageError(
+                f"--injection-log: cannot write {args.injection_log}: {exc.strerror or exc}"
+            ) from exc
     if args.upstream_cmd:
         try:
             return scenario, upstream_command(args.upstream_cmd)

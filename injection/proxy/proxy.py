@@ -290,6 +290,8 @@ class FaultProxy(Server[Any]):
         self._upstream_tools: list[dict[str, Any]] = []
         self._listing_poisoned = False
         self._log_path = Path(injection_log) if injection_log else None
+        #: injections the log could not take (a full disk, a removed directory)
+        self.log_failures = 0
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -348,8 +350,17 @@ class FaultProxy(Server[Any]):
         unit = "tools/list" if kind == "listing" else "call"
         logger.info("injected %s into %s #%d of %r: %s", event.label, unit, occurrence, tool, note)
         if self._log_path is not None:
-            with self._log_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(asdict(event)) + "\n")
+            try:
+                with self._log_path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(asdict(event)) + "\n")
+            except OSError as exc:  # the agent's call goes on; the event stays in .injections
+                self.log_failures += 1
+                logger.error(
+                    "injection log %s not written (%d so far): %s",
+                    self._log_path,
+                    self.log_failures,
+                    exc,
+                )
 
     # -- forwarding ----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from toolwatch.injection.faults.scenario import Occurrence, Scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.proxy.proxy import (
     UPSTREAM_UNAVAILABLE_KEY,
+    FaultProxy,
     UpstreamUnavailable,
     http_server,
     run_proxy,
@@ -523,6 +524,40 @@ def test_injection_log_is_content_free(tmp_path: Path) -> None:
     ]
     text = log.read_text()
     assert canary not in text and s.checks.payload_id not in text
+
+
+def test_an_injection_log_that_stops_taking_writes_does_not_fail_the_agents_call(
+    tmp_path: Path,
+) -> None:
+    """The log's directory removed mid-run: each call still gets its (faulted) answer, the
+    events stay in memory and the failures are counted (an OSError used to reach the call)."""
+    s = variant("c1-support-01", {"from": 1})
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    log = gone / "injections.jsonl"
+
+    async def main() -> FaultProxy:
+        async with run_proxy(s, None, injection_log=log) as proxy, Client(proxy) as client:
+            gone.rmdir()
+            for _ in range(2):
+                result = await client.call_tool("get_ticket", {"ticket_id": "T-1"})
+                assert label_of(result) == s.label
+            return proxy
+
+    proxy = anyio.run(main)
+    assert proxy.log_failures == 2 and len(proxy.injections) == 2 and not gone.exists()
+
+
+def test_cli_proxy_refuses_an_injection_log_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before any upstream starts (it failed at the first injection, inside the agent's call)."""
+    log = tmp_path / "missing-dir" / "log.jsonl"
+    argv = ["proxy", "--scenario", "a1-ops-01", "--injection-log", str(log)]
+    assert cli_main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"toolwatch proxy: --injection-log: cannot write {log}: No such file or directory"
+    )
 
 
 # -------------------------------------------------------------------------------- HTTP, stdio
