@@ -16,7 +16,6 @@ next request, so the proxy keeps serving.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -25,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -46,6 +45,7 @@ from toolwatch.injection.faults.effects import announce_injection
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import scenario_server
+from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 
 logger = logging.getLogger(__name__)
 
@@ -231,21 +231,6 @@ def _reason(exc: BaseException) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Injection:
-    """One injected response (content-free): what, where, when."""
-
-    time: float
-    scenario: str
-    fault: str
-    action: str
-    tool: str
-    occurrence: int
-    kind: str  # "call" | "reject" | "listing" | "under_listing"
-    label: str
-    note: str
-
-
 class FaultProxy(Server[Any]):
     """A low-level ``Server`` forwarding to an :class:`Upstream`, with at most one armed fault.
 
@@ -289,9 +274,7 @@ class FaultProxy(Server[Any]):
         self.injections: list[Injection] = []
         self._upstream_tools: list[dict[str, Any]] = []
         self._listing_poisoned = False
-        self._log_path = Path(injection_log) if injection_log else None
-        #: injections the log could not take (a full disk, a removed directory)
-        self.log_failures = 0
+        self.log = InjectionLog(Path(injection_log)) if injection_log else None
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -349,18 +332,8 @@ class FaultProxy(Server[Any]):
         self.injections.append(event)
         unit = "tools/list" if kind == "listing" else "call"
         logger.info("injected %s into %s #%d of %r: %s", event.label, unit, occurrence, tool, note)
-        if self._log_path is not None:
-            try:
-                with self._log_path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(asdict(event)) + "\n")
-            except OSError as exc:  # the agent's call goes on; the event stays in .injections
-                self.log_failures += 1
-                logger.error(
-                    "injection log %s not written (%d so far): %s",
-                    self._log_path,
-                    self.log_failures,
-                    exc,
-                )
+        if self.log is not None:
+            self.log.append(event)
 
     # -- forwarding ----------------------------------------------------------------------------
 

@@ -545,7 +545,12 @@ def test_an_injection_log_that_stops_taking_writes_does_not_fail_the_agents_call
             return proxy
 
     proxy = anyio.run(main)
-    assert proxy.log_failures == 2 and len(proxy.injections) == 2 and not gone.exists()
+    assert (
+        proxy.log is not None
+        and proxy.log.failures == 2
+        and len(proxy.injections) == 2
+        and not gone.exists()
+    )
 
 
 def test_cli_proxy_refuses_an_injection_log_it_cannot_write(
