@@ -22,6 +22,7 @@ from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.injection.experiment.formats import rate_ci
 from toolwatch.injection.experiment.validity import CellLike, breaches_in, reacts_to_insertion
 from toolwatch.injection.spans.kinds import ALL_KINDS
 
@@ -275,7 +276,7 @@ def _table(v: View, cells: pd.DataFrame) -> None:
         rows.append(
             {
                 "kind": ui.label(kind),
-                "detected (95% CI)": dv.rate_text(c["rate"], c["ci_low"], c["ci_high"]),
+                "detected (95% CI)": rate_ci(c["rate"], c["ci_low"], c["ci_high"]),
                 "runs": f"{int(c['detected'])}/{int(c['runs'])}",
                 "median latency (calls)": ui.number(c.get("median_latency"), "{:g}"),
                 "per-call AUC": ui.number(c.get("auc"), "{:.2f}"),
@@ -339,7 +340,7 @@ def _grid(cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> 
             label=cells["kind"].map(ui.label),
             cell=cells["cue_set"] + "·" + cells["detector"],
             text=[
-                dv.rate_text(r, lo, hi)
+                rate_ci(r, lo, hi)
                 for r, lo, hi in zip(cells["rate"], cells["ci_low"], cells["ci_high"], strict=True)
             ],
         )

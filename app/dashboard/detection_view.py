@@ -29,7 +29,7 @@ import pandas as pd
 
 from toolwatch import study
 from toolwatch.injection.experiment import metrics as M
-from toolwatch.injection.experiment.formats import ci, pct
+from toolwatch.injection.experiment.formats import pct, rate_ci
 
 NORMAL: Final = "normal"
 CELL_COLUMNS: Final[tuple[str, ...]] = (
@@ -185,7 +185,7 @@ def study_rate(kind: str, cue_set: str, detector: str) -> str:
     """The study's detection rate for this cell, as text (empty when it published none)."""
     if (cue_set, detector) == ("all", "cusum") and kind in study.DETECTION_ALL_CUSUM:
         rate, lo, hi = study.DETECTION_ALL_CUSUM[kind]
-        return rate_text(rate, lo, hi)
+        return rate_ci(rate, lo, hi)
     single = study.DETECTION_SINGLE_CUE.get(kind)
     if single is not None and single[0] == cue_set:
         return f"{pct(single[1])} (best detector)"
@@ -205,8 +205,3 @@ def study_latency(kind: str) -> str:
         return ""
     calls, cue, det = entry
     return f"{calls} ({cue}·{det})"
-
-
-def rate_text(rate: float, lo: float | None, hi: float | None) -> str:
-    """``91% (85–95)``: a rate with its 95 % interval, as the CLI's report writes it."""
-    return pct(rate) + ci(lo, hi)

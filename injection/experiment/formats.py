@@ -44,6 +44,11 @@ def ci(lo: float | None, hi: float | None) -> str:
     return f" ({100 * lo:.0f}–{100 * hi:.0f})"
 
 
+def rate_ci(rate: float | None, lo: float | None, hi: float | None) -> str:
+    """``91% (85–95)``: a rate with its 95 % interval (the interval left out when unknown)."""
+    return pct(rate) + ci(lo, hi)
+
+
 def num(x: float | None, fmt: str = "{:.2f}") -> str:
     """``x`` in ``fmt`` (``–`` for none / NaN)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):

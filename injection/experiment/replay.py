@@ -399,10 +399,6 @@ def _pct(k: int, n: int) -> str:
     return pct(k / n if n else None, 1)
 
 
-def _rate(pair: tuple[int, int]) -> str:
-    return _pct(*pair)
-
-
 def render(result: ReplayResult) -> str:
     """The replay as text: per week beside the frozen model, then the totals."""
     cfg = result.config
@@ -453,7 +449,7 @@ def render(result: ReplayResult) -> str:
             if model == "adaptive":
                 shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)" if r.normal else ""
             cells += [shown, f"{r.threshold[model]:.2f}"]
-            cells += [_rate(r.detection[model][kind]) for kind in kinds]
+            cells += [_pct(*r.detection[model][kind]) for kind in kinds]
         rows.append(cells)
     total = ["all", str(result.totals["adaptive"]["streams"])]
     for model in MODELS:
@@ -464,7 +460,7 @@ def render(result: ReplayResult) -> str:
         if model == "adaptive":
             shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)"
         total += [shown, ""]
-        total += [_rate(t["detection"][kind]) for kind in kinds]
+        total += [_pct(*t["detection"][kind]) for kind in kinds]
     rows.append(total)
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
@@ -487,7 +483,7 @@ def render(result: ReplayResult) -> str:
     for model in MODELS:
         o = result.totals[model]["oracle"]
         n = result.totals[model]["streams"]
-        rates = ", ".join(f"{short.get(k, k)} {_rate(v)}" for k, v in o["detection"].items())
+        rates = ", ".join(f"{short.get(k, k)} {_pct(*v)}" for k, v in o["detection"].items())
         lines.append(
             f"{model}, at one threshold for the whole replay (the experiment's rule: "
             f"{o['alarmed']}/{n} normal streams alarm, {o['threshold']:.2f}): {rates}"

@@ -18,7 +18,7 @@ import numpy as np
 from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
-from toolwatch.injection.experiment.formats import ci, label, num, pct
+from toolwatch.injection.experiment.formats import label, num, pct, rate_ci
 from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import (
     HEADLINE,
@@ -183,8 +183,8 @@ def headline(result: ExperimentResult) -> str:
         rows.append(
             [
                 label(kind),
-                pct(c.rate) + ci(c.ci_low, c.ci_high) if c else "–",
-                pct(pub[0]) + ci(pub[1], pub[2]) if pub else "–",
+                rate_ci(c.rate, c.ci_low, c.ci_high) if c else "–",
+                rate_ci(*pub) if pub else "–",
                 num(c.auc) if c else "–",
                 num(study.AUC.get(kind)),
                 num(c.median_latency, "{:g}") if c else "–",
@@ -265,16 +265,16 @@ def render(result: ExperimentResult) -> str:
         c = result.cell(kind, *HEADLINE)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
         pub_single = study.DETECTION_SINGLE_CUE.get(kind)
-        row = [label(kind), (pct(c.rate) + ci(c.ci_low, c.ci_high)) if c else "–"]
+        row = [label(kind), rate_ci(c.rate, c.ci_low, c.ci_high) if c else "–"]
         if thin:
             up = result.cell(kind, *HEADLINE, mode="fa_next")
-            row.append((pct(up.rate) + ci(up.ci_low, up.ci_high)) if up else "–")
+            row.append(rate_ci(up.rate, up.ci_low, up.ci_high) if up else "–")
         ewma = result.cell(kind, "all", "ewma")
         row.append(pct(ewma.rate) if ewma else "–")
         rows.append(
             [
                 *row,
-                (pct(pub[0]) + ci(pub[1], pub[2])) if pub else "–",
+                rate_ci(*pub) if pub else "–",
                 _best_single_text(result, kind, breached),
                 f"{pub_single[0]} {pct(pub_single[1])}" if pub_single else "",
                 num(c.auc) if c else "–",
@@ -374,7 +374,7 @@ def render(result: ExperimentResult) -> str:
         rows = []
         for kind in _kinds(result):
             c = result.cell(kind, *HEADLINE, mode="operating_point")
-            rows.append([label(kind), pct(c.rate) + ci(c.ci_low, c.ci_high) if c else "–"])
+            rows.append([label(kind), rate_ci(c.rate, c.ci_low, c.ci_high) if c else "–"])
         k = round(t_op.fa_reached * n_test)
         parts.append(
             "Operating point (threshold = top 0.1 % of calibration call statistics), all cues + "

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol, TypeVar
 
-from toolwatch.injection.experiment.formats import ci, label, pct
+from toolwatch.injection.experiment.formats import label, pct, rate_ci
 from toolwatch.injection.experiment.results import CellResult, ExperimentResult
 from toolwatch.injection.spans.kinds import CONTROL_KINDS
 
@@ -60,7 +60,7 @@ def reacts_to_insertion(name: str, b: CellLike) -> str:
     """``<name> detects <control> in 75% (68–81) of its runs, above the 5.3% of normal streams
     that alarm: it reacts to the insertion itself`` (the report's warning, the app's too)."""
     return (
-        f"{name} detects {label(b.kind)} in {pct(b.rate)}{ci(b.ci_low, b.ci_high)} of its "
+        f"{name} detects {label(b.kind)} in {rate_ci(b.rate, b.ci_low, b.ci_high)} of its "
         f"runs, above the {pct(b.fa_reached, 1)} of normal streams that alarm: it reacts to the "
         "insertion itself"
     )
@@ -75,7 +75,7 @@ def control_note(breached: Mapping[tuple[str, str], CellLike]) -> str | None:
         "insertion itself (e.g. a pace that differs between training and test), not to the "
         "anomaly; their rates are not offered as a best single cue: "
         + ", ".join(
-            f"{b.cue_set}·{b.detector} ({label(b.kind)} {pct(b.rate)}{ci(b.ci_low, b.ci_high)} "
+            f"{b.cue_set}·{b.detector} ({label(b.kind)} {rate_ci(b.rate, b.ci_low, b.ci_high)} "
             f"at {pct(b.fa_reached, 1)} false alarms)"
             for b in breached.values()
         )
