@@ -335,8 +335,9 @@ class Collector:
                     self.stats.count_request(0, 0, {}, {}, 0)
                 return Response(success_body(reply), media_type=reply)
             item.loop, item.future = loop, loop.create_future()
-            item.cost, hold.nbytes = hold.nbytes, 0  # the writer releases it once answered
-            self._writer.admit(item)
+            item.cost = hold.nbytes
+            self._writer.admit(item)  # refused (503): the hold is still ours to release
+            hold.nbytes = 0  # admitted: the writer releases item.cost once answered
             try:
                 mapped = await item.future
             except WriteFailed as exc:
@@ -397,7 +398,7 @@ class Collector:
             if size > self.max_body:
                 raise OtlpError(413, f"body of {size} bytes exceeds the limit of {self.max_body}")
             if size:
-                self._writer.reserve(size)
+                self._writer.reserve(size, own=hold.nbytes)
                 hold.nbytes += size
         chunks = []
         total = 0
@@ -407,7 +408,7 @@ class Collector:
                 raise OtlpError(413, f"body exceeds the limit of {self.max_body} bytes")
             if total > hold.nbytes:  # chunked (or a lying Content-Length): reserve as it comes
                 more = max(total - hold.nbytes, _READ_CHUNK_HOLD)
-                self._writer.reserve(more)
+                self._writer.reserve(more, own=hold.nbytes)
                 hold.nbytes += more
             chunks.append(chunk)
         return b"".join(chunks)
@@ -418,7 +419,7 @@ class Collector:
             body = gunzip_bounded(body, self.max_body)
         cost = DECODED_COST * len(body)
         if cost > hold.nbytes:
-            self._writer.reserve(cost - hold.nbytes)
+            self._writer.reserve(cost - hold.nbytes, own=hold.nbytes)
             hold.nbytes = cost
         if ctype == PROTOBUF:
             request = parse_protobuf(body)

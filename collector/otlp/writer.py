@@ -148,16 +148,17 @@ class GroupCommitWriter:
             f"write queue full ({what}); retry after {self.retry_after} s",
         )
 
-    def reserve(self, nbytes: int) -> None:
-        """Hold ``nbytes`` of the byte budget for a request (503 when it is spent).
+    def reserve(self, nbytes: int, *, own: int = 0) -> None:
+        """Hold ``nbytes`` more of the byte budget for a request that holds ``own`` already
+        (503 when it is spent).
 
-        A request is always let in when nothing else is held, so a request larger than the
-        budget is slow, not refused forever.
+        A request is always let in when nothing but its own bytes is held, so a request larger
+        than the budget is slow, not refused forever (its body, then what decoding it costs).
         """
         with self._lock:
             if self._closing:
                 raise OtlpError(503, "the collector is shutting down")
-            if self._bytes and self._bytes + nbytes > self.queue_bytes:
+            if self._bytes > own and self._bytes + nbytes > self.queue_bytes:
                 raise self._full(f"{self._bytes} bytes held, limit {self.queue_bytes}")
             self._bytes += nbytes
             self.stats.queue_bytes = self._bytes

@@ -130,6 +130,37 @@ def test_full_write_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
     assert _count(store) == 1001
 
 
+def test_a_request_refused_for_a_full_queue_gives_its_bytes_back(tmp_path: Path) -> None:
+    """Back-pressure must not eat the byte budget: once the queue drains and every request is
+    answered, nothing is held (a refused request's reservation used to stay held for good)."""
+    store = GatedStore(tmp_path)
+    big = pb_request([SpanSpec(call(seq=i)) for i in range(1000)])
+    with Collector(store, queue_limit=1000) as c, ThreadPoolExecutor(2) as pool:
+        store.gate.clear()
+        first = pool.submit(post, c.url, big)
+        assert store.waiting.wait(30)
+        refusals = [post(c.url, pb_request([SpanSpec(call(seq=5000 + i))])) for i in range(5)]
+        assert [r.status for r in refusals] == [503] * 5
+        assert c.stats.queue_bytes > 0  # the admitted request still holds its bytes
+        store.gate.set()
+        assert first.result(60).status == 200
+        assert c.stats.queue_bytes == 0 and c.stats.queue_spans == 0
+    assert _count(store) == 1000
+
+
+def test_a_request_larger_than_the_byte_budget_is_let_in_when_alone(tmp_path: Path) -> None:
+    """Body, then three times it for decoding: both steps count the request's own bytes as its
+    own, so an idle collector takes a request above a quarter of ``queue_bytes`` (it used to be
+    refused with 503 for ever, the bytes 'held' being its own body)."""
+    store = Store(tmp_path)
+    body = pb_request([SpanSpec(call(seq=i)) for i in range(500)])
+    with Collector(store, queue_bytes=len(body) * 2, max_body=len(body) * 10) as c:
+        assert post(c.url, body).status == 200
+        assert post(c.url, body, gzip_body=True).status == 200  # inflates past the budget
+        assert c.stats.queue_bytes == 0
+    assert _count(store) == 500  # the second copy is the same spans, stored once
+
+
 def test_concurrent_requests_are_written_as_one_group(tmp_path: Path) -> None:
     store = GatedStore(tmp_path)
     bodies = [pb_request([SpanSpec(call(seq=i * 10 + j)) for j in range(10)]) for i in range(6)]
