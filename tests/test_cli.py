@@ -347,6 +347,15 @@ def test_rules_errors_name_the_rule_and_the_field(
     code, _, err = run_cli(capsys, "collector", "--store", str(store), "--rules", str(bad))
     assert code == 1
     one_error(err, "collector", "not valid TOML")
+    bad.write_text(
+        '[[rule]]\nname = "x"\nsql = "SELECT 1 AS value"\nwindow = "10m"\nthreshold = 1\n'
+    )
+    for moment in ("0001-01-01T00:00", "9999-12-31T23:00"):  # OverflowError, exit 70, before
+        code, _, err = run_cli(
+            capsys, "rules", "check", str(bad), "--store", str(store), "--at", moment
+        )
+        assert code == 2
+        one_error(err, "rules", f"--at '{moment}' is outside 1970-01-01 to 9900-12-31")
 
 
 @pytest.fixture

@@ -188,12 +188,14 @@ def run_query(
 @contextlib.contextmanager
 def _private(root: Path, span: TimeSpan | None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A database of its own (not the pages' shared one): the lock-down is database-wide."""
-    con = Store(root).connect()
+    store = Store(root)
+    con = store.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
         if span is not None:
             q.scope(con, span)
-        yield con
+        with store.reading():  # a live collector's compaction cannot swap files meanwhile
+            yield con
     finally:
         con.close()
 

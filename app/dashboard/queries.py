@@ -159,7 +159,8 @@ def open_store(root: Path, span: TimeSpan | None = None) -> Iterator[duckdb.Duck
         con.execute("SET TimeZone = 'UTC'")
         if span is not None:
             scope(con, span)
-        yield con
+        with Store(root).reading():  # a live collector's compaction cannot swap files mid-page
+            yield con
     finally:
         con.close()
 

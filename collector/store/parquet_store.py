@@ -197,14 +197,15 @@ class Store:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
         names = set(self.tables()) | set(SCHEMAS)
-        for name in sorted(names):
-            try:
-                self._create_table_view(con, name)
-            except duckdb.Error as exc:
-                con.close()
-                raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
-        for view_sql in SHARED_VIEWS:
-            con.execute(view_sql)
+        try:
+            with self.reading():  # making a view reads file footers: no compaction swap meanwhile
+                for name in sorted(names):
+                    self._create_table_view(con, name)
+                for view_sql in SHARED_VIEWS:
+                    con.execute(view_sql)
+        except duckdb.Error as exc:
+            con.close()
+            raise StoreError(_explain_duckdb_error(exc, self.root, self)) from exc
         return con
 
     def explain(self, exc: Exception) -> str:

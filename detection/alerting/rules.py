@@ -48,6 +48,7 @@ import duckdb
 from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.parquet_store import Store, StoreError
+from toolwatch.collector.store.read_only import lock_down
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.documents import loads_toml
 from toolwatch.usage import UserError, one_line
@@ -67,6 +68,8 @@ MIN_EVERY_S: Final = 5.0
 DEFAULT_EVERY_S: Final = 60.0
 FIELDS: Final = frozenset({"name", "description", "sql", "window", "every", "threshold", "op"})
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: The longest window or interval a rule may have (a century: longer reaches before year 1).
+MAX_DURATION_S: Final = 36_500 * 86_400
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 RECENT: Final = "recent_calls"
@@ -107,6 +110,8 @@ def parse_duration(text: Any, where: str) -> float:
         seconds = float(found.group(1)) * _UNITS[found.group(2)]
     if not math.isfinite(seconds) or seconds <= 0:
         raise RuleError(f"{where}: must be longer than 0 s, not {text!r}")
+    if seconds > MAX_DURATION_S:
+        raise RuleError(f"{where}: must be at most {MAX_DURATION_S // 86400} days, not {text!r}")
     return seconds
 
 
@@ -190,6 +195,7 @@ def _connect(store: Store, now: datetime | None = None, window_s: float = 0.0) -
     except StoreError as exc:
         raise RuleError(f"rules: {exc}") from exc
     con.execute("SET TimeZone = 'UTC'")
+    lock_down(con, store.root)  # a rule reads the store, never another file (as `sql`)
     _recent(con, now or datetime.now(UTC), window_s)
     return con
 
@@ -264,9 +270,10 @@ class RuleEvaluator:
         columns as JSON, ``""`` when there are none); raises what the query raises."""
         con = _connect(self.store, now, rule.window_s)
         try:
-            result = con.sql(rule.sql)
-            names = [str(c) for c in result.columns]
-            found = result.fetchall()
+            with self.store.reading():  # a compaction's swap would count rows twice or fail
+                result = con.sql(rule.sql)
+                names = [str(c) for c in result.columns]
+                found = result.fetchall()
         finally:
             con.close()
         measured = []

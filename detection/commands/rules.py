@@ -111,4 +111,11 @@ def _moment(text: str | None) -> datetime:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise UsageError(f"--at {text!r} is not an ISO time (e.g. 2026-08-20T12:00)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if not _FIRST_MOMENT <= moment <= _LAST_MOMENT:  # a window before it, or a next run after it
+        raise UsageError(f"--at {text!r} is outside 1970-01-01 to 9900-12-31")
+    return moment
+
+
+_FIRST_MOMENT = datetime(1970, 1, 1, tzinfo=UTC)
+_LAST_MOMENT = datetime(9900, 12, 31, tzinfo=UTC)

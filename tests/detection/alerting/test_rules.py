@@ -220,6 +220,17 @@ def test_a_failing_query_at_run_time_is_logged_not_raised(
             "every must be at least 5 s",
         ),
         (
+            OK.replace('"1m"', '"1000000d"'),  # reached before year 1: OverflowError, exit 70
+            "window: must be at most 36500 days",
+        ),
+        (
+            OK.replace(
+                "SELECT 1 AS value",
+                "SELECT column0 AS who, 1 AS value FROM read_csv('/etc/passwd', header=false)",
+            ),  # read any file and sent its lines out as alert keys
+            "file system operations are disabled",
+        ),
+        (
             '[[rule]]\nname = "a"\nsql = "DELETE FROM calls"\nwindow = "1m"\nthreshold = 1\n',
             "exactly one SELECT statement",
         ),
