@@ -302,6 +302,10 @@ def test_bad_values_are_one_line_usage_errors(
         (["scenarios", "list", "--path", "{missing}"], 2, "no such file or directory: {missing}"),
         (["score", "--out", "{missing}/x.csv"], 2, "--out {missing}/x.csv: no directory"),
         (["simulate", "--otlp", "notaurl"], 2, "--otlp notaurl: give an http(s)://host:port URL"),
+        (["simulate", "--otlp", "http://[::1"], 2, "--otlp http://[::1: give an http(s)://"),
+        (["simulate", "--otlp", "http://h:99999"], 2, "--otlp http://h:99999: give an http(s)://"),
+        (["simulate", "--start", "9999-12-30"], 2, "42 days from 9999-12-30 run past the year"),
+        (["simulate", "--seed", str(2**70)], 2, "seed must be from 0 to 9223372036854775807"),
         (["train", "--target-fa", "0.1"], 2, "--target-fa only with --adaptive"),
     ],
 )

@@ -79,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"toolwatch simulate: {exc}", file=sys.stderr)
         return 2
     if args.otlp:  # the destination first: a mistake there is said before any work
-        parts = urllib.parse.urlsplit(args.otlp)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise UsageError(f"--otlp {args.otlp}: give an http(s)://host:port URL")
+        _check_endpoint(args.otlp)
     else:
         Store(args.store).check_path()
     began = time.perf_counter()
@@ -92,6 +90,19 @@ def run(args: argparse.Namespace) -> int:
     if args.otlp:
         return _send(table, args.otlp)
     return _write(config, table, Store(args.store))
+
+
+def _check_endpoint(url: str) -> None:
+    """A usage error unless ``url`` is an http(s)://host[:port] URL (a bracket or port that
+    does not parse included)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        usable = False
+    if not usable:
+        raise UsageError(f"--otlp {url}: give an http(s)://host:port URL")
 
 
 def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:

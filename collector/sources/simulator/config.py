@@ -61,9 +61,14 @@ def split_dates(
         train, calibration = days - 2, 1
     out: dict[str, tuple[date, date]] = {}
     day = first
-    for name, n in zip(SPLIT_NAMES, (train, calibration, days - train - calibration), strict=True):
-        out[name] = (day, day + timedelta(days=n - 1))
-        day += timedelta(days=n)
+    try:
+        for name, n in zip(
+            SPLIT_NAMES, (train, calibration, days - train - calibration), strict=True
+        ):
+            out[name] = (day, day + timedelta(days=n - 1))
+            day += timedelta(days=n)
+    except OverflowError:
+        raise ValueError(f"{days} days from {first} run past the year 9999") from None
     return out
 
 
@@ -73,6 +78,10 @@ def split_dates(
 SPLIT_DATES: Final[dict[str, tuple[str, str]]] = {
     name: (a.isoformat(), b.isoformat()) for name, (a, b) in split_dates().items()
 }
+
+
+#: The largest seed (it is stored beside the corpus as a 64-bit integer).
+MAX_SEED: Final = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,8 @@ class SimulationConfig:
             )
         if self.runaway_retries < 0:
             raise ValueError(f"runaway_retries must be >= 0, got {self.runaway_retries}")
-        if self.seed < 0:
-            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be from 0 to {MAX_SEED}, got {self.seed}")
         split_dates(self.start, self.days)
 
     @classmethod

@@ -83,6 +83,10 @@ def test_bad_configuration_is_refused_with_the_reason() -> None:
         SimulationConfig(start="4 Aug 2026")
     with pytest.raises(ValueError, match="days"):
         SimulationConfig(days=2)
+    with pytest.raises(ValueError, match="3 days from 9999-12-30 run past the year 9999"):
+        SimulationConfig(start="9999-12-30", days=3)  # OverflowError (exit 70) before
+    with pytest.raises(ValueError, match="seed must be from 0 to"):
+        SimulationConfig(seed=2**63)  # written in full, then refused by the simulations table
     with pytest.raises(ValueError, match="scale"):
         SimulationConfig.scaled(0)
 
