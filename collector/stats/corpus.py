@@ -116,12 +116,15 @@ within AS (
            avg(CAST(gap_us <= 1000000 AS DOUBLE)) AS within_response_share_le_1s
     FROM gaps WHERE same_response
 ),
-skipped AS (SELECT count(*) AS skipped_restamped_gaps FROM pairs WHERE touches_restamped),
-per_stream AS (
-    SELECT count(DISTINCT tool) / count(*) AS share FROM c GROUP BY session_id, agent_id
-),
-first_use AS (SELECT avg(share) AS first_use_share FROM per_stream)
-SELECT * FROM base, inter, within, skipped, first_use
+skipped AS (SELECT count(*) AS skipped_restamped_gaps FROM pairs WHERE touches_restamped)
+SELECT * FROM base, inter, within, skipped
+"""
+
+#: Each stream's (distinct tools, calls), for ``first_use_share`` (averaged in Python, below).
+FIRST_USE_SQL: Final = """
+SELECT count(DISTINCT tool), count(*) FROM calls
+WHERE $sources IS NULL OR list_contains($sources, source)
+GROUP BY session_id, agent_id
 """
 
 
@@ -129,13 +132,16 @@ def corpus_stats(
     con: duckdb.DuckDBPyConnection, sources: Sequence[str] | None = None
 ) -> dict[str, float]:
     """Corpus facts of the ``calls`` view on ``con`` (optionally only the given sources)."""
-    cursor = con.execute(
-        CORPUS_STATS_SQL, {"sources": list(sources) if sources is not None else None}
-    )
+    params = {"sources": list(sources) if sources is not None else None}
+    cursor = con.execute(CORPUS_STATS_SQL, params)
     row = cursor.fetchone()
     assert row is not None and cursor.description is not None
     names = [d[0] for d in cursor.description]
     values = dict(zip(names, row, strict=True))
+    # a mean of doubles summed by parallel threads varies in its last digits from run to run;
+    # math.fsum is exactly rounded, so the same corpus prints the same figure every time
+    shares = [tools / calls for tools, calls in con.execute(FIRST_USE_SQL, params).fetchall()]
+    values["first_use_share"] = math.fsum(shares) / len(shares) if shares else None
     return {key: _float(values[key]) for key in STAT_KEYS}
 
 

@@ -188,3 +188,25 @@ def test_stats_command_on_an_empty_store(
     doc = json.loads(capsys.readouterr().out)
     assert doc["stats"]["calls"] == 0
     assert doc["stats"]["inter_response_gap_median_s"] is None
+
+
+def test_the_first_use_share_is_the_same_to_the_last_digit_every_time(tmp_path: Path) -> None:
+    """A mean of 600 per-stream shares: DuckDB's parallel avg() summed them in a varying order,
+    so ``stats --json`` printed a different last digit from run to run."""
+    from toolwatch.collector.sources.simulator import simulate
+
+    s = Store(tmp_path)
+    s.append("calls", simulate(seed=3, sessions=600))
+    seen = set()
+    for _ in range(12):
+        con = s.connect(threads=4)
+        try:
+            seen.add(corpus_stats(con)["first_use_share"])
+        finally:
+            con.close()
+    per_stream = s.query(
+        "SELECT count(DISTINCT tool) AS tools, count(*) AS calls FROM calls "
+        "GROUP BY session_id, agent_id"
+    ).to_pylist()
+    exact = math.fsum(r["tools"] / r["calls"] for r in per_stream) / len(per_stream)
+    assert seen == {exact}
