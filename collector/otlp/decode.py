@@ -53,6 +53,7 @@ SPAN_KIND_UNSPECIFIED: Final = int(Span.SPAN_KIND_UNSPECIFIED)
 SPAN_KIND_SERVER: Final = int(Span.SPAN_KIND_SERVER)
 SPAN_KIND_CLIENT: Final = int(Span.SPAN_KIND_CLIENT)
 _KIND_NAMES: Final = {name: int(v) for name, v in Span.SpanKind.items()}
+SPAN_KINDS: Final = frozenset(_KIND_NAMES.values())
 #: gzip members read from one body (senders write one; each costs a decompressor)
 MAX_GZIP_MEMBERS: Final = 64
 #: arrayValue/kvlistValue nesting accepted in OTLP/JSON attribute values
@@ -260,11 +261,9 @@ def _json_int(value: Any, where: str) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value, 10)
-        except ValueError:
-            pass
+    # ASCII digits only: int() would also take "١٢", "1_2" and " 12 "
+    if isinstance(value, str) and value.isascii() and value.removeprefix("-").isdecimal():
+        return int(value, 10)
     raise _JsonShapeError(f"{where} must be an integer, got {value!r}")
 
 
@@ -287,7 +286,8 @@ def _json_status(value: Any, where: str) -> int:
 
 
 def _json_any(value: Any, where: str, depth: int = 0) -> Any:
-    value = _obj(value, where)
+    # a field set to null is a field not set (proto3 JSON): {"intValue": null} is no value
+    value = {k: v for k, v in _obj(value, where).items() if v is not None}
     if not value:
         return None
     if "stringValue" in value:

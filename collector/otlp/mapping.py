@@ -38,6 +38,7 @@ from toolwatch.collector.otlp.decode import (
     SPAN_KIND_CLIENT,
     SPAN_KIND_SERVER,
     SPAN_KIND_UNSPECIFIED,
+    SPAN_KINDS,
     STATUS_CODE_ERROR,
     EventData,
     SpanData,
@@ -266,7 +267,9 @@ def _check_time(ns: int, what: str) -> None:
 def call_row(span: SpanData) -> dict[str, Any]:
     """The call record of a tool-call span (times in µs since the epoch, UTC)."""
     trace_id, span_id = _ids(span)
-    if span.start_ns <= 0:
+    if span.kind not in SPAN_KINDS:
+        raise Rejected(f"span kind {span.kind} is not an OTLP SpanKind (0 to 5)", "range:kind")
+    if span.start_ns == 0:
         raise Rejected("span has no start time", "missing:startTimeUnixNano")
     _check_time(span.start_ns, "startTimeUnixNano")
     if span.end_ns:
@@ -327,8 +330,8 @@ def span_role(span: SpanData) -> str | None:
         return None
     if not _is_semconv_tool_span(span.attributes):
         return IGNORED_OTHER
-    if span.kind in CLIENT_KINDS:
-        return None
+    if span.kind in CLIENT_KINDS or span.kind not in SPAN_KINDS:
+        return None  # a kind OTLP does not define: mapped, so the span is rejected, not ignored
     return IGNORED_SERVER if span.kind == SPAN_KIND_SERVER else IGNORED_INTERNAL
 
 

@@ -123,6 +123,20 @@ BAD_JSON: dict[str, tuple[bytes, str]] = {
         json_body([tool_span(size=2**70)]),
         "attribute " + ATTR_ARGUMENTS_SIZE,
     ),
+    "intValue as Arabic-Indic twelve": (  # int() reads it as 12: it was stored as 12
+        json_body([tool_span(size={"intValue": "\u0661\u0662"})]),
+        "400",
+    ),
+    "intValue with an underscore": (json_body([tool_span(size={"intValue": "1_2"})]), "400"),
+    "intValue in spaces": (json_body([tool_span(size={"intValue": " 12 "})]), "400"),
+    "a span kind OTLP does not define": (  # was ignored as an internal tool span
+        json_body([{**tool_span(), "kind": 99}]),
+        "span kind 99 is not an OTLP SpanKind",
+    ),
+    "a negative start": (  # was 'span has no start time'
+        json_body([tool_span(start="-5")]),
+        "startTimeUnixNano -5 is out of range",
+    ),
     "a 64 KiB tool name": (
         json_body([tool_span()]).replace(b'"read"', b'"' + b"r" * 65536 + b'"'),
         "attribute gen_ai.tool.name is 65536 bytes",
@@ -172,6 +186,21 @@ def test_bad_values_over_protobuf_are_span_rejections(collector: Collector, stor
     assert (reply.status, rejected) == (200, 2), message
     assert "must be an integer, got the string '²'" in message
     assert len(rows(store)) == 2
+
+
+def test_a_value_set_to_null_is_a_value_not_set(collector: Collector, store: Store) -> None:
+    """proto3 JSON: ``{"intValue": null}`` is an AnyValue with nothing set. It was stored as
+    input_bytes 0 (and said present), while a null string, bool or double failed the whole
+    request with 400."""
+    spans = [
+        tool_span(size={"intValue": None}),
+        tool_span(extra=[kv("note", {"stringValue": None}), kv("flag", {"boolValue": None})]),
+        tool_span(extra=[kv("ratio", {"doubleValue": None})]),
+    ]
+    assert _reply(collector, json_body(spans))[:2] == (200, 0)
+    stored = sorted(rows(store), key=lambda r: r["input_bytes"] is not None)
+    assert [r["input_bytes"] for r in stored] == [None, 10, 10]
+    assert "input_bytes" not in stored[0]["fields_present"].split(",")
 
 
 # --------------------------------------------------------------------------- isolation
