@@ -155,6 +155,8 @@ class Collector:
         )
         self._guard_settings = (max_connections, header_timeout, body_timeout)
         self._guard: ConnectionGuard | None = None
+        self._stopping = False  # set by stop(): a body still arriving is answered 503
+        self._graceful_s = body_timeout + 10.0
         self._limited = RateLimiter(log)
         self._pool: ThreadPoolExecutor | None = None
         self._render_metrics = metrics_renderer(self.stats, self._lock)
@@ -214,7 +216,8 @@ class Collector:
             loop="asyncio",
             http=guarded_protocol(self._guard),
             backlog=ACCEPT_BACKLOG,
-            timeout_graceful_shutdown=30,
+            # past the body timeout, so a silent body ends in a counted 408, not a cancellation
+            timeout_graceful_shutdown=self._graceful_s,
         )
         self._server = uvicorn.Server(config)
         self._pool = ThreadPoolExecutor(DECODE_WORKERS, thread_name_prefix="toolwatch-decode")
@@ -250,10 +253,11 @@ class Collector:
         if server is None:
             return
         log.info("collector shutting down: finishing in-flight requests")
+        self._stopping = True
         server.should_exit = True
         http = self._threads.get("toolwatch-http")
         if http is not None:
-            http.join(timeout)
+            http.join(max(timeout, self._graceful_s + 5.0))
         self._writer.shutdown(timeout)
         if self._pool is not None:
             self._pool.shutdown(wait=True)
@@ -410,6 +414,8 @@ class Collector:
                 more = max(total - hold.nbytes, _READ_CHUNK_HOLD)
                 self._writer.reserve(more, own=hold.nbytes)
                 hold.nbytes += more
+            if self._stopping:  # a slow sender would hold the shutdown past its grace period
+                raise OtlpError(503, "the collector is shutting down")
             chunks.append(chunk)
         return b"".join(chunks)
 

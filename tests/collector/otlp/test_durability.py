@@ -202,6 +202,48 @@ def test_stop_answers_in_flight_requests_after_their_write(tmp_path: Path) -> No
     assert _count(store) == 5
 
 
+def test_stop_answers_a_body_still_trickling_in_with_503(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sender writing a byte every 0.2 s never trips the body timeout (it is per chunk): the
+    stop used to wait out uvicorn's 30 s grace, then cancel the request with an ERROR
+    traceback and no answer. Now the next chunk after stop() gets a counted 503."""
+    import socket
+
+    c = Collector(Store(tmp_path)).start()
+    sock = socket.create_connection(("127.0.0.1", c.port))
+    sock.sendall(
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        b"Content-Length: 1000\r\n\r\n"
+    )
+    done = threading.Event()
+
+    def trickle() -> None:
+        while not done.is_set():
+            try:
+                sock.sendall(b"\x00")
+            except OSError:
+                return
+            time.sleep(0.2)
+
+    sender = threading.Thread(target=trickle)
+    sender.start()
+    time.sleep(0.5)
+    stopper = threading.Thread(target=c.stop)
+    began = time.monotonic()
+    stopper.start()
+    sock.settimeout(10)
+    answer = sock.recv(4096)
+    stopper.join(20)
+    done.set()
+    sender.join()
+    sock.close()
+    assert answer.startswith(b"HTTP/1.1 503"), answer
+    assert not stopper.is_alive() and time.monotonic() - began < 10
+    assert c.stats.refused.get(503) == 1
+    assert "Traceback" not in caplog.text and "Exception in ASGI" not in caplog.text
+
+
 class _FailingOnce(Store):
     def __init__(self, root: Any) -> None:
         super().__init__(root)
