@@ -73,9 +73,15 @@ def _verify(store: Store, quarantine: bool, deep: bool) -> int:
             print(f"  moved aside to {target}")
     for tmp in store.temp_files():
         print(f"unfinished write (never acknowledged, removed by compaction after 1 h): {tmp}")
+    foreign = store.foreign_entries()
+    for path in foreign:
+        print(f"NOT READ {path}: not a date=YYYY-MM-DD partition, so no query sees it")
     how = "every page read" if deep else "footers read; --deep reads every page"
-    print(f"{files} files checked in {store.root} ({how}): {len(bad)} unreadable")
-    return 1 if bad and not quarantine else 0
+    print(
+        f"{files} files checked in {store.root} ({how}): {len(bad)} unreadable"
+        + (f", {len(foreign)} foreign entries in table folders" if foreign else "")
+    )
+    return 1 if (bad and not quarantine) or foreign else 0
 
 
 def _compact(store: Store, table: str | None, min_files: int) -> int:

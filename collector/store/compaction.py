@@ -183,8 +183,10 @@ def compact_table(
     max_rows: int,
     key: Sequence[str],
     unique: Sequence[str],
+    partitions: str = "*",
 ) -> int:
-    """Merge each partition's small files (see :meth:`Store.compact`); files removed."""
+    """Merge the small files of each partition (the folders ``partitions`` matches; see
+    :meth:`Store.compact`); files removed."""
     if not base.is_dir():
         return 0
     with flocked(base / COMPACT_LOCK) as locked:
@@ -194,7 +196,7 @@ def compact_table(
         _recover_locked(base, commit_lock)
         remove_stale_temp_files(base)
         removed = 0
-        for directory in sorted(p for p in base.iterdir() if p.is_dir()):
+        for directory in sorted(p for p in base.glob(partitions) if p.is_dir()):
             removed += _compact_partition(
                 directory, commit_lock, min_files, max_rows, key=key, unique=unique
             )

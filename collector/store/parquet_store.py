@@ -32,6 +32,7 @@ from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.compaction import (
     COMMIT_LOCK,
+    COMPACT_LOCK,
     compact_table,
     flocked,
     fsync_path,
@@ -49,6 +50,12 @@ CALLS = tables.CALLS.name
 TOOL_LISTS = tables.TOOL_LISTS.name
 INGEST = tables.INGEST.name
 PARTITION_COLUMN = "date"
+#: A table's files, as every read and compaction finds them: ``date=YYYY-MM-DD/*.parquet`` (a
+#: pattern both pathlib and DuckDB read). Anything else in a table's folder is no read's:
+#: :meth:`Store.foreign_entries` names it.
+PARTITIONS = f"{PARTITION_COLUMN}=[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+PARTITION_FILES = f"{PARTITIONS}/*.parquet"
+_PARTITION_DIR = re.compile(rf"{PARTITION_COLUMN}=\d{{4}}-\d{{2}}-\d{{2}}")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 #: Column used to pick a row's date partition, per registered table; a table outside the
@@ -120,7 +127,23 @@ class Store:
 
     def files(self, table_name: str) -> list[Path]:
         base = self.table_dir(table_name)
-        return sorted(base.glob("*/*.parquet")) if base.is_dir() else []
+        return sorted(base.glob(PARTITION_FILES)) if base.is_dir() else []
+
+    def foreign_entries(self) -> list[Path]:
+        """What sits in a table's folder that no read sees: anything but its date partitions
+        and the compaction lock (a copied-in folder broke every query with DuckDB's 'Hive
+        partition mismatch'; now it is ignored by reads and named by ``store verify``)."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for table in sorted(self.root.iterdir()):
+            if not (table.is_dir() and (table.name in SCHEMAS or self.files(table.name))):
+                continue
+            for entry in sorted(table.iterdir()):
+                partition = entry.is_dir() and _PARTITION_DIR.fullmatch(entry.name)
+                if not partition and entry.name != COMPACT_LOCK:
+                    found.append(entry)
+        return found
 
     def table_dir(self, table_name: str) -> Path:
         """``<root>/<table>``; :class:`StoreError` for a name that is no table name (so a
@@ -270,7 +293,7 @@ class Store:
             empty = f"SELECT {cols}, CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
         files = self.files(name)
         if files:
-            glob = str(self.root / name / "*" / "*.parquet").replace("'", "''")
+            glob = str(self.root / name / PARTITION_FILES).replace("'", "''")
             scan = (
                 f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true, "
                 "union_by_name = true)"
@@ -330,6 +353,7 @@ class Store:
             max_rows=max_rows,
             key=registered.key if registered is not None else (),
             unique=_UNIQUE_COLUMNS,
+            partitions=PARTITIONS,
         )
 
     def temp_files(self) -> list[Path]:

@@ -161,6 +161,28 @@ def test_corrupt_parquet_is_named_then_quarantined(
     assert capsys.readouterr().out.splitlines()[2].strip() == "3"
 
 
+def test_a_folder_copied_into_a_table_is_named_not_read(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stray folder in calls/ broke every query with DuckDB's 'Hive partition mismatch'
+    while ``store verify`` said 0 unreadable. Reads and compaction now take only the
+    date=YYYY-MM-DD partitions, and verify names what else is there (exit 1)."""
+    junk = store.root / "calls" / "junk"
+    junk.mkdir()
+    copied = junk / store.files("calls")[0].name
+    copied.write_bytes(store.files("calls")[0].read_bytes())
+    (junk / "second.parquet").write_bytes(copied.read_bytes())
+    assert main(["sql", "SELECT count(*) AS n FROM calls", "--store", str(store.root)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].strip() == "3"
+    assert store.foreign_entries() == [junk]
+    assert main(["store", "verify", "--store", str(store.root)]) == 1
+    out = capsys.readouterr().out
+    assert f"NOT READ {junk}: not a date=YYYY-MM-DD partition" in out
+    assert "1 foreign entries in table folders" in out
+    assert main(["store", "compact", "--store", str(store.root)]) == 0
+    assert sorted(p.name for p in junk.iterdir()) == sorted([copied.name, "second.parquet"])
+
+
 def test_store_compact_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = Store(tmp_path)
     for i in range(6):
