@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from toolwatch.collector.stats import corpus_stats, source_counts
+from toolwatch.collector.stats import corpus_stats, injected_sessions, source_counts
 from toolwatch.collector.stats.report import format_report, stats_document
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
@@ -38,11 +38,18 @@ def run(args: argparse.Namespace) -> int:
         with store.session() as con:  # a damaged data page is named, not a traceback
             stats = corpus_stats(con, args.source)
             sources = source_counts(con)
+            injected = injected_sessions(con)
     except StoreError as exc:
         print(f"toolwatch stats: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(stats_document(str(store.root), args.source, sources, stats), indent=2))
+        document = stats_document(str(store.root), args.source, sources, stats)
+        print(json.dumps({**document, "injected_sessions_left_out": injected}, indent=2))
     else:
         print(format_report(str(store.root), args.source, sources, stats))
+        if injected:
+            print(
+                f"note: {injected:,} sessions holding injected (labelled) calls are left out "
+                "(experiment --write-injected, the fault proxy)"
+            )
     return 0

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import math
 import socket
 import threading
 import time
@@ -217,7 +218,7 @@ class Collector:
             http=guarded_protocol(self._guard),
             backlog=ACCEPT_BACKLOG,
             # past the body timeout, so a silent body ends in a counted 408, not a cancellation
-            timeout_graceful_shutdown=self._graceful_s,
+            timeout_graceful_shutdown=math.ceil(self._graceful_s),
         )
         self._server = uvicorn.Server(config)
         self._pool = ThreadPoolExecutor(DECODE_WORKERS, thread_name_prefix="toolwatch-decode")

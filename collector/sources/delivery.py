@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -69,35 +69,46 @@ def records_table(records: Calls) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=CALLS_SCHEMA)
 
 
-def stored_call_ids(store: Store, call_ids: Sequence[str | None]) -> set[str]:
-    """Which of ``call_ids`` the store's ``calls`` table holds already."""
-    ids = [i for i in call_ids if i is not None]
-    if not ids:
+#: What a re-run is recognised by: a call's own id, or, for copies made from stored calls (the
+#: experiment's injected sessions, whose calls keep the originals' call ids), the session id.
+DedupKey = Literal["call_id", "session_id"]
+
+
+def stored_values(store: Store, key: DedupKey, values: Sequence[str | None]) -> set[str]:
+    """Which of ``values`` of the column ``key`` the store's ``calls`` table holds already."""
+    wanted = [v for v in values if v is not None]
+    if not wanted:
         return set()
     # list parameters + unnest: registering an Arrow table would import pandas (~1 s)
     found = store.query(
-        "SELECT DISTINCT call_id FROM calls WHERE call_id IN (SELECT unnest($ids::VARCHAR[]))",
-        {"ids": ids},
+        f"SELECT DISTINCT {key} FROM calls WHERE {key} IN (SELECT unnest($ids::VARCHAR[]))",
+        {"ids": wanted},
     )
-    return set(found.column("call_id").to_pylist()) if found.num_rows else set()
+    return set(found.column(key).to_pylist()) if found.num_rows else set()
 
 
-def not_stored(store: Store, calls: Calls) -> pa.Table:
-    """The calls whose ``call_id`` the store does not hold yet (all of them when none is)."""
+def stored_call_ids(store: Store, call_ids: Sequence[str | None]) -> set[str]:
+    """Which of ``call_ids`` the store's ``calls`` table holds already."""
+    return stored_values(store, "call_id", call_ids)
+
+
+def not_stored(store: Store, calls: Calls, key: DedupKey = "call_id") -> pa.Table:
+    """The calls whose ``key`` the store does not hold yet (all of them when none is)."""
     table = records_table(calls)
     if table.num_rows == 0:
         return table
-    stored = stored_call_ids(store, table.column("call_id").to_pylist())
+    stored = stored_values(store, key, table.column(key).to_pylist())
     if not stored:
         return table
     known = pa.array(sorted(stored), pa.string())
-    return table.filter(pc.invert(pc.is_in(table.column("call_id"), known)))
+    return table.filter(pc.invert(pc.is_in(table.column(key), known)))
 
 
-def append_new_calls(store: Store, calls: Calls) -> Appended:
-    """Append to ``calls`` the calls the store does not hold yet, durably; a re-run adds nothing."""
+def append_new_calls(store: Store, calls: Calls, key: DedupKey = "call_id") -> Appended:
+    """Append to ``calls`` the calls whose ``key`` the store does not hold yet, durably; a
+    re-run adds nothing."""
     table = records_table(calls)
-    fresh = not_stored(store, table)
+    fresh = not_stored(store, table, key)
     files = store.append(CALLS, fresh) if fresh.num_rows else []
     return Appended(calls=fresh, already_stored=table.num_rows - fresh.num_rows, files=files)
 

@@ -4,8 +4,9 @@ and how they read: the labels and formats ``toolwatch stats`` and the app share.
 from toolwatch.collector.stats.corpus import (
     STAT_KEYS,
     corpus_stats,
+    injected_sessions,
     provenance_note,
     source_counts,
 )
 
-__all__ = ["STAT_KEYS", "corpus_stats", "provenance_note", "source_counts"]
+__all__ = ["STAT_KEYS", "corpus_stats", "injected_sessions", "provenance_note", "source_counts"]

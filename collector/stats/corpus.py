@@ -61,13 +61,17 @@ STAT_KEYS: Final[tuple[str, ...]] = (
 )
 
 _US_PER_DAY: Final = 86_400_000_000
+#: The corpus is behaviour as recorded: a session holding a labelled call carries injected
+#: calls (``experiment --write-injected``'s copies, the fault proxy's labels), so it is left
+#: out of every fact (and counted by :func:`injected_sessions`).
+NOT_INJECTED: Final = "session_id NOT IN (SELECT session_id FROM calls WHERE label IS NOT NULL)"
 
 CORPUS_STATS_SQL: Final = f"""
 WITH c AS (
     SELECT session_id, agent_id, tool, server, start_time, seq, call_id, response_id,
            failed, coalesce(restamped, false) AS restamped
     FROM calls
-    WHERE $sources IS NULL OR list_contains($sources, source)
+    WHERE ($sources IS NULL OR list_contains($sources, source)) AND {NOT_INJECTED}
 ),
 streams AS (
     SELECT epoch_us(start_time) AS t_us,
@@ -121,9 +125,9 @@ SELECT * FROM base, inter, within, skipped
 """
 
 #: Each stream's (distinct tools, calls), for ``first_use_share`` (averaged in Python, below).
-FIRST_USE_SQL: Final = """
+FIRST_USE_SQL: Final = f"""
 SELECT count(DISTINCT tool), count(*) FROM calls
-WHERE $sources IS NULL OR list_contains($sources, source)
+WHERE ($sources IS NULL OR list_contains($sources, source)) AND {NOT_INJECTED}
 GROUP BY session_id, agent_id
 """
 
@@ -146,11 +150,19 @@ def corpus_stats(
 
 
 def source_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Calls per ``source`` in the store (to label a simulated corpus as such)."""
+    """Calls per ``source`` in the store's corpus (to label a simulated corpus as such)."""
     rows = con.execute(
-        "SELECT source, count(*) FROM calls GROUP BY source ORDER BY source"
+        f"SELECT source, count(*) FROM calls WHERE {NOT_INJECTED} GROUP BY source ORDER BY source"
     ).fetchall()
     return {str(source): int(n) for source, n in rows}
+
+
+def injected_sessions(con: duckdb.DuckDBPyConnection) -> int:
+    """Sessions left out of the corpus facts as injected copies (see :data:`NOT_INJECTED`)."""
+    row = con.execute(
+        "SELECT count(DISTINCT session_id) FROM calls WHERE label IS NOT NULL"
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _float(value: object) -> float:

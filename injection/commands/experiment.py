@@ -10,6 +10,7 @@ import shlex
 import sys
 from typing import Any
 
+from toolwatch.collector.sources.delivery import append_new_calls
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
@@ -130,13 +131,17 @@ def run(args: argparse.Namespace) -> int:
             return 1
         log.info("saved experiment %s in %s", result.run_id, store.root)
     if args.write_injected:
-        try:
-            labelled = injected_calls(calls, config)
-            store.append("calls", labelled)
+        try:  # by session id: the same seed's copies are there already after a first write
+            written = append_new_calls(store, injected_calls(calls, config), key="session_id")
         except (ExperimentError, StoreError, OSError) as exc:
             print(f"toolwatch experiment: could not write injected calls: {exc}", file=sys.stderr)
             return 1
-        log.info("wrote %d labelled injected calls to %s", labelled.num_rows, store.root)
+        log.info(
+            "wrote %d calls of labelled injected sessions to %s (%d already there)",
+            written.calls.num_rows,
+            store.root,
+            written.already_stored,
+        )
     changed = data_changed(saved_split, result) if saved_split is not None else None
     if changed:
         print(

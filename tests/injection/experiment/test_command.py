@@ -141,3 +141,29 @@ def test_rerun_says_when_the_store_changed(
     small_store.append("calls", simulate(seed=9, scale=0.02))
     code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", run_id], capsys)
     assert code == 0 and f"the store's calls changed since run {run_id}" in err
+
+
+def test_write_injected_twice_adds_nothing_and_stats_leave_copies_out(
+    small_store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--write-injected`` appended the same copies again on every run (each injected row
+    doubled until a compaction), and ``stats`` counted the copies as the corpus."""
+    root = str(small_store.root)
+    assert cli_main(["stats", "--store", root, "--json"]) == 0
+    before = json.loads(capsys.readouterr().out)
+    args = ["--store", root, "--seeds", "1", "--bootstrap", "0", "--kinds", "burst"]
+    for _ in range(2):
+        code, _, err = _run_cli([*args, "--write-injected", "--no-save"], capsys)
+        assert code == 0, err
+    copies = small_store.query(
+        "SELECT count(*) AS n, count(DISTINCT (trace_id, span_id)) AS spans, "
+        "count(DISTINCT session_id) AS sessions FROM calls WHERE session_id LIKE '%~burst~%'"
+    ).to_pylist()[0]
+    assert copies["n"] == copies["spans"] > 0
+    assert cli_main(["stats", "--store", root, "--json"]) == 0
+    after = json.loads(capsys.readouterr().out)
+    assert after["stats"] == before["stats"]
+    assert after["calls_by_source"] == before["calls_by_source"]
+    assert after["injected_sessions_left_out"] == copies["sessions"]
+    assert cli_main(["stats", "--store", root]) == 0
+    assert f"note: {copies['sessions']:,} sessions holding injected" in capsys.readouterr().out
