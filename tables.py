@@ -66,7 +66,12 @@ ALERT_FIELDS: Final[tuple[Field, ...]] = (
     _f("cue", "string", "the cue that explains the crossing", nullable=False),
     _f("score", "float64", "the statistic at the call", nullable=False),
     _f("threshold", "float64", "the threshold it crossed", nullable=False),
-    _f("model_id", "string", "checksum of the model that raised it", nullable=False),
+    _f(
+        "model_id",
+        "string",
+        "id of the model that raised it (its content's digest, creation time left out)",
+        nullable=False,
+    ),
     _f("model_version", "int32", "model artifact format version", nullable=False),
     _f(
         "explanation",
@@ -165,7 +170,12 @@ WORKBENCH_RUN_FIELDS: Final[tuple[Field, ...]] = (
 
 STREAM_SCORE_FIELDS: Final[tuple[Field, ...]] = (
     _f("scored_time", "timestamp", "when the streams were scored, UTC", nullable=False),
-    _f("model_id", "string", "checksum of the model that scored them", nullable=False),
+    _f(
+        "model_id",
+        "string",
+        "id of the model that scored them (its content's digest, creation time left out)",
+        nullable=False,
+    ),
     _f("statistic", "string", "the watched statistic (cue set _ detector)", nullable=False),
     _f("session_id", "string", "the stream's session", nullable=False),
     _f("agent_id", "string", "the stream's subagent; null for the main agent"),

@@ -464,5 +464,5 @@ def attach_adaptive(
             pool[name] = [float(x) for x in maxima[lengths >= config.min_calls].tolist()]
     draft.pool = pool
     model.adaptive = draft.to_dict()
-    model.checksum = ""
+    model.checksum = model.identity = ""
     return draft

@@ -101,6 +101,9 @@ class NormalModel:
     data: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     checksum: str = ""
+    #: :attr:`model_id`'s digest, fixed with the checksum when saved or loaded (a live model's
+    #: adaptive state moves on, its id does not)
+    identity: str = field(default="", repr=False, compare=False)
     #: the adaptive part, as saved (:mod:`toolwatch.detection.model.adaptive` reads it)
     adaptive: dict[str, Any] | None = None
     #: per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`); not
@@ -232,7 +235,7 @@ class NormalModel:
             "window": dict(window or {}),
             "streams_alarming": alarms,
         }
-        self.checksum = ""
+        self.checksum = self.identity = ""
         return self
 
     # ---------------------------------------------------------------- use
@@ -281,8 +284,10 @@ class NormalModel:
 
     @property
     def model_id(self) -> str:
-        """Short id of this model's content (first 12 hex digits of its checksum)."""
-        digest = self.checksum or _checksum(self._body())
+        """Short id of this model's content: 12 hex digits of the SHA-256 of the artifact
+        without its creation time, so the same data and configuration give the same id (the
+        checksum, which covers the time too, differed between two identical trainings)."""
+        digest = self.identity or _identity(self._body())
         return digest.split(":", 1)[-1][:12]
 
     # ---------------------------------------------------------------- artifact
@@ -314,6 +319,7 @@ class NormalModel:
         path = Path(path)
         doc = self.to_dict()
         self.checksum = doc["checksum"]
+        self.identity = _identity(doc)
         tmp = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -397,6 +403,7 @@ class NormalModel:
             data=data,
             created=str(doc.get("created", "")),
             checksum=expected,
+            identity=_identity(doc),
             adaptive=None if adaptive is None else dict(adaptive),
             provenance=provenance,
             novelty=novelty,
@@ -466,6 +473,11 @@ def _describe(frame: CallFrame) -> dict[str, Any]:
         "first_call": first,
         "last_call": last,
     }
+
+
+def _identity(doc: Mapping[str, Any]) -> str:
+    """The digest of what a model is: its artifact but the creation time and the checksum."""
+    return _checksum({k: v for k, v in doc.items() if k not in ("created", "checksum")})
 
 
 def _checksum(body: Mapping[str, Any]) -> str:

@@ -205,3 +205,21 @@ def test_alert_table_schema_is_stable() -> None:
 
     assert ALERTS_SCHEMA.names[:3] == ["alert_time", "session_id", "agent_id"]
     assert ALERTS_SCHEMA.field("score").type == pa.float64()
+
+
+def test_the_same_training_at_another_time_has_the_same_id(
+    model: NormalModel, tmp_path: Path
+) -> None:
+    """The id named a model by its checksum, which covers the creation time: training twice on
+    the same data printed two ids, and alerts and scans named different models."""
+    import copy
+
+    model = copy.deepcopy(model)  # the fixture is shared by the module
+    first = NormalModel.load(model.save(tmp_path / "a.json"))
+    model.created = "2030-01-01T00:00:00+00:00"
+    second = NormalModel.load(model.save(tmp_path / "b.json"))
+    assert first.checksum != second.checksum  # the artifacts differ (their times)
+    assert first.model_id == second.model_id == model.model_id
+    model.thresholds["all"]["cusum"] += 1.0  # a different model has a different id
+    model.checksum = model.identity = ""
+    assert model.model_id != first.model_id
