@@ -24,8 +24,8 @@ from toolwatch.collector.sources.claude_code import (
     ImportReport,
     TranscriptPathError,
     build_records,
-    find_transcripts,
     parse_file,
+    scan_transcripts,
 )
 from toolwatch.collector.sources.delivery import (
     Calls,
@@ -129,15 +129,20 @@ def import_claude_code(
 
     ``provenance``: read the files a second time to measure each call's argument provenance
     (content read locally, only the numbers kept)."""
-    files = find_transcripts(paths)
+    scan = scan_transcripts(paths)
+    files = scan.files
     if not files:
         shown = ", ".join(str(p) for p in paths)
-        raise TranscriptPathError(f"no *.jsonl transcript found under {shown}")
+        unread = ""
+        if scan.not_read:
+            path, reason = scan.not_read[0]
+            unread = f" ({len(scan.not_read):,} *.jsonl not read, e.g. {path}: {reason})"
+        raise TranscriptPathError(f"no *.jsonl transcript found under {shown}{unread}")
     show_bar = progress and any(Path(p).is_dir() for p in paths)
     parses = []
     from tqdm import tqdm
 
-    total = sum(_size(p) for p in files)
+    total = sum(_size(t.path) for t in files)
     with tqdm(
         total=total,
         unit="B",
@@ -146,8 +151,8 @@ def import_claude_code(
         file=sys.stderr,
         disable=not show_bar,
     ) as bar:
-        for index, path in enumerate(files):
-            parses.append(parse_file(path, index, bar.update))
+        for index, transcript in enumerate(files):
+            parses.append(parse_file(transcript.path, index, bar.update, transcript.shown))
     with tqdm(
         unit="B",
         unit_scale=True,
@@ -165,6 +170,7 @@ def import_claude_code(
             provenance=DEFAULT_CONFIG if provenance else None,
             on_bytes=bar.update,
             on_total=on_total,
+            not_read=scan.not_read,
         )
     outcome = ImportOutcome(report=report, records=records)
     to_send: Calls = records

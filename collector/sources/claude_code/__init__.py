@@ -54,6 +54,7 @@ from toolwatch.collector.sources.claude_code.records import (
 from toolwatch.collector.sources.claude_code.transcripts import (
     TranscriptPathError,
     find_transcripts,
+    scan_transcripts,
 )
 
 __all__ = [
@@ -67,4 +68,5 @@ __all__ = [
     "find_transcripts",
     "import_transcripts",
     "parse_file",
+    "scan_transcripts",
 ]

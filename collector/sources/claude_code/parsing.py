@@ -23,6 +23,7 @@ from toolwatch.collector.sources.claude_code.measure import (
     result_content_size,
     text_field,
 )
+from toolwatch.collector.sources.claude_code.transcripts import open_transcript
 from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
 
 #: This many different responses sharing one timestamp in one file mark a re-stamped run.
@@ -92,17 +93,23 @@ class FileParse:
     bytes: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
     error: str | None = None  # the file itself could not be read
+    #: the path the user gave or reached the file by (messages name it); ``path`` when empty
+    shown: str = ""
 
 
 def parse_file(
-    path: Path, file_index: int = 0, on_bytes: ProgressCallback | None = None
+    path: Path,
+    file_index: int = 0,
+    on_bytes: ProgressCallback | None = None,
+    shown: str | None = None,
 ) -> FileParse:
-    """Read one transcript file; content is measured and dropped line by line."""
-    parser = _FileParser(path, file_index)
+    """Read one transcript file; content is measured and dropped line by line. ``shown``: the
+    path to name in skipped lines and errors (default ``path``)."""
+    parser = _FileParser(path, file_index, shown or str(path))
     out = parser.out
     pending = 0
     try:
-        fh = path.open("rb", buffering=1 << 20)
+        fh = open_transcript(path)
     except OSError as exc:
         out.error = exc.strerror or str(exc)
         return out
@@ -142,9 +149,9 @@ class _FileParser:
         "warmup_answer",
     )
 
-    def __init__(self, path: Path, file_index: int) -> None:
-        self.out = FileParse(path=path, file_index=file_index)
-        self.name = str(path)
+    def __init__(self, path: Path, file_index: int, shown: str) -> None:
+        self.out = FileParse(path=path, file_index=file_index, shown=shown)
+        self.name = shown
         match = _AGENT_FILE.match(path.name)
         self.file_agent = match.group(1) if match else None
         self.file_session: str | None = None

@@ -28,6 +28,7 @@ from typing import Any
 
 from toolwatch.collector.sources.claude_code.measure import load_line, text_field
 from toolwatch.collector.sources.claude_code.parsing import FileParse, TranscriptCall
+from toolwatch.collector.sources.claude_code.transcripts import open_transcript
 from toolwatch.instrumentation.provenance import (
     DEFAULT_CONFIG,
     ProvenanceConfig,
@@ -147,7 +148,7 @@ def _read(
         blocks = want_input.get(index, {})
         ids = want_result.get(index, set())
         try:
-            fh = path.open("rb", buffering=1 << 20)
+            fh = open_transcript(path)
         except OSError:
             continue  # unreadable now: its calls are reported as missing inputs
         with fh:

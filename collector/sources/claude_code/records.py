@@ -27,7 +27,7 @@ from toolwatch.collector.sources.claude_code.provenance import (
     ProvenanceReport,
     measure_provenance,
 )
-from toolwatch.collector.sources.claude_code.transcripts import find_transcripts
+from toolwatch.collector.sources.claude_code.transcripts import scan_transcripts
 from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG, ProvenanceConfig
 from toolwatch.record import CallRecord, split_mcp_name
@@ -43,6 +43,8 @@ class ImportReport:
     """Counts of one import run, for the summary (no content, only numbers and positions)."""
 
     files: int = 0
+    #: (path as the user gave or reached it, reason): files that failed to read and ``*.jsonl``
+    #: entries not read (a FIFO, a dangling symlink, ...), sorted by path
     unreadable_files: list[tuple[str, str]] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
@@ -82,12 +84,15 @@ def build_records(
     provenance: ProvenanceConfig | None = None,
     on_bytes: ProgressCallback | None = None,
     on_total: ProgressCallback | None = None,
+    not_read: Sequence[tuple[str, str]] = (),
 ) -> tuple[list[CallRecord], ImportReport]:
     """Deduplicate, match results, number calls per session; records sorted by session, seq.
 
     With ``provenance`` (a config), the files are read a second time to fill the records'
-    provenance fields (:mod:`.provenance`; ``on_total``/``on_bytes`` report that pass)."""
-    report = ImportReport(files=len(parses))
+    provenance fields (:mod:`.provenance`; ``on_total``/``on_bytes`` report that pass).
+    ``not_read``: the scan's entries not read (:class:`.transcripts.TranscriptScan`), reported
+    with the files that failed to read."""
+    report = ImportReport(files=len(parses), unreadable_files=list(not_read))
     by_index = {p.file_index: p for p in parses}
     kept: dict[str, TranscriptCall] = {}
     total = 0
@@ -96,13 +101,14 @@ def build_records(
         report.lines += parse.lines
         report.skipped.extend(parse.skipped)
         if parse.error is not None:
-            report.unreadable_files.append((str(parse.path), parse.error))
+            report.unreadable_files.append((parse.shown or str(parse.path), parse.error))
         for call in parse.calls:
             total += 1
             best = kept.get(call.call_id)
             if best is None or _order_key(call) < _order_key(best):
                 kept[call.call_id] = call
     report.duplicates = total - len(kept)
+    report.unreadable_files.sort()
 
     sessions: dict[str, list[TranscriptCall]] = {}
     for call in kept.values():
@@ -218,6 +224,6 @@ def import_transcripts(
     One process on purpose: measured on 2 cores, a process pool lost more to pickling the
     parsed calls back (~1 s per 120 MB) and to spawning than it gained.
     """
-    files = find_transcripts(paths)
-    parses = [parse_file(path, index, on_bytes) for index, path in enumerate(files)]
-    return build_records(parses, provenance=provenance, on_bytes=on_bytes)
+    scan = scan_transcripts(paths)
+    parses = [parse_file(t.path, index, on_bytes, t.shown) for index, t in enumerate(scan.files)]
+    return build_records(parses, provenance=provenance, on_bytes=on_bytes, not_read=scan.not_read)

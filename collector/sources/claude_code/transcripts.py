@@ -1,33 +1,122 @@
 """Where the transcripts are: every ``*.jsonl`` under the paths given, in one order that does not
-depend on the order the paths were given in.
+depend on the order the paths were given in, and the ``*.jsonl`` entries that cannot be read as
+one (each with its reason: nothing found is passed over without a word).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 TRANSCRIPT_SUFFIX: Final = ".jsonl"
+#: Why a FIFO, a device or a socket is not read (opening a FIFO would wait for a writer).
+NOT_REGULAR: Final = "not a regular file"
 
 
 class TranscriptPathError(FileNotFoundError):
-    """A path given to the importer does not exist or holds no transcript."""
+    """A path given to the importer does not exist, is not a file or directory, or holds no
+    transcript."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """One transcript file: ``path`` resolved (order and deduplication), ``shown`` the path the
+    user gave or reached it by under a directory they gave (every message names this one)."""
+
+    path: Path
+    shown: str
+
+
+@dataclass(slots=True)
+class TranscriptScan:
+    """The transcripts found, sorted by resolved path, and the ``*.jsonl`` entries under the
+    directories given that are not read: ``(shown path, reason)``, sorted."""
+
+    files: list[Transcript] = field(default_factory=list)
+    not_read: list[tuple[str, str]] = field(default_factory=list)
+
+
+def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
+    """Every ``*.jsonl`` under the given files/directories (recursive), sorted, deduplicated.
+
+    Sorting by resolved path makes the tie-breaks of deduplication and ``seq`` independent of
+    the order in which paths were given. A given path that is missing or neither a regular file
+    nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
+    entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason.
+    Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
+    searched like any other; symlinked directories are not followed (no loops).
+    """
+    found: dict[Path, str] = {}
+    not_read: dict[str, str] = {}
+
+    def add(path: Path) -> None:
+        resolved = path.resolve()
+        shown = str(path)
+        if resolved not in found or shown < found[resolved]:
+            found[resolved] = shown  # the same file by two paths: one name, whatever the order
+
+    for raw in paths:
+        path = Path(raw).expanduser()
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            raise TranscriptPathError(f"{_stat_problem(path, exc)}: {path}") from None
+        if stat.S_ISDIR(mode):
+            for entry in path.rglob(f"*{TRANSCRIPT_SUFFIX}"):
+                problem = _entry_problem(entry)
+                if problem is None:
+                    add(entry)
+                elif problem:
+                    not_read[str(entry)] = problem
+        elif stat.S_ISREG(mode):
+            add(path)
+        else:
+            raise TranscriptPathError(f"{NOT_REGULAR}: {path}")
+    return TranscriptScan(
+        files=[Transcript(p, found[p]) for p in sorted(found, key=str)],
+        not_read=sorted(not_read.items()),
+    )
 
 
 def find_transcripts(paths: Iterable[str | Path]) -> list[Path]:
-    """Every ``*.jsonl`` under the given files/directories (recursive), sorted, deduplicated.
+    """The resolved paths of :func:`scan_transcripts` (raises as it does)."""
+    return [t.path for t in scan_transcripts(paths).files]
 
-    Sorting by path makes the tie-breaks of deduplication and ``seq`` independent of the order
-    in which paths were given. Raises :class:`TranscriptPathError` naming a missing path.
-    """
-    found: set[Path] = set()
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            found.update(p.resolve() for p in path.rglob(f"*{TRANSCRIPT_SUFFIX}") if p.is_file())
-        elif path.is_file():
-            found.add(path.resolve())
-        else:
-            raise TranscriptPathError(f"no such file or directory: {path}")
-    return sorted(found, key=str)
+
+def open_transcript(path: Path) -> BinaryIO:
+    """``path`` opened for binary reading; ``OSError`` (strerror :data:`NOT_REGULAR`) when it is
+    not a regular file. Opened non-blocking first, so a FIFO put in a transcript's place is
+    refused at once instead of waiting for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb", buffering=1 << 20)
+
+
+def _entry_problem(entry: Path) -> str | None:
+    """None for a regular file (after symlinks), "" for a directory (searched by the walk
+    itself), else why the entry is not read."""
+    try:
+        mode = entry.stat().st_mode
+    except OSError as exc:
+        return _stat_problem(entry, exc)
+    if stat.S_ISREG(mode):
+        return None
+    return "" if stat.S_ISDIR(mode) else NOT_REGULAR
+
+
+def _stat_problem(path: Path, exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "broken symbolic link" if path.is_symlink() else "no such file or directory"
+    reason = exc.strerror or str(exc)
+    return reason[:1].lower() + reason[1:]

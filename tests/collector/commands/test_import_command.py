@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from datetime import datetime
@@ -214,6 +215,31 @@ def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert _import(tmp_path / "s", empty) == 2
     assert "no *.jsonl transcript found" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.timeout(20)
+def test_a_path_that_is_not_a_regular_file_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "x.jsonl"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/null")):
+        assert _import(tmp_path / "s", path) == 2
+        assert capsys.readouterr().err == f"toolwatch import: not a regular file: {path}\n"
+    only = tmp_path / "only"
+    only.mkdir()
+    os.mkfifo(only / "y.jsonl")
+    assert _import(tmp_path / "s", only) == 2
+    assert f"1 *.jsonl not read, e.g. {only / 'y.jsonl'}: not a regular file" in (
+        capsys.readouterr().err
+    )
+    shutil.copytree(FIXTURES / "v2_agents", only / "v2")
+    assert _import(tmp_path / "s", only, extra=("--json", "--quiet")) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["unreadable_files"] == [
+        {"path": str(only / "y.jsonl"), "error": "not a regular file"}
+    ]
+    assert summary["written"] == 7
 
 
 def test_no_store_needs_otlp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tempfile
 from datetime import datetime, timedelta
@@ -393,6 +394,57 @@ def test_find_transcripts_is_recursive_sorted_and_deduplicated() -> None:
     found = find_transcripts([root, one])
     assert [p.name for p in found] == [f"{S3}.jsonl", "agent-a9f3c2d1e5b7.jsonl"]
     assert all(p.suffix == ".jsonl" for p in found)
+
+
+@pytest.mark.timeout(20)
+def test_entries_not_read_under_a_directory_are_named_with_their_reason(tmp_path: Path) -> None:
+    """A dangling symlink and a FIFO named *.jsonl were passed over without a word, and a file
+    failing to read was named by its resolved path (/proc/<pid>/mem). Now every *.jsonl entry
+    not imported is listed under the path inside the directory given, with its reason; the
+    FIFO is never opened (that would wait for a writer)."""
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "good.jsonl").write_text(_assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z"))
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text("not json\n")
+    (root / "link.jsonl").symlink_to(outside)
+    (root / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(root / "fifo.jsonl")
+    (root / "dir.jsonl").mkdir()  # a directory is searched, not a file left unread
+    (root / "mem.jsonl").symlink_to("/proc/self/mem")  # a regular file that fails to read
+    records, report = import_transcripts([root])
+    assert [r.call_id for r in records] == ["toolu_1"]
+    assert report.files == 3  # good, link, mem
+    assert report.unreadable_files == [
+        (str(root / "dangling.jsonl"), "broken symbolic link"),
+        (str(root / "fifo.jsonl"), "not a regular file"),
+        (str(root / "mem.jsonl"), "read error after line 0: Input/output error"),
+    ]
+    assert [str(s) for s in report.skipped] == [f"{root / 'link.jsonl'}:1: invalid JSON"]
+
+
+@pytest.mark.timeout(20)
+def test_a_given_path_that_is_not_a_regular_file_is_named_as_such(tmp_path: Path) -> None:
+    """A FIFO or /dev/null given by name was "no such file or directory" though it exists."""
+    fifo = tmp_path / "x.jsonl"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/null")):
+        with pytest.raises(TranscriptPathError) as raised:
+            find_transcripts([path])
+        assert str(raised.value) == f"not a regular file: {path}"
+    (tmp_path / "d.jsonl").symlink_to(tmp_path / "nowhere")
+    for name, reason in (("d.jsonl", "broken symbolic link"), ("nowhere", "no such file")):
+        with pytest.raises(TranscriptPathError) as raised:
+            find_transcripts([tmp_path / name])
+        assert str(raised.value).startswith(reason) and str(raised.value).endswith(name)
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_in_a_transcripts_place_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.jsonl"
+    os.mkfifo(fifo)
+    parse = parse_file(fifo, shown="given/x.jsonl")
+    assert (parse.error, parse.lines, parse.shown) == ("not a regular file", 0, "given/x.jsonl")
 
 
 def _assistant(msg_id: str, call_id: str, stamp: str, session: str | None = "s") -> str:
