@@ -39,6 +39,11 @@ _AGENT_FILE: Final = re.compile(r"^agent-(.+)\.jsonl$")
 
 ProgressCallback = Callable[[int], None]
 
+#: Skip reasons for results no call takes: a second one for an id (the first is kept), and one
+#: whose id matches no call of the run (decided once every file is read).
+REPEATED_RESULT: Final = "repeated tool_result"
+UNMATCHED_RESULT: Final = "tool_result without matching tool_use"
+
 
 @dataclass(frozen=True, slots=True)
 class SkippedLine:
@@ -78,6 +83,7 @@ class TranscriptResult:
     output_bytes: int
     failed: bool
     truncated: bool
+    line_no: int = 0  # where it is (a result matching no call is reported by file:line)
     restamped: bool = False
 
 
@@ -272,8 +278,9 @@ class _FileParser:
             if call_id is None:
                 self.skip(line_no, "tool_result without tool_use_id")
                 continue
-            if call_id in results:
-                continue  # a repeated result: the first one is the call's
+            if call_id in results:  # the first one is the call's
+                self.skip(line_no, REPEATED_RESULT)
+                continue
             body = block.get("content")
             failed = block.get("is_error") is True
             if failed and side and not self.warmup_answer:
@@ -283,6 +290,7 @@ class _FileParser:
                 output_bytes=result_content_size(body),
                 failed=failed,
                 truncated=is_capped(body),
+                line_no=line_no,
             )
 
     def finish(self) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Final
 
 from toolwatch.collector.sources.claude_code.parsing import (
+    REPEATED_RESULT,
+    UNMATCHED_RESULT,
     FileParse,
     ProgressCallback,
     SkippedLine,
@@ -99,7 +101,6 @@ def build_records(
     for parse in parses:
         report.bytes += parse.bytes
         report.lines += parse.lines
-        report.skipped.extend(parse.skipped)
         if parse.error is not None:
             report.unreadable_files.append((parse.shown or str(parse.path), parse.error))
         for call in parse.calls:
@@ -117,6 +118,7 @@ def build_records(
 
     records: list[CallRecord] = []
     measured: list[Measured] = []
+    used: set[tuple[int | None, str]] = set()  # (file index, call id) of each result taken
     for session_id in sorted(sessions):
         calls = sorted(sessions[session_id], key=_order_key)
         trace_id = trace_id_for(session_id)
@@ -125,10 +127,14 @@ def build_records(
             result = by_index[call.file_index].results.get(call.call_id)
             if result is None:
                 result, result_file = _find_result(call.call_id, parses)
+            used.add((result_file, call.call_id))
             record = _record(call, result, seq, trace_id)
             records.append(record)
             when = None if result is None else parse_time(result.stamp)
             measured.append(Measured(record, call, result_file, when))
+    for parse in parses:
+        unused = _unused_results(parse, kept, used)
+        report.skipped.extend(sorted(parse.skipped + unused, key=lambda s: s.line))
     if provenance is not None:
         report.provenance = measure_provenance(measured, parses, provenance, on_bytes, on_total)
     report.calls = len(records)
@@ -153,6 +159,23 @@ def build_records(
 
 def _order_key(call: TranscriptCall) -> tuple[datetime, int, int, int]:
     return (call.time, call.file_index, call.line_no, call.block)
+
+
+def _unused_results(
+    parse: FileParse, kept: dict[str, TranscriptCall], used: set[tuple[int | None, str]]
+) -> list[SkippedLine]:
+    """The file's results no call took: an id matching no call of the run, or a repeat of a
+    result another file gives the call. A copy beside a copy of its call (a resumed session's
+    history) goes with that duplicate call, already counted as such."""
+    own = {c.call_id for c in parse.calls}
+    shown = parse.shown or str(parse.path)
+    unused = []
+    for call_id, result in parse.results.items():
+        if call_id not in kept:
+            unused.append(SkippedLine(shown, result.line_no, UNMATCHED_RESULT))
+        elif (parse.file_index, call_id) not in used and call_id not in own:
+            unused.append(SkippedLine(shown, result.line_no, REPEATED_RESULT))
+    return unused
 
 
 def _find_result(

@@ -168,6 +168,33 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert {"path": str(S4_ORIG), "line": 8, "reason": "not a JSON object"} in doc["skipped"]
 
 
+def test_results_no_call_takes_are_in_both_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They were dropped without a count: now skipped lines with their reason."""
+    path = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "assistant", "sessionId": "s", "timestamp": "2025-01-01T00:00:01Z",
+         "message": {"id": "m", "content": [{"type": "tool_use", "id": "t1", "name": "Bash"}]}},
+        *[{"type": "user", "sessionId": "s", "timestamp": "2025-01-01T00:00:02Z",
+           "message": {"content": [{"type": "tool_result", "tool_use_id": i, "content": "x"}]}}
+          for i in ("t1", "t1", "nowhere")],
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    assert _import(tmp_path / "s", path) == 0
+    out = capsys.readouterr().out
+    assert "  skipped 2 line(s):" in out
+    assert f"{path}:3: repeated tool_result" in out
+    assert f"{path}:4: tool_result without matching tool_use" in out
+    assert _import(tmp_path / "s", path, extra=("--json",)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["calls"], doc["skipped_lines"]) == (1, 2)
+    assert doc["skipped_by_reason"] == {
+        "repeated tool_result": 1,
+        "tool_result without matching tool_use": 1,
+    }
+
+
 def test_escaped_lone_surrogates_in_names_and_ids_are_stored_replaced(tmp_path: Path) -> None:
     """Ids and names are stored as UTF-8: a lone surrogate escape becomes U+FFFD, the import
     goes through (it used to stop at the store with a traceback)."""

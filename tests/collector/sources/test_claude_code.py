@@ -293,6 +293,40 @@ def test_result_in_another_file_is_matched(tmp_path: Path) -> None:
     assert [(r.output_bytes, r.duration_us) for r in records] == [(3, 2_500_000)]
 
 
+def test_results_no_call_takes_are_counted_with_their_reason(tmp_path: Path) -> None:
+    """A result whose id matches no call of the run, and a second result for an id, were
+    dropped without a count. A result copied beside a copy of its call (a resumed session's
+    history) goes with that duplicate call, counted there."""
+    a, b, c = (tmp_path / f"{n}.jsonl" for n in "abc")
+    call = _assistant("msg_1", "toolu_X", "2025-01-01T00:00:01.000Z")
+    a.write_text(
+        "\n".join(
+            [call, _result("toolu_X", "abc"), _result("toolu_X", "abcdef"), _result("gone", "x")]
+        )
+    )
+    b.write_text(_result("toolu_X", "abcd") + "\n" + _result("toolu_Y", "x"))
+    c.write_text(call + "\n" + _result("toolu_X", "abc"))
+    records, report = import_transcripts([tmp_path])
+    assert [(r.call_id, r.output_bytes) for r in records] == [("toolu_X", 3)]
+    assert report.duplicates == 1
+    assert [str(s) for s in report.skipped] == [
+        f"{a}:3: repeated tool_result",
+        f"{a}:4: tool_result without matching tool_use",
+        f"{b}:1: repeated tool_result",
+        f"{b}:2: tool_result without matching tool_use",
+    ]
+    assert report.skipped_by_reason() == {
+        "repeated tool_result": 2,
+        "tool_result without matching tool_use": 2,
+    }
+
+
+def _result(call_id: str, text: str, stamp: str = "2025-01-01T00:00:02.000Z") -> str:
+    block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+    message = {"role": "user", "content": [block]}
+    return json.dumps({"type": "user", "sessionId": "s", "timestamp": stamp, "message": message})
+
+
 def test_result_stamped_before_its_call_has_unknown_duration(tmp_path: Path) -> None:
     result = {
         "type": "user",
