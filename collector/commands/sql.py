@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=("table", "csv", "json"),
         default="table",
-        help="output format (default table)",
+        help="output format (default table; json writes NaN and ±Infinity as null)",
     )
     parser.add_argument(
         "--max-rows",

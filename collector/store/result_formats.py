@@ -1,6 +1,8 @@
 """Query results as text: an aligned table (numbers right-aligned, long cells cut), CSV or
 JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` its table.
 
+JSON writes NaN and ±Infinity as ``null`` (strict JSON, as every JSON output of the project).
+
 Tables are drawn by ``rich`` (:func:`text_table`, :func:`render`), shared by every command that
 prints one (``scan``, ``stats``, ...): never wrapped or cut to the terminal's width, so an id
 is always whole and can be pasted into SQL or the app; plain text without colour codes, so
@@ -85,8 +87,22 @@ def write_csv(table: pa.Table, out: TextIO) -> None:
 
 
 def write_json(table: pa.Table, out: TextIO) -> None:
-    json.dump(table.to_pylist(), out, default=_plain, ensure_ascii=False, indent=1)
+    """The rows as a JSON array of objects. NaN and ±Infinity are written as ``null`` (JSON has
+    no such numbers; the experiment results do the same), nested ones too."""
+    rows = _finite(table.to_pylist())
+    json.dump(rows, out, default=_plain, ensure_ascii=False, indent=1, allow_nan=False)
     out.write("\n")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float, however deep in lists and objects, as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:

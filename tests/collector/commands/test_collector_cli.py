@@ -79,6 +79,11 @@ def test_sql_csv_and_json(store: Store, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["sql", sql, "--store", str(store.root), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc[1] == {"seq": 1, "start_time": "2026-08-04T09:00:01+00:00", "output_bytes": None}
+    sql = "SELECT 'nan'::DOUBLE AS a, 'inf'::DOUBLE AS b, '-inf'::DOUBLE AS c, 0.5::DOUBLE AS d"
+    assert main(["sql", sql, "--store", str(store.root), "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and "Infinity" not in out  # not JSON: a strict parser refuses them
+    assert json.loads(out) == [{"a": None, "b": None, "c": None, "d": 0.5}]
 
 
 def test_sql_has_a_view_for_every_table(store: Store, capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,3 +71,27 @@ def test_json_writes_times_decimals_and_bytes_plainly() -> None:
     assert json.loads(out.getvalue()) == [
         {"t": "2026-08-04T09:30:00+00:00", "d": "1.50", "b": "01ff"}
     ]
+
+
+def test_json_writes_non_finite_numbers_as_null() -> None:
+    """NaN, Infinity and -Infinity were written as such: not JSON (a strict parser refuses)."""
+    inf = float("inf")
+    table = pa.table(
+        {
+            "a": [float("nan"), 1.5],
+            "b": [inf, -inf],
+            "l": pa.array([[1.0, -inf], None], pa.list_(pa.float64())),
+            "s": [{"x": float("nan")}, {"x": 2.0}],
+        }
+    )
+    out = io.StringIO()
+    write_json(table, out)
+    strict = json.loads(out.getvalue(), parse_constant=_refuse)
+    assert strict == [
+        {"a": None, "b": None, "l": [1.0, None], "s": {"x": None}},
+        {"a": 1.5, "b": None, "l": None, "s": {"x": 2.0}},
+    ]
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"not JSON: {name}")
