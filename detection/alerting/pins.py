@@ -27,6 +27,8 @@ PINS_TABLE: Final = tables.TOOL_PINS.name
 EXPORT_FORMAT: Final = "toolwatch-pins/1"
 ORIGIN_LISTING: Final = "listing"
 ORIGIN_FILE: Final = "file"
+#: An approval that names nothing (the pins command refuses it as bad usage, exit 2).
+NOTHING_NAMED: Final = "say what to approve: --server, --tool, --all or --from FILE"
 _DIGEST_CHARS: Final = frozenset("0123456789abcdef")
 
 #: (server, tool): server "" when the listing named none
@@ -114,7 +116,7 @@ def select(
     tools (both given: a tool of one of those servers). PinsError if the selection is empty."""
     servers, tools = set(servers), set(tools)
     if not (every or servers or tools):
-        raise PinsError("say what to approve: --server, --tool, --all or --from FILE")
+        raise PinsError(NOTHING_NAMED)
     chosen = [
         item
         for key, item in sorted(listed.items())

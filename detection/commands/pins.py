@@ -24,6 +24,7 @@ from typing import Any
 from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.alerting.pins import (
+    NOTHING_NAMED,
     ORIGIN_FILE,
     ORIGIN_LISTING,
     PinsError,
@@ -35,7 +36,7 @@ from toolwatch.detection.alerting.pins import (
     select,
     status,
 )
-from toolwatch.usage import UserError
+from toolwatch.usage import UsageError, UserError
 
 HELP = "list, approve and export pinned tool digests (rug-pull alerts)"
 SHORT = 12
@@ -58,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    named = args.action != "approve" or args.source or args.server or args.tool or args.all
+    if not named:  # bad usage, whatever the store holds
+        raise UsageError(NOTHING_NAMED)
     store = Store(args.store)
     if getattr(args, "source", None) is None:  # only `approve --from` may start one
         store.require_existing()

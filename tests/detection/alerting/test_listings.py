@@ -17,6 +17,7 @@ from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.collector.store.parquet_store import TOOL_LISTS, Store
 from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.pins import (
+    NOTHING_NAMED,
     PinsError,
     approve,
     export_pins,
@@ -181,22 +182,29 @@ def test_pins_list_approve_and_export(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["approve"], "say what to approve"),
-        (["approve", "--tool", "nope"], "no listed tool matches nope"),
-        (["approve", "--from", "missing.json"], "cannot read missing.json"),
-        (["export", "-o", "no-such-dir/pins.json"], "cannot write no-such-dir/pins.json"),
+        (["approve"], "say what to approve", 2),  # bad usage (was 1)
+        (["approve", "--tool", "nope"], "no listed tool matches nope", 1),
+        (["approve", "--from", "missing.json"], "cannot read missing.json", 1),
+        (["export", "-o", "no-such-dir/pins.json"], "cannot write no-such-dir/pins.json", 1),
     ],
 )
 def test_pins_errors_are_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str, code: int
 ) -> None:
     store = Store(tmp_path / "store")
     store.append(TOOL_LISTS, listing("s1", ("search", D_SEARCH)))
-    assert main(["pins", *args, "--store", str(store.root)]) != 0
+    assert main(["pins", *args, "--store", str(store.root)]) == code
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_approve_naming_nothing_is_bad_usage_before_the_store_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["pins", "approve", "--store", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err == f"toolwatch pins: {NOTHING_NAMED}\n"
 
 
 def test_a_bad_export_is_refused(tmp_path: Path) -> None:
