@@ -10,6 +10,7 @@ outside the store, nor undo those settings.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Final
 
@@ -17,6 +18,7 @@ import duckdb
 
 #: Statement types a read-only query may be.
 READ_ONLY: Final = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+_WORD: Final = re.compile(r"[A-Za-z_]+")
 
 
 class NotReadOnly(ValueError):
@@ -24,11 +26,32 @@ class NotReadOnly(ValueError):
 
 
 def check_statement(statement: duckdb.Statement) -> str:
-    """The statement's SQL, or :class:`NotReadOnly` when it is not a read."""
+    """The statement's SQL, or :class:`NotReadOnly` naming it by :func:`leading_keyword`."""
     if statement.type not in READ_ONLY:
-        kind = str(statement.type).rsplit(".", 1)[-1]
+        kind = leading_keyword(statement)
         raise NotReadOnly(f"read-only: only SELECT and EXPLAIN queries run here, not {kind}")
     return str(statement.query)
+
+
+def leading_keyword(statement: duckdb.Statement) -> str:
+    """The keyword the statement opens with, upper-cased (``INSTALL``, ``FORCE CHECKPOINT``):
+    what the user typed, where DuckDB's statement type would say ``LOAD`` or ``CALL``. Opening
+    with ``WITH`` (``WITH … INSERT``) or no word at all, the statement type names it."""
+    query = str(statement.query)
+    kind = str(statement.type).rsplit(".", 1)[-1]
+    words: list[str] = []
+    for position, token in duckdb.tokenize(query):
+        if token == duckdb.token_type.comment:
+            continue
+        word = _WORD.match(query, position)
+        if word is None or token != duckdb.token_type.keyword:
+            break
+        words.append(word.group().upper())
+        if words[0] != "FORCE" or len(words) == 2:
+            break
+    if not words or words[0] == "WITH":
+        return kind
+    return " ".join(words)
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, root: Path) -> None:

@@ -124,6 +124,8 @@ def test_sql_is_read_only(store: Store, tmp_path: Path, capsys: pytest.CaptureFi
             err.count("\n") == 1
         )
     assert not into_store.exists() and not outside.exists()
+    assert main(["sql", "INSTALL httpfs", "--store", str(store.root)]) == 2
+    assert capsys.readouterr().err.endswith("queries run here, not INSTALL\n")  # was: not LOAD
     assert (
         main(
             ["sql", f"SELECT * FROM read_csv('{outside.parent}/*.csv')", "--store", str(store.root)]
