@@ -27,7 +27,7 @@ class NotReadOnly(ValueError):
 
 def check_statement(statement: duckdb.Statement) -> str:
     """The statement's SQL, or :class:`NotReadOnly` naming it by :func:`leading_keyword`."""
-    if statement.type not in READ_ONLY:
+    if _statement_type(statement) not in READ_ONLY:
         kind = leading_keyword(statement)
         raise NotReadOnly(f"read-only: only SELECT and EXPLAIN queries run here, not {kind}")
     return str(statement.query)
@@ -38,7 +38,7 @@ def leading_keyword(statement: duckdb.Statement) -> str:
     what the user typed, where DuckDB's statement type would say ``LOAD`` or ``CALL``. Opening
     with ``WITH`` (``WITH … INSERT``) or no word at all, the statement type names it."""
     query = str(statement.query)
-    kind = str(statement.type).rsplit(".", 1)[-1]
+    kind = str(_statement_type(statement) or "a statement").rsplit(".", 1)[-1]
     words: list[str] = []
     for position, token in duckdb.tokenize(query):
         if token == duckdb.token_type.comment:
@@ -52,6 +52,15 @@ def leading_keyword(statement: duckdb.Statement) -> str:
     if not words or words[0] == "WITH":
         return kind
     return " ".join(words)
+
+
+def _statement_type(statement: duckdb.Statement) -> duckdb.StatementType | None:
+    """DuckDB's type of the statement; None for one its Python binding has no name for
+    (``UPDATE EXTENSIONS`` raised "29 is not a valid StatementType", exit 70)."""
+    try:
+        return statement.type
+    except ValueError:
+        return None
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, root: Path) -> None:

@@ -22,6 +22,7 @@ PREFIX = "read-only: only SELECT and EXPLAIN queries run here, not "
         ("LOAD httpfs", "LOAD"),
         ("COPY (SELECT 1) TO 'x.csv'", "COPY"),
         ("WITH a AS (SELECT 1) INSERT INTO t SELECT * FROM a", "INSERT"),  # the type: not WITH
+        ("UPDATE EXTENSIONS", "UPDATE"),  # a type the binding cannot name: ValueError, exit 70
     ],
 )
 def test_a_refused_statement_is_named_by_its_own_keyword(sql: str, named: str) -> None:
