@@ -58,10 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("-o", "--output", type=Path, help="file to write (default stdout)")
 
 
+FROM_ALONE = "give --from FILE alone, or --server/--tool/--all"
+
+
 def run(args: argparse.Namespace) -> int:
     named = args.action != "approve" or args.source or args.server or args.tool or args.all
     if not named:  # bad usage, whatever the store holds
         raise UsageError(NOTHING_NAMED)
+    if args.action == "approve" and args.source and (args.server or args.tool or args.all):
+        raise UsageError(FROM_ALONE)
     store = Store(args.store)
     if getattr(args, "source", None) is None:  # only `approve --from` may start one
         store.require_existing()
@@ -133,8 +138,6 @@ def _list(store: Store, as_json: bool) -> int:
 
 def _approve(store: Store, args: argparse.Namespace) -> int:
     if args.source is not None:
-        if args.server or args.tool or args.all:
-            raise UserError("give --from FILE alone, or --server/--tool/--all")
         items = read_export(args.source)
         origin = ORIGIN_FILE
     else:

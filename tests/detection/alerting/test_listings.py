@@ -205,6 +205,12 @@ def test_approve_naming_nothing_is_bad_usage_before_the_store_is_read(
 ) -> None:
     assert main(["pins", "approve", "--store", str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().err == f"toolwatch pins: {NOTHING_NAMED}\n"
+    mixed = ["pins", "approve", "--from", str(tmp_path / "x.json"), "--server", "a"]
+    assert main([*mixed, "--store", str(tmp_path / "missing")]) == 2  # was 1
+    assert (
+        capsys.readouterr().err
+        == "toolwatch pins: give --from FILE alone, or --server/--tool/--all\n"
+    )
 
 
 def test_a_bad_export_is_refused(tmp_path: Path) -> None:
