@@ -17,11 +17,10 @@ import anyio
 
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
-from toolwatch.injection.proxy.proxy import (
+from toolwatch.injection.proxy.proxy import run_proxy, serve
+from toolwatch.injection.proxy.upstream import (
     UpstreamTarget,
     UpstreamUnavailable,
-    run_proxy,
-    serve,
     upstream_command,
 )
 from toolwatch.usage import non_negative_int, port

@@ -5,6 +5,7 @@ same fault engine the workbench replays with), labelling them for ground truth.
 Users need :class:`FaultProxy` and :func:`upstream_command`; the command is ``toolwatch proxy``.
 """
 
-from toolwatch.injection.proxy.proxy import FaultProxy, upstream_command
+from toolwatch.injection.proxy.proxy import FaultProxy
+from toolwatch.injection.proxy.upstream import upstream_command
 
 __all__ = ["FaultProxy", "upstream_command"]

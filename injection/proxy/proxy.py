@@ -11,19 +11,17 @@ be scored later.
 
 Occurrences are counted per proxy, across all clients of that proxy. An upstream that dies is
 reported as a JSON-RPC error naming it, and is reconnected (restarted, for a command) on the
-next request, so the proxy keeps serving.
+next request (:mod:`.upstream`), so the proxy keeps serving.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shlex
 import socket
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -31,14 +29,11 @@ from typing import Any, Literal, TypeVar
 import anyio
 import mcp_types as types
 import uvicorn
-from anyio.abc import TaskGroup, TaskStatus
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.session import ClientSession
+from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
-from pydantic import TypeAdapter, ValidationError
 
 from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.effects import announce_injection
@@ -46,184 +41,20 @@ from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
+from toolwatch.injection.proxy.upstream import (
+    CallResult,
+    Upstream,
+    UpstreamTarget,
+    UpstreamUnavailable,
+)
 
 logger = logging.getLogger(__name__)
 
-UpstreamTarget = str | StdioServerParameters | Server[Any] | MCPServer
 Transport = Literal["stdio", "http"]
 _T = TypeVar("_T")
 _R = TypeVar("_R", bound=types.Result)
-_CallResult = types.CallToolResult | types.InputRequiredResult
-_CALL_RESULT: TypeAdapter[_CallResult] = TypeAdapter(_CallResult)
-_CLIENT_INFO = types.Implementation(name="toolwatch-proxy", version="0.1.0")
 #: ``data`` key of the JSON-RPC error the proxy sends when the upstream cannot be reached.
 UPSTREAM_UNAVAILABLE_KEY = "toolwatch/upstream"
-
-
-class UpstreamUnavailable(Exception):
-    """The upstream server cannot be reached (not started, crashed, connection closed)."""
-
-
-def describe_target(target: UpstreamTarget) -> str:
-    """A short human name of an upstream (for logs and error messages)."""
-    if isinstance(target, str):
-        return target
-    if isinstance(target, StdioServerParameters):
-        return shlex.join([target.command, *target.args])
-    return f"in-process server {target.name!r}"
-
-
-def upstream_command(command_line: str) -> StdioServerParameters:
-    """A stdio upstream from a shell-like command line; it inherits our environment."""
-    parts = shlex.split(command_line)
-    if not parts:
-        raise ValueError("empty upstream command")
-    return StdioServerParameters(command=parts[0], args=parts[1:], env=dict(os.environ))
-
-
-# --------------------------------------------------------------------------------------------
-# The upstream connection
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Connection:
-    client: Client
-    closed: anyio.Event
-
-
-class Upstream:
-    """The proxy's client connection to the upstream, owned by one task so that it can be
-    dropped and re-established (a crashed stdio server is restarted) without the proxy."""
-
-    def __init__(self, target: UpstreamTarget, *, connect_timeout: float = 30.0) -> None:
-        self.target = target
-        self.name = describe_target(target)
-        self.connect_timeout = connect_timeout
-        self._conn: _Connection | None = None
-        self._lock = anyio.Lock()
-        self._stack = AsyncExitStack()
-        self._tg: TaskGroup | None = None
-        self.connects = 0
-
-    async def __aenter__(self) -> Upstream:
-        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
-        try:
-            await self._connect()
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        if self._conn is not None:
-            self._conn.closed.set()
-            self._conn = None
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
-        await self._stack.aclose()
-
-    async def _own(self, *, task_status: TaskStatus[_Connection]) -> None:
-        started = False
-        try:
-            async with Client(self.target, client_info=_CLIENT_INFO) as client:
-                conn = _Connection(client, anyio.Event())
-                started = True
-                task_status.started(conn)
-                await conn.closed.wait()
-        except Exception as exc:
-            if not started:
-                raise
-            logger.warning("upstream %s: connection ended with %s", self.name, _reason(exc))
-
-    async def _connect(self) -> _Connection:
-        assert self._tg is not None
-        try:
-            with anyio.fail_after(self.connect_timeout):
-                conn: _Connection = await self._tg.start(self._own)
-        except TimeoutError as exc:
-            raise UpstreamUnavailable(
-                f"cannot connect to upstream {self.name}: no answer within {self.connect_timeout} s"
-            ) from exc
-        except Exception as exc:
-            raise UpstreamUnavailable(
-                f"cannot connect to upstream {self.name}: {_reason(exc)}"
-            ) from exc
-        self._conn = conn
-        self.connects += 1
-        if self.connects > 1:
-            logger.info("upstream %s: reconnected", self.name)
-        return conn
-
-    async def _connection(self) -> _Connection:
-        if self._conn is not None:
-            return self._conn
-        async with self._lock:
-            if self._conn is None:
-                await self._connect()
-            assert self._conn is not None
-            return self._conn
-
-    def _drop(self, conn: _Connection, reason: str) -> None:
-        if self._conn is conn:
-            logger.warning(
-                "upstream %s failed (%s); reconnecting on the next request", self.name, reason
-            )
-            self._conn = None
-            conn.closed.set()
-
-    @property
-    def client(self) -> Client:
-        if self._conn is None:
-            raise UpstreamUnavailable(f"upstream {self.name} is not connected")
-        return self._conn.client
-
-    async def send(self, fn: Callable[[ClientSession], Awaitable[_T]]) -> _T:
-        """Run one request on the upstream session; connection failures become
-        :class:`UpstreamUnavailable` (and a reconnect), JSON-RPC errors pass through."""
-        conn = await self._connection()
-        try:
-            return await fn(conn.client.session)
-        except MCPError as exc:
-            if exc.error.code != types.CONNECTION_CLOSED:
-                raise
-            self._drop(conn, exc.error.message)
-            raise UpstreamUnavailable(f"upstream {self.name}: {exc.error.message}") from exc
-        except ValidationError as exc:
-            # Field locations only: pydantic messages would echo the result's content.
-            where = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
-            raise MCPError(
-                code=types.INTERNAL_ERROR,
-                message=f"toolwatch proxy: upstream {self.name} sent an invalid result "
-                f"(fields: {', '.join(where[:5])})",
-            ) from exc
-        except Exception as exc:
-            self._drop(conn, _reason(exc))
-            raise UpstreamUnavailable(f"upstream {self.name}: {_reason(exc)}") from exc
-
-    async def list_tools(
-        self, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return await self.send(
-            lambda s: s.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
-        )
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> _CallResult:
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=name, arguments=arguments)
-        )
-        # The raw request, not ``call_tool``: the proxy must not validate or reshape results.
-        return await self.send(lambda s: s.send_request(request, _CALL_RESULT))
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_reason(e) for e in exc.exceptions)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,7 +206,7 @@ class FaultProxy(Server[Any]):
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> _CallResult:
+    ) -> CallResult:
         return _unstamp(await self._call(params.name, params.arguments, ctx))
 
     async def _call(
@@ -383,7 +214,7 @@ class FaultProxy(Server[Any]):
         name: str,
         arguments: dict[str, Any] | None,
         ctx: ServerRequestContext[Any] | None = None,
-    ) -> _CallResult:
+    ) -> CallResult:
         self.calls[name] += 1
         n = self.calls[name]
         engine = self.engine
