@@ -53,6 +53,19 @@ def upstream_command(command_line: str) -> StdioServerParameters:
     return StdioServerParameters(command=parts[0], args=parts[1:], env=dict(os.environ))
 
 
+def _tolerant(target: UpstreamTarget) -> UpstreamTarget:
+    """A stdio upstream whose undecodable output bytes become U+FFFD instead of failing.
+
+    With ``strict`` decoding (the SDK's default) one non-UTF-8 line kills the SDK's stdout
+    reader without closing the connection, so that call and every later one would hang; with
+    ``replace`` the client gets the response with the bad bytes replaced, and the proxy stays
+    transparent for everything else.
+    """
+    if isinstance(target, StdioServerParameters) and target.encoding_error_handler == "strict":
+        return target.model_copy(update={"encoding_error_handler": "replace"})
+    return target
+
+
 @dataclass
 class _Connection:
     client: Client
@@ -64,7 +77,7 @@ class Upstream:
     dropped and re-established (a crashed stdio server is restarted) without the proxy."""
 
     def __init__(self, target: UpstreamTarget, *, connect_timeout: float = 30.0) -> None:
-        self.target = target
+        self.target = _tolerant(target)
         self.name = describe_target(target)
         self.connect_timeout = connect_timeout
         self._conn: _Connection | None = None
