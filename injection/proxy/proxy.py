@@ -110,9 +110,19 @@ class FaultProxy(Server[Any]):
     # -- start-up ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Learn the upstream's tools and say which fault is armed (or that none is)."""
+        """Learn the upstream's tools and say which fault is armed (or that none is).
+
+        An upstream that completes the handshake but never answers ``tools/list`` would hold
+        the start forever: after the connect timeout it is :class:`UpstreamUnavailable`.
+        """
+        timeout = self.upstream.connect_timeout
         try:
-            listing = await self.upstream.list_tools(None)
+            with anyio.fail_after(timeout):
+                listing = await self.upstream.list_tools(None)
+        except TimeoutError as exc:
+            raise UpstreamUnavailable(
+                f"upstream {self.upstream.name} did not answer tools/list within {timeout:g} s"
+            ) from exc
         except (UpstreamUnavailable, MCPError) as exc:
             logger.warning("could not list the upstream's tools at start: %s", exc)
         else:
@@ -321,7 +331,8 @@ async def run_proxy(
 
     ``upstream`` is a URL, ``StdioServerParameters``, or a server object; when omitted, the
     scenario's own tools are served in process (fully offline). Raises
-    :class:`UpstreamUnavailable` when the upstream cannot be reached at start.
+    :class:`UpstreamUnavailable` when the upstream cannot be reached at start, or does not
+    answer ``tools/list`` within ``connect_timeout`` seconds.
     """
     if upstream is None:
         if scenario is None:

@@ -3,15 +3,20 @@ real fault proxy: bytes that are not UTF-8, and a listing that never comes."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
+from toolwatch.cli import main as cli_main
+from toolwatch.injection.commands import proxy as command
 from toolwatch.injection.proxy.proxy import run_proxy
-from toolwatch.injection.proxy.upstream import upstream_command
+from toolwatch.injection.proxy.upstream import UpstreamUnavailable, upstream_command
 
 PYTHON = sys.executable
 
@@ -79,3 +84,28 @@ def test_a_response_that_is_not_utf8_is_forwarded_with_the_bytes_replaced(
 
     anyio.run(main)
     assert texts == ["\ufffd\ufffd\ufffd", "fine"] * 4
+
+
+def test_an_upstream_that_never_lists_its_tools_fails_the_start_after_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It completes the handshake, then never answers tools/list: the start hung forever."""
+    script = raw_upstream(tmp_path)
+    monkeypatch.setenv("HANG_LIST", "1")
+    target = upstream_command(f"{PYTHON} {script}")
+    name = f"{PYTHON} {script}"
+
+    async def main() -> None:
+        with anyio.fail_after(20), pytest.raises(UpstreamUnavailable) as info:
+            async with run_proxy(None, target, connect_timeout=1):
+                pass
+        assert str(info.value) == f"upstream {name} did not answer tools/list within 1 s"
+
+    started = time.monotonic()
+    anyio.run(main)
+    assert time.monotonic() - started < 10
+    monkeypatch.setattr(command, "run_proxy", functools.partial(run_proxy, connect_timeout=1))
+    assert cli_main(["proxy", "--upstream-cmd", name]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"toolwatch proxy: upstream {name} did not answer tools/list within 1 s"
+    ]
