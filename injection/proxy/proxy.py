@@ -88,6 +88,7 @@ class FaultProxy(Server[Any]):
             instructions=client.instructions,
             website_url=info.website_url,
             icons=info.icons,
+            get_tool_input_schema=self._advertised_input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources if caps.resources else None,
@@ -104,6 +105,7 @@ class FaultProxy(Server[Any]):
         self.listings = 0
         self.injections: list[Injection] = []
         self._upstream_tools: list[dict[str, Any]] = []
+        self._input_schemas: dict[str, dict[str, Any]] = {}
         self._listing_poisoned = False
         self.log = InjectionLog(Path(injection_log)) if injection_log else None
 
@@ -127,6 +129,7 @@ class FaultProxy(Server[Any]):
             logger.warning("could not list the upstream's tools at start: %s", exc)
         else:
             self._remember(listing)
+            self._advertise(listing)
         for line in self.armed():
             logger.info("%s", line)
         if self.engine is not None and self._upstream_tools:
@@ -191,7 +194,22 @@ class FaultProxy(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return _unstamp(await self._listing(params))
+        listing = await self._listing(params)
+        self._advertise(listing)
+        return _unstamp(listing)
+
+    def _advertise(self, listing: types.ListToolsResult) -> None:
+        self._input_schemas.update({t.name: t.input_schema for t in listing.tools})
+
+    def _advertised_input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of ``name`` in the last listing served (or, before any, the
+        upstream's), for the SDK's ``Mcp-Param-*`` header check of a 2026-07-28 call over HTTP.
+
+        Without it the SDK runs the ``tools/list`` handler itself before every such call: a
+        listing no client sees, which the proxy would count (C2 would poison from the 2nd of
+        them) and record as injected.
+        """
+        return self._input_schemas.get(name)
 
     async def _listing(self, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         result = await self._forward(lambda: self.upstream.list_tools(params))

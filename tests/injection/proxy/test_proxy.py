@@ -19,7 +19,16 @@ import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
-from mcp_types import INTERNAL_ERROR, REQUEST_TIMEOUT, CallToolResult, TextContent
+from mcp_types import (
+    INTERNAL_ERROR,
+    REQUEST_TIMEOUT,
+    CallToolRequest,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsRequest,
+    ListToolsResult,
+    TextContent,
+)
 
 from toolwatch.cli import main as cli_main
 from toolwatch.conventions import LABEL_META_KEY
@@ -586,6 +595,41 @@ def test_over_streamable_http_on_loopback() -> None:
                 with pytest.raises(MCPError) as info:
                     await client.call_tool("get_contract", args)
         assert info.value.error.data[LABEL_META_KEY] == s.label
+
+    anyio.run(main)
+
+
+def test_over_http_only_the_listings_a_client_gets_count() -> None:
+    """A 2026-07-28 call over HTTP has the SDK check its Mcp-Param headers against the tool's
+    input schema; it used to run the proxy's tools/list handler for that, so every call counted
+    as a listing served: C2 poisoned a listing no client saw and labelled the calls after it."""
+    s = find_scenario("c2-ops-01")  # poisons from the 2nd listing
+    listing = ListToolsRequest()
+    call = CallToolRequest(
+        params=CallToolRequestParams(
+            name="get_deploy_history", arguments={"service": "checkout-api"}
+        )
+    )
+
+    async def session(url: str) -> tuple[str | None, list[str | None]]:
+        async with Client(url) as client:
+            assert client.protocol_version == "2026-07-28"
+            listed = await client.session.send_request(listing, ListToolsResult)
+            results = [await client.session.send_request(call, CallToolResult) for _ in range(3)]
+        return (listed.meta or {}).get(LABEL_META_KEY), [label_of(r) for r in results]
+
+    async def main() -> None:
+        async with run_proxy(s, None) as proxy, http_server(proxy) as front:
+            assert await session(front.url) == (None, [None, None, None])
+            assert proxy.listings == 1 and proxy.injections == []
+            assert await session(front.url) == (s.label, [s.label] * 3)
+            assert proxy.listings == 2
+            assert [(i.kind, i.occurrence) for i in proxy.injections] == [
+                ("listing", 2),
+                ("under_listing", 4),
+                ("under_listing", 5),
+                ("under_listing", 6),
+            ]
 
     anyio.run(main)
 
