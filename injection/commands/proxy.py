@@ -18,6 +18,7 @@ import anyio
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.proxy.proxy import run_proxy, serve
+from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.proxy.upstream import (
     UpstreamTarget,
     UpstreamUnavailable,
@@ -64,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _quiet_http_logs()
+    content_free_sdk_logs()  # an upstream's bad line: one line naming the error, not its content
     try:
         scenario, target = _resolve(args)
         anyio.run(_main, args, scenario, target)

@@ -1,21 +1,26 @@
 """A misbehaving stdio upstream (a hand-written JSON-RPC server, a real subprocess) behind the
-real fault proxy: bytes that are not UTF-8, and a listing that never comes."""
+real fault proxy: bytes that are not UTF-8, a listing that never comes, lines that are not
+JSON-RPC."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
+from mcp_types import REQUEST_TIMEOUT
 
 from toolwatch.cli import main as cli_main
 from toolwatch.injection.commands import proxy as command
 from toolwatch.injection.proxy.proxy import run_proxy
+from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, content_free_sdk_logs
 from toolwatch.injection.proxy.upstream import UpstreamUnavailable, upstream_command
 
 PYTHON = sys.executable
@@ -47,7 +52,12 @@ RAW = textwrap.dedent(
                 send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
         elif method == "tools/call":
             name = msg["params"]["name"]
-            send(text(mid, b"fine" if name == "ok" else b"\xff\xfe\x80"))
+            if name == "garbled":  # a lone surrogate: not JSON
+                send(text(mid, b"SECRET-RESULT \\ud800"))
+            elif name == "no_result":
+                send({"jsonrpc": "2.0", "id": mid, "secret": "SECRET-RESULT"})
+            else:
+                send(text(mid, b"fine" if name == "ok" else b"\xff\xfe\x80"))
         else:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no"}})
     """
@@ -108,4 +118,68 @@ def test_an_upstream_that_never_lists_its_tools_fails_the_start_after_the_timeou
     assert cli_main(["proxy", "--upstream-cmd", name]) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"toolwatch proxy: upstream {name} did not answer tools/list within 1 s"
+    ]
+
+
+@pytest.fixture
+def sdk_logs() -> Iterator[None]:
+    """The proxy command's content-free SDK logging, taken off again after the test."""
+    loggers = content_free_sdk_logs()
+    yield
+    for logger in loggers:
+        logger.removeFilter(CONTENT_FREE)
+
+
+def test_a_line_that_is_not_json_rpc_is_one_log_line_without_its_content(
+    tmp_path: Path, sdk_logs: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK logged each such line with a traceback whose pydantic message quoted it."""
+    script = raw_upstream(tmp_path)
+    errors: list[int] = []
+
+    async def main() -> None:
+        async with (
+            run_proxy(None, upstream_command(f"{PYTHON} {script}")) as proxy,
+            Client(proxy, read_timeout_seconds=1) as client,
+        ):
+            for tool in ("garbled", "no_result"):
+                with pytest.raises(MCPError) as info:  # the SDK drops the line: no answer
+                    await client.call_tool(tool, {})
+                errors.append(info.value.error.code)
+            assert (await client.call_tool("ok", {})).content[0].text == "fine"
+
+    with caplog.at_level(logging.INFO):
+        anyio.run(main)
+    assert errors == [REQUEST_TIMEOUT] * 2
+    sdk = [r for r in caplog.records if r.name.startswith("mcp.")]
+    assert [(r.name, r.getMessage()) for r in sdk if r.levelno >= logging.WARNING] == [
+        (
+            "mcp.client.stdio",
+            "Failed to parse JSONRPC message from server (ValidationError: json_invalid)",
+        ),
+        (
+            "mcp.client.stdio",
+            "Failed to parse JSONRPC message from server (ValidationError: missing)",
+        ),
+    ]
+    assert all(r.exc_info is None for r in sdk)
+    assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
+
+
+def test_cli_an_upstream_that_answers_garbage_at_start_is_two_lines_without_content(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    garbage = f"{PYTHON} -c 'print(\"SECRET garbage\")'"
+    try:
+        with caplog.at_level(logging.INFO):
+            assert cli_main(["proxy", "--upstream-cmd", garbage]) == 1
+    finally:
+        for logger in content_free_sdk_logs():
+            logger.removeFilter(CONTENT_FREE)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("mcp.")] == [
+        "Failed to parse JSONRPC message from server (ValidationError: json_invalid)"
+    ]
+    assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
+    assert capsys.readouterr().err.splitlines() == [
+        f"toolwatch proxy: cannot connect to upstream {garbage}: MCPError: Connection closed"
     ]
