@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections.abc import Mapping
 from functools import cache
 from typing import Any, Final
@@ -36,6 +37,9 @@ from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, SILENT_FAULTS
 def validate_data(data: Any) -> list[Problem]:
     """Every problem in a decoded scenario document (schema first, then semantics, then what
     the fault does to a declared output schema)."""
+    problems = _non_finite_problems(data)
+    if problems:
+        return problems
     if is_agentcheck(data):
         problems = _schema_problems(data, AGENTCHECK_SCHEMA)
         if problems:
@@ -70,6 +74,29 @@ def validate_data(data: Any) -> list[Problem]:
         return problems
     problems = _semantic_problems(data, strict=True, converted=False)
     return problems or _silence_problems(build_scenario(data, "<memory>", FORMAT))
+
+
+def _non_finite_problems(data: Any) -> list[Problem]:
+    """NaN and ±Infinity anywhere in a document, in document order: Python's json reads them
+    but JSON has no such numbers, and they pass every bound (a NaN probability validated and
+    never fired; ``show --json`` printed it as invalid JSON). Iterative: a document as deep as
+    the decoder allows must not overflow the stack here."""
+    problems: list[Problem] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            number = json.dumps(node)  # as the file spells it: NaN, Infinity, -Infinity
+            problems.append(
+                Problem(
+                    pointer_join(path), f"{number} is not a number JSON allows (no NaN or Infinity)"
+                )
+            )
+        elif isinstance(node, Mapping):
+            stack.extend(((*path, k), v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(node))))
+    return problems
 
 
 def _silence_problems(scenario: Scenario) -> list[Problem]:

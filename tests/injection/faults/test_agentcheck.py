@@ -341,6 +341,22 @@ def test_missing_ground_truth_is_a_clear_error_not_a_made_up_value() -> None:
         parse_scenario(c1, "c1.json")
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_timeout_is_an_invalid_template_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], number: str
+) -> None:
+    """``int(NaN)`` in the converter was "unexpected ValueError" (exit 70) in every command."""
+    raw = json.loads((TEMPLATES / "A1_search_docs_timeout.json").read_text())
+    raw["fault_spec"]["params"]["timeout_ms"] = float(number)
+    path = tmp_path / "a1.json"
+    path.write_text(json.dumps(raw))
+    assert cli_main(["scenarios", "validate", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"{path}: /fault_spec/params/timeout_ms: {number} is not a number JSON allows "
+        "(no NaN or Infinity)\n"
+    )
+
+
 @pytest.mark.parametrize("field", ["fault_spec", "tools", "scoring"])
 def test_a_template_missing_its_own_field_is_judged_as_a_template(field: str) -> None:
     """Without one of AgentCheck's required fields the error names that field alone, not

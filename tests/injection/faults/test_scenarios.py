@@ -277,6 +277,32 @@ def test_a_file_nested_too_deeply_or_not_utf8_is_an_invalid_file_not_a_bug(tmp_p
     assert validate_path(binary) == [f"{binary}: /: not UTF-8 text (byte 0xff at offset 0)"]
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_number_is_refused_wherever_it_stands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], number: str
+) -> None:
+    """Python's json reads NaN and ±Infinity; a NaN probability passed every bound (the proxy
+    armed "probability nan", which never fires) and show --json printed invalid JSON."""
+    doc = library_doc("a2-shop-01")
+    doc["fault"]["occurrence"]["probability"] = float(number)
+    doc["tools"][0]["response"]["structured"]["price_usd"] = float(number)
+    doc["metadata"]["weights"] = [1, float(number)]
+    path = write(tmp_path, "nan.json", doc)
+    assert number in path.read_text()
+    why = f"{number} is not a number JSON allows (no NaN or Infinity)"
+    assert validate_path(path) == [
+        f"{path}: /tools/0/response/structured/price_usd: {why}",
+        f"{path}: /fault/occurrence/probability: {why}",
+        f"{path}: /metadata/weights/1: {why}",
+    ]
+    assert cli_main(["scenarios", "validate", str(path)]) == 1
+    assert cli_main(["scenarios", "show", "--json", str(path)]) == 2
+    assert cli_main(["scenarios", "list", "--json", "--path", str(path)]) == 1
+    out = capsys.readouterr()
+    assert out.out == "0 valid, 1 invalid\n" and number not in out.out
+    assert out.err.count(f"/fault/occurrence/probability: {why}") == 3
+
+
 def test_cli_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["scenarios", "validate"]) == 0
     out = capsys.readouterr().out
