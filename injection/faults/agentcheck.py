@@ -126,6 +126,29 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
                 "params": {"type": "object"},
             },
             "allOf": [
+                # what the converter reads as a number, an object or a list must be one (a
+                # word, a list or an object crashed the conversion; ``true`` was a 1 ms timeout)
+                _params("delay", [], properties={"timeout_ms": {"type": "number"}}),
+                _params(
+                    "replace_with_error",
+                    [],
+                    properties={"error_code": {"type": ["string", "integer"]}},
+                ),
+                _params(
+                    "alter_schema",
+                    [],
+                    properties={
+                        "rename_args": {"type": "object"},
+                        "rename_fields": {"type": "object"},
+                    },
+                ),
+                _params(
+                    "inject_false_claim",
+                    [],
+                    properties={
+                        "false_claim_aliases": {"type": "array", "items": {"type": "string"}}
+                    },
+                ),
                 # AgentCheck's runners take either (``runner._schema_drift_configured``)
                 _params_any("alter_schema", "rename_args", "altered_response"),
                 _params("inject_stale_data", ["stale_response"]),

@@ -357,6 +357,43 @@ def test_a_non_finite_timeout_is_an_invalid_template_not_a_crash(
     )
 
 
+@pytest.mark.parametrize(
+    ("sid", "key", "value", "kind"),
+    [
+        ("A1_search_docs_timeout", "timeout_ms", "abc", "'number'"),
+        ("A1_search_docs_timeout", "timeout_ms", "5000", "'number'"),
+        ("A1_search_docs_timeout", "timeout_ms", {}, "'number'"),
+        ("A1_search_docs_timeout", "timeout_ms", [5], "'number'"),
+        ("A1_search_docs_timeout", "timeout_ms", True, "'number'"),  # was a 1 ms hold
+        ("A2_search_docs_error", "error_code", [1], "'string', 'integer'"),
+        ("A2_search_docs_error", "error_code", 1.5, "'string', 'integer'"),
+        ("A4_get_doc_id_rename", "rename_args", "doc_id", "'object'"),
+        ("A4_get_doc_id_rename", "rename_fields", ["doc_id"], "'object'"),
+        ("C3_false_bankruptcy_claim", "false_claim_aliases", 5, "'array'"),
+    ],
+)
+def test_a_param_of_the_wrong_type_is_an_invalid_template_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sid: str, key: str, value: Any, kind: str
+) -> None:
+    """The converter read these unguarded: int("abc"), dict("x"), iterating 5 crashed every
+    command with exit 70, and ``true`` became a 1 ms hold."""
+    raw = json.loads((TEMPLATES / f"{sid}.json").read_text())
+    raw["fault_spec"]["params"][key] = value
+    path = tmp_path / "template.json"
+    path.write_text(json.dumps(raw))
+    assert cli_main(["scenarios", "validate", str(path)]) == 1
+    assert cli_main(["scenarios", "show", str(path)]) == 2
+    assert cli_main(["scenarios", "list", "--path", str(path)]) == 1
+    line = f"{path}: /fault_spec/params/{key}: {value!r} is not of type {kind}"
+    assert capsys.readouterr().err.splitlines() == [line, line, line, "0 scenario(s)"]
+
+
+def test_a_fractional_timeout_is_still_a_hold() -> None:
+    raw = json.loads((TEMPLATES / "A1_search_docs_timeout.json").read_text())
+    raw["fault_spec"]["params"]["timeout_ms"] = 1500.7
+    assert parse_scenario(raw, "a1.json").fault.params == {"delay_ms": 1500, "mode": "sleep"}
+
+
 @pytest.mark.parametrize("field", ["fault_spec", "tools", "scoring"])
 def test_a_template_missing_its_own_field_is_judged_as_a_template(field: str) -> None:
     """Without one of AgentCheck's required fields the error names that field alone, not
