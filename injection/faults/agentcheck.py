@@ -64,7 +64,7 @@ from typing import Any, Final
 
 from toolwatch.injection.faults.pointer import lookup, pointer_join
 from toolwatch.injection.faults.prose_schema import derive_input_schema
-from toolwatch.injection.faults.scenario import FORMAT, Problem, scenario_schema
+from toolwatch.injection.faults.scenario import FORMAT, Problem, quote, scenario_schema
 from toolwatch.injection.faults.taxonomy import ACTION_FAULTS, FAULT_ACTIONS
 from toolwatch.injection.mitigations.results import iter_leaves
 from toolwatch.injection.mitigations.values import normalize_scalar, parse_date
@@ -404,7 +404,9 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     for i, t in enumerate(data["tools"]):
         if served[names[str(t["tool_id"])]] > 1:
             problems.append(
-                Problem(f"/tools/{i}/tool_id", f"{t['tool_id']!r} is not the only tool named that")
+                Problem(
+                    f"/tools/{i}/tool_id", f"{quote(t['tool_id'])} is not the only tool named that"
+                )
             )
     renamed = {new: old for old, new in names.items() if new != old}
     if renamed:

@@ -42,6 +42,21 @@ def scenario_schema() -> dict[str, Any]:
     return schema
 
 
+#: The most of a value a problem message quotes: a whole document or a 10,000-character name
+#: is shown by its first characters and an ellipsis.
+QUOTE_LIMIT: Final = 60
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quote(value: Any) -> str:
+    """``repr(value)`` as a problem message quotes it (cut by :func:`clip`)."""
+    return clip(repr(value))
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One thing wrong with a scenario file: where (JSON pointer) and what."""

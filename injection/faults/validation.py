@@ -23,8 +23,11 @@ from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.pointer import pointer_join, resolve_pointer, set_pointer
 from toolwatch.injection.faults.scenario import (
     FORMAT,
+    QUOTE_LIMIT,
     Problem,
     Scenario,
+    clip,
+    quote,
     scenario_schema,
 )
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, SILENT_FAULTS
@@ -128,7 +131,8 @@ def _silence_problems(scenario: Scenario) -> list[Problem]:
         Problem(
             "/fault/params",
             f"the faulted result breaks output_schema of {target.name!r} "
-            f"({error.message}): the mcp client would reject it, so the fault would not be silent",
+            f"({_message(error)}): the mcp client would reject it, so the fault would not "
+            "be silent",
         )
     ]
 
@@ -165,9 +169,22 @@ def _explain(error: jsonschema.ValidationError) -> list[Problem]:
         if shapes:
             how = "exactly one" if error.validator == "oneOf" else "at least one"
             return [Problem(here, f"expected an object with {how} of {' | '.join(shapes)}")]
-        reasons = list(dict.fromkeys(e.message for e in error.context))
+        reasons = list(dict.fromkeys(_message(e) for e in error.context))
         return [Problem(here, " or ".join(reasons))]
-    return [Problem(here, error.message)]
+    return [Problem(here, _message(error))]
+
+
+def _message(error: jsonschema.ValidationError | jsonschema.SchemaError) -> str:
+    """The error's message quoting at most the start of the value it is about: jsonschema
+    echoes the whole instance (a top-level array printed the document; a 10,000-character
+    name came back whole), and an object's property names (``additionalProperties``)."""
+    message = error.message
+    named = list(error.instance) if isinstance(error.instance, Mapping) else []
+    for value in [error.instance, *named]:
+        full = repr(value)
+        if len(full) > QUOTE_LIMIT:
+            message = message.replace(full, quote(value))
+    return message
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,7 +250,7 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
     if fault["tool"] not in tools:
         add(
             "/fault/tool",
-            f"faulty tool {fault['tool']!r} is not among the tools ({', '.join(tools)})",
+            f"faulty tool {quote(fault['tool'])} is not among the tools ({', '.join(tools)})",
         )
         return problems
     for i, tool in enumerate(data["tools"]):
@@ -255,7 +272,7 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             if errors:
                 add(
                     f"/tools/{i}/response/structured",
-                    f"does not match output_schema: {errors[0].message}",
+                    f"does not match output_schema: {_message(errors[0])}",
                 )
         schema_problem = _schema_defect(json.dumps(tool["input_schema"], sort_keys=True))
         if schema_problem:
@@ -273,15 +290,15 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             if isinstance(declared, Mapping) and old not in declared:
                 add(
                     f"{pp}/argument_renames/{old}",
-                    f"tool {target['name']!r} has no argument {old!r}",
+                    f"tool {target['name']!r} has no argument {quote(old)}",
                 )
             if isinstance(declared, Mapping) and new in declared:
-                add(f"{pp}/argument_renames/{old}", f"new name {new!r} already exists")
+                add(f"{pp}/argument_renames/{old}", f"new name {quote(new)} already exists")
         for old in params.get("field_renames", {}):
             if target_json is not None and not _has_key(target_json, old):
                 add(
                     f"{pp}/field_renames/{old}",
-                    f"clean response of {target['name']!r} has no field {old!r}",
+                    f"clean response of {target['name']!r} has no field {quote(old)}",
                 )
         renames = params.get("argument_renames") or params.get("field_renames")
         if strict and not renames and "response" not in params:
@@ -295,7 +312,7 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             try:
                 clean = resolve_pointer(target_json, pointer)
             except (KeyError, ValueError):
-                add(where, f"clean response of {target['name']!r} has no field at {pointer}")
+                add(where, f"clean response of {target['name']!r} has no field at {clip(pointer)}")
                 continue
             if clean == value:
                 add(where, "patched value equals the clean value: the fault would change nothing")
@@ -309,7 +326,10 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
     elif action == "return_conflicting" and "reference" in params:
         ref = params["reference"]
         if ref["tool"] not in tools:
-            add(f"{pp}/reference/tool", f"reference tool {ref['tool']!r} is not among the tools")
+            add(
+                f"{pp}/reference/tool",
+                f"reference tool {quote(ref['tool'])} is not among the tools",
+            )
         elif ref["tool"] == target["name"]:
             add(f"{pp}/reference/tool", "reference tool must be another tool than the faulty one")
         else:
@@ -318,7 +338,10 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
                     _response_json(tools[ref["tool"]]["response"]), ref["pointer"]
                 )
             except (KeyError, ValueError):
-                add(f"{pp}/reference/pointer", f"{ref['tool']!r} has no field at {ref['pointer']}")
+                add(
+                    f"{pp}/reference/pointer",
+                    f"{ref['tool']!r} has no field at {clip(ref['pointer'])}",
+                )
             else:
                 for pointer, value in params.get("patch", {}).items():
                     if value == ref_value:
@@ -333,13 +356,14 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
                     if clean != ref_value:
                         add(
                             f"{pp}/reference",
-                            f"clean values disagree already ({clean!r} vs {ref_value!r}): "
+                            f"clean values disagree already ({quote(clean)} vs "
+                            f"{quote(ref_value)}): "
                             "the conflict must be introduced by the fault",
                         )
     if action == "prepend_injection":
         payload = checks.get("payload_id")
         if payload and payload not in params.get("text", ""):
-            add(f"{pp}/text", f"injection text does not carry the payload id {payload!r}")
+            add(f"{pp}/text", f"injection text does not carry the payload id {quote(payload)}")
     if action == "poison_description":
         text = params.get("description", "") + params.get("append", "")
         if not text:
@@ -348,10 +372,10 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             add(f"{pp}/description", "poisoned description equals the clean one")
         payload = checks.get("payload_id")
         if payload and payload not in text:
-            add(pp, f"poisoned description does not carry the payload id {payload!r}")
+            add(pp, f"poisoned description does not carry the payload id {quote(payload)}")
         url = checks.get("exfiltration_url")
         if url and url not in text:
-            add(pp, f"poisoned description does not contain the exfiltration URL {url}")
+            add(pp, f"poisoned description does not contain the exfiltration URL {clip(url)}")
     if action == "inject_false_claim":
         aliases = checks.get("false_claim_aliases", [])
         claim = params.get("claim", "").lower()
@@ -362,12 +386,15 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
             if alias.lower() in clean_text:
                 add(
                     f"/checks/false_claim_aliases/{i}",
-                    f"alias {alias!r} occurs in a clean response",
+                    f"alias {quote(alias)} occurs in a clean response",
                 )
     if action == "inject_exfiltration_instruction":
         url = params.get("exfiltration_url")
         if url and url not in params.get("instruction", ""):
-            add(f"{pp}/instruction", f"instruction does not contain the exfiltration URL {url}")
+            add(
+                f"{pp}/instruction",
+                f"instruction does not contain the exfiltration URL {clip(url)}",
+            )
         if url and checks.get("exfiltration_url") not in (None, url):
             add("/checks/exfiltration_url", "differs from fault.params.exfiltration_url")
     if action in ("inject_exfiltration_instruction", "poison_description") and checks.get(
@@ -375,7 +402,7 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
     ):
         host = urlsplit(checks["exfiltration_url"]).hostname or ""
         if host in checks.get("endpoint_allowlist", []):
-            add("/checks/endpoint_allowlist", f"allowlists the exfiltration host {host!r}")
+            add("/checks/endpoint_allowlist", f"allowlists the exfiltration host {quote(host)}")
     planted = action in (
         "prepend_injection",
         "inject_false_claim",
@@ -387,7 +414,7 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
         except (KeyError, ValueError):
             add(
                 f"{pp}/pointer",
-                f"clean response of {target['name']!r} has no field at {params['pointer']}",
+                f"clean response of {target['name']!r} has no field at {clip(params['pointer'])}",
             )
         else:
             if not isinstance(value, str):
@@ -395,7 +422,7 @@ def _semantic_problems(data: Mapping[str, Any], *, strict: bool, converted: bool
 
     # machine-checkable fields: present where the type needs them, consistent with responses
     if checks.get("target_tool") and checks["target_tool"] not in tools:
-        add("/checks/target_tool", f"tool {checks['target_tool']!r} is not among the tools")
+        add("/checks/target_tool", f"tool {quote(checks['target_tool'])} is not among the tools")
     if strict:
         for name in required_checks(data):
             if not checks.get(name):
@@ -448,7 +475,8 @@ def _served_conflict(
     except (KeyError, ValueError):
         return [
             Problem(
-                f"{pp}/pointer", f"{target['name']!r} has no field at {params['pointer']}{note}"
+                f"{pp}/pointer",
+                f"{target['name']!r} has no field at {clip(params['pointer'])}{note}",
             )
         ]
     try:
@@ -457,7 +485,9 @@ def _served_conflict(
         return [Problem(f"{pp}/reference/pointer", f"{ref['tool']!r} has no field there{note}")]
     if mine == theirs:
         return [
-            Problem(f"{pp}/pointer", f"the two clean values agree ({mine!r}): no conflict{note}")
+            Problem(
+                f"{pp}/pointer", f"the two clean values agree ({quote(mine)}): no conflict{note}"
+            )
         ]
     return []
 
@@ -468,7 +498,7 @@ def _schema_defect(schema_json: str) -> str | None:
     try:
         jsonschema.Draft202012Validator.check_schema(json.loads(schema_json))
     except jsonschema.SchemaError as exc:
-        return exc.message
+        return _message(exc)
     return None
 
 
@@ -479,7 +509,7 @@ def _check_value_ref(
     when ``faulted``: the faulty tool's response with the fault's patch applied)."""
     tools = {t["name"]: t for t in data["tools"]}
     if ref["tool"] not in tools:
-        return [Problem(f"{where}/tool", f"tool {ref['tool']!r} is not among the tools{note}")]
+        return [Problem(f"{where}/tool", f"tool {quote(ref['tool'])} is not among the tools{note}")]
     doc = _response_json(tools[ref["tool"]]["response"])
     fault = data["fault"]
     if faulted and fault["tool"] == ref["tool"]:
@@ -491,12 +521,15 @@ def _check_value_ref(
         actual = resolve_pointer(doc, ref["pointer"])
     except (KeyError, ValueError):
         return [
-            Problem(f"{where}/pointer", f"{ref['tool']!r} has no field at {ref['pointer']}{note}")
+            Problem(
+                f"{where}/pointer", f"{ref['tool']!r} has no field at {clip(ref['pointer'])}{note}"
+            )
         ]
     if actual != ref["value"]:
         return [
             Problem(
-                f"{where}/value", f"{ref['tool']!r} returns {actual!r} at {ref['pointer']}{note}"
+                f"{where}/value",
+                f"{ref['tool']!r} returns {quote(actual)} at {clip(ref['pointer'])}{note}",
             )
         ]
     return []

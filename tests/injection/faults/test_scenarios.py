@@ -4,7 +4,9 @@ the scenario server that serves a scenario's tools with their declared schemas."
 from __future__ import annotations
 
 import copy
+import io
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -301,6 +303,42 @@ def test_a_non_finite_number_is_refused_wherever_it_stands(
     out = capsys.readouterr()
     assert out.out == "0 valid, 1 invalid\n" and number not in out.out
     assert out.err.count(f"/fault/occurrence/probability: {why}") == 3
+
+
+def test_a_problem_quotes_only_the_start_of_a_long_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jsonschema echoed the whole offending value: a top-level array printed the document
+    (several KB) as one line, a 10,000-character name came back whole; so did our own
+    messages."""
+    long = "a" * 10_000
+    cut = "'" + "a" * 58 + "…"  # the first 60 characters of the repr, the last an ellipsis
+    cases = {
+        "name": ("a2-shop-01", lambda d: d["tools"][0].__setitem__("name", long)),
+        "extra": ("a2-shop-01", lambda d: d.__setitem__(long, 1)),
+        "tool": ("a2-shop-01", lambda d: d["fault"].__setitem__("tool", long)),
+        "payload": ("c1-legal-01", lambda d: d["checks"].__setitem__("payload_id", long)),
+    }
+    messages = {}
+    for name, (sid, mutate) in cases.items():
+        doc = library_doc(sid)
+        mutate(doc)
+        path = write(tmp_path, f"{name}.json", doc)
+        (line,) = validate_path(path)
+        messages[name] = line.removeprefix(f"{path}: ")
+    assert messages == {
+        "name": f"/tools/0/name: {cut} does not match '^[A-Za-z0-9_.-]{{1,64}}$'",
+        "extra": f"/: Additional properties are not allowed ({cut} was unexpected)",
+        "tool": f"/fault/tool: faulty tool {cut} is not among the tools "
+        "(get_product, get_product_reviews)",
+        "payload": f"/fault/params/text: injection text does not carry the payload id {cut}",
+    }
+    both = [library_doc("a2-shop-01"), library_doc("c1-legal-01")]
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(both)))
+    assert cli_main(["scenarios", "validate", "-"]) == 1
+    assert capsys.readouterr().err == (
+        f"<stdin>#1: /: {repr(both)[:59]}… is not of type 'object'\n"
+    )
 
 
 def test_cli_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
