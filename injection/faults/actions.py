@@ -218,6 +218,11 @@ def _empty(engine: FaultContext, plan: CallPlan, clean: dict[str, Any] | None) -
     if (replaced := _replaced(engine, clean)) is not None:
         return replaced
     assert clean is not None
+    if clean.get("isError"):
+        # B4 is a tool that answers "ok, nothing": emptying a failure would make a success of
+        # it and hide the error (not B4's fault), so, like a patch without its field, the
+        # fault does not apply (a given ``response`` is served without calling the tool)
+        return FaultEffect(False, clean, note="the result is an error: nothing to empty")
     mode = engine.params.get("mode", "empty_collections")
     base: dict[str, Any] = {"_meta": clean.get("_meta") or {}, "isError": False}
     result: dict[str, Any]

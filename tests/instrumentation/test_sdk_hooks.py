@@ -5,6 +5,7 @@ each hook is for still works: the B4 ``return_empty`` label survives mcp's outpu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import logging
@@ -82,14 +83,21 @@ def test_a_missing_hook_is_a_warning_not_silence(
 def test_b4_return_empty_keeps_its_label_when_the_output_schema_check_raises(
     exporter: InMemorySpanExporter, scenario_id: str
 ) -> None:
-    scenario = find_scenario(scenario_id)
+    base = find_scenario(scenario_id)
+    # B4 served as no content at all (no structured content: mcp's output-schema check
+    # raises), for the record the tool has (another id is answered "Not found", an error
+    # result B4 leaves alone)
+    fault = dataclasses.replace(base.fault, params={"mode": "no_content"})
+    scenario = dataclasses.replace(base, fault=fault)
     tool = scenario.fault.tool
     raised: list[BaseException] = []
+    record = scenario.faulty_tool.response.json_view()
+    arguments = {n: record.get(n, v) for n, v in required_arguments(scenario, tool).items()}
 
     async def main() -> None:
         async with run_proxy(scenario, None) as proxy, Client(proxy) as client:
             try:
-                await client.call_tool(tool, required_arguments(scenario, tool))
+                await client.call_tool(tool, arguments)
             except RuntimeError as exc:  # mcp: "has an output schema but did not return ..."
                 raised.append(exc)
 

@@ -284,6 +284,22 @@ def test_empty_is_silent(mode: str, expect_content: list[str], expect_structured
     assert effect.result["_meta"][LABEL_META_KEY] == LABEL
 
 
+@pytest.mark.parametrize("mode", ["empty_collections", "no_content", "empty_text"])
+def test_empty_leaves_an_error_result_alone(mode: str) -> None:
+    """An upstream's is_error result became an empty success labelled B4 (a failure hidden,
+    not a silent empty answer); it is not applicable, as a B1 patch on an error is."""
+    e = engine("return_empty", {"mode": mode})
+    error = clean({"error": {"status": 503, "items": ["db"]}})
+    error["isError"] = True
+    plain = clean(text="Error executing tool t: upstream database unavailable")
+    plain["isError"] = True
+    for result in (error, plain):
+        effect = e.apply(e.plan("t", {}, 1), result)
+        assert not effect.applied and effect.result == result
+        assert LABEL_META_KEY not in effect.result["_meta"]
+        assert effect.note == "the result is an error: nothing to empty"
+
+
 def test_empty_without_collections_empties_the_object() -> None:
     e = engine("return_empty", {})
     effect = e.apply(e.plan("t", {}, 1), clean({"a": 1}))
