@@ -7,8 +7,14 @@ connection down and runs one statement:
   ``EXPLAIN`` statements run; DuckDB's file access is limited to the store's own directory and
   its configuration is locked, so a query can neither write a file (``COPY``, ``EXPORT``,
   ``ATTACH``) nor read one outside the store, nor undo those settings;
-* **bounded**: at most ``limit`` rows are fetched (the result says when there were more), and a
-  query still running after ``timeout_s`` is interrupted.
+* **bounded**: at most ``limit`` rows are fetched (the result says when there were more), at
+  most :data:`MAX_BYTES` of them are kept (what the page sends to the browser: Streamlit
+  refuses a message over 200 MB, and a browser chokes well before), and a query still running
+  after ``timeout_s`` is interrupted.
+
+What a query returns is made showable or refused in one line: duplicate column names are made
+unique the way DuckDB names them (``a``, ``a_1``; said in :attr:`QueryResult.notes`), and a
+value pandas cannot hold (a date past year 9999, a union) is an error naming its column.
 
 No Streamlit here: the page (:mod:`toolwatch.app.dashboard.explore_page`) draws what these
 functions return, and the tests call them directly.
@@ -37,6 +43,8 @@ from toolwatch.usage import one_line
 DEFAULT_LIMIT: Final = 1_000
 MAX_LIMIT: Final = 100_000
 DEFAULT_TIMEOUT_S: Final = 30.0
+#: At most this much result data (Arrow bytes) is kept for the page; the rest is cut and said.
+MAX_BYTES: Final = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -114,13 +122,16 @@ ORDER BY hour""",
 
 @dataclass(frozen=True)
 class QueryResult:
-    """What a query returned: at most ``limit`` rows, whether there were more, how long it
-    took, or the one-line error that stopped it."""
+    """What a query returned: at most ``limit`` rows (and :data:`MAX_BYTES`), whether there
+    were more, how long it took, or the one-line error that stopped it. ``size_capped``: the
+    rows were cut by size, not by the row limit; ``notes``: what was changed to show them."""
 
     frame: pd.DataFrame
     truncated: bool = False
     seconds: float = 0.0
     error: str = ""
+    size_capped: bool = False
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -147,9 +158,12 @@ def run_query(
     span: TimeSpan | None = None,
     limit: int = DEFAULT_LIMIT,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_bytes: int | None = None,
 ) -> QueryResult:
-    """Run ``sql`` read-only on the store (see the module docstring)."""
+    """Run ``sql`` read-only on the store (see the module docstring); ``max_bytes`` defaults
+    to :data:`MAX_BYTES`."""
     limit = max(1, min(int(limit), MAX_LIMIT))
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
     started = time.perf_counter()
     with _private(root, span) as con:
         lock_down(con, root)
@@ -161,11 +175,12 @@ def run_query(
         timer.start()
         try:
             reader = con.sql(statement).to_arrow_reader(min(limit + 1, 10_000))
-            batches, rows = [], 0
+            batches, rows, size = [], 0, 0
             for batch in reader:
                 batches.append(batch)
                 rows += batch.num_rows
-                if rows > limit:
+                size += batch.nbytes
+                if rows > limit or size > max_bytes:
                     break
             table = pa.Table.from_batches(batches, schema=reader.schema)
         except duckdb.InterruptException:
@@ -180,9 +195,91 @@ def run_query(
             )
         finally:
             timer.cancel()
-    truncated = table.num_rows > limit
-    frame = table.slice(0, limit).to_pandas()
-    return QueryResult(frame, truncated=truncated, seconds=time.perf_counter() - started)
+    return _showable(table, limit, max_bytes, started)
+
+
+def _showable(table: pa.Table, limit: int, max_bytes: int, started: float) -> QueryResult:
+    """The fetched ``table`` as the page can show it: the first ``limit`` rows that fit in
+    ``max_bytes``, unique column names, converted to pandas (or the one-line reason not)."""
+    shown = table.slice(0, limit)
+    size_capped = shown.nbytes > max_bytes
+    if size_capped:
+        shown = shown.slice(0, _rows_within(shown, max_bytes))
+    seconds = time.perf_counter() - started
+    if size_capped and shown.num_rows == 0:
+        return QueryResult(
+            pd.DataFrame(),
+            seconds=seconds,
+            error=f"the first row alone is over {max_bytes / 1e6:,.0f} MB, more than the page "
+            "shows: select less of it (e.g. left(column, 1000))",
+        )
+    names, notes = unique_names(shown.column_names)
+    shown = shown.rename_columns(names)
+    try:
+        frame = shown.to_pandas()
+    except (pa.ArrowException, ValueError, OverflowError, TypeError) as exc:
+        return QueryResult(pd.DataFrame(), seconds=seconds, error=_unconvertible(shown, exc))
+    return QueryResult(
+        frame,
+        truncated=table.num_rows > shown.num_rows,
+        seconds=seconds,
+        size_capped=size_capped,
+        notes=notes,
+    )
+
+
+def _rows_within(table: pa.Table, max_bytes: int) -> int:
+    """The most leading rows of ``table`` whose data fits in ``max_bytes`` (binary search:
+    a slice's ``nbytes`` counts only its own rows)."""
+    lo, hi = 0, table.num_rows
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if table.slice(0, mid).nbytes <= max_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def unique_names(names: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """``names`` with every repeat renamed as DuckDB names them (``a``, ``a_1``, ``a_2``,
+    skipping names already taken), and a note saying so (a table needs unique columns)."""
+    taken = set(names)
+    seen: set[str] = set()
+    out: list[str] = []
+    renamed: list[tuple[str, str]] = []
+    for name in names:
+        new = name
+        if name in seen:
+            k = 1
+            while f"{name}_{k}" in taken:
+                k += 1
+            new = f"{name}_{k}"
+            taken.add(new)
+            renamed.append((name, new))
+        seen.add(name)
+        out.append(new)
+    if not renamed:
+        return out, ()
+    if len(renamed) == 1:
+        (old, new), *_ = renamed
+        return out, (f"a repeated column name {old!r} is shown as {new!r}",)
+    listed = ", ".join(f"{new!r}" for _, new in renamed[:3])
+    more = f" and {len(renamed) - 3:,} more" if len(renamed) > 3 else ""
+    return out, (f"{len(renamed):,} repeated column names are shown as {listed}{more}",)
+
+
+def _unconvertible(table: pa.Table, exc: Exception) -> str:
+    """Why ``table`` cannot be shown, naming the first column that pandas cannot hold."""
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            column.to_pandas()
+        except (pa.ArrowException, ValueError, OverflowError, TypeError) as found:
+            return (
+                f"column {name!r} ({column.type}) cannot be shown: {_message(found).rstrip('.')}; "
+                "cast it to VARCHAR"
+            )
+    return f"the result cannot be shown: {_message(exc)}"
 
 
 @contextlib.contextmanager

@@ -90,9 +90,14 @@ def _views(root: Any) -> None:
 def _result(result: ex.QueryResult, limit: int) -> None:
     frame = result.frame
     note = f"{len(frame):,} row{'s' if len(frame) != 1 else ''}"
-    if result.truncated:
+    if result.size_capped:
+        note = (
+            f"the first {len(frame):,} rows (the {ex.MAX_BYTES / 1e6:,.0f} MB the page shows "
+            "at most; the query returns more: select fewer or shorter columns)"
+        )
+    elif result.truncated:
         note = f"the first {limit:,} rows (the row limit; the query returns more)"
-    st.caption(f"{note} · {result.seconds:.2f} s")
+    st.caption(" · ".join([note, *result.notes, f"{result.seconds:.2f} s"]))
     table, chart = st.tabs(["Table", "Chart"])
     with table:
         ui.dataframe(frame, height=min(560, 38 + 35 * max(1, len(frame))))
