@@ -9,7 +9,7 @@ unless "whole store" is ticked. Running, the lock-down and the row limit are
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import altair as alt
 import pandas as pd
@@ -120,33 +120,40 @@ def _chart(frame: pd.DataFrame) -> None:
     x, numbers = shape
     c1, c2 = st.columns([1, 2])
     y = c1.selectbox("Value", numbers, key="chart_y")
+    slashed = [c for c in (x, y) if "\\" in c]
+    if slashed:  # with one in an axis title the browser's Vega-Lite draws nothing at all
+        st.info(f"A column named with a backslash cannot be charted: rename {slashed[0]!r} (AS).")
+        return
     temporal = pd.api.types.is_datetime64_any_dtype(frame[x])
-    shown = frame.head(200)
+    # the chart's own field names, the result's only as titles: a column may be called
+    # anything ("calls: all" reads as a type in altair's shorthand, "a.b" as a nested field)
+    shown = pd.DataFrame({"x": frame[x].head(200), "y": frame[y].head(200), "what": y})
+    x_type: Literal["temporal", "nominal"] = "temporal" if temporal else "nominal"
     encoding_x: Any = (
-        alt.X(f"{x}:T", title=f"{x} (UTC)")
+        alt.X("x", type=x_type, title=f"{x} (UTC)")
         if temporal
-        else alt.X(f"{x}:N", title=x, sort="-y", axis=alt.Axis(labelLimit=240))
+        else alt.X("x", type=x_type, title=x, sort="-y", axis=alt.Axis(labelLimit=240))
     )
     mark = alt.Chart(shown).mark_line(point=True) if temporal else alt.Chart(shown).mark_bar()
     c2.caption(
         f"{y} by {x}" + (" (first 200 rows)" if len(frame) > 200 else "") + " — the legend "
         "names the value drawn; change it on the left."
     )
-    spec = (
-        mark.transform_calculate(what=f"'{y}'")
-        .encode(
-            x=encoding_x,
-            y=alt.Y(f"{y}:Q", title=y),
-            color=alt.Color(
-                "what:N",
-                title=None,
-                scale=alt.Scale(range=[charts.OURS]),
-                legend=alt.Legend(orient="bottom"),
-            ),
-            tooltip=[x, alt.Tooltip(f"{y}:Q", format=",")],
-        )
-        .properties(height=320)
-    )
+    spec = mark.encode(
+        x=encoding_x,
+        y=alt.Y("y", type="quantitative", title=y),
+        color=alt.Color(
+            "what",
+            type="nominal",
+            title=None,
+            scale=alt.Scale(range=[charts.OURS]),
+            legend=alt.Legend(orient="bottom"),
+        ),
+        tooltip=[
+            alt.Tooltip("x", type=x_type, title=x),
+            alt.Tooltip("y", type="quantitative", format=",", title=y),
+        ],
+    ).properties(height=320)
     ui.chart(spec)
 
 

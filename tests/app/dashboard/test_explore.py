@@ -1,15 +1,19 @@
-"""Explore: results the page could not show (repeated column names, values pandas cannot
-hold, more data than a browser message carries) are shown or refused in one line — through
-:func:`run_query` and through the page under ``streamlit.testing`` on a small simulated store."""
+"""Explore: results the page could not show (repeated column names, a column name altair reads
+as a type, values pandas cannot hold, more data than a browser message carries) are shown or
+refused in one line — through :func:`run_query` and through the page under
+``streamlit.testing`` on a small simulated store."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from support.app import rows
 from toolwatch.app.dashboard import explore as ex
 from toolwatch.app.dashboard.settings import MAIN_SCRIPT
 from toolwatch.collector.sources.simulator import simulate
@@ -78,6 +82,32 @@ def test_repeated_column_names_are_made_unique_and_said(store: Path, explore: Ap
         )
         for c in captions(at)
     ), captions(at)
+
+
+def test_a_column_name_with_a_colon_or_dot_is_charted(store: Path, explore: AppTest) -> None:
+    sql = 'SELECT tool, count(*) AS "calls: all", count(*) AS "a.b" FROM calls GROUP BY tool'
+    at = run_page(explore, sql)
+    assert not at.error
+    expected = {
+        r["tool"]: r["n"]
+        for r in rows(store, "SELECT tool, count(*) AS n FROM calls GROUP BY tool")
+    }
+    [chart] = at.get("vega_lite_chart")
+    spec = json.loads(chart.proto.spec)
+    [dataset] = chart.proto.datasets
+    values = pa.ipc.open_stream(dataset.data.data).read_all().to_pandas()
+    assert dict(zip(values["x"], values["y"], strict=True)) == expected
+    assert set(values["what"]) == {"calls: all"}
+    assert spec["encoding"]["y"]["title"] == "calls: all"
+    assert any(c.startswith("calls: all by tool") for c in captions(at))
+    at.selectbox(key="chart_y").set_value("a.b").run()
+    assert not at.exception and not at.error
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert spec["encoding"]["y"]["title"] == "a.b"
+    # a backslash in an axis title makes the browser draw nothing: said instead
+    at = run_page(explore, 'SELECT tool, count(*) AS "n\\x" FROM calls GROUP BY tool')
+    assert not at.get("vega_lite_chart")
+    assert any("rename 'n\\\\x'" in i.value for i in at.info), [i.value for i in at.info]
 
 
 @pytest.mark.parametrize(
