@@ -73,7 +73,8 @@ def resolve(
         assert lo is not None and hi is not None
         lo, hi = min(lo, hi), max(lo, hi)
         start = datetime.combine(lo, time(), UTC)
-        end = datetime.combine(hi + timedelta(days=1), time(), UTC)
+        # the last day a date can be has no next day: the range is open at its end
+        end = None if hi == date.max else datetime.combine(hi + timedelta(days=1), time(), UTC)
         return TimeSpan("custom", start, end, lo, hi)
     length = RANGES[key][1]
     if length is None:

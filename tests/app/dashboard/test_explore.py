@@ -16,15 +16,12 @@ from streamlit.testing.v1 import AppTest
 from support.app import rows
 from toolwatch.app.dashboard import explore as ex
 from toolwatch.app.dashboard.settings import MAIN_SCRIPT
-from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("explore") / "store"
-    Store(root).append("calls", simulate(seed=1, sessions=12))
-    return root
+@pytest.fixture
+def store(small_store: Path) -> Path:
+    return small_store
 
 
 @pytest.fixture
