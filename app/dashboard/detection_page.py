@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +157,7 @@ def render() -> None:
         st.caption(source)
         _roc(v)
         _latency(con, v)
-        _configuration(chosen, config, split)
+        _configuration(chosen, config, split, s.store)
 
 
 @dataclass(frozen=True)
@@ -475,24 +476,29 @@ def _latency(con: Any, v: View) -> None:
     )
 
 
-def _configuration(chosen: dict[str, Any], config: dict[str, Any], split: dict[str, Any]) -> None:
+def _configuration(
+    chosen: dict[str, Any], config: dict[str, Any], split: dict[str, Any], store: Path
+) -> None:
     with st.expander("Split and configuration (saved with the results)"):
         rows = []
         for name in ("train", "calibration", "test"):
             ours = split.get(name, [None, None])
             pub = study.SPLITS[name]
             rows.append(
-                {
+                {  # ours are streams (session × agent), as the CLI's "ours (streams / calls)"
                     "split": name,
-                    "sessions": ours[0],
-                    "calls": ours[1],
-                    "study: sessions": pub[0],
-                    "study: calls": pub[1],
+                    "streams": ui.count(ours[0]),
+                    "calls": ui.count(ours[1]),
+                    "study: sessions": ui.count(pub[0]),
+                    "study: calls": ui.count(pub[1]),
                 }
             )
         st.table(pd.DataFrame(rows).set_index("split"))
         st.json(config, expanded=False)
-        st.caption(f"Re-run exactly: `toolwatch experiment --rerun {chosen['run_id']}`")
+        st.caption(
+            "Re-run exactly: `toolwatch experiment --store "
+            f"{shlex.quote(str(store))} --rerun {chosen['run_id']}`"
+        )
 
 
 if __name__ == "__main__":

@@ -282,6 +282,32 @@ def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.Monk
     assert latency.loc[label("burst"), "study: median"] == "1 (time·point)"
 
 
+def test_detection_split_counts_streams_and_the_rerun_names_the_store(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    """The split saved with the run counts streams (as the CLI's "ours (streams / calls)"),
+    written as every count is; the re-run command reads the same store, not the default."""
+    root = built["root"]
+    at = app(env, root)
+    ok(at)
+    split = json.loads(
+        rows(
+            root, "SELECT split_json FROM experiments WHERE run_id = ? LIMIT 1", [built["run_id"]]
+        )[0]["split_json"]
+    )
+    table = frame_with(at, "streams")
+    assert "sessions" not in table.columns
+    for name in ("train", "calibration", "test"):
+        streams, calls = split[name]
+        assert table.loc[name, "streams"] == f"{streams:,}"
+        assert table.loc[name, "calls"] == f"{calls:,}"
+        assert table.loc[name, "study: calls"] == f"{study.SPLITS[name][1]:,}"
+    assert any(split[n][1] >= 1_000 for n in ("train", "test"))  # a separator is exercised
+    rerun = next(c.value for c in at.caption if c.value.startswith("Re-run exactly"))
+    command = shlex.split(rerun.split("`")[1])
+    assert command == ["toolwatch", "experiment", "--store", str(root), "--rerun", built["run_id"]]
+
+
 def test_cells_at_the_stored_target_equal_the_stored_cells(built: dict[str, Any]) -> None:
     root = built["root"]
     maxima = pd.DataFrame(
