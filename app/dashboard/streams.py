@@ -50,13 +50,16 @@ class StreamList:
 
 
 def scored_models(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Models with stored stream scores: ``model_id, statistic, scored_time, streams``."""
+    """Models with stored stream scores: ``model_id, statistic, scored_time, streams`` — the
+    newest scan's time and the streams with a score (each counted once, however many scans
+    stored one: the list reads the newest per stream)."""
     if not q.has_rows(con, SCORES):
         return pd.DataFrame(columns=["model_id", "statistic", "scored_time", "streams"])
     return q.frame(
         con,
         f"""
-        SELECT model_id, statistic, max(scored_time) AS scored_time, count(*) AS streams
+        SELECT model_id, statistic, max(scored_time) AS scored_time,
+               count(DISTINCT (session_id, agent_id)) AS streams
         FROM {SCORES} GROUP BY ALL ORDER BY scored_time DESC, model_id, statistic
         """,
     )

@@ -424,6 +424,25 @@ def test_sessions_in_a_time_range_from_the_url(
     assert any(f"{first:%Y-%m-%d} – {last:%Y-%m-%d} (UTC)" in c.value for c in at.caption)
 
 
+def test_sessions_scan_note_counts_each_stream_once(
+    env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`toolwatch scan` run twice stores every stream twice; the note counts streams."""
+    root = tmp_path / "store"
+    store = ["--store", str(root)]
+    assert cli_main(["simulate", *store, "--sessions", "30"]) == 0
+    assert cli_main(["train", *store]) == 0
+    for _ in range(2):
+        assert cli_main(["scan", *store]) == 0, capsys.readouterr().err
+    streams = rows(root, "SELECT count(*) AS n FROM streams")[0]["n"]
+    stored = rows(root, "SELECT count(*) AS n FROM stream_scores")[0]["n"]
+    assert stored == 2 * streams  # each scan stores every stream once
+    at = app(env, root, "sessions_page.py")
+    ok(at)
+    note = next(c.value for c in at.caption if c.value.startswith("Scan flags:"))
+    assert note.endswith(f"({streams:,} streams)."), note
+
+
 def test_clicking_a_stream_opens_its_timeline_and_link(
     built: dict[str, Any], env: pytest.MonkeyPatch
 ) -> None:
