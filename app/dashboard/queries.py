@@ -13,6 +13,7 @@ Results are pandas frames (what Streamlit and altair take); times are UTC.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.alerting.rules import RULE_ALERTS_TABLE as RULE_ALERTS
-from toolwatch.detection.calls.split import SplitError, split_streams
+from toolwatch.detection.calls.split import SplitError, SplitSpec, split_streams
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
@@ -64,37 +65,63 @@ FILL_HINTS: Final[dict[str, str]] = {
 
 
 def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
-    """A ``toolwatch experiment`` command that works on this store's calls: the default split
-    (the study's proportions of the store's own days, :mod:`toolwatch.detection.calls.split`)
-    when it leaves test streams long enough, else the study's shares of the streams
-    (``--split-shares``)."""
+    """How to fill the store with experiment results, to follow "Fill it with": a
+    ``toolwatch experiment`` command that works on this store's calls — the default split (the
+    study's proportions of the store's own days, :mod:`toolwatch.detection.calls.split`) when it
+    leaves test streams long enough, else the study's shares of the streams
+    (``--split-shares``) when those do — or, when neither split can run, more calls first and
+    why (the split's own reason)."""
     config = ExperimentConfig()
-    command = f"`toolwatch experiment --store {store}`"
+    where = shlex.quote(str(store))
+    shares = (
+        round(study.SPLITS["train"][0] / study.CORPUS["sessions"], 2),
+        round(study.SPLITS["calibration"][0] / study.CORPUS["sessions"], 2),
+    )
+    tries = (
+        (
+            config.split_spec(),
+            "",
+            "the study's injection experiment on the store's calls, split by time in the "
+            "study's proportions of its days",
+        ),
+        (
+            SplitSpec(shares=shares, min_calls=config.min_calls),
+            f" --split-shares {shares[0]:.2f},{shares[1]:.2f}",
+            "the study's injection experiment; the store's streams split by time in the "
+            "study's proportions",
+        ),
+    )
+    # the experiment's own streams: the whole store (not the page's time range), uninjected
+    quirk = (
+        "max(client_quirk)"
+        if "client_quirk" in con.sql("SELECT * FROM memory.main.calls LIMIT 0").columns
+        else "NULL"
+    )
     table = con.sql(
-        "SELECT session_id, agent_id, epoch_us(first_time) AS first, calls "
-        "FROM memory.main.streams WHERE labelled_calls = 0"
+        f"SELECT session_id, agent_id, epoch_us(min(start_time)) AS first, count(*) AS calls, "
+        f"{quirk} AS quirk FROM memory.main.calls GROUP BY session_id, agent_id "
+        "HAVING count(label) = 0"
     ).to_arrow_table()
-    if table.num_rows:
+    reason = "the store holds no (uninjected) calls"
+    for spec, options, what in tries:
         try:
             split_streams(
                 table.column("first").to_numpy(),
                 table.column("session_id").to_pylist(),
                 table.column("agent_id").to_pylist(),
                 table.column("calls").to_numpy(),
-                [None] * table.num_rows,
-                config.split_spec(),
+                table.column("quirk").to_pylist(),
+                spec,
             )
-            return command + (
-                " (the study's injection experiment on the store's calls, split by time in "
-                "the study's proportions of its days)"
-            )
-        except SplitError:
-            pass
-    shares = f"{study.SPLITS['train'][0] / study.CORPUS['sessions']:.2f},"
-    shares += f"{study.SPLITS['calibration'][0] / study.CORPUS['sessions']:.2f}"
+        except SplitError as exc:
+            reason = str(exc)
+            continue
+        return f"`toolwatch experiment --store {where}{options}` ({what})"
     return (
-        f"`toolwatch experiment --store {store} --split-shares {shares}` (the study's "
-        "injection experiment; the store's streams split by time in the study's proportions)"
+        "more calls first — no experiment can run on this store's calls yet, even split by the "
+        f"study's shares of its streams: {reason.split('; ')[0]}; "
+        f"`toolwatch simulate --store {where}` adds a corpus shaped like the study's, then "
+        f"`toolwatch experiment --store {where}` runs on it"
     )
 
 

@@ -10,6 +10,7 @@ independent SQL.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import math
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -735,6 +737,54 @@ def test_the_detection_guide_gives_a_command_that_works_on_the_store(
     command = shlex.split(guide.split("`")[1])
     assert command[:2] == ["toolwatch", "experiment"]
     assert cli_main(["experiment", *command[2:]]) == 0, capsys.readouterr().err
+    at = app(env, root)
+    ok(at)
+    assert at.title[0].value == "Detection" and len(detection_table(at)) == len(KINDS_ALL)
+
+
+def _short_streams(calls: pa.Table, n: int, after: Any) -> pa.Table:
+    """``n`` two-call streams (copies of the first stream's first two calls) after ``after``,
+    a minute apart: what a workbench suite leaves in a store (many short sessions)."""
+    two = calls.slice(0, 2)
+    parts = []
+    for i in range(n):
+        shift = after - two.column("start_time")[0].as_py() + dt.timedelta(minutes=i + 1)
+        part = two
+        for name, values in (
+            ("session_id", [f"short-{i}"] * 2),
+            ("span_id", [f"short-{i}-{j}" for j in range(2)]),
+            ("start_time", [t.as_py() + shift for t in two.column("start_time")]),
+        ):
+            index = part.column_names.index(name)
+            part = part.set_column(index, name, pa.array(values, part.schema.field(name).type))
+        parts.append(part)
+    return pa.concat_tables(parts)
+
+
+def test_the_detection_guide_says_when_no_experiment_can_run_yet(
+    env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4 simulated sessions, then many short streams (the tester's `simulate --sessions 4`
+    and a workbench suite): neither the default split nor the study's shares leave a test
+    stream of 30 calls, so the guide says so (it offered `--split-shares 0.44,0.07`, which
+    exits 1) and names commands that do work, in order."""
+    root = tmp_path / "few"
+    store = Store(root)
+    calls = simulate(seed=1, sessions=4, days=3)
+    store.append("calls", calls)
+    last = max(calls.column("start_time").to_pylist())
+    store.append("calls", _short_streams(calls, 60, last))
+    at = app(env, root)
+    ok(at)
+    guide = next(i.value for i in at.info if "toolwatch experiment" in i.value)
+    assert "--split-shares" not in guide
+    assert "even split by the study's shares of its streams: no test stream has >= 30 calls" in (
+        guide
+    )
+    commands = [shlex.split(part) for part in guide.split("`")[1::2]]
+    assert [c[:2] for c in commands] == [["toolwatch", "simulate"], ["toolwatch", "experiment"]]
+    for command in commands:
+        assert cli_main(command[1:]) == 0, capsys.readouterr().err
     at = app(env, root)
     ok(at)
     assert at.title[0].value == "Detection" and len(detection_table(at)) == len(KINDS_ALL)
