@@ -10,6 +10,7 @@ over to the chosen page. Every page reads its state from the URL
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -30,15 +31,26 @@ PAGES: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+#: The default page's own path: unique but never in a URL (Streamlit serves it at ``/``).
+ROOT = "home"
+
+
+def _pages() -> list[Any]:
+    """The pages, the first the default at ``/``, and the first again, hidden, at its own
+    path: Streamlit serves a default page at ``/`` only, so without the twin ``/detection``
+    (the path the table gives it) opened a "Page not found" dialog."""
+    (name, title, icon, path), *rest = PAGES
+    return [
+        st.Page(str(HERE / name), title=title, icon=icon, url_path=ROOT, default=True),
+        *(st.Page(str(HERE / n), title=t, icon=i, url_path=p) for n, t, i, p in rest),
+        st.Page(str(HERE / name), title=title, icon=icon, url_path=path, visibility="hidden"),
+    ]
+
+
 def main() -> None:
     st.set_page_config(page_title="toolwatch", page_icon=":material/radar:", layout="wide")
     s = settings()
-    nav = st.navigation(
-        [
-            st.Page(str(HERE / name), title=title, icon=icon, url_path=path, default=i == 0)
-            for i, (name, title, icon, path) in enumerate(PAGES)
-        ]
-    )
+    nav = st.navigation(_pages())
     state = q.store_state(s.store)
     url.remember_span(url.time_range(q.data_days(s.store) if state.status == "ok" else None))
     with st.sidebar:

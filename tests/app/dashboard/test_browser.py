@@ -90,6 +90,16 @@ def test_detection_page_shows_the_stored_experiment(app: dict[str, Any]) -> None
     assert page.painted_s <= PAINT_RATIO_GUARD * light.painted_s, (page.painted_s, light)
 
 
+def test_detection_opens_at_its_own_path(app: dict[str, Any]) -> None:
+    """`/detection`, the path main.py gives the default page, opens it (it was Streamlit's
+    "Page not found" dialog over the page at `/`); so does a link with parameters."""
+    for path in ("detection", f"detection?run={app['built']['run_id']}&cue_set=time"):
+        page = visit(app, path, "detection-by-path")
+        assert page.title == "Detection" and table_with(page, "detected (95% CI)")
+        assert app["page"].get_by_text("Page not found").count() == 0, path
+    assert "Detection — time · cusum" in page.text
+
+
 def test_a_link_to_another_statistic_of_a_run(app: dict[str, Any]) -> None:
     root, run_id = app["root"], app["built"]["run_id"]
     cell = rows(
