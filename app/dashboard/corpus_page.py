@@ -20,7 +20,12 @@ from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.app.dashboard.time_range import TimeSpan
-from toolwatch.collector.stats.corpus import STAT_KEYS, corpus_stats, source_counts
+from toolwatch.collector.stats.corpus import (
+    STAT_KEYS,
+    corpus_stats,
+    injected_sessions,
+    source_counts,
+)
 from toolwatch.collector.stats.report import LABELS, format_stat
 
 ALL_SELECTED = "all selected"
@@ -72,7 +77,14 @@ def render() -> None:
         )
         per_day = q.calls_per_day(con, chosen)
         tools = q.top_tools(con, chosen)
+        injected = injected_sessions(con)
     st.caption(" · ".join(f"{src}: {n:,} calls" for src, n in counts.items()) + f" · {span.label}")
+    if injected:
+        st.caption(
+            f"{injected:,} sessions holding injected (labelled) calls — `experiment "
+            "--write-injected` copies, calls the fault proxy labelled — are left out of the "
+            "facts, as `toolwatch stats` leaves them out."
+        )
     if "simulated" in chosen:
         st.warning(
             "The selection includes SIMULATED calls (`toolwatch simulate`), shaped like the "

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from toolwatch import study
 from toolwatch.app.dashboard.time_range import TimeSpan
+from toolwatch.collector.stats.corpus import NOT_INJECTED
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.alerting.rules import RULE_ALERTS_TABLE as RULE_ALERTS
@@ -550,18 +551,19 @@ def workbench_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str
 
 
 def session_ids(con: duckdb.DuckDBPyConnection, source_filter: Sequence[str]) -> dict[str, int]:
-    """Distinct session ids per source, and over all of ``source_filter`` ("all selected")."""
+    """Distinct session ids per source, and over all of ``source_filter`` ("all selected"),
+    of the corpus (sessions holding injected calls left out, as the corpus facts do)."""
+    where = f"WHERE list_contains(?, source) AND {NOT_INJECTED}"
     found = {
         str(src): int(n)
         for src, n in con.execute(
-            f"SELECT source, count(DISTINCT session_id) FROM {CALLS} "
-            "WHERE list_contains(?, source) GROUP BY source",
+            f"SELECT source, count(DISTINCT session_id) FROM {CALLS} {where} GROUP BY source",
             [list(source_filter)],
         ).fetchall()
     }
     row = one(
         con,
-        f"SELECT count(DISTINCT session_id) FROM {CALLS} WHERE list_contains(?, source)",
+        f"SELECT count(DISTINCT session_id) FROM {CALLS} {where}",
         [list(source_filter)],
     )
     found["all selected"] = int(row[0]) if row else 0

@@ -663,15 +663,21 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     at = app(env, root, "corpus_page.py")
     ok(at)
     table = frame_with(at, "fact", "fact")
+    corpus = "FROM calls WHERE session_id NOT IN (SELECT session_id FROM calls WHERE label NOTNULL)"
     counts = rows(
         root,
         "SELECT count(*) AS calls, count(DISTINCT (session_id, agent_id)) AS streams, "
-        "count(DISTINCT session_id) AS sessions, count(DISTINCT tool) AS tools FROM calls",
+        f"count(DISTINCT session_id) AS sessions, count(DISTINCT tool) AS tools {corpus}",
     )[0]
     per_source = {
         r["source"]: r["n"]
-        for r in rows(root, "SELECT source, count(*) AS n FROM calls GROUP BY source")
+        for r in rows(root, f"SELECT source, count(*) AS n {corpus} GROUP BY source")
     }
+    (injected,) = rows(
+        root, "SELECT count(DISTINCT session_id) AS n FROM calls WHERE label NOTNULL"
+    )
+    assert injected["n"] > 0  # the workbench's labelled runs: left out, and said so
+    assert any(f"{injected['n']:,} sessions holding injected" in c.value for c in at.caption)
     assert list(table.columns) == [*sorted(per_source), "all selected", "study"]
     streams_row = "streams (session × agent: the study's 'sessions')"
     assert table.loc[streams_row, "all selected"] == f"{counts['streams']:,}"
