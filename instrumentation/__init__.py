@@ -49,10 +49,10 @@ from toolwatch.instrumentation.client.context import conversation, model_respons
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from toolwatch.instrumentation.client.attributes import error_type_of
     from toolwatch.instrumentation.client.instrumentor import (
         ToolwatchMCPInstrumentor,
         describe_session,
-        error_type_of,
     )
     from toolwatch.instrumentation.client.provenance import (
         forget_conversation,
@@ -93,7 +93,7 @@ __all__ = [
 _LAZY = {
     "ToolwatchMCPInstrumentor": "toolwatch.instrumentation.client.instrumentor",
     "describe_session": "toolwatch.instrumentation.client.instrumentor",
-    "error_type_of": "toolwatch.instrumentation.client.instrumentor",
+    "error_type_of": "toolwatch.instrumentation.client.attributes",
     "forget_conversation": "toolwatch.instrumentation.client.provenance",
     "provenance_stats": "toolwatch.instrumentation.client.provenance",
     "configure_otlp": "toolwatch.instrumentation.export.otlp",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -25,8 +25,6 @@ from weakref import WeakKeyDictionary
 import mcp.client.client
 import wrapt
 from mcp import StdioServerParameters
-from mcp.shared.exceptions import MCPError
-from mcp.types import REQUEST_TIMEOUT, CallToolResult
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
@@ -36,9 +34,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwr
 from opentelemetry.trace import ProxyTracerProvider, SpanKind, Status, StatusCode, Tracer
 
 from toolwatch.conventions import (
-    ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
-    ATTR_CONVERSATION_ID,
     ATTR_ERROR_TYPE,
     ATTR_JSONRPC_REQUEST_ID,
     ATTR_LABEL,
@@ -48,26 +44,28 @@ from toolwatch.conventions import (
     ATTR_NETWORK_TRANSPORT,
     ATTR_OPERATION,
     ATTR_RESPONSE_ID,
-    ATTR_RESULT_SIZE,
     ATTR_SESSION_POSITION,
     ATTR_SOURCE,
     ATTR_TOOL_NAME,
-    ERROR_TYPE_TIMEOUT,
     ERROR_TYPE_TOOL_ERROR,
-    LABEL_META_KEY,
     METHOD_TOOLS_CALL,
     METHOD_TOOLS_LIST,
     OPERATION_EXECUTE_TOOL,
     SPAN_NAME_TOOLS_LIST,
-    span_name,
 )
 from toolwatch.instrumentation.client import context as ctx
 from toolwatch.instrumentation.client import sdk_hooks
+from toolwatch.instrumentation.client.attributes import (
+    context_attributes,
+    error_attributes,
+    result_attributes,
+    tool_span_name,
+)
 from toolwatch.instrumentation.client.listing import record_listing
 from toolwatch.instrumentation.client.provenance import ProvenanceHook, ProvenanceSpec, install
 from toolwatch.instrumentation.client.sdk_hooks import IN_FLIGHT, OPEN_CALLS, InFlight
 from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
-from toolwatch.record import arguments_size, result_size
+from toolwatch.record import arguments_size
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +104,6 @@ class _SessionInfo:
 
 _settings: _Settings | None = None
 _sessions: WeakKeyDictionary[Any, _SessionInfo] = WeakKeyDictionary()
-#: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
-_SPAN_NAMES: dict[str, str] = {}
-_MAX_SPAN_NAMES = 4_096
 
 
 def describe_session(
@@ -141,15 +136,6 @@ def describe_session(
 # ---------------------------------------------------------------------------- helpers
 
 
-def error_type_of(exc: BaseException) -> str:
-    """``error.type`` of a failed call: ``timeout``, the JSON-RPC code, or the class name."""
-    if isinstance(exc, MCPError):
-        return ERROR_TYPE_TIMEOUT if exc.code == REQUEST_TIMEOUT else str(exc.code)
-    if isinstance(exc, TimeoutError):
-        return ERROR_TYPE_TIMEOUT
-    return type(exc).__name__
-
-
 def _tracer(settings: _Settings) -> Tracer:
     tracer = settings.tracer
     if tracer is None:
@@ -159,15 +145,6 @@ def _tracer(settings: _Settings) -> Tracer:
         tracer = trace.get_tracer(TRACER_NAME, _VERSION, tracer_provider=provider)
         settings.tracer = tracer
     return tracer
-
-
-def _span_name(tool: str) -> str:
-    name = _SPAN_NAMES.get(tool)
-    if name is None:
-        name = span_name(tool)
-        if len(_SPAN_NAMES) < _MAX_SPAN_NAMES:
-            _SPAN_NAMES[tool] = name
-    return name
 
 
 def _server_name(settings: _Settings, session: Any, info: _SessionInfo | None) -> str | None:
@@ -204,37 +181,6 @@ def _session_attributes(settings: _Settings, session: Any) -> dict[str, Any]:
     return attrs
 
 
-def _context_attributes(call: ctx.CallContext, attrs: dict[str, Any]) -> dict[str, Any]:
-    """Add the conversation and the agent to ``attrs`` (returned)."""
-    attrs[ATTR_CONVERSATION_ID] = call[0]
-    if call[1] is not None:
-        attrs[ATTR_AGENT_ID] = call[1]
-    return attrs
-
-
-def _result_attributes(result: object, attrs: dict[str, Any]) -> bool:
-    """Add the result's size and label to ``attrs``; True if it is a tool error."""
-    if not isinstance(result, CallToolResult):
-        return False  # an input-required round or an extension's claimed shape: no size
-    attrs[ATTR_RESULT_SIZE] = result_size(result.content, result.structured_content)
-    meta = result.meta
-    if meta:
-        label = meta.get(LABEL_META_KEY)
-        if isinstance(label, str):
-            attrs[ATTR_LABEL] = label
-    return bool(result.is_error)
-
-
-def _error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
-    """``error.type`` of a raised call, and the ground-truth label a fault proxy put in a
-    JSON-RPC error's ``data`` (never the message)."""
-    attrs[ATTR_ERROR_TYPE] = error_type_of(exc)
-    data = exc.data if isinstance(exc, MCPError) else None
-    label = data.get(LABEL_META_KEY) if isinstance(data, Mapping) else None
-    if isinstance(label, str):
-        attrs[ATTR_LABEL] = label
-
-
 # ---------------------------------------------------------------------------- the span
 
 
@@ -252,7 +198,7 @@ async def _traced(
     try:
         tracer = settings.tracer or _tracer(settings)
         where = ctx.resolve(take_position=name is not None)
-        attrs = _context_attributes(
+        attrs = context_attributes(
             where, {**_session_attributes(settings, session), ATTR_MCP_METHOD: in_flight.method}
         )
         response_id = where[2]
@@ -269,7 +215,7 @@ async def _traced(
         # start_span, not start_as_current_span: use_span's generator context manager costs
         # more than attaching the context by hand (below)
         span = tracer.start_span(
-            SPAN_NAME_TOOLS_LIST if name is None else _span_name(name),
+            SPAN_NAME_TOOLS_LIST if name is None else tool_span_name(name),
             parent,
             SpanKind.CLIENT,
             attrs,
@@ -301,16 +247,16 @@ async def _traced(
     except BaseException as exc:
         if in_flight.received is not None:  # a result arrived, then the SDK refused it
             try:
-                _result_attributes(in_flight.received, late)
+                result_attributes(in_flight.received, late)
             except Exception:
                 log.debug("toolwatch: could not measure a refused result", exc_info=True)
-        _error_attributes(exc, late)  # after: a JSON-RPC error's own label wins
+        error_attributes(exc, late)  # after: a JSON-RPC error's own label wins
         raise
     else:
         try:
             if name is None:
                 record_listing(tracer, span, attrs, result)
-            elif _result_attributes(result, late):
+            elif result_attributes(result, late):
                 late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
             kept = result if name is not None else None
         except Exception:

@@ -1,0 +1,81 @@
+"""What goes on a span, from a call's shape only: the conversation and agent it belongs to,
+its result's size and label, its failure class, its span name.
+
+Values are computed here and nothing of the content is kept; the instrumentor
+(:mod:`.instrumentor`) decides when each is taken and puts them on its span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mcp.shared.exceptions import MCPError
+from mcp.types import REQUEST_TIMEOUT, CallToolResult
+
+from toolwatch.conventions import (
+    ATTR_AGENT_ID,
+    ATTR_CONVERSATION_ID,
+    ATTR_ERROR_TYPE,
+    ATTR_LABEL,
+    ATTR_RESULT_SIZE,
+    ERROR_TYPE_TIMEOUT,
+    LABEL_META_KEY,
+    span_name,
+)
+from toolwatch.instrumentation.client.context import CallContext
+from toolwatch.record import result_size
+
+#: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
+_SPAN_NAMES: dict[str, str] = {}
+_MAX_SPAN_NAMES: Final = 4_096
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``error.type`` of a failed call: ``timeout``, the JSON-RPC code, or the class name."""
+    if isinstance(exc, MCPError):
+        return ERROR_TYPE_TIMEOUT if exc.code == REQUEST_TIMEOUT else str(exc.code)
+    if isinstance(exc, TimeoutError):
+        return ERROR_TYPE_TIMEOUT
+    return type(exc).__name__
+
+
+def tool_span_name(tool: str) -> str:
+    """``span_name(tool)``, cached per tool."""
+    name = _SPAN_NAMES.get(tool)
+    if name is None:
+        name = span_name(tool)
+        if len(_SPAN_NAMES) < _MAX_SPAN_NAMES:
+            _SPAN_NAMES[tool] = name
+    return name
+
+
+def context_attributes(call: CallContext, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Add the conversation and the agent to ``attrs`` (returned)."""
+    attrs[ATTR_CONVERSATION_ID] = call[0]
+    if call[1] is not None:
+        attrs[ATTR_AGENT_ID] = call[1]
+    return attrs
+
+
+def result_attributes(result: object, attrs: dict[str, Any]) -> bool:
+    """Add the result's size and label to ``attrs``; True if it is a tool error."""
+    if not isinstance(result, CallToolResult):
+        return False  # an input-required round or an extension's claimed shape: no size
+    attrs[ATTR_RESULT_SIZE] = result_size(result.content, result.structured_content)
+    meta = result.meta
+    if meta:
+        label = meta.get(LABEL_META_KEY)
+        if isinstance(label, str):
+            attrs[ATTR_LABEL] = label
+    return bool(result.is_error)
+
+
+def error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
+    """``error.type`` of a raised call, and the ground-truth label a fault proxy put in a
+    JSON-RPC error's ``data`` (never the message)."""
+    attrs[ATTR_ERROR_TYPE] = error_type_of(exc)
+    data = exc.data if isinstance(exc, MCPError) else None
+    label = data.get(LABEL_META_KEY) if isinstance(data, Mapping) else None
+    if isinstance(label, str):
+        attrs[ATTR_LABEL] = label
