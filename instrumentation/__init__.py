@@ -17,7 +17,9 @@ Alongside an existing OpenTelemetry set-up (the application already exports to a
 ``provider.add_span_processor(toolwatch_span_processor(url))`` sends the tool spans to toolwatch
 as well; ``instrument(tracer_provider=configure_otlp(url))`` to toolwatch only (wrap the
 application's own exporter in :func:`without_toolwatch_spans` to keep them out of it on a shared
-provider). Both count what they exported and dropped (:func:`delivery`, ``processor.flush()``).
+provider). Both count what they exported and dropped (:func:`delivery`, ``processor.flush()``);
+a span the OpenTelemetry set-up would not start or end (a raising processor) is counted by
+:func:`unrecorded_spans`, and the call itself goes on.
 OpenTelemetry's ``suppress_instrumentation()`` is honoured: calls made inside it leave no span.
 
 Zero code: ``opentelemetry-instrument python agent.py`` loads :class:`ToolwatchMCPInstrumentor`
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from toolwatch.instrumentation.client.instrumentor import (
         ToolwatchMCPInstrumentor,
         describe_session,
+        unrecorded_spans,
     )
     from toolwatch.instrumentation.client.provenance import (
         forget_conversation,
@@ -86,6 +89,7 @@ __all__ = [
     "send_records",
     "toolwatch_span_processor",
     "uninstrument",
+    "unrecorded_spans",
     "without_toolwatch_spans",
 ]
 
@@ -93,6 +97,7 @@ __all__ = [
 _LAZY = {
     "ToolwatchMCPInstrumentor": "toolwatch.instrumentation.client.instrumentor",
     "describe_session": "toolwatch.instrumentation.client.instrumentor",
+    "unrecorded_spans": "toolwatch.instrumentation.client.instrumentor",
     "error_type_of": "toolwatch.instrumentation.client.attributes",
     "forget_conversation": "toolwatch.instrumentation.client.provenance",
     "provenance_stats": "toolwatch.instrumentation.client.provenance",

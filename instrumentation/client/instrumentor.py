@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from importlib import metadata
@@ -31,7 +32,7 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
     BaseInstrumentor,
 )
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from opentelemetry.trace import ProxyTracerProvider, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer
 
 from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
@@ -183,6 +184,158 @@ def _session_attributes(settings: _Settings, session: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- the span
 
+_unrecorded_lock = threading.Lock()
+_unrecorded = 0
+
+
+def unrecorded_spans() -> int:
+    """Calls and listings (since the process started) whose span could not be started — the
+    call then ran untraced — or not ended cleanly: an error of the OpenTelemetry set-up, e.g.
+    a sampler or span processor that raises. The first is logged at WARNING, the rest at
+    DEBUG; the agent's call never sees the error."""
+    return _unrecorded
+
+
+def _count_unrecorded(what: str, method: str, exc: Exception) -> None:
+    global _unrecorded
+    with _unrecorded_lock:
+        _unrecorded += 1
+        count = _unrecorded
+    # the exception's type only: its message could quote an argument or a result
+    log.log(
+        logging.WARNING if count == 1 else logging.DEBUG,
+        "toolwatch: could not %s the span of a %s (%s); %d span(s) unrecorded so far",
+        what,
+        method,
+        type(exc).__name__,
+        count,
+    )
+
+
+def _call_attributes(
+    settings: _Settings, where: ctx.CallContext, name: str, arguments: Any, attrs: dict[str, Any]
+) -> None:
+    """Add a tools/call span's own start attributes to ``attrs``."""
+    attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
+    attrs[ATTR_TOOL_NAME] = name
+    attrs[ATTR_SESSION_POSITION] = where[3]
+    attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
+    if where[2] is not None:  # a listing is not issued by a model response
+        attrs[ATTR_RESPONSE_ID] = where[2]
+    if settings.provenance is not None:  # before the span starts: not in its duration
+        settings.provenance.check(where, name, arguments, attrs)
+
+
+_OpenCalls = list[tuple[InFlight, str]]
+_Opened = tuple[Span, otel_context.Context, ctx.CallContext, dict[str, Any], dict[str, Any]]
+
+
+def _open(
+    settings: _Settings, session: Any, in_flight: InFlight, name: str | None, arguments: Any
+) -> _Opened | None:
+    """Start the span of a call (``name`` set) or a listing: (span, parent context, where,
+    start attributes, late attributes known so far); None, counted, when it cannot start."""
+    try:
+        tracer = settings.tracer or _tracer(settings)
+        where = ctx.resolve(take_position=name is not None)
+        attrs = context_attributes(
+            where, {**_session_attributes(settings, session), ATTR_MCP_METHOD: in_flight.method}
+        )
+        if name is not None:
+            _call_attributes(settings, where, name, arguments, attrs)
+        parent = otel_context.get_current()
+        # start_span, not start_as_current_span: use_span's generator context manager costs
+        # more than attaching the context by hand (in _traced)
+        span = tracer.start_span(
+            SPAN_NAME_TOOLS_LIST if name is None else tool_span_name(name),
+            parent,
+            SpanKind.CLIENT,
+            attrs,
+        )
+        late: dict[str, Any] = {}
+        if name is not None and where[2] is None and span.is_recording():
+            late[ATTR_RESPONSE_ID] = (
+                f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
+            )
+    except Exception as exc:  # telemetry must never break the agent's call
+        _count_unrecorded("start", in_flight.method, exc)
+        return None
+    return span, parent, where, attrs, late
+
+
+def _enter(session: Any, in_flight: InFlight, name: str | None) -> _OpenCalls | None:
+    """List an open call under its session, for injection announcements (``note_injection``)."""
+    if name is None:
+        return None
+    try:
+        open_calls = OPEN_CALLS.get(session)
+        if open_calls is None:
+            open_calls = OPEN_CALLS[session] = []
+    except TypeError:  # a session that cannot be weakly referenced: no announcements
+        return None
+    open_calls.append((in_flight, name))
+    return open_calls
+
+
+def _failed(in_flight: InFlight, exc: BaseException, late: dict[str, Any]) -> None:
+    """The late attributes of a call that raised."""
+    if in_flight.received is not None:  # a result arrived, then the SDK refused it
+        try:
+            result_attributes(in_flight.received, late)
+        except Exception as err:
+            log.debug("toolwatch: could not measure a refused result (%s)", type(err).__name__)
+    try:
+        error_attributes(exc, late)  # after: a JSON-RPC error's own label wins
+    except Exception:
+        late[ATTR_ERROR_TYPE] = type(exc).__name__
+
+
+def _answered(
+    settings: _Settings,
+    span: Span,
+    in_flight: InFlight,
+    name: str | None,
+    attrs: dict[str, Any],
+    result: Any,
+    late: dict[str, Any],
+) -> None:
+    """The late attributes (or listing events) of a call or listing that returned."""
+    try:
+        if name is None:
+            record_listing(_tracer(settings), span, attrs, result)
+        elif result_attributes(result, late):
+            late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
+    except Exception as exc:
+        log.warning(
+            "toolwatch: could not measure a %s result (%s)", in_flight.method, type(exc).__name__
+        )
+
+
+def _close(
+    span: Span,
+    in_flight: InFlight,
+    late: dict[str, Any],
+    open_calls: _OpenCalls | None,
+) -> None:
+    """Take the call off its session's open calls and end its span; never raises."""
+    try:
+        if open_calls is not None:  # by identity: parallel calls of one tool may look equal
+            for i, (call, _) in enumerate(open_calls):
+                if call is in_flight:
+                    del open_calls[i]
+                    break
+        if in_flight.request_id is not None:
+            late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
+        if in_flight.label is not None and ATTR_LABEL not in late:
+            late[ATTR_LABEL] = in_flight.label  # e.g. a call that timed out before its answer
+        if late:
+            span.set_attributes(late)
+        if ATTR_ERROR_TYPE in late:
+            span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
+        span.end()
+    except Exception as exc:
+        _count_unrecorded("end", in_flight.method, exc)
+
 
 async def _traced(
     settings: _Settings,
@@ -194,90 +347,41 @@ async def _traced(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    """Run one ``tools/call`` (``name`` set) or ``tools/list`` (``name`` None) inside our span."""
-    try:
-        tracer = settings.tracer or _tracer(settings)
-        where = ctx.resolve(take_position=name is not None)
-        attrs = context_attributes(
-            where, {**_session_attributes(settings, session), ATTR_MCP_METHOD: in_flight.method}
-        )
-        response_id = where[2]
-        if name is not None:
-            attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
-            attrs[ATTR_TOOL_NAME] = name
-            attrs[ATTR_SESSION_POSITION] = where[3]
-            attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
-            if response_id is not None:  # a listing is not issued by a model response
-                attrs[ATTR_RESPONSE_ID] = response_id
-            if settings.provenance is not None:  # before the span starts: not in its duration
-                settings.provenance.check(where, name, arguments, attrs)
-        parent = otel_context.get_current()
-        # start_span, not start_as_current_span: use_span's generator context manager costs
-        # more than attaching the context by hand (below)
-        span = tracer.start_span(
-            SPAN_NAME_TOOLS_LIST if name is None else tool_span_name(name),
-            parent,
-            SpanKind.CLIENT,
-            attrs,
-        )
-    except Exception:  # telemetry must never break the agent's call
-        log.warning("toolwatch: could not start the span of a %s", in_flight.method, exc_info=True)
-        return await wrapped(*args, **kwargs)
+    """Run one ``tools/call`` (``name`` set) or ``tools/list`` (``name`` None) inside our span.
 
+    Every step of ours is guarded: an error in it is logged (by type) and, when it costs the
+    span, counted (:func:`unrecorded_spans`); the agent's call never sees it.
+    """
+    opened = _open(settings, session, in_flight, name, arguments)
     del arguments  # only its size (and its provenance numbers) are kept
-    late: dict[str, Any] = {}
-    kept = None  # the result, for the provenance window once the span has ended
-    if name is not None and response_id is None and span.is_recording():
-        late[ATTR_RESPONSE_ID] = (
-            f"{ctx.SYNTHETIC_RESPONSE_PREFIX}{span.get_span_context().span_id:016x}"
-        )
-    open_calls: list[tuple[InFlight, str]] | None = None
-    if name is not None:
-        entry = (in_flight, name)
-        open_calls = OPEN_CALLS.get(session)
-        if open_calls is None:
-            open_calls = OPEN_CALLS[session] = []
-        open_calls.append(entry)
+    # set even without a span: a Client call's session rounds then open none of their own
     in_flight_token = IN_FLIGHT.set(in_flight)
+    if opened is None:
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            IN_FLIGHT.reset(in_flight_token)
+    span, parent, where, attrs, late = opened
+    kept = None  # the result, for the provenance window once the span has ended
+    open_calls = _enter(session, in_flight, name)
     # The span is made current so that the SDK's send span nests under it and the W3C trace
     # context the SDK injects into the request carries it to the server.
     context_token = otel_context.attach(trace.set_span_in_context(span, parent))
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        if in_flight.received is not None:  # a result arrived, then the SDK refused it
-            try:
-                result_attributes(in_flight.received, late)
-            except Exception:
-                log.debug("toolwatch: could not measure a refused result", exc_info=True)
-        error_attributes(exc, late)  # after: a JSON-RPC error's own label wins
+        _failed(in_flight, exc, late)
         raise
     else:
-        try:
-            if name is None:
-                record_listing(tracer, span, attrs, result)
-            elif result_attributes(result, late):
-                late[ATTR_ERROR_TYPE] = ERROR_TYPE_TOOL_ERROR
-            kept = result if name is not None else None
-        except Exception:
-            log.warning("toolwatch: could not measure a %s result", in_flight.method, exc_info=True)
+        _answered(settings, span, in_flight, name, attrs, result, late)
+        kept = result if name is not None else None
         return result
     finally:
         otel_context.detach(context_token)
         IN_FLIGHT.reset(in_flight_token)
-        if open_calls is not None:
-            open_calls.remove(entry)
-        if in_flight.request_id is not None:
-            late[ATTR_JSONRPC_REQUEST_ID] = in_flight.request_id
-        if in_flight.label is not None and ATTR_LABEL not in late:
-            late[ATTR_LABEL] = in_flight.label  # e.g. a call that timed out before its answer
-        if late:
-            span.set_attributes(late)
-        if ATTR_ERROR_TYPE in late:
-            span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
-        span.end()
+        _close(span, in_flight, late, open_calls)
         if kept is not None and settings.provenance is not None and name is not None:
-            settings.provenance.ingest(where, name, kept, attrs)
+            settings.provenance.ingest(where, name, kept, attrs)  # guarded: logs, never raises
 
 
 # ---------------------------------------------------------------------------- wrappers

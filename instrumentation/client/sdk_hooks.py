@@ -42,12 +42,13 @@ from toolwatch.conventions import (
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class InFlight:
     """A span of ours in progress: receives the JSON-RPC id of the request it sends.
 
     ``session``/``tool`` are set for a ``Client.call_tool`` span, whose session rounds then
-    open no span of their own.
+    open no span of their own. Compared by identity (``eq=False``): two parallel calls of one
+    tool over in-process dispatch (no JSON-RPC id) have equal fields yet are two calls.
     """
 
     method: str

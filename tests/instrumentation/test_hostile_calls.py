@@ -1,0 +1,116 @@
+"""Calls that once broke the instrumentation inside the agent: parallel calls of one tool over
+mcp's in-process dispatch (no JSON-RPC id tells them apart), and errors of the OpenTelemetry
+set-up itself. Nothing of toolwatch's may reach the agent's call, and no span goes missing
+without being counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from support.mcp_test_server import build_server
+from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_SESSION_POSITION
+from toolwatch.instrumentation import conversation, instrument, uninstrument
+from toolwatch.instrumentation.client import instrumentor
+from toolwatch.instrumentation.client.sdk_hooks import OPEN_CALLS
+
+
+def tool_spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.name.startswith("tools/call")]
+
+
+def by_position(spans: list[ReadableSpan]) -> list[dict[str, Any]]:
+    attrs = [dict(s.attributes or {}) for s in spans]
+    return sorted(attrs, key=lambda a: a[ATTR_SESSION_POSITION])
+
+
+@pytest.mark.parametrize("second", ["timeout", "tool_error"])
+def test_parallel_calls_of_one_tool_end_in_any_order(
+    exporter: InMemorySpanExporter, second: str
+) -> None:
+    """In-process dispatch has no JSON-RPC id: two open calls of one tool once compared equal,
+    so the one ending first removed the other's bookkeeping and the other raised ValueError
+    into the agent (and lost its span)."""
+    answers: list[Any] = []
+
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            with conversation(f"parallel-{second}"):
+                first = asyncio.ensure_future(
+                    client.call_tool("slow", {"seconds": 0.4, "text": "first"})
+                )
+                await asyncio.sleep(0.05)
+                if second == "timeout":
+                    with pytest.raises(MCPError):
+                        await client.call_tool(
+                            "slow", {"seconds": 5, "text": "x"}, read_timeout_seconds=0.1
+                        )
+                else:  # refused by the tool's argument validation: an is_error result
+                    assert (await client.call_tool("slow", {"seconds": "soon"})).is_error
+                answers.append(await first)
+            assert not OPEN_CALLS.get(client.session)  # every entry removed, none twice
+
+    anyio.run(main, backend="asyncio")
+    assert answers[0].content[0].text == "first"
+    spans = by_position(tool_spans(exporter))
+    assert [a.get(ATTR_ERROR_TYPE) for a in spans] == [None, second]
+    assert [a[ATTR_SESSION_POSITION] for a in spans] == [0, 1]
+
+
+class _Raising(SpanProcessor):
+    """A span processor of the application's that raises (the SDK does not catch it)."""
+
+    def __init__(self, on: str) -> None:
+        self.on = on
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self.on == "start":
+            raise RuntimeError("broken on_start")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.on == "end":
+            raise RuntimeError("broken on_end")
+
+
+@pytest.mark.parametrize("on", ["start", "end"])
+def test_a_broken_otel_set_up_never_reaches_the_agents_call(on: str) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(_Raising(on))
+    instrument(tracer_provider=provider, provenance=False)
+    before = instrumentor.unrecorded_spans()
+    texts: list[str | None] = []
+    try:
+
+        async def main() -> None:
+            async with Client(build_server()) as client:
+                await client.list_tools()
+                with conversation(f"broken-{on}"):
+                    for text in ("a", "b"):
+                        result = await client.call_tool("echo", {"text": text})
+                        texts.append(getattr(result.content[0], "text", None))
+
+        anyio.run(main)
+    finally:
+        uninstrument()
+        provider.shutdown()
+    assert texts == ["a", "b"]  # the agent got its answers
+    spans = tool_spans(exporter)
+    # the listing and the two calls, counted either way: a span that could not start (the call
+    # then ran untraced, and a Client call's session round tried no second span) or one whose
+    # end raised
+    assert instrumentor.unrecorded_spans() - before == 3
+    if on == "start":
+        assert spans == []
+    else:  # ended: the processors before the raising one got it
+        assert [a[ATTR_SESSION_POSITION] for a in by_position(spans)] == [0, 1]
