@@ -276,15 +276,30 @@ _C_COMPACT = (
 )
 
 
+def utf8_size(text: str) -> int:
+    """UTF-8 bytes of ``text``; a lone surrogate (an escape cut from its pair, a file name
+    decoded with ``surrogateescape``) counts as U+FFFD, 3 bytes, as a UTF-8 writer emits it."""
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError:  # "surrogatepass" writes any surrogate in 3 bytes, as U+FFFD
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
 def compact_json_size(value: Any) -> int:
-    """UTF-8 bytes of the compact JSON of ``value`` (``,``/``:`` separators, non-ASCII kept)."""
+    """UTF-8 bytes (:func:`utf8_size`) of the compact JSON of ``value`` (``,``/``:``
+    separators, non-ASCII kept). Raises for a value that is not JSON: a key that is not a
+    string or a number (``TypeError``), nesting past the recursion limit or a value containing
+    itself (``RecursionError``, or ``ValueError`` without the C encoder)."""
     if _C_COMPACT is not None:
-        return len("".join(_C_COMPACT(value, 0)).encode())
-    return len(_COMPACT_JSON.encode(value).encode())
+        return utf8_size("".join(_C_COMPACT(value, 0)))
+    return utf8_size(_COMPACT_JSON.encode(value))
 
 
 def arguments_size(arguments: Mapping[str, Any] | None) -> int:
-    """Input bytes of a call: compact JSON of the arguments object; no arguments = 0."""
+    """Input bytes of a call: compact JSON of the arguments object; no arguments = 0.
+
+    Raises as :func:`compact_json_size` does for arguments that are not JSON: their size is
+    unknown (the instrumentation then leaves it off the span, so ``input_bytes`` is null)."""
     return 0 if arguments is None else compact_json_size(arguments)
 
 
@@ -301,12 +316,12 @@ def result_size(content: str | Sequence[Any] | None, structured: Any = None) -> 
     if content is None:
         return 0 if structured is None else compact_json_size(structured)
     if isinstance(content, str):
-        return len(content.encode())
+        return utf8_size(content)
     total = 0
     for block in content:
         text = getattr(block, "text", None) if getattr(block, "type", None) == "text" else None
         if isinstance(text, str):  # fast path for text block objects: same rule, no dump
-            total += len(text.encode())
+            total += utf8_size(text)
         else:
             total += _block_size(_as_mapping(block))
     if total == 0 and not content and structured is not None:
@@ -343,14 +358,14 @@ def _as_mapping(block: Any) -> Mapping[str, Any]:
 def _block_size(block: Mapping[str, Any]) -> int:
     kind = block.get("type")
     if kind == "text":
-        return len(str(block.get("text", "")).encode())
+        return utf8_size(str(block.get("text", "")))
     if kind in ("image", "audio"):
         return len(str(block.get("data", "")))
     if kind == "resource":
         resource = block.get("resource") or {}
         if "text" in resource:
-            return len(str(resource["text"]).encode())
+            return utf8_size(str(resource["text"]))
         return len(str(resource.get("blob", "")))
     if kind == "resource_link":
-        return len(str(block.get("uri", "")).encode())
+        return utf8_size(str(block.get("uri", "")))
     return compact_json_size(dict(block))

@@ -219,9 +219,15 @@ def _call_attributes(
     attrs[ATTR_OPERATION] = OPERATION_EXECUTE_TOOL
     attrs[ATTR_TOOL_NAME] = name
     attrs[ATTR_SESSION_POSITION] = where[3]
-    attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
     if where[2] is not None:  # a listing is not issued by a model response
         attrs[ATTR_RESPONSE_ID] = where[2]
+    try:
+        attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
+    except Exception:
+        # Arguments that are not JSON (a tuple key, too deep, circular) have no size: it is
+        # left off the span (the record's input_bytes is null, fields_present says so), and
+        # provenance, which walks a JSON tree, does not look at them (a cycle never ends).
+        return
     if settings.provenance is not None:  # before the span starts: not in its duration
         settings.provenance.check(where, name, arguments, attrs)
 

@@ -1,12 +1,14 @@
 """Calls that once broke the instrumentation inside the agent: parallel calls of one tool over
-mcp's in-process dispatch (no JSON-RPC id tells them apart), and errors of the OpenTelemetry
-set-up itself. Nothing of toolwatch's may reach the agent's call, and no span goes missing
-without being counted.
+mcp's in-process dispatch (no JSON-RPC id tells them apart), errors of the OpenTelemetry set-up
+itself, and arguments toolwatch cannot size. Nothing of toolwatch's may reach the agent's call,
+and no span goes missing without being counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from typing import Any
 
 import anyio
@@ -18,8 +20,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from support.mcp_test_server import build_server
-from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_SESSION_POSITION
-from toolwatch.instrumentation import conversation, instrument, uninstrument
+from toolwatch.conventions import (
+    ATTR_ARGUMENTS_SIZE,
+    ATTR_EGRESS,
+    ATTR_ERROR_TYPE,
+    ATTR_SESSION_POSITION,
+)
+from toolwatch.instrumentation import conversation, instrument, model_response, uninstrument
 from toolwatch.instrumentation.client import instrumentor
 from toolwatch.instrumentation.client.sdk_hooks import OPEN_CALLS
 
@@ -114,3 +121,55 @@ def test_a_broken_otel_set_up_never_reaches_the_agents_call(on: str) -> None:
         assert spans == []
     else:  # ended: the processors before the raising one got it
         assert [a[ATTR_SESSION_POSITION] for a in by_position(spans)] == [0, 1]
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return {"text": value}
+
+
+def _compact_size(args: dict[str, Any]) -> int:
+    """The byte basis written out: compact JSON, a lone surrogate counted as U+FFFD."""
+    text = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    return len(re.sub("[\ud800-\udfff]", "\ufffd", text).encode())
+
+
+@pytest.mark.timeout(60)  # a cycle once made the provenance walk loop for ever
+def test_calls_with_arguments_toolwatch_cannot_size_keep_their_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """A lone surrogate is sized as U+FFFD; arguments that are not JSON (a tuple key, nesting
+    past the recursion limit, a cycle) leave the size off. Every call keeps its span and one
+    position; these spans once went missing, uncounted, each skipping two positions."""
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    calls: list[tuple[dict[Any, Any], int | None]] = [
+        ({"text": "ok"}, _compact_size({"text": "ok"})),
+        ({"text": "\udcff-os.listdir"}, _compact_size({"text": "\udcff-os.listdir"})),
+        ({"text": "hi", (1, 2): 1}, None),
+        (_deep(5000), None),
+        ({"text": circular}, None),
+        ({"text": "next"}, _compact_size({"text": "next"})),
+    ]
+    outcomes: list[str] = []
+
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            with conversation("unsizable"), model_response("r1"):
+                for args, _ in calls:
+                    try:
+                        await client.call_tool("echo", args)
+                        outcomes.append("answered")
+                    except Exception as exc:  # the SDK refuses what it cannot send
+                        outcomes.append(type(exc).__name__)
+
+    anyio.run(main)
+    assert outcomes[0] == outcomes[1] == outcomes[-1] == "answered"
+    spans = by_position(tool_spans(exporter))
+    assert [a[ATTR_SESSION_POSITION] for a in spans] == list(range(len(calls)))
+    for attrs, (_, size), outcome in zip(spans, calls, outcomes, strict=True):
+        assert attrs.get(ATTR_ARGUMENTS_SIZE) == size
+        assert (ATTR_ERROR_TYPE in attrs) is (outcome != "answered")
+        assert (ATTR_EGRESS in attrs) is (size is not None)  # unsized: provenance skipped

@@ -1,0 +1,40 @@
+"""The shared byte basis (``record.arguments_size`` / ``record.result_size``) on text that is not
+valid UTF-8, and what it refuses: values that are not JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwatch.record import arguments_size, compact_json_size, result_size, utf8_size
+
+
+def test_a_lone_surrogate_counts_as_a_replacement_character() -> None:
+    # a file name decoded with surrogateescape, or a \ud83d escape cut from its pair: sized as
+    # a UTF-8 writer emits it (U+FFFD, 3 bytes), never an error
+    assert utf8_size("a\udcffb") == utf8_size("a\ufffdb") == 5
+    assert utf8_size("\ud83d\ude00") == 6  # two code points in a str: two replacements
+    assert arguments_size({"text": "\udcff"}) == arguments_size({"text": "\ufffd"}) == 14
+    assert result_size("x\ud800") == 4
+    assert result_size([{"type": "text", "text": "\ud800"}]) == 3
+    assert result_size([{"type": "resource_link", "uri": "file:///\udcff"}]) == 11
+    assert result_size([], {"k": "\udfff"}) == compact_json_size({"k": "\ufffd"}) == 11
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_arguments_that_are_not_json_have_no_size() -> None:
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    with pytest.raises(TypeError):
+        arguments_size({(1, 2): 1})  # type: ignore[dict-item]
+    with pytest.raises((RecursionError, ValueError)):
+        arguments_size({"v": _deep(5000)})
+    with pytest.raises((RecursionError, ValueError)):
+        arguments_size(circular)
