@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -226,6 +227,37 @@ class ToolListing:
     digest: Annotated[str, Col("sha256 of name+description+input schema", ATTR_TOOL_DIGEST)]
     listed_time: Annotated[datetime, Col("when the list was received, UTC")]
     service: Annotated[str | None, Col("resource service.name", ATTR_SERVICE_NAME)] = None
+
+
+#: Longest string (UTF-8 bytes) a record field takes from a span attribute: the collector
+#: rejects a span carrying a longer one (ids and names are short; a longer value is an error or
+#: an attack, and would be stored in every row), so the instrumentation never sends one
+#: (:func:`fit_string`).
+MAX_STRING_BYTES: Final = 4096
+#: How a string cut to :data:`MAX_STRING_BYTES` by :func:`fit_string` ends.
+TRUNCATION_MARK: Final = "...[truncated]"
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def fit_string(value: str) -> str:
+    """``value`` as a record's string field can hold it: valid UTF-8 — a lone surrogate becomes
+    U+FFFD, as :func:`utf8_size` counts it (an OTLP exporter cannot encode it at all) — and at
+    most :data:`MAX_STRING_BYTES` bytes: a longer value is cut at a character boundary and ends
+    with :data:`TRUNCATION_MARK` (the result is exactly that long or a few bytes shorter)."""
+    if value.isascii():  # O(1); then characters are bytes
+        if len(value) <= MAX_STRING_BYTES:
+            return value
+        return value[: MAX_STRING_BYTES - len(TRUNCATION_MARK)] + TRUNCATION_MARK
+    try:
+        data = value.encode()
+    except UnicodeEncodeError:
+        value = _LONE_SURROGATE.sub("\ufffd", value)
+        data = value.encode()
+    if len(data) <= MAX_STRING_BYTES:
+        return value
+    # "ignore" drops only the character the cut split, at the very end
+    head = data[: MAX_STRING_BYTES - len(TRUNCATION_MARK)].decode("utf-8", "ignore")
+    return head + TRUNCATION_MARK
 
 
 #: The call record's columns, derived from :class:`CallRecord`.

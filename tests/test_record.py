@@ -1,5 +1,6 @@
 """The shared byte basis (``record.arguments_size`` / ``record.result_size``) on text that is not
-valid UTF-8, and what it refuses: values that are not JSON."""
+valid UTF-8, what it refuses (values that are not JSON), and ``fit_string``: a string as a
+record's field can hold it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from toolwatch.record import arguments_size, compact_json_size, result_size, utf8_size
+from toolwatch.record import (
+    MAX_STRING_BYTES,
+    TRUNCATION_MARK,
+    arguments_size,
+    compact_json_size,
+    fit_string,
+    result_size,
+    utf8_size,
+)
 
 
 def test_a_lone_surrogate_counts_as_a_replacement_character() -> None:
@@ -38,3 +47,16 @@ def test_arguments_that_are_not_json_have_no_size() -> None:
         arguments_size({"v": _deep(5000)})
     with pytest.raises((RecursionError, ValueError)):
         arguments_size(circular)
+
+
+def test_fit_string_keeps_what_a_record_can_hold_and_marks_a_cut() -> None:
+    assert fit_string("a" * MAX_STRING_BYTES) == "a" * MAX_STRING_BYTES  # at the limit: kept
+    cut = fit_string("a" * (MAX_STRING_BYTES + 1))
+    assert cut == "a" * (MAX_STRING_BYTES - len(TRUNCATION_MARK)) + TRUNCATION_MARK
+    assert len(cut) == MAX_STRING_BYTES
+    wide = fit_string("€" * 2000)  # 6,000 bytes of 3-byte characters
+    assert wide.endswith(TRUNCATION_MARK) and len(wide.encode()) <= MAX_STRING_BYTES
+    assert wide[: -len(TRUNCATION_MARK)] == "€" * ((MAX_STRING_BYTES - 14) // 3)
+    assert fit_string("ok\udcff") == "ok\ufffd"  # valid UTF-8, as utf8_size counts it
+    assert fit_string("\ud800" * 2000) == "\ufffd" * 1360 + TRUNCATION_MARK
+    assert fit_string("naïve") == "naïve"

@@ -42,7 +42,6 @@ from toolwatch.collector.otlp.mapping import (
     IGNORED_SDK,
     IGNORED_SERVER,
     INT32_MAX,
-    MAX_STRING_BYTES,
     SDK_SCOPE,
     SEMCONV_MARKERS,
     FieldPlan,
@@ -77,6 +76,7 @@ from toolwatch.conventions import (
     ATTR_TOOL_NAME,
     TOOL_CALL_MARKER,
 )
+from toolwatch.record import MAX_STRING_BYTES
 
 #: every attribute the fast path reads for every span: the record's and the replay's marker
 SCAN_KEYS = (*CALL_ATTRIBUTES, ATTR_DURATION_UNKNOWN)

@@ -60,7 +60,7 @@ from toolwatch.conventions import (
     SOURCES,
     TOOL_CALL_MARKER,
 )
-from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS, Field
+from toolwatch.record import CALL_FIELDS, MAX_STRING_BYTES, TOOL_LIST_FIELDS, Field
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,6 @@ ALLOWED: Final[dict[str, tuple[str, ...]]] = {
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1
 MAX_REASONS: Final = 5
-#: Longest string a record field takes from an attribute (ids and names are short; a longer
-#: value is an error or an attack, and would be stored in every row).
-MAX_STRING_BYTES: Final = 4096
 #: Span times toolwatch can store: from the epoch (exclusive) to the end of year 9999.
 MAX_TIME_NS: Final = 253_402_300_800 * 10**9
 

@@ -2,7 +2,10 @@
 its result's size and label, its failure class, its span name.
 
 Values are computed here and nothing of the content is kept; the instrumentor
-(:mod:`.instrumentor`) decides when each is taken and puts them on its span.
+(:mod:`.instrumentor`) decides when each is taken and puts them on its span, every string
+first fitted to what a record can hold (:func:`fit_strings`: a server's 5,000-byte label or
+tool name would get the whole span rejected by the collector after the exporter counted it
+as delivered).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from toolwatch.conventions import (
     span_name,
 )
 from toolwatch.instrumentation.client.context import CallContext
-from toolwatch.record import result_size
+from toolwatch.record import MAX_STRING_BYTES, fit_string, result_size
 
 #: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
 _SPAN_NAMES: dict[str, str] = {}
@@ -40,11 +43,21 @@ def error_type_of(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def fit_strings(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Fit every string value of ``attrs`` (in place; returned) with ``record.fit_string``:
+    valid UTF-8, at most ``record.MAX_STRING_BYTES`` bytes, a cut one marked."""
+    for key, value in attrs.items():
+        # an ASCII string (isascii is O(1)) no longer than the limit is the usual case
+        if type(value) is str and (len(value) > MAX_STRING_BYTES or not value.isascii()):
+            attrs[key] = fit_string(value)
+    return attrs
+
+
 def tool_span_name(tool: str) -> str:
-    """``span_name(tool)``, cached per tool."""
+    """``span_name(tool)`` (the tool name fitted as its attribute is), cached per tool."""
     name = _SPAN_NAMES.get(tool)
     if name is None:
-        name = span_name(tool)
+        name = span_name(fit_string(tool))
         if len(_SPAN_NAMES) < _MAX_SPAN_NAMES:
             _SPAN_NAMES[tool] = name
     return name

@@ -59,6 +59,7 @@ from toolwatch.instrumentation.client import sdk_hooks
 from toolwatch.instrumentation.client.attributes import (
     context_attributes,
     error_attributes,
+    fit_strings,
     result_attributes,
     tool_span_name,
 )
@@ -249,6 +250,7 @@ def _open(
         )
         if name is not None:
             _call_attributes(settings, where, name, arguments, attrs)
+        fit_strings(attrs)  # names and ids from the server or the agent: any length, any text
         parent = otel_context.get_current()
         # start_span, not start_as_current_span: use_span's generator context manager costs
         # more than attaching the context by hand (in _traced)
@@ -335,7 +337,7 @@ def _close(
         if in_flight.label is not None and ATTR_LABEL not in late:
             late[ATTR_LABEL] = in_flight.label  # e.g. a call that timed out before its answer
         if late:
-            span.set_attributes(late)
+            span.set_attributes(fit_strings(late))  # a server's label or error class
         if ATTR_ERROR_TYPE in late:
             span.set_status(Status(StatusCode.ERROR))  # no description: may carry content
         span.end()

@@ -16,7 +16,7 @@ from toolwatch.conventions import (
     EVENT_TOOL_LISTED,
     SPAN_NAME_TOOLS_LIST,
 )
-from toolwatch.record import tool_digest
+from toolwatch.record import fit_string, tool_digest
 
 #: tools/list events per span; the SDK keeps at most 128 events per span by default, so longer
 #: listings continue on child spans of the same name and attributes.
@@ -29,7 +29,7 @@ def record_listing(tracer: Tracer, span: Span, attrs: dict[str, Any], result: ob
         return
     events = [
         {
-            ATTR_TOOL_NAME: tool.name,
+            ATTR_TOOL_NAME: fit_string(tool.name),  # the server's name: any length
             ATTR_TOOL_DIGEST: tool_digest(tool.name, tool.description, tool.input_schema),
         }
         for tool in result.tools

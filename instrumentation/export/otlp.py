@@ -35,6 +35,7 @@ from toolwatch.instrumentation.export.processor import (
     Delivery,
     ToolwatchSpanProcessor,
 )
+from toolwatch.record import fit_string
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +186,8 @@ def configure_otlp(
         instrument(tracer_provider=configure_otlp(service_name="my-agent"))
     """
     url = traces_url(endpoint)
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
+    # fitted as a record's string is: the collector rejects every span of a longer name
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: fit_string(service_name)}))
     processor = toolwatch_span_processor(
         url,
         headers=headers,
