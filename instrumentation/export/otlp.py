@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 
 from toolwatch.instrumentation.export.processor import (
     DEFAULT_MAX_QUEUE,
+    DEFAULT_SHUTDOWN_S,
     Delivery,
     ToolwatchSpanProcessor,
 )
@@ -123,6 +124,7 @@ def toolwatch_span_processor(
     only_toolwatch: bool = True,
     block: bool = False,
     max_queue_size: int = DEFAULT_MAX_QUEUE,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_S,
 ) -> ToolwatchSpanProcessor:
     """A span processor exporting (batched, OTLP/HTTP protobuf) to a toolwatch collector.
 
@@ -137,6 +139,9 @@ def toolwatch_span_processor(
     ``block``: when the queue is full, wait for room instead of dropping (for runs that must
     not lose a span; it slows the caller instead). ``processor.flush()`` exports what is queued
     and returns the :class:`~toolwatch.instrumentation.export.processor.Delivery` counts.
+    ``shutdown_timeout``: seconds the provider's shutdown — its exit hook — spends delivering
+    what is left before counting it as lost (a dead or hung collector must not hold up the
+    agent's exit; call ``flush()`` first to wait longer).
     """
     all_headers = dict(headers or {})
     if token:
@@ -149,6 +154,7 @@ def toolwatch_span_processor(
         scopes=TOOLWATCH_SCOPES if only_toolwatch else None,
         block=block,
         max_queue_size=max_queue_size,
+        shutdown_timeout=shutdown_timeout,
     )
 
 
@@ -169,16 +175,18 @@ def configure_otlp(
     timeout: float = 10.0,
     block: bool = False,
     token: str | None = None,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_S,
 ) -> TracerProvider:
     """An SDK tracer provider exporting (batched) to an OTLP/HTTP protobuf endpoint.
 
     ``endpoint`` is a base URL (``/v1/traces`` is appended) or the full traces URL;
     ``headers`` e.g. ``{"Authorization": "Bearer <token>"}`` for a collector with a token.
     ``only_toolwatch`` drops every span but toolwatch's own (see the module docstring);
-    ``set_global`` also makes it the process-wide provider; ``block`` and ``token`` as for
-    :func:`toolwatch_span_processor`. Spans still queued at exit are flushed by the provider's
-    exit hook; call ``provider.force_flush()`` to flush earlier and :func:`delivery` for the
-    counts.
+    ``set_global`` also makes it the process-wide provider; ``block``, ``token`` and
+    ``shutdown_timeout`` as for :func:`toolwatch_span_processor`. Spans still queued at exit
+    are flushed by the provider's exit hook for at most ``shutdown_timeout`` seconds (5), the
+    rest counted as lost; call ``provider.force_flush()`` to flush earlier (and wait longer)
+    and :func:`delivery` for the counts.
 
     Typical use::
 
@@ -195,6 +203,7 @@ def configure_otlp(
         timeout=timeout,
         only_toolwatch=only_toolwatch,
         block=block,
+        shutdown_timeout=shutdown_timeout,
     )
     provider.add_span_processor(processor)
     _processors[provider] = processor

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_QUEUE: Final = 8192
 DEFAULT_MAX_BATCH: Final = 512
 DEFAULT_DELAY_S: Final = 0.5
+#: How long :meth:`ToolwatchSpanProcessor.shutdown` — the provider's exit hook — waits for the
+#: collector: a dead or hung one must not hold up the agent's exit (the SDK's 30 s flush and
+#: the exporter's retries held it 7-40 s).
+DEFAULT_SHUTDOWN_S: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +82,9 @@ class ToolwatchSpanProcessor(SpanProcessor):
     """Batches the spans of ``scopes`` to ``exporter`` on a background thread, counting them.
 
     ``scopes=None`` keeps every span. ``block``: wait for room when the queue is full (up to
-    ``block_timeout`` seconds, then drop) instead of dropping at once.
+    ``block_timeout`` seconds, then drop) instead of dropping at once. ``shutdown_timeout``:
+    what :meth:`shutdown` (the provider's exit hook) spends delivering before it counts the
+    rest as lost.
     """
 
     def __init__(
@@ -91,9 +97,12 @@ class ToolwatchSpanProcessor(SpanProcessor):
         schedule_delay: float = DEFAULT_DELAY_S,
         block: bool = False,
         block_timeout: float = 30.0,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_S,
     ) -> None:
         if max_queue_size < 1 or max_export_batch_size < 1:
             raise ValueError("queue and batch sizes must be at least 1")
+        if not shutdown_timeout >= 0:
+            raise ValueError(f"shutdown_timeout must be >= 0 seconds, got {shutdown_timeout}")
         self.exporter = exporter
         self.scopes = frozenset(scopes) if scopes is not None else None
         self.max_queue_size = max_queue_size
@@ -101,12 +110,14 @@ class ToolwatchSpanProcessor(SpanProcessor):
         self.schedule_delay = schedule_delay
         self.block = block
         self.block_timeout = block_timeout
+        self.shutdown_timeout = shutdown_timeout
         self._cond = threading.Condition()
         self._queue: collections.deque[ReadableSpan] = collections.deque()
         self._in_flight = 0
         self._ended = self._exported = self._failed = self._dropped = 0
         self._flush_wanted = False
         self._closed = False
+        self._abandoned = False  # the batch in flight at shutdown was counted as failed then
         self._warned_full = False
         self._worker: threading.Thread | None = None
         _live.add(self)
@@ -165,15 +176,35 @@ class ToolwatchSpanProcessor(SpanProcessor):
             return bool(done)
 
     def shutdown(self) -> None:
-        self.force_flush()
+        """Deliver what is queued for at most ``shutdown_timeout`` seconds, then stop: spans
+        still queued count as dropped and a batch still being sent as failed (its answer is
+        not waited for; the export thread is a daemon), logged once at WARNING."""
+        deadline = time.monotonic() + self.shutdown_timeout
+        self.force_flush(int(self.shutdown_timeout * 1000))
         with self._cond:
+            if self._closed:
+                return
             self._closed = True
-            self._dropped += len(self._queue)
+            queued = len(self._queue)
+            self._dropped += queued
             self._queue.clear()
             self._cond.notify_all()
             worker = self._worker
         if worker is not None:
-            worker.join(10)
+            worker.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            sending = self._in_flight
+            if sending:
+                self._failed += sending
+                self._in_flight = 0
+                self._abandoned = True
+        if queued or sending:
+            log.warning(
+                "toolwatch: %d spans not delivered at shutdown (the collector did not take them "
+                "within %.1f s); counted as lost",
+                queued + sending,
+                self.shutdown_timeout,
+            )
         self.exporter.shutdown()
 
     # ------------------------------------------------------------------ counts
@@ -232,7 +263,7 @@ class ToolwatchSpanProcessor(SpanProcessor):
             if batch:
                 ok = self._export(batch)
             with self._cond:
-                if batch:
+                if batch and not self._abandoned:  # else shutdown counted it as failed
                     if ok:
                         self._exported += len(batch)
                     else:

@@ -1,15 +1,16 @@
 """The public export API alongside an application's own OpenTelemetry set-up, against a real
 OTLP/HTTP receiver: tool spans to toolwatch *and* the application's backend, or to toolwatch
 *only*; OTel's ``suppress_instrumentation()`` honoured; every span the processor was given
-accounted for (exported, failed, dropped), and a full queue either waits (``block``) or drops
-and counts. Needs no collector extra, so it runs at the floor versions too
-(``test_version_floor.py``); ``tests/collector/otlp/test_delivery_check.py`` checks the counts
-against a real collector's.
+accounted for (exported, failed, dropped), a full queue either waits (``block``) or drops
+and counts, and a hung collector holds the exit for the shutdown budget only. Needs no
+collector extra, so it runs at the floor versions too (``test_version_floor.py``);
+``tests/collector/otlp/test_delivery_check.py`` checks the counts against a real collector's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -37,6 +38,7 @@ from toolwatch.instrumentation import (
     uninstrument,
     without_toolwatch_spans,
 )
+from toolwatch.instrumentation.export.processor import DEFAULT_SHUTDOWN_S
 
 
 @pytest.fixture
@@ -200,3 +202,67 @@ def test_an_unreachable_collector_is_counted_as_failed() -> None:
     message = sent.check(0)
     assert message is not None and "0 of 3 spans reached the store" in message
     provider.shutdown()
+
+
+def test_shutdown_gives_a_hung_collector_its_budget_only_and_counts_the_rest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The provider's exit hook once waited 30 s for the flush and 10 s more for the thread."""
+    import threading
+    import time
+
+    hung = _SlowExporter()  # answers only once shut down
+    processor = ToolwatchSpanProcessor(
+        hung, scopes=None, max_export_batch_size=5, shutdown_timeout=0.3
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    _ended_spans(provider, 12)
+    started = time.monotonic()
+    provider.shutdown()
+    assert time.monotonic() - started < 2.0
+    sent = processor.delivery()
+    # the batch being sent counts as failed, the queue behind it as dropped: all lost
+    assert (sent.ended, sent.exported, sent.failed, sent.dropped, sent.queued) == (12, 0, 5, 7, 0)
+    # the hung export returns once the exporter is shut down: not counted a second time
+    for thread in threading.enumerate():
+        if thread.name == "toolwatch-span-export":
+            thread.join(5)
+    assert processor.delivery() == sent
+    warnings = [r.getMessage() for r in caplog.records if "at shutdown" in r.getMessage()]
+    assert warnings == [
+        "toolwatch: 12 spans not delivered at shutdown (the collector did not take them "
+        "within 0.3 s); counted as lost"
+    ]
+
+
+def test_a_hung_collector_delays_the_agents_exit_by_the_budget_only(tmp_path: Path) -> None:
+    """The real exit hook of a configure_otlp provider, in a process of its own, against a
+    collector that accepts connections and never answers."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    assert DEFAULT_SHUTDOWN_S <= 5
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import sys, time\n"
+        "from toolwatch.instrumentation import configure_otlp\n"
+        "provider = configure_otlp(sys.argv[1], shutdown_timeout=1.0)\n"
+        "tracer = provider.get_tracer('toolwatch.instrumentation')\n"
+        "for i in range(2000):\n"
+        "    tracer.start_span('tools/call t').end()\n"
+        "print(time.time(), flush=True)\n"
+    )
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(64)  # accepts (the kernel does), never answers
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        done = subprocess.run(
+            [sys.executable, str(script), url], capture_output=True, text=True, timeout=60
+        )
+        exited = time.time()
+    assert done.returncode == 0, done.stderr
+    assert exited - float(done.stdout.split()[-1]) < 3.5  # 1 s of budget, then out
+    assert done.stderr.count("2000 spans not delivered at shutdown") == 1
