@@ -367,6 +367,8 @@ def tool_digest(name: str, description: str | None, input_schema: Mapping[str, A
     sha256 (hex) of the UTF-8 compact canonical JSON (sorted keys, ``,``/``:`` separators,
     non-ASCII kept) of the array ``[name, description or "", input_schema or {}]``. The array
     keeps the parts unambiguous; sorted keys make it independent of the schema's key order.
+    A lone surrogate (a server may send one as a JSON escape) is encoded in its three-byte
+    form (``surrogatepass``), so it neither fails the listing nor collides with U+FFFD.
     """
     canonical = json.dumps(
         [name, description or "", dict(input_schema or {})],
@@ -375,7 +377,7 @@ def tool_digest(name: str, description: str | None, input_schema: Mapping[str, A
         sort_keys=True,
         default=str,
     )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _as_mapping(block: Any) -> Mapping[str, Any]:

@@ -60,3 +60,13 @@ def test_fit_string_keeps_what_a_record_can_hold_and_marks_a_cut() -> None:
     assert fit_string("ok\udcff") == "ok\ufffd"  # valid UTF-8, as utf8_size counts it
     assert fit_string("\ud800" * 2000) == "\ufffd" * 1360 + TRUNCATION_MARK
     assert fit_string("naïve") == "naïve"
+
+
+def test_a_tool_with_a_lone_surrogate_has_a_digest_of_its_own() -> None:
+    """A description holding a lone surrogate (a JSON escape a server may send) raised
+    UnicodeEncodeError, and the whole listing lost its events."""
+    from toolwatch.record import tool_digest
+
+    digests = {tool_digest("t", text, {}) for text in ("a\ud800", "a\ud801", "a\ufffd", "a")}
+    assert len(digests) == 4
+    assert tool_digest("t", "plain", {"x": 1}) == tool_digest("t", "plain", {"x": 1})
