@@ -95,3 +95,19 @@ def test_json_writes_non_finite_numbers_as_null() -> None:
 
 def _refuse(name: str) -> None:
     raise ValueError(f"not JSON: {name}")
+
+
+def test_a_large_double_is_shown_whole() -> None:
+    """A sum of bytes cast to double read 1.36114e+07 in the table (CSV and JSON were exact)."""
+    values = [13611354.0, 1234567.891, 999999.5, -2e6, 0.5, 1 / 3, 1e20, 1e-7]
+    lines = format_table(pa.table({"x": values})).splitlines()
+    assert [line.strip() for line in lines[2:-1]] == [
+        "13611354",
+        "1234567.9",
+        "999999.5",
+        "-2000000",
+        "0.5",
+        "0.333333",
+        "1e+20",
+        "1e-07",
+    ]
