@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -497,7 +496,7 @@ def _configuration(
         st.json(config, expanded=False)
         st.caption(
             "Re-run exactly: `toolwatch experiment --store "
-            f"{shlex.quote(str(store))} --rerun {chosen['run_id']}`"
+            f"{q.store_arg(store)} --rerun {chosen['run_id']}`"
         )
 
 

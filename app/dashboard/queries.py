@@ -37,6 +37,13 @@ from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
 from toolwatch.injection.workbench.report import RUNS_TABLE as WORKBENCH_RUNS
 
+
+def store_arg(store: Path) -> str:
+    """``store`` as a shell word, for the commands the pages offer (a path with a space or a
+    quote stays one argument)."""
+    return shlex.quote(str(store))
+
+
 #: How to fill each part of the store (shown on empty pages); ``STORE`` stands for its path.
 FILL_HINTS: Final[dict[str, str]] = {
     CALLS: (
@@ -73,7 +80,7 @@ def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
     (``--split-shares``) when those do — or, when neither split can run, more calls first and
     why (the split's own reason)."""
     config = ExperimentConfig()
-    where = shlex.quote(str(store))
+    where = store_arg(store)
     shares = (
         round(study.SPLITS["train"][0] / study.CORPUS["sessions"], 2),
         round(study.SPLITS["calibration"][0] / study.CORPUS["sessions"], 2),

@@ -118,7 +118,7 @@ def _scores_note(
     if mine.empty:
         st.info(
             f"No stored scan of this model ({model.model_id}, {statistic}): run "
-            f"`toolwatch scan --store {store}` to flag streams here (it stores every "
+            f"`toolwatch scan --store {q.store_arg(store)}` to flag streams here (it stores every "
             "stream's peak, which this page reads instead of scoring on page load)."
         )
     else:
