@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import charts, hints, ui
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
@@ -78,7 +78,7 @@ def render() -> None:
         if not q.has_rows(con, q.EXPERIMENTS):
             st.info(
                 f"No experiment results in the store {s.store} yet. Fill it with "
-                f"{q.experiment_hint(con, s.store)}."
+                f"{hints.experiment_hint(con, s.store)}."
             )
             return
         runs = q.experiment_list(con)
@@ -496,7 +496,7 @@ def _configuration(
         st.json(config, expanded=False)
         st.caption(
             "Re-run exactly: `toolwatch experiment --store "
-            f"{q.store_arg(store)} --rerun {chosen['run_id']}`"
+            f"{hints.store_arg(store)} --rerun {chosen['run_id']}`"
         )
 
 

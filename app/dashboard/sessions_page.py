@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import charts, hints, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import streams as sl
 from toolwatch.app.dashboard import url_state as url
@@ -118,8 +118,8 @@ def _scores_note(
     if mine.empty:
         st.info(
             f"No stored scan of this model ({model.model_id}, {statistic}): run "
-            f"`toolwatch scan --store {q.store_arg(store)}` to flag streams here (it stores every "
-            "stream's peak, which this page reads instead of scoring on page load)."
+            f"`toolwatch scan --store {hints.store_arg(store)}` to flag streams here (it "
+            "stores every stream's peak, which this page reads instead of scoring on page load)."
         )
     else:
         when = pd.Timestamp(mine["scored_time"].iloc[0]).strftime("%Y-%m-%d %H:%M UTC")

@@ -18,6 +18,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from toolwatch.app.dashboard import hints
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
 from toolwatch.detection import ModelError, NormalModel
@@ -30,7 +31,7 @@ def settings() -> AppSettings:
 
 
 def fill_hint(table: str, store: Path) -> str:
-    return q.FILL_HINTS[table].replace("STORE", q.store_arg(store))
+    return hints.FILL_HINTS[table].replace("STORE", hints.store_arg(store))
 
 
 def explain_empty(table: str, store: Path, what: str) -> None:
@@ -62,7 +63,7 @@ def model(s: AppSettings) -> tuple[NormalModel | None, str]:
     """The model artifact (cached per file version), or ``None`` and why not."""
     if s.model is None:
         return None, (
-            f"no model: `toolwatch train --store {q.store_arg(s.store)}` saves one as "
+            f"no model: `toolwatch train --store {hints.store_arg(s.store)}` saves one as "
             f"{s.store / MODEL_IN_STORE}, where the app looks (or start it with `--model FILE`)"
         )
     try:

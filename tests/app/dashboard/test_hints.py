@@ -5,15 +5,14 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from toolwatch.app.dashboard import queries as q
-from toolwatch.app.dashboard import ui
+from toolwatch.app.dashboard import hints, ui
 
 
 def test_every_fill_hint_names_a_store_with_a_space_as_one_argument() -> None:
     """The hints wrote the path bare, so a store at 'my store' became two arguments (the
     Detection page's re-run and guide already quoted it)."""
     store = Path("/tmp/my store")
-    for table in q.FILL_HINTS:
+    for table in hints.FILL_HINTS:
         hint = ui.fill_hint(table, store)
         for command in hint.split("`")[1::2]:  # the code spans are the commands
             words = shlex.split(command)
