@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import urllib.parse
 
 import duckdb
 import pyarrow as pa
@@ -30,6 +29,7 @@ from toolwatch.collector.sources.delivery import (
 from toolwatch.collector.sources.simulator import SimulationConfig, generate
 from toolwatch.collector.sources.simulator.report import BANNER, record_simulation, summary_lines
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.instrumentation.export.otlp import traces_url
 from toolwatch.usage import UsageError, non_negative_int, positive_int
 
 HELP = "write a simulated workload (labelled simulated)"
@@ -93,16 +93,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_endpoint(url: str) -> None:
-    """A usage error unless ``url`` is an http(s)://host[:port] URL (a bracket or port that
-    does not parse included)."""
+    """A usage error unless ``url`` is an OTLP endpoint the export can use (its own check)."""
     try:
-        parts = urllib.parse.urlsplit(url)
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+        traces_url(url)
     except ValueError:
-        usable = False
-    if not usable:
-        raise UsageError(f"--otlp {url}: give an http(s)://host:port URL")
+        raise UsageError(f"--otlp {url}: give an http(s)://host:port URL") from None
 
 
 def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:

@@ -183,7 +183,7 @@ def compact_table(
     max_rows: int,
     key: Sequence[str],
     unique: Sequence[str],
-    partitions: str = "*",
+    partitions: str,
 ) -> int:
     """Merge the small files of each partition (the folders ``partitions`` matches; see
     :meth:`Store.compact`); files removed."""

@@ -59,8 +59,13 @@ _processors: weakref.WeakKeyDictionary[TracerProvider, ToolwatchSpanProcessor] =
 def traces_url(endpoint: str) -> str:
     """The ``/v1/traces`` URL of an OTLP/HTTP endpoint given as a base URL or the full URL."""
     url = endpoint.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:  # an unclosed bracket, a bad port
+        usable = False
+    if not usable:
         raise ValueError(f"OTLP endpoint {endpoint!r} is not an http:// or https:// URL")
     if parts.path.rstrip("/").endswith(TRACES_PATH):
         return url
