@@ -58,6 +58,8 @@ SPAN_KINDS: Final = frozenset(_KIND_NAMES.values())
 MAX_GZIP_MEMBERS: Final = 64
 #: arrayValue/kvlistValue nesting accepted in OTLP/JSON attribute values
 MAX_VALUE_DEPTH: Final = 32
+#: at most this much of a malformed field's value is quoted in a 400 (never an attribute's)
+QUOTE_CHARS: Final = 40
 _GZIP_STEP: Final = 256 * 1024  # compressed bytes fed to zlib at a time
 
 # google.rpc.Code values used in error bodies
@@ -251,8 +253,13 @@ def _arr(value: Any, where: str) -> list[Any]:
     return value
 
 
-def _json_int(value: Any, where: str) -> int:
-    """A (u)int64 in OTLP/JSON: a number or a decimal string."""
+def _json_int(value: Any, where: str, *, quote: bool = True) -> int:
+    """A (u)int64 in OTLP/JSON: a number or a decimal string.
+
+    A refusal quotes at most :data:`QUOTE_CHARS` of the value, and none of it when ``quote``
+    is false (an attribute's value: it may be a tool's arguments or result, which must never
+    reach the 400 body or the log).
+    """
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -264,7 +271,17 @@ def _json_int(value: Any, where: str) -> int:
     # ASCII digits only: int() would also take "١٢", "1_2" and " 12 "
     if isinstance(value, str) and value.isascii() and value.removeprefix("-").isdecimal():
         return int(value, 10)
-    raise _JsonShapeError(f"{where} must be an integer, got {value!r}")
+    got = repr(value)[:QUOTE_CHARS] if quote else _json_shape(value)
+    raise _JsonShapeError(f"{where} must be an integer, got {got}")
+
+
+def _json_shape(value: Any) -> str:
+    """What a JSON value is, without any of its text."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def _json_id(value: Any, where: str) -> str:
@@ -301,7 +318,7 @@ def _json_any(value: Any, where: str, depth: int = 0) -> Any:
             raise _JsonShapeError(f"{where}.boolValue must be a boolean")
         return b
     if "intValue" in value:
-        return _json_int(value["intValue"], where + ".intValue")
+        return _json_int(value["intValue"], where + ".intValue", quote=False)
     if "doubleValue" in value:
         d = value["doubleValue"]
         if isinstance(d, str) and d in ("NaN", "Infinity", "-Infinity"):

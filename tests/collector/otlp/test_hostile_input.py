@@ -203,6 +203,33 @@ def test_a_value_set_to_null_is_a_value_not_set(collector: Collector, store: Sto
     assert "input_bytes" not in stored[0]["fields_present"].split(",")
 
 
+def test_a_malformed_int_value_is_not_echoed_into_the_400_or_the_log(
+    collector: Collector, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A content attribute (``gen_ai.tool.call.arguments``) sent as a non-decimal
+    ``intValue`` fails the request, as it should; the 400 body and the WARNING line quoted the
+    whole value (5 KiB of a tool's arguments here). Now an attribute's value is described, not
+    quoted, and a malformed intrinsic field (a kind of 5,000 characters) is quoted to 40."""
+    caplog.set_level(logging.INFO)
+    secret = "CANARY-ARGS " + "z" * 5000
+    span = tool_span(extra=[kv("gen_ai.tool.call.arguments", {"intValue": secret})])
+    reply = post(collector.url, json_body([span]), JS)
+    assert reply.status == 400
+    message = json.loads(reply.body)["message"]
+    assert message == (
+        "malformed OTLP/JSON: resourceSpans[0].scopeSpans[0].spans[0].attributes[3].value"
+        ".intValue must be an integer, got a string of 5012 characters"
+    )
+    kind = {**tool_span(), "kind": "CANARY-KIND " + "k" * 5000}
+    reply = post(collector.url, json_body([kind]), JS)
+    message = json.loads(reply.body)["message"]
+    assert reply.status == 400 and message.endswith(
+        "kind must be an integer, got 'CANARY-KIND kkkkkkkkkkkkkkkkkkkkkkkkkkk"
+    )
+    assert "CANARY-ARGS" not in caplog.text and "kkkk" * 20 not in caplog.text
+    assert "must be an integer" in caplog.text  # the refusals were logged, without the values
+
+
 # --------------------------------------------------------------------------- isolation
 
 
