@@ -6,7 +6,8 @@ Two encodings arrive on ``POST /v1/traces``:
   ``ExportTraceServiceRequest`` (the columnar fast path in :mod:`toolwatch.collector.otlp.wire`
   then reads the same bytes);
 * OTLP/JSON (``application/json``), parsed here by hand: ids are hex strings and 64-bit
-  integers may be JSON strings, which protobuf's ``json_format`` gets wrong (and slowly).
+  integers may be JSON strings, which protobuf's ``json_format`` gets wrong (and slowly); a
+  field may be named as in the proto (``start_time_unix_nano``), as proto3 JSON allows.
 
 Both decode into :class:`SpanData`, the neutral form the reference mapping reads. Malformed
 input raises :class:`OtlpError` carrying the HTTP status and a message naming the problem.
@@ -60,6 +61,29 @@ MAX_GZIP_MEMBERS: Final = 64
 MAX_VALUE_DEPTH: Final = 32
 #: at most this much of a malformed field's value is quoted in a 400 (never an attribute's)
 QUOTE_CHARS: Final = 40
+#: OTLP/JSON fields whose proto name differs from the JSON name: proto3 JSON parsers accept
+#: both (``resource_spans`` for ``resourceSpans``), and so does the OpenTelemetry Collector;
+#: read as unknown fields, a snake_case request was a silent empty export
+_PROTO_NAMES: Final = {
+    camel: "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+    for camel in (
+        "resourceSpans",
+        "scopeSpans",
+        "traceId",
+        "spanId",
+        "startTimeUnixNano",
+        "endTimeUnixNano",
+        "timeUnixNano",
+        "stringValue",
+        "boolValue",
+        "intValue",
+        "doubleValue",
+        "arrayValue",
+        "kvlistValue",
+        "bytesValue",
+    )
+}
+_JSON_NAMES: Final = {proto: camel for camel, proto in _PROTO_NAMES.items()}
 _GZIP_STEP: Final = 256 * 1024  # compressed bytes fed to zlib at a time
 
 # google.rpc.Code values used in error bodies
@@ -237,6 +261,12 @@ def decode_json(body: bytes) -> list[SpanData]:
         raise OtlpError(400, f"malformed OTLP/JSON: {exc}") from exc
 
 
+def _get(obj: dict[str, Any], name: str) -> Any:
+    """Field ``name`` of a JSON object, by its JSON name or else its proto name."""
+    value = obj.get(name)
+    return obj.get(_PROTO_NAMES[name]) if value is None else value
+
+
 def _obj(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -304,7 +334,7 @@ def _json_status(value: Any, where: str) -> int:
 
 def _json_any(value: Any, where: str, depth: int = 0) -> Any:
     # a field set to null is a field not set (proto3 JSON): {"intValue": null} is no value
-    value = {k: v for k, v in _obj(value, where).items() if v is not None}
+    value = {_JSON_NAMES.get(k, k): v for k, v in _obj(value, where).items() if v is not None}
     if not value:
         return None
     if "stringValue" in value:
@@ -369,12 +399,12 @@ def _json_kind(value: Any, where: str) -> int:
 
 def _json_spans(doc: Any) -> Iterator[SpanData]:
     root = _obj(doc, "request")
-    for r, rs in enumerate(_arr(root.get("resourceSpans"), "resourceSpans")):
+    for r, rs in enumerate(_arr(_get(root, "resourceSpans"), "resourceSpans")):
         rw = f"resourceSpans[{r}]"
         rs = _obj(rs, rw)
         resource_obj = _obj(rs.get("resource"), rw + ".resource")
         resource = _json_attributes(resource_obj.get("attributes"), rw + ".resource.attributes")
-        for s, ss in enumerate(_arr(rs.get("scopeSpans"), rw + ".scopeSpans")):
+        for s, ss in enumerate(_arr(_get(rs, "scopeSpans"), rw + ".scopeSpans")):
             sw = f"{rw}.scopeSpans[{s}]"
             ss = _obj(ss, sw)
             scope = _obj(ss.get("scope"), sw + ".scope").get("name") or ""
@@ -393,15 +423,15 @@ def _json_spans(doc: Any) -> Iterator[SpanData]:
                     events.append(
                         EventData(
                             name,
-                            _json_int(ev.get("timeUnixNano"), ew + ".timeUnixNano"),
+                            _json_int(_get(ev, "timeUnixNano"), ew + ".timeUnixNano"),
                             _json_attributes(ev.get("attributes"), ew + ".attributes"),
                         )
                     )
                 yield SpanData(
-                    trace_id=_json_id(sp.get("traceId"), w + ".traceId"),
-                    span_id=_json_id(sp.get("spanId"), w + ".spanId"),
-                    start_ns=_json_int(sp.get("startTimeUnixNano"), w + ".startTimeUnixNano"),
-                    end_ns=_json_int(sp.get("endTimeUnixNano"), w + ".endTimeUnixNano"),
+                    trace_id=_json_id(_get(sp, "traceId"), w + ".traceId"),
+                    span_id=_json_id(_get(sp, "spanId"), w + ".spanId"),
+                    start_ns=_json_int(_get(sp, "startTimeUnixNano"), w + ".startTimeUnixNano"),
+                    end_ns=_json_int(_get(sp, "endTimeUnixNano"), w + ".endTimeUnixNano"),
                     status_code=_json_status(sp.get("status"), w + ".status"),
                     attributes=_json_attributes(sp.get("attributes"), w + ".attributes"),
                     scope=scope,

@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from support.collector import (
     rows,
 )
 from toolwatch.collector.otlp import Collector
-from toolwatch.collector.otlp.decode import decode_status, decode_success
+from toolwatch.collector.otlp.decode import decode_json, decode_status, decode_success
 from toolwatch.collector.store import Store
 from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
@@ -157,6 +158,51 @@ def test_json_request_is_parsed_by_hand(collector: Collector, store: Store) -> N
         }
         for i, s in enumerate(specs)
     ]
+
+
+def _snake_case(doc: Any) -> Any:
+    """An OTLP/JSON document with every key written as its proto field name."""
+    if isinstance(doc, list):
+        return [_snake_case(v) for v in doc]
+    if isinstance(doc, dict):
+        return {
+            "".join(f"_{c.lower()}" if c.isupper() else c for c in k): _snake_case(v)
+            for k, v in doc.items()
+        }
+    return doc
+
+
+def test_json_with_proto_field_names_is_read_like_lower_camel_case(
+    collector: Collector, store: Store
+) -> None:
+    """Proto3 JSON parsers accept a field's proto name too (``resource_spans``,
+    ``start_time_unix_nano``, ``string_value``), as the OpenTelemetry Collector does. They
+    were unknown fields here: the request was a 200 with nothing stored and no span counted."""
+    listing = SpanSpec(
+        {ATTR_CONVERSATION_ID: "s9", ATTR_MCP_SERVER: "github"},
+        name=SPAN_NAME_TOOLS_LIST,
+        events=[(EVENT_TOOL_LISTED, T0 + 1000, {ATTR_TOOL_NAME: "a", ATTR_TOOL_DIGEST: "ab" * 32})],
+    )
+    specs = [SpanSpec(call("Grep", input_bytes=7, seq=i, tags=["x", 1.5])) for i in range(3)]
+    camel = json_request([*specs, listing], service="svc-snake")
+    snake = json.dumps(_snake_case(json.loads(camel))).encode()
+    assert b"resource_spans" in snake and b"int_value" in snake and b"array_value" in snake
+    assert decode_json(snake) == decode_json(camel)
+    assert _ok(post(collector.url, snake, JS), JS) == (0, "")
+    assert (collector.stats.spans, collector.stats.stored_spans) == (4, 4)
+    got = rows(store, "SELECT span_id, seq, input_bytes, start_time, service FROM calls")
+    assert sorted(got, key=lambda r: r["seq"]) == [
+        {
+            "span_id": s.span_id.hex(),
+            "seq": i,
+            "input_bytes": 7,
+            "start_time": _utc(s.start_ns),
+            "service": "svc-snake",
+        }
+        for i, s in enumerate(specs)
+    ]
+    listed = rows(store, "SELECT tool, listed_time FROM tool_lists")
+    assert listed == [{"tool": "a", "listed_time": _utc(T0 + 1000)}]
 
 
 @pytest.mark.parametrize("content_type", [PB, JS])
