@@ -270,12 +270,17 @@ def format_summary(outcome: ImportOutcome) -> str:
             f"  provenance: {p.calls:,} call(s) measured, {p.egress_calls:,} send data off "
             f"the machine; {_size_text(p.result_bytes)} of results read locally, none kept"
         )
-        if p.truncated_result_bytes or p.unchecked_argument_bytes or p.missing_inputs:
+        if (
+            p.truncated_result_bytes
+            or p.unchecked_argument_bytes
+            or p.missing_inputs
+            or p.unreadable_results
+        ):
             lines.append(
                 f"    not searched: {_size_text(p.truncated_result_bytes)} of results beyond "
                 f"the per-result cap, {_size_text(p.unchecked_argument_bytes)} of arguments "
                 f"beyond the per-call cap; {p.missing_inputs:,} call(s) whose input could not "
-                "be read again"
+                f"be read again, {p.unreadable_results:,} result(s) nested too deep to read"
             )
     if outcome.store is not None:
         lines.append(

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Final
 
-from toolwatch.record import arguments_size, result_size
+from toolwatch.record import arguments_size, result_size, utf8_size
 
 try:  # 3x faster than the stdlib parser on transcript lines (benchmarks/bench_import.py)
     import orjson
@@ -49,11 +49,57 @@ def input_size(value: Any, fast: bool) -> int:
     if value is None:
         return 0
     if fast and orjson is not None:
-        return len(orjson.dumps(value))
+        try:
+            return len(orjson.dumps(value))
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes (254 levels)
+            pass
     try:
         return arguments_size(value)
     except UnicodeEncodeError:  # a lone surrogate (a \ud83d escape cut from its pair)
         return arguments_size(_without_lone_surrogates(value))
+    except RecursionError:  # nested deeper than the stdlib encoder goes
+        return json_size(value)
+
+
+def json_size(value: Any) -> int:
+    """UTF-8 bytes of the compact JSON of a value read from JSON, as :func:`arguments_size`
+    counts them (lone surrogates 3 bytes), without recursion: a transcript line may nest up to
+    the parser's limit (1024 levels), deeper than either encoder writes."""
+    total = 0
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str:
+            total += utf8_size(_encode_string(item))
+        elif kind is dict:
+            total += 2 + max(len(item) - 1, 0) + len(item)  # braces, commas, colons
+            for key, inner in item.items():
+                push(str(key))
+                push(inner)
+        elif kind is list:
+            total += 2 + max(len(item) - 1, 0)
+            for inner in item:
+                push(inner)
+        elif item is None or kind is bool:
+            total += 4 if item is None or item is True else 5
+        elif kind is float:
+            total += len(_float_text(item))
+        else:
+            total += len(repr(item))
+    return total
+
+
+_encode_string = json.encoder.encode_basestring  # quoted, escaped, non-ASCII kept
+
+
+def _float_text(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(value)
 
 
 def has_float(value: Any) -> bool:
@@ -93,6 +139,16 @@ def result_content_size(content: Any) -> int:
         return _shaped_size(content)
     except UnicodeEncodeError:
         return _shaped_size(_without_lone_surrogates(content))
+    except RecursionError:  # a block nested deeper than the stdlib encoder goes
+        blocks = content if isinstance(content, list) else [content]
+        return sum(_block_size(block) for block in blocks)
+
+
+def _block_size(block: Any) -> int:
+    try:
+        return _shaped_size([block])
+    except RecursionError:
+        return json_size(block)
 
 
 def _shaped_size(content: Any) -> int:
@@ -119,7 +175,8 @@ def is_capped(content: Any) -> bool:
         return any(
             type(b) is dict
             and b.get("type") == "text"
-            and str(b.get("text", ""))[:256].lstrip().startswith(PERSISTED_OUTPUT_TAG)
+            and type(text := b.get("text")) is str
+            and text[:256].lstrip().startswith(PERSISTED_OUTPUT_TAG)
             for b in content
         )
     return False

@@ -62,6 +62,8 @@ class ProvenanceReport:
     files_read: int = 0
     #: calls whose input line could not be read again (the file changed since the first pass)
     missing_inputs: int = 0
+    #: results nested too deep to render as the text the model reads: not searched
+    unreadable_results: int = 0
 
 
 def measure_provenance(
@@ -155,7 +157,7 @@ def _read(
             for line_no, raw in enumerate(fh, 1):
                 if on_bytes is not None:
                     on_bytes(len(raw))
-                _take(raw, line_no, blocks, ids, inputs, results)
+                report.unreadable_results += _take(raw, line_no, blocks, ids, inputs, results)
     return inputs, results
 
 
@@ -166,20 +168,22 @@ def _take(
     ids: set[str],
     inputs: dict[str, Any],
     results: dict[str, bytes],
-) -> None:
-    """Keep what one line holds of the wanted inputs and results (first result per id)."""
+) -> int:
+    """Keep what one line holds of the wanted inputs and results (first result per id); the
+    number of wanted results nested too deep to read as text (kept as empty: not searched)."""
     if b'"tool_' not in raw:  # neither tool_use nor tool_result: skip the parse
-        return
+        return 0
     try:
         obj, _ = load_line(raw)
     except (ValueError, RecursionError):
-        return
+        return 0
     if type(obj) is not dict:
-        return
+        return 0
     message = obj.get("message")
     content = message.get("content") if type(message) is dict else None
     if type(content) is not list:
-        return
+        return 0
+    unreadable = 0
     kind = obj.get("type")
     if kind == "assistant" and blocks:
         for b, block in enumerate(content):
@@ -192,7 +196,12 @@ def _take(
                 continue
             call_id = text_field(block.get("tool_use_id"))
             if call_id in ids and call_id not in results:
-                results[call_id] = result_text(block.get("content"))
+                try:
+                    results[call_id] = result_text(block.get("content"))
+                except RecursionError:  # deeper than the stdlib encoder goes (a hostile line)
+                    results[call_id] = b""
+                    unreadable += 1
+    return unreadable
 
 
 def _replay(

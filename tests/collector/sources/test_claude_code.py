@@ -583,3 +583,69 @@ def test_datetime_parsing_handles_offsets(tmp_path: Path) -> None:
     path.write_text(_assistant("msg_1", "toolu_1", "2025-01-01T02:00:00.250+02:00"))
     (record,), _ = import_transcripts([path])
     assert record.start_time == datetime.fromisoformat("2025-01-01T00:00:00.250+00:00")
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [300, 990])
+def test_deeply_nested_inputs_and_results_are_measured_not_fatal(
+    tmp_path: Path, depth: int
+) -> None:
+    """A line the parser reads (≤ 1024 levels) may nest deeper than orjson writes (254) or the
+    stdlib encoder goes (~1000): the import died with TypeError / RecursionError (exit 70).
+    Now every size is the compact JSON bytes, counted without recursion."""
+    deep = _nested(depth)
+    call = json.loads(_assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z"))
+    call["message"]["content"][0]["input"] = {"a": "@"}
+    results = {
+        "other": '[{"type":"x","d":@}]',
+        "dict": '{"d":@}',
+        "text": '[{"type":"text","text":@}]',
+        "resource": '[{"type":"resource","resource":{"text":@}}]',
+    }
+    lines = [json.dumps(call).replace('"@"', deep)]
+    for i, content in enumerate(results):
+        call_id = f"toolu_{content}"
+        line = json.loads(_assistant(f"msg_{i + 2}", call_id, f"2025-01-01T00:00:0{i + 2}.000Z"))
+        lines.append(json.dumps(line))
+        content_json = results[content].replace("@", deep)
+        block = f'{{"type":"tool_result","tool_use_id":"{call_id}","content":{content_json}}}'
+        lines.append(
+            '{"type":"user","sessionId":"s","timestamp":"2025-01-01T00:00:09.000Z",'
+            f'"message":{{"content":[{block}]}}}}'
+        )
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    records, report = import_transcripts([path])
+    sizes = {r.call_id: (r.input_bytes, r.output_bytes) for r in records}
+    assert sizes == {
+        "toolu_1": (len('{"a":}') + 2 * depth, None),
+        "toolu_other": (2, len('{"type":"x","d":}') + 2 * depth),
+        "toolu_dict": (2, len('{"d":}') + 2 * depth),
+        # a text that is not a string counts as str(text) (here 2 * depth bytes); past the
+        # recursion limit str() fails too, and the block counts as its compact JSON
+        "toolu_text": (2, 2 * depth if depth < 900 else len('{"type":"text","text":}') + 2 * depth),
+        "toolu_resource": (
+            2,
+            2 * depth
+            if depth < 900
+            else len('{"type":"resource","resource":{"text":}}') + 2 * depth,
+        ),
+    }
+    assert report.skipped == []
+    assert report.provenance is not None
+    # the dict is searched as its compact JSON and the text block as str(): too deep for both
+    assert report.provenance.unreadable_results == (2 if depth == 990 else 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_JSON_VALUES)
+def test_the_recursion_free_size_equals_the_shared_basis(value: object) -> None:
+    """What a too-deep input or result block is measured by: byte-identical to the encoder."""
+    from toolwatch.collector.sources.claude_code.measure import json_size
+
+    seen = json.loads(json.dumps({"v": value, "n": [math.nan, math.inf, -math.inf]}))
+    compact = json.dumps(seen, separators=(",", ":"), ensure_ascii=False)
+    assert json_size(seen) == len(compact.encode("utf-8", "surrogatepass"))
