@@ -229,7 +229,7 @@ class _FileParser:
             if when is None:
                 when = parse_time(stamp)
                 if when is None:
-                    what = "without" if stamp is None else "with invalid"
+                    what = "without" if obj.get("timestamp") is None else "with invalid"
                     self.skip(line_no, f"tool_use line {what} timestamp")
                     return
                 session = text_field(obj.get("sessionId"))
@@ -364,10 +364,12 @@ def _session_from_path(path: Path) -> str:
 
 
 def parse_time(stamp: str | None) -> datetime | None:
+    """The UTC time of an ISO 8601 stamp (no offset: UTC), else None; an offset that moves
+    the time outside years 1–9999 (``0001-01-01T00:00:00+01:00``) makes it invalid too."""
     if stamp is None:
         return None
     try:
         when = datetime.fromisoformat(stamp)
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

@@ -640,6 +640,38 @@ def test_deeply_nested_inputs_and_results_are_measured_not_fatal(
     assert report.provenance.unreadable_results == (2 if depth == 990 else 0)
 
 
+@pytest.mark.parametrize(
+    ("stamp", "reason"),
+    [
+        ("0001-01-01T00:00:00+01:00", "tool_use line with invalid timestamp"),
+        ("9999-12-31T23:59:59-01:00", "tool_use line with invalid timestamp"),
+        (1735689601000, "tool_use line with invalid timestamp"),
+        ("", "tool_use line with invalid timestamp"),
+        (None, "tool_use line without timestamp"),
+    ],
+)
+def test_a_stamp_out_of_range_or_not_a_string_is_an_invalid_timestamp(
+    tmp_path: Path, stamp: object, reason: str
+) -> None:
+    """An offset moving the time out of years 1-9999 raised OverflowError (exit 70); a number
+    was reported as no timestamp at all."""
+    line = json.loads(_assistant("msg_1", "toolu_1", "2025-01-01T00:00:01.000Z"))
+    line["timestamp"] = stamp
+    result = _result("toolu_2", "x", stamp="9999-12-31T23:59:59-01:00")  # no duration, no crash
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        json.dumps(line)
+        + "\n"
+        + _assistant("msg_2", "toolu_2", "2025-01-01T00:00:02.000Z")
+        + "\n"
+        + result
+        + "\n"
+    )
+    records, report = import_transcripts([path])
+    assert [(r.call_id, r.duration_us, r.output_bytes) for r in records] == [("toolu_2", None, 1)]
+    assert [(s.line, s.reason) for s in report.skipped] == [(1, reason)]
+
+
 @settings(max_examples=200, deadline=None)
 @given(value=_JSON_VALUES)
 def test_the_recursion_free_size_equals_the_shared_basis(value: object) -> None:
