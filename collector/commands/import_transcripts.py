@@ -34,6 +34,7 @@ from toolwatch.collector.sources.delivery import (
     send_otlp_report,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.instrumentation.export.otlp import traces_url
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
 
@@ -90,10 +91,24 @@ def run(args: argparse.Namespace) -> int:
     if args.no_store and not args.otlp:
         print("toolwatch import: --no-store needs --otlp URL (nothing to do)", file=sys.stderr)
         return 2
+    # the destinations first: a mistake there is said before any work, and before the store
+    # holds calls a corrected re-run would no longer export (it sends only the calls it adds)
+    if args.otlp:
+        try:
+            traces_url(args.otlp)
+        except ValueError:
+            print(
+                f"toolwatch import: --otlp {args.otlp}: give an http(s)://host:port URL",
+                file=sys.stderr,
+            )
+            return 2
+    store = None if args.no_store else Store(args.store)
     try:
+        if store is not None:
+            store.check_path()
         outcome = import_claude_code(
             args.paths,
-            store=None if args.no_store else Store(args.store),
+            store=store,
             otlp=args.otlp,
             progress=not args.quiet,
             provenance=not args.no_provenance,

@@ -323,3 +323,24 @@ def test_otlp_export_sends_every_new_call_without_content(tmp_path: Path) -> Non
 def test_records_are_call_records() -> None:
     records, _ = import_transcripts([FIXTURES / "v2_agents"])
     assert all(isinstance(r, CallRecord) for r in records)
+
+
+def test_a_bad_otlp_url_or_store_path_is_said_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed --otlp URL was found only after the store was written (exit 1), so the
+    re-run with the URL corrected exported nothing: every call was already stored. Now it is a
+    usage error before anything is read or written; a store path that cannot be one is said
+    before the transcripts are read."""
+    store = tmp_path / "store"
+    assert _import(store, FIXTURES / "v2_agents", extra=("--otlp", "localhost:4318")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "toolwatch import: --otlp localhost:4318: give an http(s)://host:port URL"
+    assert not store.exists()
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    missing = tmp_path / "missing.jsonl"  # reading it would be a usage error (exit 2)
+    assert _import(afile, missing) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"toolwatch import: cannot write the store: store path {afile} is not a directory"
+    )
