@@ -32,7 +32,7 @@ from toolwatch.collector.sources.claude_code.provenance import (
 from toolwatch.collector.sources.claude_code.transcripts import scan_transcripts
 from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG, ProvenanceConfig
-from toolwatch.record import CallRecord, split_mcp_name
+from toolwatch.record import CallRecord, fit_string, split_mcp_name
 
 SOURCE: Final = "import"
 #: ``service`` of imported records (the resource ``service.name`` they would have carried).
@@ -211,28 +211,34 @@ def _record(
                 micros = (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
                 duration = micros if micros >= 0 else None
     assert call.session_id is not None
+    # names and ids as the instrumentation sends them (at most MAX_STRING_BYTES, a cut one
+    # marked): the collector refuses a longer one, so store and --otlp would disagree
     return CallRecord(
         trace_id=trace_id,
         span_id=span_id_for(call.call_id),
-        session_id=call.session_id,
-        agent_id=call.agent_id,
+        session_id=fit_string(call.session_id),
+        agent_id=_fit(call.agent_id),
         seq=seq,
-        tool=call.tool,
-        server=server,
+        tool=fit_string(call.tool),
+        server=_fit(server),
         start_time=call.time,
         duration_us=duration,
         input_bytes=call.input_bytes,
         output_bytes=output_bytes,
         failed=failed,
         error_type=ERROR_TYPE_TOOL_ERROR if failed else None,
-        response_id=call.response_id,
-        call_id=call.call_id,
+        response_id=_fit(call.response_id),
+        call_id=fit_string(call.call_id),
         source=SOURCE,
         service=SERVICE,
         restamped=call.restamped,
         output_truncated=truncated,
         client_quirk=call.quirk,
     )
+
+
+def _fit(value: str | None) -> str | None:
+    return None if value is None else fit_string(value)
 
 
 def import_transcripts(

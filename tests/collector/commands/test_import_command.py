@@ -344,3 +344,43 @@ def test_a_bad_otlp_url_or_store_path_is_said_before_any_work(
     assert capsys.readouterr().err.strip() == (
         f"toolwatch import: cannot write the store: store path {afile} is not a directory"
     )
+
+
+@pytest.mark.timeout(120)
+def test_names_and_ids_past_the_span_limit_are_fitted_as_the_instrumentation_does(
+    tmp_path: Path,
+) -> None:
+    """A tool name (or id) over MAX_STRING_BYTES was stored whole, and the collector refused
+    its span: `--otlp` ended with exit 1 and store and collector disagreed. Now every name and
+    id is cut as the instrumentation cuts it (``record.fit_string``), so both hold the same."""
+    from support.collector_process import Server
+    from toolwatch.record import MAX_STRING_BYTES, TRUNCATION_MARK
+
+    long = "x" * (MAX_STRING_BYTES + 10)
+    lines = []
+    for i, (tool, call_id) in enumerate(
+        [("Bash", "toolu_1"), (f"mcp__{long}__t", "toolu_2"), ("Read", f"toolu_{long}")]
+    ):
+        block = {"type": "tool_use", "id": call_id, "name": tool, "input": {}}
+        line = {
+            "type": "assistant",
+            "sessionId": "s" + (long if i == 2 else ""),
+            "timestamp": f"2025-01-01T00:00:0{i}.000Z",
+            "message": {"id": f"msg_{i}" + (long if i == 1 else ""), "content": [block]},
+        }
+        lines.append(json.dumps(line))
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    server = Server(tmp_path / "collector")
+    try:
+        store = tmp_path / "store"
+        assert _import(store, path, extra=("--otlp", server.url, "--quiet")) == 0
+    finally:
+        server.stop()
+    cols = "tool, server, session_id, response_id, call_id"
+    stored = Store(store).query(f"SELECT {cols} FROM calls ORDER BY tool").to_pylist()
+    received = Store(server.store).query(f"SELECT {cols} FROM calls ORDER BY tool").to_pylist()
+    assert stored == received and len(stored) == 3
+    cut = [v for row in stored for v in row.values() if v is not None and len(v) > 100]
+    assert len(cut) == 5  # tool, server, response id; session id, call id
+    assert all(len(v.encode()) <= MAX_STRING_BYTES and v.endswith(TRUNCATION_MARK) for v in cut)
