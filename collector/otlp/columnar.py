@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from toolwatch.collector.otlp.decode import (
     SPAN_KIND_CLIENT,
+    SPAN_KIND_INTERNAL,
     SPAN_KIND_SERVER,
     STATUS_CODE_ERROR,
     attributes_dict,
@@ -72,6 +73,7 @@ from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
+    ATTR_MCP_METHOD,
     ATTR_SESSION_POSITION,
     ATTR_TOOL_NAME,
     TOOL_CALL_MARKER,
@@ -300,16 +302,21 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     marker = _has(ws, TOOL_CALL_MARKER)
     semconv_key = np.zeros(n, bool)
     semconv = np.zeros(n, bool)
+    mcp_call = np.zeros(n, bool)
     unmarked = ~sdk & ~marker & ~ws.has_events  # (spans with events go one by one anyway)
     if unmarked.any():  # another sender's spans: are they semantic-conventions tool spans?
         scan_more_keys(ws, SEMCONV_KEYS, unmarked)
         for key, value in SEMCONV_MARKERS:
             semconv_key |= _has(ws, key)
-            semconv |= equals_text(ws.buf, ws.attrs[key], value, n)
+            marked = equals_text(ws.buf, ws.attrs[key], value, n)
+            semconv |= marked
+            if key == ATTR_MCP_METHOD:
+                mcp_call = marked
     interesting = ~sdk & (marker | ws.has_events | semconv_key)
     odd_kind = (ws.kind < 0) | (ws.kind > 5) | (ws.status < 0) | (ws.status > 2)
     slow = interesting & (ws.has_events | ws.odd | odd_kind)
-    client = np.isin(ws.kind, list(CLIENT_KINDS))
+    # a CLIENT call, or the MCP conventions' merged form (mapping.is_merged_mcp_call)
+    client = np.isin(ws.kind, list(CLIENT_KINDS)) | (mcp_call & (ws.kind == SPAN_KIND_INTERNAL))
     is_call = interesting & ~slow & (marker | (semconv & client))
     reason_masks = {
         IGNORED_SDK: sdk,

@@ -53,6 +53,7 @@ _STATUS_NAMES: Final = {name: int(v) for name, v in Status.StatusCode.items()}
 SPAN_KIND_UNSPECIFIED: Final = int(Span.SPAN_KIND_UNSPECIFIED)
 SPAN_KIND_SERVER: Final = int(Span.SPAN_KIND_SERVER)
 SPAN_KIND_CLIENT: Final = int(Span.SPAN_KIND_CLIENT)
+SPAN_KIND_INTERNAL: Final = int(Span.SPAN_KIND_INTERNAL)
 _KIND_NAMES: Final = {name: int(v) for name, v in Span.SpanKind.items()}
 SPAN_KINDS: Final = frozenset(_KIND_NAMES.values())
 #: gzip members read from one body (senders write one; each costs a decompressor)

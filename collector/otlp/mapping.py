@@ -15,9 +15,13 @@ Which spans are tool calls (:func:`span_role`):
   ``gen_ai.operation.name=execute_tool`` or ``mcp.method.name=tools/call``. Its record has null
   sizes (and position, server, ...) when the span lacks them; ``fields_present`` says which
   fields the span carried;
+* so does an INTERNAL span with ``mcp.method.name=tools/call``: the MCP conventions tell an MCP
+  instrumentation that finds a GenAI ``execute_tool`` span (INTERNAL) already open to add its
+  attributes to that span instead of making its own, so this *is* the MCP call;
 * the MCP SDK's own spans (scope ``mcp-python-sdk``), SERVER spans (the tool ran on the other
-  side) and INTERNAL/PRODUCER/CONSUMER ``execute_tool`` spans (an agent framework's local tool
-  step) are *ignored*, counted by reason (:data:`IGNORE_REASONS`), never stored.
+  side) and other INTERNAL/PRODUCER/CONSUMER ``execute_tool`` spans (an agent framework's local
+  tool step, or its wrapper around an MCP client span that is counted itself) are *ignored*,
+  counted by reason (:data:`IGNORE_REASONS`), never stored.
 
 A tool span that cannot be mapped (a required attribute missing, a value of the wrong type or
 out of range, a malformed id, a time outside 1970..9999) is *rejected*: counted by category and
@@ -36,6 +40,7 @@ import pyarrow as pa
 
 from toolwatch.collector.otlp.decode import (
     SPAN_KIND_CLIENT,
+    SPAN_KIND_INTERNAL,
     SPAN_KIND_SERVER,
     SPAN_KIND_UNSPECIFIED,
     SPAN_KINDS,
@@ -316,6 +321,12 @@ def _is_semconv_tool_span(attributes: Mapping[str, Any]) -> bool:
     return any(attributes.get(key) == value for key, value in SEMCONV_MARKERS)
 
 
+def is_merged_mcp_call(kind: int, attributes: Mapping[str, Any]) -> bool:
+    """An MCP tool call recorded on the framework's INTERNAL ``execute_tool`` span (the MCP
+    conventions' merged form), not a local step of the framework's own."""
+    return kind == SPAN_KIND_INTERNAL and attributes.get(ATTR_MCP_METHOD) == METHOD_TOOLS_CALL
+
+
 def span_role(span: SpanData) -> str | None:
     """``None`` for a span toolwatch maps (a tool call or a tools/list with events), else the
     reason it is ignored (one of :data:`IGNORE_REASONS`)."""
@@ -329,6 +340,8 @@ def span_role(span: SpanData) -> str | None:
         return IGNORED_OTHER
     if span.kind in CLIENT_KINDS or span.kind not in SPAN_KINDS:
         return None  # a kind OTLP does not define: mapped, so the span is rejected, not ignored
+    if is_merged_mcp_call(span.kind, span.attributes):
+        return None
     return IGNORED_SERVER if span.kind == SPAN_KIND_SERVER else IGNORED_INTERNAL
 
 

@@ -144,7 +144,8 @@ def test_spans_that_are_no_call_of_this_client_are_ignored_by_reason(
 ) -> None:
     specs = [
         SpanSpec(semconv("on_the_server")),  # SERVER: the tool ran on the other side
-        SpanSpec(semconv("framework_step")),  # INTERNAL: an agent framework's own step
+        # INTERNAL without mcp.method.name: an agent framework's own step
+        SpanSpec({k: v for k, v in semconv("framework_step").items() if k != ATTR_MCP_METHOD}),
         SpanSpec({"http.request.method": "GET", "url.full": "https://example.org"}),
         SpanSpec({ATTR_OPERATION: "chat", ATTR_CONVERSATION_ID: "c"}),  # a model call
     ]
@@ -161,6 +162,23 @@ def test_spans_that_are_no_call_of_this_client_are_ignored_by_reason(
     assert 'toolwatch_collector_spans_ignored_total{reason="server_span"} 1.0' in text
     assert 'toolwatch_collector_spans_ignored_total{reason="not_a_tool_call"} 2.0' in text
     assert "toolwatch_collector_spans_received_total 4.0" in text
+
+
+@pytest.mark.parametrize("encoding", [PB, JS])
+def test_an_mcp_call_merged_into_the_frameworks_internal_span_is_a_call(
+    collector: Collector, store: Store, encoding: str
+) -> None:
+    """The MCP conventions: an MCP instrumentation that finds the framework's ``execute_tool``
+    span (INTERNAL) open adds ``mcp.method.name`` and its other attributes to it instead of
+    making a CLIENT span of its own; that span is then the only record of the call."""
+    merged = semconv("merged_call")
+    local = {k: v for k, v in semconv("local_step").items() if k != ATTR_MCP_METHOD}
+    body = with_kind([SpanSpec(merged), SpanSpec(local)], [KIND_INTERNAL, KIND_INTERNAL], encoding)
+    reply = post(collector.url, body, encoding)
+    assert reply.status == 200 and decode_success(encoding, reply.body) == (0, "")
+    assert [(r["tool"], r["session_id"]) for r in rows(store)] == [("merged_call", "conv-1")]
+    assert collector.stats.ignored_by == {"internal_tool_span": 1}
+    assert collector.stats.calls == 1
 
 
 #: Run in a child process: the SDK traces through the *global* provider, settable only once.
