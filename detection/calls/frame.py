@@ -10,7 +10,8 @@ Fallbacks, documented once here:
 * a NULL ``agent_id`` is the main agent (its own stream);
 * a NULL ``response_id`` means the response boundary is unknown, so the call counts as coming
   from a *different* response than its neighbour (never as parallel);
-* a NULL ``output_bytes`` is an unknown result size; NULL ``restamped`` /
+* a NULL ``input_bytes`` / ``output_bytes`` is an unknown size (a span that carried none):
+  it scores no size on that side and is not learnt; NULL ``restamped`` /
   ``output_truncated`` are false;
 * a gap touching a ``restamped`` call (either end) is not a real time: it is not scored and
   not learnt.
@@ -30,6 +31,8 @@ from toolwatch.usage import UserError
 
 #: Columns a calls table must have; the rest of the record is optional here.
 REQUIRED_COLUMNS: tuple[str, ...] = ("session_id", "tool", "start_time", "input_bytes", "failed")
+#: ... of which these may hold no NULL (``input_bytes`` may: a span without sizes).
+NOT_NULL_COLUMNS: tuple[str, ...] = ("session_id", "tool", "start_time", "failed")
 OPTIONAL_COLUMNS: tuple[str, ...] = (
     "agent_id",
     "seq",
@@ -116,7 +119,7 @@ def prepare(calls: pa.Table) -> CallFrame:
             f"calls table lacks the column(s) {', '.join(map(repr, missing))} "
             "(see toolwatch.record.CALL_FIELDS)"
         )
-    for name in REQUIRED_COLUMNS:
+    for name in NOT_NULL_COLUMNS:
         nulls = calls.column(name).null_count
         if nulls:
             first = _first_null(calls.column(name))

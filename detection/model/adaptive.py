@@ -163,10 +163,12 @@ class DecayedStats:
         # numpy's log1p: these are sums for moments, not scores (no bit-exactness needed)
         l_in = np.log1p(frame.input_bytes.astype(np.float64))
         l_out = np.log1p(frame.output_bytes.astype(np.float64))
+        # an unknown size (a span that carried none) is not learnt, as in SizeCue.fit
+        wi = np.where(frame.input_known, w, 0.0)
         learn = frame.output_known & ~frame.output_truncated
         wo = np.where(learn, w, 0.0)
         lo = np.where(learn, l_out, 0.0)
-        parts = (w, w * l_in, w * l_in * l_in, wo, wo * lo, wo * lo * lo)
+        parts = (wi, wi * l_in, wi * l_in * l_in, wo, wo * lo, wo * lo * lo)
         uniq, inverse = np.unique(ids, return_inverse=True)
         inverse = inverse.reshape(-1)
         sums = [np.bincount(inverse, weights=x, minlength=len(uniq)) for x in parts]

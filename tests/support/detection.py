@@ -26,7 +26,7 @@ def call(
     session: str = "s1",
     agent: str | None = None,
     response: str | None = "r",
-    input_bytes: int = 100,
+    input_bytes: int | None = 100,
     output_bytes: int | None = 1000,
     failed: bool = False,
     restamped: bool = False,

@@ -261,3 +261,22 @@ def test_scan_of_the_simulated_corpus_ranks_the_retry_loop_first(
     assert top["calls_over"] >= 20 and top["cue"] in ("failure", "time")
     assert doc["streams_flagged"] >= len(doc["flagged"])
     assert doc["streams_flagged"] < 0.05 * doc["streams"]
+
+
+def test_a_store_of_calls_without_sizes_trains_scores_and_scans(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # plain semantic-conventions spans store null sizes (ARCHITECTURE, "Senders"): every
+    # command refused the whole store ("column 'input_bytes' has N null value(s)")
+    calls = pa.concat_tables(
+        [workload(1, 40, tools=8), workload(2, 30, tools=8, start=T0 + timedelta(days=3))]
+    )
+    index = calls.schema.get_field_index("input_bytes")
+    calls = calls.set_column(index, "input_bytes", pa.nulls(calls.num_rows, pa.int64()))
+    store = Store(tmp_path / "store")
+    store.append("calls", calls)
+    root = str(store.root)
+    assert main(["train", "--store", root, "--split-shares", "0.5,0.2", "--adaptive"]) == 0
+    assert "operating-point thresholds" in capsys.readouterr().out
+    assert main(["score", "--store", root]) == 0
+    assert f"{calls.num_rows} calls" in capsys.readouterr().out
+    assert main(["scan", "--store", root, "--json", "--no-save"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == calls.num_rows

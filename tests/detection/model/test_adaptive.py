@@ -142,3 +142,14 @@ def test_folding_needs_calls() -> None:
     before = adaptive.stats.to_dict()
     adaptive.fold(pa.Table.from_pylist([], schema=workload(1, 1).schema))
     assert adaptive.stats.to_dict() == before
+
+
+def test_folding_learns_no_input_size_from_calls_without_one() -> None:
+    # a semantic-conventions span carries no sizes (input_bytes null): it was refused
+    # (every fold of such a stream failed) and, as 0 bytes, would drag the mean down
+    _, adaptive = trained(AdaptiveConfig(half_life_days=math.inf))
+    before = list(adaptive.stats.size_all)
+    adaptive.fold(table(session(["tool01"] * 5, name="semconv", input_bytes=None)))
+    after = adaptive.stats.size_all
+    assert after[:3] == before[:3]  # input: weight, sum, sum of squares untouched
+    assert after[3] == before[3] + 5  # the known result sizes are learnt

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,7 +53,7 @@ CALLS = st.tuples(
     st.sampled_from([f"tool{i:02d}" for i in range(8)] + ["unseen-a", "unseen-b"]),
     GAPS,
     st.sampled_from(["new", "same", "null"]),
-    st.integers(0, 50_000),
+    st.one_of(st.none(), st.integers(0, 50_000)),  # None: a span without sizes
     st.one_of(st.none(), st.integers(0, 10**6)),
     st.booleans(),
     st.sampled_from([False, False, False, True]),  # restamped
@@ -116,6 +117,33 @@ def test_online_scores_equal_batch_scores_bit_for_bit(streams: list[Any], seed: 
     for name in SCORE_NAMES:
         got = [online[i][name] for i in range(len(ordered))]
         assert got == batch.column(name).to_pylist(), name
+
+
+def test_calls_without_sizes_are_fitted_and_scored_as_unknown_sizes() -> None:
+    # a semantic-conventions sender's spans carry no sizes (input_bytes null): the batch
+    # path scores them as the online one does, and fits on the sizes that are known
+    train = workload(1, 40, tools=8)
+    unknown = pa.array([i % 3 == 0 for i in range(train.num_rows)])
+    blanked = train.set_column(
+        train.schema.get_field_index("input_bytes"),
+        "input_bytes",
+        pc.if_else(unknown, pa.scalar(None, pa.int64()), train.column("input_bytes")),
+    )
+    fitted = NormalModel.fit(blanked)
+    known_only = NormalModel.fit(train.filter(pc.invert(unknown)))
+    assert fitted.cues["size"].stats["*"]["in"] == known_only.cues["size"].stats["*"]["in"]
+    m = model()
+    rows = [
+        call("tool01", 0, input_bytes=None, n=0),
+        call("tool01", 5, input_bytes=None, output_bytes=None, n=1),
+        call("tool02", 9, n=2),
+    ]
+    batch = score_calls(m, table(rows))
+    scorer = OnlineScorer(m)
+    online = [dict(scorer.update(r)) for r in table(rows).to_pylist()]
+    for name in SCORE_NAMES:
+        assert batch.column(name).to_pylist() == [o[name] for o in online], name
+    assert batch.column("size").to_pylist()[1] == 0.0  # neither size known: no size score
 
 
 def test_batch_output_is_in_stream_order_with_identity_columns() -> None:
