@@ -77,7 +77,9 @@ def draw_position(
     """A random insertion point between call ``head`` and ``tail`` calls before the end.
 
     With ``response_starts_only`` the point is drawn among calls that open a model response
-    (an injected response cannot sit inside another one); if none is in range, any call.
+    (an injected response cannot sit inside another one); if none is in range, any call. With
+    ``tail`` 0 the end of the session (after its last call) is a point too, and a response
+    start.
     """
     n = len(session)
     lo, hi = head, n - tail
@@ -85,7 +87,7 @@ def draw_position(
         raise InjectionError(f"session of {n} calls is too short for head {head}, tail {tail}")
     idx = np.arange(lo, hi + 1)
     if response_starts_only:
-        starts = session.response_starts()[idx]
+        starts = np.append(session.response_starts(), True)[idx]
         if starts.any():
             idx = idx[starts]
     return int(idx[int(rng.integers(len(idx)))])

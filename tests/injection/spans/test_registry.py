@@ -46,3 +46,14 @@ def test_unknown_kind_and_bad_position_are_clear_errors() -> None:
         inject("burst", s, 0, np.random.default_rng(0), CTX)
     with pytest.raises(InjectionError):
         inject("burst", s, 35, np.random.default_rng(0), CTX)
+
+
+def test_draw_position_with_no_tail_may_insert_after_the_last_call() -> None:
+    # tail 0 (the experiment allows it) lets the point be the session's end, which opened
+    # no response: draw_position indexed one past the response starts (IndexError, exit 70)
+    s = session_of_40()
+    n = len(s)
+    positions = {draw_position(s, np.random.default_rng(i), head=n - 1, tail=0) for i in range(50)}
+    assert positions <= {n - 1, n} and n in positions
+    result = inject("runaway_retry", s, n, np.random.default_rng(0), CTX)
+    assert len(result.calls) > n
