@@ -152,6 +152,7 @@ def test_a_store_without_calls_is_a_job_that_cannot_be_done(
     "argv",
     [
         ["replay", "--batch-seconds", "0"],
+        ["replay", "--batch-seconds", "1e13"],  # overflowed the batching: exit 70
         ["replay", "--target-fa", "2"],
         ["train", "--adaptive", "--target-fa", "0"],
         ["train", "--adaptive", "--half-life-days", "-1"],
@@ -171,6 +172,25 @@ def test_numbers_out_of_range_are_refused_when_parsed(
     code, _, err = run_cli(capsys, *argv, "--store", str(trained))
     assert code == 2
     assert "Traceback" not in err and f"argument {argv[-2]}" in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["replay", "--seeds", "1", "--quarantine-hours", "1e300"], "quarantine_h=1e+300"),
+        (["replay", "--seeds", "1", "--pool-days", "1e300"], "pool_days=1e+300"),
+        (["train", "--adaptive", "--quarantine-hours", "1e300"], "quarantine_h=1e+300"),
+    ],
+)
+def test_adaptive_time_spans_past_a_century_are_bad_usage(
+    trained: Path, tmp_path: Path, argv: list[str], field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """replay failed with an OverflowError (exit 70); train wrote a model whose every live
+    fold failed (logged, counted, never learnt)."""
+    out = ["--out", str(tmp_path / "m.json")] if argv[0] == "train" else []
+    code, _, err = run_cli(capsys, *argv, "--store", str(trained), *out)
+    assert code == 2
+    one_error(err, argv[0], "adaptive config: invalid", field, "876,000" if "quar" in field else "")
 
 
 @pytest.mark.parametrize("command", ["train", "experiment", "replay"])

@@ -19,6 +19,10 @@ from toolwatch.detection.model.config_fields import checked_fields
 from toolwatch.usage import EXIT_USAGE, non_negative_float, positive_float, positive_int
 
 DAY_S: Final = 86_400.0
+#: The longest time span a knob may give: the scorer keeps event time in whole microseconds
+#: (a span of 1e300 hours overflowed it, and every fold failed); longer means "never" anyway,
+#: which ``pool_days`` says with ``inf``.
+MAX_SPAN_DAYS: Final = 36_500.0
 
 
 @dataclass(frozen=True)
@@ -52,20 +56,28 @@ class AdaptiveConfig:
     fold_alarmed: bool = False
 
     def __post_init__(self) -> None:
+        hours, minutes = MAX_SPAN_DAYS * 24, MAX_SPAN_DAYS * 1440
         checks = {
-            "half_life_days": self.half_life_days > 0,
-            "quarantine_h": self.quarantine_h >= 0,
-            "idle_min": self.idle_min > 0,
-            "novelty_streams": self.novelty_streams >= 0,
-            "novelty_zcap": self.novelty_zcap > 0,
-            "target_fa": 0 < self.target_fa < 1,
-            "window": self.window >= 1,
-            "pool_days": self.pool_days > 0,
-            "min_calls": self.min_calls >= 1,
-            "min_pool": self.min_pool >= 1,
-            "refresh_min": self.refresh_min >= 0,
+            "half_life_days": (self.half_life_days > 0, "> 0"),
+            "quarantine_h": (0 <= self.quarantine_h <= hours, f"from 0 to {hours:,.0f}"),
+            "idle_min": (0 < self.idle_min <= minutes, f"> 0, at most {minutes:,.0f}"),
+            "novelty_streams": (self.novelty_streams >= 0, ">= 0"),
+            "novelty_zcap": (self.novelty_zcap > 0, "> 0"),
+            "target_fa": (0 < self.target_fa < 1, "between 0 and 1"),
+            "window": (self.window >= 1, ">= 1"),
+            "pool_days": (
+                0 < self.pool_days <= MAX_SPAN_DAYS or self.pool_days == math.inf,
+                f"> 0, at most {MAX_SPAN_DAYS:,.0f}, or inf",
+            ),
+            "min_calls": (self.min_calls >= 1, ">= 1"),
+            "min_pool": (self.min_pool >= 1, ">= 1"),
+            "refresh_min": (0 <= self.refresh_min <= minutes, f"from 0 to {minutes:,.0f}"),
         }
-        bad = [f"{name}={getattr(self, name)}" for name, ok in checks.items() if not ok]
+        bad = [
+            f"{name}={getattr(self, name)} (needs {rule})"
+            for name, (ok, rule) in checks.items()
+            if not ok
+        ]
         if bad:
             raise ModelError(f"adaptive config: invalid {', '.join(bad)}", code=EXIT_USAGE)
 

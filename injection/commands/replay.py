@@ -24,7 +24,12 @@ from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
-from toolwatch.detection.model.adaptive_config import AdaptiveConfig, add_adaptive_arguments
+from toolwatch.detection.model.adaptive_config import (
+    DAY_S,
+    MAX_SPAN_DAYS,
+    AdaptiveConfig,
+    add_adaptive_arguments,
+)
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UserError, positive_float, positive_int, positive_share
 
@@ -56,13 +61,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch-seconds",
-        type=positive_float,
+        type=batch_seconds,
         default=60.0,
         help="event time per batch handed to the live scorer, as the collector commits (60)",
     )
     add_model_config_argument(parser)
     add_adaptive_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def batch_seconds(text: str) -> float:
+    """A positive span of event time, at most the adaptive knobs' longest (event time is kept
+    in whole microseconds: 1e13 s overflowed the batching, exit 70)."""
+    value = positive_float(text)
+    if value > MAX_SPAN_DAYS * DAY_S:
+        raise argparse.ArgumentTypeError(
+            f"{text} must be at most {MAX_SPAN_DAYS * DAY_S:,.0f} seconds "
+            f"({MAX_SPAN_DAYS:,.0f} days)"
+        )
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import pytest
 from support.detection import T0, session, table, workload
 from toolwatch.detection import NormalModel, OnlineScorer, score_calls
 from toolwatch.detection.calls.frame import prepare
+from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.adaptive import (
     AdaptiveModel,
     DecayedStats,
@@ -20,8 +21,9 @@ from toolwatch.detection.model.adaptive import (
     bin_knot_us,
     gap_bins,
 )
-from toolwatch.detection.model.adaptive_config import AdaptiveConfig
+from toolwatch.detection.model.adaptive_config import MAX_SPAN_DAYS, AdaptiveConfig
 from toolwatch.detection.model.config import ModelError
+from toolwatch.detection.scoring.adaptive import StreamScorer
 
 DAY = 86_400.0
 
@@ -153,3 +155,20 @@ def test_folding_learns_no_input_size_from_calls_without_one() -> None:
     after = adaptive.stats.size_all
     assert after[:3] == before[:3]  # input: weight, sum, sum of squares untouched
     assert after[3] == before[3] + 5  # the known result sizes are learnt
+
+
+def test_time_spans_are_bounded_and_the_bound_scores() -> None:
+    # a quarantine of 1e300 h overflowed the scorer's microseconds: every fold failed
+    for bad in ({"quarantine_h": 1e300}, {"pool_days": 1e300}, {"idle_min": 1e300}):
+        with pytest.raises(ModelError, match=rf"{next(iter(bad))}=1e\+300 \(needs "):
+            AdaptiveConfig(**bad)
+    longest = AdaptiveConfig(quarantine_h=MAX_SPAN_DAYS * 24, pool_days=MAX_SPAN_DAYS)
+    assert AdaptiveConfig(pool_days=math.inf).pool_days == math.inf  # "no limit" stays
+    model, adaptive = trained(longest)
+    scorer = StreamScorer(
+        model, watch=["all_cusum"], adaptive=adaptive, calls_of=lambda streams: workload(1, 1)
+    )
+    for row in table(session(["tool01"] * 3, name="late")).to_pylist():
+        scorer.score(Call.from_mapping(row))
+    assert len(scorer.advance(scorer.now_us + 10**12)) == 1  # closes; the fold waits a century
+    assert len(scorer.pending) == 1 and scorer.counts["folded"] == 0
