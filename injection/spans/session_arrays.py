@@ -3,8 +3,10 @@
 Injecting thousands of anomalies into Arrow tables row by row is slow, so the experiment turns
 a split into per-session column arrays once (:func:`split_sessions`), every injector edits those
 small arrays, and the injected sessions go back to one Arrow table (:func:`to_table`) for a
-single batch scoring call. Nullable integer columns are float64 with NaN for null here; strings
-are object arrays; ``start_time`` is int64 microseconds since the epoch (UTC).
+single batch scoring call. Nullable integer columns are float64 with NaN for null here (a
+value past 2**53 — a hostile size the collector accepts — is rounded to the nearest float, and
+one past the int64 range on the way back is its largest float); strings are object arrays;
+``start_time`` is int64 microseconds since the epoch (UTC).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _INT_FIELDS = {f.name for f in CALL_FIELDS if f.arrow in ("int64", "int32")}
 _BOOL_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "bool"}
 _TIME_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "timestamp"}
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in CALL_FIELDS)
+#: The largest float64 an int64 column holds (2**63 - 1 itself rounds up, out of range).
+_INT64_TOP_FLOAT: Final = float(np.nextafter(2.0**63, 0.0))
 #: Microseconds per second (``start_time`` counts microseconds since the epoch, UTC).
 US_PER_S: Final = 1_000_000
 
@@ -104,7 +108,8 @@ def table_columns(table: pa.Table, columns: Sequence[str] = FIELD_NAMES) -> dict
         elif name in _BOOL_FIELDS:
             out[name] = col.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
         elif name in _INT_FIELDS:
-            out[name] = col.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+            as_float = col.cast(pa.float64(), safe=False)  # past 2**53: the nearest float
+            out[name] = as_float.to_numpy(zero_copy_only=False).astype(np.float64)
         else:
             out[name] = np.asarray(col.cast(pa.string()).to_pylist(), dtype=object)
     return out
@@ -172,6 +177,8 @@ def to_table(
         if fld.name in _TIME_FIELDS:
             arrays.append(pa.array(values.astype(np.int64), type=fld.type))
         elif fld.name in _INT_FIELDS:
+            if fld.type == pa.int64() and values.dtype.kind == "f":
+                values = np.minimum(values, _INT64_TOP_FLOAT)  # NaN stays NaN
             arrays.append(pa.array(values, type=fld.type, from_pandas=True))
         elif fld.name in _BOOL_FIELDS:
             arrays.append(pa.array(values.astype(bool), type=fld.type))
