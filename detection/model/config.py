@@ -51,8 +51,10 @@ class ModelConfig:
     ewma_start: str = "zero"
     #: variant: standardise ``all`` again by its own training sd before the detectors
     all_restandardised: bool = False
-    #: standardisation: an sd below this is replaced by 1
-    min_sd: float = 1e-6
+    #: standardisation: an sd below this (nats; real cues have about 0.5-2) is replaced by 1 —
+    #: a cue that barely varies in training, e.g. failure with no failure in training, whose
+    #: successes differ only by the smoothing prior (sd ~1e-6 would make them z ~30)
+    min_sd: float = 0.05
     #: statistics that raise live alerts and flag sessions in a scan (``<cue set>_<detector>``)
     alert_on: tuple[str, ...] = ("all_cusum",)
     #: the provenance cue's threshold rule: "capped" (research rule B) or "learned_max" (A)

@@ -10,8 +10,10 @@ sd, ``z = (score − mean) / sd``, and ``all = (z_order + z_size + z_time + z_fa
 mean of the four standardised cues, **not** standardised again. The detectors read ``z`` for a
 single cue and ``all`` itself for the cue set ``all``; CUSUM's ``k = 0.5`` is therefore half a
 training σ of one cue, and half a unit of the mean of four (whose training sd is below 1: the
-cues are not perfectly correlated, about 0.5 on real traffic). An sd below ``min_sd`` (a cue
-constant over the training window) is replaced by 1, i.e. the cue's raw units.
+cues are not perfectly correlated, about 0.5 on real traffic). An sd below ``min_sd`` (0.05
+nats: a cue that barely varies over the training window, such as failure when no call failed
+in training) is replaced by 1, i.e. the cue's raw units: dividing by the smoothing prior's
+tiny spread would turn every success of a rarely seen tool into a huge z.
 
 Named variants, off by default, each with its measured effect in ``docs/ARCHITECTURE.md``:
 ``all_restandardised`` (divide ``all`` by its own training sd before the detectors: the

@@ -223,3 +223,21 @@ def test_the_same_training_at_another_time_has_the_same_id(
     model.thresholds["all"]["cusum"] += 1.0  # a different model has a different id
     model.checksum = model.identity = ""
     assert model.model_id != first.model_id
+
+
+def test_a_cue_that_barely_varies_in_training_is_read_in_raw_units() -> None:
+    """No call failed in training: the failure cue's successes differ only by the smoothing
+    prior (an sd of about 1e-6). Dividing by it made every success of a rarely used tool a
+    large z, so normal streams alarmed; below ``min_sd`` the cue keeps its raw units."""
+    train = workload(1, 40)
+    train = train.set_column(
+        train.schema.get_field_index("failed"), "failed", pa.array([False] * train.num_rows)
+    )
+    model = NormalModel.fit(train)
+    assert model.standardisation["failure"][1] == 1.0
+    z = score_calls(model, train).column("failure_point").to_numpy()
+    assert np.abs(z).max() < 0.01  # a success is no news
+    failed = session(["tool00"], failed=True)
+    assert score_calls(model, table(failed)).column("failure_point")[0].as_py() > 3.0
+    # where failures were seen, the training sd stands
+    assert 0.05 < NormalModel.fit(workload(1, 40)).standardisation["failure"][1] < 1.0
