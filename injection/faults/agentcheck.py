@@ -388,6 +388,25 @@ def _status(code: str) -> int:
     return next((status for pattern, status in _CODE_STATUS if pattern.search(code)), 500)
 
 
+def _faulty_problems(tools: list[Mapping[str, Any]], action: str) -> list[Problem]:
+    """``is_faulty`` marks AgentCheck's runner would read otherwise than one faulted tool:
+    it faults *every* marked tool (its validator asks for exactly one) and refuses a B2 with
+    one marked (the conflict is in the clean data). A scenario here faults one tool, so a
+    second mark is refused at its pointer rather than dropped."""
+    marked = [i for i, t in enumerate(tools) if t.get("is_faulty")]
+    if action == "return_conflicting":
+        why = "a B2 template marks no tool faulty: its conflict is in the clean responses"
+        return [Problem(f"/tools/{i}/is_faulty", why) for i in marked]
+    return [
+        Problem(
+            f"/tools/{i}/is_faulty",
+            f"a second faulty tool ({quote(tools[i]['tool_id'])} after "
+            f"{quote(tools[marked[0]]['tool_id'])}): a scenario faults exactly one tool",
+        )
+        for i in marked[1:]
+    ]
+
+
 def convert(data: Mapping[str, Any]) -> Conversion:
     """An AgentCheck template (already checked against :data:`AGENTCHECK_SCHEMA`) as a
     toolwatch scenario document; ``problems`` name template fields that could not be
@@ -424,6 +443,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     derived.append("tools/*/input_schema")
     clean_of = {names[str(t["tool_id"])]: t["clean_response"] for t in data["tools"]}
     faulty = [names[str(t["tool_id"])] for t in data["tools"] if t.get("is_faulty")]
+    problems += _faulty_problems(data["tools"], action)
     if action == "return_conflicting":
         first, tool = _conflict_pair(clean_of, raw)
     elif faulty:

@@ -461,6 +461,21 @@ def test_two_tool_ids_that_become_one_mcp_name_are_refused() -> None:
         parse_scenario(raw, "b2.json")
 
 
+def test_a_second_faulty_tool_is_refused_at_its_pointer_not_dropped() -> None:
+    """AgentCheck's runner faults every tool marked is_faulty (its validator wants exactly one)
+    and refuses a B2 with one marked; the converter faulted the first mark and dropped the
+    rest, so the second tool ran clean and nothing said so."""
+    raw = json.loads((TEMPLATES / "A3_update_account_tier_plus.json").read_text())
+    raw["tools"][0]["is_faulty"] = True  # get_account, before the faulty update_account
+    assert [p.pointer for p in convert(raw).problems] == ["/tools/1/is_faulty"]
+    with pytest.raises(ValueError, match="/tools/1/is_faulty: a second faulty tool"):
+        parse_scenario(raw, "a3.json")
+    b2 = json.loads((TEMPLATES / "B2_bone_count_contradiction.json").read_text())
+    b2["tools"][1]["is_faulty"] = True
+    with pytest.raises(ValueError, match="/tools/1/is_faulty: a B2 template marks no tool"):
+        parse_scenario(b2, "b2.json")
+
+
 def test_conversion_is_stable() -> None:
     for sid, raw in RAW.items():
         doc = convert(raw).doc
