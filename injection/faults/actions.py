@@ -108,6 +108,7 @@ def _server_error(
         rpc_message=f"{status} {message}",
         code=INTERNAL_ERROR,
         what=f"server error {status}",
+        fields={"code": p["code"]} if p.get("code") else None,  # the server's own name for it
     )
 
 

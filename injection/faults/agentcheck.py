@@ -475,7 +475,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         if action == "replace_with_error" and "error_code" in raw:
             code = str(raw["error_code"])
             params["status"] = _status(code)
-            if not code.isdigit():
+            if str(params["status"]) != code:  # a name, or a number that is no 5xx (429)
                 params["code"] = code
                 derived.append("fault/params/status")
         if raw.get("required_role"):

@@ -156,6 +156,16 @@ def test_a2_error_code_and_message() -> None:
     assert named == 7
 
 
+@pytest.mark.parametrize(("code", "status"), [(429, 500), ("404", 500), (503, 503), ("502", 502)])
+def test_a2_a_numeric_code_that_is_no_5xx_is_kept_as_the_code(code: Any, status: int) -> None:
+    """A2's status is a 5xx; a 429 or 404 was turned into a bare 500 and the code was lost."""
+    raw = json.loads((TEMPLATES / "A2_search_docs_error.json").read_text())
+    raw["fault_spec"]["params"]["error_code"] = code
+    p = parse_scenario(raw, "a2.json").fault.params
+    assert p["status"] == status
+    assert p.get("code") == (None if str(status) == str(code) else str(code))
+
+
 def test_a3_required_role_and_deny() -> None:
     for raw, s in of_type("A3"):
         assert s.fault.params["required_role"] == params(raw)["required_role"]

@@ -134,6 +134,19 @@ def test_server_error_both_forms() -> None:
     assert effect.error.data == {"status": 500, LABEL_META_KEY: LABEL}
 
 
+def test_server_error_carries_the_servers_own_code_in_both_forms() -> None:
+    """``code`` (AgentCheck's error_code, e.g. SERVICE_UNAVAILABLE) is in the body beside the
+    status, and in the JSON-RPC error's data (it validated, then never reached the agent)."""
+    e = engine("replace_with_error", {"status": 503, "code": "SERVICE_UNAVAILABLE"})
+    body = json.loads(texts(e.apply(e.plan("t", {}, 1), None).result)[0])
+    assert body == {
+        "error": {"status": 503, "code": "SERVICE_UNAVAILABLE", "message": "Service Unavailable"}
+    }
+    e = engine("replace_with_error", {"as": "jsonrpc", "code": "429"})
+    error = e.apply(e.plan("t", {}, 1), None).error
+    assert error.data == {"status": 500, "code": "429", LABEL_META_KEY: LABEL}
+
+
 def test_permission_denied_both_forms() -> None:
     e = engine("replace_with_403", {"required_role": "admin"})
     plan = e.plan("t", {}, 1)
