@@ -35,6 +35,9 @@ from toolwatch.injection.workbench.trajectory import Trajectory
 
 #: Mitigation events that act on a listing (a withheld or redacted description).
 _LISTING_EVENTS: Final = frozenset({"description_blocked"})
+#: Events that only observe: the retry wrapper passed a failure through as it came (not
+#: retryable, or no time left for another attempt) — the agent got what it got unmitigated.
+_OBSERVED_ONLY: Final = frozenset({"not_retried", "deadline"})
 
 
 def fault_tools(scenario: Scenario) -> set[str]:
@@ -98,14 +101,16 @@ def guards(scenario: Scenario, run: Trajectory, clean: Trajectory | None) -> lis
 
 def acted_on_fault(scenario: Scenario, run: Trajectory) -> list[str]:
     """The mitigation events of ``run`` that act on the fault: on one of its tools, on the
-    listing for a listing fault and on calls otherwise. A pass with none of these is a side
-    effect of the mitigation, not its fix."""
+    listing for a listing fault and on calls otherwise, and not only observing it
+    (:data:`_OBSERVED_ONLY`). A pass with none of these is a side effect of the mitigation,
+    not its fix."""
     tools = fault_tools(scenario) | {scenario.fault.tool}
     listing = lives_in_listing(scenario)
     return [
         f"{e.mitigation} {e.kind} on {e.tool}"
         for e in run.mitigation_events
-        if (e.tool in tools or _names_a_tool(e.detail, tools))
+        if e.kind not in _OBSERVED_ONLY
+        and (e.tool in tools or _names_a_tool(e.detail, tools))
         and ((e.kind in _LISTING_EVENTS) == listing)
     ]
 

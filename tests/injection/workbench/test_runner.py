@@ -531,6 +531,8 @@ def test_fix_confirmed_needs_the_fault_fixed_no_new_failure_and_the_mitigation_a
         "broke": _phase("pass", acted, guard="fail"),
         "still": _phase("fail", acted),
         "ne": _phase("not_exercised", acted),
+        # the retry wrapper passing a 403 through unchanged did nothing to the fault
+        "observed": _phase("pass", (MitigationEvent("retry", "not_retried", "search_docs"),)),
     }
     assert report.fix_verdict("retry") == (True, "fixed: retry recovered on search_docs")
     assert report.fix_verdict("none-acted")[0] is False
@@ -539,6 +541,7 @@ def test_fix_confirmed_needs_the_fault_fixed_no_new_failure_and_the_mitigation_a
     assert report.fix_verdict("broke") == (False, "new failure: guard.answer")
     assert report.fix_verdict("still") == (False, "the primary check still fails")
     assert report.fix_verdict("ne")[0] is None
+    assert report.fix_verdict("observed")[0] is False
     passing = RunReport(sc, "naive", "r", clean, None, _phase("pass"))
     passing.mitigated = {"retry": _phase("pass", acted)}
     assert passing.fix_confirmed("retry") is None
