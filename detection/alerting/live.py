@@ -275,9 +275,19 @@ class LiveScorer:
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
             if self.novelty is not None:
                 self.novelty.load_json(doc.get("novelty", []))
-        except (OSError, ValueError, KeyError, TypeError, ModelError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ModelError) as exc:
+            aside = path.with_name(path.name + ".unusable")
+            try:
+                path.replace(aside)
+            except OSError as err:
+                aside_note = f"could not set it aside: {err.strerror or err}"
+            else:
+                aside_note = f"set aside as {aside.name}"
             log.warning(
-                "live scoring: starting afresh, the saved state %s is unusable: %s", path, exc
+                "live scoring: starting afresh, the saved state %s is unusable (%s): %s",
+                path,
+                aside_note,
+                exc,
             )
             self.scorer = self._make_scorer()
             self._above = {}

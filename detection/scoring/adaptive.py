@@ -51,6 +51,9 @@ from toolwatch.detection.scoring.online import SCORE_NAMES, OnlineScorer, Scores
 STATE_FORMAT: Final = "toolwatch.live-state"
 STATE_VERSION: Final = 1
 _DAY_US: Final = 86_400_000_000
+#: What a damaged or hand-edited state raises while it is read back (wrong shapes and types,
+#: a time so far off that the decay overflows).
+_DAMAGED: Final = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +323,10 @@ class StreamScorer:
         }
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`state`; :class:`ModelError` if it belongs to another model."""
+        """Resume from :meth:`state`; :class:`ModelError` if it belongs to another model or is
+        damaged (any bad field, a non-finite threshold maximum, a time the decay cannot reach)."""
+        if not isinstance(state, dict):
+            raise ModelError("not a toolwatch live state (not a JSON object)")
         if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
             raise ModelError("not a toolwatch live state of this version")
         if state.get("model_id") != self.base.model_id or state.get("watch") != self.watch:
@@ -335,7 +341,7 @@ class StreamScorer:
                 cfg = self.adaptive.config
                 self.adaptive.stats = DecayedStats.from_dict(state["adaptive"], cfg.half_life_s)
                 self.pools = [
-                    deque([(int(t), float(x)) for t, x in p][-cfg.window :], cfg.window)
+                    deque([(int(t), _finite(x)) for t, x in p][-cfg.window :], cfg.window)
                     for p in state["pools"]
                 ]
                 if len(self.pools) != len(self.watch):
@@ -370,6 +376,14 @@ class StreamScorer:
                 )
                 self.pending.append((int(r), int(o), closed))
             heapq.heapify(self.pending)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except _DAMAGED as exc:
             raise ModelError(f"the live state is damaged: {exc}") from None
         self.thresholds = self._current_thresholds()
+
+
+def _finite(x: Any) -> float:
+    """A saved stream maximum; river's rolling quantile aborts the process on a NaN."""
+    value = float(x)
+    if not math.isfinite(value):
+        raise ValueError(f"a threshold pool holds {value}")
+    return value

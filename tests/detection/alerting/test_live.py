@@ -398,3 +398,47 @@ def test_an_unusable_state_file_is_set_aside_with_a_warning(
     with LiveScorer(adaptive_path, store) as live:
         assert live.scorer.open_streams == 0
     assert "starting afresh" in caplog.text and "belongs to model 'other'" in caplog.text
+
+
+def _saved_state(adaptive_path: Path, store: Store) -> dict[str, Any]:
+    """A real state file: the incident batch scored, then the scorer closed."""
+    calls = incident_batch()
+    store.append("calls", calls)
+    with LiveScorer(adaptive_path, store) as live:
+        live.process(calls)
+    state: dict[str, Any] = json.loads((store.root / "models" / "live-state.json").read_text())
+    assert state["pools"][0] and state["streams"]
+    return state
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["null", "list", "nan_pool", "year_1970_snapshot", "counts_not_a_table"],
+)
+def test_a_damaged_state_file_never_stops_the_collector(
+    adaptive_path: Path, tmp_path: Path, damage: str, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """Hand-edited or damaged state (valid JSON of the wrong shape, a NaN — river's quantile
+    aborted the process on it —, a time the decay overflows at) is set aside with one warning
+    and the scorer starts afresh; the next start finds no unusable file."""
+    store = Store(tmp_path / "s")
+    state = _saved_state(adaptive_path, store)
+    if damage == "nan_pool":
+        state["pools"][0][0][1] = float("nan")
+    elif damage == "year_1970_snapshot":
+        state["snapshot_s"] = 1.0
+    elif damage == "counts_not_a_table":
+        state["counts"] = 3
+    text = {"null": "null", "list": "[]"}.get(damage) or json.dumps(state)
+    path = store.root / "models" / "live-state.json"
+    path.write_text(text)
+    live = LiveScorer(adaptive_path, store)
+    assert live.scorer.open_streams == 0 and live.scorer.counts["closed"] == 0
+    assert caplog.text.count("starting afresh") == 1
+    assert "set aside as live-state.json.unusable" in caplog.text
+    assert not path.exists() and (path.parent / "live-state.json.unusable").read_text() == text
+    assert live.process(incident_batch())  # it scores (and alerts) as a fresh scorer
+    live.close()
+    caplog.clear()
+    LiveScorer(adaptive_path, store).close()  # the state it saved is usable
+    assert "starting afresh" not in caplog.text
