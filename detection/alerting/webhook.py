@@ -6,7 +6,8 @@ dropped and counted, never blocking the caller). One daemon thread sends each ba
 connection errors, timeouts, 408, 429 and 5xx with exponential backoff (``backoff_s ·
 2^attempt``, capped at ``max_backoff_s``; a ``Retry-After`` is honoured up to the cap) for
 ``max_attempts`` attempts in all. Other 4xx answers are not retried (the receiver rejected
-the payload). Outcomes are logged and counted in :attr:`WebhookPoster.stats`.
+the payload). Outcomes are logged and counted in :attr:`WebhookPoster.stats`. Only an answer's
+status counts: its body is never read into memory (the connection is dropped instead).
 
 The sender is a daemon thread, so it never holds a process open; instead, alerts still queued
 when the interpreter exits get up to ``exit_timeout_s`` to be delivered (an ``atexit`` hook,
@@ -148,13 +149,23 @@ class WebhookPoster:
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
         body = json.dumps({"alerts": batch}).encode("utf-8")
         try:
-            response = self._pool.request("POST", self.url, body=body)
+            # the answer's body is never read (only its status counts): a receiver that
+            # answers with gigabytes must not fill the collector's memory
+            response = self._pool.request("POST", self.url, body=body, preload_content=False)
         except urllib3.exceptions.HTTPError as exc:  # connection errors after every retry
             self.stats["retries"] += self.max_attempts - 1
             self.stats["failed"] += 1
             reason = getattr(exc, "reason", None) or exc
             log.error("webhook %s: gave up on %d alert(s): %s", self.url, len(batch), reason)
             return
+        try:
+            self._count(response, len(batch))
+        finally:
+            response.close()  # drops the connection with the body unread; the pool opens anew
+            response.release_conn()
+
+    def _count(self, response: urllib3.BaseHTTPResponse, alerts: int) -> None:
+        """Count and log the final answer to one batch (and the retries before it)."""
         history = response.retries.history if response.retries is not None else ()
         self.stats["retries"] += len(history)
         for attempt in history:
@@ -165,9 +176,7 @@ class WebhookPoster:
         self.stats["failed"] += 1
         if response.status in RETRY_STATUSES:
             log.error(
-                "webhook %s: gave up on %d alert(s): HTTP %d", self.url, len(batch), response.status
+                "webhook %s: gave up on %d alert(s): HTTP %d", self.url, alerts, response.status
             )
         else:
-            log.error(
-                "webhook %s rejected %d alert(s): HTTP %d", self.url, len(batch), response.status
-            )
+            log.error("webhook %s rejected %d alert(s): HTTP %d", self.url, alerts, response.status)

@@ -254,6 +254,55 @@ def test_alerts_still_queued_at_exit_are_delivered(hook) -> None:  # type: ignor
     assert [b["alerts"][0]["session_id"] for b in handler.received] == ["a", "b"]
 
 
+class _HugeAnswer(BaseHTTPRequestHandler):
+    """Accepts every batch, then answers with a 256 MiB body it streams until the client
+    goes away (counting what it managed to send)."""
+
+    SIZE = 256 << 20
+    received: ClassVar[list[dict[str, Any]]] = []
+    streamed: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:
+        self.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.send_header("Content-Length", str(self.SIZE))
+        self.end_headers()
+        chunk, sent = b"x" * (1 << 20), 0
+        try:
+            while sent < self.SIZE:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        self.streamed.append(sent)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_webhook_answering_with_a_huge_body_is_not_read_into_memory() -> None:
+    """Only the status of an answer counts: a receiver answering with 256 MiB (or an endless
+    stream) had every byte read into the collector's memory (4 GiB gave 4 GiB RSS)."""
+    handler = type("Huge", (_HugeAnswer,), {"received": [], "streamed": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        poster = WebhookPoster(f"http://127.0.0.1:{server.server_address[1]}/alerts")
+        for name in ("a", "b"):
+            poster.post([{"session_id": name}])
+        assert poster.flush(30)
+        poster.close()
+        deadline = time.monotonic() + 10
+        while len(handler.streamed) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [b["alerts"][0]["session_id"] for b in handler.received] == ["a", "b"]
+    assert poster.stats == {"sent": 2, "failed": 0, "dropped": 0, "retries": 0}
+    assert len(handler.streamed) == 2 and max(handler.streamed) < 64 << 20, handler.streamed
+
+
 def test_webhook_url_is_validated() -> None:
     with pytest.raises(ValueError, match="http"):
         WebhookPoster("ftp://example.org/x")
