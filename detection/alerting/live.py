@@ -97,7 +97,9 @@ class LiveScorer:
     ``model_path``: a calibrated model artifact; ``store``: a :class:`Store` or its path;
     ``webhook``: an http(s) URL to POST alerts to; ``alert_on``: statistics to alert on
     (``"<cue set>_<detector>"``; default the model's ``alert_on``); ``poster``: a ready
-    :class:`WebhookPoster` (overrides ``webhook``).
+    :class:`WebhookPoster` (overrides ``webhook``); ``clock_ahead_s``: how far after this
+    machine's clock a call may be stamped before its time is distrusted (the collector;
+    ``None``, a replay of stored calls: event time is trusted).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class LiveScorer:
         state_path: str | os.PathLike[str] | None = None,
         save_every_s: float = 60.0,
         record: bool = True,
+        clock_ahead_s: float | None = None,
     ) -> None:
         if isinstance(model_path, NormalModel):
             self.model_path: Path | None = None
@@ -161,6 +164,9 @@ class LiveScorer:
             elif self.store is not None and record:
                 self.state_path = self.store.root / STATE_IN_STORE
         self.save_every_s = save_every_s
+        self.clock_ahead_s = clock_ahead_s
+        #: calls stamped more than ``clock_ahead_s`` ahead of this machine's clock
+        self.calls_ahead = 0
         self._saved_at = time.monotonic()
         self.record = record
         self.poster = poster or (WebhookPoster(webhook) if webhook else None)
@@ -189,8 +195,14 @@ class LiveScorer:
         now = datetime.now(UTC)
         observe = self.on_scored
         provenance = self.provenance
+        latest = (
+            None if self.clock_ahead_s is None else int((time.time() + self.clock_ahead_s) * 1e6)
+        )
+        ahead, ahead_us = 0, 0
         for call, span_id, learn, source in self._calls(table):
-            index, scores, mask = self.scorer.score(call, learn=learn)
+            if latest is not None and call.start_us > latest:
+                ahead, ahead_us = ahead + 1, max(ahead_us, call.start_us - latest)
+            index, scores, mask = self.scorer.score(call, learn=learn, latest_us=latest)
             self.calls_scored += 1
             if observe is not None:
                 observe(call, index, scores, mask)
@@ -230,6 +242,16 @@ class LiveScorer:
                         )
             if mask or above:
                 self._above[key] = mask
+        if ahead:
+            self.calls_ahead += ahead
+            log.warning(
+                "live scoring: %d call(s) stamped up to %.0f s after this machine's clock "
+                "(+%g s allowed): scored, but their time moves no stream's clock and their "
+                "streams are never learnt",
+                ahead,
+                ahead_us / 1e6 + (self.clock_ahead_s or 0.0),
+                self.clock_ahead_s,
+            )
         try:
             closed = self.scorer.advance()
         except Exception as exc:  # a failed fold must not break ingest

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 HELP = "receive OTLP/HTTP spans into the store"
 ENV_TOKEN = "TOOLWATCH_TOKEN"
+#: How far after this machine's clock a span may start before the live scorer distrusts its
+#: time (a skewed client clock must not close every open stream or age the model).
+CLOCK_AHEAD_S = 300.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +147,7 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
             f"which could not be imported ({exc}); install 'toolwatch[detection]'"
         ) from exc
     try:
-        scorer = LiveScorer(args.model, store, webhook=args.webhook)
+        scorer = LiveScorer(args.model, store, webhook=args.webhook, clock_ahead_s=CLOCK_AHEAD_S)
     except Exception as exc:
         raise SystemExit(f"toolwatch collector: cannot load model {args.model}: {exc}") from exc
     log.info(

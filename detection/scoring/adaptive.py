@@ -132,15 +132,25 @@ class StreamScorer:
 
     # ---------------------------------------------------------------- scoring
 
-    def score(self, call: Call, *, learn: bool = True) -> tuple[int, Scores, int]:
+    def score(
+        self, call: Call, *, learn: bool = True, latest_us: int | None = None
+    ) -> tuple[int, Scores, int]:
         """Score one call: its index in its stream, its scores, and a bit mask of the watched
         statistics above their thresholds (bit i: ``watch[i]``). ``learn=False`` marks the
-        stream as never to be folded or pooled (an injected copy, a client artefact)."""
+        stream as never to be folded or pooled (an injected copy, a client artefact).
+
+        ``latest_us`` is the latest believable call time (the collector: its clock plus a
+        tolerance). A call stamped after it is scored, but its time counts as ``latest_us`` for
+        the event clock and its stream's life, and its stream is never learnt: one skewed
+        clock would otherwise close every other open stream and age the model to its date."""
         index, scores = self.online.score(call)
+        t = call.start_us
+        if latest_us is not None and t > latest_us:
+            t, learn = latest_us, False
         key = (call.session_id, call.agent_id)
         track = self.tracks.get(key)
         if track is None:
-            track = self.tracks[key] = _Track(call.start_us, len(self._idx))
+            track = self.tracks[key] = _Track(t, len(self._idx))
         values = scores._values
         peaks = track.peaks
         mask = 0
@@ -155,10 +165,10 @@ class StreamScorer:
         if not learn:
             track.learn = False
         track.calls += 1
-        if call.start_us > track.last_us:
-            track.last_us = call.start_us
-        if call.start_us > self.now_us:
-            self.now_us = call.start_us
+        if t > track.last_us:
+            track.last_us = t
+        if t > self.now_us:
+            self.now_us = t
         return index, scores, mask
 
     # ---------------------------------------------------------------- stream life cycle

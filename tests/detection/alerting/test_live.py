@@ -491,3 +491,65 @@ def test_a_damaged_state_file_never_stops_the_collector(
     caplog.clear()
     LiveScorer(adaptive_path, store).close()  # the state it saved is usable
     assert "starting afresh" not in caplog.text
+
+
+def test_a_call_stamped_in_the_future_does_not_close_the_open_streams(
+    model_path: Path, tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """One span from a skewed clock (year 2100) moved the event clock there: every open stream
+    closed at once (the retry loop restarted from nothing and alerted a second time) and an
+    adaptive model aged to 2100. With the collector's guard its time moves no clock, the
+    alerts are an unskewed run's, and the call is counted and logged."""
+    from datetime import UTC, datetime
+
+    from support.detection import T0
+
+    ago = (datetime.now(UTC) - T0).total_seconds() - 120.0  # the loop ran two minutes ago
+    loop = table(session(["tool03"] * 25, name="loop", gap=2.0, failed=True, start=ago))
+    skewed = table(
+        session(
+            ["tool01"], name="skewed", start=(datetime(2100, 1, 1, tzinfo=UTC) - T0).total_seconds()
+        )
+    )
+    head, tail = loop.slice(0, 6), loop.slice(6)  # the loop alerts at its call #4
+
+    def run(parts: list[pa.Table], guard: float | None) -> tuple[list[tuple], LiveScorer]:
+        live = LiveScorer(model_path, None, clock_ahead_s=guard)
+        return [key(a) for part in parts for a in live.process(part)], live
+
+    straight, _ = run([head, tail], 300.0)
+    assert len(straight) == 1  # one excursion, one alert
+    guarded, live = run([head, skewed, tail], 300.0)
+    assert guarded == straight
+    assert live.calls_ahead == 1 and live.scorer.open_streams == 2
+    assert "1 call(s) stamped up to" in caplog.text and "(+300 s allowed)" in caplog.text
+    trusting, _ = run([head, skewed, tail], None)  # a replay trusts event time: the old harm
+    assert trusting[0] == straight[0] and [a[3] for a in trusting[1:]] == [4]  # restarted
+
+
+def test_an_adaptive_model_is_not_aged_by_a_call_from_the_future(
+    adaptive_path: Path, tmp_path: Path
+) -> None:
+    """Unguarded, the call from 2100 made the adaptive model compile a snapshot decayed to
+    2100 (every later fold then failed); guarded, its clock stays at this machine's."""
+    from datetime import UTC, datetime
+
+    from support.detection import T0
+
+    now = datetime.now(UTC)
+    loop = table(
+        session(["tool03"] * 25, name="loop", gap=2.0, start=(now - T0).total_seconds() - 60)
+    )
+    skewed = table(
+        session(
+            ["tool01"], name="skewed", start=(datetime(2100, 1, 1, tzinfo=UTC) - T0).total_seconds()
+        )
+    )
+    store = Store(tmp_path / "s")
+    with LiveScorer(adaptive_path, store, clock_ahead_s=300.0) as live:
+        for part in (loop, skewed):
+            store.append("calls", part)
+            live.process(part)
+        assert live.scorer.now_us <= (now.timestamp() + 400) * 1e6
+        assert live.scorer.snapshot_s <= now.timestamp() + 400
+        assert live.scorer.counts["fold_errors"] == 0 and live.calls_ahead == 1

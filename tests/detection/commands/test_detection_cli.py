@@ -280,3 +280,16 @@ def test_a_store_of_calls_without_sizes_trains_scores_and_scans(tmp_path: Path, 
     assert f"{calls.num_rows} calls" in capsys.readouterr().out
     assert main(["scan", "--store", root, "--json", "--no-save"]) == 0
     assert json.loads(capsys.readouterr().out)["calls"] == calls.num_rows
+
+
+def test_the_collector_distrusts_span_times_ahead_of_its_clock(tmp_path: Path) -> None:
+    """``toolwatch collector --model`` scores with the clock guard (a replay does not)."""
+    import argparse
+
+    from toolwatch.detection.commands import collector
+
+    model = NormalModel.fit(workload(1, 20, tools=8)).calibrate(workload(2, 8, tools=8))
+    path = model.save(tmp_path / "model.json")
+    args = argparse.Namespace(model=path, webhook=None, no_listing_alerts=False, rules=None)
+    scorer = collector._scorer(args, Store(tmp_path / "s"))
+    assert scorer.clock_ahead_s == collector.CLOCK_AHEAD_S == 300.0
