@@ -13,9 +13,10 @@ A model trained with ``--adaptive`` keeps up with normal traffic: its threshold 
 target false-alarm rate of recent streams and the streams that did not alarm are folded into it
 after a quarantine (:mod:`toolwatch.detection.scoring.adaptive`; their calls are read back from
 the store). Its state — statistics, pools, open and pending streams — is saved to ``state_path``
-(default ``STORE/models/live-state.json``) every ``save_every_s`` and at :meth:`close`, and
-restored at start, so a restarted collector resumes where it stopped. A frozen model alerts at
-its operating point, as before.
+(default ``STORE/models/live-state.json``) every ``save_every_s``, right after a batch that
+crossed a threshold (a killed collector then never raises that alert twice) and at
+:meth:`close`, and restored at start, so a restarted collector resumes where it stopped. A
+frozen model alerts at its operating point, as before.
 
 **Provenance alerts.** Besides the watched statistics, every call is checked against the model's
 per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`, saved by
@@ -264,7 +265,11 @@ class LiveScorer:
                 self.novelty.streams.pop(c.key, None)
         if alerts:
             self._record(alerts)
-        if self.state_path is not None and time.monotonic() - self._saved_at >= self.save_every_s:
+        # a crossing (model or novelty; provenance alerts hold no state) is saved at once: a
+        # collector killed before the next periodic save would otherwise raise it again
+        stateful = any(a["cue_set"] != PROVENANCE_CUE_SET for a in alerts)
+        elapsed = time.monotonic() - self._saved_at
+        if self.state_path is not None and (stateful or elapsed >= self.save_every_s):
             self.save_state()
         return alerts
 

@@ -553,3 +553,22 @@ def test_an_adaptive_model_is_not_aged_by_a_call_from_the_future(
         assert live.scorer.now_us <= (now.timestamp() + 400) * 1e6
         assert live.scorer.snapshot_s <= now.timestamp() + 400
         assert live.scorer.counts["fold_errors"] == 0 and live.calls_ahead == 1
+
+
+def test_a_killed_adaptive_collector_does_not_raise_an_alert_twice(
+    adaptive_path: Path, tmp_path: Path
+) -> None:
+    """SIGKILL right after an alert (no close, long before the periodic save): the restarted
+    scorer knew nothing of the crossing, the loop's stream restarted and alerted again."""
+    loop = table(session(["tool03"] * 25, name="loop", gap=2.0, failed=True, start=86_400.0))
+    head, tail = loop.slice(0, 6), loop.slice(6)  # the loop alerts within its first calls
+    store = Store(tmp_path / "s")
+    store.append("calls", head)
+    first = LiveScorer(adaptive_path, store, save_every_s=3600.0)
+    raised = first.process(head)
+    assert [a["session_id"] for a in raised] == ["loop"]
+    del first  # killed: neither close() nor a periodic save ran
+    store.append("calls", tail)
+    again = LiveScorer(adaptive_path, store, save_every_s=3600.0)
+    assert again.process(tail) == []
+    assert again.scorer.open_streams == 1 and again.scorer.tracks[("loop", None)].calls == 25
