@@ -73,6 +73,12 @@ MAX_DURATION_S: Final = 36_500 * 86_400
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 RECENT: Final = "recent_calls"
+#: DuckDB's number types (besides ``DECIMAL(p,s)``), matched whole: a substring test let
+#: ``INTERVAL``, ``INTEGER[]`` and ``STRUCT(n INTEGER)`` through, and they crashed the collector
+NUMERIC_TYPES: Final = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE"}
+    | {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+)
 
 
 class RuleError(UserError):
@@ -224,7 +230,7 @@ def _check_sql(con: duckdb.DuckDBPyConnection, rule: Rule, where: str) -> None:
     kind = types.get("value")
     if kind is None:
         raise RuleError(f"{where}: sql must return a column named value (got {sorted(types)})")
-    if not any(t in kind for t in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL", "NUMERIC")):
+    if kind not in NUMERIC_TYPES and not kind.startswith("DECIMAL("):
         raise RuleError(f"{where}: the value column must be numeric, not {kind}")
 
 
@@ -282,7 +288,10 @@ class RuleEvaluator:
             raw = cells.pop("value")
             if raw is not None:
                 key = json.dumps(cells, default=str, sort_keys=True) if cells else ""
-                measured.append((key, float(raw)))
+                try:
+                    measured.append((key, float(raw)))
+                except (TypeError, ValueError) as exc:  # a value the check did not foresee
+                    raise RuleError(f"value is a {type(raw).__name__}, not a number") from exc
         return measured
 
     def evaluate(self, rule: Rule, now: datetime) -> list[dict[str, Any]]:

@@ -186,6 +186,19 @@ def test_a_failing_query_at_run_time_is_logged_not_raised(
     assert evaluator.failures == 1 and "could not be evaluated" in caplog.text
 
 
+def test_a_value_that_is_not_a_number_at_run_time_is_logged_not_raised(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Past the check (a rule built by hand), a value that is no number is a failed
+    evaluation, never an exception out of the collector's main loop."""
+    rules = load_rules(rules_file(tmp_path), store)
+    odd = replace(rules[0], sql="SELECT [1] AS value")
+    evaluator = RuleEvaluator([odd], store)
+    with caplog.at_level(logging.ERROR):
+        assert evaluator.tick(NOW) == []
+    assert evaluator.failures == 1 and "value is a list, not a number" in caplog.text
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -241,6 +254,18 @@ def test_a_failing_query_at_run_time_is_logged_not_raised(
         (
             '[[rule]]\nname = "a"\nsql = "SELECT \'x\' AS value"\nwindow = "1m"\nthreshold = 1\n',
             "the value column must be numeric",
+        ),
+        *(
+            (
+                OK.replace("SELECT 1 AS value", sql),  # passed, then crashed the collector
+                "the value column must be numeric",
+            )
+            for sql in (
+                "SELECT max(start_time) - min(start_time) AS value FROM recent_calls",
+                "SELECT [1, 2] AS value",
+                "SELECT {'n': 1} AS value",
+                "SELECT 'P1D'::INTERVAL AS value",
+            )
         ),
         (
             '[[rule]]\nname = "a"\nsql = "SELECT nope AS value FROM recent_calls"\nwindow = "1m"\n'
