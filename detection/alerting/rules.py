@@ -27,15 +27,19 @@ webhook, a POST (``{"alerts": [...]}``, each with ``"kind": "rule"``).
 the SQL (one read-only statement that DuckDB can bind against the store, with a ``value``
 column) — and names the file, the rule and the field in a one-line :class:`RuleError`.
 ``toolwatch collector`` evaluates rules on its schedule (:meth:`RuleEvaluator.tick`, from its
-main loop); ``toolwatch rules check`` validates a file and evaluates it once.
+main loop); ``toolwatch rules check`` validates a file and evaluates it once. A query may run
+for its period, at most :data:`MAX_QUERY_S`; a longer one is stopped and logged as a failed
+evaluation, and SIGINT/SIGTERM stop the running one at once (:meth:`RuleEvaluator.interrupt`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import re
+import threading
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +69,9 @@ OPERATORS: Final[dict[str, Callable[[float, float], bool]]] = {
     "<=": lambda v, t: v <= t,
 }
 MIN_EVERY_S: Final = 5.0
+#: The longest a rule's query may run (and at most its period): a heavier one is stopped and
+#: logged, so it neither hogs a core nor holds off the collector's shutdown.
+MAX_QUERY_S: Final = 60.0
 DEFAULT_EVERY_S: Final = 60.0
 FIELDS: Final = frozenset({"name", "description", "sql", "window", "every", "threshold", "op"})
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -254,6 +261,8 @@ class RuleEvaluator:
         self.poster = poster or (WebhookPoster(webhook) if webhook else None)
         self._next: dict[str, datetime] = {}
         self._above: set[tuple[str, str]] = set()
+        self._running: duckdb.DuckDBPyConnection | None = None
+        self._interrupted = False
         self.evaluations = 0
         self.failures = 0
         self.alerts_raised = 0
@@ -275,12 +284,22 @@ class RuleEvaluator:
         """``(key, value)`` of each row of the rule's query at ``now`` (key: the row's other
         columns as JSON, ``""`` when there are none); raises what the query raises."""
         con = _connect(self.store, now, rule.window_s)
+        limit = min(rule.every_s, MAX_QUERY_S)
+        watchdog = threading.Timer(limit, con.interrupt)
+        watchdog.daemon = True
+        self._running = con
         try:
             with self.store.reading():  # a compaction's swap would count rows twice or fail
+                watchdog.start()
                 result = con.sql(rule.sql)
                 names = [str(c) for c in result.columns]
                 found = result.fetchall()
+        except duckdb.InterruptException:
+            why = "the collector is stopping" if self._interrupted else f"{limit:g} s at most"
+            raise RuleError(f"the query was stopped ({why})") from None
         finally:
+            watchdog.cancel()
+            self._running = None
             con.close()
         measured = []
         for row in found:
@@ -317,6 +336,15 @@ class RuleEvaluator:
         # a key that no longer appears (no calls in the window) has dropped back below
         self._above -= {(r, k) for r, k in self._above if r == rule.name and k not in seen}
         return alerts
+
+    def interrupt(self) -> None:
+        """Stop the query running now, if any (the collector's signal handler: a long query
+        must not hold off SIGTERM); it is logged as a failed evaluation."""
+        con = self._running
+        self._interrupted = True
+        if con is not None:
+            with contextlib.suppress(duckdb.Error):
+                con.interrupt()
 
     def close(self) -> None:
         if self.poster is not None:

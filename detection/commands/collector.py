@@ -277,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, _frame: object) -> None:
         log.info("received %s", signal.Signals(signum).name)
         stop.set()
+        if rules is not None:
+            rules.interrupt()  # a long rule query must not hold off the shutdown
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

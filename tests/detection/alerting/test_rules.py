@@ -322,3 +322,48 @@ def test_the_collector_evaluates_the_stores_rules(tmp_path: Path) -> None:
     assert "alert rules: 1 from" in out and "ALERT rule tool-failing" in out
     rows = store.query(f"SELECT rule, key, value FROM {RULE_ALERTS_TABLE}").to_pylist()
     assert rows == [{"rule": "tool-failing", "key": '{"tool": "Grep"}', "value": 3.0}]
+
+
+HEAVY = "SELECT count(*) AS value FROM range(10000000000000)"  # hours of one core
+
+
+@pytest.mark.timeout(30)  # unfixed, the query runs for hours
+def test_a_query_longer_than_its_limit_is_stopped_and_logged(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule's query ran unbounded in the collector's main loop: a core held for hours and
+    SIGTERM not acted on until it ended. It now runs for its period, at most MAX_QUERY_S."""
+    from toolwatch.detection.alerting import rules as rules_module
+
+    monkeypatch.setattr(rules_module, "MAX_QUERY_S", 0.5)
+    heavy = replace(load_rules(rules_file(tmp_path), store)[0], sql=HEAVY)
+    evaluator = RuleEvaluator([heavy], store)
+    started = time.monotonic()
+    with caplog.at_level(logging.ERROR):
+        assert evaluator.tick(NOW) == []
+    assert time.monotonic() - started < 10
+    assert evaluator.failures == 1 and "the query was stopped (0.5 s at most)" in caplog.text
+
+
+@pytest.mark.timeout(30)  # unfixed, the query runs for hours
+def test_interrupt_stops_the_running_query_at_once(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The collector's SIGINT/SIGTERM handler calls interrupt(): shutdown waits for no query."""
+    heavy = replace(load_rules(rules_file(tmp_path), store)[0], sql=HEAVY, every_s=3600.0)
+    evaluator = RuleEvaluator([heavy], store)
+    done, interrupt = threading.Event(), evaluator.interrupt
+
+    def signals() -> None:  # as the handler would, whenever the query is under way
+        while not done.wait(0.3):
+            interrupt()
+
+    threading.Thread(target=signals, daemon=True).start()
+    started = time.monotonic()
+    try:
+        assert evaluator.tick(NOW) == []
+    finally:
+        done.set()
+    assert time.monotonic() - started < 10 and evaluator.failures == 1
+    assert "the query was stopped (the collector is stopping)" in caplog.text
+    evaluator.interrupt()  # nothing running: a no-op
