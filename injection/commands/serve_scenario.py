@@ -17,6 +17,7 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
+from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.usage import port
 
 HELP = "serve a scenario's tools as an MCP server"
@@ -41,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    content_free_sdk_logs()  # the SDK logs a failed call's message: the caller's arguments
     try:
         scenario = find_scenario(args.scenario)
     except ScenarioError as exc:

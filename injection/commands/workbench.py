@@ -33,6 +33,7 @@ from toolwatch.injection.faults.library import (
 )
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.mitigations.stack import parse_mitigations
+from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.workbench.agent import AgentConfig
 from toolwatch.injection.workbench.agents import AGENT_NAMES
 from toolwatch.injection.workbench.detect import detect_suite, render_detection
@@ -162,6 +163,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    content_free_sdk_logs()  # with -v the in-process servers log failed calls' messages
     if not getattr(args, "verbose", False):
         # faulted runs make the in-process servers log every failing tool at INFO
         logging.getLogger("mcp.server").setLevel(logging.WARNING)

@@ -6,6 +6,12 @@ pydantic's ``input_value='{"jsonrpc": …}'`` is a tool's result in the proxy's 
 keeps the SDK's own message and names the exception by its type (and, for a validation error,
 pydantic's error types), never by its text; exceptions passed as ``%s`` arguments likewise.
 The proxy reports what the failure means for a call itself (:mod:`.upstream`).
+
+The SDK's server also logs peer text as plain arguments: ``Tool %r failed: %r`` (INFO) quotes
+the tool's error message — a scenario server's ``no record for account_id='…'`` is the caller's
+argument. Those arguments (:data:`PEER_TEXT_ARGS`) are replaced by :data:`WITHHELD`. Every
+command that runs an SDK server or client in process (proxy, serve-scenario, workbench) calls
+:func:`content_free_sdk_logs`.
 """
 
 from __future__ import annotations
@@ -15,6 +21,21 @@ import logging
 from pydantic import ValidationError
 
 SDK_LOGGER = "mcp"
+WITHHELD = "(text withheld)"
+
+#: SDK log templates whose arguments at these positions are a peer's text (arguments, results,
+#: error messages, URIs, raw frames); the others (a tool's name, a method) are kept.
+PEER_TEXT_ARGS: dict[str, frozenset[int]] = {
+    "Tool %r failed: %r": frozenset({1}),
+    "Resource %r failed: %r": frozenset({0, 1}),
+    "Resource %r raised an unexpected exception": frozenset({0}),
+    "dropped a frame received before the first request: %r": frozenset({0}),
+    "transport yielded exception: %r": frozenset({0}),
+    "Received message from server: %s": frozenset({0}),
+    "Error: %s": frozenset({0}),
+    "requestState rejected on %s: %s": frozenset({1}),
+    "refusing to seal requestState on %s: %s": frozenset({1}),
+}
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -31,6 +52,9 @@ class ContentFreeFilter(logging.Filter):
     """Rewrites a record carrying an exception into one line naming the exception's type."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        withheld = PEER_TEXT_ARGS.get(record.msg) if isinstance(record.msg, str) else None
+        if withheld and isinstance(record.args, tuple):
+            record.args = tuple(WITHHELD if i in withheld else a for i, a in enumerate(record.args))
         exc = record.exc_info[1] if record.exc_info else None
         has_exc_arg = isinstance(record.args, tuple) and any(
             isinstance(a, BaseException) for a in record.args
@@ -57,14 +81,31 @@ class ContentFreeFilter(logging.Filter):
 CONTENT_FREE = ContentFreeFilter()
 
 
+class SdkRecordsFilter(logging.Filter):
+    """For a handler: :data:`CONTENT_FREE` on the SDK's records only (also those of an SDK
+    module imported after :func:`content_free_sdk_logs`), the others left as they are."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == SDK_LOGGER or record.name.startswith(SDK_LOGGER + "."):
+            return CONTENT_FREE.filter(record)
+        return True
+
+
+SDK_RECORDS = SdkRecordsFilter()
+
+
 def content_free_sdk_logs() -> list[logging.Logger]:
     """Put :data:`CONTENT_FREE` on every logger of the SDK (``mcp`` and below; the SDK creates
-    them when imported, as the proxy has been). A logger's filter sees only its own records,
-    hence one per logger. Idempotent; returns the loggers."""
+    them when imported, as the proxy has been) and :data:`SDK_RECORDS` on the root logger's
+    handlers (for loggers created later). A logger's filter sees only its own records, hence
+    one per logger. Idempotent; returns the loggers."""
     names = [SDK_LOGGER]
     names += [n for n in logging.root.manager.loggerDict if n.startswith(SDK_LOGGER + ".")]
     loggers = [logging.getLogger(n) for n in names]
     for logger in loggers:
         if CONTENT_FREE not in logger.filters:
             logger.addFilter(CONTENT_FREE)
+    for handler in logging.root.handlers:
+        if SDK_RECORDS not in handler.filters:
+            handler.addFilter(SDK_RECORDS)
     return loggers

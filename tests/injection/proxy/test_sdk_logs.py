@@ -7,7 +7,7 @@ import logging
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, content_free_sdk_logs
+from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, SDK_RECORDS, content_free_sdk_logs
 
 
 class Reply(BaseModel):
@@ -45,3 +45,32 @@ def test_exceptions_are_named_by_type_never_by_their_text(
         "kept as is: text",
     ]
     assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
+
+
+def test_peer_text_in_the_sdks_own_arguments_is_withheld(caplog: pytest.LogCaptureFixture) -> None:
+    """``Tool %r failed: %r`` quotes the tool's message (the caller's argument): withheld, the
+    tool's name kept; a logger created after the call is covered through the root's handlers."""
+    server = logging.getLogger("mcp.server.mcpserver.server")
+    loggers = content_free_sdk_logs()
+    late = logging.getLogger("mcp.toolwatch_late_probe")  # created after: no logger filter
+    handler = logging.StreamHandler()
+    logging.root.addHandler(handler)
+    content_free_sdk_logs()
+    try:
+        with caplog.at_level(logging.INFO):
+            server.info("Tool %r failed: %r", "get_quote", "no record for symbol='SECRET'")
+            server.info("Resource %r failed: %r", "res://SECRET", "SECRET")
+            record = logging.LogRecord(
+                late.name, logging.INFO, __file__, 1, "Tool %r failed: %r", ("t", "SECRET"), None
+            )
+            assert SDK_RECORDS in handler.filters and handler.filter(record)
+    finally:
+        logging.root.removeHandler(handler)
+        for logger in loggers:
+            logger.removeFilter(CONTENT_FREE)
+    assert [r.getMessage() for r in caplog.records] == [
+        "Tool 'get_quote' failed: '(text withheld)'",
+        "Resource '(text withheld)' failed: '(text withheld)'",
+    ]
+    assert record.getMessage() == "Tool 't' failed: '(text withheld)'"
+    assert "SECRET" not in caplog.text
