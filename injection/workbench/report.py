@@ -10,6 +10,7 @@ from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.injection.workbench.checks import task_solved
 from toolwatch.injection.workbench.runner import PhaseResult, RunReport, WorkbenchConfig
+from toolwatch.injection.workbench.trajectory import Aliases
 
 #: Store table of workbench runs (one row per agent run).
 RUNS_TABLE: Final = tables.WORKBENCH_RUNS.name
@@ -125,13 +126,23 @@ def render_report(report: RunReport) -> str:
 def report_json(report: RunReport) -> dict[str, Any]:
     """Content-free JSON of a report (trajectory summaries, verdicts, labels)."""
 
+    aliases = Aliases()  # one numbering for the whole report: clean first
+    clean = report.clean.summary(aliases)
+
     def phase(p: PhaseResult) -> dict[str, Any]:
+        d = p.divergence
         return {
-            "trajectory": p.trajectory.summary(),
+            "trajectory": p.trajectory.summary(aliases),
             "check": asdict(p.check),
             "guards": [asdict(g) for g in p.guards],
             "labels": p.labels.as_dict(),
-            "divergence": None if p.divergence is None else asdict(p.divergence),
+            "divergence": None
+            if d is None
+            else {
+                **asdict(d),
+                "left": aliases.step_key(d.left),
+                "right": aliases.step_key(d.right),
+            },
             "deliveries": [asdict(d) for d in p.deliveries],
         }
 
@@ -139,7 +150,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
         "scenario_id": report.scenario.id,
         "fault_type": report.scenario.fault_type,
         "agent": report.agent,
-        "clean": report.clean.summary(),
+        "clean": clean,
         "clean_solved": report.clean_solved,
         "faulted": phase(report.faulted),
         "mitigated": {

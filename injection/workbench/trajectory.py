@@ -3,8 +3,9 @@
 A :class:`Trajectory` is one agent run: the tool calls that really reached the server (in
 order, retries included), the tool listings the agent read, events the agent and the
 mitigations reported, and the final answer. It lives in memory only — arguments and results
-are content and are never written anywhere; what leaves a run is digests, outcomes and labels
-(:meth:`Trajectory.summary`).
+are content and are never written anywhere; what leaves a run is outcomes, labels and
+:class:`Aliases` standing for arguments and answers (:meth:`Trajectory.summary`): the digests
+that compare them stay in memory — a short argument's hash can be reversed by dictionary.
 
 A :class:`Recording` keeps the responses of a clean run keyed by tool and arguments, so a
 faulted run can be served the very same responses (:class:`RecordingClient` fills both while
@@ -38,6 +39,25 @@ def digest(value: Any) -> str:
     """Short stable digest of a JSON value (key order ignored); used in place of content."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Aliases:
+    """Stand-ins for content in one report: equal values get the same ``<prefix><n>``, numbered
+    in order of first appearance — comparable within the report, no hash of the content."""
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], str] = {}
+
+    def __call__(self, prefix: str, key: str) -> str:
+        name = self._names.get((prefix, key))
+        if name is None:
+            n = sum(p == prefix for p, _ in self._names) + 1
+            name = self._names[(prefix, key)] = f"{prefix}{n}"
+        return name
+
+    def step_key(self, key: tuple[str, str, str] | None) -> list[str] | None:
+        """A :attr:`Step.key` for a report: its arguments digest as an alias."""
+        return None if key is None else [key[0], self("args-", key[1]), key[2]]
 
 
 def call_key(tool: str, arguments: Mapping[str, Any] | None) -> str:
@@ -106,8 +126,10 @@ class Trajectory:
     def event_kinds(self) -> set[str]:
         return {e.kind for e in self.events} | {e.kind for e in self.mitigation_events}
 
-    def summary(self) -> dict[str, Any]:
-        """Content-free description: per step tool, argument digest, outcome, flags."""
+    def summary(self, aliases: Aliases | None = None) -> dict[str, Any]:
+        """Content-free description: per step tool, arguments alias, outcome, flags; the answer's
+        alias. Share ``aliases`` between the runs of one report to compare them."""
+        aliases = Aliases() if aliases is None else aliases
         return {
             "scenario_id": self.scenario_id,
             "agent": self.agent,
@@ -116,7 +138,7 @@ class Trajectory:
             "steps": [
                 {
                     "tool": s.tool,
-                    "args": s.args_digest,
+                    "args": aliases("args-", s.args_digest),
                     "outcome": s.key[2],
                     "injected": s.injected,
                     "flags": s.flags,
@@ -124,7 +146,7 @@ class Trajectory:
                 for s in self.steps
             ],
             "events": sorted(self.event_kinds()),
-            "answer_digest": digest(self.final_answer),
+            "answer": aliases("answer-", digest(self.final_answer)),
         }
 
 
