@@ -53,6 +53,9 @@ class LLMNotConfigured(RuntimeError):
 class LLMError(RuntimeError):
     """The endpoint answered with something that is not a chat completion."""
 
+    #: its text is the endpoint's URL and status, never a model's or a tool's words
+    message_is_content_free = True
+
 
 @dataclass(frozen=True)
 class LLMSettings:

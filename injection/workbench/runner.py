@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -146,9 +147,23 @@ async def run_agent(
             )
     except Exception as exc:  # the agent (not a tool) broke: a failed run, reported as such
         root = _root_cause(exc)
-        log.warning("%s/%s %s run crashed: %s", scenario.id, agent.name, mode, root)
-        traj.error = f"{type(root).__name__}: {root}"
+        traj.error = _crash(root)  # its text may quote a tool's result or an argument
+        log.warning("%s/%s %s run crashed: %s", scenario.id, agent.name, mode, traj.error)
     return traj
+
+
+def _crash(exc: BaseException) -> str:
+    """``TypeName at file.py:12 in fn``: where the agent broke, not the exception's text (it
+    may quote a result), unless its class says the text is content-free (``LLMError``)."""
+    if getattr(exc, "message_is_content_free", False):
+        return f"{type(exc).__name__}: {exc}"
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return type(exc).__name__
+    code = tb.tb_frame.f_code
+    return f"{type(exc).__name__} at {Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name}"
 
 
 def _root_cause(exc: BaseException) -> BaseException:

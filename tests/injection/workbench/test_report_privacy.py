@@ -9,11 +9,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from typing import Any
 
-from support.workbench import scenario
-from toolwatch.injection.workbench.agent import AgentConfig
-from toolwatch.injection.workbench.report import report_json
+import pytest
+
+from support.canary import assert_absent, make_canary
+from support.workbench import scenario, step
+from toolwatch.injection.workbench.agent import Agent, AgentConfig, RunState
+from toolwatch.injection.workbench.evidence import foreign_hosts
+from toolwatch.injection.workbench.report import render_report, report_json, report_rows
 from toolwatch.injection.workbench.runner import WorkbenchConfig, run_scenario
 from toolwatch.injection.workbench.trajectory import Trajectory, digest
 
@@ -72,3 +77,48 @@ def test_aliases_compare_the_runs_of_one_report() -> None:
     )
     d = out["faulted"]["divergence"]
     assert d is None or d["left"] is None or d["left"][1].startswith("args-")
+
+
+class _CrashingAgent(Agent):
+    """Breaks on what a tool returned, quoting it — as a parser's ``ValueError`` does."""
+
+    name = "crashing"
+
+    def __init__(self, canary: str) -> None:
+        super().__init__(FAST.agent)
+        self.canary = canary
+
+    async def on_listing(self, st: RunState) -> None:
+        raise ValueError(f"cannot parse the result {self.canary!r}")
+
+
+def test_an_agent_crash_is_reported_by_type_and_place_never_by_its_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    canary = make_canary()
+    with caplog.at_level(logging.DEBUG):
+        report = asyncio.run(run_scenario(scenario("C1"), _CrashingAgent(canary), config=FAST))
+    assert report.clean.error is not None
+    assert report.clean.error.startswith("ValueError at test_report_privacy.py:")
+    rows = report_rows(report, run_id="r", config=FAST)
+    assert any("the agent crashed: ValueError at" in r["check_reason"] for r in rows)
+    for what, text in (
+        ("rows", json.dumps(rows, default=str)),
+        ("json", json.dumps(report_json(report))),
+        ("text", render_report(report)),
+        ("log", caplog.text),
+    ):
+        assert_absent(text, canary, what)
+
+
+def test_hosts_the_agent_wrote_are_counted_only_the_scenarios_named() -> None:
+    canary_host = f"{make_canary()[7:39]}.example.org"
+    steps = [
+        step(0, "send", {"to": f"https://{canary_host}/x", "cc": "https://exfil.example.com/y"}),
+        step(1, "send", {"to": "https://ok.example.net/z"}),
+    ]
+    found = foreign_hosts(steps, ["ok.example.net"], "exfil.example.com")
+    assert found == [
+        "step 0 send: host exfil.example.com (the scenario's)",
+        "step 0 send: 1 other host(s) outside the list",
+    ]
