@@ -12,11 +12,17 @@ WARNING, and optionally POSTed to a webhook by a background thread
 A model trained with ``--adaptive`` keeps up with normal traffic: its threshold is held at a
 target false-alarm rate of recent streams and the streams that did not alarm are folded into it
 after a quarantine (:mod:`toolwatch.detection.scoring.adaptive`; their calls are read back from
-the store). Its state — statistics, pools, open and pending streams — is saved to ``state_path``
-(default ``STORE/models/live-state.json``) every ``save_every_s``, right after a batch that
-crossed a threshold (a killed collector then never raises that alert twice) and at
-:meth:`close`, and restored at start, so a restarted collector resumes where it stopped. A
-frozen model alerts at its operating point, as before.
+the store). A frozen model alerts at its operating point.
+
+**Live state.** Either way the scorer's state — its open streams (context, session bigrams,
+detector sums, which watched statistics each is above, the novelty watch's) and, adaptive, the
+statistics, pools and pending streams — is saved to ``state_path`` (default
+``STORE/models/live-state.json``) every ``save_every_s``, right after a batch that crossed a
+threshold (a killed collector then never raises that alert twice) and at :meth:`close`, and
+restored at start, so a restarted collector resumes where it stopped: no repeated alert for an
+excursion already raised, no half-built runaway restarting from 0. A file that cannot be used —
+damaged, or written for another model id or the other mode (adaptive vs frozen) — is set aside
+as ``.unusable`` with one warning saying why, and the scorer starts afresh.
 
 **Provenance alerts.** Besides the watched statistics, every call is checked against the model's
 per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`, saved by
@@ -33,7 +39,7 @@ before the cue has no thresholds, and then no provenance alert is raised (logged
 (:mod:`toolwatch.detection.cues.novelty`: first uses mid-stream weighted by training rarity) and
 raises an alert when its statistic crosses the operating point (one per excursion, like the
 study's), explained by the tool that was first used and how many training streams used it;
-its per-stream state is saved with the adaptive live state, so a restart resumes it too.
+its per-stream state is saved with the live state, so a restart resumes it too.
 
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
 alert write, fold or state save is logged (the alerts are still returned and posted), the
@@ -158,12 +164,11 @@ class LiveScorer:
             max_idle_s=max_idle_s,
         )
         self.scorer = self._make_scorer()
-        self.state_path: Path | None = None
-        if model_adaptive is not None:
-            if state_path is not None:
-                self.state_path = Path(state_path)
-            elif self.store is not None and record:
-                self.state_path = self.store.root / STATE_IN_STORE
+        self.state_path: Path | None = None  # frozen or adaptive: open streams survive restarts
+        if state_path is not None:
+            self.state_path = Path(state_path)
+        elif self.store is not None and record:
+            self.state_path = self.store.root / STATE_IN_STORE
         self.save_every_s = save_every_s
         self.clock_ahead_s = clock_ahead_s
         #: calls stamped more than ``clock_ahead_s`` ahead of this machine's clock

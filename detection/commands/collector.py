@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model",
         type=Path,
         help="score every batch live with this model file (trained with --adaptive: it keeps "
-        "up with drift, its state in STORE/models/live-state.json across restarts)",
+        "up with drift); its open streams (and adaptive state) resume across restarts from "
+        "STORE/models/live-state.json",
     )
     parser.add_argument(
         "--webhook", help="POST live alerts to this URL (model, rule and listing alerts)"

@@ -26,7 +26,8 @@ Frozen (``adaptive=None``), the thresholds are the model's operating point and a
 
 Everything is bounded (per stream: the online scorer's state plus a few numbers; pools of
 ``window`` values; pending streams of one quarantine) and is saved by :meth:`state` and
-restored by :meth:`restore`, so a restarted collector resumes where it stopped.
+restored by :meth:`restore` — frozen or adaptive (a frozen state is its open streams and
+clock) — so a restarted collector resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -287,8 +288,8 @@ class StreamScorer:
     # ---------------------------------------------------------------- saved state
 
     def state(self) -> dict[str, Any]:
-        """Everything needed to resume: the adaptive statistics, pools, open and pending
-        streams (JSON-ready)."""
+        """Everything needed to resume (JSON-ready): the open streams and the clock; adaptive,
+        also the statistics, pools and pending streams."""
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -344,8 +345,11 @@ class StreamScorer:
                 f"the live state belongs to model {state.get('model_id')!r} watching "
                 f"{state.get('watch')}, not to {self.base.model_id!r} watching {self.watch}"
             )
+        if "adaptive" not in state:
+            raise ModelError("the live state is damaged: it has no 'adaptive' field")
+        saved, mode = ("a frozen", "adaptive") if self.adaptive else ("an adaptive", "frozen")
         if (state["adaptive"] is None) != (self.adaptive is None):
-            raise ModelError("the live state is adaptive and the scorer is not, or the reverse")
+            raise ModelError(f"the live state was saved by {saved} scorer, this one is {mode}")
         try:
             if self.adaptive is not None:
                 cfg = self.adaptive.config

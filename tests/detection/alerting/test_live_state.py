@@ -1,0 +1,129 @@
+"""The live state of a frozen model: a restarted collector resumes its open streams."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from support.detection import T0, session, table, workload
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection import NormalModel
+from toolwatch.detection.alerting.live import LiveScorer
+
+#: a slow retry loop (a failure every 10 s): its all·CUSUM builds up over 20 calls to cross
+GAP, START = 10.0, 3 * 3600.0 + 100.0
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = NormalModel.fit(workload(1, 40, tools=8)).calibrate(workload(2, 10, tools=8))
+    return model.save(tmp_path_factory.mktemp("model") / "model.json")
+
+
+def _alert(a: dict[str, Any]) -> tuple[Any, ...]:
+    return (a["session_id"], a["agent_id"], a["seq"], a["call_index"], a["score"], a["threshold"])
+
+
+def _traffic() -> tuple[pa.Table, pa.Table]:
+    """Normal sessions with the runaway among them, cut in two after its 12th call."""
+    runaway = session(["tool03"] * 40, name="runaway", gap=GAP, failed=True, start=START)
+    calls = pa.concat_tables([workload(5, 6, tools=8), table(runaway)])
+    calls = calls.sort_by([("start_time", "ascending"), ("seq", "ascending")])
+    cut = pa.scalar(int((T0.timestamp() + START + 11 * GAP) * 1e6), pa.timestamp("us", tz="UTC"))
+    early = pc.less_equal(calls.column("start_time"), cut)
+    return calls.filter(early), calls.filter(pc.invert(early))
+
+
+def _run(model_path: Path, store: Store, parts: list[pa.Table], restart: bool) -> list[tuple]:
+    alerts: list[tuple] = []
+    live = LiveScorer(model_path, store)
+    for i, part in enumerate(parts):
+        store.append("calls", part)
+        alerts += [_alert(a) for a in live.process(part)]
+        if restart and i == 0:
+            live.close()  # saves the state
+            live = LiveScorer(model_path, store)  # a new process
+    live.close()
+    return alerts
+
+
+def test_a_restarted_frozen_collector_resumes_a_half_built_runaway(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """Only an adaptive model's state was saved: a frozen collector restarted mid-stream started
+    the runaway's CUSUM again from 0 and alerted 12 calls late, at another score. Now the
+    restart raises exactly the uninterrupted run's alert, bit for bit."""
+    head, tail = _traffic()
+    straight = _run(model_path, Store(tmp_path / "a"), [head, tail], restart=False)
+    runaway = [a for a in straight if a[0] == "runaway"]
+    assert [a[3] for a in runaway] == [20]  # one excursion, crossed after the cut
+    restarted = _run(model_path, Store(tmp_path / "b"), [head, tail], restart=True)
+    assert restarted == straight
+    saved = json.loads((tmp_path / "b" / "models" / "live-state.json").read_text())
+    assert saved["adaptive"] is None and saved["pools"] == [] and saved["pending"] == []
+    assert ["runaway", None] in [row[:2] for row in saved["streams"]]
+
+
+def test_a_killed_frozen_collector_does_not_raise_an_alert_twice(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """Killed right after an alert (no close, long before the periodic save): the state saved
+    with the crossing batch holds the stream above its threshold, so no second alert."""
+    loop = table(session(["tool03"] * 25, name="loop", gap=2.0, failed=True))
+    head, tail = loop.slice(0, 6), loop.slice(6)  # the loop crosses at its call #4
+    store = Store(tmp_path / "s")
+    store.append("calls", head)
+    first = LiveScorer(model_path, store, save_every_s=3600.0)
+    assert [a["call_index"] for a in first.process(head)] == [4]
+    del first  # killed: neither close() nor a periodic save ran
+    store.append("calls", tail)
+    again = LiveScorer(model_path, store, save_every_s=3600.0)
+    assert again.process(tail) == []
+    assert again.scorer.open_streams == 1 and again.scorer.tracks[("loop", None)].calls == 25
+
+
+def _state_of(path: Path, store: Store, **kw: Any) -> Path:
+    with LiveScorer(path, store, **kw) as live:
+        live.process(table(session(["tool03"] * 6, name="loop", gap=2.0, failed=True)))
+    return store.root / "models" / "live-state.json"
+
+
+def test_a_state_of_the_other_mode_is_set_aside_with_the_reason(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from toolwatch.detection.model.adaptive import attach_adaptive
+    from toolwatch.detection.model.adaptive_config import AdaptiveConfig
+
+    train, calib = workload(1, 40, tools=8), workload(2, 12, tools=8, prefix="c")
+    model = NormalModel.fit(train).calibrate(calib)
+    attach_adaptive(model, train, calib, AdaptiveConfig(min_pool=3))
+    path = model.save(tmp_path / "model.json")
+    store = Store(tmp_path / "s")
+    state = _state_of(path, store, adaptive=False)  # the same model, scored frozen
+    live = LiveScorer(path, store)  # adaptive now
+    assert live.adaptive and live.scorer.open_streams == 0
+    assert "saved by a frozen scorer, this one is adaptive" in caplog.text
+    assert "set aside as live-state.json.unusable" in caplog.text and not state.exists()
+    live.close()
+    caplog.clear()
+    assert LiveScorer(path, store, adaptive=False).scorer.open_streams == 0
+    assert "saved by a adaptive" not in caplog.text
+    assert "saved by an adaptive scorer, this one is frozen" in caplog.text
+
+
+def test_a_frozen_state_of_another_model_is_set_aside(
+    model_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(tmp_path / "s")
+    state = _state_of(model_path, store)
+    other = NormalModel.fit(workload(3, 40, tools=8)).calibrate(workload(4, 10, tools=8))
+    live = LiveScorer(other.save(tmp_path / "other.json"), store)
+    assert live.scorer.open_streams == 0 and caplog.text.count("starting afresh") == 1
+    assert f"belongs to model {NormalModel.load(model_path).model_id!r}" in caplog.text
+    assert (state.parent / "live-state.json.unusable").exists()
