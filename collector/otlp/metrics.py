@@ -2,15 +2,16 @@
 
 Read straight from :class:`~toolwatch.collector.otlp.stats.CollectorStats` at scrape time (one
 set of numbers, no double bookkeeping), through a private registry, so several collectors in one
-process never collide and no process metrics are mixed in. Counts only: no attribute value, no
-span id, no client address. Label values are closed sets (rejection categories name record
-attributes; ignore reasons and HTTP statuses are fixed lists).
+process never collide and no process metrics are mixed in; ``extra`` adds the numbers of what
+the collector feeds (the live scorer's, which this package may not import). Counts only: no
+attribute value, no span id, no client address. Label values are closed sets (rejection
+categories name record attributes; ignore reasons and HTTP statuses are fixed lists).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -26,14 +27,20 @@ from toolwatch.collector.otlp.stats import CollectorStats
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 PREFIX: Final = "toolwatch_collector"
+#: More numbers from whatever the collector feeds (the live scorer, which this package must not
+#: import): name -> (``"counter"`` or ``"gauge"``, help, value), read at scrape time.
+ExtraMetrics = Callable[[], Mapping[str, tuple[str, str, float]]]
 
 
 class _StatsCollector:
     """A ``prometheus_client`` custom collector over one :class:`CollectorStats`."""
 
-    def __init__(self, stats: CollectorStats, lock: threading.Lock) -> None:
+    def __init__(
+        self, stats: CollectorStats, lock: threading.Lock, extra: ExtraMetrics | None = None
+    ) -> None:
         self.stats = stats
         self.lock = lock
+        self.extra = extra
 
     def collect(self) -> Iterator[Metric]:
         with self.lock:
@@ -90,10 +97,18 @@ class _StatsCollector:
             buckets=cumulative,
             sum_value=total,
         )
+        for name, (kind, doc, number) in (self.extra() if self.extra else {}).items():
+            if kind == "counter":
+                yield CounterMetricFamily(f"{PREFIX}_{name}", doc, value=number)
+            else:
+                yield GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=number)
 
 
-def metrics_renderer(stats: CollectorStats, lock: threading.Lock) -> Callable[[], bytes]:
-    """A function producing the exposition text of ``stats`` (a private registry)."""
+def metrics_renderer(
+    stats: CollectorStats, lock: threading.Lock, extra: ExtraMetrics | None = None
+) -> Callable[[], bytes]:
+    """A function producing the exposition text of ``stats`` and ``extra`` (a private
+    registry)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_StatsCollector(stats, lock))
+    registry.register(_StatsCollector(stats, lock, extra))
     return lambda: generate_latest(registry)

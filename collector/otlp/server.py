@@ -71,7 +71,7 @@ from toolwatch.collector.otlp.decode import (
 )
 from toolwatch.collector.otlp.ingest import IngestLog, prime_recent_spans
 from toolwatch.collector.otlp.metrics import CONTENT_TYPE as METRICS_TYPE
-from toolwatch.collector.otlp.metrics import metrics_renderer
+from toolwatch.collector.otlp.metrics import ExtraMetrics, metrics_renderer
 from toolwatch.collector.otlp.stats import CollectorStats
 from toolwatch.collector.otlp.writer import GroupCommitWriter, PendingRequest, WriteFailed
 from toolwatch.collector.store import Store
@@ -129,6 +129,7 @@ class Collector:
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_connections: int | None = None,
+        extra_metrics: ExtraMetrics | None = None,
     ) -> None:
         self.store = store
         self.host = host
@@ -160,7 +161,7 @@ class Collector:
         self._graceful_s = body_timeout + 10.0
         self._limited = RateLimiter(log)
         self._pool: ThreadPoolExecutor | None = None
-        self._render_metrics = metrics_renderer(self.stats, self._lock)
+        self._render_metrics = metrics_renderer(self.stats, self._lock, extra_metrics)
         self._server: uvicorn.Server | None = None
         self._threads: dict[str, threading.Thread] = {}
 

@@ -45,7 +45,11 @@ Nothing here may break ingest: a call that cannot be scored is logged and skippe
 alert write, fold or state save is logged (the alerts are still returned and posted), the
 webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch; a stream
 idle for ``max_idle_s`` (adaptive: ``idle_min``) of event time closes (a late call then starts a
-fresh stream). ``toolwatch replay`` drives a stored corpus through this very class.
+fresh stream). At most ``max_open_streams`` are open: one more closes the least recently active
+early, exactly as if idle (counted in ``streams_evicted``, logged at most once a minute, in
+:meth:`metrics` for the collector's ``/metrics`` and the shutdown line), so a sender inventing
+a session id per call cannot grow the collector's memory. ``toolwatch replay`` drives a stored
+corpus through this very class.
 """
 
 from __future__ import annotations
@@ -62,15 +66,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.collector.otlp.connections import RateLimiter
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
+from toolwatch.detection.alerting.novelty_watch import NoveltyWatch
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
 from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
 from toolwatch.detection.calls.windows import call_columns_sql
-from toolwatch.detection.cues.base import Call, StreamContext
+from toolwatch.detection.cues.base import Call
 from toolwatch.detection.detectors.base import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
@@ -80,7 +86,7 @@ from toolwatch.detection.model.normal_model import (
     ModelError,
     NormalModel,
 )
-from toolwatch.detection.scoring.adaptive import CallsOf, Closed, StreamScorer
+from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, Closed, StreamScorer
 from toolwatch.detection.scoring.explain import dominant_cue
 from toolwatch.detection.scoring.online import Scores, StreamKey
 from toolwatch.documents import loads_json
@@ -93,6 +99,9 @@ PROVENANCE_CUE_SET = "provenance"
 PROVENANCE_DETECTOR = "point"
 #: Where a store keeps the live scorer's state (beside its model).
 STATE_IN_STORE = MODEL_IN_STORE.parent / "live-state.json"
+#: At most one log line per this many seconds about open streams evicted (a sender inventing a
+#: session id per call evicts at every call).
+EVICTION_LOG_EVERY_S = 60.0
 #: Called for every scored call: (call, index in its stream, scores, mask of the watched
 #: statistics above their thresholds) — ``toolwatch replay`` measures with it.
 Observer = Callable[[Call, int, Scores, int], None]
@@ -106,7 +115,8 @@ class LiveScorer:
     (``"<cue set>_<detector>"``; default the model's ``alert_on``); ``poster``: a ready
     :class:`WebhookPoster` (overrides ``webhook``); ``clock_ahead_s``: how far after this
     machine's clock a call may be stamped before its time is distrusted (the collector;
-    ``None``, a replay of stored calls: event time is trusted).
+    ``None``, a replay of stored calls: event time is trusted); ``max_open_streams``: the cap
+    on open streams (the least recently active is evicted past it).
     """
 
     def __init__(
@@ -124,6 +134,7 @@ class LiveScorer:
         save_every_s: float = 60.0,
         record: bool = True,
         clock_ahead_s: float | None = None,
+        max_open_streams: int = MAX_OPEN_STREAMS,
     ) -> None:
         if isinstance(model_path, NormalModel):
             self.model_path: Path | None = None
@@ -154,15 +165,22 @@ class LiveScorer:
                 if self.store is None:
                     raise ModelError("an adaptive live scorer needs a store (or calls_of)")
                 calls_of = store_calls_of(self.store)
-        self._make_scorer = lambda: StreamScorer(
-            self.model,
-            watch=watch,
-            adaptive=None
-            if model_adaptive is None
-            else model_adaptive.with_config(model_adaptive.config),
-            calls_of=calls_of,
-            max_idle_s=max_idle_s,
-        )
+
+        def make_scorer() -> StreamScorer:
+            scorer = StreamScorer(
+                self.model,
+                watch=watch,
+                adaptive=None
+                if model_adaptive is None
+                else model_adaptive.with_config(model_adaptive.config),
+                calls_of=calls_of,
+                max_idle_s=max_idle_s,
+                max_open_streams=max_open_streams,
+            )
+            scorer.on_evict = self._evicted
+            return scorer
+
+        self._make_scorer = make_scorer
         self.scorer = self._make_scorer()
         self.state_path: Path | None = None  # frozen or adaptive: open streams survive restarts
         if state_path is not None:
@@ -173,6 +191,7 @@ class LiveScorer:
         self.clock_ahead_s = clock_ahead_s
         #: calls stamped more than ``clock_ahead_s`` ahead of this machine's clock
         self.calls_ahead = 0
+        self._limited = RateLimiter(log, EVICTION_LOG_EVERY_S)
         self._saved_at = time.monotonic()
         self.record = record
         self.poster = poster or (WebhookPoster(webhook) if webhook else None)
@@ -193,6 +212,39 @@ class LiveScorer:
     def adaptive(self) -> bool:
         return self.scorer.adaptive is not None
 
+    @property
+    def streams_evicted(self) -> int:
+        """Open streams closed early to hold ``max_open_streams`` (kept in the live state)."""
+        return self.scorer.counts["evicted"]
+
+    def metrics(self) -> dict[str, tuple[str, str, float]]:
+        """The live scorer's numbers for the collector's ``/metrics`` and the shutdown line:
+        name -> (kind, help, value); counted since start except ``live_streams_evicted``
+        (kept in the live state across restarts)."""
+        return {
+            "live_calls_scored": ("counter", "calls scored live", self.calls_scored),
+            "live_calls_skipped": ("counter", "calls that could not be scored", self.calls_skipped),
+            "live_alerts_raised": ("counter", "live alerts raised", self.alerts_raised),
+            "live_calls_ahead": ("counter", "calls stamped too far ahead", self.calls_ahead),
+            "live_streams_evicted": (
+                "counter",
+                "open streams closed early at max_open_streams",
+                self.streams_evicted,
+            ),
+            "live_open_streams": (
+                "gauge",
+                "streams the live scorer holds open",
+                self.scorer.open_streams,
+            ),
+        }
+
+    def _evicted(self, key: StreamKey) -> None:
+        """A stream closed early (the cap): forget at once which thresholds it is above, so a
+        new stream of the same key starts clean in this very batch."""
+        self._above.pop(key, None)
+        if self.novelty is not None:
+            self.novelty.streams.pop(key, None)
+
     def process(self, table: pa.Table) -> list[dict[str, Any]]:
         """Score a stored batch of calls; returns the alerts it raised (also stored/posted)."""
         if table.num_rows == 0:
@@ -205,6 +257,7 @@ class LiveScorer:
             None if self.clock_ahead_s is None else int((time.time() + self.clock_ahead_s) * 1e6)
         )
         ahead, ahead_us = 0, 0
+        evicted = self.scorer.counts["evicted"]
         for call, span_id, learn, source in self._calls(table):
             if latest is not None and call.start_us > latest:
                 ahead, ahead_us = ahead + 1, max(ahead_us, call.start_us - latest)
@@ -258,6 +311,18 @@ class LiveScorer:
                 ahead_us / 1e6 + (self.clock_ahead_s or 0.0),
                 self.clock_ahead_s,
             )
+        evicted = self.scorer.counts["evicted"] - evicted
+        if evicted:
+            self._limited.log(
+                logging.WARNING,
+                "evicted",
+                "live scoring: %d open stream(s) evicted, the least recently active, to hold "
+                "max_open_streams = %d (%d evicted in all): each closed as if idle; a sender "
+                "inventing a session id per call?",
+                evicted,
+                self.scorer.max_open,
+                self.streams_evicted,
+            )
         try:
             closed = self.scorer.advance()
         except Exception as exc:  # a failed fold must not break ingest
@@ -265,9 +330,8 @@ class LiveScorer:
             self.scorer.counts["fold_errors"] += 1
             closed = []
         for c in closed:
-            self._above.pop(c.key, None)
-            if self.novelty is not None:
-                self.novelty.streams.pop(c.key, None)
+            if c.key not in self.scorer.tracks:  # else evicted, then open again: a new stream
+                self._evicted(c.key)
         if alerts:
             self._record(alerts)
         # a crossing (model or novelty; provenance alerts hold no state) is saved at once: a
@@ -303,10 +367,15 @@ class LiveScorer:
             return
         try:
             doc = loads_json(path.read_text(encoding="utf-8"))
-            self.scorer.restore(doc)
+            self.scorer.restore(doc)  # evicts down to max_open_streams if it was lowered
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
             if self.novelty is not None:
                 self.novelty.load_json(doc.get("novelty", []))
+            for key in [k for k in self._above if k not in self.scorer.tracks]:
+                self._evicted(key)
+            if self.novelty is not None:
+                for key in [k for k in self.novelty.streams if k not in self.scorer.tracks]:
+                    self._evicted(key)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ModelError) as exc:
             aside = path.with_name(path.name + ".unusable")
             try:
@@ -334,8 +403,13 @@ class LiveScorer:
         )
 
     def close(self) -> None:
-        """Save the state, deliver what the webhook still holds (briefly), stop its thread."""
+        """Save the state, log the counters, deliver what the webhook still holds (briefly),
+        stop its thread."""
         self.save_state()
+        log.info(
+            "live scoring stopped: %s",
+            ", ".join(f"{name[5:]}={value:g}" for name, (_, _, value) in self.metrics().items()),
+        )
         if self.poster is not None:
             self.poster.close()
 
@@ -450,86 +524,6 @@ class LiveScorer:
             log.error("could not store %d alert(s) in %s: %s", len(alerts), self.store.root, exc)
         if self.poster is not None:
             self.poster.post(alerts)
-
-
-class NoveltyWatch:
-    """The novelty cue set on the live path (``novelty_alert``): per stream the keys used, the
-    position and the detector's running value, exactly the batch recursion of
-    :meth:`NormalModel.novelty_statistics`; an alert per excursion above the operating point."""
-
-    def __init__(self, model: NormalModel, detector: str) -> None:
-        assert model.novelty is not None
-        self.set = model.novelty
-        self.detector = detector
-        self.threshold = model.novelty.thresholds[detector]
-        cfg = model.config
-        self.alpha, self.k, self.first = cfg.ewma_alpha, cfg.cusum_k, cfg.ewma_start == "first"
-        #: stream -> [keys used, context, running value, above]
-        self.streams: dict[StreamKey, list[Any]] = {}
-
-    @classmethod
-    def of(cls, model: NormalModel) -> NoveltyWatch | None:
-        det = model.config.novelty_alert
-        if det is None:
-            return None
-        if model.novelty is None or not model.novelty.thresholds:
-            log.warning("live scoring: novelty_alert is set but the model has no novelty cue")
-            return None
-        return cls(model, det)
-
-    def update(self, call: Call) -> tuple[float, float, str] | None:
-        """Fold ``call`` in; (value, threshold, explanation) when its stream crosses."""
-        key = (call.session_id, call.agent_id)
-        state = self.streams.get(key)
-        if state is None:
-            state = self.streams[key] = [self.set.cue.new_state(), StreamContext(), 0.0, False]
-        seen, ctx, running, above = state
-        index = ctx.index
-        raw = self.set.cue.score_one(call, ctx, seen)
-        ctx.advance(call)
-        mean, sd = self.set.standardisation
-        z = (raw - mean) / sd
-        if self.detector == "point":
-            value = z
-        elif self.detector == "ewma":
-            value = z if self.first and index == 0 else self.alpha * z + (1 - self.alpha) * running
-        else:
-            value = max(0.0, running + z - self.k)
-        state[2] = value
-        now_above = value > self.threshold
-        state[3] = now_above
-        if not now_above or above:
-            return None
-        cue = self.set.cue
-        used = cue.df.get(cue.key_of(call.tool), 0)
-        why = (
-            f"novelty·{self.detector} {value:.2f} > {self.threshold:.2f} at call #{index} "
-            f"({call.tool}: {'a first use, ' if raw > 0 else ''}used by {used} of "
-            f"{cue.streams} training streams)"
-        )
-        return value, self.threshold, why
-
-    def to_json(self) -> list[list[Any]]:
-        """Every open stream's state (saved with the live state, so a restart neither re-arms
-        the warm-up nor forgets the keys a stream already used)."""
-        cue = self.set.cue
-        return [
-            [key[0], key[1], cue.state_to_json(seen), ctx.to_json(), running, above]
-            for key, (seen, ctx, running, above) in self.streams.items()
-        ]
-
-    def load_json(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Inverse of :meth:`to_json`."""
-        cue = self.set.cue
-        self.streams = {
-            (str(s), None if a is None else str(a)): [
-                cue.state_from_json(seen),
-                StreamContext.from_json(ctx),
-                float(running),
-                bool(above),
-            ]
-            for s, a, seen, ctx, running, above in rows
-        }
 
 
 def store_calls_of(store: Store) -> CallsOf:

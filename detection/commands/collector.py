@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "STORE/models/live-state.json",
     )
     parser.add_argument(
+        "--max-open-streams",
+        type=positive_int,
+        help="with --model: streams the live scorer holds open at most (≈ 1.6 KB each); one "
+        "more closes the least recently active early, as if idle (default 100,000: ≈ 160 MB)",
+    )
+    parser.add_argument(
         "--webhook", help="POST live alerts to this URL (model, rule and listing alerts)"
     )
     parser.add_argument(
@@ -132,6 +138,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _scorer(args: argparse.Namespace, store: Store) -> Any:
     """The live scorer (its ``process`` is ``on_batch``), or None; SystemExit with a reason."""
     if args.model is None:
+        if args.max_open_streams is not None:
+            raise SystemExit("toolwatch collector: --max-open-streams needs --model")
         if args.webhook and args.no_listing_alerts and not _rules_file(args, store):
             raise SystemExit(
                 "toolwatch collector: --webhook needs --model, --rules or listing alerts "
@@ -147,8 +155,15 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
             "toolwatch collector: live scoring (--model) needs toolwatch.detection.alerting.live, "
             f"which could not be imported ({exc}); install 'toolwatch[detection]'"
         ) from exc
+    cap = args.max_open_streams
     try:
-        scorer = LiveScorer(args.model, store, webhook=args.webhook, clock_ahead_s=CLOCK_AHEAD_S)
+        scorer = LiveScorer(
+            args.model,
+            store,
+            webhook=args.webhook,
+            clock_ahead_s=CLOCK_AHEAD_S,
+            **({} if cap is None else {"max_open_streams": cap}),
+        )
     except Exception as exc:
         raise SystemExit(f"toolwatch collector: cannot load model {args.model}: {exc}") from exc
     log.info(
@@ -267,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         max_connections=args.max_connections,
+        extra_metrics=scorer.metrics if scorer is not None else None,
     )
     try:
         collector.start()

@@ -24,17 +24,21 @@ Frozen (``adaptive=None``), the thresholds are the model's operating point and a
    then a new snapshot is compiled and swapped into the online scorer; open streams keep their
    state (tool ids are stable across snapshots).
 
-Everything is bounded (per stream: the online scorer's state plus a few numbers; pools of
-``window`` values; pending streams of one quarantine) and is saved by :meth:`state` and
-restored by :meth:`restore` — frozen or adaptive (a frozen state is its open streams and
-clock) — so a restarted collector resumes where it stopped.
+At most ``max_open_streams`` streams are open: a new one past the cap evicts the least
+recently active (an ``OrderedDict``, O(1) per call), closed early exactly as an idle one at
+the next :meth:`StreamScorer.advance` (adaptive: pooled and queued by the usual rules).
+
+Everything is bounded (the number of open streams; per stream: the online scorer's state plus
+a few numbers; pools of ``window`` values; pending streams of one quarantine) and is saved by
+:meth:`state` and restored by :meth:`restore` — frozen or adaptive (a frozen state is its open
+streams and clock) — so a restarted collector resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -49,6 +53,10 @@ from toolwatch.detection.model.config import ModelError
 from toolwatch.detection.model.normal_model import NormalModel
 from toolwatch.detection.scoring.online import SCORE_NAMES, OnlineScorer, Scores, StreamKey
 
+#: Open streams held at most (≈ 1.6 KB each: ≈ 160 MB): one more evicts the least recently
+#: active, closed early as if idle — a sender inventing a session id per call must not grow
+#: the collector's memory until its streams idle out.
+MAX_OPEN_STREAMS: Final = 100_000
 STATE_FORMAT: Final = "toolwatch.live-state"
 STATE_VERSION: Final = 1
 _DAY_US: Final = 86_400_000_000
@@ -97,18 +105,27 @@ class StreamScorer:
         adaptive: AdaptiveModel | None = None,
         calls_of: CallsOf | None = None,
         max_idle_s: float = 6 * 3600.0,
+        max_open_streams: int = MAX_OPEN_STREAMS,
     ) -> None:
+        if max_open_streams < 1:
+            raise ValueError(f"max_open_streams must be at least 1, not {max_open_streams}")
         self.base = model
         self.watch = list(watch or model.config.alert_on)
         self.adaptive = adaptive
         self.calls_of = calls_of
         self._idx = [SCORE_NAMES.index(name) for name in self.watch]
         self._operating = [model.threshold(*parse_statistic(name)) for name in self.watch]
-        self.tracks: dict[StreamKey, _Track] = {}
+        #: open streams, least recently active first (a call moves its stream to the end)
+        self.tracks: OrderedDict[StreamKey, _Track] = OrderedDict()
+        self.max_open = max_open_streams
+        #: told the key of each stream evicted, at once (before the next call is scored)
+        self.on_evict: Callable[[StreamKey], None] | None = None
+        self._evicted: list[Closed] = []  # closed early, handed out by the next advance()
         self.pending: list[tuple[int, int, Closed]] = []  # (release_us, order, stream) heap
         self.now_us = 0
         self.counts = {"closed": 0, "pooled": 0, "folded": 0, "folded_calls": 0, "refreshes": 0}
         self.counts["fold_errors"] = 0
+        self.counts["evicted"] = 0
         self._order = 0
         self._dirty = False
         if adaptive is None:
@@ -149,9 +166,14 @@ class StreamScorer:
         if latest_us is not None and t > latest_us:
             t, learn = latest_us, False
         key = (call.session_id, call.agent_id)
-        track = self.tracks.get(key)
+        tracks = self.tracks
+        track = tracks.get(key)
         if track is None:
-            track = self.tracks[key] = _Track(t, len(self._idx))
+            if len(tracks) >= self.max_open:
+                self._evict()
+            track = tracks[key] = _Track(t, len(self._idx))
+        else:
+            tracks.move_to_end(key)  # O(1): the least recently active stays first
         values = scores._values
         peaks = track.peaks
         mask = 0
@@ -183,21 +205,9 @@ class StreamScorer:
         now = self.now_us if now_us is None else max(now_us, self.now_us)
         self.now_us = now
         cutoff = now - self.idle_us
-        closed = []
+        closed, self._evicted = self._evicted, []
         for key in [k for k, t in self.tracks.items() if t.last_us < cutoff]:
-            track = self.tracks.pop(key)
-            self.online.forget(key)
-            closed.append(
-                Closed(
-                    key,
-                    track.first_us,
-                    track.last_us,
-                    track.calls,
-                    track.learn,
-                    track.alarmed,
-                    tuple(track.peaks),
-                )
-            )
+            closed.append(self._close(key))
         self.counts["closed"] += len(closed)
         if self.adaptive is None:
             return closed
@@ -236,6 +246,23 @@ class StreamScorer:
             self.refresh(now / 1e6)
         self.thresholds = self._current_thresholds()
         return closed
+
+    def _close(self, key: StreamKey) -> Closed:
+        track = self.tracks.pop(key)
+        self.online.forget(key)
+        peaks = tuple(track.peaks)
+        return Closed(
+            key, track.first_us, track.last_us, track.calls, track.learn, track.alarmed, peaks
+        )
+
+    def _evict(self) -> None:
+        """Close the least recently active stream now, as if idle (the pool, quarantine and
+        fold rules apply at the next :meth:`advance`)."""
+        key = next(iter(self.tracks))
+        self._evicted.append(self._close(key))
+        self.counts["evicted"] += 1
+        if self.on_evict is not None:
+            self.on_evict(key)
 
     def _fold(self, streams: Sequence[Closed]) -> None:
         assert self.adaptive is not None
@@ -367,7 +394,7 @@ class StreamScorer:
             self._dirty = bool(state["dirty"])
             self._order = int(state["order"])
             self.counts.update({k: int(v) for k, v in state["counts"].items()})
-            self.tracks = {}
+            self.tracks = OrderedDict()
             for sid, agent, first, last, calls, peaks, alarmed, learn, online in state["streams"]:
                 key = (str(sid), None if agent is None else str(agent))
                 track = _Track(int(first), len(self.watch))
@@ -392,6 +419,8 @@ class StreamScorer:
             heapq.heapify(self.pending)
         except _DAMAGED as exc:
             raise ModelError(f"the live state is damaged: {exc}") from None
+        while len(self.tracks) > self.max_open:  # saved under a higher cap
+            self._evict()
         self.thresholds = self._current_thresholds()
 
 

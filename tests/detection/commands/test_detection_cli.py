@@ -290,6 +290,27 @@ def test_the_collector_distrusts_span_times_ahead_of_its_clock(tmp_path: Path) -
 
     model = NormalModel.fit(workload(1, 20, tools=8)).calibrate(workload(2, 8, tools=8))
     path = model.save(tmp_path / "model.json")
-    args = argparse.Namespace(model=path, webhook=None, no_listing_alerts=False, rules=None)
+    args = argparse.Namespace(
+        model=path, webhook=None, no_listing_alerts=False, rules=None, max_open_streams=None
+    )
     scorer = collector._scorer(args, Store(tmp_path / "s"))
     assert scorer.clock_ahead_s == collector.CLOCK_AHEAD_S == 300.0
+
+
+def test_the_collector_caps_the_live_scorers_open_streams(tmp_path: Path) -> None:
+    import argparse
+
+    from toolwatch.detection.commands import collector
+    from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS
+
+    model = NormalModel.fit(workload(1, 20, tools=8)).calibrate(workload(2, 8, tools=8))
+    path = model.save(tmp_path / "model.json")
+    parser = argparse.ArgumentParser()
+    collector.add_arguments(parser)
+    store = Store(tmp_path / "s")
+    args = parser.parse_args(["--model", str(path), "--max-open-streams", "3"])
+    assert collector._scorer(args, store).scorer.max_open == 3
+    args = parser.parse_args(["--model", str(path)])
+    assert collector._scorer(args, store).scorer.max_open == MAX_OPEN_STREAMS == 100_000
+    with pytest.raises(SystemExit, match="--max-open-streams needs --model"):
+        collector._scorer(parser.parse_args(["--max-open-streams", "3"]), store)

@@ -151,3 +151,72 @@ def test_a_saved_state_resumes_bit_for_bit() -> None:
     saved["streams"][0][8][1] = "nonsense"
     with pytest.raises(ModelError, match="damaged"):
         fresh().restore(saved)
+
+
+# ------------------------------------------------------------------ the cap on open streams
+
+
+def _one(name: str, t: float, tool: str = "tool01") -> Call:
+    return _calls(table(session([tool], name=name, start=t)))[0]
+
+
+def test_a_new_stream_past_the_cap_evicts_the_least_recently_active() -> None:
+    """Open streams were never capped: a sender inventing a session id per call grew the
+    scorer until its streams idled out. At the cap one more closes the least recently active
+    at once (its online state too), as if idle; its key may open again as a new stream."""
+    scorer = StreamScorer(_model(AdaptiveConfig()), max_open_streams=3)
+    told: list[tuple[str, str | None]] = []
+    scorer.on_evict = told.append
+    for i, name in enumerate(["a", "b", "c", "a"]):  # a is active again: b is the oldest
+        scorer.score(_one(name, 10.0 * i))
+    assert [k[0] for k in scorer.tracks] == ["b", "c", "a"]
+    index, _, _ = scorer.score(_one("d", 50.0))
+    assert index == 0 and told == [("b", None)] and scorer.counts["evicted"] == 1
+    assert list(scorer.tracks) == [("c", None), ("a", None), ("d", None)]
+    assert scorer.online.open_streams == 3 and scorer.tracks[("a", None)].calls == 2
+    closed = scorer.advance()  # handed out like an idle stream, once
+    assert [(c.key, c.calls) for c in closed] == [(("b", None), 1)]
+    assert scorer.counts["closed"] == 1 and scorer.advance() == []
+    assert scorer.score(_one("b", 60.0))[0] == 0  # a fresh stream; c, the oldest, goes
+    assert told == [("b", None), ("c", None)]
+    for i in range(1000):  # one new session id per call: memory stays at the cap
+        scorer.score(_one(f"x{i}", 70.0 + i))
+    assert scorer.open_streams == scorer.online.open_streams == 3
+    assert scorer.counts["evicted"] == 1002 and len(scorer.advance()) == 1001
+    with pytest.raises(ValueError, match="at least 1, not 0"):
+        StreamScorer(_model(AdaptiveConfig()), max_open_streams=0)
+
+
+def test_an_evicted_stream_enters_the_pool_only_by_the_usual_rules() -> None:
+    """Adaptive: an evicted stream is closed early exactly as an idle one: pooled if it has
+    ``min_calls`` calls and was learnt, queued for the fold if it never alarmed."""
+    model = _model(AdaptiveConfig(min_calls=5, idle_min=30))
+    calls_of, _ = _source(workload(3, 1))
+    scorer = StreamScorer(
+        model, adaptive=AdaptiveModel.from_model(model), calls_of=calls_of, max_open_streams=2
+    )
+    pool = len(scorer.pools[0])
+    t0 = 3 * 86_400.0 + 7 * 86_400.0
+    for i in range(6):
+        scorer.score(_one("long", t0 + i))
+    scorer.score(_one("short", t0 + 10))
+    scorer.score(_one("new", t0 + 11))  # evicts "long" (six calls: pooled)
+    scorer.score(_one("new2", t0 + 12))  # evicts "short" (one call: not pooled)
+    closed = scorer.advance()
+    assert [(c.key[0], c.calls) for c in closed] == [("long", 6), ("short", 1)]
+    assert scorer.counts["evicted"] == 2 and scorer.counts["pooled"] == 1
+    assert scorer.adaptive is not None
+    assert len(scorer.pools[0]) == min(pool + 1, scorer.adaptive.config.window)
+    assert [c.key[0] for _, _, c in scorer.pending] == ["long", "short"]
+
+
+def test_a_state_saved_under_a_higher_cap_is_evicted_down_to_the_new_one() -> None:
+    model = _model(AdaptiveConfig())
+    wide = StreamScorer(model, max_open_streams=10)
+    for i, name in enumerate("abcde"):
+        wide.score(_one(name, float(i)))
+    narrow = StreamScorer(model, max_open_streams=3)
+    narrow.restore(json.loads(json.dumps(wide.state())))
+    assert [k[0] for k in narrow.tracks] == ["c", "d", "e"] and narrow.counts["evicted"] == 2
+    assert narrow.online.open_streams == 3
+    assert [c.key[0] for c in narrow.advance()] == ["a", "b"]
