@@ -24,6 +24,13 @@ ATTR_OPERATION: Final = "gen_ai.operation.name"
 ATTR_TOOL_NAME: Final = "gen_ai.tool.name"
 ATTR_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 ATTR_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+#: The general OTel session attribute (span or resource): where OpenInference and the
+#: browser/mobile SDKs put the conversation; the record's session key when a span has no
+#: :data:`ATTR_CONVERSATION_ID`.
+ATTR_SESSION_ID: Final = "session.id"
+#: The MCP session (Streamable HTTP only; a stdio session has none): the MCP conventions'
+#: client span carries it, never a conversation id. Per MCP connection, so the last fallback.
+ATTR_MCP_SESSION_ID: Final = "mcp.session.id"
 ATTR_RESPONSE_ID: Final = "gen_ai.response.id"
 ATTR_ERROR_TYPE: Final = "error.type"
 ATTR_JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"

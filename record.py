@@ -32,6 +32,7 @@ from toolwatch.conventions import (
     ATTR_ERROR_TYPE,
     ATTR_LABEL,
     ATTR_MCP_SERVER,
+    ATTR_MCP_SESSION_ID,
     ATTR_PAYLOAD_LONGEST,
     ATTR_PAYLOAD_TOTAL,
     ATTR_RESPONSE_ID,
@@ -43,6 +44,7 @@ from toolwatch.conventions import (
     ATTR_REUSED_SOURCE_TOOL,
     ATTR_REUSED_TOTAL,
     ATTR_SERVICE_NAME,
+    ATTR_SESSION_ID,
     ATTR_SESSION_POSITION,
     ATTR_SOURCE,
     ATTR_TOOL_CALL_ID,
@@ -58,13 +60,19 @@ from toolwatch.conventions import (
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One stored column: its Arrow type name, span attribute (if any) and meaning."""
+    """One stored column: its Arrow type name, span attribute (if any) and meaning.
+
+    ``fallbacks``: attributes read, in order, when a span (and its resource) lacks
+    ``attribute`` — other senders spell the same key differently; the record says which one
+    was used (``fields_present``).
+    """
 
     name: str
     arrow: str  # "string" | "int64" | "int32" | "bool" | "timestamp" | "date" | "float64"
     nullable: bool
     attribute: str | None
     doc: str
+    fallbacks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,7 @@ class Col:
     doc: str
     attribute: str | None = None
     arrow: str | None = None
+    fallbacks: tuple[str, ...] = ()
 
 
 _ARROW_OF: Final[dict[type, str]] = {
@@ -98,7 +107,14 @@ def columns_of(cls: type) -> tuple[Field, ...]:
         types = [t for t in get_args(base) if t is not type(None)] or [base]
         nullable = type(None) in get_args(base)
         out.append(
-            Field(f.name, col.arrow or _ARROW_OF[types[0]], nullable, col.attribute, col.doc)
+            Field(
+                f.name,
+                col.arrow or _ARROW_OF[types[0]],
+                nullable,
+                col.attribute,
+                col.doc,
+                col.fallbacks,
+            )
         )
     return tuple(out)
 
@@ -109,7 +125,14 @@ class CallRecord:
 
     trace_id: Annotated[str, Col("32 hex digits; span's trace id (synthetic for imports)")]
     span_id: Annotated[str, Col("16 hex digits; unique per call")]
-    session_id: Annotated[str, Col("conversation / session key", ATTR_CONVERSATION_ID)]
+    session_id: Annotated[
+        str,
+        Col(
+            "conversation / session key",
+            ATTR_CONVERSATION_ID,
+            fallbacks=(ATTR_SESSION_ID, ATTR_MCP_SESSION_ID),
+        ),
+    ]
     agent_id: Annotated[str | None, Col("subagent id; null for the main agent", ATTR_AGENT_ID)]
     seq: Annotated[
         int | None, Col("0-based position in the session", ATTR_SESSION_POSITION, arrow="int32")
@@ -207,7 +230,8 @@ class CallRecord:
         str | None,
         Col(
             "record fields the span carried, comma-separated in record order (semconv-only "
-            "spans lack sizes, position, ...); null for rows not received as spans"
+            "spans lack sizes, position, ...); a field read from a fallback attribute is "
+            "field:attribute (session_id:mcp.session.id); null for rows not received as spans"
         ),
     ] = None
 

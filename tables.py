@@ -388,7 +388,8 @@ def markdown(table: Table) -> str:
     for f in table.fields:
         cells = [f"`{f.name}`", f.arrow, "yes" if f.nullable else "no"]
         if spans:
-            cells.append(f"`{f.attribute}`" if f.attribute else "(span field)")
+            keys = (f.attribute, *f.fallbacks) if f.attribute else ()
+            cells.append(", else ".join(f"`{k}`" for k in keys) or "(span field)")
         cells.append(f.doc.replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |\n")
     return head + "".join(lines)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,8 @@ from toolwatch.collector.otlp.mapping import (
     IGNORED_SDK,
     IGNORED_SERVER,
     INT32_MAX,
+    KEY_PLANS,
+    PRESENCE_BITS,
     SDK_SCOPE,
     SEMCONV_MARKERS,
     FieldPlan,
@@ -151,10 +154,50 @@ class _Columns:
         self.scope_resource = scope_resource
         self.slow = np.zeros(ws.n, bool)
         self.columns: dict[str, pa.Array] = {}
-        self.present = np.zeros(ws.n, np.int64)  # bit i: ATTRIBUTE_PLANS[i] got a value
+        self.present = np.zeros(ws.n, np.int64)  # bits: mapping.PRESENCE_TOKENS
+        self.every = np.ones(ws.n, bool)  # (a column with a value in every span)
 
-    def build(self, bit: int, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
-        """The field's column (one entry per span); marks spans the reference must decide."""
+    def build(self, index: int, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+        """The column of :data:`ATTRIBUTE_PLANS` [index] (one entry per span), its presence
+        bits; marks spans the reference must decide."""
+        if plan.fallbacks:
+            self._build_keys(index, plan, resources)
+            return
+        column, valued, _ = self._column(plan, resources)
+        bit = np.int64(1 << PRESENCE_BITS[index][0])
+        self.present |= bit if valued is self.every else np.where(valued, bit, np.int64(0))
+        self.columns[plan.name] = column
+
+    def _build_keys(self, index: int, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+        """A field with fallbacks: each span takes the first key its span or resource holds
+        (``mapping.resolve``). Each key's column is built as if optional; a required field
+        whose chosen key gave no value (none held, or an empty string) is the reference's to
+        reject."""
+        n = self.ws.n
+        chosen = np.zeros(n, bool)
+        valued_any = np.zeros(n, bool)
+        column: pa.Array | None = None
+        for bit, key_plan in zip(PRESENCE_BITS[index], KEY_PLANS[index], strict=True):
+            if column is not None and chosen[self.candidate].all():
+                break  # the usual case: every call found its key already
+            key_column, valued, found = self._column(replace(key_plan, nullable=True), resources)
+            take = found & ~chosen
+            column = (
+                key_column if column is None else pc.if_else(pa.array(take), key_column, column)
+            )
+            self.present |= np.where(valued & take, np.int64(1 << bit), np.int64(0))
+            valued_any |= valued & take
+            chosen |= found
+        if not plan.nullable:
+            self.slow |= self.candidate & ~valued_any
+        assert column is not None
+        self.columns[plan.name] = column
+
+    def _column(
+        self, plan: FieldPlan, resources: list[dict[str, Any]]
+    ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        """(column, spans that got a value, spans whose span or resource holds the attribute
+        at all) of one attribute; marks spans the reference must decide."""
         assert plan.attribute is not None
         ws, n = self.ws, self.ws.n
         attr = ws.attrs[plan.attribute]
@@ -162,12 +205,9 @@ class _Columns:
         if attr.span.size == n and (attr.kind == expected).all() and _is_range(attr.span):
             column = self._dense(plan, attr)  # the usual case: once in every span, right kind
             if column is not None:
-                self.columns[plan.name] = column
-                self.present |= np.int64(1 << bit)
-                return
+                return column, self.every, self.every
         if not attr.span.size:  # in no span: the resource's value or the default everywhere
-            self._absent(bit, plan, resources)
-            return
+            return self._absent(plan, resources)
         nonempty = attr.kind != 0
         present = np.zeros(n, bool)
         present[attr.span[nonempty]] = True
@@ -200,21 +240,23 @@ class _Columns:
                 vals[at] = signed
                 column = pa.array(vals, mask=~valued, type=pa.int64())
         missing = self.candidate & ~present
+        found = present
         if missing.any():
-            column, from_resource = self._fallback(plan, column, present, missing, resources)
+            column, from_resource, held = self._fallback(plan, column, present, missing, resources)
             valued |= from_resource
-        self.present |= np.where(valued, np.int64(1 << bit), np.int64(0))
-        self.columns[plan.name] = column
+            found = present | held
+        return column, valued, found
 
-    def _absent(self, bit: int, plan: FieldPlan, resources: list[dict[str, Any]]) -> None:
+    def _absent(
+        self, plan: FieldPlan, resources: list[dict[str, Any]]
+    ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         """The column of an attribute no span carries (what the general path gives, cheaper)."""
         n = self.ws.n
-        valued = np.zeros(n, bool)
+        valued = found = np.zeros(n, bool)
         column: pa.Array = pa.nulls(n, _ARROW[plan.kind])
         if self.candidate.any():
-            column, valued = self._fallback(plan, column, valued, self.candidate, resources)
-        self.present |= np.where(valued, np.int64(1 << bit), np.int64(0))
-        self.columns[plan.name] = column
+            column, valued, found = self._fallback(plan, column, valued, self.candidate, resources)
+        return column, valued, found
 
     def _dense(self, plan: FieldPlan, attr: WireAttr) -> pa.Array | None:
         """The column when span i holds entry i; None when an entry needs the general path."""
@@ -243,13 +285,15 @@ class _Columns:
         present: np.ndarray,
         missing: np.ndarray,
         resources: list[dict[str, Any]],
-    ) -> tuple[pa.Array, np.ndarray]:
+    ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         """Spans without the attribute take their resource's value, else the default.
 
-        Also returns which spans got a value from their resource (for ``fields_present``).
+        Also returns which spans got a value from their resource (for ``fields_present``) and
+        which spans' resource holds the attribute at all (for a field's fallbacks).
         """
         per_scope: list[Any] = []
         from_scope: list[bool] = []
+        held_scope: list[bool] = []
         for scope_no, resource_no in enumerate(self.scope_resource):
             raw = resources[resource_no].get(plan.attribute or "")
             try:
@@ -259,14 +303,16 @@ class _Columns:
                 self.slow[missing & (self.ws.scope == scope_no)] = True
             per_scope.append(value)
             from_scope.append(raw is not None and value is not None)
+            held_scope.append(raw is not None)
         from_resource = ~present & np.array(from_scope or [False])[self.ws.scope]
+        held = ~present & np.array(held_scope or [False])[self.ws.scope]
         if all(v == per_scope[0] and type(v) is type(per_scope[0]) for v in per_scope):
             fill = pa.repeat(pa.scalar(per_scope[0], type=column.type), self.ws.n)
         else:
             fill = pa.array(per_scope, type=column.type).take(pa.array(self.ws.scope))
         if not present.any():
-            return fill, from_resource
-        return pc.if_else(pa.array(present), column, fill), from_resource
+            return fill, from_resource, held
+        return pc.if_else(pa.array(present), column, fill), from_resource, held
 
 
 def _is_range(index: np.ndarray) -> bool:
@@ -278,6 +324,14 @@ def _has(ws: WireSpans, key: str) -> np.ndarray:
     """Spans carrying the attribute ``key`` (any value, even an empty one)."""
     out = np.zeros(ws.n, bool)
     out[ws.attrs[key].span] = True
+    return out
+
+
+def _valued(ws: WireSpans, key: str) -> np.ndarray:
+    """Spans whose attribute ``key`` holds a value (an empty ``AnyValue`` is none)."""
+    out = np.zeros(ws.n, bool)
+    attr = ws.attrs[key]
+    out[attr.span[attr.kind != 0]] = True
     return out
 
 
@@ -312,6 +366,9 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
             semconv |= marked
             if key == ATTR_MCP_METHOD:
                 mcp_call = marked
+    for plan in ATTRIBUTE_PLANS:  # a field's fallbacks, read where its own attribute is not
+        if plan.fallbacks:
+            scan_more_keys(ws, plan.fallbacks, ~sdk & ~_valued(ws, str(plan.attribute)))
     interesting = ~sdk & (marker | ws.has_events | semconv_key)
     odd_kind = (ws.kind < 0) | (ws.kind > 5) | (ws.status < 0) | (ws.status > 2)
     slow = interesting & (ws.has_events | ws.odd | odd_kind)
@@ -336,8 +393,8 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     maybe = np.flatnonzero(candidate & ~slow)
     zero = all_zero(ws.buf, ws.trace_pos[maybe], 16) | all_zero(ws.buf, ws.span_pos[maybe], 8)
     slow[maybe[zero]] = True
-    for bit, plan in enumerate(ATTRIBUTE_PLANS):
-        cols.build(bit, plan, resources)
+    for index, plan in enumerate(ATTRIBUTE_PLANS):
+        cols.build(index, plan, resources)
     slow |= cols.slow
     slow &= candidate
     fast = np.flatnonzero(candidate & ~slow)

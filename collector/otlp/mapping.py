@@ -1,9 +1,11 @@
 """Span → call record (and tools/list span → tool_lists rows), driven by ``record.CALL_FIELDS``.
 
 Each record field is filled either from a span attribute (the field table's ``attribute``
-column, looked up on the span, then on its resource) or from the span itself (ids, times,
-status): :data:`CALL_PLAN` and :data:`TOOL_LIST_PLAN` are derived from the field tables, so no
-attribute name is written here. This module is the *reference* mapping, one span at a time;
+column, looked up on the span, then on its resource; when neither has it, its ``fallbacks``
+likewise, in order, the one used named in ``fields_present``: other senders spell the session
+key differently) or from the span itself (ids, times, status): :data:`CALL_PLAN` and
+:data:`TOOL_LIST_PLAN` are derived from the field tables, so no attribute name is written here.
+This module is the *reference* mapping, one span at a time;
 :mod:`toolwatch.collector.otlp.columnar` maps protobuf requests column-wise and hands every span it
 cannot map with certainty back to :func:`map_span`, so both paths give the same rows.
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import pyarrow as pa
@@ -117,7 +119,9 @@ class Rejected(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class FieldPlan:
-    """How one record field is filled: from ``attribute`` (converted to ``kind``) or intrinsic."""
+    """How one record field is filled: from ``attribute`` (converted to ``kind``) or intrinsic;
+    when neither the span nor its resource has it, from the first of ``fallbacks`` that one
+    has (each looked up on the span, then on the resource)."""
 
     name: str
     kind: str
@@ -125,10 +129,16 @@ class FieldPlan:
     nullable: bool
     default: Any
     allowed: tuple[str, ...] | None
+    fallbacks: tuple[str, ...] = ()
 
     @property
     def required(self) -> bool:
         return not self.nullable and self.default is None
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The attributes the field may be read from, in the order they are tried."""
+        return (self.attribute, *self.fallbacks) if self.attribute else ()
 
 
 def _plan(record_fields: tuple[Field, ...], intrinsics: frozenset[str]) -> tuple[FieldPlan, ...]:
@@ -139,8 +149,12 @@ def _plan(record_fields: tuple[Field, ...], intrinsics: frozenset[str]) -> tuple
         default = DEFAULTS.get(f.name)
         if default is None and f.arrow == "bool" and not f.nullable:
             default = False
+        if f.fallbacks and default is not None:  # a default would hide a missing fallback
+            raise RuntimeError(f"record field {f.name!r} has both fallbacks and a default")
         plans.append(
-            FieldPlan(f.name, f.arrow, f.attribute, f.nullable, default, ALLOWED.get(f.name))
+            FieldPlan(
+                f.name, f.arrow, f.attribute, f.nullable, default, ALLOWED.get(f.name), f.fallbacks
+            )
         )
     return tuple(plans)
 
@@ -150,8 +164,28 @@ TOOL_LIST_PLAN: Final = _plan(TOOL_LIST_FIELDS, TOOL_LIST_INTRINSICS)
 #: The plans filled from attributes, in record order (bit i of a presence mask is plan i).
 ATTRIBUTE_PLANS: Final = tuple(p for p in CALL_PLAN if p.attribute)
 #: Attributes the call mapping reads into fields (the columnar path extracts these and
-#: :data:`~toolwatch.record.ATTR_DURATION_UNKNOWN`, the replay's null-duration marker).
+#: :data:`~toolwatch.record.ATTR_DURATION_UNKNOWN`, the replay's null-duration marker; a
+#: field's fallbacks only for spans without its attribute).
 CALL_ATTRIBUTES: Final[tuple[str, ...]] = tuple(p.attribute for p in ATTRIBUTE_PLANS if p.attribute)
+#: For each of :data:`ATTRIBUTE_PLANS`, one plan per key it may be read from (its own first,
+#: then one per fallback, whose conversion errors name that fallback).
+KEY_PLANS: Final[tuple[tuple[FieldPlan, ...], ...]] = tuple(
+    (p, *(replace(p, attribute=key, fallbacks=()) for key in p.fallbacks)) for p in ATTRIBUTE_PLANS
+)
+#: The ``fields_present`` token of each presence-mask bit: bit i is :data:`ATTRIBUTE_PLANS` [i]
+#: read from its own attribute (the field's name); the bits after them a field read from a
+#: fallback (``session_id:mcp.session.id``), so a record tells which key it got.
+PRESENCE_TOKENS: Final[tuple[str, ...]] = (
+    *(p.name for p in ATTRIBUTE_PLANS),
+    *(f"{p.name}:{key}" for p in ATTRIBUTE_PLANS for key in p.fallbacks),
+)
+#: For each of :data:`ATTRIBUTE_PLANS`, the presence bit of each of its :data:`KEY_PLANS`.
+PRESENCE_BITS: Final[tuple[tuple[int, ...], ...]] = tuple(
+    (i, *(PRESENCE_TOKENS.index(f"{p.name}:{key}") for key in p.fallbacks))
+    for i, p in enumerate(ATTRIBUTE_PLANS)
+)
+if len(PRESENCE_TOKENS) > 63:  # the masks are int64 arrays on the columnar path
+    raise RuntimeError("too many presence tokens for a 64-bit mask")
 #: Attributes that make a span a semantic-conventions tool span, with the value they need.
 SEMCONV_MARKERS: Final = (
     (ATTR_OPERATION, OPERATION_EXECUTE_TOOL),
@@ -162,8 +196,16 @@ ERROR_FIELD: Final = next(p.name for p in CALL_PLAN if p.attribute == ATTR_ERROR
 
 
 def fields_present_text(mask: int) -> str:
-    """The ``fields_present`` value of a presence mask (bit i = :data:`ATTRIBUTE_PLANS` [i])."""
-    return ",".join(p.name for i, p in enumerate(ATTRIBUTE_PLANS) if mask >> i & 1)
+    """The ``fields_present`` value of a presence mask (bits: :data:`PRESENCE_TOKENS`), in
+    record order."""
+    return ",".join(
+        PRESENCE_TOKENS[bit] for bits in PRESENCE_BITS for bit in bits if mask >> bit & 1
+    )
+
+
+def _spelt(keys: tuple[str, ...]) -> str:
+    """``a``, ``a or b``, ``a, b or c``: the attributes a missing field could have come from."""
+    return keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} or {keys[-1]}"
 
 
 def _type_name(value: Any) -> str:
@@ -188,7 +230,8 @@ def convert(plan: FieldPlan, value: Any) -> Any:
             return plan.default
         if plan.nullable:
             return None
-        raise Rejected(f"missing attribute {attr} ({plan.name})", f"missing:{attr}")
+        keys = plan.keys or (str(attr),)
+        raise Rejected(f"missing attribute {_spelt(keys)} ({plan.name})", f"missing:{attr}")
     kind = plan.kind
     if kind == "string":
         if isinstance(value, str):
@@ -253,6 +296,18 @@ def _lookup(attribute: str, *scopes: Mapping[str, Any]) -> Any:
     return None
 
 
+def resolve(plans: tuple[FieldPlan, ...], *scopes: Mapping[str, Any]) -> tuple[int, FieldPlan, Any]:
+    """(index, plan, raw value) of the first of a field's :data:`KEY_PLANS` whose attribute
+    one of ``scopes`` holds; (0, its own plan, None) when none does. The first key present
+    decides, even when its value is then rejected (empty, wrong type): a sender that set the
+    conversation wrongly is told so, not quietly keyed by its MCP session."""
+    for k, plan in enumerate(plans):
+        raw = _lookup(str(plan.attribute), *scopes)
+        if raw is not None:
+            return k, plan, raw
+    return 0, plans[0], None
+
+
 def _ids(span: SpanData) -> tuple[str, str]:
     if len(span.trace_id) != 32 or span.trace_id == "0" * 32:
         raise Rejected(f"invalid trace id {span.trace_id[:40]!r}", "trace_id")
@@ -278,12 +333,11 @@ def call_row(span: SpanData) -> dict[str, Any]:
         _check_time(span.end_ns, "endTimeUnixNano")
     row: dict[str, Any] = {}
     mask = 0
-    for bit, plan in enumerate(ATTRIBUTE_PLANS):
-        assert plan.attribute is not None
-        raw = _lookup(plan.attribute, span.attributes, span.resource)
+    for i, plans in enumerate(KEY_PLANS):
+        k, plan, raw = resolve(plans, span.attributes, span.resource)
         value = row[plan.name] = convert(plan, raw)
         if raw is not None and value is not None:
-            mask |= 1 << bit
+            mask |= 1 << PRESENCE_BITS[i][k]
     row["trace_id"] = trace_id
     row["span_id"] = span_id
     row["start_time"] = span.start_ns // 1000

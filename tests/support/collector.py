@@ -130,11 +130,13 @@ def pb_request(
     scope: str = "toolwatch",
     service: str | None = "agent",
     groups: Sequence[tuple[Mapping[str, Any], Scopes]] | None = None,
+    resource: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """A serialized ExportTraceServiceRequest: one resource/scope, or explicit ``groups``."""
+    """A serialized ExportTraceServiceRequest: one resource (``service`` plus ``resource``'s
+    attributes) and scope, or explicit ``groups``."""
     if groups is None:
-        resource = {ATTR_SERVICE_NAME: service} if service is not None else {}
-        groups = [(resource, [(scope, spans)])]
+        attrs = {ATTR_SERVICE_NAME: service} if service is not None else {}
+        groups = [({**attrs, **(resource or {})}, [(scope, spans)])]
     request = ExportTraceServiceRequest()
     for resource_attrs, scopes in groups:
         rs = ResourceSpans(
@@ -168,14 +170,18 @@ def _json_attrs(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def json_request(
-    spans: Iterable[SpanSpec], *, scope: str = "toolwatch", service: str | None = "agent"
+    spans: Iterable[SpanSpec],
+    *,
+    scope: str = "toolwatch",
+    service: str | None = "agent",
+    resource: Mapping[str, Any] | None = None,
 ) -> bytes:
     """OTLP/JSON built by hand: hex ids, lowerCamelCase keys, 64-bit integers as strings."""
-    resource = {ATTR_SERVICE_NAME: service} if service is not None else {}
+    attrs = {ATTR_SERVICE_NAME: service} if service is not None else {}
     doc = {
         "resourceSpans": [
             {
-                "resource": {"attributes": _json_attrs(resource)},
+                "resource": {"attributes": _json_attrs({**attrs, **(resource or {})})},
                 "scopeSpans": [
                     {
                         "scope": {"name": scope},

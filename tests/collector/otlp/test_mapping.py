@@ -37,7 +37,10 @@ from toolwatch.conventions import (
     ATTR_CONVERSATION_ID,
     ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
+    ATTR_MCP_METHOD,
+    ATTR_MCP_SESSION_ID,
     ATTR_SERVICE_NAME,
+    ATTR_SESSION_ID,
     ATTR_SOURCE,
     ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
@@ -69,7 +72,9 @@ def test_plan_covers_every_record_field() -> None:
 
 # --------------------------------------------------------------------------- random requests
 
-_KIND = {p.attribute: p.kind for p in CALL_PLAN if p.attribute}
+_KIND = {key: p.kind for p in CALL_PLAN for key in p.keys}
+#: the session key's fallbacks (read when a span and its resource have no conversation id)
+_FALLBACKS = tuple(key for p in CALL_PLAN for key in p.fallbacks)
 _odd_value = st.one_of(
     st.none(),  # an empty AnyValue
     st.text(max_size=6),
@@ -93,37 +98,58 @@ def _good_value(attribute: str) -> st.SearchStrategy[Any]:
     return st.one_of(st.integers(0, 300), st.integers(0, top))
 
 
-_REQUIRED = (ATTR_ARGUMENTS_SIZE, ATTR_TOOL_NAME, ATTR_CONVERSATION_ID)
-_clean_attributes = st.fixed_dictionaries(
-    {a: _good_value(a) for a in _REQUIRED},
-    optional={
-        **{a: _good_value(a) for a in CALL_ATTRIBUTES if a not in _REQUIRED},
-        ATTR_DURATION_UNKNOWN: st.booleans(),
-    },
-)
+_REQUIRED = (ATTR_ARGUMENTS_SIZE, ATTR_TOOL_NAME)
+
+
+def _clean(session_key: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Clean toolwatch-shaped attributes whose session comes from ``session_key`` (the other
+    session keys optional: precedence)."""
+    return st.fixed_dictionaries(
+        {a: _good_value(a) for a in (*_REQUIRED, session_key)},
+        optional={
+            **{
+                a: _good_value(a)
+                for a in (*CALL_ATTRIBUTES, *_FALLBACKS)
+                if a not in (*_REQUIRED, session_key)
+            },
+            ATTR_DURATION_UNKNOWN: st.booleans(),
+        },
+    )
+
+
+_clean_attributes = st.one_of(_clean(ATTR_CONVERSATION_ID), *(_clean(k) for k in _FALLBACKS))
 _messy_attributes = st.fixed_dictionaries(
     {},
     optional={
-        **{a: st.one_of(_good_value(a), _odd_value) for a in CALL_ATTRIBUTES},
+        **{a: st.one_of(_good_value(a), _odd_value) for a in (*CALL_ATTRIBUTES, *_FALLBACKS)},
         ATTR_DURATION_UNKNOWN: st.one_of(st.booleans(), _odd_value),
         "gen_ai.operation.name": st.sampled_from(["execute_tool", "chat", "execute_tooL", ""]),
         "mcp.method.name": st.one_of(st.sampled_from(["tools/call", "tools/list"]), _odd_value),
     },
 )
-#: semantic-conventions tool spans (no toolwatch marker): sizes absent, kinds of every sort
+#: semantic-conventions tool spans (no toolwatch marker): sizes absent, kinds of every sort;
+#: the session in gen_ai.conversation.id, session.id or mcp.session.id (or in none)
 _semconv_attributes = st.fixed_dictionaries(
     {"gen_ai.operation.name": st.just("execute_tool")},
     optional={
         **{
-            a: st.one_of(_good_value(a), _odd_value)
-            for a in CALL_ATTRIBUTES
+            a: st.one_of(_good_value(a), _good_value(a), _odd_value)
+            for a in (*CALL_ATTRIBUTES, *_FALLBACKS)
             if a != ATTR_ARGUMENTS_SIZE
         },
         "mcp.method.name": st.just("tools/call"),
     },
 )
+#: MCP-conventions client spans, well-formed: the session in any of its three keys, in several
+#: (precedence, also against the resource's) or in none (rejected)
+_mcp_client_attributes = st.fixed_dictionaries(
+    {ATTR_MCP_METHOD: st.just("tools/call"), ATTR_TOOL_NAME: _good_value(ATTR_TOOL_NAME)},
+    optional={a: _good_value(a) for a in (ATTR_CONVERSATION_ID, *_FALLBACKS, ATTR_ERROR_TYPE)},
+)
 #: half the spans are clean (the columnar path maps them), half are not (the reference does)
-_attributes = st.one_of(_clean_attributes, _messy_attributes, _semconv_attributes)
+_attributes = st.one_of(
+    _clean_attributes, _messy_attributes, _semconv_attributes, _mcp_client_attributes
+)
 
 
 @st.composite
@@ -154,8 +180,10 @@ def _span(draw: st.DrawFn) -> SpanSpec:
 
 
 _resource = st.dictionaries(
-    st.sampled_from([ATTR_SERVICE_NAME, ATTR_SOURCE, ATTR_CONVERSATION_ID, "host.name"]),
-    st.one_of(st.text(max_size=5), st.integers(-3, 3), st.sampled_from(SOURCES)),
+    st.sampled_from(
+        [ATTR_SERVICE_NAME, ATTR_SOURCE, ATTR_CONVERSATION_ID, *_FALLBACKS, "host.name"]
+    ),
+    st.one_of(st.text(max_size=5), st.integers(-3, 3), st.sampled_from(SOURCES), st.just("key")),
     max_size=3,
 )
 _scopes = st.lists(
@@ -377,3 +405,78 @@ def test_gunzip_bounded() -> None:
     with pytest.raises(OtlpError) as err:
         gunzip_bounded(gzip.compress(data)[:-12], 10_000)
     assert err.value.status == 400
+
+
+# --------------------------------------------------------------------------- the session key
+
+
+def test_the_session_key_falls_back_column_wise_as_the_reference_does() -> None:
+    """gen_ai.conversation.id, else session.id, else mcp.session.id, each on the span and
+    then on its resource; the fallbacks are mapped column-wise and named in fields_present."""
+    conv, sid, mcp = ATTR_CONVERSATION_ID, ATTR_SESSION_ID, ATTR_MCP_SESSION_ID
+
+    def spec(keys: dict[str, str]) -> SpanSpec:
+        attrs = {k: v for k, v in call(seq=1).items() if k != conv}
+        return SpanSpec({**attrs, **keys})
+
+    plain = [
+        SpanSpec(call(session="c1", **{sid: "s", mcp: "m"})),  # the conversation first
+        spec({sid: "s2", mcp: "m"}),  # then session.id
+        spec({mcp: "m3"}),  # then mcp.session.id
+    ]
+    with_resource_session = [spec({mcp: "m"}), spec({sid: "s5"})]
+    body = pb_request(
+        groups=[
+            ({ATTR_SERVICE_NAME: "svc"}, [("other", plain)]),
+            ({sid: "r4", mcp: "rm"}, [("other", with_resource_session)]),
+        ]
+    )
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.columnar == 5  # no detour through the reference mapping
+    assert fast.calls.column("session_id").to_pylist() == ["c1", "s2", "m3", "r4", "s5"]
+    keys = [
+        next(t for t in text.split(",") if t.startswith("session_id"))
+        for text in fast.calls.column("fields_present").to_pylist()
+    ]
+    assert keys == [
+        "session_id",
+        "session_id:session.id",
+        "session_id:mcp.session.id",
+        "session_id:session.id",  # the resource's session.id comes before the span's MCP session
+        "session_id:session.id",
+    ]
+
+
+_SESSION_KEYS = (ATTR_CONVERSATION_ID, *_FALLBACKS)
+#: a session key's value: good, empty, a number (a string field takes it), an empty AnyValue
+_session_keys = st.dictionaries(
+    st.sampled_from(_SESSION_KEYS),
+    st.one_of(st.sampled_from(["a", "b", "key"]), st.just(""), st.integers(0, 3), st.none()),
+    max_size=3,
+)
+
+
+@st.composite
+def _session_groups(draw: st.DrawFn) -> list[Any]:
+    """Well-formed MCP client spans (the columnar path's to map) keyed by any subset of the
+    session keys, on the span and on the resource, beside toolwatch's own spans."""
+    groups = []
+    for _ in range(draw(st.integers(1, 2))):
+        specs = []
+        for i in range(draw(st.integers(1, 4))):
+            if draw(st.integers(0, 3)) == 0:
+                specs.append(SpanSpec(call(seq=i)))
+                continue
+            keys = draw(_session_keys)
+            attrs = {ATTR_MCP_METHOD: "tools/call", ATTR_TOOL_NAME: f"t{i}", **keys}
+            specs.append(SpanSpec(attrs, kind=draw(st.sampled_from([3, 0, 1]))))
+        groups.append((draw(_session_keys), [("other", specs)]))
+    return groups
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups=_session_groups())
+def test_session_keys_map_column_wise_as_the_reference_does(groups: Any) -> None:
+    body = pb_request(groups=groups)
+    _assert_same(map_protobuf(body), _reference(body))
