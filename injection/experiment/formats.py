@@ -37,6 +37,13 @@ def pct(x: float | None, digits: int = 0) -> str:
     return f"{100 * x:.{digits}f}%"
 
 
+def target_pct(x: float) -> str:
+    """A share as asked, never rounded to a neighbour: ``5%`` for 0.05, ``5.3%`` for 0.053,
+    ``5.25%`` for 0.0525 (a target printed as ``5%`` beside a reached ``5.3% = 1/19`` would read
+    as overshot)."""
+    return f"{100 * x:.4f}".rstrip("0").rstrip(".") + "%"
+
+
 def ci(lo: float | None, hi: float | None) -> str:
     """`` (85–95)``: an interval to append to a :func:`pct` (empty when unknown)."""
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):

@@ -49,7 +49,7 @@ from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed
 from toolwatch.detection.scoring.online import Scores
 from toolwatch.injection.experiment.config import ExperimentConfig
-from toolwatch.injection.experiment.formats import pct
+from toolwatch.injection.experiment.formats import pct, target_pct
 from toolwatch.injection.experiment.metrics import detection_window, threshold_for_false_alarm
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model
@@ -422,11 +422,11 @@ def render(result: ReplayResult) -> str:
         f"model fitted on {split['train'][0]:,} streams, calibrated on "
         f"{split['calibration'][0]:,}"
         + "".join(f", {k}={v}" for k, v in sorted(dict(cfg.experiment.model).items()))
-        + f"; watched: {cfg.statistic}, target {target:.0%} of streams alarming",
+        + f"; watched: {cfg.statistic}, target {target_pct(target)} of streams alarming",
         f"adaptive: {half}, quarantine {a.quarantine_h:g} h, idle {a.idle_min:g} min, novelty "
-        f"until {a.novelty_streams:g} streams, threshold = the {1 - target:.0%} quantile of the "
-        f"last {a.window} stream maxima (river RollingQuantile); frozen: the same model at its "
-        "operating point (what the collector alerts on without --adaptive)",
+        f"until {a.novelty_streams:g} streams, threshold = the {target_pct(1 - target)} quantile "
+        f"of the last {a.window} stream maxima (river RollingQuantile); frozen: the same model at "
+        "its operating point (what the collector alerts on without --adaptive)",
         "",
     ]
     head = [
@@ -473,8 +473,9 @@ def render(result: ReplayResult) -> str:
         over = t["weeks_over_2x_target"]
         full = t["full_weeks_over_2x_target"]
         lines.append(
-            f"{model}: weeks after the first with more than 2× the target ({2 * target:.0%}) "
-            f"of their streams alarming: {len(over)} of {len(result.weeks) - 1}"
+            f"{model}: weeks after the first with more than 2× the target "
+            f"({target_pct(2 * target)}) of their streams alarming: "
+            f"{len(over)} of {len(result.weeks) - 1}"
             + (f" ({', '.join(over)})" if over else "")
             + f"; of them with ≥ {THIN_WEEK} streams: {len(full)}"
             + f"; above it beyond chance (one-sided binomial test, p < {BEYOND_P:g}): "

@@ -18,7 +18,7 @@ import numpy as np
 from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
-from toolwatch.injection.experiment.formats import label, num, pct, rate_ci
+from toolwatch.injection.experiment.formats import label, num, pct, rate_ci, target_pct
 from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import (
     HEADLINE,
@@ -132,7 +132,7 @@ def _fa_sentence(
 def _fa_header(result: ExperimentResult, cue: str = "all", det: str = "cusum") -> str:
     """The level a table stands at, as reached (k/n), then the target asked for."""
     t = result.thresholds.get(("standard", cue, det, "fa_target"))
-    target = pct(result.config.target_fa)
+    target = target_pct(result.config.target_fa)
     if t is None:
         return f"at {target} false alarms"
     n = result.split["test"][0]
@@ -152,9 +152,9 @@ def thin_warning(result: ExperimentResult) -> str | None:
     above = _fa_sentence(result, *HEADLINE, mode="fa_next") or "–"
     return (
         f"warning: the test split is thin — only {n} normal test streams (< {THIN_TEST}), so "
-        f"the false-alarm rate moves in steps of at least 1/{n} = {pct(1 / n, 1)}; the target "
-        f"{pct(result.config.target_fa)} lies between the reachable levels {below} and "
-        f"{above}, and detection is shown at both; intervals are wide"
+        f"the false-alarm rate moves in steps of at least 1/{n} = {pct(1 / n, 1)}; the reachable "
+        f"levels nearest the target {target_pct(result.config.target_fa)} are {below} (not above "
+        f"it) and {above} (above it), and detection is shown at both; intervals are wide"
     )
 
 
@@ -251,7 +251,7 @@ def render(result: ExperimentResult) -> str:
         f"Runs: {len(cfg.seeds)} seeds × {n_test} test streams = {runs_per_kind} per kind; "
         f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of streams "
         f"(seed {cfg.bootstrap_seed}).\n"
-        f"False alarms: target {pct(cfg.target_fa, 1)} of normal test streams; the largest "
+        f"False alarms: target {target_pct(cfg.target_fa)} of normal test streams; the largest "
         f"reachable level not above it (one threshold grid shared with the injected runs) "
         f"is, for all cues × CUSUM, {fa_all}."
         + (f"\n{thin_warning(result)}" if thin_warning(result) else "")

@@ -61,3 +61,41 @@ def test_a_thin_split_shows_both_levels_and_warns() -> None:
     assert f"at {100 * above.fa_reached:.1f}% = {k_above}/{n} streams" in text
     up = small.cell("burst", "all", "cusum", mode="fa_next")
     assert up is not None and up.rate >= small.cell("burst", "all", "cusum").rate  # type: ignore[union-attr]
+
+
+def test_a_target_is_printed_as_asked_not_rounded() -> None:
+    from toolwatch.injection.experiment.formats import target_pct
+
+    assert [target_pct(x) for x in (0.05, 0.053, 0.0525, 0.1, 0.2)] == [
+        "5%",
+        "5.3%",
+        "5.25%",
+        "10%",
+        "20%",
+    ]
+
+
+def test_a_thin_split_names_the_target_it_was_given() -> None:
+    """--target-fa 0.053 (1/19 = 5.26 % is reachable on 19 streams): the headline and the
+    warning said "target 5%", so a reached "5.3% = 1/19" read as above the target."""
+    from toolwatch.collector.sources.simulator import simulate
+    from toolwatch.injection.experiment.config import ExperimentConfig
+    from toolwatch.injection.experiment.protocol import run_experiment
+
+    small = run_experiment(
+        simulate(seed=2, scale=0.25),
+        ExperimentConfig(
+            split_shares=(0.44, 0.07),
+            seeds=(0,),
+            bootstrap=0,
+            ablation=False,
+            kinds=("burst",),
+            target_fa=0.053,
+        ),
+    )
+    text = render(small)
+    assert small.split["test"][0] < 50
+    assert "False alarms: target 5.3% of normal test streams" in text
+    assert "normal test streams alarm; target 5.3%)" in text
+    assert "the reachable levels nearest the target 5.3% are " in text
+    assert "target 5%" not in text
