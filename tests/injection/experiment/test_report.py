@@ -99,3 +99,47 @@ def test_a_thin_split_names_the_target_it_was_given() -> None:
     assert "normal test streams alarm; target 5.3%)" in text
     assert "the reachable levels nearest the target 5.3% are " in text
     assert "target 5%" not in text
+
+
+def test_the_split_table_adds_up_to_the_data() -> None:
+    """The text listed train, calibration and the long test streams only: the test split's
+    short streams and the client artefacts kept apart were in --json alone, so the table's
+    streams and calls did not add up to the data."""
+    import re
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from toolwatch.collector.sources.simulator import simulate
+    from toolwatch.injection.experiment.config import ExperimentConfig
+    from toolwatch.injection.experiment.protocol import run_experiment
+
+    calls = simulate(seed=2, scale=0.25)
+    subagent = pc.invert(pc.is_null(calls["agent_id"]))
+    quirk = pa.array(["warmup_agent" if s else None for s in subagent.to_pylist()], pa.string())
+    calls = calls.set_column(calls.schema.get_field_index("client_quirk"), "client_quirk", quirk)
+    small = run_experiment(
+        calls,
+        ExperimentConfig(
+            split_shares=(0.44, 0.07), seeds=(0,), bootstrap=0, ablation=False, kinds=("burst",)
+        ),
+    )
+    table = render(small).split("\n\n")[0].splitlines()[3:]
+    rows = dict(re.split(r"\s{2,}", line)[:2] for line in table)
+    assert list(rows) == [
+        "train",
+        "calibration",
+        "test (≥ 30 calls)",
+        "test (< 30 calls, not injected)",
+        "client artefacts (kept apart)",
+        "total",
+    ]
+    counts = {k: [int(x.replace(",", "")) for x in v.split(" / ")] for k, v in rows.items()}
+    total = counts.pop("total")
+    assert (
+        total
+        == [small.split["data"]["streams"], small.split["data"]["calls"]]
+        == [sum(c[i] for c in counts.values()) for i in range(2)]
+    )
+    assert counts["client artefacts (kept apart)"][0] > 0
+    assert counts["test (< 30 calls, not injected)"][0] > 0
