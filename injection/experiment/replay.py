@@ -48,9 +48,13 @@ from toolwatch.detection.model.adaptive import attach_adaptive
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed
 from toolwatch.detection.scoring.online import Scores
-from toolwatch.injection.experiment.config import ExperimentConfig
+from toolwatch.injection.experiment.config import THIN_TEST, ExperimentConfig
 from toolwatch.injection.experiment.formats import pct, target_pct
-from toolwatch.injection.experiment.metrics import detection_window, threshold_for_false_alarm
+from toolwatch.injection.experiment.metrics import (
+    detection_window,
+    threshold_above_false_alarm,
+    threshold_for_false_alarm,
+)
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time, stream_name
@@ -350,11 +354,23 @@ def _weekly(
             det[kind] = (sum(hits), len(hits))
         # the experiment's rule on the replayed scores: one threshold, at which at most the
         # target of the normal long streams ever alarm (an oracle: it looks at the whole replay)
-        choice = threshold_for_false_alarm(np.array(list(res.normal_max.values())), target)
-        oracle = {}
-        for kind in runs_kinds:
-            hits = [v > choice.threshold for (kk, _, _), v in res.window_max.items() if kk == kind]
-            oracle[kind] = (sum(hits), len(hits))
+        maxima = np.array(list(res.normal_max.values()))
+        choice = threshold_for_false_alarm(maxima, target)
+        oracle = _oracle_detection(res, runs_kinds, choice.threshold)
+        # with few normal streams the level moves in big steps: the next one up too, as the
+        # experiment's headline shows both (THIN_TEST)
+        above = None
+        if 0 < n < THIN_TEST:
+            try:
+                up = threshold_above_false_alarm(maxima, target)
+            except ValueError:  # every stream alarms already at the level not above the target
+                up = None
+            if up is not None:
+                above = {
+                    "threshold": up.threshold,
+                    "alarmed": round(up.reached * n),
+                    "detection": _oracle_detection(res, runs_kinds, up.threshold),
+                }
         totals[model] = {
             "alarmed": k,
             "streams": n,
@@ -366,12 +382,24 @@ def _weekly(
                 "threshold": choice.threshold,
                 "alarmed": round(choice.reached * n),
                 "detection": oracle,
+                "next_level": above,
             },
             "counts": res.counts,
             "seconds": res.seconds,
             "calls": res.calls,
         }
     return rows, totals
+
+
+def _oracle_detection(
+    res: ModelReplay, kinds: Sequence[str], threshold: float
+) -> dict[str, tuple[int, int]]:
+    """Per kind, (copies whose detection window rose above ``threshold``, copies)."""
+    out = {}
+    for kind in kinds:
+        hits = [v > threshold for (kk, _, _), v in res.window_max.items() if kk == kind]
+        out[kind] = (sum(hits), len(hits))
+    return out
 
 
 def chance_of_as_many(alarmed: int, streams: int, share: float) -> float:
@@ -485,10 +513,19 @@ def render(result: ReplayResult) -> str:
         o = result.totals[model]["oracle"]
         n = result.totals[model]["streams"]
         rates = ", ".join(f"{short.get(k, k)} {_pct(*v)}" for k, v in o["detection"].items())
-        lines.append(
+        line = (
             f"{model}, at one threshold for the whole replay (the experiment's rule: "
             f"{o['alarmed']}/{n} normal streams alarm, {o['threshold']:.2f}): {rates}"
         )
+        if (up := o.get("next_level")) is not None:
+            up_rates = ", ".join(
+                f"{short.get(k, k)} {_pct(*v)}" for k, v in up["detection"].items()
+            )
+            line += (
+                f"; fewer than {THIN_TEST} normal streams, so also at the next level above the "
+                f"target ({up['alarmed']}/{n} alarm, {up['threshold']:.2f}): {up_rates}"
+            )
+        lines.append(line)
     c = result.totals["adaptive"]["counts"]
     lines.append(
         f"adaptive model: {c['folded']:,} streams folded in ({c['folded_calls']:,} calls), "
@@ -544,6 +581,14 @@ def summary(result: ReplayResult) -> dict[str, Any]:
                 "oracle": {
                     **t["oracle"],
                     "detection": {k: list(v) for k, v in t["oracle"]["detection"].items()},
+                    "next_level": None
+                    if t["oracle"].get("next_level") is None
+                    else {
+                        **t["oracle"]["next_level"],
+                        "detection": {
+                            k: list(v) for k, v in t["oracle"]["next_level"]["detection"].items()
+                        },
+                    },
                 },
             }
             for m, t in result.totals.items()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.injection.experiment.config import ExperimentConfig
-from toolwatch.injection.experiment.replay import ReplayConfig, render, run_replay
+from toolwatch.injection.experiment.replay import ReplayConfig, render, run_replay, summary
 
 
 def test_the_replay_names_the_target_it_was_given() -> None:
@@ -20,3 +20,38 @@ def test_the_replay_names_the_target_it_was_given() -> None:
     assert "target 5.3% of streams alarming" in text
     assert "threshold = the 94.7% quantile of the last 200 stream maxima" in text
     assert "more than 2× the target (10.6%) of their streams alarming" in text
+
+
+def test_a_thin_replay_shows_the_next_level_as_the_experiment_does() -> None:
+    """Fewer than 50 normal streams: the experiment shows detection at both levels around the
+    target; the replay's one-threshold line showed the lower one only."""
+    from toolwatch.injection.experiment.protocol import run_experiment
+
+    experiment = ExperimentConfig(
+        split_shares=(0.44, 0.07), seeds=(0,), kinds=("burst",), ablation=False, bootstrap=0
+    )
+    corpus = simulate(seed=2, scale=0.25)
+    result = run_replay(corpus, ReplayConfig(experiment=experiment, replay_kinds=("burst",)))
+    n = result.totals["frozen"]["streams"]
+    assert 0 < n < 50
+    oracle = result.totals["frozen"]["oracle"]
+    up = oracle["next_level"]
+    assert up is not None and up["alarmed"] > oracle["alarmed"]
+    assert up["threshold"] < oracle["threshold"]
+    # the frozen model's figures are the experiment's, at both levels
+    exp = run_experiment(corpus, experiment)
+    for mode, level in (("fa_target", oracle), ("fa_next", up)):
+        cell = exp.cell("burst", "all", "cusum", mode=mode)
+        hits, runs = level["detection"]["burst"]
+        assert cell is not None and (cell.detected, cell.runs) == (hits, runs)
+        t = exp.thresholds[("standard", "all", "cusum", mode)]
+        assert round(t.fa_reached * n) == level["alarmed"]
+    text = render(result)
+    assert (
+        f"so also at the next level above the target ({up['alarmed']}/{n} alarm, "
+        f"{up['threshold']:.2f}): burst " in text
+    )
+    assert summary(result)["totals"]["frozen"]["oracle"]["next_level"]["detection"]["burst"] == [
+        hits,
+        runs,
+    ]
