@@ -150,11 +150,14 @@ def thin_warning(result: ExperimentResult) -> str | None:
         return None
     below = _fa_sentence(result, *HEADLINE) or "–"
     above = _fa_sentence(result, *HEADLINE, mode="fa_next") or "–"
+    streams = "stream" if n == 1 else "streams"
     return (
-        f"warning: the test split is thin — only {n} normal test streams (< {THIN_TEST}), so "
+        f"warning: the test split is thin — only {n} normal test {streams} (< {THIN_TEST}), so "
         f"the false-alarm rate moves in steps of at least 1/{n} = {pct(1 / n, 1)}; the reachable "
         f"levels nearest the target {target_pct(result.config.target_fa)} are {below} (not above "
-        f"it) and {above} (above it), and detection is shown at both; intervals are wide"
+        f"it) and {above} (above it), and detection is shown at both; the intervals, resampled "
+        f"from so few streams, understate the uncertainty (a rate every stream shares gets a "
+        f"zero-width interval)"
     )
 
 
@@ -250,9 +253,13 @@ def render(result: ExperimentResult) -> str:
     fa_all = _fa_sentence(result, *HEADLINE)
     parts.append(
         f"Runs: {len(cfg.seeds)} seeds × {n_test} test streams = {runs_per_kind} per kind; "
-        f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of streams "
-        f"(seed {cfg.bootstrap_seed}).\n"
-        f"False alarms: target {target_pct(cfg.target_fa)} of normal test streams; the largest "
+        + (
+            f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of streams "
+            f"(seed {cfg.bootstrap_seed}).\n"
+            if cfg.bootstrap
+            else "no intervals (--bootstrap 0).\n"
+        )
+        + f"False alarms: target {target_pct(cfg.target_fa)} of normal test streams; the largest "
         f"reachable level not above it (one threshold grid shared with the injected runs) "
         f"is, for all cues × CUSUM, {fa_all}."
         + (f"\n{thin_warning(result)}" if thin_warning(result) else "")

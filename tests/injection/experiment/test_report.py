@@ -99,6 +99,10 @@ def test_a_thin_split_names_the_target_it_was_given() -> None:
     assert "normal test streams alarm; target 5.3%)" in text
     assert "the reachable levels nearest the target 5.3% are " in text
     assert "target 5%" not in text
+    # no resamples: no "95 % intervals from 0 bootstrap resamples"; and a thin split says its
+    # intervals understate the uncertainty (n = 3 streams all at 3/5 printed "60% (60–60)")
+    assert "no intervals (--bootstrap 0)" in text and "from 0 bootstrap" not in text
+    assert "understate the uncertainty (a rate every stream shares gets a zero-width" in text
 
 
 def test_the_split_table_adds_up_to_the_data() -> None:
