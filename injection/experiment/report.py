@@ -242,7 +242,7 @@ def render(result: ExperimentResult) -> str:
         ours = split[key]
         published = study.SPLITS[name]
         shown = f"{name} (≥ {cfg.min_calls} calls)" if name == "test" else name
-        rows.append([shown, f"{ours[0]} / {ours[1]:,}", f"{published[0]} / {published[1]:,}"])
+        rows.append([shown, f"{ours[0]:,} / {ours[1]:,}", f"{published[0]} / {published[1]:,}"])
     rows += _unplaced_rows(result)
     parts.append(
         f"toolwatch experiment {result.run_id} — streams starting "
@@ -426,18 +426,18 @@ def _unplaced_rows(result: ExperimentResult) -> list[list[str]]:
     rows = [
         [
             f"test (< {result.config.min_calls} calls, not injected)",
-            f"{short[0]} / {short[1]:,}",
+            f"{short[0]:,} / {short[1]:,}",
             "–",
         ]
     ]
     if kept[0]:
-        rows.append(["client artefacts (kept apart)", f"{kept[0]} / {kept[1]:,}", "–"])
+        rows.append(["client artefacts (kept apart)", f"{kept[0]:,} / {kept[1]:,}", "–"])
     if "data" in split:
         data = split["data"]
         rows.append(
             [
                 "total",
-                f"{data['streams']} / {data['calls']:,}",
+                f"{data['streams']:,} / {data['calls']:,}",
                 f"{int(study.CORPUS['sessions'])} / {int(study.CORPUS['calls']):,}",
             ]
         )
