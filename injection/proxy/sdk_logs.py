@@ -12,6 +12,10 @@ the tool's error message — a scenario server's ``no record for account_id='…
 argument. Those arguments (:data:`PEER_TEXT_ARGS`) are replaced by :data:`WITHHELD`. Every
 command that runs an SDK server or client in process (proxy, serve-scenario, workbench) calls
 :func:`content_free_sdk_logs`.
+
+Over streamable HTTP the SDK writes SSE responses with ``sse_starlette``, whose DEBUG line
+``chunk: %s`` is the whole frame — a tool's result under ``-v`` — so its loggers get the same
+filter (:data:`SDK_LOGGERS`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import logging
 from pydantic import ValidationError
 
 SDK_LOGGER = "mcp"
+#: Logger trees the filter covers: the SDK's, and the SSE library its HTTP server writes with.
+SDK_LOGGERS = (SDK_LOGGER, "sse_starlette")
 WITHHELD = "(text withheld)"
 
 #: SDK log templates whose arguments at these positions are a peer's text (arguments, results,
@@ -34,6 +40,7 @@ PEER_TEXT_ARGS: dict[str, frozenset[int]] = {
     "Received message from server: %s": frozenset({0}),
     "Error: %s": frozenset({0}),
     "requestState rejected on %s: %s": frozenset({1}),
+    "chunk: %s": frozenset({0}),  # sse_starlette: an SSE frame, i.e. a result or a notification
     "refusing to seal requestState on %s: %s": frozenset({1}),
 }
 
@@ -81,26 +88,28 @@ class ContentFreeFilter(logging.Filter):
 CONTENT_FREE = ContentFreeFilter()
 
 
+def _covered(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in SDK_LOGGERS)
+
+
 class SdkRecordsFilter(logging.Filter):
     """For a handler: :data:`CONTENT_FREE` on the SDK's records only (also those of an SDK
     module imported after :func:`content_free_sdk_logs`), the others left as they are."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name == SDK_LOGGER or record.name.startswith(SDK_LOGGER + "."):
-            return CONTENT_FREE.filter(record)
-        return True
+        return CONTENT_FREE.filter(record) if _covered(record.name) else True
 
 
 SDK_RECORDS = SdkRecordsFilter()
 
 
 def content_free_sdk_logs() -> list[logging.Logger]:
-    """Put :data:`CONTENT_FREE` on every logger of the SDK (``mcp`` and below; the SDK creates
-    them when imported, as the proxy has been) and :data:`SDK_RECORDS` on the root logger's
-    handlers (for loggers created later). A logger's filter sees only its own records, hence
-    one per logger. Idempotent; returns the loggers."""
-    names = [SDK_LOGGER]
-    names += [n for n in logging.root.manager.loggerDict if n.startswith(SDK_LOGGER + ".")]
+    """Put :data:`CONTENT_FREE` on every logger of :data:`SDK_LOGGERS` (``mcp``,
+    ``sse_starlette`` and below; created when imported, as the proxy has been) and
+    :data:`SDK_RECORDS` on the root logger's handlers (for loggers created later). A logger's
+    filter sees only its own records, hence one per logger. Idempotent; returns the loggers."""
+    names = list(SDK_LOGGERS)
+    names += [n for n in logging.root.manager.loggerDict if _covered(n) and n not in SDK_LOGGERS]
     loggers = [logging.getLogger(n) for n in names]
     for logger in loggers:
         if CONTENT_FREE not in logger.filters:
