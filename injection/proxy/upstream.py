@@ -2,6 +2,12 @@
 stdio, a streamable-HTTP URL, or a server object in process), owned by one task so that a
 crashed upstream is reported as :class:`UpstreamUnavailable` and reconnected (restarted, for a
 command) on the next request.
+
+An HTTP upstream with sessions that answers 404 to a request carrying its ``Mcp-Session-Id``
+has forgotten the session (restarted, or expired it when idle): the spec says the client must
+start a new one. The SDK only turns that 404 into a JSON-RPC error, which the proxy would pass
+on for every later call, so :class:`_HttpWatch` notices the 404 and :meth:`Upstream.send`
+opens a new session and sends the request again (the upstream did not run it).
 """
 
 from __future__ import annotations
@@ -15,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from pydantic import TypeAdapter, ValidationError
@@ -30,6 +38,9 @@ _T = TypeVar("_T")
 CallResult = types.CallToolResult | types.InputRequiredResult
 _CALL_RESULT: TypeAdapter[CallResult] = TypeAdapter(CallResult)
 _CLIENT_INFO = types.Implementation(name="toolwatch-proxy", version="0.1.0")
+#: The SDK's own HTTP client timeouts (``create_mcp_http_client``): 30 s, 300 s to read a stream.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+_SESSION_HEADER = "mcp-session-id"
 
 
 class UpstreamUnavailable(Exception):
@@ -67,9 +78,21 @@ def _tolerant(target: UpstreamTarget) -> UpstreamTarget:
 
 
 @dataclass
+class _HttpWatch:
+    """What the HTTP responses of one upstream connection said about its session."""
+
+    session_lost: bool = False
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.status_code == 404 and _SESSION_HEADER in response.request.headers:
+            self.session_lost = True
+
+
+@dataclass
 class _Connection:
     client: Client
     closed: anyio.Event
+    watch: _HttpWatch
 
 
 class Upstream:
@@ -108,9 +131,19 @@ class Upstream:
 
     async def _own(self, *, task_status: TaskStatus[_Connection]) -> None:
         started = False
+        watch = _HttpWatch()
         try:
-            async with Client(self.target, client_info=_CLIENT_INFO) as client:
-                conn = _Connection(client, anyio.Event())
+            async with AsyncExitStack() as stack:
+                target: Any = self.target
+                if isinstance(target, str):
+                    http = await stack.enter_async_context(
+                        httpx2.AsyncClient(
+                            timeout=_HTTP_TIMEOUT, event_hooks={"response": [watch.on_response]}
+                        )
+                    )
+                    target = streamable_http_client(target, http_client=http)
+                client = await stack.enter_async_context(Client(target, client_info=_CLIENT_INFO))
+                conn = _Connection(client, anyio.Event(), watch)
                 started = True
                 task_status.started(conn)
                 await conn.closed.wait()
@@ -163,11 +196,31 @@ class Upstream:
 
     async def send(self, fn: Callable[[ClientSession], Awaitable[_T]]) -> _T:
         """Run one request on the upstream session; connection failures become
-        :class:`UpstreamUnavailable` (and a reconnect), JSON-RPC errors pass through."""
+        :class:`UpstreamUnavailable` (and a reconnect), JSON-RPC errors pass through. A request
+        the upstream refused for a forgotten session is sent once more on a new session."""
         conn = await self._connection()
+        if conn.watch.session_lost:  # seen on another request (or the GET stream)
+            self._drop(conn, _SESSION_LOST)
+            conn = await self._connection()
+        try:
+            return await self._send_once(conn, fn)
+        except _SessionLost:
+            self._drop(conn, _SESSION_LOST)
+        conn = await self._connection()
+        try:
+            return await self._send_once(conn, fn)
+        except _SessionLost as exc:
+            self._drop(conn, _SESSION_LOST)
+            raise UpstreamUnavailable(f"upstream {self.name}: {_SESSION_LOST}") from exc
+
+    async def _send_once(
+        self, conn: _Connection, fn: Callable[[ClientSession], Awaitable[_T]]
+    ) -> _T:
         try:
             return await fn(conn.client.session)
         except MCPError as exc:
+            if conn.watch.session_lost:
+                raise _SessionLost from exc
             if exc.error.code != types.CONNECTION_CLOSED:
                 raise
             self._drop(conn, exc.error.message)
@@ -197,6 +250,13 @@ class Upstream:
         )
         # The raw request, not ``call_tool``: the proxy must not validate or reshape results.
         return await self.send(lambda s: s.send_request(request, _CALL_RESULT))
+
+
+_SESSION_LOST = "it forgot the session (HTTP 404: restarted, or expired it)"
+
+
+class _SessionLost(Exception):
+    """The upstream answered 404 for the connection's session: nothing ran, a new one is due."""
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,0 +1,123 @@
+"""An HTTP upstream with sessions (a pre-2026 server: it refuses ``server/discover``) behind the
+real fault proxy, as a real process: when it forgets the proxy's session (a restart, an idle
+expiry) it answers 404, and the proxy must start a new session rather than pass the upstream's
+"Session not found" on to every later call."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+from mcp import Client
+
+from toolwatch.injection.proxy.proxy import http_server, run_proxy
+
+PYTHON = sys.executable
+
+#: A real SDK server over streamable HTTP that speaks only the initialize handshake (sessions).
+LEGACY = textwrap.dedent(
+    r"""
+    import json, sys
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("legacy")
+
+    @server.tool()
+    def ok(x: int) -> str:
+        return f"ok {x}"
+
+    app = server.streamable_http_app()
+
+    async def legacy_only(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        request = json.loads(body or b"null")
+        if isinstance(request, dict) and request.get("method") == "server/discover":
+            error = {"code": -32601, "message": "Method not found"}
+            answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            return await send({"type": "http.response.body", "body": answer})
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    uvicorn.run(legacy_only, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(script: Path, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([PYTHON, str(script), str(port)], stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the legacy upstream exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the legacy upstream did not listen within 30 s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_through(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "legacy.py"
+    script.write_text(LEGACY)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    procs = [_start(script, port)]
+
+    async def main() -> None:
+        async with (
+            run_proxy(None, url) as proxy,
+            http_server(proxy) as front,
+            Client(front.url, read_timeout_seconds=30) as client,
+        ):
+            assert proxy.upstream.client.protocol_version == "2025-11-25"  # a session, then
+            assert (await client.call_tool("ok", {"x": 1})).content[0].text == "ok 1"
+            _stop(procs[0])  # restarted: its sessions are gone
+            procs.append(_start(script, port))
+            for x in (2, 3):  # was: MCPError "Session not found" for this call and every later one
+                assert (await client.call_tool("ok", {"x": x})).content[0].text == f"ok {x}"
+            assert proxy.upstream.connects == 2
+
+    try:
+        anyio.run(main)
+    finally:
+        for proc in procs:
+            _stop(proc)
