@@ -8,6 +8,11 @@ has forgotten the session (restarted, or expired it when idle): the spec says th
 start a new one. The SDK only turns that 404 into a JSON-RPC error, which the proxy would pass
 on for every later call, so :class:`_HttpWatch` notices the 404 and :meth:`Upstream.send`
 opens a new session and sends the request again (the upstream did not run it).
+
+Any other HTTP answer the SDK cannot use (an error status, HTML, a redirect it does not follow,
+a body that is not JSON-RPC) it also turns into a JSON-RPC error of its own; passed on as is,
+"Server returned an error response" would read as the proxy's own failure. Those
+(:data:`_SDK_HTTP_FAILURES`) become :class:`UpstreamUnavailable` naming the upstream.
 """
 
 from __future__ import annotations
@@ -222,7 +227,13 @@ class Upstream:
             if conn.watch.session_lost:
                 raise _SessionLost from exc
             if exc.error.code != types.CONNECTION_CLOSED:
-                raise
+                failure = _http_failure(exc.error) if isinstance(self.target, str) else None
+                if failure is None:
+                    raise  # the upstream's own JSON-RPC error
+                logger.warning("upstream %s: unusable HTTP answer: %s", self.name, failure)
+                raise UpstreamUnavailable(
+                    f"upstream {self.name}: unusable HTTP answer: {failure}"
+                ) from exc
             self._drop(conn, exc.error.message)
             raise UpstreamUnavailable(f"upstream {self.name}: {exc.error.message}") from exc
         except ValidationError as exc:
@@ -250,6 +261,30 @@ class Upstream:
         )
         # The raw request, not ``call_tool``: the proxy must not validate or reshape results.
         return await self.send(lambda s: s.send_request(request, _CALL_RESULT))
+
+
+#: How the SDK's HTTP client (mcp 2.3) words the JSON-RPC errors it makes up for an HTTP answer
+#: it cannot use; the parse errors go on with pydantic's text, which quotes the body (dropped).
+_SDK_HTTP_FAILURES = (
+    "Server returned an error response",
+    "Unexpected content type:",
+    "Redirect to ",
+    "Failed to parse SSE message",
+    "Failed to parse JSON response",
+    "server answered a request with 202 Accepted",
+    "Session terminated",
+)
+_QUOTES_THE_BODY = ("Failed to parse",)
+
+
+def _http_failure(error: types.ErrorData) -> str | None:
+    """The SDK's words for an HTTP answer it could not use, or ``None`` for a real error."""
+    message = error.message
+    if not message.startswith(_SDK_HTTP_FAILURES):
+        return None
+    if message.startswith(_QUOTES_THE_BODY):
+        return message.split(":", 1)[0]
+    return message.splitlines()[0]
 
 
 _SESSION_LOST = "it forgot the session (HTTP 404: restarted, or expired it)"

@@ -1,7 +1,8 @@
 """An HTTP upstream with sessions (a pre-2026 server: it refuses ``server/discover``) behind the
 real fault proxy, as a real process: when it forgets the proxy's session (a restart, an idle
 expiry) it answers 404, and the proxy must start a new session rather than pass the upstream's
-"Session not found" on to every later call."""
+"Session not found" on to every later call; an HTTP answer that is no MCP answer (500, HTML, a
+redirect elsewhere, a body that is not JSON-RPC) is an error naming the upstream."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import time
 from pathlib import Path
 
 import anyio
-from mcp import Client
+import pytest
+from mcp import Client, MCPError
 
-from toolwatch.injection.proxy.proxy import http_server, run_proxy
+from toolwatch.injection.proxy.proxy import UPSTREAM_UNAVAILABLE_KEY, http_server, run_proxy
 
 PYTHON = sys.executable
 
@@ -33,6 +35,13 @@ LEGACY = textwrap.dedent(
         return f"ok {x}"
 
     app = server.streamable_http_app()
+    CANARY = "CANARY-UPSTREAM-BODY"
+    BAD = {  # tool name -> what the upstream answers its tools/call with
+        "status500": (500, "text/plain", f"internal error {CANARY}"),
+        "html": (200, "text/html", f"<html>{CANARY} sign in</html>"),
+        "moved": (307, "text/plain", ""),
+        "garbled": (200, "text/event-stream", f"event: message\ndata: {{{CANARY}\n\n"),
+    }
 
     async def legacy_only(scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -48,6 +57,12 @@ LEGACY = textwrap.dedent(
             headers = [(b"content-type", b"application/json")]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             return await send({"type": "http.response.body", "body": answer})
+        name = request.get("params", {}).get("name") if isinstance(request, dict) else None
+        if name in BAD:
+            status, kind, text = BAD[name]
+            headers = [(b"content-type", kind.encode()), (b"location", b"http://elsewhere.test/mcp")]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            return await send({"type": "http.response.body", "body": text.encode()})
         replayed = False
 
         async def replay():
@@ -121,3 +136,46 @@ def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_th
     finally:
         for proc in procs:
             _stop(proc)
+
+
+def test_an_http_answer_that_is_no_mcp_answer_is_an_error_naming_the_upstream(
+    tmp_path: Path,
+) -> None:
+    """The SDK made these up as JSON-RPC errors of its own ("Server returned an error
+    response", pydantic's text quoting the body): the client could not tell them from the
+    proxy's own failure, and the parse error carried the upstream's body."""
+    script = tmp_path / "legacy.py"
+    script.write_text(LEGACY)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = _start(script, port)
+    expected = {
+        "status500": "Server returned an error response",
+        "html": "Unexpected content type: text/html",
+        "moved": "Redirect to http://elsewhere.test/mcp not followed",
+        "garbled": "Failed to parse SSE message",
+    }
+    errors: dict[str, tuple[str, object]] = {}
+
+    async def main() -> None:
+        async with (
+            run_proxy(None, url) as proxy,
+            http_server(proxy) as front,
+            Client(front.url, read_timeout_seconds=30) as client,
+        ):
+            for name in expected:
+                with pytest.raises(MCPError) as info:
+                    await client.call_tool(name, {})
+                errors[name] = (info.value.error.message, info.value.error.data)
+            assert (await client.call_tool("ok", {"x": 1})).content[0].text == "ok 1"
+            assert proxy.upstream.connects == 1  # the session was fine: no reconnect
+
+    try:
+        anyio.run(main)
+    finally:
+        _stop(proc)
+    for name, words in expected.items():
+        message, data = errors[name]
+        assert message.startswith(f"toolwatch proxy: upstream {url}: unusable HTTP answer: {words}")
+        assert "CANARY" not in message
+        assert data == {UPSTREAM_UNAVAILABLE_KEY: "unavailable"}
