@@ -382,13 +382,27 @@ class HttpServer:
         await self.done.wait()
 
 
+def _no_resumption(app: Any) -> Any:
+    """The ASGI ``app`` with a GET's ``Last-Event-ID`` dropped: nothing here keeps an event
+    store (no event ids are sent), so a request to resume is served as a fresh stream, which
+    the MCP transport spec allows; the SDK answered it with a bare 500."""
+
+    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and any(k == b"last-event-id" for k, _ in scope["headers"]):
+            headers = [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]
+            scope = {**scope, "headers": headers}
+        await app(scope, receive, send)
+
+    return serve
+
+
 @asynccontextmanager
 async def http_server(
     server: Server[Any] | MCPServer, *, host: str = "127.0.0.1", port: int = 0
 ) -> AsyncIterator[HttpServer]:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
     port; the real one is in the yielded URL) until the block exits."""
-    app = server.streamable_http_app(host=host)
+    app = _no_resumption(server.streamable_http_app(host=host))
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

@@ -755,3 +755,34 @@ def test_cli_proxy_over_stdio_to_serve_scenario_over_stdio(tmp_path: Path) -> No
     anyio.run(main)
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["occurrence"], r["label"]) for r in rows] == [(2, s.label)]
+
+
+def test_a_get_asking_to_resume_gets_a_fresh_stream_not_a_500() -> None:
+    """No event store (the proxy sends no event ids), so a ``Last-Event-ID`` is ignored, as the
+    transport spec allows: the SDK answered such a GET with a bare 500."""
+    import httpx2
+
+    async def main() -> tuple[int, str]:
+        s = find_scenario("a3-ops-01")
+        async with http_server(ScenarioServer(s)) as front, httpx2.AsyncClient(timeout=5) as c:
+            h = {"accept": "application/json, text/event-stream"}
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+            sid = (await c.post(front.url, json=init, headers=h)).headers["mcp-session-id"]
+            h |= {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await c.post(front.url, json=note, headers=h)).status_code == 202
+            get = {**h, "accept": "text/event-stream", "last-event-id": "stale-7"}
+            async with c.stream("GET", front.url, headers=get) as resp:
+                return resp.status_code, resp.headers["content-type"]
+
+    status, kind = anyio.run(main)
+    assert status == 200 and kind.startswith("text/event-stream")
