@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
 from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
 from toolwatch.collector.store import Store
+from toolwatch.collector.store.compaction import not_a_file
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,9 @@ def prime_recent_spans(
             if budget <= 0 or _mtime(path) < oldest:
                 break
             try:
+                problem = not_a_file(path)
+                if problem is not None:
+                    raise OSError(problem)
                 ids = pq.read_table(path, columns=["trace_id", "span_id"], partitioning=None)
                 keys = span_keys(ids["trace_id"], ids["span_id"]) ^ salt
             except Exception as exc:

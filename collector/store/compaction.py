@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -102,6 +103,19 @@ def write_parquet(table: pa.Table, path: Path, *, fsync: bool, unique: Sequence[
     )
     if fsync:
         fsync_path(path)
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` must not be opened as Parquet, or None: a FIFO (or device, socket, folder)
+    named ``*.parquet`` would block or mislead its reader, and a read must never hang."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "special"
+    return f"not a regular file ({kind}), never opened"
 
 
 def new_file_name() -> str:
@@ -226,6 +240,9 @@ def _compact_partition(
     small: list[tuple[Path, int]] = []
     for path in sorted(directory.glob("*.parquet")):
         try:
+            problem = not_a_file(path)
+            if problem is not None:
+                raise OSError(problem)
             rows = pq.read_metadata(path).num_rows
         except Exception as exc:
             log.error("compact: skipping %s, unreadable file %s: %s", directory, path.name, exc)

@@ -37,6 +37,7 @@ from toolwatch.collector.store.compaction import (
     flocked,
     fsync_path,
     new_file_name,
+    not_a_file,
     recover,
     write_parquet,
 )
@@ -319,6 +320,10 @@ class Store:
         self.recover()
         for name in [table_name] if table_name else self.tables():
             for path in self.files(name):
+                problem = not_a_file(path)
+                if problem is not None:
+                    bad.append((path, problem))
+                    continue
                 try:
                     if deep:
                         handle = pq.ParquetFile(path, page_checksum_verification=True)
@@ -370,6 +375,8 @@ class Store:
             unreadable = 0
             for path in files:
                 try:
+                    if not_a_file(path) is not None:
+                        raise OSError("not a regular file")
                     rows += pq.read_metadata(path).num_rows
                 except Exception:
                     unreadable += 1
