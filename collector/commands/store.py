@@ -93,7 +93,10 @@ def _compact(store: Store, table: str | None, min_files: int) -> int:
     tables = [table] if table else store.tables()
     for name in tqdm(tables, desc="compact", unit="table", file=sys.stderr, disable=None):
         before = len(store.files(name))
-        removed = store.compact(name, min_files=min_files)
+        try:
+            removed = store.compact(name, min_files=min_files)
+        except OSError as exc:  # a full or read-only disk: say where (the files are intact)
+            raise StoreError(f"cannot compact {name} in {store.root} (data intact): {exc}") from exc
         print(f"{name}: {before} files -> {len(store.files(name))} ({removed} merged away)")
     return 0
 

@@ -298,12 +298,20 @@ def _commit_merge(
     name = new_file_name()
     final = directory / name
     tmp = directory / (name + ".tmp")
-    write_parquet(merged, tmp, fsync=True, unique=unique)
     journal = directory / f".compact-{uuid.uuid4().hex[:12]}.json"
     journal_tmp = journal.with_name(journal.name + ".tmp")
-    journal_tmp.write_text(json.dumps({"merged": name, "sources": [p.name for p in group]}))
-    fsync_path(journal_tmp)
-    os.replace(journal_tmp, journal)
+    try:
+        write_parquet(merged, tmp, fsync=True, unique=unique)
+        journal_tmp.write_text(json.dumps({"merged": name, "sources": [p.name for p in group]}))
+        fsync_path(journal_tmp)
+        os.replace(journal_tmp, journal)
+    except BaseException:
+        # no journal yet, so nothing refers to these: a full disk left the merged temp file
+        # (the size of the partition) holding the very space the next writes needed, for an
+        # hour, and a journal temp file nothing ever removed
+        for leftover in (tmp, journal_tmp):
+            leftover.unlink(missing_ok=True)
+        raise
     fsync_path(directory)
     with flocked(commit_lock, block=True):
         os.replace(tmp, final)

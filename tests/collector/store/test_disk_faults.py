@@ -7,6 +7,7 @@ at the real write boundary.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -14,7 +15,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from toolwatch.collector.store import Store
+import pytest
+
+from toolwatch.cli import main
+from toolwatch.collector.store import Store, compaction
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -73,3 +77,45 @@ def test_a_fifo_in_a_partition_is_named_never_opened(tmp_path: Path) -> None:
     assert "rc verify 1" in out and "rc info 0" in out and "rc compact 0" in out
     assert "unreadable file part-99999999999999999999-fifo.parquet" in out  # compaction's log
     assert len(store.files("calls")) == 4  # the partition was left alone
+
+
+def test_a_compaction_the_disk_fills_leaves_no_temp_file(tmp_path: Path, monkeypatch) -> None:
+    """The merged file fits, its journal does not (ENOSPC): the merged ``.parquet.tmp`` (as
+    large as the partition) and the journal's temp file were left behind, keeping the disk
+    full for an hour (the journal's forever). Now both are removed and the error raised."""
+    store = _filled(tmp_path / "store", files=8)
+    before = sorted(store.files("calls"))
+    real = Path.write_text
+
+    def full(self: Path, *args: object, **kwargs: object) -> int:
+        if self.name.startswith(".compact-"):
+            real(self, "{", encoding="utf-8")  # a partial write, as a full disk leaves it
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError, match="No space left"):
+        store.compact("calls")
+    monkeypatch.undo()
+    partition = before[0].parent
+    assert sorted(p.name for p in partition.iterdir()) == sorted(p.name for p in before)
+    assert store.compact("calls") == 7  # and the next pass, with room, merges as usual
+    assert store.query("SELECT count(*) AS n FROM calls").column("n")[0].as_py() == 40
+
+
+def test_store_compact_on_a_full_disk_is_one_line_naming_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _filled(tmp_path / "store", files=8)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(compaction, "write_parquet", full)
+    assert main(["store", "compact", "--store", str(store.root)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"toolwatch store compact: cannot compact calls in {store.root} (data intact): "
+        "[Errno 28] No space left on device"
+    )
+    assert len(store.files("calls")) == 8 and not store.temp_files()
