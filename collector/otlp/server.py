@@ -74,7 +74,8 @@ from toolwatch.collector.otlp.metrics import CONTENT_TYPE as METRICS_TYPE
 from toolwatch.collector.otlp.metrics import ExtraMetrics, metrics_renderer
 from toolwatch.collector.otlp.stats import CollectorStats
 from toolwatch.collector.otlp.writer import GroupCommitWriter, PendingRequest, WriteFailed
-from toolwatch.collector.store import Store
+from toolwatch.collector.store import Store, StoreError
+from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.instrumentation.export.processor import Delivery
 
 log = logging.getLogger(__name__)
@@ -186,7 +187,13 @@ class Collector:
         """Bind, start the writer and the HTTP server; return once it accepts connections."""
         if self._server is not None or self._threads:
             raise RuntimeError("a Collector starts once; create a new one to serve again")
-        self.store.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.store.root.mkdir(parents=True, exist_ok=True)
+            probe_writable(self.store.root)
+        except OSError as exc:  # refused at start: a 503 for every request would say it late
+            raise StoreError(
+                f"cannot write the store {self.store.root}: {exc.strerror or exc}"
+            ) from exc
         self.store.recover()  # finish (or undo) a compaction a crash interrupted
         rate_limit_third_party_logs()
         return_large_blocks_to_the_os()  # memory bounded by the queue, not by the last burst

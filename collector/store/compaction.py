@@ -105,6 +105,16 @@ def write_parquet(table: pa.Table, path: Path, *, fsync: bool, unique: Sequence[
         fsync_path(path)
 
 
+def probe_writable(directory: Path) -> None:
+    """Create and remove an empty file in ``directory`` (``OSError`` when it cannot be done):
+    a read-only or foreign-owned store is said at start, not as a 503 on every request. An
+    empty file needs no data blocks, so a full disk, which clears, passes."""
+    probe = directory / f".write-probe-{uuid.uuid4().hex[:12]}"
+    with open(probe, "xb"):
+        pass
+    probe.unlink()
+
+
 def not_a_file(path: Path) -> str | None:
     """Why ``path`` must not be opened as Parquet, or None: a FIFO (or device, socket, folder)
     named ``*.parquet`` would block or mislead its reader, and a read must never hang."""
