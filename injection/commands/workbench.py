@@ -171,7 +171,10 @@ def run(args: argparse.Namespace) -> int:
         if args.workbench_command == "run":
             return _run_one(args)
         return _run_suite(args)
-    except (CommandError, ScenarioError, StoreError) as exc:
+    except StoreError as exc:  # the store could not be written or read: 1, not bad usage
+        print(f"toolwatch workbench: {exc}", file=sys.stderr)
+        return exc.code
+    except (CommandError, ScenarioError) as exc:
         print(f"toolwatch workbench: {exc}", file=sys.stderr)
         return 2
 
@@ -280,7 +283,7 @@ def _append(store: Any, rows: list[dict[str, Any]]) -> None:
     try:
         store.append(RUNS_TABLE, rows, schema=runs_schema(), partition_by="time")
     except OSError as exc:
-        raise CommandError(f"cannot write the runs to {store.root}: {exc.strerror}") from exc
+        raise StoreError(f"cannot write the runs to {store.root}: {exc.strerror}") from exc
 
 
 def _run_one(args: argparse.Namespace) -> int:

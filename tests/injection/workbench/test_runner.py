@@ -554,3 +554,23 @@ def test_the_verifier_gets_the_scenarios_date_context_not_its_stale_date() -> No
     assert options["reference_time"].date().isoformat() == "2024-07-01"
     assert "stale_date" not in json.dumps(options, default=str)
     assert WorkbenchConfig().mitigation_options(sc)["scan"]["allowlist"] == []
+
+
+def test_cli_runs_the_store_cannot_take_exit_1_not_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only or full store is no bad usage (2): it is a failure to do the job (1)."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(Store, "append", refuse)
+    file = _write(scenario("A2"), tmp_path / "a2.json")
+    store = tmp_path / "store"
+    code = cli_main(
+        ["workbench", "run", str(file), "--agent", "naive", "--mitigation", "retry",
+         "--store", str(store), "--no-telemetry", "--call-timeout", "0.3"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.strip().endswith(f"cannot write the runs to {store}: Read-only file system")
