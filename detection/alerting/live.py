@@ -54,6 +54,7 @@ corpus through this very class.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -198,6 +199,8 @@ class LiveScorer:
         self.on_scored: Observer | None = None
         self._above: dict[StreamKey, int] = {}  # bit i set: stream is above watch[i]
         self.alerts_raised = 0
+        self.alerts_unstored = 0  # raised, but the alerts table could not take them (disk)
+        self.state_save_errors = 0
         self.calls_scored = 0
         self.calls_skipped = 0
         #: calls without provenance measured (they are never provenance alerts)
@@ -225,6 +228,16 @@ class LiveScorer:
             "live_calls_scored": ("counter", "calls scored live", self.calls_scored),
             "live_calls_skipped": ("counter", "calls that could not be scored", self.calls_skipped),
             "live_alerts_raised": ("counter", "live alerts raised", self.alerts_raised),
+            "live_alerts_unstored": (
+                "counter",
+                "live alerts the alerts table could not take (logged and posted still)",
+                self.alerts_unstored,
+            ),
+            "live_state_save_errors": (
+                "counter",
+                "saves of the live state that failed",
+                self.state_save_errors,
+            ),
             "live_calls_ahead": ("counter", "calls stamped too far ahead", self.calls_ahead),
             "live_streams_evicted": (
                 "counter",
@@ -357,6 +370,9 @@ class LiveScorer:
             tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
             os.replace(tmp, self.state_path)
         except (OSError, ValueError, TypeError) as exc:
+            self.state_save_errors += 1
+            with contextlib.suppress(OSError):  # a full disk's partial copy holds its space
+                self.state_path.with_name(self.state_path.name + ".tmp").unlink(missing_ok=True)
             log.error("live scoring: could not save the state to %s: %s", self.state_path, exc)
             return None
         return self.state_path
@@ -521,6 +537,7 @@ class LiveScorer:
         try:
             self.store.append(ALERTS_TABLE, alerts, schema=ALERTS_SCHEMA, partition_by="alert_time")
         except Exception as exc:  # never break ingest over an alert write
+            self.alerts_unstored += len(alerts)
             log.error("could not store %d alert(s) in %s: %s", len(alerts), self.store.root, exc)
         if self.poster is not None:
             self.poster.post(alerts)

@@ -127,3 +127,38 @@ def test_a_frozen_state_of_another_model_is_set_aside(
     assert live.scorer.open_streams == 0 and caplog.text.count("starting afresh") == 1
     assert f"belongs to model {NormalModel.load(model_path).model_id!r}" in caplog.text
     assert (state.parent / "live-state.json.unusable").exists()
+
+
+def test_a_full_disk_under_live_scoring_is_counted_and_leaves_no_temp_file(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alerts table and the state file on a full disk: each failed write was one ERROR
+    line, but /metrics and the shutdown line said nothing (``alerts_raised`` counted alerts
+    stored nowhere), and the state's partial temp file stayed. Now both are counted."""
+    store = Store(tmp_path / "store")
+    parts = _traffic()
+    for part in parts:
+        store.append("calls", part)
+    real_append = Store.append
+    real_write = Path.write_text
+
+    def append(self: Store, table_name: str, rows: Any, **kwargs: Any) -> Any:
+        if table_name == "alerts":
+            raise OSError(28, "No space left on device")
+        return real_append(self, table_name, rows, **kwargs)
+
+    def write_text(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        if self.name.startswith("live-state"):
+            real_write(self, data[:10], *args, **kwargs)  # as much as fitted
+            raise OSError(28, "No space left on device")
+        return real_write(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "append", append)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    live = LiveScorer(model_path, store)
+    raised = [a for part in parts for a in live.process(part)]
+    live.close()
+    metrics = live.metrics()
+    assert raised and metrics["live_alerts_unstored"][2] == len(raised)
+    assert metrics["live_state_save_errors"][2] >= 1
+    assert not list(live.state_path.parent.glob("*.tmp"))  # type: ignore[union-attr]
