@@ -40,6 +40,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolwatch.collector.otlp.columnar import map_parsed
+from toolwatch.collector.otlp.connections import RateLimiter
 from toolwatch.collector.otlp.decode import OtlpError, SpanData
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
 from toolwatch.collector.otlp.mapping import Mapped, map_spans
@@ -112,6 +113,8 @@ class GroupCommitWriter:
         self.on_progress = on_progress
         self.recent = recent if recent is not None else RecentSpans()
         self._lock = lock
+        # a full disk fails every group while senders retry: one line per cause per 10 s
+        self._limited = RateLimiter(log)
         self._logged = CollectorStats()  # the counters at the last progress line
         self._logged_at = 0.0  # monotonic time of that line (0: none yet, so the first shows)
         self._pending = 0  # spans admitted, not yet answered
@@ -265,7 +268,14 @@ class GroupCommitWriter:
         try:
             files, calls, lists = self._write([m for _, m in ok])
         except OSError as exc:
-            log.error("could not write %d requests to %s: %s", len(ok), self.store.root, exc)
+            self._limited.log(
+                logging.ERROR,
+                f"write:{exc.errno}",
+                "could not write %d requests to %s (answered 503, the senders retry): %s",
+                len(ok),
+                self.store.root,
+                exc,
+            )
             self._release(group)  # before answering: a refused client may retry at once
             for item, _ in ok:
                 _resolve(item, exception=WriteFailed(str(exc)))

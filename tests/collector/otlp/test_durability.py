@@ -319,3 +319,20 @@ def test_periodic_compaction_keeps_every_row(tmp_path: Path, interval: float) ->
         assert _count(store) == 12
         assert post(c.url, pb_request([SpanSpec(call(seq=99))])).status == 200
     assert _count(store) == 13
+
+
+def test_a_full_disk_is_one_error_line_per_10_s_not_one_per_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every group write failing while senders retry logged one ERROR per group (hundreds a
+    second under load, into a log that may share the full disk); now one per cause per 10 s,
+    then how many were held back. Every request is still answered 503."""
+    store = _FailingOnce(tmp_path)
+    store.failures = 10**9
+    with caplog.at_level("INFO"), Collector(store, compact_interval=None) as c:
+        replies = [post(c.url, pb_request([SpanSpec(call(seq=i))])) for i in range(20)]
+    assert {r.status for r in replies} == {503}
+    errors = [
+        r for r in caplog.records if r.levelname == "ERROR" and "could not write" in r.message
+    ]
+    assert len(errors) == 1 and "No space left on device" in errors[0].message
