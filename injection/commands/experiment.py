@@ -12,6 +12,7 @@ from typing import Any
 
 from toolwatch.collector.sources.delivery import append_new_calls
 from toolwatch.collector.stats.corpus import provenance_note
+from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
@@ -118,6 +119,14 @@ def run(args: argparse.Namespace) -> int:
             if kinds:
                 config = dataclasses.replace(config, kinds=kinds)
         calls = load_calls(store)
+        if args.save or args.write_injected:  # said now, not after the whole run
+            try:
+                probe_writable(store.root)
+            except OSError as exc:
+                raise UserError(
+                    f"cannot write the store {store.root}: {exc.strerror or exc} "
+                    "(--no-save runs the experiment without saving it)"
+                ) from exc
         result = run_with_progress(calls, config)
     except UserError:
         raise  # cli.main says it: one line, its exit code, the traceback under -v

@@ -167,3 +167,38 @@ def test_write_injected_twice_adds_nothing_and_stats_leave_copies_out(
     assert after["injected_sessions_left_out"] == copies["sessions"]
     assert cli_main(["stats", "--store", root]) == 0
     assert f"note: {copies['sessions']:,} sessions holding injected" in capsys.readouterr().out
+
+
+def test_a_store_it_cannot_write_is_said_before_the_run(
+    small_store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a read-only store the run went through to the end and only its save failed; now the
+    store is probed first (simulated portably: writes under it fail with EROFS), and
+    ``--no-save`` still runs."""
+    import builtins
+    import errno
+
+    from toolwatch.injection.experiment import protocol
+
+    real_open, root = builtins.open, str(small_store.root)
+
+    def read_only(file, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(file).startswith(root) and set(mode) & set("wxa+"):
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    runs: list[object] = []
+    real_run = protocol.run_experiment
+    monkeypatch.setattr(
+        protocol, "run_experiment", lambda *a, **k: runs.append(1) or real_run(*a, **k)
+    )
+    monkeypatch.setattr(builtins, "open", read_only)
+    base = ["--store", root, "--seeds", "1", "--bootstrap", "0", "--kinds", "burst"]
+    code, out, err = _run_cli(base, capsys)
+    assert code == 1 and out == "" and runs == []
+    assert err.strip().splitlines() == [
+        f"toolwatch experiment: cannot write the store {root}: Read-only file system "
+        "(--no-save runs the experiment without saving it)"
+    ]
+    code, out, err = _run_cli([*base, "--no-save"], capsys)
+    assert code == 0 and "burst" in out
