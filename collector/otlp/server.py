@@ -484,6 +484,16 @@ class Collector:
 # ---------------------------------------------------------------------- helpers
 
 
+#: OTLP paths of the signals this collector does not receive: an SDK pointed at it for every
+#: signal (``OTEL_EXPORTER_OTLP_ENDPOINT``) logs the answer, so it says what to do.
+OTHER_SIGNALS: Final = frozenset({"/v1/metrics", "/v1/logs"})
+OTHER_SIGNAL_ANSWER: Final = (
+    b"not found: this collector receives traces only (POST /v1/traces); send metrics and logs "
+    b"elsewhere or turn their exporters off (OTEL_METRICS_EXPORTER=none, "
+    b"OTEL_LOGS_EXPORTER=none)\n"
+)
+
+
 class _Router:
     """The collector's three routes as a bare ASGI app: a dict lookup, no middleware stack.
 
@@ -501,11 +511,13 @@ class _Router:
         handler = self.routes.get((scope["path"], scope["method"]))
         if handler is None:
             known = scope["path"] in self.paths
-            response = Response(
-                b"method not allowed\n" if known else b"not found\n",
-                405 if known else 404,
-                media_type="text/plain",
-            )
+            if known:
+                body, status = b"method not allowed\n", 405
+            elif scope["path"] in OTHER_SIGNALS:
+                body, status = OTHER_SIGNAL_ANSWER, 404
+            else:
+                body, status = b"not found\n", 404
+            response = Response(body, status, media_type="text/plain")
         else:
             try:
                 response = await handler(Request(scope, receive))

@@ -30,8 +30,10 @@ def describe(alert: Mapping[str, Any]) -> str:
     """One log line for an alert."""
     agent = f" agent={alert['agent_id']}" if alert.get("agent_id") else ""
     why = f": {alert['explanation']}" if alert.get("explanation") else ""
+    # another sender's span carries no position: no "seq None"
+    seq = f"seq {alert['seq']}, " if alert.get("seq") is not None else ""
     return (
         f"ALERT {alert['cue_set']}/{alert['detector']} session={alert['session_id']}{agent} "
-        f"call #{alert['call_index']} (seq {alert['seq']}, {alert['tool']}) "
+        f"call #{alert['call_index']} ({seq}{alert['tool']}) "
         f"score {alert['score']:.2f} > {alert['threshold']:.2f}, cue {alert['cue']}{why}"
     )

@@ -436,7 +436,13 @@ def test_bearer_token(store: Store) -> None:
 
 
 def test_other_paths_and_methods(collector: Collector) -> None:
-    assert post(collector.url, b"", path="/v1/metrics").status == 404
+    # an SDK sending every signal here logs the answer: it says traces only, and what to do
+    for signal in ("/v1/metrics", "/v1/logs"):
+        reply = post(collector.url, b"", path=signal)
+        assert reply.status == 404
+        assert reply.body.startswith(b"not found: this collector receives traces only")
+        assert b"OTEL_METRICS_EXPORTER=none" in reply.body
+    assert post(collector.url, b"", path="/v2/other").body == b"not found\n"
     import urllib.request
 
     with urllib.request.urlopen(collector.url + "/health") as resp:

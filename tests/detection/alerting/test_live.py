@@ -19,7 +19,7 @@ import pytest
 from support.detection import session, table, workload
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
-from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA
+from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, describe
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.cues.base import CUE_NAMES
@@ -572,3 +572,20 @@ def test_a_killed_adaptive_collector_does_not_raise_an_alert_twice(
     again = LiveScorer(adaptive_path, store, save_every_s=3600.0)
     assert again.process(tail) == []
     assert again.scorer.open_streams == 1 and again.scorer.tracks[("loop", None)].calls == 25
+
+
+def test_an_alert_line_names_a_position_only_when_the_call_has_one() -> None:
+    """Another sender's span carries no position: its alert line said "seq None"."""
+    row = {
+        "cue_set": "all",
+        "detector": "cusum",
+        "session_id": "s",
+        "agent_id": None,
+        "call_index": 3,
+        "tool": "Grep",
+        "score": 7.51,
+        "threshold": 6.88,
+        "cue": "failure",
+    }
+    assert "call #3 (Grep) score 7.51 > 6.88" in describe({**row, "seq": None})
+    assert "call #3 (seq 12, Grep) score" in describe({**row, "seq": 12})
