@@ -208,9 +208,11 @@ def compact_table(
     key: Sequence[str],
     unique: Sequence[str],
     partitions: str,
+    skipped: list[str] | None = None,
 ) -> int:
     """Merge the small files of each partition (the folders ``partitions`` matches; see
-    :meth:`Store.compact`); files removed."""
+    :meth:`Store.compact`); files removed. A partition left alone for an unreadable or damaged
+    file is logged and, when ``skipped`` is given, appended to it (``"<partition>: <why>"``)."""
     if not base.is_dir():
         return 0
     with flocked(base / COMPACT_LOCK) as locked:
@@ -222,7 +224,13 @@ def compact_table(
         removed = 0
         for directory in sorted(p for p in base.glob(partitions) if p.is_dir()):
             removed += _compact_partition(
-                directory, commit_lock, min_files, max_rows, key=key, unique=unique
+                directory,
+                commit_lock,
+                min_files,
+                max_rows,
+                key=key,
+                unique=unique,
+                skipped=[] if skipped is None else skipped,
             )
         return removed
 
@@ -246,6 +254,7 @@ def _compact_partition(
     *,
     key: Sequence[str],
     unique: Sequence[str],
+    skipped: list[str],
 ) -> int:
     small: list[tuple[Path, int]] = []
     for path in sorted(directory.glob("*.parquet")):
@@ -256,6 +265,7 @@ def _compact_partition(
             rows = pq.read_metadata(path).num_rows
         except Exception as exc:
             log.error("compact: skipping %s, unreadable file %s: %s", directory, path.name, exc)
+            skipped.append(f"{directory.name}: unreadable file {path.name}")
             return 0
         if rows < max_rows // 2:
             small.append((path, rows))
@@ -267,7 +277,7 @@ def _compact_partition(
     for path, rows in [*small, (Path(), max_rows)]:  # the sentinel flushes the last group
         if group and rows_in_group + rows > max_rows:
             if len(group) > 1:
-                merged = _read_group(directory, group)
+                merged = _read_group(directory, group, skipped)
                 if merged is None:
                     return removed
                 _commit_merge(directory, commit_lock, group, merged, key=key, unique=unique)
@@ -278,8 +288,9 @@ def _compact_partition(
     return removed
 
 
-def _read_group(directory: Path, group: list[Path]) -> pa.Table | None:
-    """Every row of ``group``, every page checked; None (partition skipped) if one is bad."""
+def _read_group(directory: Path, group: list[Path], skipped: list[str]) -> pa.Table | None:
+    """Every row of ``group``, every page checked; None (partition skipped, said in
+    ``skipped``) if one is bad."""
     tables = []
     for path in group:
         try:
@@ -291,6 +302,7 @@ def _read_group(directory: Path, group: list[Path]) -> pa.Table | None:
                 path.name,
                 exc,
             )
+            skipped.append(f"{directory.name}: damaged file {path.name}")
             return None
     return pa.concat_tables(tables, promote_options="default")
 

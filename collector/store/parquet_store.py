@@ -336,7 +336,12 @@ class Store:
         return bad
 
     def compact(
-        self, table_name: str = CALLS, *, min_files: int = 8, max_rows: int = 1_000_000
+        self,
+        table_name: str = CALLS,
+        *,
+        min_files: int = 8,
+        max_rows: int = 1_000_000,
+        skipped: list[str] | None = None,
     ) -> int:
         """Merge each partition's small files; returns how many files were removed.
 
@@ -346,7 +351,8 @@ class Store:
         Rows of one span stored twice keep one (tables with a key: calls, tool_lists). Each
         merge is journalled, so a crash at any point neither loses nor duplicates a row
         (:mod:`toolwatch.collector.store.compaction`); a partition with an unreadable or
-        damaged file is left alone and reported in the log. Only one process compacts a table
+        damaged file is left alone, reported in the log and appended to ``skipped`` (``"<partition>:
+        <why>"``) when it is given. Only one process compacts a table
         at a time (a lock file), and temp files left by a crashed writer (over an hour old) are
         removed.
         """
@@ -359,6 +365,7 @@ class Store:
             key=registered.key if registered is not None else (),
             unique=_UNIQUE_COLUMNS,
             partitions=PARTITIONS,
+            skipped=skipped,
         )
 
     def temp_files(self) -> list[Path]:

@@ -74,7 +74,7 @@ def test_a_fifo_in_a_partition_is_named_never_opened(tmp_path: Path) -> None:
     out = done.stdout + done.stderr
     assert "Traceback" not in out
     assert f"UNREADABLE {fifo}: not a regular file (a FIFO)" in out
-    assert "rc verify 1" in out and "rc info 0" in out and "rc compact 0" in out
+    assert "rc verify 1" in out and "rc info 0" in out and "rc compact 1" in out
     assert "unreadable file part-99999999999999999999-fifo.parquet" in out  # compaction's log
     assert len(store.files("calls")) == 4  # the partition was left alone
 
@@ -119,3 +119,27 @@ def test_store_compact_on_a_full_disk_is_one_line_naming_the_table(
         "[Errno 28] No space left on device"
     )
     assert len(store.files("calls")) == 8 and not store.temp_files()
+
+
+def test_a_partition_left_alone_is_said_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A partition with a damaged file is left alone (its data intact): ``store compact`` said so
+    only in a log line and exited 0, and the collector's compaction counted no error."""
+    from toolwatch.collector.otlp.server import Collector
+
+    store = _filled(tmp_path / "store", files=8)
+    damaged = sorted(store.files("calls"))[3]
+    damaged.write_bytes(b"not parquet at all")
+    assert main(["store", "compact", "--store", str(store.root)]) == 1
+    out = capsys.readouterr().out
+    partition = damaged.parent.name
+    assert (
+        f"toolwatch store compact: left alone calls/{partition}: unreadable file {damaged.name} "
+        "(run `toolwatch store verify --deep`)"
+    ) in out
+    assert len(store.files("calls")) == 8  # nothing merged, nothing lost
+    collector = Collector(store, compact_interval=None)
+    with collector:
+        pass  # its stop compacts
+    assert collector.stats.compaction_errors == 1
