@@ -4,27 +4,14 @@ portably: every open for writing under the store fails with EROFS, as on a ``ro`
 
 from __future__ import annotations
 
-import builtins
 import contextlib
-import errno
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.disk import read_only
 from toolwatch.collector.otlp.server import Collector
 from toolwatch.collector.store import Store, StoreError
-
-
-def _read_only(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
-    real = builtins.open
-
-    def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if str(file).startswith(str(root)) and set(mode) & set("wxa+"):
-            raise OSError(errno.EROFS, "Read-only file system", str(file))
-        return real(file, mode, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", open_)
 
 
 def test_collector_refuses_to_start_on_a_read_only_store(
@@ -32,7 +19,7 @@ def test_collector_refuses_to_start_on_a_read_only_store(
 ) -> None:
     root = tmp_path / "store"
     root.mkdir()
-    _read_only(monkeypatch, root)
+    read_only(monkeypatch, root)
     collector = Collector(Store(root), compact_interval=None)
     try:
         with pytest.raises(StoreError) as raised:

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from support.disk import read_only
 from support.paths import FIXTURES
 from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.simulator import simulate
@@ -175,24 +176,15 @@ def test_a_store_it_cannot_write_is_said_before_the_run(
     """On a read-only store the run went through to the end and only its save failed; now the
     store is probed first (simulated portably: writes under it fail with EROFS), and
     ``--no-save`` still runs."""
-    import builtins
-    import errno
-
     from toolwatch.injection.experiment import protocol
 
-    real_open, root = builtins.open, str(small_store.root)
-
-    def read_only(file, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
-        if str(file).startswith(root) and set(mode) & set("wxa+"):
-            raise OSError(errno.EROFS, "Read-only file system", str(file))
-        return real_open(file, mode, *args, **kwargs)
-
+    root = str(small_store.root)
     runs: list[object] = []
     real_run = protocol.run_experiment
     monkeypatch.setattr(
         protocol, "run_experiment", lambda *a, **k: runs.append(1) or real_run(*a, **k)
     )
-    monkeypatch.setattr(builtins, "open", read_only)
+    read_only(monkeypatch, small_store.root)
     base = ["--store", root, "--seeds", "1", "--bootstrap", "0", "--kinds", "burst"]
     code, out, err = _run_cli(base, capsys)
     assert code == 1 and out == "" and runs == []

@@ -383,15 +383,20 @@ def _write(sc: Any, path: Path) -> Path:
     return path
 
 
-def test_cli_run_prints_the_report_and_saves_rows(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _run_a2_naive_retry(tmp_path: Path, store: Path) -> int:
+    """``workbench run`` of A2 with the naive agent and retry, into ``store``."""
     file = _write(scenario("A2"), tmp_path / "a2.json")
-    store = tmp_path / "store"
-    code = cli_main(
+    return cli_main(
         ["workbench", "run", str(file), "--agent", "naive", "--mitigation", "retry",
          "--store", str(store), "--no-telemetry", "--call-timeout", "0.3"]
     )  # fmt: skip
+
+
+def test_cli_run_prints_the_report_and_saves_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    code = _run_a2_naive_retry(tmp_path, store)
     out = capsys.readouterr().out
     assert code == 0
     assert "check A2.primary: FAIL" in out and "fix_confirmed: True" in out
@@ -565,12 +570,8 @@ def test_cli_runs_the_store_cannot_take_exit_1_not_2(
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(Store, "append", refuse)
-    file = _write(scenario("A2"), tmp_path / "a2.json")
     store = tmp_path / "store"
-    code = cli_main(
-        ["workbench", "run", str(file), "--agent", "naive", "--mitigation", "retry",
-         "--store", str(store), "--no-telemetry", "--call-timeout", "0.3"]
-    )  # fmt: skip
+    code = _run_a2_naive_retry(tmp_path, store)
     err = capsys.readouterr().err
     assert code == 1
     assert err.strip().endswith(f"cannot write the runs to {store}: Read-only file system")
