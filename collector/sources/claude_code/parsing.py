@@ -43,6 +43,9 @@ ProgressCallback = Callable[[int], None]
 #: whose id matches no call of the run (decided once every file is read).
 REPEATED_RESULT: Final = "repeated tool_result"
 UNMATCHED_RESULT: Final = "tool_result without matching tool_use"
+#: An unparsable last line without its newline: cut off, mostly a live session being written
+#: (a re-import once it is complete adds the call it held).
+INCOMPLETE_LINE: Final = "incomplete last line (still being written?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +177,7 @@ class _FileParser:
             obj, strict = load_line(raw)
         except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too deep
             if raw.strip():
-                self.skip(line_no, "invalid JSON")
+                self.skip(line_no, "invalid JSON" if raw.endswith(b"\n") else INCOMPLETE_LINE)
             return
         if type(obj) is not dict:
             self.skip(line_no, "not a JSON object")
