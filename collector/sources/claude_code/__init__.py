@@ -29,9 +29,9 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
 * **Capped outputs** (2.1.x ``<persisted-output>`` stubs): ``output_truncated`` is set, the size is
   the stub's (a lower bound).
 * **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not
-  an object, tool_use line without a valid timestamp, blocks without id/name) and results no
-  call takes (an id matching no call of the run, a repeated result) are skipped and reported by
-  file and line, never fatal.
+  an object, tool_use line without a valid timestamp, blocks without id/name, call or result
+  blocks in a line of an unknown type) and results no call takes (an id matching no call of the
+  run, a repeated result) are skipped and reported by file and line, never fatal.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one

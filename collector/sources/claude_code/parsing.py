@@ -46,6 +46,10 @@ UNMATCHED_RESULT: Final = "tool_result without matching tool_use"
 #: An unparsable last line without its newline: cut off, mostly a live session being written
 #: (a re-import once it is complete adds the call it held).
 INCOMPLETE_LINE: Final = "incomplete last line (still being written?)"
+#: Calls and results in a line of another type than assistant/user (a future entry type):
+#: not read, as what the type means is unknown, but never dropped without a word.
+OTHER_TYPE_CALL: Final = "tool_use in a line not of type assistant"
+OTHER_TYPE_RESULT: Final = "tool_result in a line not of type user"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +188,8 @@ class _FileParser:
             return
         kind = obj.get("type")
         if kind != "assistant" and kind != "user":
-            return  # summary, progress, system, snapshots...: no tool call in them
+            self.other(obj, line_no)  # summary, progress, system, snapshots...: no calls
+            return
         side = obj.get("isSidechain") is True or self.file_agent is not None
         agent_id: str | None = None
         if side:
@@ -210,6 +215,19 @@ class _FileParser:
             self.stamp_responses.setdefault(stamp, set()).add(response_id)
         if type(content) is list:
             self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict, raw)
+
+    def other(self, obj: dict[str, Any], line_no: int) -> None:
+        """A line of another type holds no call today; one that does (a new entry type) is
+        reported, once per kind of block, instead of losing its calls without a word."""
+        message = obj.get("message")
+        content = message.get("content") if type(message) is dict else None
+        if type(content) is not list:
+            return
+        kinds = {b.get("type") for b in content if type(b) is dict}
+        if "tool_use" in kinds:
+            self.skip(line_no, OTHER_TYPE_CALL)
+        if "tool_result" in kinds:
+            self.skip(line_no, OTHER_TYPE_RESULT)
 
     def calls(
         self,

@@ -2,9 +2,10 @@
 
 Each input is a small hand-made transcript, perturbed the way real files differ from the
 fixtures: CRLF endings and a BOM (Windows copies), a cut last line (a live session), calls of one
-response over several lines, a result before its call, unexpected directory depths, a session
-split over two files, a subagent without its main file, an empty file. The rule every test
-holds: each call counted exactly once, and whatever is not read is named with its reason.
+response over several lines, a result before its call, new entry types and fields, unexpected
+directory depths, a session split over two files, a subagent without its main file, an empty
+file. The rule every test holds: each call counted exactly once, and whatever is not read is
+named with its reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.sources.claude_code import ImportReport, import_transcripts
-from toolwatch.collector.sources.claude_code.parsing import INCOMPLETE_LINE
+from toolwatch.collector.sources.claude_code.parsing import (
+    INCOMPLETE_LINE,
+    OTHER_TYPE_CALL,
+    UNMATCHED_RESULT,
+)
 from toolwatch.record import CallRecord
 
 SID = "0d9c4f52-aaaa-4bbb-8ccc-000000000001"
@@ -128,6 +133,31 @@ def test_a_result_written_before_its_call_is_still_its_result(tmp_path: Path) ->
     path.write_text(_text([SESSION[1], SESSION[0], SESSION[3], SESSION[2]]))
     records, report = import_transcripts([path])
     assert _shape(records) == EXPECTED and _clean(report)
+
+
+def test_new_entry_types_and_fields_lose_no_call_without_a_word(tmp_path: Path) -> None:
+    """Lines of types other than assistant/user were passed over unread, so calls a new
+    version wrote in a new entry type vanished without a count; they are now skipped lines
+    with their reason. Unknown fields and types without calls change nothing."""
+    newer = _call("toolu_9", "2026-03-01T10:00:07.000Z", "msg_9", type="assistant_turn")
+    lines = [
+        {"type": "brand-new-entry", "timestamp": "2026-03-01T09:59:00.000Z", "data": {"k": 1}},
+        {"type": "system", "message": {"content": [{"type": "text", "text": "x"}]}},
+        {"message": {"content": "no type at all"}},
+        _call("toolu_1", "2026-03-01T10:00:00.000Z", "msg_1", futureField={"a": [1, 2]}),
+        dict(SESSION[1], anotherNewField=True),
+        *SESSION[2:],
+        newer,
+        _result("toolu_9", "2026-03-01T10:00:08.000Z"),
+    ]
+    path = tmp_path / f"{SID}.jsonl"
+    path.write_text(_text(lines))
+    records, report = import_transcripts([path])
+    assert _shape(records) == EXPECTED
+    assert [str(s) for s in report.skipped] == [
+        f"{path}:8: {OTHER_TYPE_CALL}",
+        f"{path}:9: {UNMATCHED_RESULT}",
+    ]
 
 
 def test_layouts_depths_split_sessions_lone_subagents_and_empty_files(tmp_path: Path) -> None:
