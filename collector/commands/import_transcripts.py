@@ -59,6 +59,8 @@ class ImportOutcome:
     store: Path | None = None
     files_written: list[Path] = field(default_factory=list)
     seq_overlap_sessions: int = 0
+    #: every transcript found failed to read (compressed, UTF-16, I/O error): nothing imported
+    none_readable: bool = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,6 +128,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary_dict(outcome), indent=2))
     else:
         print(format_summary(outcome))
+    if outcome.none_readable:  # the summary names each file and why; the run did nothing
+        print(
+            f"toolwatch import: none of the {outcome.report.files:,} transcript file(s) "
+            "found could be read (reasons above)",
+            file=sys.stderr,
+        )
+        return 1
     if outcome.export_problem:  # emitted != stored: say so, and fail
         print(f"toolwatch import: {outcome.export_problem}", file=sys.stderr)
         return 1
@@ -151,7 +160,7 @@ def import_claude_code(
         unread = ""
         if scan.not_read:
             path, reason = scan.not_read[0]
-            unread = f" ({len(scan.not_read):,} *.jsonl not read, e.g. {path}: {reason})"
+            unread = f" ({len(scan.not_read):,} file(s) not read, e.g. {path}: {reason})"
         raise TranscriptPathError(f"no *.jsonl transcript found under {shown}{unread}")
     show_bar = progress and any(Path(p).is_dir() for p in paths)
     parses = []
@@ -187,7 +196,9 @@ def import_claude_code(
             on_total=on_total,
             not_read=scan.not_read,
         )
-    outcome = ImportOutcome(report=report, records=records)
+    outcome = ImportOutcome(
+        report=report, records=records, none_readable=all(p.error is not None for p in parses)
+    )
     to_send: Calls = records
     if store is not None:
         outcome.store = store.root

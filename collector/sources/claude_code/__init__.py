@@ -31,7 +31,8 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
 * **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not
   an object, tool_use line without a valid timestamp, blocks without id/name, call or result
   blocks in a line of an unknown type) and results no call takes (an id matching no call of the
-  run, a repeated result) are skipped and reported by file and line, never fatal.
+  run, a repeated result) are skipped and reported by file and line, never fatal; a compressed
+  or UTF-16 file is reported once as unreadable, saying what it is.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one

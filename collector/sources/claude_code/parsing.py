@@ -23,7 +23,11 @@ from toolwatch.collector.sources.claude_code.measure import (
     result_content_size,
     text_field,
 )
-from toolwatch.collector.sources.claude_code.transcripts import open_transcript
+from toolwatch.collector.sources.claude_code.transcripts import (
+    FOREIGN_HEAD_BYTES,
+    foreign_format,
+    open_transcript,
+)
 from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
 
 #: This many different responses sharing one timestamp in one file mark a re-stamped run.
@@ -129,6 +133,10 @@ def parse_file(
     with fh:
         line_no = 0
         try:
+            out.error = foreign_format(fh.read(FOREIGN_HEAD_BYTES))
+            if out.error is not None:
+                return out  # compressed, UTF-16...: not lines of JSON, said once
+            fh.seek(0)
             for raw in fh:
                 line_no += 1
                 size = len(raw)

@@ -1,6 +1,8 @@
 """Where the transcripts are: every ``*.jsonl`` under the paths given, in one order that does not
 depend on the order the paths were given in, and the ``*.jsonl`` entries that cannot be read as
-one (each with its reason: nothing found is passed over without a word).
+one (each with its reason: nothing found is passed over without a word) — compressed copies
+(``*.jsonl.gz`` …, as backups keep them) among them, and files whose first bytes say they are
+compressed or UTF-16 text (a PowerShell copy) rather than UTF-8 JSON Lines.
 """
 
 from __future__ import annotations
@@ -16,6 +18,27 @@ from typing import BinaryIO, Final
 TRANSCRIPT_SUFFIX: Final = ".jsonl"
 #: Why a FIFO, a device or a socket is not read (opening a FIFO would wait for a writer).
 NOT_REGULAR: Final = "not a regular file"
+#: First bytes of files that are not UTF-8 JSON Lines, what they are and what to do: read line
+#: by line, each would be one more "invalid JSON" line and the file's calls lost without reason.
+_FOREIGN_HEADS: Final = (
+    (b"\x1f\x8b", "gzip-compressed", "gunzip it"),
+    (b"BZh", "bzip2-compressed", "bunzip2 it"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "unxz it"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd it"),
+    (b"PK\x03\x04", "a zip archive", "unzip it"),
+    (b"\xff\xfe", "UTF-16 text", "convert it to UTF-8"),
+    (b"\xfe\xff", "UTF-16 text", "convert it to UTF-8"),
+)
+#: How many first bytes :func:`foreign_format` needs.
+FOREIGN_HEAD_BYTES: Final = 6
+#: Compressed transcripts under a directory (``x.jsonl.gz``): named as not read, with the
+#: reason their first bytes would give.
+COMPRESSED_SUFFIXES: Final = {
+    ".gz": b"\x1f\x8b",
+    ".bz2": b"BZh",
+    ".xz": b"\xfd7zXZ\x00",
+    ".zst": b"\x28\xb5\x2f\xfd",
+}
 
 
 class TranscriptPathError(FileNotFoundError):
@@ -47,7 +70,8 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
     Sorting by resolved path makes the tie-breaks of deduplication and ``seq`` independent of
     the order in which paths were given. A given path that is missing or neither a regular file
     nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
-    entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason.
+    entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason, and
+    so is a compressed transcript (``*.jsonl.gz``, ``.bz2``, ``.xz``, ``.zst``).
     Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
     searched like any other; symlinked directories are not followed (no loops).
     """
@@ -67,11 +91,16 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
         except OSError as exc:
             raise TranscriptPathError(f"{_stat_problem(path, exc)}: {path}") from None
         if stat.S_ISDIR(mode):
-            for entry in path.rglob(f"*{TRANSCRIPT_SUFFIX}"):
+            for entry in path.rglob(f"*{TRANSCRIPT_SUFFIX}*"):
+                compressed = _compressed(entry.name)
+                if compressed is None and not entry.name.endswith(TRANSCRIPT_SUFFIX):
+                    continue  # x.jsonl.bak, x.jsonl.lock ...: not a transcript
                 problem = _entry_problem(entry)
-                if problem is None:
+                if problem is None and compressed is None:
                     add(entry)
-                elif problem:
+                elif problem is None:
+                    not_read[str(entry)] = str(compressed)
+                elif problem:  # "" is a directory: the walk searches it
                     not_read[str(entry)] = problem
         elif stat.S_ISREG(mode):
             add(path)
@@ -101,6 +130,24 @@ def open_transcript(path: Path) -> BinaryIO:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb", buffering=1 << 20)
+
+
+def foreign_format(head: bytes) -> str | None:
+    """Why a file starting with ``head`` is not UTF-8 JSON Lines (compressed, an archive,
+    UTF-16), else None. A UTF-8 BOM is not foreign: the line parser takes it."""
+    for magic, what, fix in _FOREIGN_HEADS:
+        if head.startswith(magic):
+            return f"{what}, not UTF-8 JSON Lines ({fix} first)"
+    return None
+
+
+def _compressed(name: str) -> str | None:
+    """Why ``*.jsonl.gz`` & co. are not read, else None."""
+    stem, dot, suffix = name.rpartition(".")
+    head = COMPRESSED_SUFFIXES.get(dot + suffix)
+    if head is None or not stem.endswith(TRANSCRIPT_SUFFIX):
+        return None
+    return foreign_format(head)
 
 
 def _entry_problem(entry: Path) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -257,7 +258,7 @@ def test_a_path_that_is_not_a_regular_file_is_named_as_such(
     only.mkdir()
     os.mkfifo(only / "y.jsonl")
     assert _import(tmp_path / "s", only) == 2
-    assert f"1 *.jsonl not read, e.g. {only / 'y.jsonl'}: not a regular file" in (
+    assert f"1 file(s) not read, e.g. {only / 'y.jsonl'}: not a regular file" in (
         capsys.readouterr().err
     )
     shutil.copytree(FIXTURES / "v2_agents", only / "v2")
@@ -267,6 +268,28 @@ def test_a_path_that_is_not_a_regular_file_is_named_as_such(
         {"path": str(only / "y.jsonl"), "error": "not a regular file"}
     ]
     assert summary["written"] == 7
+
+
+def test_a_directory_of_compressed_transcripts_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backup of gzip'd transcripts was "no *.jsonl transcript found", as if empty."""
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    (backup / "s.jsonl.gz").write_bytes(gzip.compress(b"{}\n"))
+    assert _import(tmp_path / "s", backup) == 2
+    assert capsys.readouterr().err == (
+        f"toolwatch import: no *.jsonl transcript found under {backup} (1 file(s) not read, "
+        f"e.g. {backup / 's.jsonl.gz'}: gzip-compressed, not UTF-8 JSON Lines (gunzip it first))\n"
+    )
+    # given by name, it was read as lines of garbage (one "invalid JSON" each) and exit 0
+    assert _import(tmp_path / "s", backup / "s.jsonl.gz", extra=("--quiet",)) == 1
+    out, err = capsys.readouterr()
+    assert "skipped lines: 0" in out
+    assert f"unreadable file {backup / 's.jsonl.gz'}: gzip-compressed, not UTF-8" in out
+    assert err == (
+        "toolwatch import: none of the 1 transcript file(s) found could be read (reasons above)\n"
+    )
 
 
 def test_no_store_needs_otlp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,12 +4,13 @@ Each input is a small hand-made transcript, perturbed the way real files differ 
 fixtures: CRLF endings and a BOM (Windows copies), a cut last line (a live session), calls of one
 response over several lines, a result before its call, new entry types and fields, unexpected
 directory depths, a session split over two files, a subagent without its main file, an empty
-file. The rule every test holds: each call counted exactly once, and whatever is not read is
-named with its reason.
+file, compressed and UTF-16 copies. The rule every test holds: each call counted exactly once,
+and whatever is not read is named with its reason.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,30 @@ def test_layouts_depths_split_sessions_lone_subagents_and_empty_files(tmp_path: 
     assert records[2].output_bytes == 11 and records[2].duration_us == 250_000
     assert (report.files, report.lines, report.sessions, report.subagents) == (4, 6, 2, 1)
     assert _clean(report)
+
+
+def test_compressed_and_utf16_copies_are_named_not_read_as_garbage(tmp_path: Path) -> None:
+    """A gzip'd transcript given by name gave one "invalid JSON" line per 64 kB block and no
+    call, a UTF-16 one (a PowerShell copy) the same, and ``*.jsonl.gz`` under a directory was
+    passed over without a word. Each is now an unreadable file saying what it is."""
+    good = tmp_path / f"{SID}.jsonl"
+    good.write_text(_text(SESSION))
+    other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")])
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(other.encode()))
+    (tmp_path / "c.jsonl").write_bytes(gzip.compress(other.encode()))
+    (tmp_path / "d.jsonl").write_bytes(other.encode("utf-16"))
+    (tmp_path / "e.jsonl.bak").write_text(other)  # not a transcript's name: not looked at
+    records, report = import_transcripts([tmp_path])
+    assert _shape(records) == EXPECTED
+    gz = "gzip-compressed, not UTF-8 JSON Lines (gunzip it first)"
+    assert report.unreadable_files == [
+        (str(tmp_path / "b.jsonl.gz"), gz),
+        (str(tmp_path / "c.jsonl"), gz),
+        (
+            str(tmp_path / "d.jsonl"),
+            "UTF-16 text, not UTF-8 JSON Lines (convert it to UTF-8 first)",
+        ),
+    ]
+    assert report.skipped == [] and report.files == 3
+    _, alone = import_transcripts([tmp_path / "b.jsonl.gz"])
+    assert alone.unreadable_files == [(str(tmp_path / "b.jsonl.gz"), gz)]
