@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -323,7 +324,8 @@ _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, defa
 # The C encoder that instance builds on every encode(), built once (argument order as in
 # JSONEncoder.iterencode): building it cost more than encoding a tool call's arguments. It skips
 # the circular-reference check (markers=None), so a value containing itself raises
-# RecursionError rather than ValueError; JSON arguments never do.
+# RecursionError, as a very deep one does; compact_json_size then asks json_size, which tells
+# the two apart.
 _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 _C_COMPACT = (
     _c_make_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
@@ -343,19 +345,96 @@ def utf8_size(text: str) -> int:
 
 def compact_json_size(value: Any) -> int:
     """UTF-8 bytes (:func:`utf8_size`) of the compact JSON of ``value`` (``,``/``:``
-    separators, non-ASCII kept). Raises for a value that is not JSON: a key that is not a
-    string or a number (``TypeError``), nesting past the recursion limit or a value containing
-    itself (``RecursionError``, or ``ValueError`` without the C encoder)."""
-    if _C_COMPACT is not None:
-        return utf8_size("".join(_C_COMPACT(value, 0)))
-    return utf8_size(_COMPACT_JSON.encode(value))
+    separators, non-ASCII kept), at any nesting depth: a value nested past the encoder's
+    recursion limit is counted by :func:`json_size`, byte-identical. Raises for a value that is
+    not JSON: a key that is not a string, a number, a bool or null (``TypeError``), a value
+    containing itself (``ValueError``)."""
+    try:
+        if _C_COMPACT is not None:
+            return utf8_size("".join(_C_COMPACT(value, 0)))
+        return utf8_size(_COMPACT_JSON.encode(value))
+    except RecursionError:  # deeper than the encoder goes, or a cycle (json_size says which)
+        return json_size(value)
+
+
+#: pushed above a container's id while its items are walked (see :func:`json_size`)
+_LEAVE: Final = object()
+_encode_string = json.encoder.encode_basestring  # quoted, escaped, non-ASCII kept
+
+
+def json_size(value: Any) -> int:
+    """What :func:`compact_json_size` counts, without recursion, so any nesting depth has a
+    size (an agent's argument object, a transcript line nested 1,024 deep): the encoder's
+    rules one value at a time — tuples as lists, keys of the five JSON-able types as strings,
+    ints and floats by their own ``repr`` (NaN, Infinity), anything else as ``str(value)``.
+    Raises ``TypeError`` for another key and ``ValueError`` for a value containing itself."""
+    total = 0
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    path: set[int] = set()  # ids of the containers being walked: a cycle returns to one
+    while stack:
+        item = pop()
+        if item is _LEAVE:
+            path.discard(pop())
+        elif item is None or item is True:
+            total += 4
+        elif item is False:
+            total += 5
+        elif isinstance(item, str):
+            total += utf8_size(_encode_string(item))
+        elif isinstance(item, int):
+            total += len(int.__repr__(item))
+        elif isinstance(item, float):
+            total += len(_float_text(item))
+        elif isinstance(item, list | tuple | dict):
+            if not item:
+                total += 2
+                continue
+            if id(item) in path:
+                raise ValueError("Circular reference detected")
+            path.add(id(item))
+            push(id(item))
+            push(_LEAVE)
+            if isinstance(item, dict):
+                total += 2 * len(item) + 1  # braces, a colon each, commas between
+                for key, inner in item.items():
+                    total += utf8_size(_encode_string(_key_text(key)))
+                    push(inner)
+            else:
+                total += len(item) + 1  # brackets, commas between
+                stack.extend(item)
+        else:  # default=str, as the encoder
+            push(str(item))
+    return total
+
+
+def _float_text(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def _key_text(key: Any) -> str:
+    """A dict key as the encoder writes it before quoting it."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float_text(key)
+    if key is True or key is False or key is None:
+        return "null" if key is None else "true" if key else "false"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 def arguments_size(arguments: Mapping[str, Any] | None) -> int:
     """Input bytes of a call: compact JSON of the arguments object; no arguments = 0.
 
-    Raises as :func:`compact_json_size` does for arguments that are not JSON: their size is
-    unknown (the instrumentation then leaves it off the span, so ``input_bytes`` is null)."""
+    Raises as :func:`compact_json_size` does for arguments that are not JSON (a tuple key, a
+    cycle): their size is unknown (the instrumentation then leaves it off the span, so
+    ``input_bytes`` is null)."""
     return 0 if arguments is None else compact_json_size(arguments)
 
 

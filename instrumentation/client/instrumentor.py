@@ -225,7 +225,7 @@ def _call_attributes(
     try:
         attrs[ATTR_ARGUMENTS_SIZE] = arguments_size(arguments)
     except Exception:
-        # Arguments that are not JSON (a tuple key, too deep, circular) have no size: it is
+        # Arguments that are not JSON (a tuple key, circular) have no size (any depth has): it is
         # left off the span (the record's input_bytes is null, fields_present says so), and
         # provenance, which walks a JSON tree, does not look at them (a cycle never ends).
         return

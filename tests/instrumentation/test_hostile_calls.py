@@ -140,16 +140,17 @@ def _compact_size(args: dict[str, Any]) -> int:
 def test_calls_with_arguments_toolwatch_cannot_size_keep_their_span(
     exporter: InMemorySpanExporter,
 ) -> None:
-    """A lone surrogate is sized as U+FFFD; arguments that are not JSON (a tuple key, nesting
-    past the recursion limit, a cycle) leave the size off. Every call keeps its span and one
-    position; these spans once went missing, uncounted, each skipping two positions."""
+    """A lone surrogate is sized as U+FFFD, nesting past the recursion limit by the
+    recursion-free walk (it was left off, while the importer sized it); arguments that are not
+    JSON (a tuple key, a cycle) leave the size off. Every call keeps its span and one position;
+    these spans once went missing, uncounted, each skipping two positions."""
     circular: dict[str, Any] = {}
     circular["self"] = circular
     calls: list[tuple[dict[Any, Any], int | None]] = [
         ({"text": "ok"}, _compact_size({"text": "ok"})),
         ({"text": "\udcff-os.listdir"}, _compact_size({"text": "\udcff-os.listdir"})),
         ({"text": "hi", (1, 2): 1}, None),
-        (_deep(5000), None),
+        (_deep(5000), len('{"text":}') + len('{"a":}') * 5000 + len('"x"')),
         ({"text": circular}, None),
         ({"text": "next"}, _compact_size({"text": "next"})),
     ]

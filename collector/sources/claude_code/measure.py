@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Final
 
-from toolwatch.record import arguments_size, result_size, utf8_size
+from toolwatch.record import arguments_size, json_size, result_size
 
 try:  # 3x faster than the stdlib parser on transcript lines (benchmarks/bench_import.py)
     import orjson
@@ -45,7 +45,8 @@ def input_size(value: Any, fast: bool) -> int:
     """:func:`arguments_size` of a parsed ``input``; ``fast`` (the value holds no float and was
     parsed by orjson) lets orjson measure it 5-15x faster, byte-identical then: compact
     separators, UTF-8 kept, the same escapes (floats are where the two differ: ``1e-05`` is
-    ``0.00001`` there). Lone surrogates count as U+FFFD (3 bytes), as a UTF-8 writer emits."""
+    ``0.00001`` there). Lone surrogates count as U+FFFD (3 bytes), and an input nested deeper
+    than either encoder goes is counted without recursion, both by :mod:`toolwatch.record`."""
     if value is None:
         return 0
     if fast and orjson is not None:
@@ -53,53 +54,7 @@ def input_size(value: Any, fast: bool) -> int:
             return len(orjson.dumps(value))
         except orjson.JSONEncodeError:  # nested deeper than orjson writes (254 levels)
             pass
-    try:
-        return arguments_size(value)
-    except UnicodeEncodeError:  # a lone surrogate (a \ud83d escape cut from its pair)
-        return arguments_size(_without_lone_surrogates(value))
-    except RecursionError:  # nested deeper than the stdlib encoder goes
-        return json_size(value)
-
-
-def json_size(value: Any) -> int:
-    """UTF-8 bytes of the compact JSON of a value read from JSON, as :func:`arguments_size`
-    counts them (lone surrogates 3 bytes), without recursion: a transcript line may nest up to
-    the parser's limit (1024 levels), deeper than either encoder writes."""
-    total = 0
-    stack = [value]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is str:
-            total += utf8_size(_encode_string(item))
-        elif kind is dict:
-            total += 2 + max(len(item) - 1, 0) + len(item)  # braces, commas, colons
-            for key, inner in item.items():
-                push(str(key))
-                push(inner)
-        elif kind is list:
-            total += 2 + max(len(item) - 1, 0)
-            for inner in item:
-                push(inner)
-        elif item is None or kind is bool:
-            total += 4 if item is None or item is True else 5
-        elif kind is float:
-            total += len(_float_text(item))
-        else:
-            total += len(repr(item))
-    return total
-
-
-_encode_string = json.encoder.encode_basestring  # quoted, escaped, non-ASCII kept
-
-
-def _float_text(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    return repr(value)
+    return arguments_size(value)
 
 
 def has_float(value: Any) -> bool:
@@ -118,28 +73,15 @@ def has_float(value: Any) -> bool:
     return False
 
 
-def _without_lone_surrogates(value: Any) -> Any:
-    """``value`` with each lone surrogate replaced by U+FFFD, as a UTF-8 writer emits it."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_without_lone_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
-    return value
-
-
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def result_content_size(content: Any) -> int:
-    """Result bytes on the shared basis; Anthropic image blocks mapped to the MCP shape first.
-    Lone surrogates count as U+FFFD (3 bytes), as for inputs."""
+    """Result bytes on the shared basis (:func:`result_size`: lone surrogates 3 bytes, any
+    nesting depth); Anthropic image blocks mapped to the MCP shape first."""
     try:
         return _shaped_size(content)
-    except UnicodeEncodeError:
-        return _shaped_size(_without_lone_surrogates(content))
-    except RecursionError:  # a block nested deeper than the stdlib encoder goes
+    except RecursionError:  # a text or resource that is no string, too deep for str()
         blocks = content if isinstance(content, list) else [content]
         return sum(_block_size(block) for block in blocks)
 
@@ -147,7 +89,7 @@ def result_content_size(content: Any) -> int:
 def _block_size(block: Any) -> int:
     try:
         return _shaped_size([block])
-    except RecursionError:
+    except RecursionError:  # counted as its compact JSON instead, at any depth
         return json_size(block)
 
 

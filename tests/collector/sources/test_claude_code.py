@@ -675,8 +675,9 @@ def test_a_stamp_out_of_range_or_not_a_string_is_an_invalid_timestamp(
 @settings(max_examples=200, deadline=None)
 @given(value=_JSON_VALUES)
 def test_the_recursion_free_size_equals_the_shared_basis(value: object) -> None:
-    """What a too-deep input or result block is measured by: byte-identical to the encoder."""
-    from toolwatch.collector.sources.claude_code.measure import json_size
+    """What a too-deep input or result block is measured by (the shared one in record):
+    byte-identical to the encoder on values as the importer reads them."""
+    from toolwatch.record import json_size
 
     seen = json.loads(json.dumps({"v": value, "n": [math.nan, math.inf, -math.inf]}))
     compact = json.dumps(seen, separators=(",", ":"), ensure_ascii=False)
