@@ -16,7 +16,10 @@ rejects through ``partial_success`` are counted with its message (:class:`Replay
 503/429/502/504 or a dropped connection is retried (``Retry-After`` honoured) until
 ``timeout``, and any other refusal stops the replay with :class:`ReplayError` saying how many
 were accepted. A fields-less record (``fields_present`` and other intrinsic columns) travels in
-the span itself or not at all.
+the span itself or not at all. Strings (names, ids, the service) are fitted as the
+instrumentation fits them (:func:`toolwatch.record.fit_string`: valid UTF-8, at most
+:data:`~toolwatch.record.MAX_STRING_BYTES` bytes — the collector rejects a span carrying a
+longer one); every cut is counted in :attr:`ReplayReport.cut` and logged.
 """
 
 from __future__ import annotations
@@ -47,12 +50,22 @@ from toolwatch.conventions import (
     ATTR_MCP_METHOD,
     ATTR_OPERATION,
     ATTR_SERVICE_NAME,
+    ATTR_TOOL_NAME,
     METHOD_TOOLS_CALL,
     OPERATION_EXECUTE_TOOL,
     span_name,
 )
 from toolwatch.instrumentation.export.otlp import traces_url
-from toolwatch.record import CALL_FIELDS, EPOCH, CallRecord, Field
+from toolwatch.record import (
+    CALL_FIELDS,
+    EPOCH,
+    MAX_STRING_BYTES,
+    TRUNCATION_MARK,
+    CallRecord,
+    Field,
+    fit_string,
+    utf8_size,
+)
 
 log = logging.getLogger(__name__)
 
@@ -78,15 +91,27 @@ class ReplayError(ValueError):
 
 @dataclass(slots=True)
 class ReplayReport:
-    """What a replay delivered: spans sent, rejected by the endpoint (``partial_success``)."""
+    """What a replay delivered: spans sent, rejected by the endpoint (``partial_success``),
+    and the strings cut to ``MAX_STRING_BYTES`` on the way, by record field."""
 
     sent: int = 0
     rejected: int = 0
     messages: list[str] = field(default_factory=list)  # the endpoint's, first few
+    cut: dict[str, int] = field(default_factory=dict)  # field name -> strings cut
 
     @property
     def accepted(self) -> int:
         return self.sent - self.rejected
+
+    def cut_text(self) -> str | None:
+        """One line saying which strings were cut, or None when none was."""
+        if not self.cut:
+            return None
+        fields = ", ".join(f"{name} {n:,}" for name, n in sorted(self.cut.items()))
+        return (
+            f"{sum(self.cut.values()):,} string(s) longer than {MAX_STRING_BYTES:,} bytes cut "
+            f"as the instrumentation cuts them, ending {TRUNCATION_MARK!r} ({fields})"
+        )
 
 
 class _Poster:
@@ -177,9 +202,12 @@ def _status_message(data: bytes) -> str:
     return status.message or data[:200].decode("utf-8", "replace").strip() or "(no message)"
 
 
-def record_attributes(record: CallRecord | Mapping[str, Any]) -> dict[str, Any]:
+def record_attributes(
+    record: CallRecord | Mapping[str, Any], cut: dict[str, int] | None = None
+) -> dict[str, Any]:
     """The span attributes of a record (``None`` values are left out), per CALL_FIELDS, plus
-    the unknown-duration marker when the record has no duration."""
+    the unknown-duration marker when the record has no duration. Strings are fitted as the
+    instrumentation fits them (:func:`fit`); each field cut is counted in ``cut``."""
     attrs: dict[str, Any] = {
         ATTR_MCP_METHOD: METHOD_TOOLS_CALL,
         ATTR_OPERATION: OPERATION_EXECUTE_TOOL,
@@ -189,10 +217,23 @@ def record_attributes(record: CallRecord | Mapping[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         assert f.attribute is not None
-        attrs[f.attribute] = _coerce(value, f)
+        coerced = _coerce(value, f)
+        attrs[f.attribute] = fit(coerced, f.name, cut) if isinstance(coerced, str) else coerced
     if _value(record, "duration_us") is None:
         attrs[ATTR_DURATION_UNKNOWN] = True
     return attrs
+
+
+def fit(value: str, name: str, cut: dict[str, int] | None = None) -> str:
+    """``value`` as the instrumentation sends it (``record.fit_string``); a cut one (over
+    ``MAX_STRING_BYTES``, which the collector would reject) is counted under ``name``."""
+    if (
+        cut is not None
+        and len(value) * 4 > MAX_STRING_BYTES
+        and utf8_size(value) > MAX_STRING_BYTES
+    ):
+        cut[name] = cut.get(name, 0) + 1
+    return fit_string(value)
 
 
 def _value(record: CallRecord | Mapping[str, Any], name: str) -> Any:
@@ -325,12 +366,14 @@ def replay_records(
     try:
         for index, record in enumerate(records):
             try:
-                start_ns, end_ns, failed, attrs = _prepare(record, ids)
+                start_ns, end_ns, failed, attrs = _prepare(record, ids, report.cut)
                 service = _value(record, "service")
             except (TypeError, ValueError) as exc:
                 raise ReplayError(f"record {index}: {exc}") from exc
-            span = tracer_for(None if service is None else str(service)).start_span(
-                span_name(str(_value(record, "tool"))),
+            if service is not None:
+                service = fit(str(service), "service", report.cut)
+            span = tracer_for(service).start_span(
+                span_name(attrs[ATTR_TOOL_NAME]),  # the tool fitted as its attribute is
                 context=root,
                 kind=SpanKind.CLIENT,
                 attributes=attrs,
@@ -356,11 +399,18 @@ def replay_records(
         )
     else:
         log.info("replayed %d call records to %s", report.sent, url)
+    if report.cut:
+        log.warning(
+            "replayed %d call records to %s: %s",
+            report.sent,
+            url,
+            report.cut_text(),
+        )
     return report
 
 
 def _prepare(
-    record: CallRecord | Mapping[str, Any], ids: _PresetIds
+    record: CallRecord | Mapping[str, Any], ids: _PresetIds, cut: dict[str, int]
 ) -> tuple[int, int, bool, dict[str, Any]]:
     if not isinstance(record, CallRecord | Mapping):
         raise TypeError(f"expected a CallRecord or a mapping, got {type(record).__name__}")
@@ -376,7 +426,7 @@ def _prepare(
     duration = _value(record, "duration_us")
     if duration is not None and (not isinstance(duration, int) or duration < 0):
         raise ValueError(f"field 'duration_us' must be a non-negative integer, got {duration!r}")
-    attrs = record_attributes(record)
+    attrs = record_attributes(record, cut)
     end_ns = start_ns + (duration or 0) * 1000
     ids.trace_id, ids.span_id = int(trace_id, 16), int(span_id, 16)
     return start_ns, end_ns, bool(_value(record, "failed")), attrs

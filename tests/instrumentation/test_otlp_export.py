@@ -34,8 +34,12 @@ from toolwatch.conventions import (
 )
 from toolwatch.instrumentation import configure_otlp, instrument, send_records, uninstrument
 from toolwatch.instrumentation.export.otlp import traces_url
-from toolwatch.instrumentation.export.replay import ReplayError, record_attributes
-from toolwatch.record import CallRecord
+from toolwatch.instrumentation.export.replay import (
+    ReplayError,
+    record_attributes,
+    replay_records,
+)
+from toolwatch.record import MAX_STRING_BYTES, TRUNCATION_MARK, CallRecord, fit_string
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 891_234, tzinfo=UTC)
 
@@ -210,3 +214,32 @@ def test_configure_otlp_exports_only_toolwatch_spans_with_headers() -> None:
     assert sorted(s["name"] for s in spans) == ["tools/call echo", "tools/list"]
     assert {s["resource"]["service.name"] for s in spans} == {"agent-7"}
     assert all(r.headers["authorization"] == "Bearer t0k" for r in sink.received)
+
+
+def test_long_strings_are_cut_as_the_instrumentation_cuts_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A name or id over MAX_STRING_BYTES went out whole, and the collector rejected the span;
+    replay now fits every string as the instrumentation does, counts each cut and says it."""
+    tool, session, service = "T" * 5000, "é" * 3000, "s" * (MAX_STRING_BYTES + 1)
+    long = make_record(0, tool=tool, session_id=session, service=service, call_id="toolu_\udcff")
+    fine = make_record(1, tool="t" * MAX_STRING_BYTES)  # at the limit: kept, not counted
+    with OTLPSink() as sink, caplog.at_level("WARNING"):
+        report = replay_records([long, fine, long.as_dict()], sink.url)
+        spans = {s["span_id"]: s for s in sink.spans()}
+    assert (report.sent, report.accepted) == (3, 3)
+    assert report.cut == {"service": 2, "session_id": 2, "tool": 2}
+    span = spans[long.span_id]
+    assert span["name"] == f"tools/call {fit_string(tool)}"
+    attrs = span["attributes"]
+    assert (
+        attrs[ATTR_TOOL_NAME] == "T" * (MAX_STRING_BYTES - len(TRUNCATION_MARK)) + TRUNCATION_MARK
+    )
+    assert attrs[ATTR_CONVERSATION_ID] == fit_string(session)
+    assert len(attrs[ATTR_CONVERSATION_ID].encode()) <= MAX_STRING_BYTES  # what the collector takes
+    assert attrs[ATTR_TOOL_CALL_ID] == "toolu_\ufffd"  # valid UTF-8, as live; not a cut
+    assert span["resource"] == {"service.name": fit_string(service)}
+    assert spans[fine.span_id]["attributes"][ATTR_TOOL_NAME] == "t" * MAX_STRING_BYTES
+    (line,) = [r.getMessage() for r in caplog.records if "cut" in r.getMessage()]
+    assert "6 string(s) longer than 4,096 bytes cut" in line
+    assert "(service 2, session_id 2, tool 2)" in line
