@@ -32,7 +32,6 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 
 from toolwatch.instrumentation.export.processor import (
     DEFAULT_MAX_QUEUE,
-    DEFAULT_SHUTDOWN_S,
     Delivery,
     ToolwatchSpanProcessor,
 )
@@ -129,7 +128,7 @@ def toolwatch_span_processor(
     only_toolwatch: bool = True,
     block: bool = False,
     max_queue_size: int = DEFAULT_MAX_QUEUE,
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_S,
+    shutdown_timeout: float | None = None,
 ) -> ToolwatchSpanProcessor:
     """A span processor exporting (batched, OTLP/HTTP protobuf) to a toolwatch collector.
 
@@ -146,7 +145,8 @@ def toolwatch_span_processor(
     and returns the :class:`~toolwatch.instrumentation.export.processor.Delivery` counts.
     ``shutdown_timeout``: seconds the provider's shutdown — its exit hook — spends delivering
     what is left before counting it as lost (a dead or hung collector must not hold up the
-    agent's exit; call ``flush()`` first to wait longer).
+    agent's exit; call ``flush()`` first to wait longer); ``None``:
+    ``$TOOLWATCH_SHUTDOWN_TIMEOUT``, else 5.
     """
     all_headers = dict(headers or {})
     if token:
@@ -180,7 +180,7 @@ def configure_otlp(
     timeout: float = 10.0,
     block: bool = False,
     token: str | None = None,
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_S,
+    shutdown_timeout: float | None = None,
 ) -> TracerProvider:
     """An SDK tracer provider exporting (batched) to an OTLP/HTTP protobuf endpoint.
 
@@ -189,9 +189,10 @@ def configure_otlp(
     ``only_toolwatch`` drops every span but toolwatch's own (see the module docstring);
     ``set_global`` also makes it the process-wide provider; ``block``, ``token`` and
     ``shutdown_timeout`` as for :func:`toolwatch_span_processor`. Spans still queued at exit
-    are flushed by the provider's exit hook for at most ``shutdown_timeout`` seconds (5), the
-    rest counted as lost; call ``provider.force_flush()`` to flush earlier (and wait longer)
-    and :func:`delivery` for the counts.
+    are flushed by the provider's exit hook for at most ``shutdown_timeout`` seconds (None:
+    ``$TOOLWATCH_SHUTDOWN_TIMEOUT``, else 5), the rest counted as lost; call
+    ``provider.force_flush()`` to flush earlier (and wait longer) and :func:`delivery` for the
+    counts.
 
     Typical use::
 

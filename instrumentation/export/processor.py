@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import os
 import threading
 import time
@@ -41,6 +42,31 @@ DEFAULT_DELAY_S: Final = 0.5
 #: collector: a dead or hung one must not hold up the agent's exit (the SDK's 30 s flush and
 #: the exporter's retries held it 7-40 s).
 DEFAULT_SHUTDOWN_S: Final = 5.0
+#: Seconds for that budget when the code gives none (``shutdown_timeout=None``): an agent's
+#: operator sets it without touching code, as the OTel SDK's own settings are set.
+ENV_SHUTDOWN_TIMEOUT: Final = "TOOLWATCH_SHUTDOWN_TIMEOUT"
+
+
+def shutdown_timeout_from_env() -> float:
+    """``$TOOLWATCH_SHUTDOWN_TIMEOUT`` in seconds, else :data:`DEFAULT_SHUTDOWN_S`; a value
+    that is not a finite number >= 0 is said in one WARNING and the default used (a setting
+    must not stop the agent)."""
+    raw = os.environ.get(ENV_SHUTDOWN_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_SHUTDOWN_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds < math.inf:
+        log.warning(
+            "toolwatch: %s=%r is not a number of seconds >= 0; using %g s",
+            ENV_SHUTDOWN_TIMEOUT,
+            raw,
+            DEFAULT_SHUTDOWN_S,
+        )
+        return DEFAULT_SHUTDOWN_S
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +110,7 @@ class ToolwatchSpanProcessor(SpanProcessor):
     ``scopes=None`` keeps every span. ``block``: wait for room when the queue is full (up to
     ``block_timeout`` seconds, then drop) instead of dropping at once. ``shutdown_timeout``:
     what :meth:`shutdown` (the provider's exit hook) spends delivering before it counts the
-    rest as lost.
+    rest as lost; ``None``: ``$TOOLWATCH_SHUTDOWN_TIMEOUT``, else 5 s.
     """
 
     def __init__(
@@ -97,8 +123,10 @@ class ToolwatchSpanProcessor(SpanProcessor):
         schedule_delay: float = DEFAULT_DELAY_S,
         block: bool = False,
         block_timeout: float = 30.0,
-        shutdown_timeout: float = DEFAULT_SHUTDOWN_S,
+        shutdown_timeout: float | None = None,
     ) -> None:
+        if shutdown_timeout is None:
+            shutdown_timeout = shutdown_timeout_from_env()
         if max_queue_size < 1 or max_export_batch_size < 1:
             raise ValueError("queue and batch sizes must be at least 1")
         if not shutdown_timeout >= 0:

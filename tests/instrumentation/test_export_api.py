@@ -38,7 +38,7 @@ from toolwatch.instrumentation import (
     uninstrument,
     without_toolwatch_spans,
 )
-from toolwatch.instrumentation.export.processor import DEFAULT_SHUTDOWN_S
+from toolwatch.instrumentation.export.processor import DEFAULT_SHUTDOWN_S, ENV_SHUTDOWN_TIMEOUT
 
 
 @pytest.fixture
@@ -236,20 +236,29 @@ def test_shutdown_gives_a_hung_collector_its_budget_only_and_counts_the_rest(
     ]
 
 
-def test_a_hung_collector_delays_the_agents_exit_by_the_budget_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize("budget", ["argument", "environment"])
+def test_a_hung_collector_delays_the_agents_exit_by_the_budget_only(
+    tmp_path: Path, budget: str
+) -> None:
     """The real exit hook of a configure_otlp provider, in a process of its own, against a
-    collector that accepts connections and never answers."""
+    collector that accepts connections and never answers; the budget given in code or, with
+    none there, by $TOOLWATCH_SHUTDOWN_TIMEOUT (the default is 5 s)."""
+    import os
     import socket
     import subprocess
     import sys
     import time
 
     assert DEFAULT_SHUTDOWN_S <= 5
+    env = {k: v for k, v in os.environ.items() if k != ENV_SHUTDOWN_TIMEOUT}
+    if budget == "environment":
+        env[ENV_SHUTDOWN_TIMEOUT] = "1"
+    given = "shutdown_timeout=1.0" if budget == "argument" else ""
     script = tmp_path / "agent.py"
     script.write_text(
         "import sys, time\n"
         "from toolwatch.instrumentation import configure_otlp\n"
-        "provider = configure_otlp(sys.argv[1], shutdown_timeout=1.0)\n"
+        f"provider = configure_otlp(sys.argv[1], {given})\n"
         "tracer = provider.get_tracer('toolwatch.instrumentation')\n"
         "for i in range(2000):\n"
         "    tracer.start_span('tools/call t').end()\n"
@@ -260,9 +269,47 @@ def test_a_hung_collector_delays_the_agents_exit_by_the_budget_only(tmp_path: Pa
         hung.listen(64)  # accepts (the kernel does), never answers
         url = f"http://127.0.0.1:{hung.getsockname()[1]}"
         done = subprocess.run(
-            [sys.executable, str(script), url], capture_output=True, text=True, timeout=60
+            [sys.executable, str(script), url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
         )
         exited = time.time()
     assert done.returncode == 0, done.stderr
     assert exited - float(done.stdout.split()[-1]) < 3.5  # 1 s of budget, then out
     assert done.stderr.count("2000 spans not delivered at shutdown") == 1
+
+
+def test_the_shutdown_budget_is_read_from_the_environment_when_code_gives_none(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The exit budget could be set in code only: an agent run zero-code
+    (``opentelemetry-instrument``) had 5 s, whatever its operator wanted. The code's value
+    wins; a value that is not seconds is said once and the default used."""
+    import time
+
+    monkeypatch.setenv(ENV_SHUTDOWN_TIMEOUT, " 0.3 ")
+    processor = ToolwatchSpanProcessor(_SlowExporter(), scopes=None, max_export_batch_size=5)
+    assert processor.shutdown_timeout == 0.3
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    _ended_spans(provider, 6)
+    started = time.monotonic()
+    provider.shutdown()
+    assert time.monotonic() - started < 2.0
+    assert any("within 0.3 s" in r.getMessage() for r in caplog.records)
+    assert toolwatch_span_processor("http://127.0.0.1:9").shutdown_timeout == 0.3
+    given = toolwatch_span_processor("http://127.0.0.1:9", shutdown_timeout=2.0)
+    assert given.shutdown_timeout == 2.0
+    caplog.clear()
+    for bad in ("soon", "-1", "inf", "nan"):
+        monkeypatch.setenv(ENV_SHUTDOWN_TIMEOUT, bad)
+        assert toolwatch_span_processor("http://127.0.0.1:9").shutdown_timeout == 5.0
+    said = [r.getMessage() for r in caplog.records if ENV_SHUTDOWN_TIMEOUT in r.getMessage()]
+    assert said == [
+        f"toolwatch: {ENV_SHUTDOWN_TIMEOUT}={bad!r} is not a number of seconds >= 0; using 5 s"
+        for bad in ("soon", "-1", "inf", "nan")
+    ]
+    monkeypatch.delenv(ENV_SHUTDOWN_TIMEOUT)
+    assert toolwatch_span_processor("http://127.0.0.1:9").shutdown_timeout == DEFAULT_SHUTDOWN_S
