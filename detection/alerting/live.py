@@ -69,6 +69,7 @@ import pyarrow.compute as pc
 
 from toolwatch.collector.otlp.connections import RateLimiter
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.collector.store.compaction import fsync_path
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
@@ -356,7 +357,9 @@ class LiveScorer:
         return alerts
 
     def save_state(self) -> Path | None:
-        """Write the scorer's state (atomically); logged, never raised, on failure."""
+        """Write the scorer's state (temp file, fsync, rename, directory fsync: a power cut
+        leaves the old state or the new, never an empty one); logged, never raised, on
+        failure."""
         if self.state_path is None:
             return None
         self._saved_at = time.monotonic()
@@ -368,7 +371,10 @@ class LiveScorer:
             self.state_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.state_path.with_name(self.state_path.name + ".tmp")
             tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            fsync_path(tmp)  # the data on disk before the name: a power cut leaves no empty file
             os.replace(tmp, self.state_path)
+            with contextlib.suppress(OSError):  # the rename itself (not every OS opens a dir)
+                fsync_path(self.state_path.parent)
         except (OSError, ValueError, TypeError) as exc:
             self.state_save_errors += 1
             with contextlib.suppress(OSError):  # a full disk's partial copy holds its space
