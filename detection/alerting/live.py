@@ -210,6 +210,7 @@ class LiveScorer:
         if self.provenance is None:
             log.info("live scoring: the model has no provenance thresholds (retrain to add them)")
         self.novelty = NoveltyWatch.of(self.model)
+        self._evicted_before = 0  # evictions of earlier runs, in a restored state's counts
         self._resume()
 
     @property
@@ -218,13 +219,14 @@ class LiveScorer:
 
     @property
     def streams_evicted(self) -> int:
-        """Open streams closed early to hold ``max_open_streams`` (kept in the live state)."""
-        return self.scorer.counts["evicted"]
+        """Open streams closed early to hold ``max_open_streams`` since this process started
+        (the live state keeps the running total; a Prometheus counter restarts from 0)."""
+        return self.scorer.counts["evicted"] - self._evicted_before
 
     def metrics(self) -> dict[str, tuple[str, str, float]]:
         """The live scorer's numbers for the collector's ``/metrics`` and the shutdown line:
-        name -> (kind, help, value); counted since start except ``live_streams_evicted``
-        (kept in the live state across restarts)."""
+        name -> (kind, help, value); every counter counts since this process started, as
+        Prometheus expects of a counter after a restart (``rate()`` reads the reset)."""
         return {
             "live_calls_scored": ("counter", "calls scored live", self.calls_scored),
             "live_calls_skipped": ("counter", "calls that could not be scored", self.calls_skipped),
@@ -331,7 +333,7 @@ class LiveScorer:
                 logging.WARNING,
                 "evicted",
                 "live scoring: %d open stream(s) evicted, the least recently active, to hold "
-                "max_open_streams = %d (%d evicted in all): each closed as if idle; a sender "
+                "max_open_streams = %d (%d evicted since start): each closed as if idle; a sender "
                 "inventing a session id per call?",
                 evicted,
                 self.scorer.max_open,
@@ -390,6 +392,7 @@ class LiveScorer:
         try:
             doc = loads_json(path.read_text(encoding="utf-8"))
             self.scorer.restore(doc)  # evicts down to max_open_streams if it was lowered
+            self._evicted_before = int(doc["counts"].get("evicted", 0))
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
             if self.novelty is not None:
                 self.novelty.load_json(doc.get("novelty", []))
@@ -413,6 +416,7 @@ class LiveScorer:
                 exc,
             )
             self.scorer = self._make_scorer()
+            self._evicted_before = 0
             self._above = {}
             if self.novelty is not None:
                 self.novelty.streams = {}

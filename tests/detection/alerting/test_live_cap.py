@@ -46,7 +46,7 @@ def test_the_cap_evicts_counts_and_logs_once_per_burst(
     lines = [r.getMessage() for r in caplog.records if "evicted, the least" in r.getMessage()]
     assert lines == [
         "live scoring: 7 open stream(s) evicted, the least recently active, to hold "
-        "max_open_streams = 3 (7 evicted in all): each closed as if idle; a sender inventing "
+        "max_open_streams = 3 (7 evicted since start): each closed as if idle; a sender inventing "
         "a session id per call?"
     ]
     metrics = live.metrics()
@@ -55,8 +55,30 @@ def test_the_cap_evicts_counts_and_logs_once_per_burst(
     assert metrics["live_calls_scored"][2] == 20
     live.close()
     assert "streams_evicted=17" in caplog.text and "open_streams=3" in caplog.text
+
+
+def test_every_live_counter_restarts_from_zero_with_the_process(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """``live_streams_evicted`` was restored from the live state while every other live
+    counter started from 0, so a scrape after a restart mixed two conventions. Now all count
+    since the process started, as Prometheus expects of a counter (``rate()`` reads the
+    reset); the open streams (a gauge) and the state's running total are kept, and streams
+    evicted by the restart itself (a lower cap) count in the new run."""
+    live = LiveScorer(model_path, Store(tmp_path / "s"), max_open_streams=3)
+    live.process(_invented(0, 10, 0.0))
+    live.close()
+    assert live.metrics()["live_streams_evicted"][2] == 7
     again = LiveScorer(model_path, Store(tmp_path / "s"), max_open_streams=3)
-    assert again.streams_evicted == 17 and again.scorer.open_streams == 3  # kept in the state
+    metrics = again.metrics()
+    counters = {name: v for name, (kind, _, v) in metrics.items() if kind == "counter"}
+    assert set(counters.values()) == {0} and "live_streams_evicted" in counters
+    assert metrics["live_open_streams"][2] == 3 and again.scorer.counts["evicted"] == 7
+    again.process(_invented(10, 2, 20.0))
+    assert again.metrics()["live_streams_evicted"][2] == 2
+    again.close()
+    narrower = LiveScorer(model_path, Store(tmp_path / "s"), max_open_streams=1)
+    assert narrower.streams_evicted == 2 and narrower.scorer.counts["evicted"] == 11
 
 
 def test_a_stream_evicted_and_opened_again_in_one_batch_starts_clean(tmp_path: Path) -> None:
