@@ -15,14 +15,14 @@ after a quarantine (:mod:`toolwatch.detection.scoring.adaptive`; their calls are
 the store). A frozen model alerts at its operating point.
 
 **Live state.** Either way the scorer's state — its open streams (context, session bigrams,
-detector sums, which watched statistics each is above, the novelty watch's) and, adaptive, the
-statistics, pools and pending streams — is saved to ``state_path`` (default
-``STORE/models/live-state.json``) every ``save_every_s``, right after a batch that crossed a
-threshold (a killed collector then never raises that alert twice) and at :meth:`close`, and
-restored at start, so a restarted collector resumes where it stopped: no repeated alert for an
-excursion already raised, no half-built runaway restarting from 0. A file that cannot be used —
-damaged, or written for another model id or the other mode (adaptive vs frozen) — is set aside
-as ``.unusable`` with one warning saying why, and the scorer starts afresh.
+detector sums, which watched statistics each is above, the novelty watch's), adaptive the
+statistics, pools and pending streams, and how far it got — is saved to ``state_path``
+(``STORE/models/live-state.json``) every ``save_every_s``, right after a batch that crossed a
+threshold and at :meth:`close`, and restored at start; with ``catch_up`` (the collector) the
+calls stored after the last save are re-scored then (:mod:`.readback`), so a collector killed
+between saves resumes as if never stopped: no repeated alert, no runaway restarting from 0. A
+file that cannot be used — damaged, another model's or the other mode's — is set aside as
+``.unusable`` with one warning saying why, and the scorer starts afresh.
 
 **Provenance alerts.** Besides the watched statistics, every call is checked against the model's
 per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`, saved by
@@ -68,27 +68,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolwatch.collector.otlp.connections import RateLimiter
-from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.compaction import fsync_path
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
+from toolwatch.detection.alerting import readback
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
 from toolwatch.detection.alerting.novelty_watch import NoveltyWatch
+from toolwatch.detection.alerting.readback import ScoredWindow, alert_key, store_calls_of
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
 from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
-from toolwatch.detection.calls.windows import call_columns_sql
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.detectors.base import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
-from toolwatch.detection.model.normal_model import (
-    MODEL_IN_STORE,
-    VERSION,
-    ModelError,
-    NormalModel,
-)
-from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, Closed, StreamScorer
+from toolwatch.detection.model.normal_model import MODEL_IN_STORE, VERSION, ModelError, NormalModel
+from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, StreamScorer
 from toolwatch.detection.scoring.explain import dominant_cue
 from toolwatch.detection.scoring.online import Scores, StreamKey
 from toolwatch.documents import loads_json
@@ -104,8 +99,7 @@ STATE_IN_STORE = MODEL_IN_STORE.parent / "live-state.json"
 #: At most one log line per this many seconds about open streams evicted (a sender inventing a
 #: session id per call evicts at every call).
 EVICTION_LOG_EVERY_S = 60.0
-#: Called for every scored call: (call, index in its stream, scores, mask of the watched
-#: statistics above their thresholds) — ``toolwatch replay`` measures with it.
+#: Called per scored call: (call, index in its stream, scores, mask above) — replay measures.
 Observer = Callable[[Call, int, Scores, int], None]
 
 
@@ -118,7 +112,9 @@ class LiveScorer:
     :class:`WebhookPoster` (overrides ``webhook``); ``clock_ahead_s``: how far after this
     machine's clock a call may be stamped before its time is distrusted (the collector;
     ``None``, a replay of stored calls: event time is trusted); ``max_open_streams``: the cap
-    on open streams (the least recently active is evicted past it).
+    on open streams (the least recently active is evicted past it); ``catch_up``: at start,
+    re-score the stored calls the saved state never saw (the collector; see
+    :mod:`~toolwatch.detection.alerting.readback`).
     """
 
     def __init__(
@@ -137,6 +133,7 @@ class LiveScorer:
         record: bool = True,
         clock_ahead_s: float | None = None,
         max_open_streams: int = MAX_OPEN_STREAMS,
+        catch_up: bool = False,
     ) -> None:
         if isinstance(model_path, NormalModel):
             self.model_path: Path | None = None
@@ -211,7 +208,12 @@ class LiveScorer:
             log.info("live scoring: the model has no provenance thresholds (retrain to add them)")
         self.novelty = NoveltyWatch.of(self.model)
         self._evicted_before = 0  # evictions of earlier runs, in a restored state's counts
+        #: how far the state got (saved with it); None until a catch-up or a state sets it
+        self.window: ScoredWindow | None = None
+        self._raised: set[tuple[Any, ...]] = set()  # alerts stored before a kill (catch-up)
         self._resume()
+        if catch_up:
+            self._catch_up()
 
     @property
     def adaptive(self) -> bool:
@@ -274,11 +276,14 @@ class LiveScorer:
         )
         ahead, ahead_us = 0, 0
         evicted = self.scorer.counts["evicted"]
+        window = self.window
         for call, span_id, learn, source in self._calls(table):
             if latest is not None and call.start_us > latest:
                 ahead, ahead_us = ahead + 1, max(ahead_us, call.start_us - latest)
             index, scores, mask = self.scorer.score(call, learn=learn, latest_us=latest)
             self.calls_scored += 1
+            if window is not None:
+                window.add(span_id, call.start_us)
             if observe is not None:
                 observe(call, index, scores, mask)
             if provenance is not None and call.egress != EGRESS_NONE:  # most calls send nothing
@@ -368,6 +373,9 @@ class LiveScorer:
         try:
             doc = self.scorer.state()
             doc["above"] = [[k[0], k[1], v] for k, v in self._above.items()]
+            if self.window is not None:
+                self.window.prune(self.scorer.now_us)
+            doc["caught"] = None if self.window is None else self.window.to_json()
             if self.novelty is not None:
                 doc["novelty"] = self.novelty.to_json()
             self.state_path.parent.mkdir(parents=True, exist_ok=True)
@@ -393,6 +401,8 @@ class LiveScorer:
             doc = loads_json(path.read_text(encoding="utf-8"))
             self.scorer.restore(doc)  # evicts down to max_open_streams if it was lowered
             self._evicted_before = int(doc["counts"].get("evicted", 0))
+            caught = doc.get("caught")  # absent: saved before catch-up existed
+            self.window = None if caught is None else ScoredWindow.from_json(caught)
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
             if self.novelty is not None:
                 self.novelty.load_json(doc.get("novelty", []))
@@ -417,6 +427,7 @@ class LiveScorer:
             )
             self.scorer = self._make_scorer()
             self._evicted_before = 0
+            self.window = None
             self._above = {}
             if self.novelty is not None:
                 self.novelty.streams = {}
@@ -427,6 +438,40 @@ class LiveScorer:
             len(self.scorer.tracks),
             len(self.scorer.pending),
         )
+
+    def _catch_up(self) -> None:
+        """Re-score the stored calls the saved state never saw (a kill between saves); with no
+        window yet, the calls already stored count as seen. Logged, never raised."""
+        if self.store is None or self.state_path is None:
+            return
+        ahead = self.clock_ahead_s
+        latest = None if ahead is None else int((time.time() + ahead) * 1e6)
+        raised = self.alerts_raised
+        try:
+            if self.window is None:
+                self.window = readback.baseline(self.store, latest)
+                self.save_state()  # a kill before the first periodic save is caught up too
+                return
+            missed = readback.missed_calls(self.store, self.window, latest)
+            if missed.num_rows:
+                self._raised = readback.raised_before(
+                    self.store, missed.column("span_id").to_pylist()
+                )
+                self.process(missed)
+                self.save_state()
+                log.info(
+                    "live scoring caught up %d call(s) stored after its state was last saved "
+                    "(%d alert(s) raised, %d raised before the restart not repeated)",
+                    missed.num_rows,
+                    self.alerts_raised - raised,
+                    len(self._raised),
+                )
+        except Exception as exc:  # the collector starts anyway, as before catch-up existed
+            log.error(
+                "live scoring: could not re-score the calls stored since the last save: %s", exc
+            )
+        finally:
+            self._raised = set()
 
     def close(self) -> None:
         """Save the state, log the counters, deliver what the webhook still holds (briefly),
@@ -537,6 +582,8 @@ class LiveScorer:
         }
 
     def _record(self, alerts: list[dict[str, Any]]) -> None:
+        if self._raised:  # a catch-up: an alert stored before the kill is not raised twice
+            alerts = [a for a in alerts if alert_key(a) not in self._raised]
         self.alerts_raised += len(alerts)
         if not self.record:
             return
@@ -551,38 +598,3 @@ class LiveScorer:
             log.error("could not store %d alert(s) in %s: %s", len(alerts), self.store.root, exc)
         if self.poster is not None:
             self.poster.post(alerts)
-
-
-def store_calls_of(store: Store) -> CallsOf:
-    """Read back closed streams' calls from the store (for the adaptive model's folds)."""
-
-    def calls_of(streams: Sequence[Closed]) -> pa.Table:
-        if not streams:
-            return CALLS_SCHEMA.empty_table()
-        keys = [f"{c.key[0]}\x1f{chr(30) if c.key[1] is None else c.key[1]}" for c in streams]
-        first = min(c.first_us for c in streams)
-        last = max(c.last_us for c in streams)
-        columns = call_columns_sql(store, "c")
-        table = store.query(
-            f"SELECT {columns} FROM calls c WHERE c.session_id || chr(31) || "
-            "coalesce(c.agent_id, chr(30)) IN (SELECT unnest(?::VARCHAR[])) "
-            "AND c.start_time >= make_timestamp(?) AND c.start_time <= make_timestamp(?) "
-            "AND c.label IS NULL",
-            [keys, first, last],
-        )
-        if table.num_rows == 0:
-            return CALLS_SCHEMA.empty_table()
-        bounds = {c.key: (c.first_us, c.last_us) for c in streams}
-        t = table.column("start_time").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
-        keep = [
-            bounds[(s, a)][0] <= int(x) <= bounds[(s, a)][1]
-            for s, a, x in zip(
-                table.column("session_id").to_pylist(),
-                table.column("agent_id").to_pylist(),
-                t.to_pylist(),
-                strict=True,
-            )
-        ]
-        return table.filter(pa.array(keep)).cast(CALLS_SCHEMA)
-
-    return calls_of

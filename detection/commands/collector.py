@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="score every batch live with this model file (trained with --adaptive: it keeps "
         "up with drift); its open streams (and adaptive state) resume across restarts from "
-        "STORE/models/live-state.json",
+        "STORE/models/live-state.json, and calls stored after its last save are re-scored",
     )
     parser.add_argument(
         "--max-open-streams",
@@ -162,6 +162,7 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
             store,
             webhook=args.webhook,
             clock_ahead_s=CLOCK_AHEAD_S,
+            catch_up=True,  # the calls stored after the last save of its state, re-scored
             **({} if cap is None else {"max_open_streams": cap}),
         )
     except Exception as exc:

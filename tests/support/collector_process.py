@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -24,7 +25,10 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, tmp: Path, *, fd_limit: int | None = None) -> None:
+    def __init__(
+        self, tmp: Path, *, fd_limit: int | None = None, extra: Sequence[str] = ()
+    ) -> None:
+        """``extra``: more ``toolwatch collector`` arguments (``--model M``)."""
         tmp.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -48,6 +52,7 @@ class Server:
                     str(self.port),
                     "--compact-interval",
                     "0",
+                    *extra,
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=err,

@@ -200,3 +200,101 @@ def test_the_state_is_fsynced_before_its_rename_and_reads_back_identically(
     again = LiveScorer(model_path, store)
     assert again.scorer.state() == written and again._above == live._above
     assert any(row[0] == "runaway" for row in written["streams"])
+
+
+def _unique(calls: pa.Table) -> pa.Table:
+    """Span ids unique across the whole traffic (the collector drops a span id seen before)."""
+    ids = pa.array([f"{i + 1:016x}" for i in range(calls.num_rows)])
+    return calls.set_column(calls.schema.get_field_index("span_id"), "span_id", ids)
+
+
+def _chunks(calls: pa.Table, n: int = 3) -> list[pa.Table]:
+    size = -(-calls.num_rows // n)
+    return [calls.slice(i, size) for i in range(0, calls.num_rows, size)]
+
+
+def _stored_alerts(store: Store) -> list[tuple]:
+    rows = store.query("SELECT * FROM alerts ORDER BY call_time, span_id").to_pylist()
+    return [_alert(a) for a in rows]
+
+
+def test_a_collector_killed_between_saves_catches_up_from_the_store(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """Killed between periodic saves, the collector lost from its state every call scored
+    since the last one, though the store held them all: the runaway's CUSUM restarted lower and
+    alerted late. Now the calls stored after the last save are re-scored at start, and the run
+    ends exactly as an uninterrupted one: same open streams, same alerts, none twice."""
+    head, tail = (_chunks(part) for part in _traffic_unique())
+    straight = Store(tmp_path / "a")
+    live = LiveScorer(model_path, straight, catch_up=True)
+    for part in head + tail:
+        straight.append("calls", part)
+        live.process(part)
+    live.close()
+
+    store = Store(tmp_path / "b")
+    first = LiveScorer(model_path, store, catch_up=True, save_every_s=3600.0)
+    for part in head:
+        store.append("calls", part)
+        first.process(part)
+    saved = json.loads((store.root / "models" / "live-state.json").read_text())
+    assert saved["streams"] == [] and saved["caught"]["seen"] == []  # only the start's save
+    del first  # SIGKILL: no close, no periodic save
+    again = LiveScorer(model_path, store, catch_up=True, save_every_s=3600.0)
+    assert again.calls_scored == sum(p.num_rows for p in head)
+    for part in tail:
+        store.append("calls", part)
+        again.process(part)
+    again.close()
+    assert again.scorer.state() == live.scorer.state() and again._above == live._above
+    assert _stored_alerts(store) == _stored_alerts(straight)
+    assert [a[3] for a in _stored_alerts(store) if a[0] == "runaway"] == [20]
+
+
+def _traffic_unique() -> tuple[pa.Table, pa.Table]:
+    head, tail = _traffic()
+    both = _unique(pa.concat_tables([head, tail]))
+    return both.slice(0, head.num_rows), both.slice(head.num_rows)
+
+
+def test_an_alert_stored_before_the_kill_is_not_raised_again_by_the_catch_up(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after the crossing's alert was stored but before the state was saved: the
+    catch-up re-scores the crossing call, finds its alert in the ``alerts`` table (span id, cue
+    set, detector) and does not raise it twice; the stream is above its threshold again."""
+    loop = table(session(["tool03"] * 25, name="loop", gap=2.0, failed=True))
+    head, tail = loop.slice(0, 6), loop.slice(6)  # the loop crosses at its call #4
+    store = Store(tmp_path / "s")
+    first = LiveScorer(model_path, store, catch_up=True, save_every_s=3600.0)
+    monkeypatch.setattr(first, "save_state", lambda: None)  # killed before the save
+    store.append("calls", head)
+    assert [a["call_index"] for a in first.process(head)] == [4]
+    del first
+    again = LiveScorer(model_path, store, catch_up=True, save_every_s=3600.0)
+    assert again.calls_scored == 6 and again.alerts_raised == 0
+    assert again._above == {("loop", None): 1}
+    store.append("calls", tail)
+    assert again.process(tail) == []
+    assert [a[3] for a in _stored_alerts(store)] == [4]
+
+
+def test_a_first_start_takes_the_stored_calls_as_seen_and_never_scores_them(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """History stored before the collector ran with --model (or under a state saved before
+    catch-up existed) is not scored at start, nor after a kill."""
+    store = Store(tmp_path / "s")
+    old, _ = _traffic_unique()
+    store.append("calls", old)
+    live = LiveScorer(model_path, store, catch_up=True)
+    assert live.calls_scored == 0 and live.window is not None and live.window.seen
+    del live
+    again = LiveScorer(model_path, store, catch_up=True)
+    assert again.calls_scored == 0 and again.alerts_raised == 0
+    path = store.root / "models" / "live-state.json"
+    doc = json.loads(path.read_text())
+    doc.pop("caught")  # a state from before catch-up
+    path.write_text(json.dumps(doc))
+    assert LiveScorer(model_path, store, catch_up=True).calls_scored == 0
