@@ -36,6 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toolwatch.collector.store.durable import fsync_path
+
 log = logging.getLogger(__name__)
 
 COMPACT_LOCK: Final = ".compact.lock"
@@ -80,15 +82,6 @@ def flocked(
             yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def fsync_path(path: Path) -> None:
-    """Flush a file's (or a directory's entries') writes to the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_parquet(table: pa.Table, path: Path, *, fsync: bool, unique: Sequence[str]) -> None:

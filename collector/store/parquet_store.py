@@ -35,12 +35,12 @@ from toolwatch.collector.store.compaction import (
     COMPACT_LOCK,
     compact_table,
     flocked,
-    fsync_path,
     new_file_name,
     not_a_file,
     recover,
     write_parquet,
 )
+from toolwatch.collector.store.durable import fsync_path
 from toolwatch.collector.store.read_only import lock_down
 from toolwatch.usage import UserError
 

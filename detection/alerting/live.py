@@ -54,7 +54,6 @@ corpus through this very class.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -68,7 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolwatch.collector.otlp.connections import RateLimiter
-from toolwatch.collector.store.compaction import fsync_path
+from toolwatch.collector.store.durable import write_text_durably
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
 from toolwatch.detection.alerting import readback
@@ -379,16 +378,9 @@ class LiveScorer:
             if self.novelty is not None:
                 doc["novelty"] = self.novelty.to_json()
             self.state_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_path.with_name(self.state_path.name + ".tmp")
-            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
-            fsync_path(tmp)  # the data on disk before the name: a power cut leaves no empty file
-            os.replace(tmp, self.state_path)
-            with contextlib.suppress(OSError):  # the rename itself (not every OS opens a dir)
-                fsync_path(self.state_path.parent)
+            write_text_durably(self.state_path, json.dumps(doc, separators=(",", ":")))
         except (OSError, ValueError, TypeError) as exc:
             self.state_save_errors += 1
-            with contextlib.suppress(OSError):  # a full disk's partial copy holds its space
-                self.state_path.with_name(self.state_path.name + ".tmp").unlink(missing_ok=True)
             log.error("live scoring: could not save the state to %s: %s", self.state_path, exc)
             return None
         return self.state_path

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.collector.store.durable import write_text_durably
 from toolwatch.detection.calls.frame import CallFrame, prepare
 from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
 from toolwatch.detection.cues.failure import FailureCue
@@ -317,16 +318,15 @@ class NormalModel:
         return {**body, "checksum": _checksum(body)}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the artifact atomically (``path.tmp`` then rename); returns the path."""
+        """Write the artifact atomically and durably (``path.tmp``, fsync, rename); returns the
+        path: a power cut leaves the old model or the new one, never an empty file."""
         path = Path(path)
         doc = self.to_dict()
         self.checksum = doc["checksum"]
         self.identity = _identity(doc)
-        tmp = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(_pretty(doc) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            write_text_durably(path, _pretty(doc) + "\n")
         except OSError as exc:
             raise ModelError(f"cannot write the model file {path}: {exc.strerror or exc}") from None
         return path

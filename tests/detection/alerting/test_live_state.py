@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from support.detection import T0, session, table, workload
+from support.disk import record_fsync_and_replace
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel
 from toolwatch.detection.alerting.live import LiveScorer
@@ -171,26 +172,12 @@ def test_the_state_is_fsynced_before_its_rename_and_reads_back_identically(
     leave a zero-length ``live-state.json`` after the rename. Now the temp file is fsynced
     before the rename and the directory after it (a power cut itself cannot be simulated, so
     the order of the calls is checked), and what is written reads back as the same state."""
-    import os
-
-    events: list[tuple[str, str]] = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd: int) -> None:
-        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
-        real_fsync(fd)
-
-    def replace(src: Any, dst: Any) -> None:
-        events.append(("replace", f"{src} -> {dst}"))
-        real_replace(src, dst)
-
     store = Store(tmp_path / "s")
     live = LiveScorer(model_path, store)
     head, _ = _traffic()
     store.append("calls", head)
     live.process(head)
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
+    events = record_fsync_and_replace(monkeypatch)
     path = live.save_state()
     monkeypatch.undo()
     assert path is not None

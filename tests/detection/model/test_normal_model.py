@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from support.detection import session, table, workload
+from support.disk import record_fsync_and_replace
 from toolwatch.detection import (
     CUE_SETS,
     DETECTORS,
@@ -80,6 +81,19 @@ def test_artifact_round_trip_gives_identical_scores(model: NormalModel, tmp_path
     assert doc["config"]["ewma_alpha"] == 0.3 and doc["config"]["cusum_k"] == 0.5
     assert not list(tmp_path.glob("m/*.tmp"))  # written atomically
     assert b"\x80" not in path.read_bytes()  # plain text, not a pickle
+
+
+def test_the_model_file_is_fsynced_before_its_rename(
+    model: NormalModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``save`` renamed its temp file without an fsync, so a power cut just after a ``train``
+    could leave an empty model file under the real name; the data now reaches the disk first."""
+    events = record_fsync_and_replace(monkeypatch)
+    path = model.save(tmp_path / "model.json")
+    monkeypatch.undo()
+    tmp = f"{path}.tmp"
+    assert events[:2] == [("fsync", tmp), ("replace", f"{tmp} -> {path}")]
+    assert NormalModel.load(path).checksum == model.checksum
 
 
 def test_config_reaches_the_detectors(tmp_path: Path) -> None:
