@@ -31,7 +31,7 @@ from toolwatch.collector.otlp.server import (
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
-from toolwatch.usage import non_negative_float, port, positive_int
+from toolwatch.usage import UsageError, UserError, non_negative_float, port, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -135,24 +135,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_usage(args: argparse.Namespace) -> None:
+    """Option combinations that cannot be meant, refused before any work (UsageError, exit 2;
+    the one that needs the store to decide is in :func:`_scorer`)."""
+    if args.token_file is not None and args.token is not None:
+        raise UsageError("give --token-file or --token, not both")
+    if args.token is not None and not args.token.strip():
+        raise UsageError("--token is empty (leave it out to run without a token)")
+    if args.model is None and args.max_open_streams is not None:
+        raise UsageError("--max-open-streams needs --model")
+
+
 def _scorer(args: argparse.Namespace, store: Store) -> Any:
-    """The live scorer (its ``process`` is ``on_batch``), or None; SystemExit with a reason."""
+    """The live scorer (its ``process`` is ``on_batch``), or None. A --webhook nothing would
+    alert through is bad usage (exit 2); a model that is missing or cannot be loaded is a
+    UserError (exit 1)."""
     if args.model is None:
-        if args.max_open_streams is not None:
-            raise SystemExit("toolwatch collector: --max-open-streams needs --model")
         if args.webhook and args.no_listing_alerts and not _rules_file(args, store):
-            raise SystemExit(
-                "toolwatch collector: --webhook needs --model, --rules or listing alerts "
-                "(alerts come from them)"
+            raise UsageError(
+                "--webhook needs --model, --rules or listing alerts (alerts come from them)"
             )
         return None
     if not args.model.is_file():
-        raise SystemExit(f"toolwatch collector: model file {args.model} not found")
+        raise UserError(f"model file {args.model} not found")
     try:
         from toolwatch.detection.alerting.live import LiveScorer
     except ImportError as exc:
-        raise SystemExit(
-            "toolwatch collector: live scoring (--model) needs toolwatch.detection.alerting.live, "
+        raise UserError(
+            "live scoring (--model) needs toolwatch.detection.alerting.live, "
             f"which could not be imported ({exc}); install 'toolwatch[detection]'"
         ) from exc
     cap = args.max_open_streams
@@ -166,7 +176,7 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
             **({} if cap is None else {"max_open_streams": cap}),
         )
     except Exception as exc:
-        raise SystemExit(f"toolwatch collector: cannot load model {args.model}: {exc}") from exc
+        raise UserError(f"cannot load model {args.model}: {exc}") from exc
     log.info(
         "live scoring with %s%s", args.model, f", alerts to {args.webhook}" * bool(args.webhook)
     )
@@ -201,30 +211,22 @@ def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
 
 
 def _token(args: argparse.Namespace) -> str | None:
-    """The bearer token from --token-file, $TOOLWATCH_TOKEN or --token; SystemExit if unusable."""
-    given = [name for name, value in (("--token-file", args.token_file), ("--token", args.token))
-             if value is not None]  # fmt: skip
-    if len(given) > 1:
-        raise SystemExit("toolwatch collector: give --token-file or --token, not both")
+    """The bearer token from --token-file, $TOOLWATCH_TOKEN or --token (options checked by
+    :func:`_check_usage`); a file or variable that holds no usable token is a UserError."""
     if args.token_file is not None:
         try:
             text = args.token_file.read_text()
         except OSError as exc:
-            raise SystemExit(
-                f"toolwatch collector: cannot read --token-file {args.token_file}: "
-                f"{exc.strerror or exc}"
+            raise UserError(
+                f"cannot read --token-file {args.token_file}: {exc.strerror or exc}"
             ) from None
         token = text.rstrip("\r\n")
         if not token.strip():
-            raise SystemExit(f"toolwatch collector: --token-file {args.token_file} is empty")
+            raise UserError(f"--token-file {args.token_file} is empty")
         if "\n" in token:
-            raise SystemExit(
-                f"toolwatch collector: --token-file {args.token_file} has more than one line"
-            )
+            raise UserError(f"--token-file {args.token_file} has more than one line")
         return token.strip()
     if args.token is not None:
-        if not args.token.strip():
-            raise SystemExit("toolwatch collector: --token is empty")
         log.warning(
             "--token is visible to every user of this machine in the process list; use "
             "--token-file or $%s",
@@ -233,10 +235,9 @@ def _token(args: argparse.Namespace) -> str | None:
         return args.token.strip()
     env = os.environ.get(ENV_TOKEN)
     if env is not None:
-        if not env.strip():
-            raise SystemExit(
-                f"toolwatch collector: ${ENV_TOKEN} is set but empty; unset it to run without "
-                "a token, or set the token"
+        if not env.strip():  # the environment, not the command line: exit 1
+            raise UserError(
+                f"${ENV_TOKEN} is set but empty; unset it to run without a token, or set the token"
             )
         return env.strip()
     return None
@@ -256,6 +257,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_usage(args)
     token = _token(args)
     if token is None and not _is_loopback(args.host):
         log.warning(

@@ -220,7 +220,7 @@ def test_collector_command_option_errors(
     assert re.fullmatch(r"toolwatch collector: model file .* not found\n", capsys.readouterr().err)
     # listing alerts are on by default and use the webhook too; without them nothing would
     no_alerts = ["--webhook", "http://127.0.0.1:9/x", "--no-listing-alerts"]
-    assert main(["collector", "--store", str(tmp_path), *no_alerts]) == 1
+    assert main(["collector", "--store", str(tmp_path), *no_alerts]) == 2
     assert "--webhook needs --model, --rules or listing alerts" in capsys.readouterr().err
 
 

@@ -312,5 +312,62 @@ def test_the_collector_caps_the_live_scorers_open_streams(tmp_path: Path) -> Non
     assert collector._scorer(args, store).scorer.max_open == 3
     args = parser.parse_args(["--model", str(path)])
     assert collector._scorer(args, store).scorer.max_open == MAX_OPEN_STREAMS == 100_000
-    with pytest.raises(SystemExit, match="--max-open-streams needs --model"):
-        collector._scorer(parser.parse_args(["--max-open-streams", "3"]), store)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "code", "message"),
+    [
+        # option combinations: bad usage, exit 2 (they exited 1 through SystemExit)
+        (["--max-open-streams", "3"], {}, 2, "--max-open-streams needs --model"),
+        (
+            ["--webhook", "http://127.0.0.1:9/x", "--no-listing-alerts"],
+            {},
+            2,
+            "--webhook needs --model, --rules or listing alerts (alerts come from them)",
+        ),
+        (
+            ["--token-file", "{token}", "--token", "abc"],
+            {},
+            2,
+            "give --token-file or --token, not both",
+        ),
+        (["--token", " "], {}, 2, "--token is empty (leave it out to run without a token)"),
+        # what the options point at: the command could not do its job, exit 1
+        (["--model", "{missing}"], {}, 1, "model file {missing} not found"),
+        (["--model", "{token}"], {}, 1, "cannot load model {token}: "),
+        (
+            ["--token-file", "{missing}"],
+            {},
+            1,
+            "cannot read --token-file {missing}: No such file or directory",
+        ),
+        (["--token-file", "{empty}"], {}, 1, "--token-file {empty} is empty"),
+        (["--token-file", "{two}"], {}, 1, "--token-file {two} has more than one line"),
+        ([], {"TOOLWATCH_TOKEN": ""}, 1, "$TOOLWATCH_TOKEN is set but empty; unset it"),
+    ],
+)
+def test_collector_usage_errors_exit_2_and_data_errors_exit_1(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    env: dict[str, str],
+    code: int,
+    message: str,
+) -> None:
+    """Every collector refusal is one line; a combination of options is bad usage (2) like
+    every other command's, a file or model it cannot use is 1. Nothing listens either way."""
+    where = {name: tmp_path / name for name in ("token", "empty", "two", "missing")}
+    where["token"].write_text("s3cret\n")
+    where["empty"].write_text("\n")
+    where["two"].write_text("a\nb\n")
+    monkeypatch.delenv("TOOLWATCH_TOKEN", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    store = tmp_path / "store"
+    args = [a.format(**where) for a in argv]
+    got = main(["collector", "--store", str(store), "--port", "0", *args])
+    err = capsys.readouterr().err
+    assert (got, err.count("\n")) == (code, 1), err
+    assert err.startswith(f"toolwatch collector: {message.format(**where)}"), err
+    assert "s3cret" not in err
