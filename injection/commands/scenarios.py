@@ -7,7 +7,9 @@ Lines, or several one after another). Every problem is printed as
 
 ``show --json`` prints scenarios in toolwatch's format (an AgentCheck template comes out
 converted), one JSON document each: the packaged library with no argument, else every file,
-directory or packaged id given. Its output validates, so a round trip is one pipe::
+directory or packaged id given. Exit codes as ``validate``'s: 1 when a file is invalid (the
+valid ones are still shown), 2 when an argument names no file, directory or packaged id.
+Its output validates, so a round trip is one pipe::
 
     toolwatch scenarios show --json tests/fixtures/agentcheck/templates \\
         | toolwatch scenarios validate -
@@ -177,7 +179,26 @@ def _validate(paths: list[str]) -> int:
     return 1 if bad else 0
 
 
+def _require_refs(refs: list[str]) -> None:
+    """Bad usage when a reference names nothing: no such path and no packaged id (a file that
+    exists but is invalid is a data problem, exit 1, as ``validate`` says it)."""
+    missing = []
+    for ref in refs:
+        if Path(ref).exists():
+            continue
+        try:
+            find_scenario(ref)
+        except ScenarioError:
+            missing.append(ref)
+    if missing:
+        raise UsageError(
+            f"no such file, directory or packaged scenario id: {', '.join(missing)} "
+            "(`toolwatch scenarios list` shows the ids)"
+        )
+
+
 def _show(refs: list[str], *, as_json: bool) -> int:
+    _require_refs(refs)
     scenarios: list[Scenario] = []
     failed = False
     if not refs:
@@ -201,7 +222,7 @@ def _show(refs: list[str], *, as_json: bool) -> int:
             print(json.dumps(scenario_to_json(s), indent=2, ensure_ascii=False))
         else:
             _describe(s)
-    return 2 if failed else 0
+    return 1 if failed else 0
 
 
 def _describe(s: Scenario) -> None:

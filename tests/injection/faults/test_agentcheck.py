@@ -392,7 +392,7 @@ def test_a_param_of_the_wrong_type_is_an_invalid_template_not_a_crash(
     path = tmp_path / "template.json"
     path.write_text(json.dumps(raw))
     assert cli_main(["scenarios", "validate", str(path)]) == 1
-    assert cli_main(["scenarios", "show", str(path)]) == 2
+    assert cli_main(["scenarios", "show", str(path)]) == 1
     assert cli_main(["scenarios", "list", "--path", str(path)]) == 1
     line = f"{path}: /fault_spec/params/{key}: {value!r} is not of type {kind}"
     assert capsys.readouterr().err.splitlines() == [line, line, line, "0 scenario(s)"]

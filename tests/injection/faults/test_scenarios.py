@@ -298,7 +298,7 @@ def test_a_non_finite_number_is_refused_wherever_it_stands(
         f"{path}: /metadata/weights/1: {why}",
     ]
     assert cli_main(["scenarios", "validate", str(path)]) == 1
-    assert cli_main(["scenarios", "show", "--json", str(path)]) == 2
+    assert cli_main(["scenarios", "show", "--json", str(path)]) == 1
     assert cli_main(["scenarios", "list", "--json", "--path", str(path)]) == 1
     out = capsys.readouterr()
     assert out.out == "0 valid, 1 invalid\n" and number not in out.out
@@ -373,6 +373,32 @@ def test_cli_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "inject_stale_data on get_fx_rate" in out and "label B1:b1-finance-01" in out
     assert cli_main(["scenarios", "show", "no-such-scenario"]) == 2
+
+
+def test_show_and_validate_agree_on_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show`` exited 2 for an invalid file where ``validate`` exited 1: an invalid file is
+    a data problem (1, the valid ones still shown); a name that is nothing is bad usage (2)."""
+    bad = library_doc("a2-travel-01")
+    bad["fault"]["params"]["status"] = 404
+    write(tmp_path, "bad.json", bad)
+    good = write(tmp_path, "good.json", library_doc("a3-hr-01"))
+    problem = f"{tmp_path / 'bad.json'}: /fault/params/status: 404 is less than the minimum of 500"
+    for argv in (["validate"], ["show"], ["show", "--json"]):
+        assert cli_main(["scenarios", *argv, str(tmp_path)]) == 1, argv
+        out, err = capsys.readouterr()
+        assert problem in err.splitlines()
+        assert ("a3-hr-01" in out) == (argv[0] == "show")
+    assert cli_main(["scenarios", "show", str(good)]) == 0
+    capsys.readouterr()
+    missing = tmp_path / "missing.json"
+    for argv in (["validate", str(missing)], ["show", str(missing)], ["show", "nope-01"]):
+        assert cli_main(["scenarios", *argv]) == 2, argv
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.splitlines()) == 1, err
+        assert err.startswith("toolwatch scenarios: no such file"), err
+        assert argv[1] in err
 
 
 # -------------------------------------------------------------------------------- AgentCheck
