@@ -30,6 +30,7 @@ from toolwatch.usage import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     UserError,
+    attach_dashed_values,
     one_line,
 )
 
@@ -184,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = any(a in ("-v", "--verbose") for a in args_list)  # until the line is parsed
     try:
         parser = build_parser(args_list)
-        args = parser.parse_args(args_list)
+        args = parser.parse_args(attach_dashed_values(args_list))
         verbose = bool(args.verbose)
         logging.basicConfig(
             level=logging.DEBUG if args.verbose else logging.INFO,

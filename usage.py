@@ -21,7 +21,9 @@ components that describe a user's mistake (a corrupt store, a model that cannot 
 empty window) subclass :class:`UserError`, so they read the same wherever they surface.
 
 The argparse types check a value when the command line is parsed, before a progress bar starts
-or a socket is bound, and name the option in the message. Only the standard library is used:
+or a socket is bound, and name the option in the message; a value that starts like a negative
+number is kept with its option (:func:`attach_dashed_values`) so that its type says what is
+wrong with it. Only the standard library is used:
 every command, including the production install's, can import this module.
 """
 
@@ -69,6 +71,35 @@ def one_line(text: object) -> str:
 
 
 # ------------------------------------------------------------------------ argparse value types
+
+#: A value that starts like a negative number: "-0.1,0.5" (a pair of shares), "-1e-3".
+_DASHED_NUMBER = re.compile(r"-\.?\d")
+#: The negative numbers argparse itself takes as a value (its own rule): every other value
+#: starting with '-' it reads as an option, and says "expected one argument".
+_ARGPARSE_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def attach_dashed_values(argv: list[str]) -> list[str]:
+    """``argv`` with ``--option -0.1,0.5`` written ``--option=-0.1,0.5``, so the option's own
+    type refuses a negative value with the real reason, as it does for the ``=`` form, instead
+    of argparse's "expected one argument". Only a value starting like a negative number that
+    argparse would misread is attached, only to a long option, and nothing after ``--``."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        prev = out[-1] if out else ""
+        if (
+            prev.startswith("--")
+            and len(prev) > 2
+            and "=" not in prev
+            and _DASHED_NUMBER.match(arg)
+            and not _ARGPARSE_NEGATIVE.match(arg)
+        ):
+            out[-1] = f"{prev}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def port(text: str) -> int:

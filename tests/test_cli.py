@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from toolwatch import cli
+from toolwatch import cli, usage
 from toolwatch.cli import main
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store import Store
@@ -124,6 +124,8 @@ SPLIT_COMMANDS = ("train", "scan", "experiment", "replay")
     ("option", "needle"),
     [
         (["--split-shares", "1.5,0.1"], "split shares 1.5,0.1"),
+        # argparse took "-0.1,0.5" for an option: "expected one argument"
+        (["--split-shares", "-0.1,0.5"], "split shares -0.1,0.5: need 0 < train < 1"),
         (["--split-dates", "2026-13-01,2026-01-01"], "'2026-13-01' is not an ISO date"),
         (["--split-dates", "2026-02-01,2026-01-01"], "calibration must end on or after"),
         (["--min-calls", "0"], "--min-calls"),
@@ -137,6 +139,27 @@ def test_a_bad_split_option_is_bad_usage_in_every_command(
     code, _, err = run_cli(capsys, command, "--store", str(trained), *option)
     assert code == 2
     one_error(err, command, needle)
+
+
+def test_a_value_starting_like_a_negative_number_stays_with_its_option() -> None:
+    """Only such a value after a long option is attached (as its ``=`` form); argparse's own
+    negative numbers, short options and anything after ``--`` are left as typed."""
+    attach = usage.attach_dashed_values
+    assert attach(["scan", "--split-shares", "-0.1,0.5", "--min-calls", "-1e3"]) == [
+        "scan",
+        "--split-shares=-0.1,0.5",
+        "--min-calls=-1e3",
+    ]
+    as_typed = [
+        ["train", "--target-fa", "-0.5", "--seeds", "-3"],
+        ["train", "--split-shares=-0.1,0.5", "-0.2,0.3"],
+        ["x", "-s", "-0.1,0.5"],
+        ["sql", "--", "--a", "-0.1,0.5"],
+        ["sql", "--", "-.1,2"],
+        ["train", "--split-shares", "--min-calls", "3"],
+    ]
+    for argv in as_typed:
+        assert attach(argv) == argv
 
 
 @pytest.mark.parametrize("command", ["train", "experiment", "replay"])
