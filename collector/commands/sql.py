@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=("table", "csv", "json"),
         default="table",
-        help="output format (default table; json writes NaN and ±Infinity as null)",
+        help="output format (default table; json writes NaN and ±Infinity as null; csv writes "
+        "them nan, inf, -inf, NULL as an empty field and booleans true/false, as DuckDB's "
+        "COPY TO csv does)",
     )
     parser.add_argument(
         "--max-rows",

@@ -1,7 +1,8 @@
 """Query results as text: an aligned table (numbers right-aligned, long cells cut), CSV or
 JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` its table.
 
-JSON writes NaN and ±Infinity as ``null`` (strict JSON, as every JSON output of the project).
+JSON writes NaN and ±Infinity as ``null`` (strict JSON, as every JSON output of the project);
+CSV writes them as DuckDB's ``COPY … TO`` does, ``nan``, ``inf``, ``-inf`` (NULL is empty).
 
 Tables are drawn by ``rich`` (:func:`text_table`, :func:`render`), shared by every command that
 prints one (``scan``, ``stats``, ...): never wrapped or cut to the terminal's width, so an id
@@ -90,10 +91,25 @@ def render(drawn: Table) -> str:
 
 
 def write_csv(table: pa.Table, out: TextIO) -> None:
+    """The rows as CSV with a header, cells as DuckDB's own ``COPY … TO 'x.csv'`` writes them
+    (:func:`_csv_cell`), so a reader treats ``toolwatch sql --format csv`` and a COPY alike."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.column_names)
     for row in table.to_pylist():
-        writer.writerow(["" if v is None else _plain(v) for v in row.values()])
+        writer.writerow([_csv_cell(v) for v in row.values()])
+
+
+def _csv_cell(value: Any) -> Any:
+    """NULL empty; NaN and ±Infinity ``nan``, ``inf``, ``-inf`` (not empty: that would read
+    as NULL, and DuckDB, pandas and Python's ``float`` read these back as the same numbers);
+    booleans ``true``/``false``; times ISO 8601."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return _plain(value)
 
 
 def write_json(table: pa.Table, out: TextIO) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -55,6 +57,35 @@ def test_csv_leaves_nulls_empty() -> None:
     out = io.StringIO()
     write_csv(pa.table({"a": [1, None], "b": ["x", None]}), out)
     assert out.getvalue() == "a,b\n1,x\n,\n"
+
+
+def test_csv_writes_non_finite_numbers_and_booleans_as_duckdb_copy_does(tmp_path: Path) -> None:
+    """NaN and ±Infinity are numbers, not NULL (an empty field): written as DuckDB's own COPY
+    TO csv writes them, and read back as the same numbers; booleans were ``True``/``False``."""
+    import duckdb
+
+    sql = (
+        "SELECT * FROM (VALUES ('nan'::DOUBLE, 'inf'::DOUBLE, '-inf'::DOUBLE, NULL::DOUBLE, "
+        "0.5::DOUBLE, true, NULL::BOOLEAN), (-0.25, 1e300, 'nan'::FLOAT, 2.0, 3.0, false, "
+        "false)) t(a, b, c, d, e, f, g)"
+    )
+    con = duckdb.connect()
+    copy = tmp_path / "copy.csv"
+    con.execute(f"COPY ({sql}) TO '{copy}' (HEADER)")
+    out = io.StringIO()
+    write_csv(con.sql(sql).to_arrow_table(), out)
+    assert (
+        out.getvalue()
+        == copy.read_text()
+        == ("a,b,c,d,e,f,g\nnan,inf,-inf,,0.5,true,\n-0.25,1e+300,nan,2.0,3.0,false,false\n")
+    )
+    ours = tmp_path / "ours.csv"
+    ours.write_text(out.getvalue())
+    back = con.sql(
+        f"SELECT a, b, c, d FROM read_csv('{ours}', types={{'a': 'DOUBLE', 'b': 'DOUBLE', "
+        "'c': 'DOUBLE', 'd': 'DOUBLE'})"
+    ).fetchall()
+    assert math.isnan(back[0][0]) and back[0][1:] == (math.inf, -math.inf, None)
 
 
 def test_json_writes_times_decimals_and_bytes_plainly() -> None:
