@@ -17,7 +17,6 @@ adds the adaptive normal model the live scorer keeps up to date
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +33,7 @@ from toolwatch.detection.calls.split import (
 )
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS
+from toolwatch.detection.model import thresholds
 from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
 from toolwatch.detection.model.adaptive_config import (
     AdaptiveConfig,
@@ -111,24 +111,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Fewer calibration streams than this and the operating point is one stream's behaviour.
-MIN_CALIBRATION_STREAMS = 10
-
-
 def thin_calibration(model: NormalModel) -> str:
-    """Why the calibration split is too small for the operating point, or ``""``."""
+    """Why the model's calibration split is too small for the operating point, or ``""``."""
     d = model.data.get("calibration", {})
     streams, calls = int(d.get("streams", 0)), int(d.get("calls", 0))
-    share = 1 - model.config.operating_quantile
-    needed = math.ceil(1 / share) if share > 0 else 0
-    if streams >= MIN_CALIBRATION_STREAMS and calls >= needed:
-        return ""
-    return (
-        f"the calibration split holds {streams:,} stream(s) and {calls:,} call(s): a top "
-        f"{share:.2%} threshold needs at least {needed:,} calls and "
-        f"{MIN_CALIBRATION_STREAMS} streams to mean anything; give calibration a larger share "
-        "(--split-shares) or more days (--split-dates)"
-    )
+    return thresholds.thin_calibration(streams, calls, model.config.operating_quantile)
 
 
 def describe(cut: StoreSplit, group: str) -> dict[str, Any]:

@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 import pyarrow as pa
@@ -96,3 +98,23 @@ def session_max_stats(scored: pa.Table, column: str, *, per_stream: bool = False
     order = [(k, "ascending", "at_start") for k in keys]  # main agent (NULL) first
     grouped = grouped.take(pc.sort_indices(grouped, sort_keys=order))
     return np.asarray(grouped.column(f"{column}_max").to_numpy(), dtype=np.float64)
+
+
+#: Fewer calibration streams than this and the operating point is one stream's behaviour.
+MIN_CALIBRATION_STREAMS: Final = 10
+
+
+def thin_calibration(streams: int, calls: int, quantile: float = 0.999) -> str:
+    """Why a calibration split of ``streams`` / ``calls`` is too small for the operating point
+    (the top ``1 - quantile`` of its call statistics), or ``""``; ``toolwatch train`` and
+    ``toolwatch experiment`` warn with it."""
+    share = 1 - quantile
+    needed = math.ceil(1 / share) if share > 0 else 0
+    if streams >= MIN_CALIBRATION_STREAMS and calls >= needed:
+        return ""
+    return (
+        f"the calibration split holds {streams:,} stream(s) and {calls:,} call(s): a top "
+        f"{share:.2%} threshold needs at least {needed:,} calls and "
+        f"{MIN_CALIBRATION_STREAMS} streams to mean anything; give calibration a larger share "
+        "(--split-shares) or more days (--split-dates)"
+    )

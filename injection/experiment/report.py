@@ -19,6 +19,13 @@ from toolwatch import study
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import label, num, pct, rate_ci, target_pct
+from toolwatch.injection.experiment.levels import (
+    alarming,
+    fa_header,
+    fa_sentence,
+    thin_calibration_warning,
+    thin_warning,
+)
 from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import (
     HEADLINE,
@@ -114,53 +121,6 @@ def headline_breach(breached: Mapping[tuple[str, str], CellResult]) -> str | Non
     )
 
 
-def _fa_sentence(
-    result: ExperimentResult,
-    cue: str,
-    det: str,
-    variant: str = "standard",
-    mode: str = "fa_target",
-) -> str:
-    t = result.thresholds.get((variant, cue, det, mode))
-    n = result.split["test"][0]
-    if t is None:
-        return ""
-    k = round(t.fa_reached * n)
-    return f"{pct(t.fa_reached, 1)} = {k}/{n} streams"
-
-
-def _fa_header(result: ExperimentResult, cue: str = "all", det: str = "cusum") -> str:
-    """The level a table stands at, as reached (k/n), then the target asked for."""
-    t = result.thresholds.get(("standard", cue, det, "fa_target"))
-    target = target_pct(result.config.target_fa)
-    if t is None:
-        return f"at {target} false alarms"
-    n = result.split["test"][0]
-    k = round(t.fa_reached * n)
-    return (
-        f"at {pct(t.fa_reached, 1)} false alarms ({k}/{n} normal test streams alarm; "
-        f"target {target})"
-    )
-
-
-def thin_warning(result: ExperimentResult) -> str | None:
-    """A warning when the normal test streams are too few for the target to be met closely."""
-    n = result.split["test"][0]
-    if n >= THIN_TEST:
-        return None
-    below = _fa_sentence(result, *HEADLINE) or "–"
-    above = _fa_sentence(result, *HEADLINE, mode="fa_next") or "–"
-    streams = "stream" if n == 1 else "streams"
-    return (
-        f"warning: the test split is thin — only {n} normal test {streams} (< {THIN_TEST}), so "
-        f"the false-alarm rate moves in steps of at least 1/{n} = {pct(1 / n, 1)}; the reachable "
-        f"levels nearest the target {target_pct(result.config.target_fa)} are {below} (not above "
-        f"it) and {above} (above it), and detection is shown at both; the intervals, resampled "
-        f"from so few streams, understate the uncertainty (a rate every stream shares gets a "
-        f"zero-width interval)"
-    )
-
-
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
@@ -214,9 +174,10 @@ def headline(result: ExperimentResult) -> str:
         ours = num(c.median_latency, "{:g}") if c else "–"
         text += f"\n    {label(kind)}: study {calls}, ours {ours} (both {cue}·{det})"
     breach = headline_breach(control_breaches(result))
-    warning = "\n".join(w for w in (thin_warning(result), breach) if w)
+    warnings = (thin_warning(result), thin_calibration_warning(result), breach)
+    warning = "\n".join(w for w in warnings if w)
     return (
-        f"Detection {_fa_header(result)}, all cues + CUSUM — "
+        f"Detection {fa_header(result)}, all cues + CUSUM — "
         f"{len(cfg.seeds)} seed(s) × {n_test} test streams ({test_calls:,} calls) per kind\n"
         + _table(header, rows)
         + "\n"
@@ -250,7 +211,7 @@ def render(result: ExperimentResult) -> str:
         f"split {how}{' (the default rule)' if split.get('default') else ''}\n"
         + _table(["split", "ours (streams / calls)", "study (sessions / calls)"], rows)
     )
-    fa_all = _fa_sentence(result, *HEADLINE)
+    fa_all = fa_sentence(result, *HEADLINE)
     parts.append(
         f"Runs: {len(cfg.seeds)} seeds × {n_test} test streams = {runs_per_kind} per kind; "
         + (
@@ -262,7 +223,7 @@ def render(result: ExperimentResult) -> str:
         + f"False alarms: target {target_pct(cfg.target_fa)} of normal test streams; the largest "
         f"reachable level not above it (one threshold grid shared with the injected runs) "
         f"is, for all cues × CUSUM, {fa_all}."
-        + (f"\n{thin_warning(result)}" if thin_warning(result) else "")
+        + "".join(f"\n{w}" for w in (thin_warning(result), thin_calibration_warning(result)) if w)
     )
 
     # headline
@@ -292,12 +253,12 @@ def render(result: ExperimentResult) -> str:
     ours = ["ours (95% CI)"]
     if thin:
         ours = [
-            f"at {_fa_sentence(result, *HEADLINE)}",
-            f"at {_fa_sentence(result, *HEADLINE, mode='fa_next')}",
+            f"at {fa_sentence(result, *HEADLINE)}",
+            f"at {fa_sentence(result, *HEADLINE, mode='fa_next')}",
         ]
     parts.append(
-        f"Detection {_fa_header(result)} — all cues + CUSUM "
-        f"(all·EWMA beside it: {_fa_sentence(result, 'all', 'ewma')})\n"
+        f"Detection {fa_header(result)} — all cues + CUSUM "
+        f"(all·EWMA beside it: {fa_sentence(result, 'all', 'ewma')})\n"
         + _table(
             [
                 "kind",
@@ -341,7 +302,7 @@ def render(result: ExperimentResult) -> str:
             row.append(pct(c.rate) if c else "–")
         rows.append(row)
     fa_line = ", ".join(
-        f"{cue}·{best_det[cue]} {_fa_sentence(result, cue, best_det[cue])}" for cue in SINGLE_CUES
+        f"{cue}·{best_det[cue]} {fa_sentence(result, cue, best_det[cue])}" for cue in SINGLE_CUES
     )
     parts.append(
         "Single cue, each with its best detector over the anomaly kinds "
@@ -491,7 +452,7 @@ def _ablation(result: ExperimentResult, breached: Collection[tuple[str, str]]) -
         "Ablation — response ids dropped (train, calibration and test): every gap counts as a "
         "gap between different responses, so parallel calls look like a machine-speed burst\n"
         + _table(["", "with response ids", "without"], rows)
-        + f"\n(detection {_fa_header(result)} unless stated)"
+        + f"\n(detection {fa_header(result)} unless stated)"
     )
 
 
@@ -557,6 +518,9 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
     breached = control_breaches(result)
     for kind in _kinds(result):
         c = result.cell(kind, *HEADLINE)
+        up = result.cell(kind, *HEADLINE, mode="fa_next")
+        k_n = alarming(result, *HEADLINE)
+        k_n_up = alarming(result, *HEADLINE, mode="fa_next")
         best = best_single_cue(result, kind, exclude=breached)
         loud = louder_single_cue(result, kind, best)
         pub = study.DETECTION_ALL_CUSUM.get(kind)
@@ -566,6 +530,19 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
                 "rate": None if c is None else _nan_none(c.rate),
                 "ci": None if c is None else [_nan_none(c.ci_low), _nan_none(c.ci_high)],
                 "fa_reached": None if c is None else c.fa_reached,
+                # the level as k/n: normal test streams alarming / normal test streams
+                "fa_alarming": None if k_n is None else k_n[0],
+                "fa_streams": None if k_n is None else k_n[1],
+                # a thin test split: detection at the next reachable level above the target
+                "fa_next": None
+                if up is None or k_n_up is None
+                else {
+                    "rate": _nan_none(up.rate),
+                    "ci": [_nan_none(up.ci_low), _nan_none(up.ci_high)],
+                    "fa_reached": up.fa_reached,
+                    "fa_alarming": k_n_up[0],
+                    "fa_streams": k_n_up[1],
+                },
                 "auc": None if c is None else _nan_none(c.auc),
                 "median_latency": None if c is None else _nan_none(c.median_latency),
                 "best_single_cue": None
@@ -590,6 +567,7 @@ def summary(result: ExperimentResult) -> dict[str, Any]:
             {k: finite(v) for k, v in asdict(b).items()} for b in breached.values()
         ],
         "notes_text": _notes(result, breached),
+        "warnings": [w for w in (thin_warning(result), thin_calibration_warning(result)) if w],
     }
 
 

@@ -115,10 +115,10 @@ def beyond_section(result: ExperimentResult) -> str | None:
         for cue, det in present:
             for mode in ("operating_point", "fa_target") if cue == "provenance" else ("fa_target",):
                 cell = result.cell(kind, cue, det, mode=mode)
-                row.append(pct(cell.rate, 1) if cell else "–")
-        for union in unions:
+                row.append(pct(cell.rate) if cell else "–")
+        for union in unions:  # whole percents, as every detection rate of the report
             rate = union["rates"].get(kind)
-            row.append("–" if rate is None else pct(rate, 1))
+            row.append("–" if rate is None else pct(rate))
         rows.append(row)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]

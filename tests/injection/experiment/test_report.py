@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from toolwatch.injection.experiment.report import headline, render
+import json
+import re
+
+from toolwatch.injection.experiment.report import headline, render, summary
+from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import ExperimentResult
 
 
@@ -30,6 +34,7 @@ def test_headline_labels_its_latency_and_the_studys(result: ExperimentResult) ->
         "alarm; target 5%)"
     )
     assert "test split is thin" not in text  # 64 normal test streams: no warning
+    assert "calibration split holds" not in text  # 28 streams, 3,144 calls: none either
 
 
 def test_a_thin_split_shows_both_levels_and_warns() -> None:
@@ -61,6 +66,68 @@ def test_a_thin_split_shows_both_levels_and_warns() -> None:
     assert f"at {100 * above.fa_reached:.1f}% = {k_above}/{n} streams" in text
     up = small.cell("burst", "all", "cusum", mode="fa_next")
     assert up is not None and up.rate >= small.cell("burst", "all", "cusum").rate  # type: ignore[union-attr]
+    # --json: each headline row reads both levels as k/n, no cross-reference to "cells"
+    row = summary(small)["headline"][0]
+    assert row["kind"] == "burst" and (row["fa_alarming"], row["fa_streams"]) == (k_below, n)
+    assert row["fa_next"] == {
+        "rate": up.rate,
+        "ci": [up.ci_low, up.ci_high],
+        "fa_reached": above.fa_reached,
+        "fa_alarming": k_above,
+        "fa_streams": n,
+    }
+
+
+def test_json_headline_rows_carry_the_level_as_k_of_n(result: ExperimentResult) -> None:
+    """A headline row had only ``fa_reached``; the k/n it stands for was in the text alone."""
+    doc = json.loads(json.dumps(summary(result)))
+    fa = result.thresholds[("standard", "all", "cusum", "fa_target")].fa_reached
+    assert len(doc["headline"]) == len(result.config.kinds)
+    for row in doc["headline"]:
+        assert (row["fa_alarming"], row["fa_streams"]) == (round(fa * 64), 64)
+        assert row["fa_reached"] == fa and row["fa_next"] is None  # not thin: one level
+    assert doc["warnings"] == []
+
+
+def test_the_beyond_section_prints_whole_percents_like_every_detection_table(
+    result: ExperimentResult,
+) -> None:
+    """Its all·CUSUM column printed 98% beside cue and union columns at 93.8%."""
+    section = beyond_section(result)
+    assert section is not None and " ∨ " in section
+    lines = section.splitlines()
+    rows = lines[lines.index(next(x for x in lines if x.startswith("---"))) + 1 :]
+    rows = [r for r in rows if not r.startswith("false alarms")]
+    assert len(rows) >= 7
+    for line in rows:
+        cells = re.split(r"\s{2,}", line.strip())[1:]
+        assert len(cells) == 4 and all(re.fullmatch(r"\d+%|–", c) for c in cells), line
+    assert re.search(r"4\.7% = 3/64", section)  # the false-alarm levels keep one decimal
+
+
+def test_a_thin_calibration_split_warns_as_train_does() -> None:
+    """4 calibration streams (80 calls) set the operating point without a word, while a thin
+    test split was warned about; ``toolwatch train`` warns about the same split."""
+    from toolwatch.collector.sources.simulator import simulate
+    from toolwatch.injection.experiment.config import ExperimentConfig
+    from toolwatch.injection.experiment.protocol import run_experiment
+
+    small = run_experiment(
+        simulate(seed=0),
+        ExperimentConfig(
+            split_shares=(0.5, 0.01), seeds=(0,), bootstrap=0, ablation=False, kinds=("burst",)
+        ),
+    )
+    assert small.split["calibration"][:2] == [4, 80] and small.split["test"][0] == 64
+    warning = (
+        "warning: the calibration split holds 4 stream(s) and 80 call(s): a top 0.10% threshold "
+        "needs at least 1,000 calls and 10 streams to mean anything; give calibration a larger "
+        "share (--split-shares) or more days (--split-dates)"
+    )
+    assert warning in render(small).splitlines()
+    assert warning in headline(small).splitlines()
+    assert summary(small)["warnings"] == [warning]
+    assert "test split is thin" not in render(small)
 
 
 def test_a_target_is_printed_as_asked_not_rounded() -> None:
