@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from pydantic import TypeAdapter, ValidationError
+
+from toolwatch.injection.proxy.stdio_watch import UNUSABLE_KEY, StdioWatch, watched_stdio
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +116,8 @@ class Upstream:
         self._stack = AsyncExitStack()
         self._tg: TaskGroup | None = None
         self.connects = 0
+        #: What a stdio upstream wrote tied to no request, by kind (:mod:`.stdio_watch`).
+        self.stray: Counter[str] = Counter()
 
     async def __aenter__(self) -> Upstream:
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
@@ -147,6 +152,8 @@ class Upstream:
                         )
                     )
                     target = streamable_http_client(target, http_client=http)
+                elif isinstance(target, StdioServerParameters):
+                    target = watched_stdio(target, StdioWatch(self.name, self.stray))
                 client = await stack.enter_async_context(Client(target, client_info=_CLIENT_INFO))
                 conn = _Connection(client, anyio.Event(), watch)
                 started = True
@@ -226,6 +233,10 @@ class Upstream:
         except MCPError as exc:
             if conn.watch.session_lost:
                 raise _SessionLost from exc
+            if isinstance(exc.error.data, dict) and UNUSABLE_KEY in exc.error.data:
+                raise UpstreamUnavailable(  # said by the watch, which made this error up
+                    f"upstream {self.name}: unusable stdio answer: {exc.error.message}"
+                ) from exc
             if exc.error.code != types.CONNECTION_CLOSED:
                 failure = _http_failure(exc.error) if isinstance(self.target, str) else None
                 if failure is None:

@@ -1,6 +1,6 @@
 """A misbehaving stdio upstream (a hand-written JSON-RPC server, a real subprocess) behind the
 real fault proxy: bytes that are not UTF-8, a listing that never comes, lines that are not
-JSON-RPC."""
+JSON-RPC, answers to no request."""
 
 from __future__ import annotations
 
@@ -15,12 +15,17 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
-from mcp_types import REQUEST_TIMEOUT
+from mcp_types import INTERNAL_ERROR
 
 from toolwatch.cli import main as cli_main
 from toolwatch.injection.commands import proxy as command
 from toolwatch.injection.proxy.proxy import run_proxy
 from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, content_free_sdk_logs
+from toolwatch.injection.proxy.stdio_watch import (
+    NOT_JSON_RPC_ANSWERED,
+    NOT_JSON_RPC_UNTIED,
+    UNKNOWN_ID,
+)
 from toolwatch.injection.proxy.upstream import UpstreamUnavailable, upstream_command
 
 PYTHON = sys.executable
@@ -56,6 +61,13 @@ RAW = textwrap.dedent(
                 send(text(mid, b"SECRET-RESULT \\ud800"))
             elif name == "no_result":
                 send({"jsonrpc": "2.0", "id": mid, "secret": "SECRET-RESULT"})
+            elif name == "chatty":  # a log line and stray JSON on stdout, then the answer
+                send(b"SECRET-LOG starting up\n")
+                send({"foo": "SECRET-LOG"})
+                send(text(mid, b"fine"))
+            elif name == "wrong_id":  # an answer to a request never sent, then the answer
+                send(text(mid + 1000, b"SECRET-RESULT"))
+                send(text(mid, b"fine"))
             else:
                 send(text(mid, b"fine" if name == "ok" else b"\xff\xfe\x80"))
         else:
@@ -130,27 +142,37 @@ def sdk_logs() -> Iterator[None]:
         logger.removeFilter(CONTENT_FREE)
 
 
-def test_a_line_that_is_not_json_rpc_is_one_log_line_without_its_content(
+def test_an_answer_that_is_not_json_rpc_fails_its_call_at_once_without_its_content(
     tmp_path: Path, sdk_logs: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The SDK logged each such line with a traceback whose pydantic message quoted it."""
+    """The SDK logged each such line with a traceback whose pydantic message quoted it, and
+    dropped it: the call waited for the client's timeout. An HTTP upstream's unusable answer
+    failed its call at once; a stdio one now does too, naming the upstream and the error type."""
     script = raw_upstream(tmp_path)
-    errors: list[int] = []
+    name = f"{PYTHON} {script}"
+    errors: list[tuple[int, str]] = []
 
     async def main() -> None:
         async with (
-            run_proxy(None, upstream_command(f"{PYTHON} {script}")) as proxy,
-            Client(proxy, read_timeout_seconds=1) as client,
+            run_proxy(None, upstream_command(name)) as proxy,
+            Client(proxy, read_timeout_seconds=30) as client,
         ):
-            for tool in ("garbled", "no_result"):
-                with pytest.raises(MCPError) as info:  # the SDK drops the line: no answer
-                    await client.call_tool(tool, {})
-                errors.append(info.value.error.code)
-            assert (await client.call_tool("ok", {})).content[0].text == "fine"
+            with anyio.fail_after(10):
+                for tool in ("garbled", "no_result"):
+                    with pytest.raises(MCPError) as info:
+                        await client.call_tool(tool, {})
+                    errors.append((info.value.error.code, info.value.error.message))
+                assert (await client.call_tool("ok", {})).content[0].text == "fine"
+            assert proxy.upstream.connects == 1  # the connection is kept
+            assert proxy.upstream.stray == {NOT_JSON_RPC_ANSWERED: 2}
 
     with caplog.at_level(logging.INFO):
         anyio.run(main)
-    assert errors == [REQUEST_TIMEOUT] * 2
+    prefix = f"toolwatch proxy: upstream {name}: unusable stdio answer: a line that is not JSON-RPC"
+    assert errors == [
+        (INTERNAL_ERROR, f"{prefix} (ValidationError: json_invalid)"),
+        (INTERNAL_ERROR, f"{prefix} (ValidationError: missing)"),
+    ]
     sdk = [r for r in caplog.records if r.name.startswith("mcp.")]
     assert [(r.name, r.getMessage()) for r in sdk if r.levelno >= logging.WARNING] == [
         (
@@ -163,6 +185,37 @@ def test_a_line_that_is_not_json_rpc_is_one_log_line_without_its_content(
         ),
     ]
     assert all(r.exc_info is None for r in sdk)
+    assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
+
+
+def test_stdout_lines_tied_to_no_request_are_counted_and_said_and_the_call_waits_on(
+    tmp_path: Path, sdk_logs: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log line, stray JSON and an answer with an id never sent were dropped unsaid (the SDK
+    logs an unknown id at debug). They cannot be tied to the call, whose own answer follows."""
+    script = raw_upstream(tmp_path)
+    name = f"{PYTHON} {script}"
+
+    async def main() -> None:
+        async with (
+            run_proxy(None, upstream_command(name)) as proxy,
+            Client(proxy, read_timeout_seconds=10) as client,
+        ):
+            for tool in ("chatty", "wrong_id"):
+                assert (await client.call_tool(tool, {})).content[0].text == "fine"
+            assert proxy.upstream.stray == {NOT_JSON_RPC_UNTIED: 2, UNKNOWN_ID: 1}
+
+    with caplog.at_level(logging.INFO):
+        anyio.run(main)
+    said = [r.getMessage() for r in caplog.records if r.name.endswith("stdio_watch")]
+    tail = "ignored, the calls in flight wait on"
+    assert said == [
+        f"upstream {name} wrote a line that is not JSON-RPC (ValidationError: json_invalid); "
+        f"{tail} (1 so far)",
+        f"upstream {name} wrote a line that is not JSON-RPC (ValidationError: missing); "
+        f"{tail} (2 so far)",
+        f"upstream {name} wrote an answer whose id matches no request in flight; {tail} (1 so far)",
+    ]
     assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
 
 
@@ -179,7 +232,8 @@ def test_cli_an_upstream_that_answers_garbage_at_start_is_two_lines_without_cont
     assert [r.getMessage() for r in caplog.records if r.name.startswith("mcp.")] == [
         "Failed to parse JSONRPC message from server (ValidationError: json_invalid)"
     ]
-    assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
+    logged = caplog.text.replace(garbage, "COMMAND")  # its name is said, its output is not
+    assert "SECRET" not in logged and "Traceback" not in logged
     assert capsys.readouterr().err.splitlines() == [
         f"toolwatch proxy: cannot connect to upstream {garbage}: MCPError: Connection closed"
     ]
