@@ -30,10 +30,11 @@ import anyio
 import mcp_types as types
 import uvicorn
 from mcp import MCPError
-from mcp.server import Server
+from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.effects import announce_injection
@@ -41,6 +42,7 @@ from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
+from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
 from toolwatch.injection.proxy.upstream import (
     CallResult,
     Upstream,
@@ -80,6 +82,8 @@ class FaultProxy(Server[Any]):
         client = upstream.client
         info = client.server_info or types.Implementation(name="upstream", version="")
         caps = client.server_capabilities
+        self._upstream_caps = caps
+        self._relays_changes = relays_changes(upstream)
         super().__init__(
             info.name,
             version=info.version,
@@ -96,6 +100,7 @@ class FaultProxy(Server[Any]):
             on_list_resource_templates=self._list_resource_templates if caps.resources else None,
             on_list_prompts=self._list_prompts if caps.prompts else None,
             on_get_prompt=self._get_prompt if caps.prompts else None,
+            on_subscriptions_listen=self._listen if self._relays_changes else None,
         )
         self.upstream = upstream
         self.scenario = scenario
@@ -108,6 +113,26 @@ class FaultProxy(Server[Any]):
         self._input_schemas: dict[str, dict[str, Any]] = {}
         self._listing_poisoned = False
         self.log = InjectionLog(Path(injection_log)) if injection_log else None
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        """The SDK's capabilities, with a 2026-07-28 upstream's change flags passed through
+        when the proxy relays its change notifications (:mod:`.listen`)."""
+        own = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if self._relays_changes and protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return upstream_flags(own, self._upstream_caps)
+        return own
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -290,6 +315,11 @@ class FaultProxy(Server[Any]):
             lambda: self.upstream.send(lambda s: s.send_request(request, result_type))
         )
         return _unstamp(result)
+
+    async def _listen(
+        self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        return await self._forward(lambda: ListenRelay(self.upstream)(ctx, params))
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

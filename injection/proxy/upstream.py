@@ -200,6 +200,15 @@ class Upstream:
             self._conn = None
             conn.closed.set()
 
+    async def connected(self) -> Client:
+        """The upstream's client, connecting (restarting a command) if the last one failed."""
+        try:
+            return (await self._connection()).client
+        except UpstreamUnavailable:
+            raise
+        except Exception as exc:
+            raise UpstreamUnavailable(f"upstream {self.name}: {_reason(exc)}") from exc
+
     @property
     def client(self) -> Client:
         if self._conn is None:
