@@ -41,6 +41,7 @@ from toolwatch.injection.faults.effects import announce_injection
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.server import scenario_server
+from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
 from toolwatch.injection.proxy.upstream import (
@@ -432,7 +433,7 @@ async def http_server(
 ) -> AsyncIterator[HttpServer]:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
     port; the real one is in the yielded URL) until the block exits."""
-    app = _no_resumption(server.streamable_http_app(host=host))
+    app = spec_checks(_no_resumption(server.streamable_http_app(host=host)))
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

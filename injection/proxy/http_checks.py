@@ -1,0 +1,132 @@
+"""What the streamable-HTTP transport spec asks of a server, answered in words a client can act on.
+
+The mcp SDK's HTTP app (which :func:`.proxy.http_server` serves the proxy and scenario servers
+with) answers three of these with a misleading message:
+
+- an ``MCP-Protocol-Version`` it does not speak (``1999-01-01`` in a 2025 session) is routed to
+  the 2026-07-28 path, whose answer is "params._meta must be an object carrying the required
+  … envelope keys". The spec (2025-06-18 on): a server that receives an invalid or unsupported
+  ``MCP-Protocol-Version`` MUST answer ``400 Bad Request``; it is now one naming the version and
+  the supported ones (``-32022``, the 2026-07-28 code for it, with ``supported`` and
+  ``requested`` in ``data``);
+- a JSON-RPC batch (a JSON array) got pydantic's validation text, quoting the request back. The
+  spec (2025-06-18 on): the body MUST be a single JSON-RPC request, notification or response;
+  it is now ``400`` with ``-32600`` saying so;
+- a POST whose ``Accept`` does not list both ``application/json`` and ``text/event-stream``
+  (wildcards count) — the spec's client MUST — got a bare ``406`` on the 2026-07-28 path (the
+  handshake path said why); it is now ``406`` with ``-32600`` saying what to send, on both.
+
+Every answer is a JSON-RPC error without an ``id`` (as the spec allows for a refused message);
+nothing of the body is read beyond its first character, nor quoted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+SUPPORTED = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+_VERSION = b"mcp-protocol-version"
+_QUOTED = 40  # a header value is the client's, not content; still, not a whole line of it
+_JSON = ("application/json", "application/*", "*/*")
+_SSE = ("text/event-stream", "text/*", "*/*")
+
+
+def _accepts(headers: list[tuple[bytes, bytes]]) -> tuple[bool, bool]:
+    """Whether the ``Accept`` headers list JSON and SSE (as the SDK reads them)."""
+    types = [
+        part.split(";")[0].strip().lower()
+        for k, v in headers
+        if k == b"accept"
+        for part in v.decode("latin-1").split(",")
+    ]
+    return any(t in _JSON for t in types), any(t in _SSE for t in types)
+
+
+def _error(status: int, code: int, message: str, data: Any = None) -> tuple[int, bytes]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return status, json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+
+
+def _header_problem(scope: dict[str, Any]) -> tuple[int, bytes] | None:
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    versions = [v.decode("latin-1") for k, v in headers if k == _VERSION]
+    for version in versions:
+        if version not in SUPPORTED:
+            shown = version if len(version) <= _QUOTED else version[:_QUOTED] + "…"
+            return _error(
+                400,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"Bad Request: unsupported MCP-Protocol-Version {shown!r}; "
+                f"this server speaks {', '.join(SUPPORTED)}",
+                {"supported": list(SUPPORTED), "requested": shown},
+            )
+    if scope["method"] == "POST":
+        has_json, has_sse = _accepts(headers)
+        if not (has_json and has_sse):
+            said = any(k == b"accept" for k, _ in headers)
+            what = (
+                "the Accept header must list" if said else "no Accept header; a client must accept"
+            )
+            return _error(
+                406,
+                INVALID_REQUEST,
+                f"Not Acceptable: {what} both application/json and text/event-stream",
+            )
+    return None
+
+
+_BATCH = _error(
+    400,
+    INVALID_REQUEST,
+    "Bad Request: the body is a JSON-RPC batch (an array); MCP over streamable HTTP takes one "
+    "JSON-RPC message per POST (batches were removed in 2025-06-18)",
+)
+
+
+async def _respond(send: Any, answer: tuple[int, bytes]) -> None:
+    status, body = answer
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def spec_checks(app: Any) -> Any:
+    """The ASGI ``app`` behind the checks above; anything that passes them reaches it as sent."""
+
+    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        problem = _header_problem(scope)
+        if problem is not None:
+            await _respond(send, problem)
+            return
+        if scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        messages: list[dict[str, Any]] = []
+        body = b""
+        while True:  # read the whole body, to hand it on unchanged
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        if body.lstrip()[:1] == b"[":
+            await _respond(send, _BATCH)
+            return
+
+        async def replay() -> dict[str, Any]:
+            return messages.pop(0) if messages else await receive()
+
+        await app(scope, replay, send)
+
+    return serve
