@@ -58,6 +58,18 @@ from toolwatch.conventions import (
 # The record
 # --------------------------------------------------------------------------------------------
 
+#: Told to a sender whose tool span has no session key at all — typically an MCP-conventions
+#: client over stdio, which has no MCP session id. Nothing else on such a span is a session:
+#: the resource's ``service.instance.id`` names the process (one process may serve many
+#: conversations, and subagents), the trace may be one call or one agent turn; so the sender
+#: must say it, and a process that is one session can say it without code.
+STDIO_SESSION_HINT: Final = (
+    f"a stdio MCP session has no id: set {ATTR_CONVERSATION_ID} on the span, or "
+    f"{ATTR_SESSION_ID} on the span or its resource "
+    f"(OTEL_RESOURCE_ATTRIBUTES={ATTR_SESSION_ID}=<a new id per session>, "
+    "when one process is one session)"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Field:
@@ -65,7 +77,8 @@ class Field:
 
     ``fallbacks``: attributes read, in order, when a span (and its resource) lacks
     ``attribute`` — other senders spell the same key differently; the record says which one
-    was used (``fields_present``).
+    was used (``fields_present``). ``missing``: what a sender whose span has none of them
+    should set, told once in the rejection (so the fix is in the message, not in the docs).
     """
 
     name: str
@@ -74,6 +87,7 @@ class Field:
     attribute: str | None
     doc: str
     fallbacks: tuple[str, ...] = ()
+    missing: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +102,7 @@ class Col:
     attribute: str | None = None
     arrow: str | None = None
     fallbacks: tuple[str, ...] = ()
+    missing: str = ""
 
 
 _ARROW_OF: Final[dict[type, str]] = {
@@ -115,6 +130,7 @@ def columns_of(cls: type) -> tuple[Field, ...]:
                 col.attribute,
                 col.doc,
                 col.fallbacks,
+                col.missing,
             )
         )
     return tuple(out)
@@ -132,6 +148,7 @@ class CallRecord:
             "conversation / session key",
             ATTR_CONVERSATION_ID,
             fallbacks=(ATTR_SESSION_ID, ATTR_MCP_SESSION_ID),
+            missing=STDIO_SESSION_HINT,
         ),
     ]
     agent_id: Annotated[str | None, Col("subagent id; null for the main agent", ATTR_AGENT_ID)]

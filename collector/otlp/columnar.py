@@ -420,7 +420,7 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
         try:
             out = map_span_safely(data)
         except Rejected as exc:
-            reasons[q].add(data.span_id, str(exc), exc.category)
+            reasons[q].reject(data.span_id, exc)
             continue
         if isinstance(out, str):
             ignored_by[q][out] = ignored_by[q].get(out, 0) + 1

@@ -110,11 +110,13 @@ class Rejected(ValueError):
 
     ``category`` is a short stable key (``missing:gen_ai.conversation.id``, ``range:...``)
     used to count rejections by reason; attribute names come from the record's closed set.
+    ``hint``: what the sender should do about it, said once per reply (:class:`Reasons`).
     """
 
-    def __init__(self, message: str, category: str) -> None:
+    def __init__(self, message: str, category: str, hint: str = "") -> None:
         super().__init__(message)
         self.category = category
+        self.hint = hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class FieldPlan:
     default: Any
     allowed: tuple[str, ...] | None
     fallbacks: tuple[str, ...] = ()
+    missing: str = ""  # the hint when none of its keys is there (record.Field.missing)
 
     @property
     def required(self) -> bool:
@@ -153,7 +156,14 @@ def _plan(record_fields: tuple[Field, ...], intrinsics: frozenset[str]) -> tuple
             raise RuntimeError(f"record field {f.name!r} has both fallbacks and a default")
         plans.append(
             FieldPlan(
-                f.name, f.arrow, f.attribute, f.nullable, default, ALLOWED.get(f.name), f.fallbacks
+                f.name,
+                f.arrow,
+                f.attribute,
+                f.nullable,
+                default,
+                ALLOWED.get(f.name),
+                f.fallbacks,
+                f.missing,
             )
         )
     return tuple(plans)
@@ -231,7 +241,9 @@ def convert(plan: FieldPlan, value: Any) -> Any:
         if plan.nullable:
             return None
         keys = plan.keys or (str(attr),)
-        raise Rejected(f"missing attribute {_spelt(keys)} ({plan.name})", f"missing:{attr}")
+        raise Rejected(
+            f"missing attribute {_spelt(keys)} ({plan.name})", f"missing:{attr}", plan.missing
+        )
     kind = plan.kind
     if kind == "string":
         if isinstance(value, str):
@@ -360,7 +372,7 @@ def listing_rows(span: SpanData, events: list[EventData]) -> list[dict[str, Any]
                 try:
                     row[plan.name] = convert(plan, raw)
                 except Rejected as exc:
-                    raise Rejected(f"tools/list event {i}: {exc}", exc.category) from None
+                    raise Rejected(f"tools/list event {i}: {exc}", exc.category, exc.hint) from None
         when = event.time_ns or span.end_ns or span.start_ns
         if not 0 < when < MAX_TIME_NS:
             raise Rejected(f"tools/list event {i} has no usable time", "range:timeUnixNano")
@@ -467,16 +479,26 @@ class Mapped:
 
 
 class Reasons:
-    """Collects rejection reasons, keeping only the first few, and counts every category."""
+    """Collects rejection reasons, keeping only the first few, and counts every category; a
+    rejection's hint follows the first reason it comes with only (a batch of stdio calls is
+    told once what to set, not once per span)."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
         self.counts: dict[str, int] = {}
+        self.hints: set[str] = set()
 
-    def add(self, span_id: str, reason: str, category: str = "invalid") -> None:
+    def add(self, span_id: str, reason: str, category: str = "invalid", hint: str = "") -> None:
         self.counts[category] = self.counts.get(category, 0) + 1
         if len(self.items) < MAX_REASONS:
+            if hint and hint not in self.hints:
+                self.hints.add(hint)
+                reason = f"{reason} — {hint}"
             self.items.append(f"span {span_id[:40] or '?'}: {reason}")
+
+    def reject(self, span_id: str, exc: Rejected) -> None:
+        """Count and keep a :class:`Rejected` span (its message, category and hint)."""
+        self.add(span_id, str(exc), exc.category, exc.hint)
 
 
 def rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -495,7 +517,7 @@ def map_spans(spans: Iterable[SpanData]) -> Mapped:
         try:
             out = map_span_safely(span)
         except Rejected as exc:
-            reasons.add(span.span_id, str(exc), exc.category)
+            reasons.reject(span.span_id, exc)
             continue
         if isinstance(out, str):
             ignored[out] = ignored.get(out, 0) + 1

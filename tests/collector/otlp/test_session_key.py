@@ -3,11 +3,18 @@
 OpenInference and the browser/mobile SDKs put the conversation), then to ``mcp.session.id``
 (the MCP session of a Streamable HTTP connection) — each on the span, then on its resource —
 and ``fields_present`` names the fallback used. A span with none of them is rejected, the
-message naming all three.
+message naming all three and saying once what to set. A stdio MCP client has no session key of
+its own: the OTel SDK's resource identifies the process (``service.instance.id``), not a session,
+so it is never taken for one; ``session.id`` set on the resource is.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +22,7 @@ import pytest
 from support.collector import JS, PB, SpanSpec, json_request, pb_request, post, rows
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
+from toolwatch.collector.otlp.mapping import IGNORED_SDK
 from toolwatch.collector.store import Store
 from toolwatch.conventions import (
     ATTR_CONVERSATION_ID,
@@ -25,6 +33,13 @@ from toolwatch.conventions import (
     ATTR_TOOL_NAME,
 )
 
+TESTS = Path(__file__).resolve().parents[2]
+#: What the rejection of a span without any session key tells its sender to set.
+TO_SET = (
+    "a stdio MCP session has no id: set gen_ai.conversation.id on the span, or session.id on "
+    "the span or its resource (OTEL_RESOURCE_ATTRIBUTES=session.id=<a new id per session>, "
+    "when one process is one session)"
+)
 KEYS = (ATTR_CONVERSATION_ID, ATTR_SESSION_ID, ATTR_MCP_SESSION_ID)
 #: the ``fields_present`` token of each key
 TOKEN = {
@@ -122,6 +137,23 @@ def test_a_span_with_no_session_key_is_rejected_naming_all_three(
 
 
 @pytest.mark.parametrize("encoding", [PB, JS])
+def test_the_rejection_says_once_what_a_stdio_sender_should_set(
+    collector: Collector, store: Store, encoding: str
+) -> None:
+    """Three stdio calls as the MCP conventions describe them, on the OTel SDK's default
+    resource (a service.instance.id, no session): each rejected, what to set said once."""
+    stdio = {"network.transport": "pipe", "mcp.protocol.version": "2025-06-18"}
+    specs = [mcp_client_span(t, **stdio) for t in ("a", "b", "c")]
+    resource = {"service.name": "agent", "service.instance.id": "8f0c6a4e-uuid"}
+    rejected, message = send(collector, specs, encoding, resource)
+    assert rejected == 3
+    assert message.count(TO_SET) == 1, message
+    assert message.count("missing attribute gen_ai.conversation.id") == 3
+    assert rows(store) == []
+    assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 3}
+
+
+@pytest.mark.parametrize("encoding", [PB, JS])
 def test_an_empty_conversation_id_is_rejected_not_replaced_by_a_fallback(
     collector: Collector, store: Store, encoding: str
 ) -> None:
@@ -132,3 +164,82 @@ def test_an_empty_conversation_id_is_rejected_not_replaced_by_a_fallback(
     assert rejected == 1 and "attribute gen_ai.conversation.id (session_id) is empty" in message
     assert rows(store) == []
     assert collector.stats.rejected_by == {"empty:gen_ai.conversation.id": 1}
+
+
+#: A stdio agent in a child process (the OTel SDK's provider is global): the real MCP SDK
+#: client and server over stdio, each call wrapped in a CLIENT span as an MCP-conventions
+#: instrumentation makes it, exported by the OTel SDK's OTLP/HTTP exporter on its default
+#: resource (``Resource.create``: ``OTEL_RESOURCE_ATTRIBUTES`` and a service.instance.id).
+_STDIO_AGENT = """
+import sys, anyio
+from mcp import Client, StdioServerParameters
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+provider = TracerProvider(resource=Resource.create())
+provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=sys.argv[1])))
+trace.set_tracer_provider(provider)
+tracer = trace.get_tracer("an.mcp.instrumentation")
+server = StdioServerParameters(command=sys.executable, args=[sys.argv[2]])
+
+async def main():
+    async with Client(server) as client:
+        for n, text in enumerate(["one", "two"]):
+            with tracer.start_as_current_span(
+                "tools/call echo",
+                kind=trace.SpanKind.CLIENT,
+                attributes={
+                    "mcp.method.name": "tools/call",
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "echo",
+                    "jsonrpc.request.id": str(n),
+                    "network.transport": "pipe",
+                },
+            ):
+                await client.call_tool("echo", {"text": text})
+
+anyio.run(main)
+provider.shutdown()
+print(provider.resource.attributes.get("service.instance.id", ""))
+"""
+
+
+def _run_stdio_agent(collector: Collector, resource_attributes: str) -> str:
+    """Run the stdio agent once; its service.instance.id."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {"PYTHONPATH": str(TESTS), "OTEL_SERVICE_NAME": "stdio-agent"}
+    if resource_attributes:
+        env["OTEL_RESOURCE_ATTRIBUTES"] = resource_attributes
+    server = TESTS / "support" / "mcp_test_server.py"
+    out = subprocess.run(
+        [sys.executable, "-c", _STDIO_AGENT, collector.traces_url, str(server)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_a_real_stdio_agent_is_told_what_to_set_and_stored_once_it_does(
+    collector: Collector, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The OTel SDK gives the process a service.instance.id, yet its stdio calls are not keyed
+    by it (a process is no session: it may serve many conversations); the collector's warning
+    says what to set, and with session.id on the resource the same agent's calls are stored."""
+    caplog.set_level(logging.WARNING, logger="toolwatch.collector.otlp.server")
+    instance = _run_stdio_agent(collector, "")
+    assert len(instance) == 36  # a UUID, per process
+    assert rows(store) == []
+    assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 2}
+    assert collector.stats.ignored_by.get(IGNORED_SDK, 0) >= 2  # the SDK's own spans
+    warnings = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert warnings and all(TO_SET in w for w in warnings), warnings
+
+    _run_stdio_agent(collector, "session.id=stdio-run-1,deployment.environment=test")
+    got = [(r["tool"], r["service"], *session_of(r)) for r in rows(store)]
+    assert got == [("echo", "stdio-agent", "stdio-run-1", TOKEN[ATTR_SESSION_ID])] * 2
+    assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 2}  # none more
