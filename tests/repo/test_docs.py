@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import re
+import threading
+from pathlib import Path
+from unittest.mock import MagicMock
 
 import pytest
 
 from support.paths import REPO
-from toolwatch import tables
+from toolwatch import cli, tables
+from toolwatch.collector.otlp import metrics
+from toolwatch.collector.otlp.stats import CollectorStats
+from toolwatch.collector.store import Store
+from toolwatch.detection.alerting.live import LiveScorer
 
 DOC = (REPO / "docs" / "ARCHITECTURE.md").read_text()
 
@@ -36,3 +43,68 @@ def test_every_room_of_the_tree_is_in_the_rooms_listing() -> None:
         if component in ("tests", "benchmarks", "build") or component.startswith("."):
             continue
         assert f"{room}/" in rooms, f"{component}/{room} is missing from docs' Rooms listing"
+
+
+def _rooms_of(component: str) -> str:
+    """The Rooms listing's lines of one component (its `component/` line to the next one)."""
+    rooms = DOC[DOC.index("## Rooms") : DOC.index("## The arrows")]
+    start = rooms.index(f"\n  {component}/")
+    following = re.search(r"\n  [a-z_]+/", rooms[start + 1 :])
+    return rooms[start : start + 1 + following.start()] if following else rooms[start:]
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_every_subcommand_is_named_in_its_components_commands_room(command: str) -> None:
+    module = cli.COMMANDS[command][0]  # toolwatch.<component>.commands.<module>
+    component = module.split(".")[1]
+    listed = _rooms_of(component).split("commands/", 1)[1]
+    assert re.search(rf"(?<![\w-]){re.escape(command)}(?![\w-])", listed), (
+        f"docs' Rooms listing does not name `{command}` under {component}/commands/"
+    )
+
+
+def _documented_metrics() -> set[str]:
+    text = DOC[DOC.index("**Metrics** (`GET /metrics`") : DOC.index("**Log lines**")]
+    names = re.findall(r"`(?:toolwatch_collector)?(_[a-z_]+)(?:\{[a-z]+\})?`", text)
+    names += re.findall(r"`toolwatch_collector(_[a-z_]+)", text)
+    return {metrics.PREFIX + n for n in names}
+
+
+def test_the_metrics_listed_in_the_docs_are_the_ones_get_metrics_serves() -> None:
+    render = metrics.metrics_renderer(CollectorStats(), threading.Lock(), None)
+    families = set(re.findall(r"^# TYPE (\S+) ", render().decode(), flags=re.M))
+    # the live scorer's come through the collector's extra hook (names only are read here)
+    live = LiveScorer.metrics(MagicMock())
+    families |= {
+        f"{metrics.PREFIX}_{n}" + ("_total" if k == "counter" else "")
+        for n, (k, _, _) in live.items()
+    }
+    assert _documented_metrics() == families
+
+
+def test_the_views_have_the_columns_the_docs_name(tmp_path: Path) -> None:
+    text = DOC[DOC.index("Views besides the tables") : DOC.index("## Package extras")]
+    with Store(tmp_path).connect() as con:
+        for view in ("sessions", "streams"):
+            columns = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
+            assert [c for c in columns if f"`{c}`" not in text] == [], view
+        for name, table in tables.TABLES.items():
+            columns = [row[0] for row in con.execute(f'DESCRIBE "{name}"').fetchall()]
+            assert columns == [*table.column_names, "date"], name  # `date`: said in the docs
+    intro = DOC[DOC.index("## The tables") : DOC.index("**calls** —")]
+    assert "`date`" in intro and "`Table.time_column`" in intro
+
+
+def _environment_variables(text: str) -> set[str]:
+    return set(re.findall(r"\bTOOLWATCH_[A-Z][A-Z_]*[A-Z]\b", text))
+
+
+def test_every_environment_variable_the_code_reads_is_documented_and_no_other() -> None:
+    code = set[str]()
+    for path in REPO.rglob("*.py"):
+        parts = path.relative_to(REPO).parts
+        if parts[0] in ("tests", "benchmarks", "build") or parts[0].startswith("."):
+            continue
+        code |= set(re.findall(r"""["'](TOOLWATCH_[A-Z_]+)["']""", path.read_text()))
+    documented = _environment_variables(DOC + (REPO / "README.md").read_text())
+    assert documented == code
