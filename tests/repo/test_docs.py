@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import threading
 from pathlib import Path
@@ -108,3 +109,45 @@ def test_every_environment_variable_the_code_reads_is_documented_and_no_other() 
         code |= set(re.findall(r"""["'](TOOLWATCH_[A-Z_]+)["']""", path.read_text()))
     documented = _environment_variables(DOC + (REPO / "README.md").read_text())
     assert documented == code
+
+
+def _parsers(command: str) -> dict[tuple[str, ...], argparse.ArgumentParser]:
+    """A subcommand's parser and its sub-actions' (``store verify``), keyed by their path."""
+    top = cli.build_parser([command])
+    found: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+
+    def walk(path: tuple[str, ...], parser: argparse.ArgumentParser) -> None:
+        found[path] = parser
+        for action in parser._actions:  # argparse has no public way to list sub-actions
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk((*path, name), child)
+
+    walk((), top)
+    return {path[1:]: parser for path, parser in found.items() if path[:1] == (command,)}
+
+
+def test_every_option_a_documented_command_line_shows_exists() -> None:
+    wrong = []
+    parsers = {name: _parsers(name) for name in cli.COMMANDS}
+    for doc in (DOC, (REPO / "README.md").read_text()):
+        for span in re.findall(r"`(?:\.venv/bin/)?toolwatch ([a-z][^`]*)`", doc):
+            words = span.split()
+            if words[0] not in parsers:
+                continue
+            known, path = parsers[words[0]], ()
+            for word in words[1:]:
+                if (*path[:-1], word) in known or (*path, word) in known:
+                    # `pins list | approve (--server S …)`: the sub-action named last
+                    path = (*path[:-1], word) if (*path[:-1], word) in known else (*path, word)
+                option = re.match(r"\(?\[?(--[a-z][\w-]*)", word)
+                if option:
+                    valid = {
+                        o
+                        for i in range(len(path) + 1)
+                        for a in known[path[:i]]._actions
+                        for o in a.option_strings
+                    }
+                    if option.group(1) not in valid:
+                        wrong.append(f"toolwatch {words[0]} {' '.join(path)} {option.group(1)}")
+    assert wrong == []
