@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
+from toolwatch.collector.otlp.mapping import IGNORED_SDK
 from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.compaction import not_a_file
@@ -165,4 +166,15 @@ def format_ingest(summary: dict[str, Any]) -> list[str]:
             lines.append(f"  {label}: {parts}")
     if s["client_disconnects"]:
         lines.append(f"  clients that left mid-request: {s['client_disconnects']:,}")
+    if s["ignored_by"].get(IGNORED_SDK) and not s["calls"]:
+        lines.append(f"  {SDK_ONLY_HINT}")
     return lines
+
+
+#: Said when a store got the MCP SDK's own spans and no call: a user who turned on the SDK's
+#: tracing alone sees "0 calls" and needs to know why and what to do.
+SDK_ONLY_HINT: Final = (
+    f"{IGNORED_SDK}: the MCP SDK's own spans carry no sizes, outcome or session, so they are "
+    "not calls; instrument the client with toolwatch.instrumentation.instrument() (or an MCP "
+    "semantic-conventions instrumentation) to store one call per span"
+)

@@ -88,3 +88,23 @@ def test_store_info_reports_the_same_counts_after_the_collector_is_gone(
     assert "rejected by reason: missing:gen_ai.conversation.id 4" in out
     assert "ignored by reason: not_a_tool_call 8" in out
     assert "refused requests by status: 401 2, 415 2" in out
+
+
+def test_store_info_says_why_the_mcp_sdks_own_spans_gave_no_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user who turned on only the MCP SDK's tracing saw "0 calls" and "ignored by reason:
+    mcp_sdk_span", with nothing saying what to do; now a line says it, and only then."""
+    store = Store(tmp_path / "store")
+    spec = SpanSpec({"mcp.method.name": "tools/call"}, name="MCP send tools/call x")
+    sdk = pb_request([spec], scope="mcp-python-sdk")
+    with Collector(store, compact_interval=None) as collector:
+        assert post(collector.url, sdk).status == 200
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert "ignored by reason: mcp_sdk_span 1" in out
+    assert "instrument the client with toolwatch.instrumentation.instrument()" in out
+    with Collector(store, compact_interval=None) as collector:  # now calls arrive too
+        assert post(collector.url, pb_request([SpanSpec(call(seq=0))])).status == 200
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    assert "instrument the client" not in capsys.readouterr().out
