@@ -15,7 +15,9 @@ command that runs an SDK server or client in process (proxy, serve-scenario, wor
 
 Over streamable HTTP the SDK writes SSE responses with ``sse_starlette``, whose DEBUG line
 ``chunk: %s`` is the whole frame — a tool's result under ``-v`` — so its loggers get the same
-filter (:data:`SDK_LOGGERS`).
+filter (:data:`SDK_LOGGERS`). The SDK's client session logs under the bare name ``client``
+(mcp 2.3: ``Failed to validate notification`` with a traceback quoting an upstream
+notification's params, a log message's data; an unknown notification's method): covered too.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import ValidationError
 
 SDK_LOGGER = "mcp"
 #: Logger trees the filter covers: the SDK's, and the SSE library its HTTP server writes with.
-SDK_LOGGERS = (SDK_LOGGER, "sse_starlette")
+SDK_LOGGERS = (SDK_LOGGER, "client", "sse_starlette")
 WITHHELD = "(text withheld)"
 
 #: SDK log templates whose arguments at these positions are a peer's text (arguments, results,
@@ -42,6 +44,9 @@ PEER_TEXT_ARGS: dict[str, frozenset[int]] = {
     "requestState rejected on %s: %s": frozenset({1}),
     "chunk: %s": frozenset({0}),  # sse_starlette: an SSE frame, i.e. a result or a notification
     "refusing to seal requestState on %s: %s": frozenset({1}),
+    # DEBUG, a peer's framing as it wrote it: a stdio upstream's stray line may put anything there
+    "dropped %r: not defined at %s": frozenset({0}),  # a notification's method
+    "dropping response for unknown/late request id %r": frozenset({0}),
 }
 
 
@@ -104,7 +109,7 @@ SDK_RECORDS = SdkRecordsFilter()
 
 
 def content_free_sdk_logs() -> list[logging.Logger]:
-    """Put :data:`CONTENT_FREE` on every logger of :data:`SDK_LOGGERS` (``mcp``,
+    """Put :data:`CONTENT_FREE` on every logger of :data:`SDK_LOGGERS` (``mcp``, ``client``,
     ``sse_starlette`` and below; created when imported, as the proxy has been) and
     :data:`SDK_RECORDS` on the root logger's handlers (for loggers created later). A logger's
     filter sees only its own records, hence one per logger. Idempotent; returns the loggers."""

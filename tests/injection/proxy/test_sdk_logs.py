@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from support.canary import assert_absent, make_canary
 from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, SDK_RECORDS, content_free_sdk_logs
 
 
@@ -77,3 +79,33 @@ def test_peer_text_in_the_sdks_own_arguments_is_withheld(caplog: pytest.LogCaptu
     ]
     assert record.getMessage() == "Tool 't' failed: '(text withheld)'"
     assert "SECRET" not in caplog.text
+
+
+def test_the_sdk_client_sessions_bare_logger_is_covered(caplog: pytest.LogCaptureFixture) -> None:
+    """mcp 2.3's client session logs as ``client``, outside ``mcp``: an upstream notification
+    with invalid params was a WARNING with pydantic's traceback quoting them (a log message's
+    data), and -v showed an unknown notification's method and answer id as the peer wrote
+    them. Now one line each, the peer's text withheld."""
+    canary = make_canary()
+    client = logging.getLogger("client")
+    dispatcher = logging.getLogger("mcp.shared.jsonrpc_dispatcher")
+    loggers = content_free_sdk_logs()
+    try:
+        with caplog.at_level(logging.DEBUG):
+            try:
+                Reply.model_validate_json(json.dumps({"result": {canary: canary}}))
+            except ValidationError:
+                client.warning(
+                    "Failed to validate notification: %s", "notifications/message", exc_info=True
+                )
+            client.debug("dropped %r: not defined at %s", canary, "2025-11-25")
+            dispatcher.debug("dropping response for unknown/late request id %r", canary)
+    finally:
+        for logger in loggers:
+            logger.removeFilter(CONTENT_FREE)
+    assert [r.getMessage() for r in caplog.records] == [
+        "Failed to validate notification: notifications/message (ValidationError: int_parsing)",
+        "dropped '(text withheld)': not defined at 2025-11-25",
+        "dropping response for unknown/late request id '(text withheld)'",
+    ]
+    assert_absent(caplog.text, canary, "the log")
