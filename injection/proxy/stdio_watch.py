@@ -8,8 +8,9 @@ wraps the stdio transport and keeps the ids of the requests in flight:
 - a line that is no JSON-RPC message but is a JSON object shaped like an answer (``jsonrpc``,
   ``result`` or ``error``, no ``method``) whose ``id`` is in flight becomes a JSON-RPC error
   for that request, which :class:`.upstream.Upstream` reports as an unusable stdio answer;
-- any other such line (a log line, ``{"foo": 1}``) cannot be tied to a request: it is counted
-  and said, and the requests in flight keep waiting (their real answer may still come);
+- any other such line (a log line, ``{"foo": 1}``, an answer nested deeper than Python's JSON
+  parser goes) cannot be tied to a request: it is counted and said, and the requests in flight
+  keep waiting (their real answer may still come);
 - a valid answer whose id was never sent (or was already answered) is counted and said; one for
   a request the client cancelled is a late answer the spec allows (debug only).
 
@@ -135,7 +136,7 @@ def _answered_id(exc: Exception) -> types.RequestId | None:
         if error["type"] == "json_invalid" and isinstance(value, str):
             try:  # Python's parser takes what pydantic's refuses (a lone surrogate)
                 line = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past the parser: tied to nothing
                 return None
             break
     if not isinstance(line, dict) or "method" in line:

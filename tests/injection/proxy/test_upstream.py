@@ -65,6 +65,10 @@ RAW = textwrap.dedent(
                 send(b"SECRET-LOG starting up\n")
                 send({"foo": "SECRET-LOG"})
                 send(text(mid, b"fine"))
+            elif name == "deep":  # an answer nested past every parser, then the answer
+                body = b'{"a":[' * 5000 + b'"SECRET-RESULT"' + b"]}" * 5000
+                send(b'{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (mid, body))
+                send(text(mid, b"fine"))
             elif name == "wrong_id":  # an answer to a request never sent, then the answer
                 send(text(mid + 1000, b"SECRET-RESULT"))
                 send(text(mid, b"fine"))
@@ -216,6 +220,31 @@ def test_stdout_lines_tied_to_no_request_are_counted_and_said_and_the_call_waits
         f"{tail} (2 so far)",
         f"upstream {name} wrote an answer whose id matches no request in flight; {tail} (1 so far)",
     ]
+    assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
+
+
+def test_an_answer_nested_past_the_parser_is_counted_and_the_connection_kept(
+    tmp_path: Path, sdk_logs: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reading the id of an answer nested 5,000 deep raised RecursionError in the watch, which
+    ended the connection: the upstream command was restarted (its state lost) and the call
+    failed with "Connection closed". It is now a line tied to no request, counted and said; the
+    call takes the answer that follows."""
+    name = f"{PYTHON} {raw_upstream(tmp_path)}"
+
+    async def main() -> None:
+        async with (
+            run_proxy(None, upstream_command(name)) as proxy,
+            Client(proxy, read_timeout_seconds=10) as client,
+        ):
+            assert (await client.call_tool("deep", {})).content[0].text == "fine"
+            assert (await client.call_tool("ok", {})).content[0].text == "fine"
+            assert proxy.upstream.connects == 1
+            assert proxy.upstream.stray == {NOT_JSON_RPC_UNTIED: 1}
+
+    with caplog.at_level(logging.INFO):
+        anyio.run(main)
+    assert "RecursionError" not in caplog.text and "reconnect" not in caplog.text
     assert "SECRET" not in caplog.text and "Traceback" not in caplog.text
 
 
