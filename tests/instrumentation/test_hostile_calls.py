@@ -7,7 +7,9 @@ and no span goes missing without being counted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import re
 from typing import Any
 
@@ -19,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from support.canary import assert_absent, make_canary
 from support.mcp_test_server import build_server
 from toolwatch.conventions import (
     ATTR_ARGUMENTS_SIZE,
@@ -174,3 +177,48 @@ def test_calls_with_arguments_toolwatch_cannot_size_keep_their_span(
         assert attrs.get(ATTR_ARGUMENTS_SIZE) == size
         assert (ATTR_ERROR_TYPE in attrs) is (outcome != "answered")
         assert (ATTR_EGRESS in attrs) is (size is not None)  # unsized: provenance skipped
+
+
+@pytest.mark.timeout(60)
+def test_no_canary_from_arguments_sized_deep_or_not_at_all(
+    exporter: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The canary at the bottom of a 5,000-deep argument (sized by the recursion-free walk), in
+    a tuple key, in a value containing itself and in an object only ``str()`` can write: in no
+    form in any span (names, attributes, events, status) nor in the log at DEBUG."""
+    canary = make_canary()
+    deep: Any = canary
+    for _ in range(5000):
+        deep = {"a": [deep]}
+    circular: dict[str, Any] = {"c": canary}
+    circular["self"] = circular
+
+    class Opaque:
+        def __str__(self) -> str:
+            return canary
+
+    calls: list[dict[Any, Any]] = [
+        {"text": deep},
+        {"text": canary, (canary, 1): canary},
+        {"text": circular},
+        {"text": Opaque()},
+        {"text": canary},
+    ]
+
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            with conversation("canary-deep"), model_response("r1"):
+                for args in calls:
+                    with contextlib.suppress(Exception):  # the SDK refuses what it cannot send
+                        await client.call_tool("echo", args)
+
+    with caplog.at_level(logging.DEBUG):
+        anyio.run(main)
+    spans = tool_spans(exporter)
+    assert len(spans) == len(calls)
+    sizes = [a.get(ATTR_ARGUMENTS_SIZE) for a in by_position(spans)]
+    assert sizes[0] is not None and sizes[0] > 5000 * 8 and sizes[4] is not None
+    for span in exporter.get_finished_spans():
+        seen = (span.name, span.attributes, span.events, span.status.description, span.resource)
+        assert_absent(repr(seen), canary, f"span {span.name}")
+    assert_absent(caplog.text, canary, "the log")

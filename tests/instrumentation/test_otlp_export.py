@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from support.canary import assert_absent, make_canary
 from support.mcp_test_server import build_server
 from support.otlp_sink import OTLPSink
 from toolwatch.conventions import (
@@ -243,3 +244,19 @@ def test_long_strings_are_cut_as_the_instrumentation_cuts_them(
     (line,) = [r.getMessage() for r in caplog.records if "cut" in r.getMessage()]
     assert "6 string(s) longer than 4,096 bytes cut" in line
     assert "(service 2, session_id 2, tool 2)" in line
+
+
+def test_cutting_long_strings_says_no_value(caplog: pytest.LogCaptureFixture) -> None:
+    """Names and ids are not content, but the cut is said by field and count only: a canary
+    in every string field, each past MAX_STRING_BYTES, is in no form in the log (DEBUG) or the
+    report; the spans carry the fitted strings (positive control)."""
+    canary = make_canary()
+    long = canary + "x" * MAX_STRING_BYTES
+    record = make_record(0, tool=long, session_id=long, service=long, response_id=long)
+    with OTLPSink() as sink, caplog.at_level("DEBUG"):
+        report = replay_records([record], sink.url)
+        spans = sink.spans()
+    assert report.cut == {"response_id": 1, "service": 1, "session_id": 1, "tool": 1}
+    assert canary in spans[0]["attributes"][ATTR_TOOL_NAME]
+    assert_absent(caplog.text, canary, "the log")
+    assert_absent(repr((report.cut_text(), report.messages)), canary, "the report")
