@@ -18,6 +18,10 @@ Over streamable HTTP the SDK writes SSE responses with ``sse_starlette``, whose 
 filter (:data:`SDK_LOGGERS`). The SDK's client session logs under the bare name ``client``
 (mcp 2.3: ``Failed to validate notification`` with a traceback quoting an upstream
 notification's params, a log message's data; an unknown notification's method): covered too.
+The HTTP and SSE transports log every message they send or receive at DEBUG, formatted before
+the call (``SSE message: …``, ``Sending client message: …``): the text after those prefixes
+(:data:`PEER_TEXT_PREFIXES`) is withheld, so ``-v`` on any command running an SDK client or
+server in process never prints a call's arguments or result.
 """
 
 from __future__ import annotations
@@ -50,6 +54,20 @@ PEER_TEXT_ARGS: dict[str, frozenset[int]] = {
 }
 
 
+#: SDK messages formatted before logging (f-strings, no arguments to withhold) whose text after
+#: the prefix is a whole JSON-RPC message or body as sent or received: a call's arguments, a
+#: tool's result (the HTTP and SSE transports, client and server, at DEBUG).
+PEER_TEXT_PREFIXES: tuple[str, ...] = (
+    "SSE message: ",
+    "Sending client message: ",
+    "Received server message: ",
+    "Sending message via SSE: ",
+    "Received JSON: ",
+    "Validated client message: ",
+    "Sending session message to writer: ",
+)
+
+
 def describe_exception(exc: BaseException) -> str:
     """``TypeName`` (``ValidationError: json_invalid, missing``): what failed, not its text."""
     if isinstance(exc, BaseExceptionGroup):
@@ -65,6 +83,9 @@ class ContentFreeFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         withheld = PEER_TEXT_ARGS.get(record.msg) if isinstance(record.msg, str) else None
+        if isinstance(record.msg, str) and record.msg.startswith(PEER_TEXT_PREFIXES):
+            record.msg = record.msg[: record.msg.index(": ") + 2] + WITHHELD
+            record.args = None
         if withheld and isinstance(record.args, tuple):
             record.args = tuple(WITHHELD if i in withheld else a for i, a in enumerate(record.args))
         exc = record.exc_info[1] if record.exc_info else None

@@ -109,3 +109,32 @@ def test_the_sdk_client_sessions_bare_logger_is_covered(caplog: pytest.LogCaptur
         "dropping response for unknown/late request id '(text withheld)'",
     ]
     assert_absent(caplog.text, canary, "the log")
+
+
+def test_whole_messages_the_http_transports_log_at_debug_are_withheld(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The SDK's HTTP and SSE transports log each JSON-RPC message they send or receive at DEBUG,
+    formatted before the call (``f"SSE message: {message}"``), so no argument could be withheld:
+    ``-v`` printed a call's arguments and its result. The text after the prefix is withheld."""
+    canary = make_canary()
+    client = logging.getLogger("mcp.client.streamable_http")
+    server = logging.getLogger("mcp.server.sse")
+    loggers = content_free_sdk_logs()
+    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": canary}})
+    try:
+        with caplog.at_level(logging.DEBUG):
+            client.debug(f"SSE message: {frame}")
+            client.debug(f"Sending client message: {frame}")
+            server.debug(f"Received JSON: {frame.encode()!r}")
+            client.debug("GET SSE connection established")
+    finally:
+        for logger in loggers:
+            logger.removeFilter(CONTENT_FREE)
+    assert [r.getMessage() for r in caplog.records] == [
+        "SSE message: (text withheld)",
+        "Sending client message: (text withheld)",
+        "Received JSON: (text withheld)",
+        "GET SSE connection established",
+    ]
+    assert_absent(caplog.text, canary, "the log")
