@@ -22,7 +22,12 @@ from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_SETS, DETECTORS
-from toolwatch.injection.experiment.formats import rate_ci
+from toolwatch.injection.experiment.formats import rate_ci, target_pct
+from toolwatch.injection.experiment.levels import (
+    level_sentence,
+    thin_calibration_text,
+    thin_test_text,
+)
 from toolwatch.injection.experiment.validity import CellLike, breaches_in, reacts_to_insertion
 from toolwatch.injection.spans.kinds import ALL_KINDS
 
@@ -67,6 +72,13 @@ def _kind_order(kinds: list[str]) -> list[str]:
     return known + sorted(k for k in kinds if k not in ALL_KINDS)
 
 
+def cue_sets(stored: pd.DataFrame) -> list[str]:
+    """The study's cue sets, then those beyond it that the run stored (novelty, provenance:
+    the report's "Beyond the study" section), so each of the report's statistics can be shown."""
+    extra = sorted(set(stored["cue_set"]) - set(CUE_SETS)) if not stored.empty else []
+    return [*CUE_SETS, *extra]
+
+
 def render() -> None:
     s = ui.settings()
     st.title("Detection")
@@ -97,9 +109,9 @@ def render() -> None:
             format_func=lambda v: VARIANT_LABELS.get(v, v),
             widget="radio",
         )
-        cue_set = url.choice(c2, "Cue set", list(CUE_SETS), "cue_set")
-        detector = url.choice(c2, "Detector", list(DETECTORS), "detector", default="cusum")
         stored = q.experiment_cells(con, chosen["run_id"], variant)
+        cue_set = url.choice(c2, "Cue set", cue_sets(stored), "cue_set")
+        detector = url.choice(c2, "Detector", list(DETECTORS), "detector", default="cusum")
         has_max = q.has_column(con, q.EXPERIMENT_RUNS, "window_max")
         mode_key = url.choice(
             c3,
@@ -145,6 +157,7 @@ def render() -> None:
             stored_target=stored_target,
             stored=stored,
             has_max=has_max,
+            split=split,
         )
         cells, source = _cells(v)
         # statistics whose controls are detected above their false alarms (one pass per page)
@@ -175,10 +188,17 @@ class View:
     stored_target: float
     stored: pd.DataFrame  # the stored cells of this run and variant
     has_max: bool  # runs carry window maxima (other targets, ROC)
+    split: dict[str, Any]  # the run's saved split summary (streams / calls per split)
 
     @property
     def at_stored_target(self) -> bool:
         return math.isclose(self.target, self.stored_target, abs_tol=1e-9)
+
+    @property
+    def shows_next_level(self) -> bool:
+        """The stored target on a thin split: the table adds the next level above it, as the
+        report's headline does (``fa_next``)."""
+        return self.mode == MODE_TARGET and self.at_stored_target
 
     @property
     def threshold_mode(self) -> str:
@@ -253,8 +273,8 @@ def _headline(v: View, cells: pd.DataFrame, breached: Mapping[tuple[str, str], C
         help="share of normal test streams whose statistic ever crosses the threshold",
     )
     m3.metric("Normal streams alarming", f"{k} / {n}")
-    if v.mode == MODE_TARGET:
-        m4.metric("Target", dv.pct(v.target, 1))
+    if v.mode == MODE_TARGET:  # the stored target as asked (5.25% stays 5.25%), as the CLI
+        m4.metric("Target", target_pct(v.target) if v.at_stored_target else dv.pct(v.target, 1))
     else:
         m4.metric("Mode", "operating point")
     if (breach := breached.get((v.cue_set, v.detector))) is not None:
@@ -262,12 +282,45 @@ def _headline(v: View, cells: pd.DataFrame, breached: Mapping[tuple[str, str], C
             reacts_to_insertion(f"{v.cue_set}·{v.detector}", breach)
             + ", so its detection rates measure the edit, not the anomaly."
         )
+    for warning in split_warnings(v):
+        st.warning(warning)
+
+
+def _level(v: View, mode: str) -> str:
+    """The level the chosen statistic reached in ``mode``, said as the report says it."""
+    cells = v.pick(v.stored[v.stored["threshold_mode"] == mode])
+    if cells.empty:
+        return "–"
+    n = int(cells["normal_sessions"].iloc[0])
+    return level_sentence(float(cells["fa_reached"].iloc[0]), n)
+
+
+def split_warnings(v: View) -> list[str]:
+    """The report's warnings about the run's split (``--json``'s ``warnings``), in its words:
+    a thin test split (coarse levels; the two nearest the target, of the statistic shown) and
+    a thin calibration split (the operating point rests on it)."""
+    found = []
+    n = int(v.split.get("test", [0])[0])
+    if n:
+        thin = thin_test_text(
+            n,
+            v.stored_target,
+            _level(v, "fa_target"),
+            _level(v, "fa_next"),
+            both_shown=v.shows_next_level,
+        )
+        found.append(thin)
+    streams, calls = (v.split.get("calibration") or [0, 0])[:2]
+    found.append(thin_calibration_text(int(streams), int(calls), v.config.get("model", {})))
+    return [w for w in found if w]
 
 
 def _table(v: View, cells: pd.DataFrame) -> None:
     cue_set, detector = v.cue_set, v.detector
     picked = v.pick(cells).set_index("kind")
     kinds = _kind_order(list(picked.index))
+    upper = v.pick(v.stored[v.stored["threshold_mode"] == "fa_next"]).set_index("kind")
+    next_column = f"at the next level, {_level(v, 'fa_next')}"
     rows = []
     bars = []
     for kind in kinds:
@@ -278,6 +331,11 @@ def _table(v: View, cells: pd.DataFrame) -> None:
                 "kind": ui.label(kind),
                 "detected (95% CI)": rate_ci(c["rate"], c["ci_low"], c["ci_high"]),
                 "runs": f"{int(c['detected'])}/{int(c['runs'])}",
+                **(
+                    {next_column: _rate_text(upper, kind)}
+                    if v.shows_next_level and not upper.empty
+                    else {}
+                ),
                 "median latency (calls)": ui.number(c.get("median_latency"), "{:g}"),
                 "per-call AUC": ui.number(c.get("auc"), "{:.2f}"),
                 "study: detected": dv.study_rate(kind, cue_set, detector) or "–",
@@ -334,6 +392,13 @@ def _table(v: View, cells: pd.DataFrame) -> None:
         )
 
 
+def _rate_text(cells: pd.DataFrame, kind: str) -> str:
+    if kind not in cells.index:
+        return "–"
+    c = cells.loc[kind]
+    return f"{rate_ci(c['rate'], c['ci_low'], c['ci_high'])} {int(c['detected'])}/{int(c['runs'])}"
+
+
 def _grid(cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> None:
     with st.expander("Every cue set × detector"):
         grid = cells.assign(
@@ -344,7 +409,7 @@ def _grid(cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> 
                 for r, lo, hi in zip(cells["rate"], cells["ci_low"], cells["ci_high"], strict=True)
             ],
         )
-        order = [f"{c}·{d}" for c in CUE_SETS for d in DETECTORS]
+        order = [f"{c}·{d}" for c in cue_sets(cells) for d in DETECTORS]
         pivot = grid.pivot_table(index="label", columns="cell", values="text", aggfunc="first")
         pivot = pivot.reindex(columns=[c for c in order if c in pivot.columns])
         pivot = pivot.reindex([ui.label(k) for k in _kind_order(list(cells["kind"].unique()))])
