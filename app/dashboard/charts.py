@@ -71,6 +71,12 @@ def marker_ticks(data: pd.DataFrame, size: int, **encoding: Any) -> alt.Chart:
     return alt.Chart(data).mark_tick(color=MARKER, thickness=3, size=size).encode(**encoding)
 
 
+#: The widest a timeline lane's label is drawn (Vega ends a longer one with "…"; the whole name
+#: is in the tooltip): a tool name may be 4,096 bytes, and an unbounded label pushed the
+#: panels off the page.
+LANE_LABEL_PX = 260
+
+
 def short_tool(tool: str) -> str:
     """A tool's lane label: ``server · tool`` for ``mcp__server__tool`` (the long shared prefix
     made four different tools look the same), the name itself otherwise."""
@@ -282,7 +288,7 @@ def timeline_chart(
         .mark_point(filled=True, size=60)
         .encode(
             x=x,
-            y=alt.Y("lane:N", title="tool", sort=None, axis=alt.Axis(labelLimit=0)),
+            y=alt.Y("lane:N", title="tool", sort=None, axis=alt.Axis(labelLimit=LANE_LABEL_PX)),
             color=alt.Color(
                 "failed:N",
                 scale=alt.Scale(domain=[False, True], range=[OURS, MARKER]),
