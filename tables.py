@@ -141,6 +141,35 @@ EXPERIMENT_RUN_FIELDS: Final[tuple[Field, ...]] = (
     _f("window_max", "float64", "largest statistic inside the detection window"),
 )
 
+REPLAY_FIELDS: Final[tuple[Field, ...]] = (
+    _f("run_id", "string", "replay run id", nullable=False),
+    _f("created", "timestamp", "when the replay finished, UTC", nullable=False),
+    _f("model", "string", "adaptive, or frozen (the operating point)", nullable=False),
+    _f("week", "date", "the week (its Monday, UTC) of the streams' first call", nullable=False),
+    _f(
+        "kind",
+        "string",
+        "injected kind; normal = the week's normal long streams",
+        nullable=False,
+    ),
+    _f("runs", "int64", "copies of the week's streams (normal: streams)", nullable=False),
+    _f("detected", "int64", "copies detected in their window (normal: alarmed)", nullable=False),
+    _f("thin", "bool", "fewer than 20 normal long streams in the week", nullable=False),
+    _f("threshold", "float64", "the model's threshold at the week's end"),
+    _f("statistic", "string", "the watched statistic (cue set _ detector)", nullable=False),
+    _f("fa_target", "float64", "the share of normal streams asked to alarm", nullable=False),
+    _f(
+        "totals_json",
+        "string",
+        "the model's totals (weeks above 2× the target, beyond chance, detection at one "
+        "threshold, adaptive counts), JSON",
+        nullable=False,
+    ),
+    _f("split_json", "string", "the split and the data fingerprint, JSON", nullable=False),
+    _f("config_json", "string", "the full configuration, JSON", nullable=False),
+    _f("seeds", "string", "comma-separated injection seeds", nullable=False),
+)
+
 WORKBENCH_RUN_FIELDS: Final[tuple[Field, ...]] = (
     _f("run_id", "string", "suite run id", nullable=False),
     _f("time", "timestamp", "when the run finished, UTC", nullable=False),
@@ -305,6 +334,14 @@ EXPERIMENT_RUNS: Final = Table(
     "experiment",
     "one row per injected (or normal) test stream × cue set × detector × threshold mode",
 )
+REPLAYS: Final = Table(
+    "replays",
+    REPLAY_FIELDS,
+    "created",
+    "replay",
+    "one row per replay run × model (adaptive, frozen) × week × kind (normal: the week's "
+    "normal long streams and how many alarmed)",
+)
 WORKBENCH_RUNS: Final = Table(
     "workbench_runs",
     WORKBENCH_RUN_FIELDS,
@@ -365,6 +402,7 @@ TABLES: Final[dict[str, Table]] = {
         SIMULATIONS,
         EXPERIMENTS,
         EXPERIMENT_RUNS,
+        REPLAYS,
         WORKBENCH_RUNS,
         STREAM_SCORES,
         RULE_ALERTS,

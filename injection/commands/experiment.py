@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             store.root,
             written.already_stored,
         )
-    changed = data_changed(saved_split, result) if saved_split is not None else None
+    changed = data_changed(saved_split, result.split) if saved_split is not None else None
     if changed:
         print(
             f"toolwatch experiment: the store's calls changed since run {args.rerun} "

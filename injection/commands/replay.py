@@ -3,24 +3,29 @@
     toolwatch replay [--store PATH] [--split-shares 0.44,0.07 | --split-dates A,B]
         [--min-calls 30] [--target-fa 0.05] [--seeds 5] [--kinds burst,runaway_retry,...]
         [--model-config KEY=VALUE]... [--half-life-days 14] [--quarantine-hours 24]
-        [--novelty-streams 3] [--json]
+        [--novelty-streams 3] [--rerun RUN_ID] [--no-save] [--json]
 
 What false-alarm rate will alerts give, week after week, and does the adaptive model hold it
 while it still catches bursts and runaway loops? The test split is replayed as if it arrived
-now (:mod:`toolwatch.injection.experiment.replay`), with the frozen model beside it. Nothing is
-written to the store.
+now (:mod:`toolwatch.injection.experiment.replay`), with the frozen model beside it. The result
+is saved in the store's ``replays`` table under a new run id, as ``toolwatch experiment`` saves
+its own; ``--rerun`` repeats a saved run exactly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import shlex
 import sys
+from typing import Any
 
 from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.compaction import probe_writable
+from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
@@ -34,6 +39,7 @@ from toolwatch.detection.model.overrides import add_model_config_argument, model
 from toolwatch.usage import UserError, positive_float, positive_int, positive_share
 
 HELP = "replay a stored corpus through the live scorer, week by week"
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +73,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_config_argument(parser)
     add_adaptive_arguments(parser)
+    parser.add_argument(
+        "--rerun",
+        metavar="RUN_ID",
+        help="repeat a saved replay exactly: its saved configuration replaces the options above",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--save",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save the results in the store's replays table (default: yes)",
+    )
 
 
 def batch_seconds(text: str) -> float:
@@ -84,35 +101,44 @@ def batch_seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from toolwatch.injection.experiment import ExperimentConfig, load_calls
-    from toolwatch.injection.experiment.replay import (
-        REPLAY_KINDS,
-        ReplayConfig,
-        render,
-        run_replay,
-        summary,
-    )
+    from toolwatch.injection.experiment.replay import REPLAY_KINDS, ReplayConfig, run_replay
+    from toolwatch.injection.experiment.replay_report import render, summary
+    from toolwatch.injection.experiment.replay_storage import load_replay_run, save_replay
+    from toolwatch.injection.experiment.storage import data_changed
 
     store = Store(args.store)
+    saved_split: dict[str, Any] | None = None
     try:
-        kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else REPLAY_KINDS
-        experiment = ExperimentConfig(
-            split_dates=args.split_dates,
-            split_shares=args.split_shares,
-            min_calls=args.min_calls,
-            include_artefacts=args.include_client_artefacts,
-            seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
-            target_fa=args.target_fa,
-            kinds=kinds,
-            model=model_overrides(args.model_config),
-        )
-        config = ReplayConfig(
-            experiment=experiment,
-            adaptive=AdaptiveConfig.from_args(args),
-            statistic=args.statistic,
-            batch_s=args.batch_seconds,
-            replay_kinds=kinds,
-        )
+        if args.rerun:
+            config, saved_split = load_replay_run(store, args.rerun)
+        else:
+            kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else REPLAY_KINDS
+            experiment = ExperimentConfig(
+                split_dates=args.split_dates,
+                split_shares=args.split_shares,
+                min_calls=args.min_calls,
+                include_artefacts=args.include_client_artefacts,
+                seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
+                target_fa=args.target_fa,
+                kinds=kinds,
+                model=model_overrides(args.model_config),
+            )
+            config = ReplayConfig(
+                experiment=experiment,
+                adaptive=AdaptiveConfig.from_args(args),
+                statistic=args.statistic,
+                batch_s=args.batch_seconds,
+                replay_kinds=kinds,
+            )
         calls = load_calls(store)  # an empty or missing store fails before the bar starts
+        if args.save:  # said now, not after the whole replay
+            try:
+                probe_writable(store.root)
+            except OSError as exc:
+                raise UserError(
+                    f"cannot write the store {store.root}: {exc.strerror or exc} "
+                    "(--no-save runs the replay without saving it)"
+                ) from exc
         with tqdm(total=1, desc="replay", unit="step", file=sys.stderr, leave=False) as bar:
             result = run_replay(calls, config)
             bar.update()
@@ -120,9 +146,29 @@ def run(args: argparse.Namespace) -> int:
         raise  # cli.main says it: one line, its exit code, the traceback under -v
     except ValueError as exc:  # the scorer rejected a column of the stored calls (it names it)
         raise UserError(str(exc)) from exc
+    if args.save:
+        try:
+            save_replay(store, result)
+        except (StoreError, OSError) as exc:
+            print(f"toolwatch replay: could not save results: {exc}", file=sys.stderr)
+            return 1
+        log.info("saved replay %s in %s", result.run_id, store.root)
+    changed = data_changed(saved_split, result.split) if saved_split is not None else None
+    if changed:
+        print(
+            f"toolwatch replay: the store's calls changed since run {args.rerun} "
+            f"({changed}): same configuration and seeds, but the numbers can differ",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(summary(result), indent=2))
     else:
         print(provenance_note(calls))
         sys.stdout.write(render(result))
+        if args.save:
+            where = f"--store {shlex.quote(str(args.store))} " if args.store else ""
+            print(
+                f"saved as run {result.run_id} in {store.root} "
+                f"(re-run: toolwatch replay {where}--rerun {result.run_id})"
+            )
     return 0

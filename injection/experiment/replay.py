@@ -24,6 +24,9 @@ the threshold, as in the experiment.
 alarmed (k/n, with a 95 % Wilson interval), the threshold at the end of the week, and the
 detection of the copies of that week's streams. Weeks of fewer than :data:`THIN_WEEK` streams
 are marked thin: one alarm there is already 1/n.
+
+:mod:`.replay_report` prints the result (and gives the dashboard's Replay page its cells);
+:mod:`.replay_storage` saves it in the store's ``replays`` table.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -49,7 +53,6 @@ from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed
 from toolwatch.detection.scoring.online import Scores
 from toolwatch.injection.experiment.config import THIN_TEST, ExperimentConfig
-from toolwatch.injection.experiment.formats import pct, target_pct
 from toolwatch.injection.experiment.metrics import (
     detection_window,
     threshold_above_false_alarm,
@@ -83,6 +86,27 @@ class ReplayConfig:
     batch_s: float = 60.0
     replay_kinds: tuple[str, ...] = REPLAY_KINDS
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every knob, as saved with the results (``replays.config_json``)."""
+        return {
+            "experiment": self.experiment.to_dict(),
+            "adaptive": self.adaptive.to_dict(),
+            "statistic": self.statistic,
+            "batch_s": self.batch_s,
+            "replay_kinds": list(self.replay_kinds),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReplayConfig:
+        """The config of :meth:`to_dict` (``toolwatch replay --rerun``)."""
+        return cls(
+            experiment=ExperimentConfig.from_dict(data["experiment"]),
+            adaptive=AdaptiveConfig.from_dict(data["adaptive"]),
+            statistic=str(data["statistic"]),
+            batch_s=float(data["batch_s"]),
+            replay_kinds=tuple(data["replay_kinds"]),
+        )
+
 
 @dataclass
 class ModelReplay:
@@ -111,6 +135,8 @@ class WeekRow:
 
 @dataclass
 class ReplayResult:
+    run_id: str
+    created: datetime
     config: ReplayConfig
     split: dict[str, Any]
     weeks: list[WeekRow]
@@ -119,7 +145,11 @@ class ReplayResult:
 
 
 def run_replay(
-    calls: pa.Table, config: ReplayConfig, models: Sequence[str] = MODELS
+    calls: pa.Table,
+    config: ReplayConfig,
+    models: Sequence[str] = MODELS,
+    *,
+    run_id: str | None = None,
 ) -> ReplayResult:
     """Split, fit, inject, then replay the test split through the live scorer (both models)."""
     exp = config.experiment
@@ -177,6 +207,8 @@ def run_replay(
     summary["replayed_streams"] = len(test_streams)
     summary["injected_copies"] = len(shadows)
     return ReplayResult(
+        run_id=run_id or uuid.uuid4().hex[:12],
+        created=datetime.now(UTC),
         config=config,
         split=summary,
         weeks=weeks,
@@ -406,191 +438,3 @@ def chance_of_as_many(alarmed: int, streams: int, share: float) -> float:
     """P(at least ``alarmed`` of ``streams`` alarm) when each alarms with probability
     ``share``: the one-sided exact binomial p-value of a week's alarms."""
     return float(binom.sf(alarmed - 1, streams, share))
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson interval of k/n."""
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-# ------------------------------------------------------------------------------ the report
-
-
-def _pct(k: int, n: int) -> str:
-    """``k`` of ``n`` as a percentage to a tenth (``–`` for none)."""
-    return pct(k / n if n else None, 1)
-
-
-def render(result: ReplayResult) -> str:
-    """The replay as text: per week beside the frozen model, then the totals."""
-    cfg = result.config
-    split = result.split
-    target = cfg.experiment.target_fa
-    kinds = list(cfg.replay_kinds)
-    short = {
-        "burst": "burst",
-        "runaway_retry": "runaway",
-        "control_same_response_burst": "ctl-SR",
-        "control_other_normal": "ctl-8",
-        "out_of_scope_tool": "OOS",
-    }
-    a = cfg.adaptive
-    half = "no decay" if math.isinf(a.half_life_days) else f"half-life {a.half_life_days:g} d"
-    lines = [
-        f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
-        f"({split['test'][0]} with ≥ {cfg.experiment.min_calls} calls) replayed in time order "
-        f"through the live scorer, with {split['injected_copies']:,} injected copies "
-        f"({', '.join(kinds)}; {len(cfg.experiment.seeds)} seeds)",
-        f"model fitted on {split['train'][0]:,} streams, calibrated on "
-        f"{split['calibration'][0]:,}"
-        + "".join(f", {k}={v}" for k, v in sorted(dict(cfg.experiment.model).items()))
-        + f"; watched: {cfg.statistic}, target {target_pct(target)} of streams alarming",
-        f"adaptive: {half}, quarantine {a.quarantine_h:g} h, idle {a.idle_min:g} min, novelty "
-        f"until {a.novelty_streams:g} streams, threshold = the {target_pct(1 - target)} quantile "
-        f"of the last {a.window} stream maxima (river RollingQuantile); frozen: the same model at "
-        "its operating point (what the collector alerts on without --adaptive)",
-        "",
-    ]
-    head = [
-        "week",
-        "streams",
-        "adaptive: alarming (95% CI)",
-        "threshold",
-        *(short.get(k, k) for k in kinds),
-        "frozen: alarming",
-        "threshold",
-        *(short.get(k, k) for k in kinds),
-    ]
-    rows = []
-    for r in result.weeks:
-        cells = [r.week + (" thin" if r.normal < THIN_WEEK else ""), str(r.normal)]
-        for model in MODELS:
-            k = r.alarmed[model]
-            lo, hi = wilson(k, r.normal)
-            shown = f"{k}/{r.normal} {_pct(k, r.normal)}"
-            if model == "adaptive":
-                shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)" if r.normal else ""
-            cells += [shown, f"{r.threshold[model]:.2f}"]
-            cells += [_pct(*r.detection[model][kind]) for kind in kinds]
-        rows.append(cells)
-    total = ["all", str(result.totals["adaptive"]["streams"])]
-    for model in MODELS:
-        t = result.totals[model]
-        k, n = t["alarmed"], t["streams"]
-        lo, hi = wilson(k, n)
-        shown = f"{k}/{n} {_pct(k, n)}"
-        if model == "adaptive":
-            shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)"
-        total += [shown, ""]
-        total += [_pct(*t["detection"][kind]) for kind in kinds]
-    rows.append(total)
-    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-    lines.append("")
-    for model in MODELS:
-        t = result.totals[model]
-        over = t["weeks_over_2x_target"]
-        full = t["full_weeks_over_2x_target"]
-        lines.append(
-            f"{model}: weeks after the first with more than 2× the target "
-            f"({target_pct(2 * target)}) of their streams alarming: "
-            f"{len(over)} of {len(result.weeks) - 1}"
-            + (f" ({', '.join(over)})" if over else "")
-            + f"; of them with ≥ {THIN_WEEK} streams: {len(full)}"
-            + f"; above it beyond chance (one-sided binomial test, p < {BEYOND_P:g}): "
-            + _beyond_text(t["weeks_over_2x_target_beyond_chance"])
-        )
-    for model in MODELS:
-        o = result.totals[model]["oracle"]
-        n = result.totals[model]["streams"]
-        rates = ", ".join(f"{short.get(k, k)} {_pct(*v)}" for k, v in o["detection"].items())
-        line = (
-            f"{model}, at one threshold for the whole replay (the experiment's rule: "
-            f"{o['alarmed']}/{n} normal streams alarm, {o['threshold']:.2f}): {rates}"
-        )
-        if (up := o.get("next_level")) is not None:
-            up_rates = ", ".join(
-                f"{short.get(k, k)} {_pct(*v)}" for k, v in up["detection"].items()
-            )
-            line += (
-                f"; fewer than {THIN_TEST} normal streams, so also at the next level above the "
-                f"target ({up['alarmed']}/{n} alarm, {up['threshold']:.2f}): {up_rates}"
-            )
-        lines.append(line)
-    c = result.totals["adaptive"]["counts"]
-    lines.append(
-        f"adaptive model: {c['folded']:,} streams folded in ({c['folded_calls']:,} calls), "
-        f"{c['pooled']:,} maxima pooled, {c['refreshes']:,} snapshots; a week marked thin has "
-        f"fewer than {THIN_WEEK} streams (one alarm there is already 1/n)"
-    )
-    secs = {m: result.totals[m]["seconds"] for m in MODELS}
-    calls = result.totals["adaptive"]["calls"]
-    lines.append(
-        "replay time: "
-        + ", ".join(f"{m} {s:.1f} s ({calls / s:,.0f} calls/s)" for m, s in secs.items())
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _beyond_text(weeks: Sequence[dict[str, Any]]) -> str:
-    """``2 (2026-02-09: 5/7, p = 0.00018; …)``."""
-    shown = "; ".join(
-        f"{w['week']}: {w['alarmed']}/{w['streams']}, p = {w['p']:.2g}" for w in weeks
-    )
-    return f"{len(weeks)}" + (f" ({shown})" if weeks else "")
-
-
-def summary(result: ReplayResult) -> dict[str, Any]:
-    """JSON-ready results."""
-    cfg = result.config
-    return {
-        "config": {
-            "experiment": cfg.experiment.to_dict(),
-            "adaptive": cfg.adaptive.to_dict(),
-            "statistic": cfg.statistic,
-            "batch_s": cfg.batch_s,
-            "replay_kinds": list(cfg.replay_kinds),
-        },
-        "split": result.split,
-        "weeks": [
-            {
-                "week": r.week,
-                "streams": r.normal,
-                "thin": r.normal < THIN_WEEK,
-                "alarmed": r.alarmed,
-                "threshold": {m: (None if math.isnan(v) else v) for m, v in r.threshold.items()},
-                "detection": {
-                    m: {k: list(v) for k, v in d.items()} for m, d in r.detection.items()
-                },
-            }
-            for r in result.weeks
-        ],
-        "totals": {
-            m: {
-                **t,
-                "detection": {k: list(v) for k, v in t["detection"].items()},
-                "oracle": {
-                    **t["oracle"],
-                    "detection": {k: list(v) for k, v in t["oracle"]["detection"].items()},
-                    "next_level": None
-                    if t["oracle"].get("next_level") is None
-                    else {
-                        **t["oracle"]["next_level"],
-                        "detection": {
-                            k: list(v) for k, v in t["oracle"]["next_level"]["detection"].items()
-                        },
-                    },
-                },
-            }
-            for m, t in result.totals.items()
-        },
-    }

@@ -146,9 +146,10 @@ def load_run(store: Any, run_id: str) -> tuple[ExperimentConfig, dict[str, Any]]
     return ExperimentConfig.from_dict(json.loads(row["config_json"])), json.loads(row["split_json"])
 
 
-def data_changed(saved_split: Mapping[str, Any], result: ExperimentResult) -> str | None:
-    """Why a re-run's data differ from the saved run's (``None`` when they are the same)."""
-    then, now = saved_split.get("data"), result.split.get("data")
+def data_changed(saved_split: Mapping[str, Any], split: Mapping[str, Any]) -> str | None:
+    """Why a re-run's data (its split summary) differ from the saved run's (``None`` when they
+    are the same); the experiment's and the replay's re-runs alike."""
+    then, now = saved_split.get("data"), split.get("data")
     if then is None or now is None or then == now:
         return None
     return (

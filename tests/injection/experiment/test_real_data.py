@@ -12,12 +12,8 @@ import pytest
 from support.dev_real import dev_real_calls, dev_real_store
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.protocol import run_experiment
-from toolwatch.injection.experiment.replay import (
-    ReplayConfig,
-    chance_of_as_many,
-    render,
-    run_replay,
-)
+from toolwatch.injection.experiment.replay import ReplayConfig, chance_of_as_many, run_replay
+from toolwatch.injection.experiment.replay_report import render
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.experiment.storage import load_calls
 

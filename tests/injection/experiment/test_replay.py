@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.injection.experiment.config import ExperimentConfig
-from toolwatch.injection.experiment.replay import ReplayConfig, render, run_replay, summary
+from toolwatch.injection.experiment.replay import ReplayConfig, run_replay
+from toolwatch.injection.experiment.replay_report import render, summary
 
 
 def test_the_replay_names_the_target_it_was_given() -> None:

@@ -1,0 +1,70 @@
+"""``toolwatch replay`` saves its result (the dashboard's Replay page reads it), re-runs a saved
+run exactly, and says before the replay when it cannot write the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support.disk import read_only
+from toolwatch.cli import main as cli_main
+from toolwatch.collector.sources.simulator import simulate
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.injection.experiment.replay_report import render
+from toolwatch.injection.experiment.replay_storage import load_replay
+
+
+def _replay(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli_main(["replay", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _table(out: str) -> str:
+    """The printed report without its timing line and the saved-as line."""
+    return "\n".join(
+        line
+        for line in out.splitlines()
+        if not line.startswith(("replay time:", "saved as run", "data:"))
+    )
+
+
+def test_replay_saves_its_result_and_reruns_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_path / "store")
+    store.append("calls", simulate(seed=2, scale=0.25))
+    root = str(store.root)
+    base = ["--store", root, "--split-shares", "0.44,0.07", "--seeds", "1", "--kinds", "burst"]
+    code, out, err = _replay(base, capsys)
+    assert code == 0, err
+    saved = out.strip().splitlines()[-1]
+    assert saved.startswith("saved as run ") and f"--store {root} --rerun " in saved
+    run_id = saved.split()[3]
+    data = load_replay(store, run_id)
+    assert _table(render(data)) in _table(out)  # what the store holds is what was printed
+    # a re-run: a new run beside the first, the same configuration and figures
+    code, again, err = _replay(["--store", root, "--rerun", run_id], capsys)
+    assert code == 0, err
+    assert "changed" not in err
+    assert _table(again) == _table(out)
+    other = again.strip().splitlines()[-1].split()[3]
+    assert other != run_id and load_replay(store, other)["config"] == data["config"]
+    # --no-save adds nothing
+    count = "SELECT count(DISTINCT run_id) AS n FROM replays"
+    code, _, err = _replay([*base, "--no-save"], capsys)
+    assert code == 0, err
+    assert store.query(count).to_pylist() == [{"n": 2}]
+    # a store it cannot write: said before the replay, in one line
+    read_only(monkeypatch, store.root)
+    code, out, err = _replay(base, capsys)
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == [
+        f"toolwatch replay: cannot write the store {root}: Read-only file system "
+        "(--no-save runs the replay without saving it)"
+    ]
+    code, _, err = _replay(["--store", root, "--rerun", "nope"], capsys)
+    assert code == 1 and err.strip().splitlines() == [
+        f"toolwatch replay: no saved replay with run id 'nope' in {root}"
+    ]
