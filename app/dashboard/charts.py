@@ -531,3 +531,38 @@ def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
         )
         .resolve_scale(x="independent", y="independent")
     )
+
+
+def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]) -> Spec:
+    """A replay's share of normal streams alarming per week, one line per model, with the
+    target and twice the target as dashed rules (each named in the legend).
+
+    ``weeks``: ``week`` (ISO Monday), ``what`` (the model), ``rate``, ``alarming`` (``k/n``);
+    ``names``: the legend's entries, the models then the two rules' names.
+    """
+    colour = legend_colour(names, [OURS, PALETTE[1], "#1f2d3d", MARKER][: len(names)])
+    lines = (
+        alt.Chart(weeks)
+        .mark_line(point=alt.OverlayMarkDef(size=60, filled=True), strokeWidth=2)
+        .encode(
+            x=alt.X("week:T", title="week (Monday, UTC)", axis=alt.Axis(format="%Y-%m-%d")),
+            y=alt.Y("rate:Q", title="normal streams alarming (%)", axis=alt.Axis(format="%")),
+            color=colour,
+            tooltip=[
+                alt.Tooltip("week:T", format="%Y-%m-%d", title="week"),
+                alt.Tooltip("what:N", title="model"),
+                alt.Tooltip("alarming:N", title="alarming"),
+            ],
+        )
+    )
+    levels = pd.DataFrame({"what": list(names[-2:]), "level": [target, 2 * target]})
+    rules = (
+        alt.Chart(levels)
+        .mark_rule(strokeDash=[6, 3], strokeWidth=1.5)
+        .encode(
+            y="level:Q",
+            color=colour,
+            tooltip=[alt.Tooltip("what:N", title="line"), alt.Tooltip("level:Q", format=".1%")],
+        )
+    )
+    return alt.layer(lines, rules).properties(height=260)

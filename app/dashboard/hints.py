@@ -16,6 +16,7 @@ from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.calls.split import SplitError, SplitSpec, split_streams
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
 from toolwatch.injection.experiment.config import ExperimentConfig
+from toolwatch.injection.experiment.replay_storage import REPLAYS
 from toolwatch.injection.experiment.storage import EXPERIMENTS
 from toolwatch.injection.workbench.report import RUNS_TABLE as WORKBENCH_RUNS
 
@@ -37,6 +38,10 @@ FILL_HINTS: Final[dict[str, str]] = {
         "`toolwatch experiment --store STORE` (the study's injection experiment on the "
         "store's calls)"
     ),
+    REPLAYS: (
+        "`toolwatch replay --store STORE` (the store's test split through the live scorer, "
+        "week by week: the false alarms alerts would give)"
+    ),
     ALERTS: (
         "`toolwatch train --store STORE`, then `toolwatch collector --store STORE --model "
         f"STORE/{MODEL_IN_STORE}`: it scores every call as it arrives and records an alert "
@@ -54,7 +59,27 @@ FILL_HINTS: Final[dict[str, str]] = {
 }
 
 
-def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
+#: What each command that splits the store does, as its hint says it: on the default split,
+#: on the study's shares of the streams.
+SPLIT_COMMANDS: Final[dict[str, tuple[str, str]]] = {
+    "experiment": (
+        "the study's injection experiment on the store's calls, split by time in the study's "
+        "proportions of its days",
+        "the study's injection experiment; the store's streams split by time in the study's "
+        "proportions",
+    ),
+    "replay": (
+        "the store's test split through the live scorer, week by week; split by time in the "
+        "study's proportions of its days",
+        "the store's test split through the live scorer, week by week; its streams split by "
+        "time in the study's proportions",
+    ),
+}
+
+
+def experiment_hint(
+    con: duckdb.DuckDBPyConnection, store: Path, command: str = "experiment"
+) -> str:
     """How to fill the store with experiment results, to follow "Fill it with": a
     ``toolwatch experiment`` command that works on this store's calls — the default split (the
     study's proportions of the store's own days, :mod:`toolwatch.detection.calls.split`) when it
@@ -67,18 +92,13 @@ def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
         round(study.SPLITS["train"][0] / study.CORPUS["sessions"], 2),
         round(study.SPLITS["calibration"][0] / study.CORPUS["sessions"], 2),
     )
+    by_days, by_shares = SPLIT_COMMANDS[command]
     tries = (
-        (
-            config.split_spec(),
-            "",
-            "the study's injection experiment on the store's calls, split by time in the "
-            "study's proportions of its days",
-        ),
+        (config.split_spec(), "", by_days),
         (
             SplitSpec(shares=shares, min_calls=config.min_calls),
             f" --split-shares {shares[0]:.2f},{shares[1]:.2f}",
-            "the study's injection experiment; the store's streams split by time in the "
-            "study's proportions",
+            by_shares,
         ),
     )
     # the experiment's own streams: the whole store (not the page's time range), uninjected
@@ -106,10 +126,10 @@ def experiment_hint(con: duckdb.DuckDBPyConnection, store: Path) -> str:
         except SplitError as exc:
             reason = str(exc)
             continue
-        return f"`toolwatch experiment --store {where}{options}` ({what})"
+        return f"`toolwatch {command} --store {where}{options}` ({what})"
     return (
-        "more calls first — no experiment can run on this store's calls yet, even split by the "
+        f"more calls first — no {command} can run on this store's calls yet, even split by the "
         f"study's shares of its streams: {reason.split('; ')[0]}; "
         f"`toolwatch simulate --store {where}` adds a corpus shaped like the study's, then "
-        f"`toolwatch experiment --store {where}` runs on it"
+        f"`toolwatch {command} --store {where}` runs on it"
     )

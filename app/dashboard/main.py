@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 #: (script, title, icon, url path)
 PAGES: tuple[tuple[str, str, str, str], ...] = (
     ("detection_page.py", "Detection", ":material/radar:", "detection"),
+    ("replay_page.py", "Replay", ":material/replay:", "replay"),
     ("sessions_page.py", "Sessions", ":material/timeline:", "sessions"),
     ("live_page.py", "Live", ":material/notifications_active:", "live"),
     ("workbench_page.py", "Workbench", ":material/science:", "workbench"),
@@ -80,6 +81,7 @@ def main() -> None:
             f"The store `{s.store}` is empty. Fill it, then reload this page:\n\n"
             f"- **calls** (Sessions, Corpus): {fill_hint(q.CALLS, s.store)}\n"
             f"- **detection results** (Detection): {fill_hint(q.EXPERIMENTS, s.store)}\n"
+            f"- **weekly false alarms** (Replay): {fill_hint(q.REPLAYS, s.store)}\n"
             f"- **live alerts** (Live): {fill_hint(q.ALERTS, s.store)}\n"
             f"- **workbench runs** (Workbench): {fill_hint(q.WORKBENCH_RUNS, s.store)}\n\n"
             f"{fill_hint('demo', s.store)}"

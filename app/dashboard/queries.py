@@ -29,6 +29,7 @@ from toolwatch.collector.stats.corpus import NOT_INJECTED
 from toolwatch.collector.store.parquet_store import CALLS, Store, StoreError
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
 from toolwatch.detection.alerting.rules import RULE_ALERTS_TABLE as RULE_ALERTS
+from toolwatch.injection.experiment.replay_storage import REPLAYS
 from toolwatch.injection.experiment.storage import EXPERIMENT_RUNS, EXPERIMENTS
 from toolwatch.injection.workbench.report import RUNS_TABLE as WORKBENCH_RUNS
 
@@ -279,6 +280,30 @@ def experiment_latencies(
         """,
         [run_id, variant, cue_set, detector, mode],
     )
+
+
+# ------------------------------------------------------------------------------ replays
+
+
+def replay_list(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per saved replay run, newest first."""
+    return frame(
+        con,
+        f"""
+        SELECT run_id, max(created) AS created, any_value(statistic) AS statistic,
+               any_value(fa_target) AS fa_target, any_value(seeds) AS seeds,
+               count(DISTINCT week) AS weeks,
+               sum(runs) FILTER (WHERE kind = 'normal' AND model = 'adaptive') AS streams
+        FROM {REPLAYS}
+        GROUP BY run_id
+        ORDER BY created DESC, run_id
+        """,
+    )
+
+
+def replay_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """Every ``replays`` row of one run, as plain rows (the summary is built from them)."""
+    return records(con, f"SELECT * EXCLUDE (date) FROM {REPLAYS} WHERE run_id = ?", [run_id])
 
 
 # ------------------------------------------------------------------------------ streams

@@ -8,9 +8,9 @@ the URL clean). The global time range (:func:`time_range`, in the sidebar) is ca
 to page in the session as well, since a page switch starts from a bare URL.
 
 Parameters: ``range``/``from``/``to`` (every page); ``run``, ``variant``, ``cue_set``,
-``detector``, ``mode`` (Detection); ``session``, ``agent`` (Sessions: ``agent`` absent = the
-main agent), ``source``, ``flag``; ``by`` (Live); ``suite``, ``scenario`` (Workbench);
-``sql``, ``limit`` (Explore).
+``detector``, ``mode`` (Detection); ``replay`` (Replay); ``session``, ``agent`` (Sessions:
+``agent`` absent = the main agent), ``source``, ``flag``; ``by`` (Live); ``suite``,
+``scenario`` (Workbench); ``sql``, ``limit`` (Explore).
 """
 
 from __future__ import annotations

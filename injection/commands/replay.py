@@ -9,7 +9,7 @@ What false-alarm rate will alerts give, week after week, and does the adaptive m
 while it still catches bursts and runaway loops? The test split is replayed as if it arrived
 now (:mod:`toolwatch.injection.experiment.replay`), with the frozen model beside it. The result
 is saved in the store's ``replays`` table under a new run id, as ``toolwatch experiment`` saves
-its own; ``--rerun`` repeats a saved run exactly.
+its own (the app's Replay page shows it); ``--rerun`` repeats a saved run exactly.
 """
 
 from __future__ import annotations
@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
             where = f"--store {shlex.quote(str(args.store))} " if args.store else ""
             print(
                 f"saved as run {result.run_id} in {store.root} "
-                f"(re-run: toolwatch replay {where}--rerun {result.run_id})"
+                f"(re-run: toolwatch replay {where}--rerun {result.run_id}; "
+                "the app's Replay page shows it)"
             )
     return 0

@@ -171,7 +171,18 @@ def beyond_text(weeks: Sequence[Mapping[str, Any]]) -> str:
 
 def p_text(week: Mapping[str, Any]) -> str:
     """A week above 2× the target beyond chance: ``2026-02-09: 5/7, p = 0.00018``."""
-    return f"{week['week']}: {week['alarmed']}/{week['streams']}, p = {week['p']:.2g}"
+    return f"{week['week']}: {week['alarmed']}/{week['streams']}, {p_value(week['p'])}"
+
+
+def p_value(p: float) -> str:
+    """``p = 0.00018``."""
+    return f"p = {p:.2g}"
+
+
+def level_text(level: Mapping[str, Any], streams: int) -> str:
+    """A one-threshold level: normal streams alarming at it and the threshold (``1/31,
+    7.41``), the numbers :func:`oracle_line` prints."""
+    return f"{level['alarmed']}/{streams}, {level['threshold']:.2f}"
 
 
 def over_line(data: Mapping[str, Any], model: str) -> str:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from streamlit.testing.v1 import AppTest
 
 from support.paths import REPO
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE
@@ -87,3 +92,38 @@ def pct0(x: float) -> str:
 
 def interval(rate: float, lo: float, hi: float) -> str:
     return f"{pct0(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
+
+
+# ------------------------------------------------------------------------------ AppTest
+
+
+def frame_with(at: AppTest, column: str, index: str | None = None) -> pd.DataFrame:
+    """The first table (st.dataframe or st.table) with ``column``, indexed by ``index``."""
+    for element in [*at.dataframe, *at.table]:
+        value = element.value
+        if column in value.columns:
+            return value.set_index(index) if index else value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def metric(at: AppTest, name: str) -> str:
+    return next(str(m.value) for m in at.metric if m.label == name)
+
+
+def chart_data(at: AppTest, column: str, index: int | None = None) -> pd.DataFrame:
+    """The dataset holding ``column`` of the ``index``-th chart (default: the first chart
+    that has one)."""
+    charts = at.get("vega_lite_chart")
+    chosen = charts if index is None else [charts[index]]
+    for element in chosen:
+        for dataset in element.proto.datasets:  # type: ignore[attr-defined]
+            table = pa.ipc.open_stream(dataset.data.data).read_all()
+            if column in table.column_names:
+                return table.to_pandas()
+        # specs drawn by ui.chart carry their data inline (JSON rows)
+        inline = json.loads(element.proto.spec).get("datasets", {})  # type: ignore[attr-defined]
+        for values in inline.values():
+            found = pd.DataFrame(values)
+            if column in found.columns:
+                return found
+    raise AssertionError(f"no chart with a {column!r} column")

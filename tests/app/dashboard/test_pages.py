@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.app import KINDS, interval, pct0, rows
+from support.app import KINDS, chart_data, frame_with, interval, metric, pct0, rows
 from support.paths import REPO
 from toolwatch import study
 from toolwatch.app.commands.app import streamlit_command
@@ -73,15 +73,6 @@ def app(
     return at
 
 
-def frame_with(at: AppTest, column: str, index: str | None = None) -> pd.DataFrame:
-    """The first table (st.dataframe or st.table) with ``column``, indexed by ``index``."""
-    for element in [*at.dataframe, *at.table]:
-        value = element.value
-        if column in value.columns:
-            return value.set_index(index) if index else value
-    raise AssertionError(f"no table with a {column!r} column")
-
-
 def detection_table(at: AppTest) -> pd.DataFrame:
     return frame_with(at, "detected (95% CI)", "kind")
 
@@ -89,31 +80,6 @@ def detection_table(at: AppTest) -> pd.DataFrame:
 def ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-
-
-def metric(at: AppTest, name: str) -> str:
-    return next(str(m.value) for m in at.metric if m.label == name)
-
-
-def chart_data(at: AppTest, column: str, index: int | None = None) -> pd.DataFrame:
-    """The dataset holding ``column`` of the ``index``-th chart (default: the first chart
-    that has one)."""
-    import pyarrow as pa
-
-    charts = at.get("vega_lite_chart")
-    chosen = charts if index is None else [charts[index]]
-    for element in chosen:
-        for dataset in element.proto.datasets:  # type: ignore[attr-defined]
-            table = pa.ipc.open_stream(dataset.data.data).read_all()
-            if column in table.column_names:
-                return table.to_pandas()
-        # specs drawn by ui.chart carry their data inline (JSON rows)
-        inline = json.loads(element.proto.spec).get("datasets", {})  # type: ignore[attr-defined]
-        for values in inline.values():
-            found = pd.DataFrame(values)
-            if column in found.columns:
-                return found
-    raise AssertionError(f"no chart with a {column!r} column")
 
 
 # ------------------------------------------------------------------------------ detection
