@@ -3,9 +3,10 @@ dashboard's Replay page shows — all from one JSON-ready summary (:func:`summar
 :mod:`.replay_storage` saves and reads back, so the page shows the very strings the command
 printed for that run.
 
-Shares are written as the experiment writes the same kind of number (:mod:`.formats`): a level
-of normal streams alarming with one decimal (``3/31 9.7%``, as its ``4.7% = 3/64 streams``) and
-95 % intervals in whole percents.
+Shares are written as the experiment writes the same kind of number (:mod:`.formats`):
+detection of the injected copies as a whole percent (``98%``, as the experiment's detection
+tables), a level of normal streams alarming with one decimal (``3/31 9.7%``, as its ``4.7% =
+3/64 streams``) and 95 % intervals in whole percents.
 """
 
 from __future__ import annotations
@@ -94,9 +95,10 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def detection_text(hits: Sequence[int]) -> str:
-    """Copies detected of copies (``97.7%``; ``–`` for none)."""
+    """Copies detected of copies, as the experiment writes a detection rate (``98%``; ``–``
+    for none)."""
     k, n = hits
-    return pct(k / n if n else None, 1)
+    return pct(k / n if n else None)
 
 
 def alarm_text(k: int, n: int, *, interval: bool = False) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.replay import ReplayConfig, run_replay
@@ -56,3 +58,31 @@ def test_a_thin_replay_shows_the_next_level_as_the_experiment_does() -> None:
         hits,
         runs,
     ]
+
+
+def test_the_replay_writes_each_share_as_the_experiment_writes_that_kind_of_number() -> None:
+    """Detection of the copies printed to a tenth ("100.0%", "6.2%") where the experiment's
+    tables print whole percents; a level of streams alarming keeps its tenth (as the
+    experiment's "4.7% = 3/64 streams"). No figure changes, only how it is written."""
+    result = run_replay(
+        simulate(seed=2, scale=0.25),
+        ReplayConfig(
+            experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)),
+            replay_kinds=("burst", "runaway_retry"),
+        ),
+    )
+    text = render(result)
+    table = [re.split(r" {2,}", line) for line in text.splitlines() if line.startswith("all ")]
+    (total,) = table
+    for model, first in (("adaptive", 2), ("frozen", 4 + 1)):
+        t = result.totals[model]
+        k, n = t["alarmed"], t["streams"]
+        assert total[first].startswith(f"{k}/{n} {100 * k / n:.1f}%")
+        hits = [t["detection"][kind] for kind in ("burst", "runaway_retry")]
+        shown = total[first + 1 : first + 3] if model == "adaptive" else total[first + 1 :]
+        assert shown == [f"{100 * h / r:.0f}%" for h, r in hits]
+        o = t["oracle"]
+        line = next(x for x in text.splitlines() if x.startswith(f"{model}, at one threshold"))
+        h, r = o["detection"]["burst"]
+        assert f"): burst {100 * h / r:.0f}%, runaway " in line
+    assert not re.search(r"\b(burst|runaway) \d+\.\d%", text)
