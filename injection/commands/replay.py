@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from toolwatch.injection.experiment.replay import REPLAY_KINDS, ReplayConfig, run_replay
     from toolwatch.injection.experiment.replay_report import render, summary
     from toolwatch.injection.experiment.replay_storage import load_replay_run, save_replay
+    from toolwatch.injection.experiment.results import finite_tree
     from toolwatch.injection.experiment.storage import data_changed
 
     store = Store(args.store)
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps(summary(result), indent=2))
+        print(json.dumps(finite_tree(summary(result)), indent=2, allow_nan=False))
     else:
         print(provenance_note(calls))
         sys.stdout.write(render(result))

@@ -254,7 +254,8 @@ def header(data: Mapping[str, Any]) -> list[str]:
         f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
         f"({split['test'][0]} with ≥ {cfg.experiment.min_calls} calls) replayed in time order "
         f"through the live scorer, with {split['injected_copies']:,} injected copies "
-        f"({', '.join(cfg.replay_kinds)}; {len(cfg.experiment.seeds)} seeds)",
+        f"({', '.join(cfg.replay_kinds)}; {len(cfg.experiment.seeds)} "
+        f"seed{'' if len(cfg.experiment.seeds) == 1 else 's'})",
         f"model fitted on {split['train'][0]:,} streams, calibrated on "
         f"{split['calibration'][0]:,}"
         + "".join(f", {k}={v}" for k, v in model_knobs(cfg).items())

@@ -116,3 +116,13 @@ def finite(v: Any) -> Any:
     if isinstance(v, float) and not np.isfinite(v):
         return None
     return v
+
+
+def finite_tree(v: Any) -> Any:
+    """``v`` (dicts and lists of JSON values) with every NaN / ±inf as ``None``: what a strict
+    JSON reader (``jq``, ``JSON.parse``) accepts, where ``json.dumps`` writes ``Infinity``."""
+    if isinstance(v, dict):
+        return {k: finite_tree(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [finite_tree(x) for x in v]
+    return finite(v)

@@ -20,6 +20,7 @@ def test_the_replay_names_the_target_it_was_given() -> None:
         ),
     )
     text = render(result)
+    assert "(burst; 1 seed)" in text  # was "1 seeds"
     assert "target 5.3% of streams alarming" in text
     assert "threshold = the 94.7% quantile of the last 200 stream maxima" in text
     assert "more than 2× the target (10.6%) of their streams alarming" in text
@@ -86,3 +87,28 @@ def test_the_replay_writes_each_share_as_the_experiment_writes_that_kind_of_numb
         h, r = o["detection"]["burst"]
         assert f"): burst {100 * h / r:.0f}%, runaway " in line
     assert not re.search(r"\b(burst|runaway) \d+\.\d%", text)
+
+
+def test_the_replays_json_is_strict_json_when_a_threshold_is_infinite() -> None:
+    """A threshold no normal stream reaches is ±inf, which ``json.dumps`` wrote as
+    ``Infinity``: ``jq`` and ``JSON.parse`` refuse the whole document. ``--json`` writes null."""
+    import json
+    import math
+
+    from toolwatch.injection.experiment.results import finite_tree
+
+    result = run_replay(
+        simulate(seed=2, scale=0.25),
+        ReplayConfig(
+            experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)),
+            replay_kinds=("burst",),
+        ),
+    )
+    result.totals["frozen"]["oracle"]["threshold"] = math.inf
+    result.weeks[0].threshold["adaptive"] = -math.inf
+    doc = summary(result)
+    assert "Infinity" in json.dumps(doc)
+    strict = json.loads(json.dumps(finite_tree(doc), allow_nan=False))
+    assert strict["totals"]["frozen"]["oracle"]["threshold"] is None
+    assert strict["weeks"][0]["threshold"]["adaptive"] is None
+    assert strict["totals"]["frozen"]["alarmed"] == doc["totals"]["frozen"]["alarmed"]
