@@ -5,8 +5,9 @@ Per trial: build the partition, run ``toolwatch store compact`` (or ``--collecto
 soon as its merged file appears (the sources are being unlinked: the worst instant) and at a
 random instant — then count rows and distinct span ids through a fresh reader (``toolwatch
 sql``, a new process, which recovers the interrupted merge first), compact again and count
-again. Target: 0 duplicates and 0 lost in every trial. Prints one JSON line per trial and a
-summary. Run: ``.venv/bin/python benchmarks/bench_compaction_crash.py [--trials 20]``.
+again. Target: 0 duplicates and 0 lost in every trial. Prints one JSON line per trial, a
+summary and the targets; exits 1 on a miss (a correctness contract: no ``--no-fail``). Run:
+``.venv/bin/python benchmarks/bench_compaction_crash.py [--trials 20]``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from toolwatch.collector.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import Targets, description
 
 DAY = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -118,7 +122,7 @@ def trial(root: Path, at_merge: bool, rng: random.Random, collector: bool) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=20)
@@ -147,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         "total_lost": sum(int(r["lost"]) for r in results),  # type: ignore[call-overload]
         "load_average": round(os.getloadavg()[0], 2),
     }))  # fmt: skip
-    return 1 if bad else 0
+    targets = Targets()
+    targets.check("trials with duplicates or loss", len(bad), "==", 0)
+    print(targets.report())
+    return targets.exit_code(no_fail=False)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ same run (CPU time of this process, best of ``--repeat``):
   the adaptive rate is printed as a ratio to the frozen one measured in the same run; target
   ≥ 100,000 calls/s and ≤ 4 KB per open stream (every stream held open).
 
-Run: ``.venv/bin/python benchmarks/bench_detection.py [--copies 20] [--repeat 2]`` (~30 s).
+Each target is printed met or MISSED; exits 1 when one is missed (``--no-fail``: report only).
+Run: ``.venv/bin/python benchmarks/bench_detection.py [--copies 20] [--repeat 2] [--no-fail]``
+(~30 s).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,6 +52,9 @@ from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed, StreamScorer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import Targets, add_no_fail, description
 
 TARGET_ONLINE = 30_000
 TARGET_ADAPTIVE = 100_000
@@ -198,10 +204,11 @@ def uniform_sessions(n_sessions: int, length: int, vocab: list[str], seed: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--copies", type=int, default=20, help="corpus copies for the batch run")
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement (best kept)")
     parser.add_argument("--seed", type=int, default=0)
+    add_no_fail(parser)
     args = parser.parse_args(argv)
 
     corpus = simulate(args.seed)
@@ -265,44 +272,54 @@ def main(argv: list[str] | None = None) -> int:
     river_rate = n / t_river
     online_rate = n / t_online
     batch_rate = big.num_rows / t_batch
+    targets = Targets()
+
+    def rate(name: str, value: float, target: int) -> str:
+        return _verdict(targets.check(name, value, ">=", target, " calls/s"), f">= {target:,}/s")
+
+    def size(name: str, value: float) -> str:
+        return _verdict(
+            targets.check(name, value, "<=", TARGET_BYTES, " B"), f"<= {TARGET_BYTES} B"
+        )
+
     results = [
         ("river baseline (5 EWMean/call)", f"{river_rate:>12,.0f} calls/s", "1.00x", ""),
         (
             "online score(Call)",
             f"{online_rate:>12,.0f} calls/s",
             f"{t_online / t_river:.2f}x river",
-            _verdict(online_rate >= TARGET_ONLINE, f">= {TARGET_ONLINE:,}/s"),
+            rate("online score(Call)", online_rate, TARGET_ONLINE),
         ),
         (
             "online update(dict)",
             f"{n / t_online_dicts:>12,.0f} calls/s",
             f"{t_online_dicts / t_river:.2f}x river",
-            _verdict(n / t_online_dicts >= TARGET_ONLINE, f">= {TARGET_ONLINE:,}/s"),
+            rate("online update(dict)", n / t_online_dicts, TARGET_ONLINE),
         ),
         (
             f"batch score_calls ({big.num_rows:,} calls)",
             f"{batch_rate:>12,.0f} calls/s",
             f"{batch_rate / river_rate:.1f}x river rate",
-            _verdict(batch_rate >= TARGET_BATCH, f">= {TARGET_BATCH:,}/s")
+            rate("batch score_calls", batch_rate, TARGET_BATCH)
             + f" (wall {big.num_rows / t_batch_wall:,.0f}/s)",
         ),
         (
             f"memory/open stream (corpus, {len(vocab)} tools)",
             f"{mem_stream:>12,.0f} bytes",
             "",
-            _verdict(mem_stream <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+            size("memory/open stream (corpus)", mem_stream),
         ),
         (
             "memory/open conversation (with subagents)",
             f"{mem_session:>12,.0f} bytes",
             "",
-            _verdict(mem_session <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+            size("memory/open conversation", mem_session),
         ),
         (
             f"memory/open stream ({mean_len} uniform calls)",
             f"{mem_uniform:>12,.0f} bytes",
             "",
-            _verdict(mem_uniform <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+            size("memory/open stream (uniform)", mem_uniform),
         ),
         (
             "live path, frozen (StreamScorer)",
@@ -314,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             "live path, adaptive (StreamScorer)",
             f"{n / t_adaptive:>12,.0f} calls/s",
             f"{t_adaptive / t_frozen_live:.2f}x frozen time",
-            _verdict(n / t_adaptive >= TARGET_ADAPTIVE, f">= {TARGET_ADAPTIVE:,}/s")
+            rate("live path adaptive", n / t_adaptive, TARGET_ADAPTIVE)
             + f" ({adaptive_counts['folded']:,} streams folded, "
             f"{adaptive_counts['refreshes']:,} snapshots)",
         ),
@@ -322,13 +339,13 @@ def main(argv: list[str] | None = None) -> int:
             "memory/open stream, live path frozen",
             f"{mem_frozen_live:>12,.0f} bytes",
             "1.00x",
-            _verdict(mem_frozen_live <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+            size("memory/open stream, live frozen", mem_frozen_live),
         ),
         (
             "memory/open stream, live path adaptive",
             f"{mem_adaptive:>12,.0f} bytes",
             f"{mem_adaptive / mem_frozen_live:.2f}x frozen",
-            _verdict(mem_adaptive <= TARGET_BYTES, f"<= {TARGET_BYTES} B"),
+            size("memory/open stream, live adaptive", mem_adaptive),
         ),
     ]
     print(
@@ -337,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name, value, ratio, verdict in results:
         print(f"  {name:<44} {value}  {ratio:<18} {verdict}")
-    ok = all("FAIL" not in r[3] for r in results)
-    return 0 if ok else 1
+    print(targets.report())
+    return targets.exit_code(args.no_fail)
 
 
 def _verdict(ok: bool, target: str) -> str:

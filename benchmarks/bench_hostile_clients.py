@@ -13,7 +13,9 @@
 * **poisoned requests** — 4 clients × 100 valid requests beside one sending year-10000, 10^30,
   "²" and deeply nested spans: valid requests affected (target 0).
 
-The machine is shared: the load average is printed before and after. Run:
+The machine is shared: the load average is printed before and after, and the well-behaved
+client alone is the slow-client run's baseline. Each target is printed met or MISSED; exits 1
+when one is missed (``--no-fail``: report only). Run:
 ``.venv/bin/python benchmarks/bench_hostile_clients.py [--fat-clients 96] [--slow 1100]``.
 """
 
@@ -30,6 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -37,7 +40,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from support.collector_process import Server, request, tool_span
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import Targets, add_no_fail, description
+
 FAT = 15 * 2**20
+#: the collector's peak resident memory under the fat clients
+TARGET_RSS_MIB = 512
+#: the well-behaved client's every answer during the slow-client burst
+TARGET_LATENCY_S = 1.0
 
 
 def fat_bodies() -> dict[str, tuple[bytes, str]]:
@@ -230,14 +240,15 @@ def poisoned(tmp: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--fat-clients", type=int, default=96)
     parser.add_argument("--fat-seconds", type=float, default=15)
     parser.add_argument("--slow", type=int, default=1100)
     parser.add_argument("--slow-seconds", type=float, default=15)
+    add_no_fail(parser)
     args = parser.parse_args(argv)
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
-    results: dict[str, object] = {}
+    results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
         root = Path(tmp)
         results["poisoned"] = poisoned(root)
@@ -253,7 +264,28 @@ def main(argv: list[str] | None = None) -> int:
             results[key] = slow_clients(root / key, n, args.slow_seconds, hard=hard)
             print(json.dumps({key: results[key]}), flush=True)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
-    return 0
+    targets = check(results)
+    print(targets.report())
+    return targets.exit_code(args.no_fail)
+
+
+def check(results: dict[str, Any]) -> Targets:
+    """The docstring's targets against one run's results (the well-behaved client alone is
+    shown beside the attacked runs, not held to the target: its answers wait for the disk)."""
+    targets = Targets()
+    for kind, run in results["fat_clients"].items():
+        peak = run["rss_peak_mib"]
+        targets.check(f"fat clients ({kind}) peak RSS", peak, "<=", TARGET_RSS_MIB, " MiB")
+        missing = run["503_without_retry_after"]
+        targets.check(f"fat clients ({kind}) 503s without Retry-After", missing, "==", 0)
+    alone = results["slow_clients_baseline_no_attackers"]["good_max_s"]
+    for key, run in results.items():
+        if key.startswith("slow_clients_") and key != "slow_clients_baseline_no_attackers":
+            name = f"{key} worst answer (alone: {alone} s)"
+            targets.check(name, run["good_max_s"], "<=", TARGET_LATENCY_S, " s")
+    affected = results["poisoned"]["valid_not_200"]
+    targets.check("valid requests affected by poison", affected, "==", 0)
+    return targets
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -46,6 +47,9 @@ from toolwatch.instrumentation.provenance import (
     StreamProvenance,
 )
 from toolwatch.record import arguments_size, result_size
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import description
 
 _VOCABULARY = (
     "the of and to in is for that with on as are this be by from or at an it not which def "
@@ -234,7 +238,7 @@ def memory() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--rounds", type=int, default=6, help="rounds per variant (default 6)")
     parser.add_argument("--calls", type=int, default=20, help="call pairs per round (default 20)")
     parser.add_argument("--reps", type=int, default=20, help="measure repetitions (default 20)")

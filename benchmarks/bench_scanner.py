@@ -55,6 +55,9 @@ from typing import Any
 from toolwatch.injection.mitigations.instructions import ListingContext, categories
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # targets: the shared convention
+from targets import description  # noqa: E402
+
 DATA = HERE / "data"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
@@ -392,7 +395,7 @@ def render(name: str, result: dict[str, Any], *, blind: bool = False) -> list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--dev", action="store_true", help="also show the development set")
     parser.add_argument(
         "--misses", action="store_true", help="list missed/flagged development texts (with --dev)"

@@ -3,7 +3,8 @@ default; CI runs 500 in ``tests/collector/otlp/test_fuzz.py``): hostile OTLP/JSO
 documents, mostly-valid tool spans with one hostile field, random bytes, gzip of each.
 
 The contract: no 5xx except 503 with ``Retry-After``, the server alive afterwards, spans stored
-before the run intact, no traceback in the collector's log. Prints one JSON summary line.
+before the run intact, no traceback in the collector's log. Prints one JSON summary line and the
+targets; exits 1 on a miss (a correctness contract: no ``--no-fail``).
 Run: ``.venv/bin/python benchmarks/fuzz_http.py [--requests 10000]``.
 """
 
@@ -22,6 +23,9 @@ from support.collector import SpanSpec, call, pb_request, post
 from support.collector_process import Server
 from support.http_fuzz import run_fuzz
 from toolwatch.collector.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import Targets
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,16 +59,16 @@ def main(argv: list[str] | None = None) -> int:
             "load_average": round(os.getloadavg()[0], 2),
         }
         print(json.dumps(summary))
-        ok = (
-            not result.bad
-            and not result.unanswered
-            and alive == 200
-            and summary["earlier_rows_kept"] == 50
-            and not summary["tracebacks_in_log"]
-        )
-        if not ok:
+        targets = Targets()
+        targets.check("5xx other than 503 + Retry-After", len(result.bad), "==", 0)
+        targets.check("requests unanswered", result.unanswered, "==", 0)
+        targets.check("/health status after", alive, "==", 200)
+        targets.check("rows stored before the fuzz kept", summary["earlier_rows_kept"], "==", 50)
+        targets.check("tracebacks in the collector's log", summary["tracebacks_in_log"], "==", 0)
+        print(targets.report())
+        if targets.missed:
             print(text[-5000:], file=sys.stderr)
-        return 0 if ok else 1
+        return targets.exit_code(no_fail=False)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench_scanner: the labelled sets and their reader
 
 from bench_scanner import SETS, read_rows  # noqa: E402
+from targets import description  # noqa: E402
 
 from toolwatch.injection.mitigations.instructions import categories  # noqa: E402
 
@@ -189,7 +190,7 @@ def _difference(a: C.TextModel, b: C.TextModel) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--check", action="store_true", help="fail if the shipped file differs")
     parser.add_argument("--out", type=Path, help="write the model here (default: the shipped file)")
     args = parser.parse_args(argv)
