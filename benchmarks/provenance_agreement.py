@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolwatch.collector.sources.claude_code import import_transcripts
+from toolwatch.collector.sources.claude_code.transcripts import TranscriptPathError
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 from toolwatch.record import CallRecord
 
@@ -90,8 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, required=True, help="the reference CSV")
     parser.add_argument("--fixture", type=Path, help="also write the egress calls' fixture")
     args = parser.parse_args(argv)
+    if not args.csv.is_file():
+        print(f"provenance_agreement: no reference CSV at {args.csv}", file=sys.stderr)
+        return 1
     started = time.process_time()
-    records, report = import_transcripts(args.paths)
+    try:
+        records, report = import_transcripts(args.paths)
+    except (TranscriptPathError, OSError) as exc:  # one line, as the importer's own command
+        print(f"provenance_agreement: {exc}", file=sys.stderr)
+        return 1
     spent = time.process_time() - started
     print(f"imported {len(records):,} calls in {spent:.1f} s CPU; {report.provenance}")
     joined, differ, examples = compare(records, args.csv)
