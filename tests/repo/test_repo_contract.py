@@ -51,6 +51,46 @@ def test_importing_toolwatch_loads_no_heavy_dependency() -> None:
     assert out.stdout.strip() == ""
 
 
+#: the modules only an extra brings, by the smallest extra that brings them (mcp's own
+#: dependencies, starlette, uvicorn, pydantic, urllib3, are in the production install too)
+EXTRA_ONLY_MODULES = {
+    "collector": (
+        "duckdb",
+        "pyarrow",
+        "numpy",
+        "numba",
+        "orjson",
+        "tqdm",
+        "rich",
+        "prometheus_client",
+    ),
+    "detection": ("river", "scipy"),
+    "app": ("streamlit", "altair"),
+}
+#: the extras each extra includes (pyproject's optional-dependencies)
+INCLUDED = {"": set(), "collector": {"collector"}, "detection": {"collector", "detection"}}
+
+
+@pytest.mark.parametrize(
+    "command", sorted(c for c, (_, extra, _) in COMMANDS.items() if extra in INCLUDED)
+)
+def test_every_subcommand_loads_on_the_extra_it_names(command: str) -> None:
+    """`toolwatch collector` (extra: collector) used to say "needs 'river' … (pip install
+    'toolwatch[collector]')" on that very extra: importing any alerting room ran its __init__,
+    which imported the live scorer."""
+    extra = COMMANDS[command][1]
+    blocked = [
+        m for e, mods in EXTRA_ONLY_MODULES.items() if e not in INCLUDED[extra] for m in mods
+    ]
+    code = (
+        f"import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"
+        f"from toolwatch.cli import main\nsys.exit(main([{command!r}, '--help']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"usage: toolwatch {command}")
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_subcommand_has_help(command: str) -> None:
     out = subprocess.run(
