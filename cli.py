@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -120,14 +122,74 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 def _load(name: str) -> ModuleType:
     module_name, extra, _ = COMMANDS[name]
+    absent = missing_distributions(extra) if extra else []
+    if absent:  # before the import: a command may import a part of its extra only when it runs
+        raise UserError(_not_installed(absent, extra))
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        missing = exc.name or "a dependency"
-        if missing.startswith("toolwatch"):
+        hint = _missing_module(exc, extra)
+        if hint is None:
             raise
-        hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
-        raise UserError(f"needs {missing!r}, which is not installed ({hint})") from exc
+        raise hint from exc
+
+
+def _not_installed(names: Sequence[str], extra: str) -> str:
+    hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
+    which = "which is" if len(names) == 1 else "which are"
+    listed = ", ".join(repr(n) for n in names[:3]) + (
+        f" and {len(names) - 3} more" * (len(names) > 3)
+    )
+    return f"needs {listed}, {which} not installed ({hint})"
+
+
+def _missing_module(exc: ModuleNotFoundError, extra: str) -> UserError | None:
+    """The install hint for a third-party module that is absent; None for one of our own."""
+    missing = (exc.name or "a dependency").partition(".")[0]  # the package to install
+    return None if missing.startswith("toolwatch") else UserError(_not_installed([missing], extra))
+
+
+#: ``extra == "collector"`` alone (a requirement with any other condition is not checked)
+_EXTRA_MARKER = re.compile(r"""^\s*extra\s*==\s*["']([\w.-]+)["']\s*$""")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?$")
+
+
+def missing_distributions(extra: str) -> list[str]:
+    """The distributions ``toolwatch[extra]`` declares (its nested extras too) that are not
+    installed, so a command that needs them says which extra to install before it starts,
+    not at the stage that first imports one (the demo after its simulation, ``replay`` on
+    scipy). Empty when toolwatch has no installed metadata (a bare source tree): the import
+    then says what is missing."""
+    try:
+        declared = importlib.metadata.requires("toolwatch") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    by_extra: dict[str, list[tuple[str, list[str]]]] = {}
+    for line in declared:
+        match = _REQUIREMENT.match(line)
+        marker = _EXTRA_MARKER.match(match.group(3) or "") if match else None
+        if match and marker:
+            nested = [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
+            by_extra.setdefault(marker.group(1), []).append((match.group(1), nested))
+    missing: list[str] = []
+    todo, seen = [extra], set()
+    while todo:
+        current = todo.pop()
+        seen.add(current)
+        for dist, nested in by_extra.get(current, []):
+            if dist.lower() == "toolwatch":
+                todo += [e for e in nested if e not in seen]
+            elif dist not in missing and not _installed(dist):
+                missing.append(dist)
+    return missing
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 class Parser(argparse.ArgumentParser):
@@ -207,12 +269,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(chosen, str(exc.code), exc, verbose, EXIT_ERROR)
     except UserError as exc:
         return _report(chosen, one_line(exc), exc, verbose, exc.code)
+    except ModuleNotFoundError as exc:  # a dependency imported only when the command runs
+        hint = _missing_module(exc, COMMANDS[chosen][1] if chosen else "")
+        if hint is None:
+            return _report_bug(chosen, exc, verbose)
+        return _report(chosen, str(hint), exc, verbose, EXIT_ERROR)
     except OSError as exc:  # the environment said no: a busy port, a permission, a full disk
         return _report(chosen, one_line(exc), exc, verbose, EXIT_ERROR)
     except Exception as exc:
-        what = f"unexpected {type(exc).__name__}: {one_line(exc)}"
-        hint = "" if verbose else " (a bug: `toolwatch -v …` shows the traceback to report)"
-        return _report(chosen, what + hint, exc, verbose, EXIT_BUG)
+        return _report_bug(chosen, exc, verbose)
+
+
+def _report_bug(command: str | None, exc: Exception, verbose: bool) -> int:
+    what = f"unexpected {type(exc).__name__}: {one_line(exc)}"
+    hint = "" if verbose else " (a bug: `toolwatch -v …` shows the traceback to report)"
+    return _report(command, what + hint, exc, verbose, EXIT_BUG)
 
 
 def _report(command: str | None, message: str, exc: BaseException, verbose: bool, code: int) -> int:

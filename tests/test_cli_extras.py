@@ -1,0 +1,100 @@
+"""A command run without the extra it needs says, in one line and before any work, which extra
+to install: checked against the installed distributions, and for a module a command imports
+only when it runs (a blocked module stands in for an uninstalled one)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolwatch import cli
+from toolwatch.cli import COMMANDS, main, missing_distributions
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, *absent: str) -> None:
+    monkeypatch.setattr(cli, "_installed", lambda dist: dist not in absent)
+
+
+def test_an_extra_is_its_distributions_and_those_of_the_extras_it_includes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _without(monkeypatch, "river", "streamlit")
+    assert missing_distributions("collector") == []
+    assert missing_distributions("detection") == ["river"]
+    assert sorted(missing_distributions("app")) == ["river", "streamlit"]
+    assert sorted(missing_distributions("all")) == ["river", "streamlit"]
+
+
+def test_every_extra_of_this_install_is_complete() -> None:
+    for extra in {extra for _, extra, _ in COMMANDS.values() if extra}:
+        assert missing_distributions(extra) == [], extra
+
+
+def test_the_demo_names_its_extra_before_it_writes_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under `toolwatch[collector]` the demo used to simulate and train, then fail at 'train'
+    with "ModuleNotFoundError: No module named 'river'"."""
+    _without(monkeypatch, "river", "scipy")
+    store = tmp_path / "demo"
+    assert main(["demo", "--quick", "--store", str(store)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "toolwatch demo: needs 'river', 'scipy', which are not installed "
+        "(pip install 'toolwatch[all]')\n"
+    )
+    assert not store.exists()
+
+
+def test_help_of_a_command_without_its_extra_is_the_install_hint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _without(monkeypatch, "duckdb")
+    assert main(["sql", "--help"]) == 1
+    assert capsys.readouterr().err == (
+        "toolwatch sql: needs 'duckdb', which is not installed "
+        "(pip install 'toolwatch[collector]')\n"
+    )
+
+
+def test_a_long_list_of_missing_distributions_is_cut_after_three(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _without(monkeypatch, "duckdb", "pyarrow", "numpy", "numba", "orjson")
+    assert main(["stats"]) == 1
+    assert capsys.readouterr().err == (
+        "toolwatch stats: needs 'duckdb', 'pyarrow', 'numpy' and 2 more, which are not installed "
+        "(pip install 'toolwatch[collector]')\n"
+    )
+
+
+def test_a_module_imported_only_when_the_command_runs_is_a_hint_not_a_bug(
+    tmp_path: Path,
+) -> None:
+    """`toolwatch replay` imports scipy inside run(): without it the answer was exit 70,
+    "unexpected ModuleNotFoundError … (a bug …)"."""
+    code = (
+        "import sys; sys.modules['scipy'] = None\n"
+        "from toolwatch.cli import main\n"
+        f"sys.exit(main(['replay', '--store', {str(tmp_path)!r}]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == (
+        "toolwatch replay: needs 'scipy', which is not installed "
+        "(pip install 'toolwatch[detection]')\n"
+    )
+
+
+def test_our_own_missing_module_is_still_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(_args: object) -> int:
+        raise ModuleNotFoundError("No module named 'toolwatch.gone'", name="toolwatch.gone")
+
+    monkeypatch.setattr("toolwatch.injection.commands.scenarios.run", broken)
+    assert main(["scenarios", "list"]) == 70
+    assert "unexpected ModuleNotFoundError" in capsys.readouterr().err
