@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import tomllib
+from pathlib import Path
 
 from support.paths import REPO
 from toolwatch.cli import COMMANDS
@@ -28,6 +30,34 @@ def test_every_package_of_the_tree_is_installed() -> None:
     """A wheel installs only the packages pyproject lists: the list is the tree."""
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert set(setuptools["packages"]) == _package_dirs()
+
+
+def test_every_data_file_of_the_tree_is_in_the_wheel() -> None:
+    """A wheel holds a package's non-Python files only if package-data names them: a scenario,
+    schema or model file left out works from the checkout and is missing after pip install."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs: dict[str, list[str]] = setuptools["package-data"]
+    left_out = []
+    tops = [d for d in REPO.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    for path in sorted(f for d in tops if d.name not in _SKIP for f in d.rglob("*")):
+        rel = path.relative_to(REPO)
+        if not path.is_file() or rel.suffix in (".py", ".pyc") or rel.parts[0] in _SKIP:
+            continue
+        if any(
+            p.startswith(".") or p == "__pycache__" or p.endswith(".egg-info") for p in rel.parts
+        ):
+            continue
+        owner = next(
+            (p for p in rel.parents if p != Path(".") and (REPO / p / "__init__.py").is_file()),
+            None,
+        )
+        if owner is None:  # beside pyproject.toml: README, the project's own files
+            continue
+        package = "toolwatch." + ".".join(owner.parts)
+        inside = rel.relative_to(owner).as_posix()
+        if not any(fnmatch.fnmatch(inside, g) for g in globs.get(package, [])):
+            left_out.append(str(rel))
+    assert not left_out, f"add to [tool.setuptools.package-data]: {left_out}"
 
 
 def test_no_module_is_a_grab_bag() -> None:
