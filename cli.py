@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import logging
 import os
-import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -33,6 +31,8 @@ from toolwatch.usage import (
     EXIT_USAGE,
     UserError,
     attach_dashed_values,
+    missing_distributions,
+    not_installed,
     one_line,
 )
 
@@ -124,7 +124,7 @@ def _load(name: str) -> ModuleType:
     module_name, extra, _ = COMMANDS[name]
     absent = missing_distributions(extra) if extra else []
     if absent:  # before the import: a command may import a part of its extra only when it runs
-        raise UserError(_not_installed(absent, extra))
+        raise UserError(not_installed(absent, extra))
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -134,62 +134,10 @@ def _load(name: str) -> ModuleType:
         raise hint from exc
 
 
-def _not_installed(names: Sequence[str], extra: str) -> str:
-    hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
-    which = "which is" if len(names) == 1 else "which are"
-    listed = ", ".join(repr(n) for n in names[:3]) + (
-        f" and {len(names) - 3} more" * (len(names) > 3)
-    )
-    return f"needs {listed}, {which} not installed ({hint})"
-
-
 def _missing_module(exc: ModuleNotFoundError, extra: str) -> UserError | None:
     """The install hint for a third-party module that is absent; None for one of our own."""
     missing = (exc.name or "a dependency").partition(".")[0]  # the package to install
-    return None if missing.startswith("toolwatch") else UserError(_not_installed([missing], extra))
-
-
-#: ``extra == "collector"`` alone (a requirement with any other condition is not checked)
-_EXTRA_MARKER = re.compile(r"""^\s*extra\s*==\s*["']([\w.-]+)["']\s*$""")
-_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?$")
-
-
-def missing_distributions(extra: str) -> list[str]:
-    """The distributions ``toolwatch[extra]`` declares (its nested extras too) that are not
-    installed, so a command that needs them says which extra to install before it starts,
-    not at the stage that first imports one (the demo after its simulation, ``replay`` on
-    scipy). Empty when toolwatch has no installed metadata (a bare source tree): the import
-    then says what is missing."""
-    try:
-        declared = importlib.metadata.requires("toolwatch") or []
-    except importlib.metadata.PackageNotFoundError:
-        return []
-    by_extra: dict[str, list[tuple[str, list[str]]]] = {}
-    for line in declared:
-        match = _REQUIREMENT.match(line)
-        marker = _EXTRA_MARKER.match(match.group(3) or "") if match else None
-        if match and marker:
-            nested = [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
-            by_extra.setdefault(marker.group(1), []).append((match.group(1), nested))
-    missing: list[str] = []
-    todo, seen = [extra], set()
-    while todo:
-        current = todo.pop()
-        seen.add(current)
-        for dist, nested in by_extra.get(current, []):
-            if dist.lower() == "toolwatch":
-                todo += [e for e in nested if e not in seen]
-            elif dist not in missing and not _installed(dist):
-                missing.append(dist)
-    return missing
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.distribution(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+    return None if missing.startswith("toolwatch") else UserError(not_installed([missing], extra))
 
 
 class Parser(argparse.ArgumentParser):

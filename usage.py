@@ -30,7 +30,9 @@ every command, including the production install's, can import this module.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import re
+from collections.abc import Sequence
 from typing import Final
 
 EXIT_OK: Final = 0
@@ -68,6 +70,61 @@ def one_line(text: object) -> str:
     lines = [line.strip() for line in str(text).splitlines()]
     lines = [x for x in lines if x.strip("^ ") and not _SYSTEM_GUESS.match(x)]
     return " — ".join(lines) if lines else type(text).__name__
+
+
+# ------------------------------------------------------------------------ extras
+
+#: ``extra == "collector"`` alone (a requirement with any other condition is not checked)
+_EXTRA_MARKER = re.compile(r"""^\s*extra\s*==\s*["']([\w.-]+)["']\s*$""")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?$")
+
+
+def missing_distributions(extra: str) -> list[str]:
+    """The distributions ``toolwatch[extra]`` declares (its nested extras too) that are not
+    installed, so a command that needs them says which extra to install before it starts,
+    not at the stage that first imports one (the demo after its simulation, ``replay`` on
+    scipy). Empty when toolwatch has no installed metadata (a bare source tree): the import
+    then says what is missing."""
+    try:
+        declared = importlib.metadata.requires("toolwatch") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    by_extra: dict[str, list[tuple[str, list[str]]]] = {}
+    for line in declared:
+        match = _REQUIREMENT.match(line)
+        marker = _EXTRA_MARKER.match(match.group(3) or "") if match else None
+        if match and marker:
+            nested = [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
+            by_extra.setdefault(marker.group(1), []).append((match.group(1), nested))
+    missing: list[str] = []
+    todo, seen = [extra], set()
+    while todo:
+        current = todo.pop()
+        seen.add(current)
+        for dist, nested in by_extra.get(current, []):
+            if dist.lower() == "toolwatch":
+                todo += [e for e in nested if e not in seen]
+            elif dist not in missing and not _installed(dist):
+                missing.append(dist)
+    return missing
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def not_installed(names: Sequence[str], extra: str) -> str:
+    """One line: ``names`` (distributions) are not installed, and the extra that brings them."""
+    hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
+    which = "which is" if len(names) == 1 else "which are"
+    listed = ", ".join(repr(n) for n in names[:3]) + (
+        f" and {len(names) - 3} more" * (len(names) > 3)
+    )
+    return f"needs {listed}, {which} not installed ({hint})"
 
 
 # ------------------------------------------------------------------------ argparse value types

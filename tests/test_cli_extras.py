@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from toolwatch import cli
-from toolwatch.cli import COMMANDS, main, missing_distributions
+from toolwatch import usage
+from toolwatch.cli import COMMANDS, main
+from toolwatch.usage import missing_distributions
 
 
 def _without(monkeypatch: pytest.MonkeyPatch, *absent: str) -> None:
-    monkeypatch.setattr(cli, "_installed", lambda dist: dist not in absent)
+    monkeypatch.setattr(usage, "_installed", lambda dist: dist not in absent)
 
 
 def test_an_extra_is_its_distributions_and_those_of_the_extras_it_includes(
@@ -98,3 +99,20 @@ def test_our_own_missing_module_is_still_a_bug(
     monkeypatch.setattr("toolwatch.injection.commands.scenarios.run", broken)
     assert main(["scenarios", "list"]) == 70
     assert "unexpected ModuleNotFoundError" in capsys.readouterr().err
+
+
+def test_live_scoring_names_its_extra_as_every_command_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The collector runs on ``toolwatch[collector]``; ``--model`` needs the detection extra,
+    and said so in its own longer words ("needs toolwatch.detection.alerting.live, which could
+    not be imported (No module named 'river') …"); now the line every command gives."""
+    _without(monkeypatch, "river")
+    model = tmp_path / "model.json"
+    model.write_text("{}")
+    args = ["collector", "--store", str(tmp_path / "s"), "--port", "0", "--model", str(model)]
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        "toolwatch collector: live scoring (--model) needs 'river', which is not installed "
+        "(pip install 'toolwatch[detection]')\n"
+    )

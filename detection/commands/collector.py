@@ -31,7 +31,15 @@ from toolwatch.collector.otlp.server import (
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
-from toolwatch.usage import UsageError, UserError, non_negative_float, port, positive_int
+from toolwatch.usage import (
+    UsageError,
+    UserError,
+    missing_distributions,
+    non_negative_float,
+    not_installed,
+    port,
+    positive_int,
+)
 
 log = logging.getLogger(__name__)
 
@@ -158,13 +166,11 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
         return None
     if not args.model.is_file():
         raise UserError(f"model file {args.model} not found")
-    try:
-        from toolwatch.detection.alerting.live import LiveScorer
-    except ImportError as exc:
-        raise UserError(
-            "live scoring (--model) needs toolwatch.detection.alerting.live, "
-            f"which could not be imported ({exc}); install 'toolwatch[detection]'"
-        ) from exc
+    absent = missing_distributions("detection")  # the collector runs on its own extra
+    if absent:
+        raise UserError(f"live scoring (--model) {not_installed(absent, 'detection')}")
+    from toolwatch.detection.alerting.live import LiveScorer
+
     cap = args.max_open_streams
     try:
         scorer = LiveScorer(
