@@ -50,6 +50,28 @@ def category_scale(domain: Sequence[Any] | None = None) -> alt.Scale:
     return alt.Scale(domain=values, range=colours)
 
 
+#: Below this chart-container width (px: a phone, 390 px wide) a legend under a chart stacks its
+#: entries one a row and cuts its labels at the container's width: a row of entries, or two
+#: columns of long labels, ran off the right edge there and hid the last entries.
+NARROW_PX = 600
+#: Vega expression: true in a narrow container (0 = not known yet: drawn as on a wide page).
+_NARROW = f"containerSize()[0] > 0 && containerSize()[0] < {NARROW_PX}"
+
+
+def bottom_legend(columns: int = 0, label_limit: int = 160, **options: Any) -> alt.Legend:
+    """A legend below the chart that fits any width: ``columns`` entries a row on a wide page
+    (0: all in one row), one a row in a container narrower than :data:`NARROW_PX`, where a
+    label is cut at the container's width rather than at ``label_limit``."""
+    return alt.Legend(
+        orient="bottom",
+        columns=alt.ExprRef(expr=f"{_NARROW} ? 1 : {columns}"),
+        labelLimit=alt.ExprRef(
+            expr=f"{_NARROW} ? max(80, containerSize()[0] - 60) : {label_limit}"
+        ),
+        **options,
+    )
+
+
 def legend_colour(names: Sequence[str], colours: Sequence[str], title: str | None = None) -> Any:
     """A colour encoding on the constant field ``what`` (set by :func:`as_what`), so layers
     that each draw one kind of mark share one legend naming them."""
@@ -57,7 +79,7 @@ def legend_colour(names: Sequence[str], colours: Sequence[str], title: str | Non
         "what:N",
         title=title,
         scale=alt.Scale(domain=list(names), range=list(colours)),
-        legend=alt.Legend(orient="bottom"),
+        legend=bottom_legend(),
     )
 
 
@@ -124,6 +146,10 @@ def detection_bars(table: pd.DataFrame, title: str) -> Spec:
     return alt.layer(bars, errors, published).properties(title=title, height=alt.Step(26))
 
 
+#: The ROC plot's own height (axes and legend come on top): as on a 1,400 px page before.
+ROC_PLOT_PX = 200
+
+
 def roc_chart(
     points: pd.DataFrame,
     areas: pd.DataFrame,
@@ -159,7 +185,7 @@ def roc_chart(
                 title="kind (area under curve)",
                 sort=curves,
                 scale=category_scale(curves),
-                legend=alt.Legend(labelLimit=420, orient="bottom", columns=2, symbolStrokeWidth=3),
+                legend=bottom_legend(columns=2, label_limit=420, symbolStrokeWidth=3),
             ),
             strokeDash=alt.StrokeDash(
                 "curve:N",
@@ -189,7 +215,11 @@ def roc_chart(
             .mark_rule(color="#1f2d3d", strokeDash=[6, 3], strokeWidth=1.5)
             .encode(x="target:Q", tooltip=[alt.Tooltip("target:Q", format=".1%")])
         )
-    return alt.layer(*layers).properties(height=420)
+    # the plot is ROC_PLOT_PX high and the legend adds to it (fit-x: only the width fits the
+    # page), so a phone's legend of one kind a row does not squash the curves
+    return alt.layer(*layers).properties(
+        height=ROC_PLOT_PX, autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
+    )
 
 
 def latency_chart(
@@ -517,7 +547,7 @@ def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
                 "source:N",
                 title="source",
                 scale=category_scale(sources),
-                legend=alt.Legend(orient="bottom"),
+                legend=bottom_legend(),
             ),
             tooltip=[
                 alt.Tooltip("day:T", format="%Y-%m-%d", title="day (UTC)"),

@@ -147,7 +147,7 @@ def _chart(frame: pd.DataFrame) -> None:
             type="nominal",
             title=None,
             scale=alt.Scale(range=[charts.OURS]),
-            legend=alt.Legend(orient="bottom"),
+            legend=charts.bottom_legend(),
         ),
         tooltip=[
             alt.Tooltip("x", type=x_type, title=x),

@@ -55,3 +55,87 @@ def test_a_very_long_tool_name_keeps_the_timeline_readable() -> None:
     lanes = {row["lane"] for data in spec["datasets"].values() for row in data if "lane" in row}
     assert len(lanes) == 3  # the two long tools are two lanes, not one
     assert {row["tool"] for data in spec["datasets"].values() for row in data} >= {one, two}
+
+
+def _legends(spec: Any) -> list[dict[str, Any]]:
+    """Every legend of a (nested) Vega-Lite spec."""
+    found = []
+    if isinstance(spec, dict):
+        if isinstance(spec.get("legend"), dict):
+            found.append(spec["legend"])
+        for value in spec.values():
+            found += _legends(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _legends(value)
+    return found
+
+
+def _at_width(value: Any, width: float) -> Any:
+    """A legend property as Vega evaluates it in a container ``width`` px wide: a number, or
+    an expression of ``containerSize()[0]`` with ``&&`` and one ``a ? b : c`` (the forms
+    :func:`charts.bottom_legend` writes)."""
+    if not isinstance(value, dict):
+        return value
+    expr = value["expr"].replace("containerSize()[0]", str(width)).replace("&&", " and ")
+    test, _, rest = expr.partition("?")
+    yes, _, no = rest.partition(":")
+    return eval(f"({yes}) if ({test}) else ({no})", {"max": max})
+
+
+#: A phone (390 px less Streamlit's 16 px margins) and the main column of a 1,400 px window.
+PHONE_PX, DESKTOP_PX = 358, 940
+
+
+def _kinds_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    kinds = [f"kind{i}" for i in range(9)]
+    labels = [f"a long kind label number {i}" for i in range(9)]
+    points = pd.DataFrame(
+        {
+            "kind": [k for k in kinds for _ in range(2)],
+            "step": [0, 1] * len(kinds),
+            "false_alarm": [0.0, 1.0] * len(kinds),
+            "detection": [0.0, 1.0] * len(kinds),
+        }
+    )
+    areas = pd.DataFrame({"kind": kinds, "label": labels, "auc": [0.5] * len(kinds)})
+    return points, areas
+
+
+def test_legends_under_the_detection_charts_fit_a_phone() -> None:
+    """At 390 px the ROC legend's two columns of long labels ran off the screen (four kinds'
+    colours and areas unseen) and the detection bars' legend lost 'study (published)': below
+    600 px every bottom legend now stacks one entry a row with labels cut at the container's
+    width, while a desktop keeps its layout (ROC: two columns, labels up to 420 px; the bars:
+    one row)."""
+    points, areas = _kinds_frames()
+    roc = charts.roc_chart(points, areas, 0.05).to_dict(validate=False)
+    table = pd.DataFrame(
+        {
+            "kind": ["a", "b"],
+            "label": ["burst", "runaway"],
+            "rate": [0.5, 0.9],
+            "ci_low": [0.4, 0.8],
+            "ci_high": [0.6, 1.0],
+            "study_rate": [0.6, None],
+        }
+    )
+    bars = charts.detection_bars(table, "t").to_dict(validate=False)
+    latency = charts.latency_chart(
+        pd.DataFrame({"label": ["burst"], "latency": [2]}),
+        pd.DataFrame({"label": ["burst"], "latency": [3]}),
+        ["burst"],
+    ).to_dict(validate=False)
+    (roc_legend,) = _legends(roc)
+    bar_legends = _legends(bars) + _legends(latency)
+    assert bar_legends
+    for legend in [roc_legend, *bar_legends]:
+        assert legend["orient"] == "bottom"
+        assert _at_width(legend["columns"], PHONE_PX) == 1, legend
+        assert _at_width(legend["labelLimit"], PHONE_PX) <= PHONE_PX - 40, legend
+    assert _at_width(roc_legend["columns"], DESKTOP_PX) == 2
+    assert _at_width(roc_legend["labelLimit"], DESKTOP_PX) == 420
+    for legend in bar_legends:
+        assert _at_width(legend["columns"], DESKTOP_PX) == 0  # all entries in one row
+    # the ROC's plot keeps its height however tall its legend (only the width fits the page)
+    assert roc["autosize"]["type"] == "fit-x" and roc["height"] == charts.ROC_PLOT_PX
