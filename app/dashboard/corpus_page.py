@@ -78,10 +78,13 @@ def render() -> None:
         per_day = q.calls_per_day(con, chosen)
         tools = q.top_tools(con, chosen)
         injected = injected_sessions(con)
-    st.caption(" · ".join(f"{src}: {n:,} calls" for src, n in counts.items()) + f" · {span.label}")
+    st.caption(
+        " · ".join(f"{src}: {ui.counted(n, 'call')}" for src, n in counts.items())
+        + f" · {span.label}"
+    )
     if injected:
         st.caption(
-            f"{injected:,} sessions holding injected (labelled) calls — `experiment "
+            f"{ui.counted(injected, 'session')} holding injected (labelled) calls — `experiment "
             "--write-injected` copies, calls the fault proxy labelled — are left out of the "
             "facts, as `toolwatch stats` leaves them out."
         )

@@ -214,7 +214,8 @@ def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
         r = runs.iloc[i]
         created = pd.Timestamp(r["created"]).strftime("%Y-%m-%d %H:%M UTC")
         seeds = len(str(r["seeds"]).split(","))
-        return f"{r['run_id']} · {created} · {r['normal_sessions']} test streams × {seeds} seeds"
+        streams = ui.counted(r["normal_sessions"], "test stream")
+        return f"{r['run_id']} · {created} · {streams} × {ui.counted(seeds, 'seed')}"
 
     ids = [str(r) for r in runs["run_id"]]
     position = {run_id: i for i, run_id in enumerate(ids)}
@@ -227,6 +228,7 @@ def _choose_run(runs: pd.DataFrame) -> dict[str, Any]:
 def _cells(v: View) -> tuple[pd.DataFrame, str]:
     """The cells to show and a sentence saying where they come from."""
     boot = int(v.config.get("bootstrap", 2000))
+    resamples = ui.counted(boot, "bootstrap resample")
     seed = int(v.config.get("bootstrap_seed", 0))
     stored = v.stored
     if v.mode == MODE_OPERATING:
@@ -234,13 +236,13 @@ def _cells(v: View) -> tuple[pd.DataFrame, str]:
         return cells, (
             "Operating point: the model's threshold (top 0.1 % of calibration call statistics); "
             "its false-alarm rate is the share of normal test streams that alarm at it. "
-            f"95 % intervals: {boot:,} bootstrap resamples of streams (seed {seed})."
+            f"95 % intervals: {resamples} of streams (seed {seed})."
         )
     if v.at_stored_target:
         cells = stored[stored["threshold_mode"] == "fa_target"]
         return cells, (
             f"As stored by `toolwatch experiment` (run {v.run['run_id']}). 95 % intervals: "
-            f"{boot:,} bootstrap resamples of streams (seed {seed})."
+            f"{resamples} of streams (seed {seed})."
         )
     computed = _cells_at(
         str(v.root), v.key, v.run["run_id"], v.variant, float(v.target), boot, seed
@@ -251,8 +253,8 @@ def _cells(v: View) -> tuple[pd.DataFrame, str]:
     cells["median_latency"] = math.nan
     return cells, (
         f"Evaluated at {dv.pct(v.target, 1)} from the runs' stored window maxima with the "
-        f"experiment's threshold rule; 95 % intervals: {boot:,} bootstrap resamples of streams "
-        f"(seed {seed}). Latency is recorded at the experiment's own thresholds only."
+        f"experiment's threshold rule; 95 % intervals: {resamples} of streams (seed {seed}). "
+        "Latency is recorded at the experiment's own thresholds only."
     )
 
 

@@ -47,7 +47,7 @@ def render() -> None:
                 LIMITS,
                 "limit",
                 default=str(ex.DEFAULT_LIMIT),
-                format_func=lambda v: f"{int(v):,} rows",
+                format_func=lambda v: ui.counted(v, "row"),
             )
         )
         whole = c2.checkbox(
@@ -89,14 +89,14 @@ def _views(root: Any) -> None:
 
 def _result(result: ex.QueryResult, limit: int) -> None:
     frame = result.frame
-    note = f"{len(frame):,} row{'s' if len(frame) != 1 else ''}"
+    note = ui.counted(len(frame), "row")
     if result.size_capped:
         note = (
-            f"the first {len(frame):,} rows (the {ex.MAX_BYTES / 1e6:,.0f} MB the page shows "
-            "at most; the query returns more: select fewer or shorter columns)"
+            f"the first {ui.counted(len(frame), 'row')} (the {ex.MAX_BYTES / 1e6:,.0f} MB the "
+            "page shows at most; the query returns more: select fewer or shorter columns)"
         )
     elif result.truncated:
-        note = f"the first {limit:,} rows (the row limit; the query returns more)"
+        note = f"the first {ui.counted(limit, 'row')} (the row limit; the query returns more)"
     st.caption(" · ".join([note, *result.notes, f"{result.seconds:.2f} s"]))
     table, chart = st.tabs(["Table", "Chart"])
     with table:

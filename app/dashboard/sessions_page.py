@@ -125,23 +125,30 @@ def _scores_note(
         when = pd.Timestamp(mine["scored_time"].iloc[0]).strftime("%Y-%m-%d %H:%M UTC")
         st.caption(
             f"Scan flags: {statistic} of model {model.model_id}, stored by `toolwatch scan` "
-            f"at {when} ({int(mine['streams'].iloc[0]):,} streams)."
+            f"at {when} ({ui.counted(mine['streams'].iloc[0], 'stream')})."
         )
 
 
-def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream | None:
-    """The list; returns the stream of a row the user just clicked (also put in the URL)."""
+def list_caption(listed: sl.StreamList, range_label: str) -> str:
+    """The line above the stream list: what matched, by kind of stream, and what is flagged."""
+    c = ui.counted
     subagents = listed.matched - listed.main_agents
-    st.caption(
-        f"{listed.matched:,} streams ({listed.main_agents:,} main agents, {subagents:,} "
-        f"subagents) in {listed.sessions:,} sessions, {range_label} · {listed.flagged:,} "
-        f"flagged ({listed.alerted:,} with live alerts, {listed.scanned:,} by the scan)"
+    return (
+        f"{c(listed.matched, 'stream')} ({c(listed.main_agents, 'main agent')}, "
+        f"{c(subagents, 'subagent')}) in {c(listed.sessions, 'session')}, {range_label} · "
+        f"{listed.flagged:,} flagged ({listed.alerted:,} with live alerts, "
+        f"{listed.scanned:,} by the scan)"
         + (
             f" · the first {len(listed.rows):,} shown, flagged first"
             if len(listed.rows) < listed.matched
             else ""
         )
     )
+
+
+def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream | None:
+    """The list; returns the stream of a row the user just clicked (also put in the URL)."""
+    st.caption(list_caption(listed, range_label))
     if listed.rows.empty:
         st.info("No stream matches these filters and this time range.")
         return None
@@ -310,9 +317,11 @@ def _siblings(con: Any, session_id: str, agent_id: str | None) -> None:
     others = found[[ui.agent_of(a) != agent_id for a in found["agent_id"]]]
     if others.empty:
         return
-    parts = [f"{ui.stream_name(r.agent_id)} ({r.calls:,} calls)" for r in others.itertuples()]
+    parts = [
+        f"{ui.stream_name(r.agent_id)} ({ui.counted(r.calls, 'call')})" for r in others.itertuples()
+    ]
     st.caption(
-        f"This session also has {len(others)} other stream{'s' if len(others) != 1 else ''}, "
+        f"This session also has {ui.counted(len(others), 'other stream')}, "
         "each scored on its own: " + ", ".join(parts)
     )
 

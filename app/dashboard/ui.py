@@ -104,6 +104,13 @@ def count(x: Any) -> str:
     return number(x, "{:,.0f}")
 
 
+def counted(n: Any, noun: str, plural: str | None = None) -> str:
+    """A count with its noun, singular for exactly one: ``1 stream``, ``0 streams``,
+    ``8,729 streams`` (``plural`` defaults to ``noun + "s"``), never "1 streams"."""
+    value = int(n)
+    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
+
+
 #: Column formats of :func:`dataframe`: counts localized (``8,729``), scores two decimals.
 COUNT_FORMAT = "localized"
 SCORE_FORMAT = "%.2f"

@@ -53,7 +53,8 @@ def render() -> None:
         def describe(i: int) -> str:
             r = suites.iloc[i]
             when = pd.Timestamp(r["time"]).strftime("%Y-%m-%d %H:%M UTC")
-            return f"{r['run_id']} · {when} · {r['scenarios']} scenarios · agents {r['agents']}"
+            scenarios = ui.counted(r["scenarios"], "scenario")
+            return f"{r['run_id']} · {when} · {scenarios} · agents {r['agents']}"
 
         ids = [str(r) for r in suites["run_id"]]
         position = {run_id: i for i, run_id in enumerate(ids)}
@@ -261,7 +262,9 @@ def _side_by_side(unit: list[dict[str, Any]], steps: pd.DataFrame) -> pd.DataFra
 def _run_card(r: dict[str, Any], steps: pd.DataFrame) -> None:
     st.markdown(f"**{_run_name(r)}**")
     if r["mode"] == "clean":
-        st.write(f"task solved: {_yes_no(r['task_solved'])} · {len(steps)} tool calls")
+        st.write(
+            f"task solved: {_yes_no(r['task_solved'])} · {ui.counted(len(steps), 'tool call')}"
+        )
         return
     st.write(STATUS.get(r["status"], r["status"]) + f" — {r['check_reason']}")
     if r["divergence_step"] is None:

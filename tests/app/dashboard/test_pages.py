@@ -782,6 +782,23 @@ def test_sessions_without_a_model_show_the_calls_only(
     )
 
 
+def test_sessions_counts_one_stream_in_the_singular(
+    calls_only: Path, env: pytest.MonkeyPatch
+) -> None:
+    """A session prefix matching one main-agent-only session said "1 streams (1 main agents,
+    0 subagents) in 1 sessions"; each noun now agrees with its count."""
+    alone = rows(
+        calls_only,
+        "SELECT session_id FROM calls GROUP BY session_id "
+        "HAVING count(DISTINCT coalesce(agent_id, '')) = 1 AND bool_and(agent_id IS NULL) "
+        "ORDER BY session_id LIMIT 1",
+    )[0]["session_id"]
+    at = app(env, calls_only, "sessions_page.py", {"find": alone})
+    ok(at)
+    line = next(c.value for c in at.caption if " in 1 session" in c.value)
+    assert line.startswith("1 stream (1 main agent, 0 subagents) in 1 session, all time · "), line
+
+
 def test_unusable_model_is_explained(
     calls_only: Path, env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
