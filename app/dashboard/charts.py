@@ -17,6 +17,8 @@ from typing import Any, TypeAlias
 import altair as alt
 import pandas as pd
 
+from toolwatch.app.dashboard.lanes import LANE_LABEL_PX, lane_labels, panel_width
+
 #: Any top-level chart these functions return (altair's ``properties`` widens the types).
 Spec: TypeAlias = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
 
@@ -72,14 +74,20 @@ def bottom_legend(columns: int = 0, label_limit: int = 160, **options: Any) -> a
     )
 
 
-def legend_colour(names: Sequence[str], colours: Sequence[str], title: str | None = None) -> Any:
+def legend_colour(
+    names: Sequence[str],
+    colours: Sequence[str],
+    title: str | None = None,
+    legend: alt.Legend | None = None,
+) -> Any:
     """A colour encoding on the constant field ``what`` (set by :func:`as_what`), so layers
-    that each draw one kind of mark share one legend naming them."""
+    that each draw one kind of mark share one legend naming them (``legend``: by default
+    :func:`bottom_legend`)."""
     return alt.Color(
         "what:N",
         title=title,
         scale=alt.Scale(domain=list(names), range=list(colours)),
-        legend=bottom_legend(),
+        legend=legend or bottom_legend(),
     )
 
 
@@ -91,22 +99,6 @@ def as_what(chart: alt.Chart, name: str) -> alt.Chart:
 def marker_ticks(data: pd.DataFrame, size: int, **encoding: Any) -> alt.Chart:
     """Thick ticks in the marker colour (the study's figure beside ours, a divergence step)."""
     return alt.Chart(data).mark_tick(color=MARKER, thickness=3, size=size).encode(**encoding)
-
-
-#: The widest a timeline lane's label is drawn (Vega ends a longer one with "…"; the whole name
-#: is in the tooltip): a tool name may be 4,096 bytes, and an unbounded label pushed the
-#: panels off the page.
-LANE_LABEL_PX = 260
-
-
-def short_tool(tool: str) -> str:
-    """A tool's lane label: ``server · tool`` for ``mcp__server__tool`` (the long shared prefix
-    made four different tools look the same), the name itself otherwise."""
-    if tool.startswith("mcp__"):
-        server, _, name = tool[5:].partition("__")
-        if name:
-            return f"{server} · {name}"
-    return tool
 
 
 def detection_bars(table: pd.DataFrame, title: str) -> Spec:
@@ -285,8 +277,9 @@ def timeline_chart(
     output_bytes, failed, label, injected, alert``; ``scores``: ``index, cue, score``
     (long form) or None; ``statistic``/``threshold``: the detector column in ``calls``.
     """
-    width = 640
-    calls = calls.assign(lane=calls["tool"].map(short_tool))
+    lanes = lane_labels(list(calls["tool"]))
+    calls = calls.assign(lane=calls["tool"].map(lanes))
+    width = panel_width(list(lanes.values()))
     x = alt.X(
         "index:Q",
         title="call in stream (0 = first)",
@@ -383,7 +376,10 @@ def timeline_chart(
             )
         )
         names = [statistic, "threshold (operating point)", "alert"]
-        colour = legend_colour(names, ["#1f2d3d", MARKER, MARKER], title="detector")
+        # a fixed row: the timeline is drawn at its own width, not the container's
+        colour = legend_colour(
+            names, ["#1f2d3d", MARKER, MARKER], "detector", alt.Legend(orient="bottom")
+        )
         stat = as_what(alt.Chart(calls).mark_line(point=True), names[0]).encode(
             x=x,
             y=alt.Y(f"{statistic}:Q", title=f"{statistic} (standardised)"),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolwatch.app.dashboard import charts
+from toolwatch.app.dashboard import charts, lanes
 from toolwatch.record import MAX_STRING_BYTES
 
 
@@ -25,20 +25,14 @@ def _axes(spec: Any, field: str) -> list[dict[str, Any]]:
     return found
 
 
-def test_a_very_long_tool_name_keeps_the_timeline_readable() -> None:
-    """A stream with a 4,096-byte MCP tool name (the longest a span carries) drew its lane label
-    whole (labelLimit 0): tens of thousands of pixels of label and the panels off the page. The
-    label is now cut at a width; the lanes of two such tools stay apart and the tooltip keeps
-    the whole name."""
-    prefix = "mcp__" + "s" * 300 + "__"
-    one = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "1"
-    two = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "2"
-    n = 6
+def _timeline(tools: list[str]) -> dict[str, Any]:
+    """The timeline spec of a stream calling ``tools`` in that order."""
+    n = len(tools)
     calls = pd.DataFrame(
         {
             "index": range(n),
-            "tool": [one, two, "Read", one, two, "Read"],
-            "gap_s": [None, 1.0, 2.0, 3.0, 0.5, 1.5],
+            "tool": tools,
+            "gap_s": [None, *[1.0 + i for i in range(n - 1)]],
             "same_response": [False] * n,
             "response_group": range(n),
             "input_bytes": [10] * n,
@@ -49,7 +43,28 @@ def test_a_very_long_tool_name_keeps_the_timeline_readable() -> None:
             "alert": [False] * n,
         }
     )
-    spec = charts.timeline_chart(calls, None, None, None).to_dict(validate=False)
+    return dict(charts.timeline_chart(calls, None, None, None).to_dict(validate=False))
+
+
+def _lanes(spec: dict[str, Any]) -> dict[str, str]:
+    """Each tool's lane in a timeline spec."""
+    return {
+        row["tool"]: row["lane"]
+        for data in spec["datasets"].values()
+        for row in data
+        if "lane" in row
+    }
+
+
+def test_a_very_long_tool_name_keeps_the_timeline_readable() -> None:
+    """A stream with a 4,096-byte MCP tool name (the longest a span carries) drew its lane label
+    whole (labelLimit 0): tens of thousands of pixels of label and the panels off the page. The
+    label is now cut at a width; the lanes of two such tools stay apart and the tooltip keeps
+    the whole name."""
+    prefix = "mcp__" + "s" * 300 + "__"
+    one = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "1"
+    two = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "2"
+    spec = _timeline([one, two, "Read", one, two, "Read"])
     (axis,) = _axes(spec, "lane")
     assert 0 < axis["labelLimit"] <= 300, axis
     lanes = {row["lane"] for data in spec["datasets"].values() for row in data if "lane" in row}
@@ -139,3 +154,65 @@ def test_legends_under_the_detection_charts_fit_a_phone() -> None:
         assert _at_width(legend["columns"], DESKTOP_PX) == 0  # all entries in one row
     # the ROC's plot keeps its height however tall its legend (only the width fits the page)
     assert roc["autosize"]["type"] == "fit-x" and roc["height"] == charts.ROC_PLOT_PX
+
+
+PLAYWRIGHT = "mcp__plugin_playwright_playwright__browser_network_requests"
+
+
+def test_a_long_lane_label_is_cut_in_the_middle_keeping_the_tool_name() -> None:
+    """A server-qualified MCP tool's lane label was cut at its end by Vega
+    ("plugin_playwright_playwright · browser_network…"), hiding the tool part; the label now
+    keeps the start of the server and the tool name (its own start and end when that alone is
+    too long), two tools cut alike keep a lane each, and the tooltip has the whole name."""
+    prefix = "mcp__" + "s" * 300 + "__"
+    one = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "1"
+    two = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "2"
+    middle = ["mcp__srv__" + "x" * 30 + c + "y" * 30 for c in "pq"]  # differ in the middle only
+    got = _lanes(_timeline([PLAYWRIGHT, one, two, *middle, "Read", "mcp__github__search"]))
+    assert got[PLAYWRIGHT] == "plugin_playw… · browser_network_requests"
+    limit = lanes.LANE_LABEL_CHARS
+    assert got["Read"] == "Read" and got["mcp__github__search"] == "github · search"
+    for tool, end in ((one, "1"), (two, "2")):
+        assert got[tool].startswith("ssssssssss… · aaaa") and got[tool].endswith("a" + end)
+        assert "…a" in got[tool] and len(got[tool]) == limit
+    assert got[middle[0]].startswith("srv · xxx") and got[middle[0]].endswith("yyy")
+    assert got[middle[1]] == got[middle[0]] + " #2"
+    assert len(set(got.values())) == len(got)
+
+
+#: The main column beside the sidebar in a 1,400 px window, and what the timeline's legends on
+#: the right take (titles "same response", labels "output_bytes", their padding).
+COLUMN_PX, LEGENDS_PX = 940, 160
+
+
+def _widths(spec: Any) -> list[int]:
+    found = []
+    if isinstance(spec, dict):
+        if isinstance(spec.get("width"), int):
+            found.append(spec["width"])
+        for value in spec.values():
+            found += _widths(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _widths(value)
+    return found
+
+
+def test_the_timeline_fits_a_1400_px_window() -> None:
+    """The timeline's legends on the right were cut at a 1,400 px window: 640 px panels beside
+    260 px lane labels did not leave them room. The panels now take what the lane labels leave
+    (6 px a character, at most the label limit): whole 640 px with short names, narrower with
+    long ones, never past the column."""
+    for tools, wide in (
+        (["Read", "Bash", "mcp__github__search"], True),
+        ([PLAYWRIGHT, "Read", "mcp__" + "s" * 300 + "__" + "a" * 3000], False),
+    ):
+        spec = _timeline(tools)
+        longest = max(len(lane) for lane in _lanes(spec).values())
+        (axis,) = _axes(spec, "lane")
+        label_px = min(axis["labelLimit"], 6 * longest)
+        widths = set(_widths(spec))
+        assert len(widths) == 1, widths  # the panels stay aligned
+        (width,) = widths
+        assert width + label_px + LEGENDS_PX <= COLUMN_PX, (width, label_px)
+        assert (width == 640) is wide
