@@ -146,9 +146,23 @@ def list_caption(listed: sl.StreamList, range_label: str) -> str:
     )
 
 
+def scan_caption(listed: sl.StreamList) -> str:
+    """Why the list and `toolwatch scan` rank differently: the list has a row per stream (a
+    subagent ranked on its own, maybe above its main agent), the scan a line per session."""
+    c = ui.counted
+    return (
+        "One row per stream: a subagent is listed and ranked on its own, beside its main "
+        "agent. `toolwatch scan` lists each flagged session once, by its strongest stream — "
+        f"here {c(listed.scanned, 'stream')} flagged by the scan in "
+        f"{c(listed.scanned_sessions, 'session')}."
+    )
+
+
 def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream | None:
     """The list; returns the stream of a row the user just clicked (also put in the URL)."""
     st.caption(list_caption(listed, range_label))
+    if listed.scanned:
+        st.caption(scan_caption(listed))
     if listed.rows.empty:
         st.info("No stream matches these filters and this time range.")
         return None

@@ -47,6 +47,7 @@ class StreamList:
     flagged: int
     alerted: int
     scanned: int
+    scanned_sessions: int  # the sessions of the scanned streams (what `toolwatch scan` lists)
 
 
 def scored_models(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -157,7 +158,8 @@ def stream_list(
         """
         SELECT count(*), count(*) FILTER (WHERE agent_id IS NULL), count(DISTINCT session_id),
                count(*) FILTER (WHERE is_flagged), count(*) FILTER (WHERE alerts > 0),
-               count(*) FILTER (WHERE scanned)
+               count(*) FILTER (WHERE scanned),
+               count(DISTINCT session_id) FILTER (WHERE scanned)
         FROM _listed"""
     ).fetchall()[0]
     rows = con.execute(

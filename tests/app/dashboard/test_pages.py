@@ -344,6 +344,14 @@ def test_sessions_list_streams_filters_and_flags(
     over = over[over["all_cusum"] > model.threshold("all", "cusum")]
     scanned = {stream_key(s, a) for s, a in zip(over["session_id"], over["agent_id"], strict=True)}
     alerted = {stream_key(r["session_id"], r["agent_id"]) for r in alerts}
+    # the list ranks streams, `toolwatch scan` sessions: the page says so, with the counts
+    sessions = {sid for sid, _ in scanned}
+    assert len(sessions) < len(scanned), "the fixture has a session flagged in two streams"
+    note = next(c.value for c in at.caption if c.value.startswith("One row per stream"))
+    assert "`toolwatch scan` lists each flagged session once, by its strongest stream" in note
+    assert note.endswith(
+        f"here {len(scanned)} streams flagged by the scan in {len(sessions)} sessions."
+    ), note
     at.selectbox(key="w_flag").set_value("flagged").run()
     ok(at)
     assert at.query_params["flag"] == "flagged"
