@@ -529,33 +529,45 @@ def alerts_per_hour_chart(
     )
 
 
+#: A source whose calls span at most this many days gets a bar per day with its own label (a band
+#: axis, empty days included): a time axis over a day or two ticked every few hours, each tick
+#: labelled with the same date.
+FEW_DAYS = 31
+DAYS_PX = 680
+
+
 def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
     """Calls per UTC day, one row per source with its own date axis: a collector's live calls
     of today do not stretch a months-old import or simulation across an empty axis."""
     sources = sorted(set(per_day["source"]))
-    return (
-        alt.Chart(per_day)
-        .mark_bar()
-        .encode(
-            x=alt.X("day:T", title="day (UTC)", axis=alt.Axis(format="%Y-%m-%d", labelAngle=0)),
-            y=alt.Y("calls:Q", title="calls per day", axis=alt.Axis(format=",d")),
-            color=alt.Color(
-                "source:N",
-                title="source",
-                scale=category_scale(sources),
-                legend=bottom_legend(),
-            ),
-            tooltip=[
-                alt.Tooltip("day:T", format="%Y-%m-%d", title="day (UTC)"),
-                "source:N",
-                alt.Tooltip("calls:Q", format=",", title="calls"),
-            ],
+    colour = alt.Color(
+        "source:N", title="source", scale=category_scale(sources), legend=bottom_legend()
+    )
+    rows = [_day_row(per_day[per_day["source"] == src], src, colour) for src in sources]
+    return alt.vconcat(*rows).resolve_scale(x="independent", y="independent")
+
+
+def _day_row(part: pd.DataFrame, source: str, colour: alt.Color) -> alt.Chart:
+    """One source's calls per day: a labelled bar per day over :data:`FEW_DAYS` days or fewer,
+    a time axis over more."""
+    days = pd.to_datetime(part["day"])
+    y = alt.Y("calls:Q", title="calls per day", axis=alt.Axis(format=",d"))
+    calls = alt.Tooltip("calls:Q", format=",", title="calls")
+    if (days.max() - days.min()).days < FEW_DAYS:
+        every = pd.date_range(days.min(), days.max(), freq="D").strftime("%Y-%m-%d")
+        counts = dict(zip(days.dt.strftime("%Y-%m-%d"), part["calls"], strict=True))
+        data = pd.DataFrame(
+            {"date": every, "source": source, "calls": [int(counts.get(d, 0)) for d in every]}
         )
-        .properties(height=160, width=680)
-        .facet(
-            row=alt.Row("source:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left"))
-        )
-        .resolve_scale(x="independent", y="independent")
+        x = alt.X("date:O", title="day (UTC)", sort=None, axis=alt.Axis(labelAngle=0))
+        tooltip = [alt.Tooltip("date:N", title="day (UTC)"), "source:N", calls]
+        bar = alt.Chart(data).mark_bar(size=max(4, min(36, int(0.7 * DAYS_PX / len(every)))))
+    else:
+        x = alt.X("day:T", title="day (UTC)", axis=alt.Axis(format="%Y-%m-%d", labelAngle=0))
+        tooltip = [alt.Tooltip("day:T", format="%Y-%m-%d", title="day (UTC)"), "source:N", calls]
+        bar = alt.Chart(part).mark_bar()
+    return bar.encode(x=x, y=y, color=colour, tooltip=tooltip).properties(
+        height=160, width=DAYS_PX, title=alt.TitleParams(source, anchor="start")
     )
 
 

@@ -216,3 +216,41 @@ def test_the_timeline_fits_a_1400_px_window() -> None:
         (width,) = widths
         assert width + label_px + LEGENDS_PX <= COLUMN_PX, (width, label_px)
         assert (width == 640) is wide
+
+
+def _day_axes(spec: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each row of the calls-per-day chart: its x encoding and its data rows."""
+    found = []
+    for row in spec["vconcat"]:
+        data = spec["datasets"][row["data"]["name"]]
+        found.append((row["encoding"]["x"], data))
+    return found
+
+
+def test_calls_per_day_labels_each_day_once_on_a_short_store() -> None:
+    """On a one- or two-day store the Corpus 'Calls per day' time axis ticked every few hours,
+    each tick labelled with the same date. A source spanning up to a month now gets one
+    labelled bar per day (empty days included); a longer one keeps its time axis."""
+    day = pd.Timestamp("2026-08-05")
+    per_day = pd.DataFrame(
+        {
+            "day": [
+                day,
+                day + pd.Timedelta(days=2),
+                day,
+                *(day + pd.Timedelta(days=i) for i in (0, 60)),
+            ],
+            "source": ["import", "import", "otlp", "simulated", "simulated"],
+            "calls": [10, 5, 3, 100, 200],
+        }
+    )
+    spec = charts.calls_per_day_chart(per_day).to_dict(validate=False)
+    (imported, x1), (otlp, x2), (simulated, x3) = ((data, x) for x, data in _day_axes(spec))
+    assert x1["type"] == x2["type"] == "ordinal" and x3["type"] == "temporal"
+    assert [(r["date"], r["calls"]) for r in imported] == [
+        ("2026-08-05", 10),
+        ("2026-08-06", 0),
+        ("2026-08-07", 5),
+    ]
+    assert [(r["date"], r["calls"]) for r in otlp] == [("2026-08-05", 3)]
+    assert len(simulated) == 2
