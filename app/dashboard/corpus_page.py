@@ -16,8 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import time_charts, ui
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.stats.corpus import (
@@ -123,7 +123,7 @@ def render() -> None:
         "was ≤ 1 s, while half the parallel calls were."
     )
     st.subheader("Calls per day")
-    ui.chart(charts.calls_per_day_chart(per_day))
+    ui.chart(time_charts.calls_per_day_chart(per_day))
     st.subheader("Most-called tools")
     ui.dataframe(
         tools.assign(server=tools["server"].fillna("(built-in)")),

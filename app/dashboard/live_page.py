@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
+from toolwatch.app.dashboard import time_charts, ui
 from toolwatch.app.dashboard import url_state as url
 
 BY = {"alert_time": "when the alert was raised", "call_time": "when the alerted call happened"}
@@ -64,7 +64,7 @@ def render() -> None:
             delta_arrow="off",
         )
         ui.chart(
-            charts.alerts_per_hour_chart(
+            time_charts.alerts_per_hour_chart(
                 per_hour, f"Alerts per hour ({BY[by]}, UTC)", pd.Timestamp(now)
             ),
         )

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from toolwatch.app.dashboard import charts, hints, ui
+from toolwatch.app.dashboard import hints, time_charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.injection.experiment.formats import target_pct
@@ -112,7 +112,7 @@ def _chart(data: dict[str, Any]) -> None:
     ]
     names = [*MODELS, f"target {target_pct(target)}", f"2× target {target_pct(2 * target)}"]
     st.subheader("Normal streams alarming per week")
-    ui.chart(charts.weekly_alarms_chart(pd.DataFrame(rows), target, names))
+    ui.chart(time_charts.weekly_alarms_chart(pd.DataFrame(rows), target, names))
 
 
 def _weeks(data: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolwatch.app.dashboard import charts, lanes
+from toolwatch.app.dashboard import charts, lanes, time_charts
 from toolwatch.record import MAX_STRING_BYTES
 
 
@@ -244,7 +244,7 @@ def test_calls_per_day_labels_each_day_once_on_a_short_store() -> None:
             "calls": [10, 5, 3, 100, 200],
         }
     )
-    spec = charts.calls_per_day_chart(per_day).to_dict(validate=False)
+    spec = time_charts.calls_per_day_chart(per_day).to_dict(validate=False)
     (imported, x1), (otlp, x2), (simulated, x3) = ((data, x) for x, data in _day_axes(spec))
     assert x1["type"] == x2["type"] == "ordinal" and x3["type"] == "temporal"
     assert [(r["date"], r["calls"]) for r in imported] == [

@@ -1,0 +1,136 @@
+"""Altair charts over calendar time: alerts per hour (Live), calls per day (Corpus), normal
+streams alarming per week (Replay). Pure functions from frames to chart specs, as
+:mod:`.charts`, whose palette and legends they share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from toolwatch.app.dashboard.charts import (
+    MARKER,
+    OURS,
+    PALETTE,
+    Spec,
+    bottom_legend,
+    category_scale,
+    legend_colour,
+)
+
+
+def alerts_per_hour_chart(
+    per_hour: pd.DataFrame, title: str, now: pd.Timestamp | None = None
+) -> Spec:
+    """Alerts per UTC hour, stacked by the explaining cue; each bar spans its hour. With
+    ``now``, the axis runs to the current hour and covers at least the last 24 hours, so quiet
+    hours show as gaps rather than vanishing."""
+    scale: alt.Scale | Any = alt.Undefined
+    if now is not None:
+        end = pd.Timestamp(now).floor("h") + pd.Timedelta(hours=1)
+        start = end - pd.Timedelta(hours=24)
+        if not per_hour.empty:
+            start = min(start, pd.Timestamp(per_hour["hour"].min()).floor("h"))
+        # ISO strings: epoch numbers are not read as times once a time unit is applied
+        scale = alt.Scale(domain=[start.isoformat(), end.isoformat()])
+    return (
+        alt.Chart(per_hour)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "utcyearmonthdatehours(hour):T",
+                title="hour (UTC)",
+                scale=scale,
+                axis=alt.Axis(format="%m-%d %H:00", labelAngle=0),
+            ),
+            y=alt.Y("alerts:Q", title="alerts per hour", axis=alt.Axis(tickMinStep=1, format="d")),
+            color=alt.Color(
+                "cue:N", title="explaining cue", scale=category_scale(sorted(set(per_hour["cue"])))
+            ),
+            tooltip=[
+                alt.Tooltip("utcyearmonthdatehours(hour):T", format="%Y-%m-%d %H:00", title="hour"),
+                "cue:N",
+                "alerts:Q",
+            ],
+        )
+        .properties(title=title, height=220)
+    )
+
+
+#: A source whose calls span at most this many days gets a bar per day with its own label (a band
+#: axis, empty days included): a time axis over a day or two ticked every few hours, each tick
+#: labelled with the same date.
+FEW_DAYS = 31
+DAYS_PX = 680
+
+
+def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
+    """Calls per UTC day, one row per source with its own date axis: a collector's live calls
+    of today do not stretch a months-old import or simulation across an empty axis."""
+    sources = sorted(set(per_day["source"]))
+    colour = alt.Color(
+        "source:N", title="source", scale=category_scale(sources), legend=bottom_legend()
+    )
+    rows = [_day_row(per_day[per_day["source"] == src], src, colour) for src in sources]
+    return alt.vconcat(*rows).resolve_scale(x="independent", y="independent")
+
+
+def _day_row(part: pd.DataFrame, source: str, colour: alt.Color) -> alt.Chart:
+    """One source's calls per day: a labelled bar per day over :data:`FEW_DAYS` days or fewer,
+    a time axis over more."""
+    days = pd.to_datetime(part["day"])
+    y = alt.Y("calls:Q", title="calls per day", axis=alt.Axis(format=",d"))
+    calls = alt.Tooltip("calls:Q", format=",", title="calls")
+    if (days.max() - days.min()).days < FEW_DAYS:
+        every = pd.date_range(days.min(), days.max(), freq="D").strftime("%Y-%m-%d")
+        counts = dict(zip(days.dt.strftime("%Y-%m-%d"), part["calls"], strict=True))
+        data = pd.DataFrame(
+            {"date": every, "source": source, "calls": [int(counts.get(d, 0)) for d in every]}
+        )
+        x = alt.X("date:O", title="day (UTC)", sort=None, axis=alt.Axis(labelAngle=0))
+        tooltip = [alt.Tooltip("date:N", title="day (UTC)"), "source:N", calls]
+        bar = alt.Chart(data).mark_bar(size=max(4, min(36, int(0.7 * DAYS_PX / len(every)))))
+    else:
+        x = alt.X("day:T", title="day (UTC)", axis=alt.Axis(format="%Y-%m-%d", labelAngle=0))
+        tooltip = [alt.Tooltip("day:T", format="%Y-%m-%d", title="day (UTC)"), "source:N", calls]
+        bar = alt.Chart(part).mark_bar()
+    return bar.encode(x=x, y=y, color=colour, tooltip=tooltip).properties(
+        height=160, width=DAYS_PX, title=alt.TitleParams(source, anchor="start")
+    )
+
+
+def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]) -> Spec:
+    """A replay's share of normal streams alarming per week, one line per model, with the
+    target and twice the target as dashed rules (each named in the legend).
+
+    ``weeks``: ``week`` (ISO Monday), ``what`` (the model), ``rate``, ``alarming`` (``k/n``);
+    ``names``: the legend's entries, the models then the two rules' names.
+    """
+    colour = legend_colour(names, [OURS, PALETTE[1], "#1f2d3d", MARKER][: len(names)])
+    lines = (
+        alt.Chart(weeks)
+        .mark_line(point=alt.OverlayMarkDef(size=60, filled=True), strokeWidth=2)
+        .encode(
+            x=alt.X("week:T", title="week (Monday, UTC)", axis=alt.Axis(format="%Y-%m-%d")),
+            y=alt.Y("rate:Q", title="normal streams alarming (%)", axis=alt.Axis(format="%")),
+            color=colour,
+            tooltip=[
+                alt.Tooltip("week:T", format="%Y-%m-%d", title="week"),
+                alt.Tooltip("what:N", title="model"),
+                alt.Tooltip("alarming:N", title="alarming"),
+            ],
+        )
+    )
+    levels = pd.DataFrame({"what": list(names[-2:]), "level": [target, 2 * target]})
+    rules = (
+        alt.Chart(levels)
+        .mark_rule(strokeDash=[6, 3], strokeWidth=1.5)
+        .encode(
+            y="level:Q",
+            color=colour,
+            tooltip=[alt.Tooltip("what:N", title="line"), alt.Tooltip("level:Q", format=".1%")],
+        )
+    )
+    return alt.layer(lines, rules).properties(height=260)
