@@ -122,8 +122,12 @@ def test_whole_messages_the_http_transports_log_at_debug_are_withheld(
     server = logging.getLogger("mcp.server.sse")
     loggers = content_free_sdk_logs()
     frame = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": canary}})
-    try:
-        with caplog.at_level(logging.DEBUG):
+    try:  # the proxy command raises the HTTP client's level; at DEBUG here, whatever ran before
+        with (
+            caplog.at_level(logging.DEBUG),
+            caplog.at_level(logging.DEBUG, logger=client.name),
+            caplog.at_level(logging.DEBUG, logger=server.name),
+        ):
             client.debug(f"SSE message: {frame}")
             client.debug(f"Sending client message: {frame}")
             server.debug(f"Received JSON: {frame.encode()!r}")
