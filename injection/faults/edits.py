@@ -75,9 +75,37 @@ def edit_json(
             continue
         if edit(doc):
             changed = True
-            indent = 2 if "\n" in block["text"].strip() else None
-            block["text"] = json.dumps(doc, ensure_ascii=False, indent=indent)
+            block["text"] = dump_like(block["text"], doc)
     return out, changed
+
+
+#: How servers write JSON text: Python's ``json.dumps`` (``", "`` / ``": "``), JavaScript's
+#: ``JSON.stringify`` (compact), and either indented; with non-ASCII escaped or kept.
+_STYLES: tuple[dict[str, Any], ...] = tuple(
+    {"indent": indent, "separators": separators, "ensure_ascii": ascii_only}
+    for ascii_only in (False, True)
+    for indent, separators in (
+        (None, (", ", ": ")),
+        (None, (",", ":")),
+        (2, (",", ": ")),
+        (4, (",", ": ")),
+    )
+)
+
+
+def dump_like(text: str, doc: Any) -> str:
+    """``doc`` (an edited copy of the JSON in ``text``) written as ``text`` was written, so an
+    edit changes only what it edits: re-written in Python's style, a Node server's compact
+    JSON grew by two bytes a key, a size change the fault did not make. A text no style
+    reproduces (other spacing, key order) gets Python's style, indented when multi-line."""
+    stripped = text.strip()
+    head, tail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+    original = parse_json_text(stripped)
+    style = next(
+        (s for s in _STYLES if json.dumps(original, **s) == stripped),
+        {"ensure_ascii": False, "indent": 2 if "\n" in stripped else None},
+    )
+    return head + json.dumps(doc, **style) + tail
 
 
 def _json_doc(result: Mapping[str, Any]) -> Any:

@@ -193,6 +193,30 @@ def test_schema_drift_rejects_old_argument_names_and_maps_new_ones() -> None:
     assert json.loads(texts(effect.result)[0]) == effect.result["structuredContent"]
 
 
+@pytest.mark.parametrize(
+    ("written", "dump"),
+    [
+        ("node compact", lambda d: json.dumps(d, separators=(",", ":"))),  # JSON.stringify(d)
+        ("node indented", lambda d: json.dumps(d, indent=2) + "\n"),  # JSON.stringify(d, null, 2)
+        ("python", lambda d: json.dumps(d)),
+        ("escaped", lambda d: json.dumps(d, ensure_ascii=True)),
+    ],
+)
+def test_an_edited_json_text_keeps_the_servers_formatting(written: str, dump: Any) -> None:
+    """A Node server writes compact JSON: the rename must change the key and nothing else, or
+    the faulted result's size (a detection cue) grows by the proxy's re-formatting."""
+    doc = {"temperature": 33, "conditions": "Brouillard givrant à Zürich", "humidity": 82}
+    text = dump(doc)
+    e = engine("alter_schema", {"field_renames": {"temperature": "temp_c"}})
+    effect = e.apply(e.plan("t", {}, 1), clean(doc, text=text))
+    renamed = {"temp_c": 33, **{k: v for k, v in doc.items() if k != "temperature"}}
+    assert texts(effect.result) == [dump(renamed)], written
+    assert len(texts(effect.result)[0]) == len(text) - len("temperature") + len("temp_c")
+    # an edit that cannot be told from the original's spacing: Python's style, as before
+    odd, _ = edit_json(clean(text='{ "a" :1}'), lambda d: d.update(a=2) is None)
+    assert texts(odd) == ['{"a": 2}']
+
+
 def test_schema_drift_leaves_a_call_without_renamed_arguments_unless_its_result_drifts() -> None:
     """A call naming no renamed argument cannot tell the new interface from the old: argument
     renames alone leave it alone; renamed result fields or a replacement result still reach it."""
