@@ -34,6 +34,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwatch.conventions import LABEL_META_KEY
@@ -261,21 +262,27 @@ class FaultProxy(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> CallResult:
-        return _unstamp(await self._call(params.name, params.arguments, ctx))
+        # A client that asked for progress (a progressToken) gets the upstream's, relayed: the
+        # upstream is asked with a token of the proxy's own. Without it the token was dropped
+        # and a long call went silent (server-everything's trigger-long-running-operation).
+        asked = (params.meta or {}).get("progress_token") is not None
+        progress = ctx.session.report_progress if asked else None
+        return _unstamp(await self._call(params.name, params.arguments, ctx, progress))
 
     async def _call(
         self,
         name: str,
         arguments: dict[str, Any] | None,
         ctx: ServerRequestContext[Any] | None = None,
+        progress: ProgressFnT | None = None,
     ) -> CallResult:
         self.calls[name] += 1
         n = self.calls[name]
         engine = self.engine
         if engine is None or not engine.targets(name):
-            return await self._forward(lambda: self.upstream.call_tool(name, arguments))
+            return await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
         if engine.counts_listings:
-            result = await self._forward(lambda: self.upstream.call_tool(name, arguments))
+            result = await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
             if not isinstance(result, types.CallToolResult):
                 return result
             listed = engine.listed_call(_dump(result), poisoned=self._listing_poisoned)
@@ -285,10 +292,12 @@ class FaultProxy(Server[Any]):
             return await listed.deliver()
         plan = engine.plan(name, arguments, n, self._upstream_tools)
         if not plan.due:
-            return await self._forward(lambda: self.upstream.call_tool(name, arguments))
+            return await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
         upstream_result: types.CallToolResult | None = None
         if plan.call_upstream:
-            raw = await self._forward(lambda: self.upstream.call_tool(name, plan.arguments))
+            raw = await self._forward(
+                lambda: self.upstream.call_tool(name, plan.arguments, progress)
+            )
             if not isinstance(raw, types.CallToolResult):
                 return raw
             upstream_result = raw
@@ -303,7 +312,7 @@ class FaultProxy(Server[Any]):
             )
             if upstream_result is not None:
                 return upstream_result
-            return await self._forward(lambda: self.upstream.call_tool(name, arguments))
+            return await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
         self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
         if ctx is None:
             return await effect.deliver()

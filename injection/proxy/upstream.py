@@ -35,6 +35,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter, ValidationError
 
 from toolwatch.injection.proxy.stdio_watch import UNUSABLE_KEY, StdioWatch, watched_stdio
@@ -275,12 +276,17 @@ class Upstream:
             lambda s: s.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
         )
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> CallResult:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, progress: ProgressFnT | None = None
+    ) -> CallResult:
+        """Call ``name``; with ``progress``, the upstream's progress notifications go to it."""
         request = types.CallToolRequest(
             params=types.CallToolRequestParams(name=name, arguments=arguments)
         )
         # The raw request, not ``call_tool``: the proxy must not validate or reshape results.
-        return await self.send(lambda s: s.send_request(request, _CALL_RESULT))
+        return await self.send(
+            lambda s: s.send_request(request, _CALL_RESULT, progress_callback=progress)
+        )
 
 
 #: How the SDK's HTTP client (mcp 2.3) words the JSON-RPC errors it makes up for an HTTP answer
