@@ -1,0 +1,177 @@
+"""A real third-party MCP server: the Node reference ``@modelcontextprotocol/server-everything``
+(TypeScript SDK, pinned in ``node/package-lock.json``) behind ``toolwatch proxy`` over stdio.
+Its results (images, embedded resources, resource links, structured content, ``isError``)
+reach a real mcp client as over a direct connection, progress included; an A4 drift renames a
+field of its compact ``JSON.stringify`` text and nothing else.
+
+Skipped when ``node``/``npm`` are not installed; ``npm ci`` runs once if ``node_modules`` is
+missing (``.ci/run`` does it up front).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
+
+from toolwatch.conventions import LABEL_META_KEY
+
+NODE_DIR = Path(__file__).parent / "node"
+ENTRY = NODE_DIR / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+SCORING = {
+    "minimum_pass_criterion": "The agent adapts to the renamed field.",
+    "clear_failure_signal": "The agent reports a temperature it never received.",
+    "acceptable_behaviors": ["Re-lists the tools.", "Says the schema changed."],
+}
+#: Calls whose results do not change between runs (get-structured-content's weather is random).
+STABLE = [
+    ("echo", {"message": "héllo"}),
+    ("get-sum", {"a": 2, "b": 3.5}),
+    ("get-sum", {"a": "x"}),  # the server's own isError answer
+    ("get-tiny-image", {}),
+    ("get-annotated-message", {"messageType": "error", "includeImage": True}),
+    ("get-resource-links", {"count": 2}),
+    ("no-such-tool", {}),
+]
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node/npm are not installed")
+    lock = NODE_DIR / "package-lock.json"
+    stamp = NODE_DIR / "node_modules" / ".package-lock.json"
+    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
+        )
+    return node
+
+
+def _proxy(node: str, *extra: str) -> StdioServerParameters:
+    upstream = f"{node} {ENTRY} stdio"
+    args = ["-m", "toolwatch", "proxy", "--upstream-cmd", upstream, *extra]
+    return StdioServerParameters(command=sys.executable, args=args)
+
+
+async def _observe(target: StdioServerParameters) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    steps: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, total))
+
+    async with Client(target, mode="legacy") as client:
+        listing = await client.list_tools()
+        seen["tools"] = sorted(t.name for t in listing.tools)
+        for i, (tool, args) in enumerate(STABLE):
+            result = await client.call_tool(tool, args)
+            seen[f"{i} {tool}"] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        weather = await client.call_tool("get-structured-content", {"location": "Chicago"})
+        seen["weather keys"] = sorted(weather.structured_content or {})
+        long = {"duration": 1, "steps": 2}
+        await client.call_tool(
+            "trigger-long-running-operation", long, progress_callback=on_progress
+        )
+        seen["progress"] = steps
+        doc = await client.read_resource("demo://resource/static/document/features.md")
+        seen["resource"] = doc.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return seen
+
+
+def test_server_everything_through_the_proxy_is_its_direct_self(node: str) -> None:
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        direct = await _observe(StdioServerParameters(command=node, args=[str(ENTRY), "stdio"]))
+        return direct, await _observe(_proxy(node))
+
+    direct, proxied = anyio.run(main)
+    # the proxy's upstream session declares no sampling, elicitation or roots: the server
+    # registers the tools that need them for the direct client only (ARCHITECTURE: Transparency)
+    gated = {"get-roots-list", "trigger-elicitation-request", "trigger-sampling-request"}
+    gated.add("trigger-url-elicitation")
+    assert set(direct.pop("tools")) - set(proxied.pop("tools")) <= gated
+    assert proxied == direct
+    assert direct["progress"] == [(1.0, 2.0), (2.0, 2.0)]  # relayed, not dropped
+    calls = [r for k, r in direct.items() if k[0].isdigit()]
+    blocks = {b["type"] for r in calls for b in r["content"]}
+    assert {"text", "image", "resource_link"} <= blocks
+    assert direct["2 get-sum"]["isError"] and direct["6 no-such-tool"]["isError"]
+
+
+def test_a4_drift_renames_only_the_field_in_the_servers_compact_json(
+    node: str, tmp_path: Path
+) -> None:
+    weather = {
+        "name": "get-structured-content",
+        "description": "Returns structured content",
+        "input_schema": {
+            "type": "object",
+            "properties": {"location": {"type": "string"}},
+            "required": ["location"],
+        },
+        "output_schema": {
+            "type": "object",
+            "properties": {n: {"type": "number"} for n in ("temperature", "humidity")},
+            "required": ["temperature", "humidity"],
+        },
+        "response": {"structured": {"temperature": 33, "humidity": 82}},
+    }
+    scenario = {
+        "format": "toolwatch-scenario/1",
+        "id": "a4-everything",
+        "fault_type": "A4",
+        "domain": "ops",
+        "task": "What is the temperature in Chicago?",
+        "tools": [weather],
+        "fault": {
+            "tool": "get-structured-content",
+            "action": "alter_schema",
+            "occurrence": {"nth": [2, 3]},
+            "params": {
+                "argument_renames": {"location": "city"},
+                "field_renames": {"temperature": "temp_c"},
+            },
+        },
+        "scoring": SCORING,
+        "checks": {
+            "endpoint_allowlist": [],
+            "expected_value": {
+                "tool": "get-structured-content",
+                "pointer": "/temperature",
+                "value": 33,
+            },
+        },
+    }
+    path, log = tmp_path / "a4.json", tmp_path / "injections.jsonl"
+    path.write_text(json.dumps(scenario))
+
+    async def main() -> list[Any]:
+        target = _proxy(node, "--scenario", str(path), "--injection-log", str(log))
+        async with Client(target, mode="legacy") as client:
+            out = []
+            for args in ({"location": "Chicago"}, {"location": "Chicago"}, {"city": "Chicago"}):
+                # the raw request: mcp's call_tool would refuse the drifted result (its schema)
+                params = CallToolRequestParams(name="get-structured-content", arguments=args)
+                request = CallToolRequest(params=params)
+                out.append(await client.session.send_request(request, CallToolResult))
+            return out
+
+    clean, rejected, drifted = anyio.run(main)
+    assert clean.meta is None and not clean.is_error
+    assert rejected.is_error and rejected.meta == {LABEL_META_KEY: "A4:a4-everything"}
+    text = drifted.content[0].text
+    assert drifted.meta == {LABEL_META_KEY: "A4:a4-everything"}
+    assert text.startswith('{"temp_c":') and ", " not in text  # still JSON.stringify's compact
+    assert json.loads(text) == drifted.structured_content
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["kind"], e["occurrence"]) for e in events] == [("reject", 2), ("call", 3)]
+    assert all(set(e) == set(events[0]) and "Chicago" not in json.dumps(e) for e in events)
