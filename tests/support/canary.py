@@ -12,10 +12,11 @@ import re
 import urllib.parse
 import uuid
 import zlib
+from typing import TYPE_CHECKING
 
-import pyarrow.parquet as pq
-
-from toolwatch.collector.store.parquet_store import Store
+if TYPE_CHECKING:  # the store is the collector extra's: the instrumentation's floor-version
+    # venv (tests/instrumentation/test_version_floor.py) searches logs and spans without it
+    from toolwatch.collector.store.parquet_store import Store
 
 SHINGLE = 16
 
@@ -66,6 +67,8 @@ def assert_absent(haystack: bytes | str, canary: str, where: str) -> None:
 def assert_store_clean(store: Store, canary: str, inputs: tuple[str, ...] = ()) -> None:
     """Every file of the store but ``inputs`` (paths relative to it: data the test itself
     put there for a server to serve), decoded Parquet values, every table and view."""
+    import pyarrow.parquet as pq
+
     files = [
         p
         for p in store.root.rglob("*")
