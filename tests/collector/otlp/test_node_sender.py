@@ -11,13 +11,13 @@ missing (``.ci/run`` does it up front).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.collector import rows
+from support.node import installed_node
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.store import Store
 
@@ -26,17 +26,7 @@ NODE_DIR = Path(__file__).parent / "node"
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node/npm are not installed")
-    modules = NODE_DIR / "node_modules"
-    lock = NODE_DIR / "package-lock.json"
-    stamp = modules / ".package-lock.json"
-    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
-        )
-    return node
+    return installed_node(NODE_DIR)
 
 
 @pytest.mark.parametrize(

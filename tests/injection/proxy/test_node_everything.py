@@ -11,8 +11,6 @@ missing (``.ci/run`` does it up front).
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
 
+from support.node import installed_node
 from toolwatch.conventions import LABEL_META_KEY
 
 NODE_DIR = Path(__file__).parent / "node"
@@ -45,16 +44,7 @@ STABLE = [
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node/npm are not installed")
-    lock = NODE_DIR / "package-lock.json"
-    stamp = NODE_DIR / "node_modules" / ".package-lock.json"
-    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
-        )
-    return node
+    return installed_node(NODE_DIR)
 
 
 def _proxy(node: str, *extra: str) -> StdioServerParameters:
