@@ -345,9 +345,12 @@ def timeline_chart(
     )
     sizes = (
         alt.Chart(calls)
-        .transform_fold(["input_bytes", "output_bytes"], as_=["direction", "bytes"])
+        .transform_fold(["input_bytes", "output_bytes"], as_=["field", "bytes"])
         .transform_filter("datum.bytes != null")
-        .transform_calculate(bytes_plot="max(datum.bytes, 1)")
+        .transform_calculate(
+            bytes_plot="max(datum.bytes, 1)",
+            direction="datum.field == 'input_bytes' ? 'input' : 'output'",  # a legend in words
+        )
         .mark_line(point=True)
         .encode(
             x=x,
@@ -355,9 +358,7 @@ def timeline_chart(
             color=alt.Color(
                 "direction:N",
                 title="size",
-                scale=alt.Scale(
-                    domain=["input_bytes", "output_bytes"], range=[PALETTE[0], PALETTE[1]]
-                ),
+                scale=alt.Scale(domain=["input", "output"], range=[PALETTE[0], PALETTE[1]]),
             ),
             tooltip=tooltip,
         )

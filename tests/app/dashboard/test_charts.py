@@ -254,3 +254,15 @@ def test_calls_per_day_labels_each_day_once_on_a_short_store() -> None:
     ]
     assert [(r["date"], r["calls"]) for r in otlp] == [("2026-08-05", 3)]
     assert len(simulated) == 2
+
+
+def test_the_timelines_size_legend_says_input_and_output_in_words() -> None:
+    """The size panel's legend showed the raw column names ``input_bytes``/``output_bytes``."""
+    spec = _timeline(["Read", "Grep"])
+    scales = [
+        layer["encoding"]["color"]["scale"]["domain"]
+        for panel in spec["vconcat"]
+        for layer in [panel, *panel.get("layer", [])]
+        if layer.get("encoding", {}).get("color", {}).get("field") == "direction"
+    ]
+    assert scales == [["input", "output"]]
