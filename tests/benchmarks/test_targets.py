@@ -88,3 +88,20 @@ def test_the_app_holds_a_store_to_the_target_of_its_size() -> None:
         "target demo (26,354 calls) worst first paint: 2.1 s (target <= 2 s) -> MISSED",
         "target large (998,141 calls) worst first paint: 2.54 s (target <= 5 s) -> met",
     ]
+
+
+def test_the_collector_benchmark_names_lost_or_doubled_rows_in_one_line() -> None:
+    """It ended on bare asserts: a collector that lost rows gave a traceback and
+    ``AssertionError: rows missing``, saying neither how many nor where."""
+    bench = load_benchmark("bench_collector")
+    check = bench.stored_wrongly
+    good = {"answered": 3, "sent": 3, "stored": 11_000, "counted": 11_000, "duplicates": 0}
+    assert check(**good, expected=11_000) is None
+    assert check(**(good | {"answered": 2}), expected=11_000) == "1 of 3 requests not answered 200"
+    assert (
+        check(**(good | {"stored": 10_000}), expected=11_000)
+        == "10,000 rows read back, 11,000 counted by the collector, 11,000 sent"
+    )
+    assert check(**(good | {"duplicates": 5}), expected=11_000) == (
+        "5 spans counted as duplicates (every span is sent once)"
+    )
