@@ -11,6 +11,7 @@ import itertools
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -293,6 +294,23 @@ def record(i: int, day: int = 1, source: str = "simulated") -> CallRecord:
         call_id=f"toolu_{i}",
         source=source,
     )
+
+
+def bare_call(session_id: str, start_time: datetime, **fields: Any) -> dict[str, Any]:
+    """A calls row with only what ``Store.append`` requires (fresh random ids, tool ``t``, no
+    failure, source ``otlp``) plus ``fields``: for tests of the store itself, not of scoring."""
+    return {
+        "trace_id": uuid.uuid4().hex,
+        "span_id": uuid.uuid4().hex[:16],
+        "session_id": session_id,
+        "tool": "t",
+        "start_time": start_time,
+        "failed": False,
+        "source": "otlp",
+        "restamped": False,
+        "output_truncated": False,
+        **fields,
+    }
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 20.0) -> None:

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.collector import bare_call
 from toolwatch.cli import main
 from toolwatch.collector.store import Store
 
@@ -26,19 +26,13 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def calls(n: int, session: str) -> list[dict]:
     return [
-        dict(
-            trace_id=uuid.uuid4().hex,
-            span_id=uuid.uuid4().hex[:16],
-            session_id=session,
+        bare_call(
+            session,
+            T0 + timedelta(seconds=i),
             tool=f"tool{i % 7}",
-            start_time=T0 + timedelta(seconds=i),
             duration_us=i,
             input_bytes=i,
             output_bytes=2 * i,
-            failed=False,
-            source="otlp",
-            restamped=False,
-            output_truncated=False,
         )
         for i in range(n)
     ]

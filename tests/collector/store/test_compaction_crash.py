@@ -14,13 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.collector import bare_call
 from toolwatch.collector.store import Store, compaction
 
 DAY = datetime(2026, 1, 1, tzinfo=UTC)
@@ -31,21 +31,7 @@ def fill(store: Store, files: int, rows: int = 20) -> int:
     for f in range(files):
         store.append(
             "calls",
-            [
-                dict(
-                    trace_id=uuid.uuid4().hex,
-                    span_id=uuid.uuid4().hex[:16],
-                    session_id="c",
-                    tool="t",
-                    start_time=DAY + timedelta(seconds=f),
-                    input_bytes=f,
-                    failed=False,
-                    source="otlp",
-                    restamped=False,
-                    output_truncated=False,
-                )
-                for _ in range(rows)
-            ],
+            [bare_call("c", DAY + timedelta(seconds=f), input_bytes=f) for _ in range(rows)],
             fsync=False,
         )
     return files * rows

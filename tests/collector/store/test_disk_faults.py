@@ -11,12 +11,12 @@ import errno
 import os
 import subprocess
 import sys
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from support.collector import bare_call
 from toolwatch.cli import main
 from toolwatch.collector.store import Store, compaction
 
@@ -24,21 +24,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _calls(n: int) -> list[dict]:
-    return [
-        dict(
-            trace_id=uuid.uuid4().hex,
-            span_id=uuid.uuid4().hex[:16],
-            session_id="s",
-            tool="t",
-            start_time=T0 + timedelta(seconds=i),
-            input_bytes=i,
-            failed=False,
-            source="otlp",
-            restamped=False,
-            output_truncated=False,
-        )
-        for i in range(n)
-    ]
+    return [bare_call("s", T0 + timedelta(seconds=i), input_bytes=i) for i in range(n)]
 
 
 def _filled(root: Path, files: int = 4) -> Store:
