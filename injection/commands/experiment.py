@@ -6,16 +6,19 @@ import argparse
 import dataclasses
 import json
 import logging
-import shlex
 import sys
 from typing import Any
 
 from toolwatch.collector.sources.delivery import append_new_calls
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
+from toolwatch.injection.experiment.saved_runs import (
+    require_writable,
+    saved_as_line,
+    warn_if_data_changed,
+)
 from toolwatch.usage import UserError, non_negative_int, positive_int, share
 
 HELP = "the study's injection experiment"
@@ -120,13 +123,7 @@ def run(args: argparse.Namespace) -> int:
                 config = dataclasses.replace(config, kinds=kinds)
         calls = load_calls(store)
         if args.save or args.write_injected:  # said now, not after the whole run
-            try:
-                probe_writable(store.root)
-            except OSError as exc:
-                raise UserError(
-                    f"cannot write the store {store.root}: {exc.strerror or exc} "
-                    "(--no-save runs the experiment without saving it)"
-                ) from exc
+            require_writable(store, "experiment")
         result = run_with_progress(calls, config)
     except UserError:
         raise  # cli.main says it: one line, its exit code, the traceback under -v
@@ -151,22 +148,13 @@ def run(args: argparse.Namespace) -> int:
             store.root,
             written.already_stored,
         )
-    changed = data_changed(saved_split, result.split) if saved_split is not None else None
-    if changed:
-        print(
-            f"toolwatch experiment: the store's calls changed since run {args.rerun} "
-            f"({changed}): same configuration and seeds, but the numbers can differ",
-            file=sys.stderr,
-        )
+    if saved_split is not None:
+        warn_if_data_changed("experiment", args.rerun, data_changed(saved_split, result.split))
     if args.json:
         print(json.dumps(summary(result), indent=2, sort_keys=False))
     else:
         print(provenance_note(calls))
         sys.stdout.write(render(result))
         if args.save:
-            where = f"--store {shlex.quote(str(args.store))} " if args.store else ""
-            print(
-                f"saved as run {result.run_id} in {store.root} "
-                f"(re-run: toolwatch experiment {where}--rerun {result.run_id})"
-            )
+            print(saved_as_line("experiment", args.store, store, result.run_id))
     return 0

@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shlex
 import sys
 from typing import Any
 
 from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
@@ -36,6 +34,11 @@ from toolwatch.detection.model.adaptive_config import (
     add_adaptive_arguments,
 )
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
+from toolwatch.injection.experiment.saved_runs import (
+    require_writable,
+    saved_as_line,
+    warn_if_data_changed,
+)
 from toolwatch.usage import UserError, positive_float, positive_int, positive_share
 
 HELP = "replay a stored corpus through the live scorer, week by week"
@@ -133,13 +136,7 @@ def run(args: argparse.Namespace) -> int:
             )
         calls = load_calls(store)  # an empty or missing store fails before the bar starts
         if args.save:  # said now, not after the whole replay
-            try:
-                probe_writable(store.root)
-            except OSError as exc:
-                raise UserError(
-                    f"cannot write the store {store.root}: {exc.strerror or exc} "
-                    "(--no-save runs the replay without saving it)"
-                ) from exc
+            require_writable(store, "replay")
         with tqdm(total=1, desc="replay", unit="step", file=sys.stderr, leave=False) as bar:
             result = run_replay(calls, config)
             bar.update()
@@ -154,23 +151,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"toolwatch replay: could not save results: {exc}", file=sys.stderr)
             return 1
         log.info("saved replay %s in %s", result.run_id, store.root)
-    changed = data_changed(saved_split, result.split) if saved_split is not None else None
-    if changed:
-        print(
-            f"toolwatch replay: the store's calls changed since run {args.rerun} "
-            f"({changed}): same configuration and seeds, but the numbers can differ",
-            file=sys.stderr,
-        )
+    if saved_split is not None:
+        warn_if_data_changed("replay", args.rerun, data_changed(saved_split, result.split))
     if args.json:
         print(json.dumps(finite_tree(summary(result)), indent=2, allow_nan=False))
     else:
         print(provenance_note(calls))
         sys.stdout.write(render(result))
         if args.save:
-            where = f"--store {shlex.quote(str(args.store))} " if args.store else ""
-            print(
-                f"saved as run {result.run_id} in {store.root} "
-                f"(re-run: toolwatch replay {where}--rerun {result.run_id}; "
-                "the app's Replay page shows it)"
-            )
+            more = "; the app's Replay page shows it"
+            print(saved_as_line("replay", args.store, store, result.run_id, more))
     return 0

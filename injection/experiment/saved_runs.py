@@ -1,0 +1,48 @@
+"""What `experiment` and `replay` say around a run they save: one wording for both commands.
+
+Both save a run in the store, can re-run a saved one, and must refuse an unwritable store before
+the long work starts (not after it), so these lines live here once.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolwatch.collector.store.compaction import probe_writable
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.usage import UserError
+
+
+def require_writable(store: Store, command: str) -> None:
+    """Refuse an unwritable store now, naming ``--no-save``, before the run starts."""
+    try:
+        probe_writable(store.root)
+    except OSError as exc:
+        raise UserError(
+            f"cannot write the store {store.root}: {exc.strerror or exc} "
+            f"(--no-save runs the {command} without saving it)"
+        ) from exc
+
+
+def warn_if_data_changed(command: str, rerun: str, changed: str | None) -> None:
+    """Say on stderr that a re-run's store changed since the saved run (``changed`` says how)."""
+    if changed:
+        print(
+            f"toolwatch {command}: the store's calls changed since run {rerun} "
+            f"({changed}): same configuration and seeds, but the numbers can differ",
+            file=sys.stderr,
+        )
+
+
+def saved_as_line(
+    command: str, store_arg: Path | str | None, store: Store, run_id: Any, more: str = ""
+) -> str:
+    """The closing line of a saved run: where it is and the command that re-runs it."""
+    where = f"--store {shlex.quote(str(store_arg))} " if store_arg else ""
+    return (
+        f"saved as run {run_id} in {store.root} "
+        f"(re-run: toolwatch {command} {where}--rerun {run_id}{more})"
+    )
