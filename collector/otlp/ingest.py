@@ -20,7 +20,12 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
-from toolwatch.collector.otlp.mapping import IGNORED_SDK
+from toolwatch.collector.otlp.mapping import (
+    IGNORED_INTERNAL,
+    IGNORED_OTHER,
+    IGNORED_SDK,
+    IGNORED_SERVER,
+)
 from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.compaction import not_a_file
@@ -166,15 +171,28 @@ def format_ingest(summary: dict[str, Any]) -> list[str]:
             lines.append(f"  {label}: {parts}")
     if s["client_disconnects"]:
         lines.append(f"  clients that left mid-request: {s['client_disconnects']:,}")
-    if s["ignored_by"].get(IGNORED_SDK) and not s["calls"]:
-        lines.append(f"  {SDK_ONLY_HINT}")
+    if not s["calls"]:  # spans came and none was a call: say why, per reason, and what to do
+        hinted = [reason for reason in s["ignored_by"] if reason in IGNORED_HINTS]
+        lines += [f"  {reason}: {IGNORED_HINTS[reason]}" for reason in hinted]
     return lines
 
 
-#: Said when a store got the MCP SDK's own spans and no call: a user who turned on the SDK's
-#: tracing alone sees "0 calls" and needs to know why and what to do.
-SDK_ONLY_HINT: Final = (
-    f"{IGNORED_SDK}: the MCP SDK's own spans carry no sizes, outcome or session, so they are "
-    "not calls; instrument the client with toolwatch.instrumentation.instrument() (or an MCP "
+_INSTRUMENT: Final = (
+    "instrument the client with toolwatch.instrumentation.instrument() (or an MCP "
     "semantic-conventions instrumentation) to store one call per span"
 )
+#: Said when a store got spans of a reason and no call: a user who pointed an instrumentation
+#: at the collector sees "0 calls" and an ignore reason, and needs to know why and what to do.
+IGNORED_HINTS: Final[dict[str, str]] = {
+    IGNORED_SDK: "the MCP SDK's own spans carry no sizes, outcome or session, so they are not "
+    f"calls; {_INSTRUMENT}",
+    IGNORED_OTHER: "no span was a tool call by the OTel GenAI/MCP conventions "
+    "(gen_ai.operation.name=execute_tool or mcp.method.name=tools/call); an instrumentation "
+    "with attribute names of its own (OpenLLMetry's <tool>.tool spans, traceloop.*) is not "
+    f"read; {_INSTRUMENT}",
+    IGNORED_INTERNAL: "execute_tool spans of kind INTERNAL are an agent framework's own tool "
+    "steps, not calls sent by an MCP client (one with mcp.method.name=tools/call is); "
+    f"{_INSTRUMENT}",
+    IGNORED_SERVER: "execute_tool spans of kind SERVER were recorded where the tool ran; "
+    "export the client's spans (the agent's process) instead",
+}

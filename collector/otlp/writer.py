@@ -369,6 +369,7 @@ class GroupCommitWriter:
                 "calls",
                 "tool_listings",
                 "rejected_spans",
+                "ignored_spans",
                 "duplicate_spans",
             )
             delta = {name: getattr(s, name) - getattr(last, name) for name in names}
@@ -378,13 +379,14 @@ class GroupCommitWriter:
         self._logged_at = now
         log.info(
             "stored %d calls and %d tool listings from %d spans in %d requests (%s; "
-            "%d spans rejected, %d duplicates dropped); %d calls since start",
+            "%d spans rejected, %d ignored, %d duplicates dropped); %d calls since start",
             delta["calls"],
             delta["tool_listings"],
             delta["spans"],
             delta["requests"],
             since,
             delta["rejected_spans"],
+            delta["ignored_spans"],
             delta["duplicate_spans"],
             total_calls,
         )

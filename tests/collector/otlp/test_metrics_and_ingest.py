@@ -108,3 +108,25 @@ def test_store_info_says_why_the_mcp_sdks_own_spans_gave_no_calls(
         assert post(collector.url, pb_request([SpanSpec(call(seq=0))])).status == 200
     assert main(["store", "info", "--store", str(store.root)]) == 0
     assert "instrument the client" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason", "says"),
+    [
+        (1, "internal_tool_span", "an agent framework's own tool steps"),
+        (2, "server_span", "recorded where the tool ran; export the client's spans"),
+    ],
+)
+def test_store_info_says_why_semconv_tool_spans_of_another_kind_gave_no_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: int, reason: str, says: str
+) -> None:
+    """Tool spans of kind INTERNAL (a framework's step) or SERVER (the tool's side) alone left
+    "0 calls" and a reason with nothing saying what it means; now a line says it."""
+    store = Store(tmp_path / "store")
+    spec = SpanSpec({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "x"}, kind=kind)
+    with Collector(store, compact_interval=None) as collector:
+        assert post(collector.url, pb_request([spec], scope="a.framework")).status == 200
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert f"ignored by reason: {reason} 1" in out
+    assert f"  {reason}: " in out and says in out
