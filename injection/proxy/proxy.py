@@ -9,7 +9,9 @@ proxy counts the calls of each tool (and the ``tools/list`` responses), asks the
 (:mod:`.faults`) what each call becomes, and labels every injected response so detection can
 be scored later.
 
-Occurrences are counted per proxy, across all clients of that proxy. An upstream that dies is
+Occurrences are counted per proxy, across all clients of that proxy. A handshake-era client
+gets an upstream session of its own, so what the server asks of its client reaches that client
+(:mod:`.sessions`). An upstream that dies is
 reported as a JSON-RPC error naming it, and is reconnected (restarted, for a command) on the
 next request (:mod:`.upstream`), so the proxy keeps serving.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -29,7 +32,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 import mcp_types as types
 import uvicorn
-from mcp import MCPError
+from mcp import MCPDeprecationWarning, MCPError
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
@@ -45,6 +48,7 @@ from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
+from toolwatch.injection.proxy.sessions import ClientSessions, own_session
 from toolwatch.injection.proxy.upstream import (
     CallResult,
     Upstream,
@@ -80,30 +84,44 @@ class FaultProxy(Server[Any]):
         *,
         seed: int = 0,
         injection_log: str | Path | None = None,
+        sessions: ClientSessions | None = None,
     ) -> None:
+        """``sessions``: each handshake-era client's own upstream session (without it, every
+        client shares ``upstream``, which offers no client capability)."""
         client = upstream.client
         info = client.server_info or types.Implementation(name="upstream", version="")
         caps = client.server_capabilities
         self._upstream_caps = caps
         self._relays_changes = relays_changes(upstream)
-        super().__init__(
-            info.name,
-            version=info.version,
-            title=info.title,
-            description=info.description,
-            instructions=client.instructions,
-            website_url=info.website_url,
-            icons=info.icons,
-            get_tool_input_schema=self._advertised_input_schema,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources if caps.resources else None,
-            on_read_resource=self._read_resource if caps.resources else None,
-            on_list_resource_templates=self._list_resource_templates if caps.resources else None,
-            on_list_prompts=self._list_prompts if caps.prompts else None,
-            on_get_prompt=self._get_prompt if caps.prompts else None,
-            on_subscriptions_listen=self._listen if self._relays_changes else None,
-        )
+        self.sessions = sessions
+        relayed: dict[str, Any] = {}
+        if sessions is not None:  # a handshake-era client's own session carries these
+            relayed["on_roots_list_changed"] = self._roots_changed
+            if caps.logging is not None:
+                relayed["on_set_logging_level"] = self._set_logging_level
+        with warnings.catch_warnings():  # deprecated from 2026-07-28, still the 2025 protocol
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            super().__init__(
+                info.name,
+                version=info.version,
+                title=info.title,
+                description=info.description,
+                instructions=client.instructions,
+                website_url=info.website_url,
+                icons=info.icons,
+                get_tool_input_schema=self._advertised_input_schema,
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_list_resources=self._list_resources if caps.resources else None,
+                on_read_resource=self._read_resource if caps.resources else None,
+                on_list_resource_templates=self._list_resource_templates
+                if caps.resources
+                else None,
+                on_list_prompts=self._list_prompts if caps.prompts else None,
+                on_get_prompt=self._get_prompt if caps.prompts else None,
+                on_subscriptions_listen=self._listen if self._relays_changes else None,
+                **relayed,
+            )
         self.upstream = upstream
         self.scenario = scenario
         self.seed = seed
@@ -208,9 +226,18 @@ class FaultProxy(Server[Any]):
 
     # -- forwarding ----------------------------------------------------------------------------
 
-    async def _forward(self, call: Callable[[], Awaitable[_T]]) -> _T:
+    async def _forward(
+        self, ctx: ServerRequestContext[Any] | None, call: Callable[[Upstream], Awaitable[_T]]
+    ) -> _T:
+        """``call`` on the upstream session of ``ctx``'s client (its own, for a handshake-era
+        client: :mod:`.sessions`), noted as that client's call in flight meanwhile."""
         try:
-            return await call()
+            sessions = self.sessions
+            if sessions is None or ctx is None or not own_session(ctx):
+                return await call(self.upstream)
+            upstream = await sessions.upstream_for(ctx)
+            with sessions.serving(ctx):
+                return await call(upstream)
         except UpstreamUnavailable as exc:
             raise MCPError(
                 code=types.INTERNAL_ERROR,
@@ -221,7 +248,7 @@ class FaultProxy(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        listing = await self._listing(params)
+        listing = await self._listing(ctx, params)
         self._advertise(listing)
         return _unstamp(listing)
 
@@ -238,8 +265,10 @@ class FaultProxy(Server[Any]):
         """
         return self._input_schemas.get(name)
 
-    async def _listing(self, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        result = await self._forward(lambda: self.upstream.list_tools(params))
+    async def _listing(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        result = await self._forward(ctx, lambda up: up.list_tools(params))
         self.listings += 1
         self._remember(result)
         engine = self.engine
@@ -273,16 +302,16 @@ class FaultProxy(Server[Any]):
         self,
         name: str,
         arguments: dict[str, Any] | None,
-        ctx: ServerRequestContext[Any] | None = None,
+        ctx: ServerRequestContext[Any],
         progress: ProgressFnT | None = None,
     ) -> CallResult:
         self.calls[name] += 1
         n = self.calls[name]
         engine = self.engine
         if engine is None or not engine.targets(name):
-            return await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
+            return await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
         if engine.counts_listings:
-            result = await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
+            result = await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
             if not isinstance(result, types.CallToolResult):
                 return result
             listed = engine.listed_call(_dump(result), poisoned=self._listing_poisoned)
@@ -292,12 +321,10 @@ class FaultProxy(Server[Any]):
             return await listed.deliver()
         plan = engine.plan(name, arguments, n, self._upstream_tools)
         if not plan.due:
-            return await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
+            return await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
         upstream_result: types.CallToolResult | None = None
         if plan.call_upstream:
-            raw = await self._forward(
-                lambda: self.upstream.call_tool(name, plan.arguments, progress)
-            )
+            raw = await self._forward(ctx, lambda up: up.call_tool(name, plan.arguments, progress))
             if not isinstance(raw, types.CallToolResult):
                 return raw
             upstream_result = raw
@@ -312,53 +339,79 @@ class FaultProxy(Server[Any]):
             )
             if upstream_result is not None:
                 return upstream_result
-            return await self._forward(lambda: self.upstream.call_tool(name, arguments, progress))
+            return await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
         self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
-        if ctx is None:
-            return await effect.deliver()
         request = ctx
         return await effect.deliver(lambda: announce_injection(request, name, engine.label))
 
-    async def _relay(self, request: Any, result_type: type[_R]) -> _R:
-        """Forward any other request unchanged (resources, prompts)."""
+    async def _relay(
+        self, ctx: ServerRequestContext[Any], request: Any, result_type: type[_R]
+    ) -> _R:
+        """Forward any other request unchanged (resources, prompts, ``logging/setLevel``)."""
         result = await self._forward(
-            lambda: self.upstream.send(lambda s: s.send_request(request, result_type))
+            ctx, lambda up: up.send(lambda s: s.send_request(request, result_type))
         )
         return _unstamp(result)
 
     async def _listen(
         self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
-        return await self._forward(lambda: ListenRelay(self.upstream)(ctx, params))
+        return await self._forward(None, lambda up: ListenRelay(up)(ctx, params))
+
+    async def _set_logging_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        """On the client's own upstream session: its level is nobody else's."""
+        return await self._relay(ctx, types.SetLevelRequest(params=params), types.EmptyResult)
+
+    async def _roots_changed(
+        self, ctx: ServerRequestContext[Any], params: types.NotificationParams | None
+    ) -> None:
+        """Told to the client's own upstream session, if it has one open (one opened later
+        asks for the roots afresh)."""
+        upstream = self.sessions.session_of(ctx) if self.sessions is not None else None
+        if upstream is None:
+            return
+        change = types.RootsListChangedNotification(params=params)
+        try:
+            await upstream.send(lambda s: s.send_notification(change))
+        except (UpstreamUnavailable, MCPError) as exc:
+            logger.warning("could not tell upstream %s that roots changed: %s", upstream.name, exc)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         return await self._relay(
-            types.ListResourcesRequest(params=params), types.ListResourcesResult
+            ctx, types.ListResourcesRequest(params=params), types.ListResourcesResult
         )
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return await self._relay(
-            types.ListResourceTemplatesRequest(params=params), types.ListResourceTemplatesResult
+            ctx,
+            types.ListResourceTemplatesRequest(params=params),
+            types.ListResourceTemplatesResult,
         )
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await self._relay(types.ReadResourceRequest(params=params), types.ReadResourceResult)
+        return await self._relay(
+            ctx, types.ReadResourceRequest(params=params), types.ReadResourceResult
+        )
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return await self._relay(types.ListPromptsRequest(params=params), types.ListPromptsResult)
+        return await self._relay(
+            ctx, types.ListPromptsRequest(params=params), types.ListPromptsResult
+        )
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        return await self._relay(types.GetPromptRequest(params=params), types.GetPromptResult)
+        return await self._relay(ctx, types.GetPromptRequest(params=params), types.GetPromptResult)
 
 
 def _unstamp(result: _R) -> _R:
@@ -396,8 +449,11 @@ async def run_proxy(
         if scenario is None:
             raise ValueError("run_proxy needs an upstream or a scenario to serve")
         upstream = scenario_server(scenario)
-    async with Upstream(upstream, connect_timeout=connect_timeout) as up:
-        proxy = FaultProxy(up, scenario, seed=seed, injection_log=injection_log)
+    async with (
+        Upstream(upstream, connect_timeout=connect_timeout) as up,
+        ClientSessions(up) as sessions,
+    ):
+        proxy = FaultProxy(up, scenario, seed=seed, injection_log=injection_log, sessions=sessions)
         await proxy.start()
         yield proxy
 

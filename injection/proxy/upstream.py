@@ -46,7 +46,9 @@ UpstreamTarget = str | StdioServerParameters | Server[Any] | MCPServer
 _T = TypeVar("_T")
 CallResult = types.CallToolResult | types.InputRequiredResult
 _CALL_RESULT: TypeAdapter[CallResult] = TypeAdapter(CallResult)
-_CLIENT_INFO = types.Implementation(name="toolwatch-proxy", version="0.1.0")
+CLIENT_INFO = types.Implementation(name="toolwatch-proxy", version="0.1.0")
+#: Builds the proxy's ``Client`` for a transport target (the default: no client capabilities).
+ClientFactory = Callable[[Any], Client]
 #: The SDK's own HTTP client timeouts (``create_mcp_http_client``): 30 s, 300 s to read a stream.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 _SESSION_HEADER = "mcp-session-id"
@@ -108,8 +110,18 @@ class Upstream:
     """The proxy's client connection to the upstream, owned by one task so that it can be
     dropped and re-established (a crashed stdio server is restarted) without the proxy."""
 
-    def __init__(self, target: UpstreamTarget, *, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        target: UpstreamTarget,
+        *,
+        connect_timeout: float = 30.0,
+        client: ClientFactory | None = None,
+        stray: Counter[str] | None = None,
+    ) -> None:
+        """``client`` builds each connection's ``Client`` (a handshake-era client's own
+        session, :mod:`.sessions`); ``stray`` is the counter to add stray stdio lines to."""
         self.target = _tolerant(target)
+        self._client = client or (lambda t: Client(t, client_info=CLIENT_INFO))
         self.name = describe_target(target)
         self.connect_timeout = connect_timeout
         self._conn: _Connection | None = None
@@ -118,7 +130,7 @@ class Upstream:
         self._tg: TaskGroup | None = None
         self.connects = 0
         #: What a stdio upstream wrote tied to no request, by kind (:mod:`.stdio_watch`).
-        self.stray: Counter[str] = Counter()
+        self.stray: Counter[str] = Counter() if stray is None else stray
 
     async def __aenter__(self) -> Upstream:
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
@@ -155,7 +167,7 @@ class Upstream:
                     target = streamable_http_client(target, http_client=http)
                 elif isinstance(target, StdioServerParameters):
                     target = watched_stdio(target, StdioWatch(self.name, self.stray))
-                client = await stack.enter_async_context(Client(target, client_info=_CLIENT_INFO))
+                client = await stack.enter_async_context(self._client(target))
                 conn = _Connection(client, anyio.Event(), watch)
                 started = True
                 task_status.started(conn)

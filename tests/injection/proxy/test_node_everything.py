@@ -1,7 +1,8 @@
 """A real third-party MCP server: the Node reference ``@modelcontextprotocol/server-everything``
 (TypeScript SDK, pinned in ``node/package-lock.json``) behind ``toolwatch proxy`` over stdio.
 Its results (images, embedded resources, resource links, structured content, ``isError``)
-reach a real mcp client as over a direct connection, progress included; an A4 drift renames a
+reach a real mcp client as over a direct connection, progress, its sampling and roots requests
+to the client and its log messages included; an A4 drift renames a
 field of its compact ``JSON.stringify`` text and nothing else.
 
 Skipped when ``node``/``npm`` are not installed; ``npm ci`` runs once if ``node_modules`` is
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
 
 from support.node import installed_node
@@ -60,7 +63,22 @@ async def _observe(target: StdioServerParameters) -> dict[str, Any]:
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         steps.append((progress, total))
 
-    async with Client(target, mode="legacy") as client:
+    async def sampling(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        seen["sampled"] = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        text = types.TextContent(type="text", text="a sampled answer")
+        return types.CreateMessageResult(role="assistant", content=text, model="m-1")
+
+    async def roots(context: ClientRequestContext) -> types.ListRootsResult:
+        seen["roots asked"] = seen.get("roots asked", 0) + 1
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/a", name="a")])
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        seen.setdefault("logs", []).append(params.model_dump(mode="json", exclude_none=True))
+
+    callbacks: dict[str, Any] = {"sampling_callback": sampling, "list_roots_callback": roots}
+    async with Client(target, mode="legacy", logging_callback=log, **callbacks) as client:
         listing = await client.list_tools()
         seen["tools"] = sorted(t.name for t in listing.tools)
         for i, (tool, args) in enumerate(STABLE):
@@ -75,6 +93,9 @@ async def _observe(target: StdioServerParameters) -> dict[str, Any]:
         seen["progress"] = steps
         doc = await client.read_resource("demo://resource/static/document/features.md")
         seen["resource"] = doc.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for tool, args in (("trigger-sampling-request", {"prompt": "hi"}), ("get-roots-list", {})):
+            result = await client.call_tool(tool, args)
+            seen[tool] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     return seen
 
 
@@ -84,12 +105,16 @@ def test_server_everything_through_the_proxy_is_its_direct_self(node: str) -> No
         return direct, await _observe(_proxy(node))
 
     direct, proxied = anyio.run(main)
-    # the proxy's upstream session declares no sampling, elicitation or roots: the server
-    # registers the tools that need them for the direct client only (ARCHITECTURE: Transparency)
-    gated = {"get-roots-list", "trigger-elicitation-request", "trigger-sampling-request"}
-    gated.add("trigger-url-elicitation")
-    assert set(direct.pop("tools")) - set(proxied.pop("tools")) <= gated
+    # the client's own upstream session declares its sampling and roots (not elicitation): the
+    # server offers their tools, asks the client, and logs that it got its roots
+    assert {"get-roots-list", "trigger-sampling-request"} <= set(direct["tools"])
+    assert "trigger-elicitation-request" not in direct["tools"]
     assert proxied == direct
+    assert direct["sampled"]["messages"][0]["content"]["text"].endswith(": hi")
+    assert "a sampled answer" in direct["trigger-sampling-request"]["content"][0]["text"]
+    assert "file:///work/a" in direct["get-roots-list"]["content"][0]["text"]
+    assert direct["roots asked"] == 1
+    assert [m["data"] for m in direct["logs"]] == ["Roots updated: 1 root(s) received from client"]
     assert direct["progress"] == [(1.0, 2.0), (2.0, 2.0)]  # relayed, not dropped
     calls = [r for k, r in direct.items() if k[0].isdigit()]
     blocks = {b["type"] for r in calls for b in r["content"]}

@@ -1,0 +1,206 @@
+"""A handshake-era client gets its own upstream session through the fault proxy: the server's
+``sampling/createMessage``, ``elicitation/create`` and ``roots/list`` reach the client and its
+answers (or errors) go back, tools offered by the client's capabilities are offered, log
+messages arrive at the level that client set, and the session closes with the client. (The
+proxy used to share one upstream session declaring nothing, so none of this passed.)"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, get_args
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPDeprecationWarning, MCPError
+from mcp.client.session import ClientRequestContext
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from toolwatch.injection.proxy.proxy import run_proxy
+
+#: The 2025 protocol's sampling, roots and logging are deprecated from 2026-07-28: the point here.
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
+LEVELS = list(get_args(types.LoggingLevel))
+#: What each tool needs of the client (the server offers it only to a client declaring it).
+NEEDS = {"sample": "sampling", "ask": "elicitation", "roots": "roots", "chatty": None}
+
+
+class Asking:
+    """A low-level server that asks its client things, as server-everything does; its lifespan
+    is one connection's, so it knows how many are open and each one's log level."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.server: Server[Any]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server = Server(
+                "asking",
+                lifespan=self._lifespan,
+                on_list_tools=self._list,
+                on_call_tool=self._call,
+                on_set_logging_level=self._set_level,
+            )
+
+    @asynccontextmanager
+    async def _lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        self.open += 1
+        try:
+            yield {"level": "debug"}
+        finally:
+            self.open -= 1
+
+    async def _list(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        caps = ctx.session.client_capabilities or types.ClientCapabilities()
+        schema = {"type": "object"}
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, input_schema=schema)
+                for name, need in NEEDS.items()
+                if need is None or getattr(caps, need) is not None
+            ]
+        )
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        ctx.lifespan_context["level"] = params.level
+        return types.EmptyResult()
+
+    async def _call(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        session, related = ctx.session, ctx.request_id
+        if params.name == "sample":
+            text = types.TextContent(type="text", text="what is 2+2?")
+            message = types.SamplingMessage(role="user", content=text)
+            sampled = await session.create_message([message], max_tokens=7)
+            answer = f"{sampled.model}: {sampled.content.text}"  # type: ignore[union-attr]
+        elif params.name == "ask":
+            schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+            elicited = await session.elicit_form("Who are you?", schema, related)
+            answer = f"{elicited.action} {elicited.content}"
+        elif params.name == "roots":
+            listed = await session.list_roots()
+            answer = " ".join(str(r.uri) for r in listed.roots)
+        else:
+            floor = LEVELS.index(ctx.lifespan_context["level"])
+            for level in ("debug", "info", "error"):
+                if LEVELS.index(level) >= floor:
+                    await session.send_log_message(level, f"{level} line", "asking", related)
+            answer = "logged"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=answer)])
+
+
+async def _observe(target: Any, *, capable: bool, level: str | None = None) -> dict[str, Any]:
+    """What a handshake-era client sees: listing, each tool's result or error, what the server
+    asked it and the log lines it got."""
+    seen: dict[str, Any] = {"asked": [], "logs": []}
+
+    async def sampling(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        seen["asked"].append(("sampling", params.max_tokens, params.messages[0].content.text))  # type: ignore[union-attr]
+        text = types.TextContent(type="text", text="4")
+        return types.CreateMessageResult(role="assistant", content=text, model="m-1")
+
+    async def elicitation(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        seen["asked"].append(("elicitation", params.message))
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(context: ClientRequestContext) -> types.ListRootsResult:
+        seen["asked"].append(("roots",))
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/a")])
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        seen["logs"].append((params.level, params.data))
+
+    callbacks: dict[str, Any] = {}
+    if capable:
+        callbacks = {
+            "sampling_callback": sampling,
+            "elicitation_callback": elicitation,
+            "list_roots_callback": roots,
+        }
+    async with Client(target, mode="legacy", logging_callback=log, **callbacks) as client:
+        if level is not None:
+            await client.session.set_logging_level(level)  # type: ignore[arg-type]
+        seen["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+        for name in NEEDS:
+            try:
+                result = await client.call_tool(name, {})
+                seen[name] = result.content[0].text  # type: ignore[union-attr]
+            except MCPError as exc:
+                seen[name] = (exc.error.code, exc.error.message)
+    return seen
+
+
+def test_the_servers_requests_reach_a_capable_client_as_directly() -> None:
+    upstream = Asking()
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        direct = await _observe(upstream.server, capable=True)
+        async with run_proxy(None, upstream.server) as proxy:
+            return direct, await _observe(proxy, capable=True)
+
+    direct, proxied = anyio.run(main)
+    assert proxied == direct
+    assert proxied["tools"] == ["ask", "chatty", "roots", "sample"]
+    assert proxied["sample"] == "m-1: 4" and proxied["roots"] == "file:///work/a"
+    assert proxied["ask"] == "accept {'name': 'Ada'}"
+    assert proxied["asked"] == [
+        ("sampling", 7, "what is 2+2?"),
+        ("elicitation", "Who are you?"),
+        ("roots",),
+    ]
+    lines = [(level, f"{level} line") for level in ("debug", "info", "error")]
+    assert proxied["logs"] == lines  # every level: none was set
+
+
+def test_a_client_without_the_capabilities_gets_the_same_errors_as_directly() -> None:
+    upstream = Asking()
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        direct = await _observe(upstream.server, capable=False)
+        async with run_proxy(None, upstream.server) as proxy:
+            return direct, await _observe(proxy, capable=False)
+
+    direct, proxied = anyio.run(main)
+    assert proxied == direct
+    assert proxied["tools"] == ["chatty"] and proxied["asked"] == []
+    assert proxied["sample"] == (types.INVALID_REQUEST, "Sampling not supported")
+    assert proxied["roots"] == (types.INVALID_REQUEST, "List roots not supported")
+
+
+def test_each_client_has_its_own_session_and_log_level_closed_when_it_leaves() -> None:
+    upstream = Asking()
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with run_proxy(None, upstream.server) as proxy:
+            assert upstream.open == 1  # the proxy's shared session
+
+            async def client(level: str) -> None:
+                out[level] = await _observe(proxy, capable=False, level=level)
+                out[f"open during {level}"] = upstream.open
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client, "error")
+                tg.start_soon(client, "debug")
+            with anyio.fail_after(5):
+                while upstream.open > 1:
+                    await anyio.sleep(0.01)
+            out["opened"] = proxy.sessions.opened if proxy.sessions else 0
+        out["open after"] = upstream.open
+        return out
+
+    out = anyio.run(main)
+    assert out["error"]["logs"] == [("error", "error line")]
+    assert [level for level, _ in out["debug"]["logs"]] == ["debug", "info", "error"]
+    assert out["open during error"] >= 2 and out["open during debug"] >= 2
+    assert out["opened"] == 2 and out["open after"] == 0
