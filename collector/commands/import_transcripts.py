@@ -59,7 +59,7 @@ class ImportOutcome:
     store: Path | None = None
     files_written: list[Path] = field(default_factory=list)
     seq_overlap_sessions: int = 0
-    #: every transcript found failed to read (compressed, UTF-16, I/O error): nothing imported
+    #: no transcript found gave a line (compressed, UTF-16, I/O error): nothing imported
     none_readable: bool = False
 
 
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="transcript files or directories (searched recursively for *.jsonl)",
+        help="transcript files or directories (searched recursively for *.jsonl, *.jsonl.gz)",
     )
     add_store_argument(parser)
     parser.add_argument(
@@ -197,7 +197,9 @@ def import_claude_code(
             not_read=scan.not_read,
         )
     outcome = ImportOutcome(
-        report=report, records=records, none_readable=all(p.error is not None for p in parses)
+        report=report,
+        records=records,
+        none_readable=all(p.error is not None and not p.lines for p in parses),
     )
     to_send: Calls = records
     if store is not None:

@@ -31,8 +31,9 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
 * **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not
   an object, tool_use line without a valid timestamp, blocks without id/name, call or result
   blocks in a line of an unknown type) and results no call takes (an id matching no call of the
-  run, a repeated result) are skipped and reported by file and line, never fatal; a compressed
-  or UTF-16 file is reported once as unreadable, saying what it is.
+  run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd
+  file (by its first bytes) is decompressed as it streams; one compressed otherwise or UTF-16
+  is reported once as unreadable, saying what it is.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one
@@ -41,8 +42,9 @@ keeps earlier positions unchanged). ``trace_id`` / ``span_id`` are hashes of the
 the call id, so a re-import yields identical ids.
 
 The modules, in the order a run uses them: :mod:`.transcripts` (finding the files),
-:mod:`.parsing` (one file, line by line), :mod:`.measure` (sizes and clean text of the JSON
-values) and :mod:`.records` (the run's records and report). Parsing only: writing the store and
+:mod:`.decoding` (a file's bytes as UTF-8 lines), :mod:`.parsing` (one file, line by line),
+:mod:`.measure` (sizes and clean text of the JSON values) and :mod:`.records` (the run's records
+and report). Parsing only: writing the store and
 exporting are :mod:`toolwatch.collector.sources.delivery`'s.
 """
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from toolwatch.collector.sources.claude_code.decoding import TranscriptLines, TranscriptReadError
 from toolwatch.collector.sources.claude_code.measure import (
     has_float,
     input_size,
@@ -23,11 +24,7 @@ from toolwatch.collector.sources.claude_code.measure import (
     result_content_size,
     text_field,
 )
-from toolwatch.collector.sources.claude_code.transcripts import (
-    FOREIGN_HEAD_BYTES,
-    foreign_format,
-    open_transcript,
-)
+from toolwatch.collector.sources.claude_code.transcripts import transcript_stem
 from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
 
 #: This many different responses sharing one timestamp in one file mark a re-stamped run.
@@ -39,7 +36,7 @@ WARMUP_PROMPT: Final = "Warmup"
 #: repeated under another agent id with the original call ids and times.
 _COMPACTION_AGENT: Final = re.compile(r"^acompact-[0-9a-f]+$")
 INLINE_AGENT_PREFIX: Final = "sidechain-"
-_AGENT_FILE: Final = re.compile(r"^agent-(.+)\.jsonl$")
+_AGENT_FILE: Final = re.compile(r"^agent-(.+)$")
 
 ProgressCallback = Callable[[int], None]
 
@@ -120,38 +117,41 @@ def parse_file(
     on_bytes: ProgressCallback | None = None,
     shown: str | None = None,
 ) -> FileParse:
-    """Read one transcript file; content is measured and dropped line by line. ``shown``: the
-    path to name in skipped lines and errors (default ``path``)."""
+    """Read one transcript file (plain or gzip'd, :mod:`.decoding`); content is measured and
+    dropped line by line. ``shown``: the path to name in skipped lines and errors (default
+    ``path``). ``on_bytes`` is told the bytes of the file on disk read (compressed ones for a
+    gzip file: a progress bar sized by file sizes ends full); ``FileParse.bytes`` counts the
+    transcript's own (decompressed) bytes."""
     parser = _FileParser(path, file_index, shown or str(path))
     out = parser.out
-    pending = 0
+    line_no = 0
     try:
-        fh = open_transcript(path)
+        reader = TranscriptLines(path)
     except OSError as exc:
         out.error = exc.strerror or str(exc)
         return out
-    with fh:
-        line_no = 0
+    with reader:
+        pending = reported = 0
         try:
-            out.error = foreign_format(fh.read(FOREIGN_HEAD_BYTES))
-            if out.error is not None:
-                return out  # compressed, UTF-16...: not lines of JSON, said once
-            fh.seek(0)
-            for raw in fh:
+            out.error = reader.start()  # compressed otherwise, a zip...: not read, said once
+            for raw in reader:
                 line_no += 1
                 size = len(raw)
                 out.bytes += size
                 if on_bytes is not None:
                     pending += size
                     if pending >= 1 << 22:
-                        on_bytes(pending)
-                        pending = 0
+                        pending, done = 0, reader.disk_bytes()
+                        on_bytes(done - reported)
+                        reported = done
                 parser.line(raw, line_no)
+            if on_bytes is not None and reader.disk_bytes() > reported:
+                on_bytes(reader.disk_bytes() - reported)
         except OSError as exc:
             out.error = f"read error after line {line_no}: {exc.strerror or exc}"
+        except TranscriptReadError as exc:  # the lines before it are kept
+            out.error = f"{exc} after line {line_no:,} {exc.kept}" if line_no else str(exc)
         out.lines = line_no
-    if on_bytes is not None and pending:
-        on_bytes(pending)
     parser.finish()
     return out
 
@@ -173,7 +173,7 @@ class _FileParser:
     def __init__(self, path: Path, file_index: int, shown: str) -> None:
         self.out = FileParse(path=path, file_index=file_index, shown=shown)
         self.name = shown
-        match = _AGENT_FILE.match(path.name)
+        match = _AGENT_FILE.match(transcript_stem(path.name) or "")
         self.file_agent = match.group(1) if match else None
         self.file_session: str | None = None
         self.first_prompt: bool | None = None  # the file's first user line is the warm-up
@@ -384,12 +384,13 @@ def _sidechain_root(
 
 
 def _session_from_path(path: Path) -> str:
-    """Fallback session id: ``<sid>`` of ``<sid>/subagents/...``, else the file stem."""
+    """Fallback session id: ``<sid>`` of ``<sid>/subagents/...``, else the file's name without
+    ``.jsonl`` (or ``.jsonl.gz``)."""
     parts = path.parts
     for i in range(len(parts) - 1, 0, -1):
         if parts[i] == "subagents":
             return parts[i - 1]
-    return path.stem
+    return transcript_stem(path.name) or path.stem
 
 
 def parse_time(stamp: str | None) -> datetime | None:

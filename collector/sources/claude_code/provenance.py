@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from toolwatch.collector.sources.claude_code.decoding import TranscriptLines, TranscriptReadError
 from toolwatch.collector.sources.claude_code.measure import load_line, text_field
 from toolwatch.collector.sources.claude_code.parsing import FileParse, TranscriptCall
-from toolwatch.collector.sources.claude_code.transcripts import open_transcript
 from toolwatch.instrumentation.provenance import (
     DEFAULT_CONFIG,
     ProvenanceConfig,
@@ -150,14 +150,13 @@ def _read(
         blocks = want_input.get(index, {})
         ids = want_result.get(index, set())
         try:
-            fh = open_transcript(path)
-        except OSError:
-            continue  # unreadable now: its calls are reported as missing inputs
-        with fh:
-            for line_no, raw in enumerate(fh, 1):
-                if on_bytes is not None:
-                    on_bytes(len(raw))
-                report.unreadable_results += _take(raw, line_no, blocks, ids, inputs, results)
+            with TranscriptLines(path) as lines:
+                for line_no, raw in enumerate(lines, 1):
+                    if on_bytes is not None:
+                        on_bytes(len(raw))
+                    report.unreadable_results += _take(raw, line_no, blocks, ids, inputs, results)
+        except (OSError, TranscriptReadError):
+            continue  # unreadable now (or where the first pass stopped): missing inputs
     return inputs, results
 
 

@@ -1,27 +1,31 @@
-"""Where the transcripts are: every ``*.jsonl`` under the paths given, in one order that does not
-depend on the order the paths were given in, and the ``*.jsonl`` entries that cannot be read as
-one (each with its reason: nothing found is passed over without a word) — compressed copies
-(``*.jsonl.gz`` …, as backups keep them) among them, and files whose first bytes say they are
-compressed or UTF-16 text (a PowerShell copy) rather than UTF-8 JSON Lines.
+"""Where the transcripts are: every ``*.jsonl`` (and gzip'd ``*.jsonl.gz``) under the paths
+given, in one order that does not depend on the order the paths were given in, and the
+``*.jsonl`` entries that cannot be read as one (each with its reason: nothing found is passed
+over without a word) — copies compressed otherwise (``*.jsonl.bz2``, ``.xz``, ``.zst``) among
+them, and files whose first bytes say they are such a copy, a zip or UTF-16 text (a PowerShell
+copy) rather than UTF-8 JSON Lines (:mod:`.decoding` reads gzip'd ones).
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final, cast
 
 TRANSCRIPT_SUFFIX: Final = ".jsonl"
+#: A gzip'd transcript's name (a backup's): read, decompressed, when its first bytes are gzip.
+GZIP_TRANSCRIPT_SUFFIX: Final = ".jsonl.gz"
 #: Why a FIFO, a device or a socket is not read (opening a FIFO would wait for a writer).
 NOT_REGULAR: Final = "not a regular file"
 #: First bytes of files that are not UTF-8 JSON Lines, what they are and what to do: read line
 #: by line, each would be one more "invalid JSON" line and the file's calls lost without reason.
 _FOREIGN_HEADS: Final = (
-    (b"\x1f\x8b", "gzip-compressed", "gunzip it"),
+    (b"\x1f\x8b", "gzip-compressed", "gunzip it"),  # (:mod:`.decoding` unzips once: twice here)
     (b"BZh", "bzip2-compressed", "bunzip2 it"),
     (b"\xfd7zXZ\x00", "xz-compressed", "unxz it"),
     (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd it"),
@@ -31,10 +35,9 @@ _FOREIGN_HEADS: Final = (
 )
 #: How many first bytes :func:`foreign_format` needs.
 FOREIGN_HEAD_BYTES: Final = 6
-#: Compressed transcripts under a directory (``x.jsonl.gz``): named as not read, with the
-#: reason their first bytes would give.
+#: Compressed transcripts under a directory (``x.jsonl.bz2``) other than gzip'd ones: named as
+#: not read, with the reason their first bytes would give.
 COMPRESSED_SUFFIXES: Final = {
-    ".gz": b"\x1f\x8b",
     ".bz2": b"BZh",
     ".xz": b"\xfd7zXZ\x00",
     ".zst": b"\x28\xb5\x2f\xfd",
@@ -65,13 +68,14 @@ class TranscriptScan:
 
 
 def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
-    """Every ``*.jsonl`` under the given files/directories (recursive), sorted, deduplicated.
+    """Every ``*.jsonl`` and ``*.jsonl.gz`` under the given files/directories (recursive),
+    sorted, deduplicated.
 
     Sorting by resolved path makes the tie-breaks of deduplication and ``seq`` independent of
     the order in which paths were given. A given path that is missing or neither a regular file
     nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
     entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason, and
-    so is a compressed transcript (``*.jsonl.gz``, ``.bz2``, ``.xz``, ``.zst``).
+    so is a transcript compressed otherwise than by gzip (``*.jsonl.bz2``, ``.xz``, ``.zst``).
     Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
     searched like any other; symlinked directories are not followed (no loops).
     """
@@ -93,7 +97,7 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
         if stat.S_ISDIR(mode):
             for entry in path.rglob(f"*{TRANSCRIPT_SUFFIX}*"):
                 compressed = _compressed(entry.name)
-                if compressed is None and not entry.name.endswith(TRANSCRIPT_SUFFIX):
+                if compressed is None and transcript_stem(entry.name) is None:
                     continue  # x.jsonl.bak, x.jsonl.lock ...: not a transcript
                 problem = _entry_problem(entry)
                 if problem is None and compressed is None:
@@ -117,7 +121,7 @@ def find_transcripts(paths: Iterable[str | Path]) -> list[Path]:
     return [t.path for t in scan_transcripts(paths).files]
 
 
-def open_transcript(path: Path) -> BinaryIO:
+def open_transcript(path: Path) -> io.BufferedReader:
     """``path`` opened for binary reading; ``OSError`` (strerror :data:`NOT_REGULAR`) when it is
     not a regular file. Opened non-blocking first, so a FIFO put in a transcript's place is
     refused at once instead of waiting for a writer."""
@@ -129,7 +133,7 @@ def open_transcript(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-    return os.fdopen(fd, "rb", buffering=1 << 20)
+    return cast(io.BufferedReader, os.fdopen(fd, "rb", buffering=1 << 20))
 
 
 def foreign_format(head: bytes) -> str | None:
@@ -141,8 +145,17 @@ def foreign_format(head: bytes) -> str | None:
     return None
 
 
+def transcript_stem(name: str) -> str | None:
+    """A transcript's file name without ``.jsonl`` / ``.jsonl.gz`` (what names its agent or
+    session), None for another name."""
+    for suffix in (GZIP_TRANSCRIPT_SUFFIX, TRANSCRIPT_SUFFIX):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
 def _compressed(name: str) -> str | None:
-    """Why ``*.jsonl.gz`` & co. are not read, else None."""
+    """Why ``*.jsonl.bz2`` & co. are not read, else None."""
     stem, dot, suffix = name.rpartition(".")
     head = COMPRESSED_SUFFIXES.get(dot + suffix)
     if head is None or not stem.endswith(TRANSCRIPT_SUFFIX):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import os
@@ -273,23 +274,52 @@ def test_a_path_that_is_not_a_regular_file_is_named_as_such(
 def test_a_directory_of_compressed_transcripts_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A backup of gzip'd transcripts was "no *.jsonl transcript found", as if empty."""
+    """A backup of bzip2'd transcripts was "no *.jsonl transcript found", as if empty."""
     backup = tmp_path / "backup"
     backup.mkdir()
-    (backup / "s.jsonl.gz").write_bytes(gzip.compress(b"{}\n"))
+    (backup / "s.jsonl.bz2").write_bytes(bz2.compress(b"{}\n"))
     assert _import(tmp_path / "s", backup) == 2
     assert capsys.readouterr().err == (
         f"toolwatch import: no *.jsonl transcript found under {backup} (1 file(s) not read, "
-        f"e.g. {backup / 's.jsonl.gz'}: gzip-compressed, not UTF-8 JSON Lines (gunzip it first))\n"
+        f"e.g. {backup / 's.jsonl.bz2'}: bzip2-compressed, not UTF-8 JSON Lines (bunzip2 it "
+        "first))\n"
     )
     # given by name, it was read as lines of garbage (one "invalid JSON" each) and exit 0
-    assert _import(tmp_path / "s", backup / "s.jsonl.gz", extra=("--quiet",)) == 1
+    assert _import(tmp_path / "s", backup / "s.jsonl.bz2", extra=("--quiet",)) == 1
     out, err = capsys.readouterr()
     assert "skipped lines: 0" in out
-    assert f"unreadable file {backup / 's.jsonl.gz'}: gzip-compressed, not UTF-8" in out
+    assert f"unreadable file {backup / 's.jsonl.bz2'}: bzip2-compressed, not UTF-8" in out
     assert err == (
         "toolwatch import: none of the 1 transcript file(s) found could be read (reasons above)\n"
     )
+
+
+def test_a_backup_of_gzipped_transcripts_is_imported_and_a_cut_one_up_to_its_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``*.jsonl.gz`` was named "gunzip it first" and left out. A gzip'd backup now imports as
+    the plain files do (the same rows), and one cut short imports the calls before the cut,
+    names the file and where it was cut, and exits 0: something was imported."""
+    backup = tmp_path / "backup"
+    for case in ("v2_agents", "v21_subagents"):
+        for src in (FIXTURES / case).rglob("*.jsonl"):
+            dst = backup / src.relative_to(FIXTURES).with_suffix(".jsonl.gz")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(gzip.compress(src.read_bytes()))
+    assert _import(tmp_path / "plain", FIXTURES / "v2_agents", FIXTURES / "v21_subagents") == 0
+    assert _import(tmp_path / "gz", backup, extra=("--quiet", "--json")) == 0
+    capsys.readouterr()
+    assert _rows(tmp_path / "gz") == _rows(tmp_path / "plain") != []
+    one = next(backup.rglob("*.jsonl.gz"))
+    data = gzip.decompress(one.read_bytes())
+    cut = backup / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(data)[:-8])  # its trailer lost: every line is there
+    assert _import(tmp_path / "cut", cut, extra=("--quiet",)) == 0
+    out, err = capsys.readouterr()
+    lines = data.count(b"\n")
+    assert f"unreadable file {cut}: gzip stream cut short after line {lines:,} (" in out
+    assert err == "" and "Traceback" not in out
+    assert len(_rows(tmp_path / "cut")) == len(import_transcripts([one])[0]) > 0
 
 
 def test_no_store_needs_otlp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,7 +1,8 @@
 """Privacy of the importer's newer skip paths, driven as hard as a transcript can: a canary in an
 incomplete last line cut mid-canary, in the input, name and result of call blocks in lines of
-other types, in a garbled line, in an input and a result nested 1,000 deep, in a gzip'd and a
-UTF-16 copy given by name and a ``*.jsonl.gz`` under the directory. ``toolwatch -v import`` (every
+other types, in a garbled line, in an input and a result nested 1,000 deep, in gzip'd copies
+(read; one with a bad checksum, which is not shown either) and a UTF-16 copy given by name and a
+``*.jsonl.gz`` under the directory. ``toolwatch -v import`` (every
 logger at DEBUG), text and ``--json`` summaries and an OTLP export: the canary is in no form
 (verbatim, shingles, hashes) on stdout, stderr, the log, the export or the store, while the
 calls and every skip reason are there (positive control).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +96,12 @@ def _write(root: Path, canary: str) -> tuple[Path, list[Path]]:
     (proj / "backup.jsonl.gz").write_bytes(gzip.compress(text.encode()))
     gz = root / "copy-gz.jsonl"
     gz.write_bytes(gzip.compress(text.encode()))
+    damaged = bytearray(gzip.compress(text.encode()))
+    damaged[-8] ^= 0xFF  # its checksum (of the content) no longer matches: never shown
+    (root / "copy-crc.jsonl").write_bytes(bytes(damaged))
     utf16 = root / "copy-utf16.jsonl"
     utf16.write_bytes(text.encode("utf-16"))  # with its BOM, as PowerShell writes
-    return proj, [gz, utf16]
+    return proj, [gz, root / "copy-crc.jsonl", utf16]
 
 
 def test_no_canary_through_the_new_skip_paths(
@@ -123,14 +128,19 @@ def test_no_canary_through_the_new_skip_paths(
     out = text.out
     doc = json.loads(as_json.out)
     reasons = doc["skipped_by_reason"]
-    assert reasons[INCOMPLETE_LINE] == reasons[OTHER_TYPE_CALL] == reasons[OTHER_TYPE_RESULT] == 1
-    assert reasons["invalid JSON"] == 1
+    # read four times: the transcript, its gzip'd backup and copy, the copy with a bad checksum
+    # (found at the end, before its unfinished last line is handed over: that file stops there)
+    assert reasons[OTHER_TYPE_CALL] == reasons[OTHER_TYPE_RESULT] == reasons["invalid JSON"] == 4
+    assert reasons[INCOMPLETE_LINE] == 3
     assert doc["calls"] == 2 and len(spans) == 2  # the calls are there, only not their content
+    assert doc["duplicates_removed"] == 6
     unread = " ".join(map(str, doc.values()))
-    assert "gzip-compressed" in unread and "UTF-16 text" in unread
-    assert "backup.jsonl.gz" in out  # listed as not read, with its reason
+    assert "corrupt gzip stream after line" in unread and "UTF-16 text" in unread
+    assert "backup.jsonl.gz:" in out  # its skipped lines, by file and line
+    crc = f"{zlib.crc32(_transcript(canary).encode()):x}"  # what gzip's own error would show
     rows = Store(store).query("SELECT input_bytes, output_bytes FROM calls ORDER BY seq")
     assert rows.column("input_bytes").to_pylist()[1] > DEPTH * 8  # the deep input was sized
+    assert all(crc not in said for said in printed)
     for i, said in enumerate(printed):
         assert_absent(said, canary, f"{('stdout', 'stderr')[i % 2]} of run {i // 2}")
     assert_absent(caplog.text, canary, "the log")

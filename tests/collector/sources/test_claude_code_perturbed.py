@@ -10,12 +10,14 @@ and whatever is not read is named with its reason.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import random
 from pathlib import Path
 from typing import Any
 
-from toolwatch.collector.sources.claude_code import ImportReport, import_transcripts
+from toolwatch.collector.sources.claude_code import ImportReport, import_transcripts, parse_file
 from toolwatch.collector.sources.claude_code.parsing import (
     INCOMPLETE_LINE,
     OTHER_TYPE_CALL,
@@ -187,28 +189,92 @@ def test_layouts_depths_split_sessions_lone_subagents_and_empty_files(tmp_path: 
     assert _clean(report)
 
 
-def test_compressed_and_utf16_copies_are_named_not_read_as_garbage(tmp_path: Path) -> None:
-    """A gzip'd transcript given by name gave one "invalid JSON" line per 64 kB block and no
-    call, a UTF-16 one (a PowerShell copy) the same, and ``*.jsonl.gz`` under a directory was
-    passed over without a word. Each is now an unreadable file saying what it is."""
-    good = tmp_path / f"{SID}.jsonl"
-    good.write_text(_text(SESSION))
-    other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")])
-    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(other.encode()))
-    (tmp_path / "c.jsonl").write_bytes(gzip.compress(other.encode()))
-    (tmp_path / "d.jsonl").write_bytes(other.encode("utf-16"))
-    (tmp_path / "e.jsonl.bak").write_text(other)  # not a transcript's name: not looked at
+def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
+    tmp_path: Path,
+) -> None:
+    """A gzip'd transcript (a backup's ``*.jsonl.gz``) was named "gzip-compressed ... gunzip it
+    first" and its calls left out. It is now decompressed as it streams when its first bytes
+    are gzip, whatever its name: a ``.jsonl.gz`` holding plain text is read as plain, a gzip'd
+    ``agent-<id>.jsonl.gz`` is a subagent like ``agent-<id>.jsonl``, a plain copy of a gzip'd
+    session is a duplicate. Other compressions and UTF-16 are still named, not read."""
+    session = _text(SESSION).encode()
+    other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")]).encode()
+    side = _text([_call("toolu_s", "2026-03-01T11:00:00.000Z", "msg_s", session=None)]).encode()
+    plain = _text([_call("toolu_p", "2026-03-03T10:00:00Z")]).encode()
+    (tmp_path / f"{SID}.jsonl.gz").write_bytes(gzip.compress(session))
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "backup" / f"{SID}.jsonl").write_bytes(session)  # the same calls again
+    (tmp_path / "c.jsonl").write_bytes(gzip.compress(other))
+    (tmp_path / "plain.jsonl.gz").write_bytes(plain)
+    lone = tmp_path / "parent-sid" / "subagents" / "agent-a1b2c3.jsonl.gz"
+    lone.parent.mkdir(parents=True)
+    lone.write_bytes(gzip.compress(side))
+    (tmp_path / "b.jsonl.bz2").write_bytes(bz2.compress(other))
+    (tmp_path / "d.jsonl").write_bytes(other.decode().encode("utf-16"))
     records, report = import_transcripts([tmp_path])
-    assert _shape(records) == EXPECTED
-    gz = "gzip-compressed, not UTF-8 JSON Lines (gunzip it first)"
+    assert [(r.session_id, r.agent_id, r.call_id, r.seq) for r in records] == [
+        (SID, None, "toolu_1", 0),
+        (SID, None, "toolu_2", 1),
+        (SID, None, "toolu_p", 2),
+        ("other", None, "toolu_z", 0),
+        ("parent-sid", "a1b2c3", "toolu_s", 0),
+    ]
+    assert _shape(records[:2]) == EXPECTED  # sizes, results and durations as from plain text
+    assert report.duplicates == 2 and report.skipped == [] and report.files == 6
+    assert (report.lines, report.bytes) == (11, 2 * len(session) + len(other + plain + side))
     assert report.unreadable_files == [
-        (str(tmp_path / "b.jsonl.gz"), gz),
-        (str(tmp_path / "c.jsonl"), gz),
+        (
+            str(tmp_path / "b.jsonl.bz2"),
+            "bzip2-compressed, not UTF-8 JSON Lines (bunzip2 it first)",
+        ),
         (
             str(tmp_path / "d.jsonl"),
             "UTF-16 text, not UTF-8 JSON Lines (convert it to UTF-8 first)",
         ),
     ]
-    assert report.skipped == [] and report.files == 3
-    _, alone = import_transcripts([tmp_path / "b.jsonl.gz"])
-    assert alone.unreadable_files == [(str(tmp_path / "b.jsonl.gz"), gz)]
+
+
+def test_the_progress_of_a_gzipped_file_counts_its_bytes_on_disk(tmp_path: Path) -> None:
+    """The bar is sized by the files' sizes on disk: a gzip'd file reports its compressed
+    bytes as it goes (every 4 MiB of text), so the bar ends full, not past it."""
+    noise = random.Random(0).randbytes(1 << 19).hex()  # 1 MiB of text, half of it on disk
+    big = [_result("toolu_1", "2026-03-01T10:00:01.500Z", noise) for _ in range(6)]
+    path = tmp_path / f"{SID}.jsonl.gz"
+    path.write_bytes(gzip.compress(_text([SESSION[0], *big]).encode()))
+    told: list[int] = []
+    parse = parse_file(path, on_bytes=told.append)
+    assert len(told) == 2 and sum(told) == path.stat().st_size < parse.bytes * 0.6
+    assert [c.call_id for c in parse.calls] == ["toolu_1"] and parse.error is None
+
+
+def test_a_cut_or_corrupt_gzip_keeps_the_lines_before_it_and_says_why(tmp_path: Path) -> None:
+    """A gzip stream that breaks ends its file there, never in a traceback: the calls of the
+    lines before it are imported, the file is listed as unreadable from that line with what
+    happened (the decompressor's own words can quote the file's bytes or checksum: not shown),
+    and the line cut in two is not reported as a line."""
+    lines = []
+    for i in range(300):
+        stamp = f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}.000Z"
+        lines += [_call(f"toolu_{i}", stamp, f"msg_{i}"), _result(f"toolu_{i}", stamp, f"r{i}")]
+    packed = gzip.compress(_text(lines).encode())
+    crc = bytearray(packed)
+    crc[-8] ^= 0xFF
+    kept = "(the lines before it were read)"
+    garbled = "(the lines before it were read; the damage may have garbled some of them)"
+    cases = {  # data, lines read, error
+        "cut": (packed[: len(packed) // 2], None, f"gzip stream cut short after line {{}} {kept}"),
+        "no-trailer": (packed[:-4], 600, f"gzip stream cut short after line 600 {kept}"),
+        "crc": (bytes(crc), 600, f"corrupt gzip stream after line 600 {garbled}"),
+        "garbage": (packed + b"tail", 600, f"corrupt gzip stream after line 600 {garbled}"),
+        "header": (packed[:2] + b"\x07" + packed[3:], 0, "corrupt gzip stream"),
+    }
+    for name, (data, n, error) in cases.items():
+        path = tmp_path / f"{name}.jsonl.gz"
+        path.write_bytes(data)
+        records, report = import_transcripts([path])
+        if n is None:  # cut mid-line: the partial line is part of the cut, not a line
+            n = report.lines
+            assert 0 < n < 599, n
+        assert [r.call_id for r in records] == [f"toolu_{i}" for i in range((n + 1) // 2)], name
+        assert (report.lines, report.skipped) == (n, []), name
+        assert report.unreadable_files == [(str(path), error.format(f"{n:,}"))], name
