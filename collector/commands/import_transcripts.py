@@ -59,7 +59,7 @@ class ImportOutcome:
     store: Path | None = None
     files_written: list[Path] = field(default_factory=list)
     seq_overlap_sessions: int = 0
-    #: no transcript found gave a line (compressed, UTF-16, I/O error): nothing imported
+    #: no transcript found gave a line (compressed, an archive, I/O error): nothing imported
     none_readable: bool = False
 
 

@@ -32,8 +32,8 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   an object, tool_use line without a valid timestamp, blocks without id/name, call or result
   blocks in a line of an unknown type) and results no call takes (an id matching no call of the
   run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd
-  file (by its first bytes) is decompressed as it streams; one compressed otherwise or UTF-16
-  is reported once as unreadable, saying what it is.
+  file (by its first bytes) is decompressed, a UTF-16 one (with a BOM or without) decoded, as
+  it streams; one compressed otherwise is reported once as unreadable, saying what it is.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one

@@ -2,8 +2,8 @@
 given, in one order that does not depend on the order the paths were given in, and the
 ``*.jsonl`` entries that cannot be read as one (each with its reason: nothing found is passed
 over without a word) — copies compressed otherwise (``*.jsonl.bz2``, ``.xz``, ``.zst``) among
-them, and files whose first bytes say they are such a copy, a zip or UTF-16 text (a PowerShell
-copy) rather than UTF-8 JSON Lines (:mod:`.decoding` reads gzip'd ones).
+them, and files whose first bytes say they are such a copy or a zip rather than JSON Lines
+(:mod:`.decoding` reads gzip'd and UTF-16 ones).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ _FOREIGN_HEADS: Final = (
     (b"\xfd7zXZ\x00", "xz-compressed", "unxz it"),
     (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd it"),
     (b"PK\x03\x04", "a zip archive", "unzip it"),
-    (b"\xff\xfe", "UTF-16 text", "convert it to UTF-8"),
-    (b"\xfe\xff", "UTF-16 text", "convert it to UTF-8"),
 )
 #: How many first bytes :func:`foreign_format` needs.
 FOREIGN_HEAD_BYTES: Final = 6
@@ -137,8 +135,8 @@ def open_transcript(path: Path) -> io.BufferedReader:
 
 
 def foreign_format(head: bytes) -> str | None:
-    """Why a file starting with ``head`` is not UTF-8 JSON Lines (compressed, an archive,
-    UTF-16), else None. A UTF-8 BOM is not foreign: the line parser takes it."""
+    """Why a file starting with ``head`` is not JSON Lines (compressed, an archive), else None.
+    A UTF-8 BOM is not foreign (the line parser takes it), nor UTF-16 (:mod:`.decoding`)."""
     for magic, what, fix in _FOREIGN_HEADS:
         if head.startswith(magic):
             return f"{what}, not UTF-8 JSON Lines ({fix} first)"

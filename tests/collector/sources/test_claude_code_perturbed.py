@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.sources.claude_code import ImportReport, import_transcripts, parse_file
+from toolwatch.collector.sources.claude_code.decoding import utf16_encoding
 from toolwatch.collector.sources.claude_code.parsing import (
     INCOMPLETE_LINE,
     OTHER_TYPE_CALL,
@@ -196,7 +197,7 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     first" and its calls left out. It is now decompressed as it streams when its first bytes
     are gzip, whatever its name: a ``.jsonl.gz`` holding plain text is read as plain, a gzip'd
     ``agent-<id>.jsonl.gz`` is a subagent like ``agent-<id>.jsonl``, a plain copy of a gzip'd
-    session is a duplicate. Other compressions and UTF-16 are still named, not read."""
+    session is a duplicate. Other compressions are still named, not read."""
     session = _text(SESSION).encode()
     other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")]).encode()
     side = _text([_call("toolu_s", "2026-03-01T11:00:00.000Z", "msg_s", session=None)]).encode()
@@ -210,7 +211,6 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     lone.parent.mkdir(parents=True)
     lone.write_bytes(gzip.compress(side))
     (tmp_path / "b.jsonl.bz2").write_bytes(bz2.compress(other))
-    (tmp_path / "d.jsonl").write_bytes(other.decode().encode("utf-16"))
     records, report = import_transcripts([tmp_path])
     assert [(r.session_id, r.agent_id, r.call_id, r.seq) for r in records] == [
         (SID, None, "toolu_1", 0),
@@ -220,18 +220,58 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
         ("parent-sid", "a1b2c3", "toolu_s", 0),
     ]
     assert _shape(records[:2]) == EXPECTED  # sizes, results and durations as from plain text
-    assert report.duplicates == 2 and report.skipped == [] and report.files == 6
+    assert report.duplicates == 2 and report.skipped == [] and report.files == 5
     assert (report.lines, report.bytes) == (11, 2 * len(session) + len(other + plain + side))
     assert report.unreadable_files == [
         (
             str(tmp_path / "b.jsonl.bz2"),
             "bzip2-compressed, not UTF-8 JSON Lines (bunzip2 it first)",
         ),
-        (
-            str(tmp_path / "d.jsonl"),
-            "UTF-16 text, not UTF-8 JSON Lines (convert it to UTF-8 first)",
-        ),
     ]
+
+
+def test_utf16_with_or_without_a_bom_reads_as_its_utf8_twin(tmp_path: Path) -> None:
+    """A UTF-16 copy without a BOM was read as one "invalid JSON" line per line and its calls
+    lost; with a BOM it was named "convert it to UTF-8 first". Both are decoded now, little or
+    big endian, CRLF or gzip'd, into the very records and byte counts of the UTF-8 file; a lone
+    surrogate counts as U+FFFD there as its escape does in UTF-8, an odd last byte is a cut
+    last line."""
+    lines = [*SESSION[:3], _result("toolu_2", "2026-03-01T10:00:05.250Z", "héllo 世界 \ud800!")]
+    twin = tmp_path / "utf8" / f"{SID}.jsonl"
+    twin.parent.mkdir()
+    twin.write_text(_text(lines))  # every non-ASCII character as a JSON escape
+    expected, _ = import_transcripts([twin])
+    assert expected[1].output_bytes == len("héllo 世界 \ufffd!".encode())  # 19, the escape's
+    raw = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+    def utf16(text: str, order: str) -> bytes:
+        return text.encode(f"utf-16-{order}", "surrogatepass")
+
+    def utf8(text: str) -> bytes:
+        return text.encode("utf-8", "surrogatepass")
+
+    variants = {
+        "le": utf16(raw, "le"),
+        "be": utf16(raw, "be"),
+        "bom-le": b"\xff\xfe" + utf16(raw, "le"),  # as PowerShell writes
+        "bom-be": b"\xfe\xff" + utf16(raw, "be"),
+        "crlf-le": utf16(raw.replace("\n", "\r\n"), "le"),
+        "gzip-le": gzip.compress(utf16(raw, "le")),
+        "odd-byte-le": utf16(raw, "le") + b"{",
+    }
+    for name, data in variants.items():
+        path = tmp_path / name / f"{SID}.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(data)
+        records, report = import_transcripts([path])
+        assert [r.as_dict() for r in records] == [r.as_dict() for r in expected], name
+        cut = [f"{path}:5: {INCOMPLETE_LINE}"] if name == "odd-byte-le" else []
+        assert [str(x) for x in report.skipped] == cut and not report.unreadable_files, name
+        text = raw.replace("\n", "\r\n") if "crlf" in name else raw
+        if not cut:  # the text's own bytes as UTF-8 (U+FFFD is 3 bytes, as the surrogate)
+            assert (report.lines, report.bytes) == (4, len(utf8(text))), name
+    # not UTF-16: UTF-8 with non-ASCII text, a zero-filled file (what a crash can leave)
+    assert utf16_encoding(utf8(raw)[:1024]) is None and utf16_encoding(b"\0" * 1024) is None
 
 
 def test_the_progress_of_a_gzipped_file_counts_its_bytes_on_disk(tmp_path: Path) -> None:
