@@ -119,11 +119,18 @@ ERROR_TYPE_TIMEOUT: Final = "timeout"
 TOOL_CALL_MARKER: Final = ATTR_ARGUMENTS_SIZE
 
 #: Client quirks an importer recognises (structure, not content; see ``docs/ARCHITECTURE.md``):
-#: a Claude Code warm-up subagent (answered "Warmup" at start-up; its calls all fail) and a
-#: compaction fork (``agent-acompact-*``: the main thread's calls repeated under another agent).
+#: a Claude Code warm-up subagent (answered "Warmup" at start-up; its calls all fail), a
+#: compaction fork (``agent-acompact-*``: the main thread's calls repeated under another agent,
+#: to summarise them) and an aside-question fork (``agent-aside_question-*``: the same replay,
+#: to answer a side question asked while the main thread works).
 QUIRK_WARMUP_AGENT: Final = "warmup_agent"
 QUIRK_COMPACTION_FORK: Final = "compaction_fork"
-CLIENT_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT, QUIRK_COMPACTION_FORK)
+QUIRK_ASIDE_QUESTION_FORK: Final = "aside_question_fork"
+CLIENT_QUIRKS: Final[tuple[str, ...]] = (
+    QUIRK_WARMUP_AGENT,
+    QUIRK_COMPACTION_FORK,
+    QUIRK_ASIDE_QUESTION_FORK,
+)
 
 Source = Literal["otlp", "import", "simulated"]
 SOURCES: Final[tuple[str, ...]] = ("otlp", "import", "simulated")

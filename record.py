@@ -52,6 +52,7 @@ from toolwatch.conventions import (
     ATTR_TOOL_DIGEST,
     ATTR_TOOL_NAME,
     ATTR_UNCHECKED_BYTES,
+    CLIENT_QUIRKS,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -184,7 +185,7 @@ class CallRecord:
     client_quirk: Annotated[
         str | None,
         Col(
-            "client artefact of the call's stream (warmup_agent, compaction_fork)",
+            f"client artefact of the call's stream ({', '.join(CLIENT_QUIRKS)})",
             ATTR_CLIENT_QUIRK,
         ),
     ] = None

@@ -25,16 +25,25 @@ from toolwatch.collector.sources.claude_code.measure import (
     text_field,
 )
 from toolwatch.collector.sources.claude_code.transcripts import transcript_stem
-from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
+from toolwatch.conventions import (
+    QUIRK_ASIDE_QUESTION_FORK,
+    QUIRK_COMPACTION_FORK,
+    QUIRK_WARMUP_AGENT,
+)
 
 #: This many different responses sharing one timestamp in one file mark a re-stamped run.
 RESTAMP_MIN_RESPONSES: Final = 3
 #: The prompt Claude Code (2.0.x – 2.1.1) sends each subagent at start-up; the subagent's
 #: tool calls are then answered with errors. Compared, never kept.
 WARMUP_PROMPT: Final = "Warmup"
-#: Agent ids of compaction forks (``agent-acompact-<hex>.jsonl``): the thread being compacted,
-#: repeated under another agent id with the original call ids and times.
-_COMPACTION_AGENT: Final = re.compile(r"^acompact-[0-9a-f]+$")
+#: Agent ids of forks that replay the main thread under another agent id with the original
+#: call ids and times (copies of calls the run also read are removed as duplicates): compaction
+#: (``agent-acompact-<hex>.jsonl``) and aside questions (``agent-aside_question-<hex>.jsonl``,
+#: 2.1.x: a side question answered while the main thread works). ``a`` + label + ``-`` + hex.
+_FORK_AGENTS: Final = (
+    (re.compile(r"^acompact-[0-9a-f]+$"), QUIRK_COMPACTION_FORK),
+    (re.compile(r"^aside_question-[0-9a-f]+$"), QUIRK_ASIDE_QUESTION_FORK),
+)
 INLINE_AGENT_PREFIX: Final = "sidechain-"
 _AGENT_FILE: Final = re.compile(r"^agent-(.+)$")
 
@@ -342,12 +351,20 @@ class _FileParser:
             if call.agent_id is not None:
                 if self.first_prompt or self.warmup_answer:
                     call.quirk = QUIRK_WARMUP_AGENT
-                elif _COMPACTION_AGENT.match(call.agent_id):
-                    call.quirk = QUIRK_COMPACTION_FORK
+                else:
+                    call.quirk = _fork_quirk(call.agent_id)
         if restamped:
             for result in out.results.values():
                 if result.stamp in restamped:
                     result.restamped = True
+
+
+def _fork_quirk(agent_id: str) -> str | None:
+    """The quirk of a fork's agent id (compaction, aside question), else None."""
+    for pattern, quirk in _FORK_AGENTS:
+        if pattern.match(agent_id):
+            return quirk
+    return None
 
 
 def _is_warmup(content: Any) -> bool:

@@ -4,8 +4,11 @@
 (no real content): a 2.0.x session with a warm-up subagent (first prompt "Warmup", every call
 answered by the "Warmup" error), a warm-up agent whose file holds only the answers (the real
 ``afcd43f`` of aistrad continued in a second session), an ordinary subagent with another error,
-and a 2.1.x compaction fork (``agent-acompact-<hex>.jsonl``). On dev-real's five sources the
-same rules flag exactly the 72 warm-up and 10 compaction-fork streams of its ``streams.csv``.
+a 2.1.x compaction fork (``agent-acompact-<hex>.jsonl``) and two 2.1.x aside-question forks
+(``agent-aside_question-<hex>.jsonl``): one beside its main file, replaying only the main call,
+and one whose main file is missing, replaying the compacted call and making one of its own. On
+dev-real's five sources the same rules flag exactly the 72 warm-up and 10 compaction-fork
+streams of its ``streams.csv`` (it holds no aside-question fork with calls).
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ from support.paths import FIXTURES
 from toolwatch.cli import main
 from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.conventions import QUIRK_COMPACTION_FORK, QUIRK_WARMUP_AGENT
+from toolwatch.conventions import (
+    QUIRK_ASIDE_QUESTION_FORK,
+    QUIRK_COMPACTION_FORK,
+    QUIRK_WARMUP_AGENT,
+)
 
 QUIRKS = FIXTURES / "claude_code_quirks"
 
@@ -32,10 +39,20 @@ def test_warm_up_agents_and_compaction_forks_are_flagged_per_stream() -> None:
         ("a1b2c3d4", "0bb2"): {QUIRK_WARMUP_AGENT},  # only the answers in its file
         ("a1b2c3d4", "0cc3"): {None},  # another error is not the warm-up
         ("b2c3d4e5", "acompact-0123456789abcdef"): {QUIRK_COMPACTION_FORK},
+        # without its main file: the replayed call is the compaction fork's copy (first path),
+        # its own call is flagged; beside its main file, its replay is a removed duplicate
+        ("b2c3d4e5", "aside_question-fedcba9876543210"): {QUIRK_ASIDE_QUESTION_FORK},
+        ("c3d4e5f6", None): {None},
     }
-    assert report.quirks == {QUIRK_WARMUP_AGENT: [2, 4], QUIRK_COMPACTION_FORK: [1, 2]}
+    assert report.quirks == {
+        QUIRK_WARMUP_AGENT: [2, 4],
+        QUIRK_COMPACTION_FORK: [1, 2],
+        QUIRK_ASIDE_QUESTION_FORK: [1, 1],
+    }
     # flagged calls are kept as they are: real client behaviour, only marked
-    assert report.calls == len(records) == 9
+    assert report.calls == len(records) == 11 and report.duplicates == 2
+    aside = [r.call_id for r in records if r.client_quirk == QUIRK_ASIDE_QUESTION_FORK]
+    assert aside == ["toolu_Q0"]
 
 
 def test_the_flag_reaches_the_store_and_the_import_summary(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -49,7 +66,8 @@ def test_the_flag_reaches_the_store_and_the_import_summary(tmp_path: Path, capsy
         .to_pylist()
     )
     assert rows == [
-        {"client_quirk": None, "n": 3},
+        {"client_quirk": None, "n": 4},
+        {"client_quirk": QUIRK_ASIDE_QUESTION_FORK, "n": 1},
         {"client_quirk": QUIRK_COMPACTION_FORK, "n": 2},
         {"client_quirk": QUIRK_WARMUP_AGENT, "n": 4},
     ]
