@@ -279,6 +279,9 @@ def quiet_logs() -> Callable[[], None]:
         return lambda: None
     names = (
         "toolwatch.detection.alerting.live",
+        "toolwatch.detection.alerting.live_alerts",
+        "toolwatch.detection.alerting.live_batch",
+        "toolwatch.detection.alerting.live_state",
         "toolwatch.injection.proxy.proxy",
         "toolwatch.collector",
         "mcp",

@@ -14,24 +14,18 @@ target false-alarm rate of recent streams and the streams that did not alarm are
 after a quarantine (:mod:`toolwatch.detection.scoring.adaptive`; their calls are read back from
 the store). A frozen model alerts at its operating point.
 
-**Live state.** Either way the scorer's state — its open streams (context, session bigrams,
-detector sums, which watched statistics each is above, the novelty watch's), adaptive the
-statistics, pools and pending streams, and how far it got — is saved to ``state_path``
-(``STORE/models/live-state.json``) every ``save_every_s``, right after a batch that crossed a
-threshold and at :meth:`close`, and restored at start; with ``catch_up`` (the collector) the
-calls stored after the last save are re-scored then (:mod:`.readback`), so a collector killed
-between saves resumes as if never stopped: no repeated alert, no runaway restarting from 0. A
-file that cannot be used — damaged, another model's or the other mode's — is set aside as
-``.unusable`` with one warning saying why, and the scorer starts afresh.
+**Live state.** Either way the scorer's state is saved to ``state_path``
+(``STORE/models/live-state.json``, :mod:`.live_state`) every ``save_every_s``, right after a
+batch that crossed a threshold and at :meth:`close`, and restored at start; with ``catch_up``
+(the collector) the calls stored after the last save are re-scored then (:mod:`.readback`), so
+a collector killed between saves resumes as if never stopped: no repeated alert, no runaway
+restarting from 0.
 
 **Provenance alerts.** Besides the watched statistics, every call is checked against the model's
 per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`, saved by
 ``toolwatch train``). A call that exceeds raises an alert at once — every such call, not one per
-excursion: cue ``provenance``, cue set ``provenance``, detector ``point``, score = the payload
-bytes of the measure that exceeds most, threshold = its bytes, and an ``explanation`` such as
-``412 B of Read's result sent by shell egress (longest run 412 B vs 32 B, total 412 B vs 32 B,
-base64-encoded)`` — numbers, the egress class and tool names only. Calls without provenance
-(not measured) never alarm and are counted in ``provenance_unmeasured``; a model artifact from
+excursion (:mod:`.live_alerts`: the rows and their delivery). Calls without provenance (not
+measured) never alarm and are counted in ``provenance_unmeasured``; a model artifact from
 before the cue has no thresholds, and then no provenance alert is raised (logged once).
 
 **Novelty alerts** (named option ``novelty_alert``, off by default): with
@@ -43,7 +37,8 @@ its per-stream state is saved with the live state, so a restart resumes it too.
 
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
 alert write, fold or state save is logged (the alerts are still returned and posted), the
-webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch; a stream
+webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch
+(:mod:`.live_batch` reads them); a stream
 idle for ``max_idle_s`` (adaptive: ``idle_min``) of event time closes (a late call then starts a
 fresh stream). At most ``max_open_streams`` are open: one more closes the least recently active
 early, exactly as if idle (counted in ``streams_evicted``, logged at most once a minute, in
@@ -54,7 +49,6 @@ corpus through this very class.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -64,37 +58,38 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolwatch.collector.otlp.connections import RateLimiter
-from toolwatch.collector.store.durable import write_text_durably
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
 from toolwatch.detection.alerting import readback
-from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, ALERTS_TABLE, describe
+from toolwatch.detection.alerting.live_alerts import (
+    PROVENANCE_CUE_SET,
+    PROVENANCE_DETECTOR,
+    alert_row,
+    deliver,
+)
+from toolwatch.detection.alerting.live_batch import BatchCall, batch_calls
+from toolwatch.detection.alerting.live_state import (
+    STATE_IN_STORE,
+    read_state,
+    set_aside,
+    write_state,
+)
 from toolwatch.detection.alerting.novelty_watch import NoveltyWatch
 from toolwatch.detection.alerting.readback import ScoredWindow, alert_key, store_calls_of
 from toolwatch.detection.alerting.webhook import WebhookPoster
-from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
-from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.detectors.base import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE, VERSION, ModelError, NormalModel
+from toolwatch.detection.model.normal_model import ModelError, NormalModel
 from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, StreamScorer
-from toolwatch.detection.scoring.explain import dominant_cue
 from toolwatch.detection.scoring.online import Scores, StreamKey
-from toolwatch.documents import loads_json
 
 log = logging.getLogger(__name__)
 
-_FIELDS = (*SCORING_COLUMNS, "span_id", "label", "client_quirk", "source_tool", "reused_encoding")
-#: The provenance alert's statistic: the cue alone, at the call (no detector accumulates it).
-PROVENANCE_CUE_SET = "provenance"
-PROVENANCE_DETECTOR = "point"
-#: Where a store keeps the live scorer's state (beside its model).
-STATE_IN_STORE = MODEL_IN_STORE.parent / "live-state.json"
+__all__ = ["PROVENANCE_CUE_SET", "PROVENANCE_DETECTOR", "STATE_IN_STORE", "LiveScorer", "Observer"]
 #: At most one log line per this many seconds about open streams evicted (a sender inventing a
 #: session id per call evicts at every call).
 EVICTION_LOG_EVERY_S = 60.0
@@ -377,8 +372,7 @@ class LiveScorer:
             doc["caught"] = None if self.window is None else self.window.to_json()
             if self.novelty is not None:
                 doc["novelty"] = self.novelty.to_json()
-            self.state_path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_durably(self.state_path, json.dumps(doc, separators=(",", ":")))
+            write_state(self.state_path, doc)
         except (OSError, ValueError, TypeError) as exc:
             self.state_save_errors += 1
             log.error("live scoring: could not save the state to %s: %s", self.state_path, exc)
@@ -390,7 +384,7 @@ class LiveScorer:
         if path is None or not path.exists():
             return
         try:
-            doc = loads_json(path.read_text(encoding="utf-8"))
+            doc = read_state(path)
             self.scorer.restore(doc)  # evicts down to max_open_streams if it was lowered
             self._evicted_before = int(doc["counts"].get("evicted", 0))
             caught = doc.get("caught")  # absent: saved before catch-up existed
@@ -404,19 +398,7 @@ class LiveScorer:
                 for key in [k for k in self.novelty.streams if k not in self.scorer.tracks]:
                     self._evicted(key)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ModelError) as exc:
-            aside = path.with_name(path.name + ".unusable")
-            try:
-                path.replace(aside)
-            except OSError as err:
-                aside_note = f"could not set it aside: {err.strerror or err}"
-            else:
-                aside_note = f"set aside as {aside.name}"
-            log.warning(
-                "live scoring: starting afresh, the saved state %s is unusable (%s): %s",
-                path,
-                aside_note,
-                exc,
-            )
+            set_aside(path, exc)
             self.scorer = self._make_scorer()
             self._evicted_before = 0
             self.window = None
@@ -484,61 +466,11 @@ class LiveScorer:
 
     # ---------------------------------------------------------------- internals
 
-    def _calls(
-        self, table: pa.Table
-    ) -> list[tuple[Call, str | None, bool, tuple[str | None, str | None]]]:
-        """The batch's calls in (start_time, seq) order, each with its span id, whether its
-        stream may be learnt (not injected, not a client artefact) and its provenance source
-        (source tool, encoding); unreadable rows are logged and skipped."""
-        missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-        if missing:
-            log.error(
-                "live scoring: batch lacks column(s) %s; %d call(s) not scored",
-                missing,
-                table.num_rows,
-            )
-            self.calls_skipped += table.num_rows
-            return []
-        try:
-            keys = [
-                (c, "ascending", "at_start")
-                for c in ("start_time", "seq")
-                if c in table.column_names
-            ]
-            table = table.take(pc.sort_indices(table, sort_keys=keys))
-            cols: dict[str, list[Any]] = {}
-            for name in _FIELDS:
-                if name not in table.column_names:
-                    cols[name] = [None] * table.num_rows
-                elif name == "start_time":
-                    cols[name] = (
-                        table.column(name)
-                        .cast(pa.timestamp("us", tz="UTC"), safe=False)
-                        .cast(pa.int64())
-                        .to_pylist()
-                    )
-                else:
-                    cols[name] = table.column(name).to_pylist()
-        except (pa.ArrowException, ValueError, TypeError) as exc:
-            log.error("live scoring: unreadable batch of %d call(s): %s", table.num_rows, exc)
-            self.calls_skipped += table.num_rows
-            return []
-        out: list[tuple[Call, str | None, bool, tuple[str | None, str | None]]] = []
-        for i in range(table.num_rows):
-            row = {name: cols[name][i] for name in _FIELDS}
-            learn = row["label"] is None and row["client_quirk"] not in LEARNING_EXCLUDED_QUIRKS
-            try:
-                source = (row["source_tool"], row["reused_encoding"])
-                out.append((Call.from_mapping(row), row["span_id"], learn, source))
-            except (ValueError, TypeError) as exc:
-                self.calls_skipped += 1
-                log.error(
-                    "live scoring: skipped call %s of session %s: %s",
-                    row.get("span_id"),
-                    row.get("session_id"),
-                    exc,
-                )
-        return out
+    def _calls(self, table: pa.Table) -> list[BatchCall]:
+        """The batch's calls to score (:func:`~.live_batch.batch_calls`); skips counted."""
+        calls, skipped = batch_calls(table)
+        self.calls_skipped += skipped
+        return calls
 
     def _alert(
         self,
@@ -554,39 +486,12 @@ class LiveScorer:
         *,
         explanation: str | None = None,
     ) -> dict[str, Any]:
-        return {
-            "alert_time": now,
-            "session_id": call.session_id,
-            "agent_id": call.agent_id,
-            "seq": call.seq,
-            "call_index": index,
-            "call_time": datetime.fromtimestamp(call.start_us / 1e6, UTC),
-            "span_id": span_id,
-            "tool": call.tool,
-            "cue_set": cue_set,
-            "detector": detector,
-            "cue": cue_set if scores is None else dominant_cue(cue_set, detector, scores),
-            "score": float(value),
-            "threshold": float(threshold),
-            "model_id": self.model_id,
-            "model_version": VERSION,
-            "explanation": explanation,
-        }
+        statistic = (cue_set, detector, value, threshold)
+        return alert_row(call, span_id, index, statistic, scores, now, self.model_id, explanation)
 
     def _record(self, alerts: list[dict[str, Any]]) -> None:
         if self._raised:  # a catch-up: an alert stored before the kill is not raised twice
             alerts = [a for a in alerts if alert_key(a) not in self._raised]
         self.alerts_raised += len(alerts)
-        if not self.record:
-            return
-        for alert in alerts:
-            log.warning(describe(alert))
-        if self.store is None:
-            return
-        try:
-            self.store.append(ALERTS_TABLE, alerts, schema=ALERTS_SCHEMA, partition_by="alert_time")
-        except Exception as exc:  # never break ingest over an alert write
-            self.alerts_unstored += len(alerts)
-            log.error("could not store %d alert(s) in %s: %s", len(alerts), self.store.root, exc)
-        if self.poster is not None:
-            self.poster.post(alerts)
+        if self.record:
+            self.alerts_unstored += deliver(alerts, self.store, self.poster)
