@@ -38,13 +38,15 @@ its per-stream state is saved with the live state, so a restart resumes it too.
 Nothing here may break ingest: a call that cannot be scored is logged and skipped, a failed
 alert write, fold or state save is logged (the alerts are still returned and posted), the
 webhook never blocks. Calls are scored in ``(start_time, seq)`` order within a batch
-(:mod:`.live_batch` reads them); a stream
-idle for ``max_idle_s`` (adaptive: ``idle_min``) of event time closes (a late call then starts a
-fresh stream). At most ``max_open_streams`` are open: one more closes the least recently active
-early, exactly as if idle (counted in ``streams_evicted``, logged at most once a minute, in
-:meth:`metrics` for the collector's ``/metrics`` and the shutdown line), so a sender inventing
-a session id per call cannot grow the collector's memory. ``toolwatch replay`` drives a stored
-corpus through this very class.
+(:mod:`.live_batch` reads them); a stream idle for ``max_idle_s`` (adaptive: ``idle_min``) of
+event time closes (a late call then starts a fresh stream) when the first call past a minute
+boundary of event time arrives (:data:`TICK_US`), not where a batch ends: the same calls
+batched otherwise — the catch-up's one batch, the collector's group commits — close the same
+streams at the same calls. At most ``max_open_streams`` are open: one more closes the least
+recently active early, exactly as if idle (counted in ``streams_evicted``, logged at most once
+a minute, in :meth:`metrics` for the collector's ``/metrics`` and the shutdown line), so a
+sender inventing a session id per call cannot grow the collector's memory. ``toolwatch
+replay`` drives a stored corpus through this very class.
 """
 
 from __future__ import annotations
@@ -93,6 +95,12 @@ __all__ = ["PROVENANCE_CUE_SET", "PROVENANCE_DETECTOR", "STATE_IN_STORE", "LiveS
 #: At most one log line per this many seconds about open streams evicted (a sender inventing a
 #: session id per call evicts at every call).
 EVICTION_LOG_EVERY_S = 60.0
+#: Streams close, and an adaptive model pools, folds and refreshes, when the first call past a
+#: boundary of this much event time arrives, as of the event clock then (and again as of that
+#: time at a batch's end, which changes nothing): what closes when is the same however the
+#: calls were batched, so the catch-up after a kill ends as the uninterrupted collector did.
+#: ``toolwatch replay``'s default batches are these minutes, so it acts as it always did.
+TICK_US = 60_000_000
 #: Called per scored call: (call, index in its stream, scores, mask above) — replay measures.
 Observer = Callable[[Call, int, Scores, int], None]
 
@@ -205,6 +213,8 @@ class LiveScorer:
         #: how far the state got (saved with it); None until a catch-up or a state sets it
         self.window: ScoredWindow | None = None
         self._raised: set[tuple[Any, ...]] = set()  # alerts stored before a kill (catch-up)
+        #: the event time the streams were last closed as of (saved: a restart acts alike)
+        self._acted_us = 0
         self._resume()
         if catch_up:
             self._catch_up()
@@ -272,8 +282,12 @@ class LiveScorer:
         evicted = self.scorer.counts["evicted"]
         window = self.window
         for call, span_id, learn, source in self._calls(table):
-            if latest is not None and call.start_us > latest:
-                ahead, ahead_us = ahead + 1, max(ahead_us, call.start_us - latest)
+            t = call.start_us
+            if latest is not None and t > latest:
+                ahead, ahead_us = ahead + 1, max(ahead_us, t - latest)
+                t = latest
+            if t // TICK_US > self.scorer.now_us // TICK_US:  # past a boundary: act now
+                self._advance(self.scorer.now_us)
             index, scores, mask = self.scorer.score(call, learn=learn, latest_us=latest)
             self.calls_scored += 1
             if window is not None:
@@ -338,15 +352,7 @@ class LiveScorer:
                 self.scorer.max_open,
                 self.streams_evicted,
             )
-        try:
-            closed = self.scorer.advance()
-        except Exception as exc:  # a failed fold must not break ingest
-            log.error("live scoring: could not fold closed streams: %s", exc)
-            self.scorer.counts["fold_errors"] += 1
-            closed = []
-        for c in closed:
-            if c.key not in self.scorer.tracks:  # else evicted, then open again: a new stream
-                self._evicted(c.key)
+        self._advance(self._acted_us)  # as of the last boundary passed: nothing new closes
         if alerts:
             self._record(alerts)
         # a crossing (model or novelty; provenance alerts hold no state) is saved at once: a
@@ -356,6 +362,20 @@ class LiveScorer:
         if self.state_path is not None and (stateful or elapsed >= self.save_every_s):
             self.save_state()
         return alerts
+
+    def _advance(self, at_us: int) -> None:
+        """Close idle streams (adaptive: pool, fold, refresh) as of ``at_us`` and forget their
+        above-threshold bits; a failed fold is logged, never raised."""
+        self._acted_us = at_us
+        try:
+            closed = self.scorer.advance(at_us=at_us)
+        except Exception as exc:  # a failed fold must not break ingest
+            log.error("live scoring: could not fold closed streams: %s", exc)
+            self.scorer.counts["fold_errors"] += 1
+            closed = []
+        for c in closed:
+            if c.key not in self.scorer.tracks:  # else evicted, then open again: a new stream
+                self._evicted(c.key)
 
     def save_state(self) -> Path | None:
         """Write the scorer's state (temp file, fsync, rename, directory fsync: a power cut
@@ -367,6 +387,7 @@ class LiveScorer:
         try:
             doc = self.scorer.state()
             doc["above"] = [[k[0], k[1], v] for k, v in self._above.items()]
+            doc["acted_us"] = self._acted_us
             if self.window is not None:
                 self.window.prune(self.scorer.now_us)
             doc["caught"] = None if self.window is None else self.window.to_json()
@@ -390,6 +411,7 @@ class LiveScorer:
             caught = doc.get("caught")  # absent: saved before catch-up existed
             self.window = None if caught is None else ScoredWindow.from_json(caught)
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
+            self._acted_us = int(doc.get("acted_us", self.scorer.now_us))  # absent: older
             if self.novelty is not None:
                 self.novelty.load_json(doc.get("novelty", []))
             for key in [k for k in self._above if k not in self.scorer.tracks]:
@@ -403,6 +425,7 @@ class LiveScorer:
             self._evicted_before = 0
             self.window = None
             self._above = {}
+            self._acted_us = 0
             if self.novelty is not None:
                 self.novelty.streams = {}
             return

@@ -13,7 +13,9 @@ scored, less :data:`LATE_S`) and the span id of every call scored since whose st
 or after it. A stored call in the window whose span id is not there was never scored: it is
 re-scored (in time order) before the collector listens; one that is there was scored and is in
 the state, so nothing is counted twice. A call that arrived more than :data:`LATE_S` behind the
-newest one in the last minute before a kill is the one loss left. With no window (a first start,
+newest one in the last minute before a kill is the one loss left: the store keeps no arrival
+order (a row has its start time only; compaction renames merged part files), so nothing tells
+such a call from the older ones scored long before. With no window (a first start,
 a state from before this was saved) the calls already stored count as seen: a collector never
 scores history it was not running for. An alert the catch-up would raise again (stored, then
 the process killed before the state was saved) is recognised by its span id, cue set and

@@ -196,14 +196,18 @@ class StreamScorer:
 
     # ---------------------------------------------------------------- stream life cycle
 
-    def advance(self, now_us: int | None = None) -> list[Closed]:
+    def advance(self, now_us: int | None = None, *, at_us: int | None = None) -> list[Closed]:
         """Close idle streams; adaptive: pool them, fold those out of quarantine, refresh.
 
         ``now_us`` defaults to the latest call time seen (event time: a replay of old data
-        behaves as live traffic did). Returns the streams closed now.
+        behaves as live traffic did). ``at_us``: act as of this time instead, the clock left
+        as it is — the live path acts at minute boundaries of event time, so what closes when
+        does not depend on how the calls were batched. Returns the streams closed now.
         """
         now = self.now_us if now_us is None else max(now_us, self.now_us)
         self.now_us = now
+        if at_us is not None:
+            now = at_us
         cutoff = now - self.idle_us
         closed, self._evicted = self._evicted, []
         for key in [k for k, t in self.tracks.items() if t.last_us < cutoff]:

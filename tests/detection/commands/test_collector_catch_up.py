@@ -103,3 +103,66 @@ def test_a_collector_killed_before_its_periodic_save_resumes_as_if_never_stopped
     assert again.proc.returncode == 0
     assert f"caught up {len(head)} call(s) stored after its state was last saved" in log
     assert _outcome(again.store) == expected
+
+
+def _traffic_with_a_sleeper() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two normal sessions an hour over the last 20 hours and a slow failing stream that makes
+    12 calls, sleeps 9 hours while the others go on, then makes 25 more; cut after its 5th
+    call back, so the sleep lies in the calls a killed collector must catch up."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=20)
+    offset = (start - T0).total_seconds()
+    first = session(["tool03"] * 12, name="sleeper", gap=10.0, failed=True, start=offset + 1800)
+    back = session(["tool03"] * 25, name="sleeper", gap=10.0, failed=True, start=offset + 34200)
+    for i, row in enumerate(back):
+        row["response_id"] = f"sleeper-back-r{i}"
+    calls = pa.concat_tables(
+        [
+            workload(5, 16, tools=8, start=start),
+            workload(6, 16, tools=8, start=start + timedelta(minutes=30), prefix="v"),
+            table(first + back),
+        ]
+    )
+    calls = calls.sort_by([("start_time", "ascending"), ("seq", "ascending")])
+    rows = calls.to_pylist()
+    for i, row in enumerate(rows):
+        row["span_id"] = f"{i + 1:016x}"
+    cut = T0 + timedelta(seconds=offset + 34200 + 4 * 10.0)
+    return [r for r in rows if r["start_time"] <= cut], [r for r in rows if r["start_time"] > cut]
+
+
+def test_a_stream_idle_inside_the_caught_up_calls_closes_as_it_did_live(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """The catch-up scored the calls missed by a kill as one batch, and streams idle for 6 h
+    closed only at a batch's end: a stream asleep for 9 h inside those calls was not closed,
+    so when it woke its CUSUM went on from where it slept and alerted at another call than the
+    uninterrupted collector, which had closed it and started it afresh. Streams now close at
+    minute boundaries of event time, however the calls were batched: the restarted collector
+    ends with the uninterrupted one's streams, scores and alerts."""
+    head, tail = _traffic_with_a_sleeper()
+    model = ["--model", str(model_path)]
+    straight = Server(tmp_path / "straight", extra=model)
+    try:
+        _send(straight, head, len(head))
+        _send(straight, tail, len(head) + len(tail))
+    finally:
+        straight.stop()
+    expected = _outcome(straight.store)
+    woke = [a for a in expected[3] if a[0] == "sleeper"]
+    assert [a[3] for a in woke] == [20]  # the stream that woke up alerted as a new stream
+    assert woke[0][2] == 12 + 20  # index 20 counted from its waking call (seq 12), not from 0
+
+    first = Server(tmp_path / "killed", extra=model)
+    try:
+        _send(first, head, len(head))
+    finally:
+        first.proc.kill()  # SIGKILL before the first periodic save: the whole head is caught up
+        first.proc.wait(30)
+    again = Server(tmp_path / "killed", extra=model)
+    try:
+        assert _scored(again) == len(head)
+        _send(again, tail, len(head) + len(tail))
+    finally:
+        log = again.stop()
+    assert f"caught up {len(head)} call(s)" in log
+    assert _outcome(again.store) == expected
