@@ -17,7 +17,13 @@ from typing import Any, TypeAlias
 import altair as alt
 import pandas as pd
 
-from toolwatch.app.dashboard.lanes import LANE_LABEL_PX, lane_labels, panel_width
+from toolwatch.app.dashboard.lanes import (
+    LANE_LABEL_PX,
+    PHONE_LANE_LABEL_PX,
+    lane_labels,
+    panel_width,
+    phone_label_expr,
+)
 
 #: Any top-level chart these functions return (altair's ``properties`` widens the types).
 Spec: TypeAlias = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
@@ -57,7 +63,10 @@ def category_scale(domain: Sequence[Any] | None = None) -> alt.Scale:
 #: columns of long labels, ran off the right edge there and hid the last entries.
 NARROW_PX = 600
 #: Vega expression: true in a narrow container (0 = not known yet: drawn as on a wide page).
-_NARROW = f"containerSize()[0] > 0 && containerSize()[0] < {NARROW_PX}"
+#: It names the ``width`` signal, which Streamlit sets when the page is resized (a phone turned,
+#: a window narrowed), so Vega evaluates it again then: ``containerSize()`` alone is no signal,
+#: and a legend laid out at load kept that layout until the page reran.
+NARROW = f"isValid(width) && containerSize()[0] > 0 && containerSize()[0] < {NARROW_PX}"
 
 
 def bottom_legend(columns: int = 0, label_limit: int = 160, **options: Any) -> alt.Legend:
@@ -66,10 +75,8 @@ def bottom_legend(columns: int = 0, label_limit: int = 160, **options: Any) -> a
     label is cut at the container's width rather than at ``label_limit``."""
     return alt.Legend(
         orient="bottom",
-        columns=alt.ExprRef(expr=f"{_NARROW} ? 1 : {columns}"),
-        labelLimit=alt.ExprRef(
-            expr=f"{_NARROW} ? max(80, containerSize()[0] - 60) : {label_limit}"
-        ),
+        columns=alt.ExprRef(expr=f"{NARROW} ? 1 : {columns}"),
+        labelLimit=alt.ExprRef(expr=f"{NARROW} ? max(80, containerSize()[0] - 60) : {label_limit}"),
         **options,
     )
 
@@ -311,16 +318,28 @@ def timeline_chart(
         .mark_point(filled=True, size=60)
         .encode(
             x=x,
-            y=alt.Y("lane:N", title="tool", sort=None, axis=alt.Axis(labelLimit=LANE_LABEL_PX)),
+            y=alt.Y(
+                "lane:N",
+                title="tool",
+                sort=None,
+                axis=alt.Axis(
+                    labelLimit=alt.ExprRef(
+                        expr=f"{NARROW} ? {PHONE_LANE_LABEL_PX} : {LANE_LABEL_PX}"
+                    ),
+                    labelExpr=phone_label_expr(lanes, NARROW),
+                ),
+            ),
             color=alt.Color(
                 "failed:N",
                 scale=alt.Scale(domain=[False, True], range=[OURS, MARKER]),
                 title="failed",
+                legend=bottom_legend(),
             ),
             shape=alt.Shape(
                 "injected:N",
                 scale=alt.Scale(domain=[False, True], range=["circle", "diamond"]),
                 title="injected",
+                legend=bottom_legend(),
             ),
             tooltip=tooltip,
         )
@@ -338,6 +357,7 @@ def timeline_chart(
                 "same_response:N",
                 title="same response",
                 scale=alt.Scale(domain=[True, False], range=[PALETTE[2], PALETTE[3]]),
+                legend=bottom_legend(),
             ),
             tooltip=tooltip,
         )
@@ -359,6 +379,7 @@ def timeline_chart(
                 "direction:N",
                 title="size",
                 scale=alt.Scale(domain=["input", "output"], range=[PALETTE[0], PALETTE[1]]),
+                legend=bottom_legend(),
             ),
             tooltip=tooltip,
         )
@@ -372,15 +393,14 @@ def timeline_chart(
             .encode(
                 x=x,
                 y=alt.Y("score:Q", title="cue score (standardised)"),
-                color=alt.Color("cue:N", title="cue", scale=category_scale(cues)),
+                color=alt.Color(
+                    "cue:N", title="cue", scale=category_scale(cues), legend=bottom_legend()
+                ),
                 tooltip=["index:Q", "cue:N", alt.Tooltip("score:Q", format=".2f")],
             )
         )
         names = [statistic, "threshold (operating point)", "alert"]
-        # a fixed row: the timeline is drawn at its own width, not the container's
-        colour = legend_colour(
-            names, ["#1f2d3d", MARKER, MARKER], "detector", alt.Legend(orient="bottom")
-        )
+        colour = legend_colour(names, ["#1f2d3d", MARKER, MARKER], "detector")
         stat = as_what(alt.Chart(calls).mark_line(point=True), names[0]).encode(
             x=x,
             y=alt.Y(f"{statistic}:Q", title=f"{statistic} (standardised)"),
@@ -414,7 +434,14 @@ def timeline_chart(
             panel(cue_lines, 120),
             alt.layer(highlight, *layers).properties(width=width, height=140),
         ]
-    return alt.vconcat(*panels).resolve_scale(color="independent", shape="independent")
+    # fit-x: Streamlit gives every panel the container's width and Vega narrows them by the lane
+    # labels and axes, so the timeline fits a phone as well as a 1,400 px window (it kept its
+    # own 886 px and ran off a 390 px screen); legends sit under their panels for the same reason
+    return (
+        alt.vconcat(*panels)
+        .resolve_scale(color="independent", shape="independent")
+        .properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    )
 
 
 def heatmap(

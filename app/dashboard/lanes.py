@@ -8,6 +8,7 @@ panels take the width the labels leave, so the whole timeline fits the page.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 #: The most characters of a timeline lane's label: an MCP tool keeps the start of its server and
@@ -27,6 +28,10 @@ TIMELINE_CHROME_PX = 160
 #: A lane label's width per character, generously (Vega's 10 px axis font is 5–6 px a letter).
 LABEL_CHAR_PX = 6
 PANEL_MAX_PX, PANEL_MIN_PX = 640, 360
+#: On a phone (a container narrower than ``charts.NARROW_PX``) a lane label is at most this many
+#: characters, the server's first :data:`PHONE_SERVER_CHARS` kept, drawn at most
+#: :data:`PHONE_LANE_LABEL_PX` wide: 260 px of labels left a 390 px screen no room for the calls.
+PHONE_LANE_CHARS, PHONE_SERVER_CHARS, PHONE_LANE_LABEL_PX = 24, 4, 150
 
 
 def short_tool(tool: str) -> str:
@@ -48,9 +53,9 @@ def middle_cut(text: str, limit: int) -> str:
     return text[:head] + "…" + (text[-tail:] if tail > 0 else "")
 
 
-def lane_label(tool: str, limit: int = LANE_LABEL_CHARS) -> str:
+def lane_label(tool: str, limit: int = LANE_LABEL_CHARS, server_chars: int = SERVER_CHARS) -> str:
     """A timeline lane's label: :func:`short_tool` in at most ``limit`` characters. An MCP tool
-    keeps its tool name whole when it fits beside the server's first :data:`SERVER_CHARS`
+    keeps its tool name whole when it fits beside the server's first ``server_chars``
     characters, the server's start and the name's start and end otherwise; any other name is
     cut in the middle."""
     full = short_tool(tool)
@@ -59,7 +64,7 @@ def lane_label(tool: str, limit: int = LANE_LABEL_CHARS) -> str:
     if full == tool:  # not an MCP tool
         return middle_cut(full, limit)
     server, _, name = tool[5:].partition("__")
-    kept = server if len(server) <= SERVER_CHARS else server[:SERVER_CHARS] + "…"
+    kept = server if len(server) <= server_chars else server[:server_chars] + "…"
     name = middle_cut(name, limit - 3 - len(kept))
     room = limit - 3 - len(name)
     if len(server) > room:
@@ -67,14 +72,16 @@ def lane_label(tool: str, limit: int = LANE_LABEL_CHARS) -> str:
     return f"{server} · {name}"
 
 
-def lane_labels(tools: Sequence[str]) -> dict[str, str]:
+def lane_labels(
+    tools: Sequence[str], limit: int = LANE_LABEL_CHARS, server_chars: int = SERVER_CHARS
+) -> dict[str, str]:
     """Each tool's :func:`lane_label`, made unique: tools cut to the same label (they differ
     only in the part left out) get " #2", " #3", … in order of appearance, so they keep a
     lane each."""
     labels: dict[str, str] = {}
     taken: dict[str, int] = {}
     for tool in dict.fromkeys(tools):
-        label = lane_label(tool)
+        label = lane_label(tool, limit, server_chars)
         n = taken.get(label, 0) + 1
         taken[label] = n
         labels[tool] = label if n == 1 else f"{label} #{n}"
@@ -87,3 +94,12 @@ def panel_width(lanes: Sequence[str]) -> int:
     longest = max((len(lane) for lane in lanes), default=0)
     label_px = min(LANE_LABEL_PX, LABEL_CHAR_PX * longest)
     return max(PANEL_MIN_PX, min(PANEL_MAX_PX, TIMELINE_PX - TIMELINE_CHROME_PX - label_px))
+
+
+def phone_label_expr(lanes: dict[str, str], narrow: str) -> str:
+    """A Vega ``labelExpr`` giving each lane (``lanes``: tool -> its desktop label) its
+    shorter phone label (:data:`PHONE_LANE_CHARS`) in a narrow container, so Vega's own cut at
+    the end does not hide the tool name there; ``narrow`` is the Vega test for a phone."""
+    phone = lane_labels(list(lanes), PHONE_LANE_CHARS, PHONE_SERVER_CHARS)
+    table = json.dumps({lanes[t]: phone[t] for t in lanes if phone[t] != lanes[t]})
+    return f"{narrow} ? ({table}[datum.value] || datum.value) : datum.value"

@@ -69,8 +69,9 @@ def _choose_run(runs: pd.DataFrame) -> str:
         created = pd.Timestamp(r["created"]).strftime("%Y-%m-%d %H:%M UTC")
         seeds = len(str(r["seeds"]).split(","))
         return (
-            f"{run_id} · {created} · {int(r['streams'])} normal streams over {int(r['weeks'])} "
-            f"weeks × {seeds} seeds · {r['statistic']} at {target_pct(float(r['fa_target']))}"
+            f"{run_id} · {created} · {ui.counted(r['streams'], 'normal stream')} over "
+            f"{ui.counted(r['weeks'], 'week')} × {ui.counted(seeds, 'seed')} · "
+            f"{r['statistic']} at {target_pct(float(r['fa_target']))}"
         )
 
     ids = [str(r) for r in runs["run_id"]]

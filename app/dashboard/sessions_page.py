@@ -266,7 +266,7 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
         default="",
     )
     _summary(view, stream, statistic, threshold, alerts)
-    st.vega_lite_chart(_timeline_spec(view, cue_scores, statistic, threshold))
+    st.vega_lite_chart(_timeline_spec(view, cue_scores, statistic, threshold), width="stretch")
     shown = ["index", "seq", "tool", "alert_by"]
     if model is not None:
         shown += [statistic or "all_cusum", "all", *CUE_NAMES]

@@ -64,6 +64,10 @@ def alerts_per_hour_chart(
 #: labelled with the same date.
 FEW_DAYS = 31
 DAYS_PX = 680
+#: The widest a day's bar is drawn (px), and the share of its day's band it takes.
+DAY_BAR_MAX_PX, DAY_BAR_SHARE = 36, 0.7
+#: The calls-per-day chart's parts beside a row's plot: the y axis with its title and padding.
+DAYS_CHROME_PX = 80
 
 
 def calls_per_day_chart(per_day: pd.DataFrame) -> Spec:
@@ -91,14 +95,44 @@ def _day_row(part: pd.DataFrame, source: str, colour: alt.Color) -> alt.Chart:
         )
         x = alt.X("date:O", title="day (UTC)", sort=None, axis=alt.Axis(labelAngle=0))
         tooltip = [alt.Tooltip("date:N", title="day (UTC)"), "source:N", calls]
-        bar = alt.Chart(data).mark_bar(size=max(4, min(36, int(0.7 * DAYS_PX / len(every)))))
+        bar = alt.Chart(data).mark_bar(size=_day_bar_size(len(every)))
     else:
-        x = alt.X("day:T", title="day (UTC)", axis=alt.Axis(format="%Y-%m-%d", labelAngle=0))
-        tooltip = [alt.Tooltip("day:T", format="%Y-%m-%d", title="day (UTC)"), "source:N", calls]
+        x = alt.X(
+            "day:T",
+            title="day (UTC)",
+            scale=alt.Scale(type="utc"),  # the days are UTC: local time shifted their labels
+            axis=alt.Axis(format="%Y-%m-%d", labelAngle=0, labelFlush=True),
+        )
+        tooltip = [
+            alt.Tooltip("utcyearmonthdate(day):T", format="%Y-%m-%d", title="day (UTC)"),
+            "source:N",
+            calls,
+        ]
         bar = alt.Chart(part).mark_bar()
     return bar.encode(x=x, y=y, color=colour, tooltip=tooltip).properties(
         height=160, width=DAYS_PX, title=alt.TitleParams(source, anchor="start")
     )
+
+
+def _day_bar_size(days: int) -> alt.ExprRef:
+    """A day's bar: :data:`DAY_BAR_SHARE` of its band, at least 4 and at most
+    :data:`DAY_BAR_MAX_PX` px, from the container's width (Streamlit draws each row as wide as
+    the page): a size fixed for :data:`DAYS_PX` overlapped the bars on a 390 px phone. The width
+    before the container is known is :data:`DAYS_PX`; naming ``width`` re-sizes on a resize."""
+    known = "isValid(width) && containerSize()[0] > 0"
+    plot = f"({known} ? containerSize()[0] - {DAYS_CHROME_PX} : {DAYS_PX})"
+    return alt.ExprRef(expr=f"max(4, min({DAY_BAR_MAX_PX}, {DAY_BAR_SHARE} * {plot} / {days}))")
+
+
+def _mondays(weeks: pd.DataFrame) -> list[alt.DateTime]:
+    """The weeks' Mondays (UTC), the x axis's ticks: Vega's own weekly ticks fell on Sundays in
+    the browser's time zone, beside the Monday points, the first week unlabelled."""
+    days = [pd.Timestamp(d) for d in sorted(set(weeks["week"]))] if not weeks.empty else []
+    return [alt.DateTime(year=d.year, month=d.month, date=d.day, utc=True) for d in days]
+
+
+#: The weekly chart's plot height (px); its axes and legend come on top.
+WEEKS_PLOT_PX = 200
 
 
 def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]) -> Spec:
@@ -113,11 +147,16 @@ def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]
         alt.Chart(weeks)
         .mark_line(point=alt.OverlayMarkDef(size=60, filled=True), strokeWidth=2)
         .encode(
-            x=alt.X("week:T", title="week (Monday, UTC)", axis=alt.Axis(format="%Y-%m-%d")),
+            x=alt.X(
+                "week:T",
+                title="week (Monday, UTC)",
+                scale=alt.Scale(type="utc"),
+                axis=alt.Axis(format="%Y-%m-%d", labelFlush=True, values=_mondays(weeks)),
+            ),
             y=alt.Y("rate:Q", title="normal streams alarming (%)", axis=alt.Axis(format="%")),
             color=colour,
             tooltip=[
-                alt.Tooltip("week:T", format="%Y-%m-%d", title="week"),
+                alt.Tooltip("utcyearmonthdate(week):T", format="%Y-%m-%d", title="week"),
                 alt.Tooltip("what:N", title="model"),
                 alt.Tooltip("alarming:N", title="alarming"),
             ],
@@ -133,4 +172,8 @@ def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]
             tooltip=[alt.Tooltip("what:N", title="line"), alt.Tooltip("level:Q", format=".1%")],
         )
     )
-    return alt.layer(lines, rules).properties(height=260)
+    # fit-x: only the width fits the page, so a phone's legend of one entry a row does not
+    # squash the plot (with "fit" the 260 px held the legend too and left the lines a hairline)
+    return alt.layer(lines, rules).properties(
+        height=WEEKS_PLOT_PX, autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
+    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from support.paths import REPO
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE
+from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import ModelConfig, NormalModel
@@ -31,6 +35,8 @@ from toolwatch.injection.experiment import (
 SCENARIOS = REPO / "scenarios"
 WB_SCENARIOS = ("c1-support-01", "a2-hr-01")
 KINDS = ("burst", "runaway_retry", "sequence_hijack", "control_same_response_burst")
+#: The injected kinds of the replays the tests save (short names in the report: burst, runaway).
+REPLAY_KINDS = ("burst", "runaway_retry")
 
 
 def build_store(root: Path, sessions: int = 80) -> dict[str, Any]:
@@ -92,6 +98,47 @@ def pct0(x: float) -> str:
 
 def interval(rate: float, lo: float, hi: float) -> str:
     return f"{pct0(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
+
+
+# ------------------------------------------------------------------------------ replay
+
+
+def run_replay(root: Path, *extra: str) -> tuple[str, str]:
+    """Run ``toolwatch replay`` on ``root``: (its printed text, the run id it saved)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = cli_main(
+            [
+                "replay",
+                "--store",
+                str(root),
+                "--split-shares",
+                "0.44,0.07",
+                "--seeds",
+                "1",
+                "--kinds",
+                ",".join(REPLAY_KINDS),
+                *extra,
+            ]
+        )
+    assert code == 0
+    text = out.getvalue()
+    found = re.search(r"^saved as run (\w+) ", text, re.M)
+    assert found
+    return text, found.group(1)
+
+
+def printed_weeks(text: str) -> dict[str, list[str]]:
+    """The CLI's weekly table: first cell (week, ``thin`` and all) -> its cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("week "))
+    found = {}
+    for line in lines[start + 2 :]:
+        if not line.strip():
+            break
+        cells = re.split(r" {2,}", line.strip())
+        found[cells[0]] = cells
+    return found
 
 
 # ------------------------------------------------------------------------------ AppTest

@@ -12,6 +12,9 @@ Needs Debian's ``chromium`` (``.ci/run`` installs it): skipped without it, excep
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import itertools
 import json
 import os
 import urllib.parse
@@ -21,9 +24,18 @@ from typing import Any
 
 import pytest
 
-from support.app import interval, rows
-from support.browser import Loaded, browser, chromium_path, open_page, running_app, screenshot
+from support.app import REPLAY_KINDS, interval, printed_weeks, rows, run_replay
+from support.browser import (
+    VIEWPORT,
+    Loaded,
+    browser,
+    chromium_path,
+    open_page,
+    running_app,
+    screenshot,
+)
 from support.paths import REPO
+from toolwatch.app.dashboard.time_charts import WEEKS_PLOT_PX
 from toolwatch.injection.experiment.report import label
 
 pytestmark = pytest.mark.browser
@@ -248,3 +260,127 @@ def _metrics(page: Any) -> dict[str, str]:
         name = m.locator('[data-testid="stMetricLabel"]').inner_text().strip()
         found[name] = m.locator('[data-testid="stMetricValue"]').inner_text().strip()
     return found
+
+
+def test_replay_page_shows_the_saved_run(app: dict[str, Any]) -> None:
+    """The Replay page had no browser test: an empty store's guide, then a run saved by
+    ``toolwatch replay`` whose weekly table and drawn points are what the command printed; at
+    a phone's width the chart fits the screen and keeps its plot (with autosize "fit" the
+    legend stacked one entry a row took the chart's 260 px and left the lines a hairline)."""
+    root = app["root"]
+    page = visit(app, "replay", "replay-empty")
+    assert page.title == "Replay"
+    assert f"No replay results in the store {root} yet" in page.text
+    assert f"toolwatch replay --store {root}" in page.text
+    text, run_id = run_replay(root)
+    weeks = printed_weeks(text)
+    page = visit(app, "replay", "replay")
+    chosen = app["page"].get_by_role("combobox", name="Replay run").input_value()
+    assert chosen.startswith(run_id) and "× 1 seed ·" in chosen  # the newest; "1 seeds" before
+    table = table_with(page, "adaptive: alarming (95% CI)")
+    assert [r[0] for r in table[1:]] == list(weeks)  # every week, then "all"
+    # the printed columns, as the page names them (the grid holds the columns in view)
+    names = ["week", "streams"]
+    for model in ("adaptive", "frozen"):
+        alarming = f"{model}: alarming" + (" (95% CI)" if model == "adaptive" else "")
+        names += [alarming, f"{model}: threshold", f"{model}: burst", f"{model}: runaway"]
+    shown = [(i, names.index(h)) for i, h in enumerate(table[0]) if h in names]
+    assert len(shown) >= 6, table[0]
+    for row in table[1:]:
+        printed = weeks[row[0]]
+        if row[0] == "all":  # no threshold for the whole replay: blank on the page, not printed
+            printed = [*printed[:3], "", *printed[3:6], "", *printed[6:]]
+        assert [row[i] for i, _ in shown] == [printed[j] for _, j in shown], row
+    drawn = {}
+    for mark in app["page"].locator('[data-testid="stVegaLiteChart"] path[aria-label]').all():
+        aria = dict(part.split(": ", 1) for part in mark.get_attribute("aria-label").split("; "))
+        if "model" in aria:
+            drawn[(aria["week"], aria["model"])] = aria["alarming"]
+    assert drawn  # the lines' points
+    for (week, model), alarming in drawn.items():
+        cells = next(c for name, c in weeks.items() if name.startswith(week))
+        printed = cells[2] if model == "adaptive" else cells[3 + len(REPLAY_KINDS) + 1]
+        assert printed.startswith(alarming), (week, model, alarming, printed)
+    assert {m for _, m in drawn} == {"adaptive", "frozen"}
+    with phone(app["page"]):
+        visit(app, "replay", "replay-phone")
+        (box,) = _chart_boxes(app["page"])
+        assert box["left"] >= 0 and box["right"] <= PHONE["width"], box
+        assert box["plot"] >= WEEKS_PLOT_PX - 1, box  # the plot kept its height
+
+
+def test_the_timeline_and_calls_per_day_fit_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px the Sessions timeline kept its own width (886 px: panels, lane labels and
+    legends on the right) and ran off the screen, and the calls-per-day bars, sized for a
+    680 px row, overlapped; both now fit the screen, the bars apart."""
+    root = app["root"]
+    alert = rows(root, "SELECT session_id, agent_id FROM alerts ORDER BY alert_time LIMIT 1")[0]
+    query = urllib.parse.urlencode(
+        {"session": alert["session_id"], **({"agent": a} if (a := alert["agent_id"]) else {})}
+    )
+    (first,) = rows(root, "SELECT min(start_time)::DATE AS d FROM calls WHERE source = 'simulated'")
+    start = first["d"]
+    end = start + dt.timedelta(days=20)  # a band axis: one bar a day
+    with phone(app["page"]):
+        visit(app, f"sessions?{query}", "session-phone")
+        (timeline,) = _chart_boxes(app["page"])
+        assert timeline["left"] >= 0 and timeline["right"] <= PHONE["width"], timeline
+        assert timeline["content"] <= timeline["right"] - timeline["left"] + 2, timeline
+        visit(app, f"corpus?range=custom&from={start}&to={end}", "corpus-phone")
+        (days,) = _chart_boxes(app["page"])
+        assert days["left"] >= 0 and days["right"] <= PHONE["width"], days
+        bars = sorted(
+            app["page"].evaluate(
+                "() => Array.from(document.querySelectorAll("
+                "'[data-testid=\"stVegaLiteChart\"] .mark-rect path')).map(p => {"
+                "const r = p.getBoundingClientRect(); return [r.left, r.right]; })"
+            )
+        )
+        assert len(bars) >= 10
+        for (_, right), (left, _) in itertools.pairwise(bars):
+            assert right <= left + 0.5, bars  # side by side, not overlapping
+
+
+def test_legends_restack_when_the_window_narrows(app: dict[str, Any]) -> None:
+    """A legend under a chart stacked one entry a row only when the page loaded narrow: a window
+    narrowed (a phone turned) after loading kept the desktop row, its last entries off the
+    screen until the page reran. Vega now lays the legends out again on a resize."""
+    visit(app, "", "detection-before-narrowing")
+    page = app["page"]
+    with phone(page):
+        page.wait_for_timeout(2500)  # Streamlit resizes the charts
+        labels = page.evaluate(
+            "() => Array.from(document.querySelectorAll("
+            "'[data-testid=\"stVegaLiteChart\"] .role-legend-label text')).map(t => {"
+            "const r = t.getBoundingClientRect(); return [r.right, r.top]; })"
+        )
+    assert len(labels) >= 9  # the bars', the ROC's and the latency legends
+    assert all(right <= PHONE["width"] for right, _ in labels), labels
+    assert len({round(top) for _, top in labels}) == len(labels)  # one entry a row
+
+
+PHONE = {"width": 390, "height": 1800}
+
+
+@contextlib.contextmanager
+def phone(page: Any) -> Iterator[None]:
+    """The shared page at a phone's width, back at the desktop's after."""
+    page.set_viewport_size(PHONE)
+    try:
+        yield
+    finally:
+        page.set_viewport_size(VIEWPORT)
+
+
+def _chart_boxes(page: Any) -> list[dict[str, float]]:
+    """Each drawn chart's left and right edge on the screen, the width of what Vega drew in it
+    (``content``) and the height of its (first) plot (``plot``, its grid's)."""
+    return list(
+        page.evaluate(
+            "() => Array.from(document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg'))"
+            ".map(s => { const r = s.getBoundingClientRect();"
+            " const grid = s.querySelector('.role-axis-grid');"
+            " return {left: r.left, right: r.right, content: s.querySelector('g').getBBox().width,"
+            " plot: grid ? grid.getBoundingClientRect().height : 0}; })"
+        )
+    )

@@ -66,7 +66,8 @@ def test_a_very_long_tool_name_keeps_the_timeline_readable() -> None:
     two = prefix + "a" * (MAX_STRING_BYTES - len(prefix) - 1) + "2"
     spec = _timeline([one, two, "Read", one, two, "Read"])
     (axis,) = _axes(spec, "lane")
-    assert 0 < axis["labelLimit"] <= 300, axis
+    assert 0 < _at_width(axis["labelLimit"], DESKTOP_PX) <= 300, axis
+    assert 0 < _at_width(axis["labelLimit"], PHONE_PX) <= PHONE_PX / 2, axis  # room for calls
     lanes = {row["lane"] for data in spec["datasets"].values() for row in data if "lane" in row}
     assert len(lanes) == 3  # the two long tools are two lanes, not one
     assert {row["tool"] for data in spec["datasets"].values() for row in data} >= {one, two}
@@ -92,7 +93,8 @@ def _at_width(value: Any, width: float) -> Any:
     :func:`charts.bottom_legend` writes)."""
     if not isinstance(value, dict):
         return value
-    expr = value["expr"].replace("containerSize()[0]", str(width)).replace("&&", " and ")
+    expr = value["expr"].replace("isValid(width)", "True").replace("containerSize()[0]", str(width))
+    expr = expr.replace("&&", " and ")
     test, _, rest = expr.partition("?")
     yes, _, no = rest.partition(":")
     return eval(f"({yes}) if ({test}) else ({no})", {"max": max})
@@ -210,7 +212,7 @@ def test_the_timeline_fits_a_1400_px_window() -> None:
         spec = _timeline(tools)
         longest = max(len(lane) for lane in _lanes(spec).values())
         (axis,) = _axes(spec, "lane")
-        label_px = min(axis["labelLimit"], 6 * longest)
+        label_px = min(_at_width(axis["labelLimit"], DESKTOP_PX), 6 * longest)
         widths = set(_widths(spec))
         assert len(widths) == 1, widths  # the panels stay aligned
         (width,) = widths

@@ -8,9 +8,6 @@ The store is filled the way a user fills it: simulated calls, then ``toolwatch r
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,48 +15,21 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.app import chart_data, frame_with, metric
+from support.app import chart_data, frame_with, metric, printed_weeks, run_replay
 from toolwatch.app.dashboard.settings import MAIN_SCRIPT
-from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 
 PAGE = "replay_page.py"
-KINDS = ("burst", "runaway_retry")
 SHORT = ("burst", "runaway")
-
-
-def _replay(root: Path, *extra: str) -> tuple[str, str]:
-    """Run ``toolwatch replay`` on ``root``: (its printed text, the run id it saved)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = cli_main(
-            [
-                "replay",
-                "--store",
-                str(root),
-                "--split-shares",
-                "0.44,0.07",
-                "--seeds",
-                "1",
-                "--kinds",
-                ",".join(KINDS),
-                *extra,
-            ]
-        )
-    assert code == 0
-    text = out.getvalue()
-    found = re.search(r"^saved as run (\w+) ", text, re.M)
-    assert found
-    return text, found.group(1)
 
 
 @pytest.fixture(scope="module")
 def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("replay") / "store"
     Store(root).append("calls", simulate(seed=2, scale=0.25))
-    first, first_id = _replay(root)
-    second, second_id = _replay(root, "--target-fa", "0.1")
+    first, first_id = run_replay(root)
+    second, second_id = run_replay(root, "--target-fa", "0.1")
     return {
         "root": root,
         "runs": {first_id: first, second_id: second},
@@ -85,19 +55,6 @@ def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield open_at
 
 
-def _printed_rows(text: str) -> dict[str, list[str]]:
-    """The CLI's weekly table: first cell (week, ``thin`` and all) -> its cells."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("week "))
-    found = {}
-    for line in lines[start + 2 :]:
-        if not line.strip():
-            break
-        cells = re.split(r" {2,}", line.strip())
-        found[cells[0]] = cells
-    return found
-
-
 def _line(text: str, start: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(start))
 
@@ -109,7 +66,7 @@ def test_the_weekly_table_is_what_the_command_printed(replays: dict[str, Any], p
     assert at.title[0].value == "Replay"
     assert at.selectbox(key="w_replay").value == first
     table = frame_with(at, "adaptive: alarming (95% CI)", "week")
-    printed = _printed_rows(text)
+    printed = printed_weeks(text)
     assert list(table.index) == list(printed)  # every week, then "all"
     for week, cells in printed.items():
         row = table.loc[week]
@@ -144,7 +101,7 @@ def test_adaptive_beside_frozen_and_one_threshold_are_the_printed_figures(
     text = replays["runs"][first]
     at = page(replays["root"], replay=first)
     models = frame_with(at, "one threshold: alarming, threshold", "model")
-    printed = _printed_rows(text)["all"]
+    printed = printed_weeks(text)["all"]
     assert metric(at, "Target") == "5%"
     assert metric(at, "adaptive: normal streams alarming") == " ".join(printed[2].split()[:2])
     assert metric(at, "frozen: normal streams alarming") == printed[5]
@@ -172,7 +129,7 @@ def test_the_chart_and_the_run_follow_the_url(replays: dict[str, Any], page: Any
     at = page(replays["root"])  # the newest run by default: the second, at a 10% target
     assert at.selectbox(key="w_replay").value == second
     assert metric(at, "Target") == "10%"
-    weeks = _printed_rows(replays["runs"][second])
+    weeks = printed_weeks(replays["runs"][second])
     data = chart_data(at, "rate")
     for _, point in data.iterrows():
         week = next(w for w in weeks if w.startswith(str(point["week"])))
