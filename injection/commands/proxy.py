@@ -4,7 +4,9 @@
     toolwatch proxy --scenario s.json --upstream-url http://127.0.0.1:8000/mcp --transport http
 
 Without an upstream, the scenario's own tools are served in process (fully offline). Without a
-scenario the proxy is transparent. What is armed is logged at start (stderr).
+scenario the proxy is transparent. What is armed is logged at start (stderr); a fault the
+upstream's listing says could never act as written (its tool not listed, an A4 rename of an
+argument the tool lacks, a silent fault its output schema rejects) is refused, exit 2.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         scenario, target = _resolve(args)
         anyio.run(_main, args, scenario, target)
     except _UsageError as exc:
+        print(f"toolwatch proxy: {exc}", file=sys.stderr)
+        return 2
+    except ScenarioError as exc:  # the upstream's listing says the fault could never act
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
         return 2
     except (UpstreamUnavailable, OSError) as exc:

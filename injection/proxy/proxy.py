@@ -43,7 +43,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.effects import announce_injection
 from toolwatch.injection.faults.engine import FaultEngine
-from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.faults.fit import upstream_problems
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
@@ -63,6 +64,8 @@ _T = TypeVar("_T")
 _R = TypeVar("_R", bound=types.Result)
 #: ``data`` key of the JSON-RPC error the proxy sends when the upstream cannot be reached.
 UPSTREAM_UNAVAILABLE_KEY = "toolwatch/upstream"
+#: The most ``tools/list`` pages read at start (a cursor that never ends stops there).
+_START_PAGES = 100
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,33 +162,40 @@ class FaultProxy(Server[Any]):
     async def start(self) -> None:
         """Learn the upstream's tools and say which fault is armed (or that none is).
 
+        A fault the upstream's listing says can never fire as written (its tool not listed,
+        an A4 rename of an argument the tool does not have, a silent fault its declared
+        output schema rejects) is :class:`ScenarioError` at that scenario field: proxying
+        unchanged while the user believes a fault is armed would be a silent no-op.
+
         An upstream that completes the handshake but never answers ``tools/list`` would hold
         the start forever: after the connect timeout it is :class:`UpstreamUnavailable`.
         """
         timeout = self.upstream.connect_timeout
+        listed = False
         try:
             with anyio.fail_after(timeout):
-                listing = await self.upstream.list_tools(None)
+                cursor: str | None = None
+                for _ in range(_START_PAGES):  # every page: the faulty tool may be on any
+                    params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+                    listing = await self.upstream.list_tools(params)
+                    self._remember(listing)
+                    self._advertise(listing)
+                    cursor = listing.next_cursor
+                    if cursor is None:
+                        listed = True
+                        break
         except TimeoutError as exc:
             raise UpstreamUnavailable(
                 f"upstream {self.upstream.name} did not answer tools/list within {timeout:g} s"
             ) from exc
         except (UpstreamUnavailable, MCPError) as exc:
             logger.warning("could not list the upstream's tools at start: %s", exc)
-        else:
-            self._remember(listing)
-            self._advertise(listing)
         for line in self.armed():
             logger.info("%s", line)
-        if self.engine is not None and self._upstream_tools:
-            names = {t["name"] for t in self._upstream_tools}
-            if self.engine.fault.tool not in names:
-                logger.warning(
-                    "armed fault targets tool %r, which upstream %s does not list (it lists: %s)",
-                    self.engine.fault.tool,
-                    self.upstream.name,
-                    ", ".join(sorted(names)) or "nothing",
-                )
+        if self.scenario is not None and listed:
+            problems = upstream_problems(self.scenario, self._upstream_tools, self.upstream.name)
+            if problems:
+                raise ScenarioError(self.scenario.source, problems)
 
     def armed(self) -> list[str]:
         """Lines describing what the proxy will do to traffic."""

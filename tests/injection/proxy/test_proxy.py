@@ -36,7 +36,7 @@ from toolwatch.injection.faults.codec import scenario_to_json
 from toolwatch.injection.faults.effects import PERMISSION_DENIED_CODE
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.pointer import resolve_pointer
-from toolwatch.injection.faults.scenario import Occurrence, Scenario
+from toolwatch.injection.faults.scenario import Occurrence, Scenario, ScenarioError
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.proxy.proxy import (
     UPSTREAM_UNAVAILABLE_KEY,
@@ -489,7 +489,7 @@ def test_b2_conflict_survives_between_the_two_tools() -> None:
 # -------------------------------------------------------------------------------- start-up, logs
 
 
-def test_start_up_says_what_is_armed_and_warns_about_missing_tools(
+def test_start_up_says_what_is_armed_and_refuses_a_tool_the_upstream_lacks(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     s = find_scenario("a3-ops-01")
@@ -499,19 +499,21 @@ def test_start_up_says_what_is_armed_and_warns_about_missing_tools(
         with caplog.at_level(logging.INFO, logger="toolwatch.injection.proxy.proxy"):
             async with run_proxy(s, None):
                 pass
-            async with run_proxy(s, ScenarioServer(other)):
-                pass
+            with pytest.raises(ScenarioError) as info:
+                async with run_proxy(s, ScenarioServer(other)):
+                    pass
             async with run_proxy(None, ScenarioServer(other)):
                 pass
+        assert str(info.value).startswith(
+            f"{s.source}: /fault/tool: upstream in-process server 'finance-tools' lists no "
+            "tool 'restart_service' (it lists: "
+        )
+        assert str(info.value).endswith("): the fault could never fire")
 
     anyio.run(main)
     text = caplog.text
     assert "armed: A3 replace_with_403 on tool 'restart_service' at call #1 and later" in text
     assert "label A3:a3-ops-01" in text
-    assert (
-        "armed fault targets tool 'restart_service', which upstream in-process server "
-        "'finance-tools' does not list" in text
-    )
     assert "transparent, no fault armed" in text
 
 

@@ -8,6 +8,7 @@ injection log or the log (every logger at DEBUG).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -64,7 +65,10 @@ def test_no_canary_through_the_proxy(
         args=["-c", LAUNCH, str(SERVER)],
         env={"TW_DESCRIPTION": f"tool for {canary}"},
     )
-    scenario = find_scenario("a2-travel-01") if armed else None  # its tool is not here: forwarded
+    scenario = None
+    if armed:  # a 503 in place of the server's own failure, which would quote the canary
+        a2 = find_scenario("a2-travel-01")
+        scenario = dataclasses.replace(a2, fault=dataclasses.replace(a2.fault, tool="fail"))
     log = tmp_path / "injections.jsonl"
     store = Store(tmp_path / "store")
     collector = Collector(store)
@@ -86,6 +90,7 @@ def test_no_canary_through_the_proxy(
     text = "\n".join(seen)
     assert text.count(canary) >= 6  # description, results, errors: the canary travelled
     assert_absent(caplog.text, canary, "the log")
+    assert log.exists() == armed  # the armed fault fired
     if log.exists():
         assert_absent(log.read_bytes(), canary, "the injection log")
     assert_store_clean(store, canary)
