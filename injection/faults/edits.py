@@ -65,18 +65,41 @@ def edit_json(
     structured content and to every text block that holds JSON, keeping the two in step."""
     out = copy.deepcopy(dict(result))
     changed = False
+    rewritten: dict[str, str] = {}
     if isinstance(out.get("structuredContent"), dict):
+        before = copy.deepcopy(out["structuredContent"])
         changed |= edit(out["structuredContent"])
+        rewritten = _rewritten_strings(before, out["structuredContent"])
     for block in out.get("content") or []:
         if block.get("type") != "text":
             continue
         doc = parse_json_text(block.get("text", ""))
         if doc is None:
+            # A plain text that is a structured string (the Python SDK's tool returning
+            # ``str`` sends it as text and as ``{"result": text}``): edited alike, or a
+            # model reading the text would never see the fault the structured copy carries.
+            if block.get("text") in rewritten:
+                block["text"] = rewritten[block["text"]]
             continue
         if edit(doc):
             changed = True
             block["text"] = dump_like(block["text"], doc)
     return out, changed
+
+
+def _rewritten_strings(before: Any, after: Any) -> dict[str, str]:
+    """Old string -> new string for every string ``edit`` changed in place (same path)."""
+    if isinstance(before, str) and isinstance(after, str):
+        return {before: after} if before != after else {}
+    pairs: list[tuple[Any, Any]] = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        pairs = [(v, after[k]) for k, v in before.items() if k in after]
+    elif isinstance(before, list) and isinstance(after, list):
+        pairs = list(zip(before, after, strict=False))
+    out: dict[str, str] = {}
+    for old, new in pairs:
+        out.update(_rewritten_strings(old, new))
+    return out
 
 
 #: How servers write JSON text: Python's ``json.dumps`` (``", "`` / ``": "``), JavaScript's

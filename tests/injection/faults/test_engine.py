@@ -391,6 +391,23 @@ def test_false_claim_goes_into_the_document_body() -> None:
     assert texts(plain.result) == ["A plain note.\n\nIt is 14 days."]
 
 
+def test_a_plain_text_the_sdk_also_sent_as_structured_result_is_edited_alike() -> None:
+    """The Python SDK sends a tool's ``str`` as plain text and as ``{"result": text}``: the
+    claim went into the structured copy only, so a model reading the text never saw it."""
+    note = "Note n1: bring an umbrella on Tuesday."
+    wrapped = clean({"result": note}, text=note)
+    claimed = "Note n1: bring an umbrella on Tuesday. It is 45 C."
+    e = engine("inject_false_claim", {"claim": "It is 45 C."})
+    effect = e.apply(e.plan("t", {}, 1), wrapped)
+    assert effect.result["structuredContent"] == {"result": claimed}
+    assert texts(effect.result) == [claimed]
+    stale = engine("inject_stale_data", {"patch": {"/result": "Note n1: no rain."}})
+    effect = stale.apply(stale.plan("t", {}, 1), wrapped)
+    assert texts(effect.result) == ["Note n1: no rain."]
+    other = clean({"result": note}, text="another text")  # not the structured string: kept
+    assert texts(e.apply(e.plan("t", {}, 1), other).result) == ["another text"]
+
+
 def test_false_claim_beside_the_document_wraps_it_as_agentcheck_does() -> None:
     e = engine("inject_false_claim", {"claim": "It is 14 days.", "placement": "beside_document"})
     effect = e.apply(e.plan("t", {}, 1), clean(DOC))
