@@ -80,10 +80,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _require_paths(paths: list[str] | None) -> None:
-    """Bad usage when a path argument names nothing (it is not a scenario that fails)."""
+    """Bad usage when a path argument names nothing (it is not a scenario that fails); a
+    directory without a scenario file in it is refused as ``show`` refuses it, not passed over
+    as if it had held valid scenarios."""
     missing = [raw for raw in paths or () if raw != "-" and not Path(raw).exists()]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    empty = [
+        raw
+        for raw in paths or ()
+        if raw != "-" and Path(raw).is_dir() and next(iter_scenario_paths([raw]), None) is None
+    ]
+    if empty:
+        raise UserError(f"no scenario files (*.json) found in {', '.join(empty)}")
 
 
 def _load(paths: list[str] | None) -> tuple[list[Scenario], list[str]]:
@@ -172,7 +181,9 @@ def _validate(paths: list[str]) -> int:
             continue
         counts[scenario.fault_type] += 1
     if not total:
-        print("toolwatch scenarios validate: no scenario files found", file=sys.stderr)
+        print(
+            "toolwatch scenarios validate: no scenario documents on standard input", file=sys.stderr
+        )
         return 1
     per_type = ", ".join(f"{fid} {counts[fid]}" for fid in FAULT_ACTIONS if counts[fid])
     print(f"{total - bad} valid, {bad} invalid" + (f" ({per_type})" if per_type else ""))
@@ -210,7 +221,7 @@ def _show(refs: list[str], *, as_json: bool) -> int:
             else [partial(find_scenario, ref)]
         )
         if not loads:
-            raise UserError(f"no scenario files found in {ref}")
+            raise UserError(f"no scenario files (*.json) found in {ref}")
         for load in loads:
             try:
                 scenarios.append(load())

@@ -168,10 +168,36 @@ def _explain(error: jsonschema.ValidationError) -> list[Problem]:
         ]
         if shapes:
             how = "exactly one" if error.validator == "oneOf" else "at least one"
-            return [Problem(here, f"expected an object with {how} of {' | '.join(shapes)}")]
+            message = f"expected an object with {how} of {' | '.join(shapes)}"
+            return [Problem(here, message + _keys_given(error.instance, error.validator_value))]
         reasons = list(dict.fromkeys(_message(e) for e in error.context))
         return [Problem(here, " or ".join(reasons))]
     return [Problem(here, _message(error))]
+
+
+_JSON_KINDS: Final[dict[type, str]] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+
+
+def _keys_given(instance: Any, branches: Any) -> str:
+    """What the object held instead (a typo such as ``nht`` is named, not only the shapes)."""
+    if not isinstance(instance, Mapping):
+        return f" (got {_JSON_KINDS.get(type(instance), 'a value')})"
+    known = {k for b in branches if isinstance(b, Mapping) for k in b.get("properties", {})}
+    given = list(instance)
+    if not given:
+        return " (got an empty object)"
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        verb = "is" if len(unknown) == 1 else "are"
+        return f" ({', '.join(quote(k) for k in unknown)} {verb} not one of them)"
+    return " (got " + ", ".join(quote(k) for k in given) + ")"
 
 
 def _message(error: jsonschema.ValidationError | jsonschema.SchemaError) -> str:

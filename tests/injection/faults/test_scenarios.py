@@ -128,6 +128,16 @@ def write(tmp_path: Path, name: str, doc: Any) -> Path:
             "/fault/occurrence",
             "exactly one of {nth}",
         ),
+        (  # a typo is named, not only the shapes a rule may take
+            lambda d: d["fault"].__setitem__("occurrence", {"nht": 1}),
+            "/fault/occurrence",
+            "{from} | {probability} ('nht' is not one of them)",
+        ),
+        (
+            lambda d: d["fault"].__setitem__("occurrence", {"from": 1, "every": 2}),
+            "/fault/occurrence",
+            "{probability} (got 'from', 'every')",
+        ),
         (
             lambda d: d["checks"].pop("conflicting_values"),
             "/checks/conflicting_values",
@@ -339,6 +349,26 @@ def test_a_problem_quotes_only_the_start_of_a_long_value(
     assert capsys.readouterr().err == (
         f"<stdin>#1: /: {repr(both)[:59]}… is not of type 'object'\n"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["validate", "{empty}"], ["validate", "{full}", "{empty}"], ["list", "--path", "{empty}"]],
+)
+def test_cli_a_directory_without_scenarios_is_named_not_passed_over(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``list --path EMPTY`` said "0 scenario(s)" and exited 0; ``validate FULL EMPTY``
+    validated FULL and said nothing of EMPTY; ``validate EMPTY`` named no directory."""
+    (full := tmp_path / "full").mkdir()
+    write(full, "ok.json", library_doc("a3-hr-01"))
+    (empty := tmp_path / "empty").mkdir()
+    (empty / "notes.txt").write_text("not a scenario")
+    argv = [a.format(full=full, empty=empty) for a in argv]
+    assert cli_main(["scenarios", *argv]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"toolwatch scenarios: no scenario files (*.json) found in {empty}\n"
 
 
 def test_cli_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
