@@ -314,9 +314,16 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
         if not library:
             raise CommandError("the packaged scenario library is empty; pass --scenarios")
         return library, 0
+    # A path that names nothing, or a directory without a scenario file, is the command line's
+    # mistake (it was "1 of 1 scenario files are not valid", offering --skip-invalid), and an
+    # empty directory beside full ones was passed over without a word.
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise CommandError(f"--scenarios: no such file or directory: {', '.join(missing)}")
+    empty = [p for p in paths if next(iter_scenario_paths([p]), None) is None]
+    if empty:
+        raise CommandError(f"--scenarios: no scenario files (*.json) found in {', '.join(empty)}")
     files = list(iter_scenario_paths(paths))
-    if not files:
-        raise CommandError(f"no scenario files in {', '.join(paths)}")
     scenarios: list[Scenario] = []
     bad: list[str] = []
     for scenario, problem in distinct_scenarios((str(p), partial(load_scenario, p)) for p in files):

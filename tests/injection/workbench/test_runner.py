@@ -450,6 +450,26 @@ def test_a_suite_with_invalid_files_is_refused_in_one_line_or_run_without_them(
     assert json.loads(summary.read_text())["skipped_invalid_files"] == 2
 
 
+def test_a_suite_path_that_holds_no_scenario_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing path was "1 of 1 scenario files are not valid … --skip-invalid runs the 0
+    valid ones"; an empty directory beside a full one was passed over."""
+    (full := tmp_path / "full").mkdir()
+    _write(scenario("A2"), full / "a2.json")
+    (empty := tmp_path / "empty").mkdir()
+    base = ["workbench", "suite", "--store", str(tmp_path / "s"), "--no-telemetry", "--agents",
+            "careful", "--mitigations", "none", "--skip-invalid", "--scenarios"]  # fmt: skip
+    for paths, said in (
+        ([tmp_path / "nope"], f"no such file or directory: {tmp_path / 'nope'}"),
+        ([full, empty], f"no scenario files (*.json) found in {empty}"),
+    ):
+        assert cli_main([*base, *map(str, paths)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == f"toolwatch workbench: --scenarios: {said}\n"
+
+
 def test_cli_llm_agent_without_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
