@@ -11,7 +11,9 @@ be scored later.
 
 Occurrences are counted per proxy, across all clients of that proxy. A handshake-era client
 gets an upstream session of its own, so what the server asks of its client reaches that client
-(:mod:`.sessions`). An upstream that dies is
+(:mod:`.sessions`); a 2026-07-28 client's later rounds of a call (answering the server's
+``InputRequiredResult``) reach the upstream whole and are the same call (:mod:`.rounds`). An
+upstream that dies is
 reported as a JSON-RPC error naming it, and is reconnected (restarted, for a command) on the
 next request (:mod:`.upstream`), so the proxy keeps serving.
 """
@@ -39,9 +41,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from toolwatch.conventions import LABEL_META_KEY
-from toolwatch.injection.faults.effects import announce_injection
+from toolwatch.injection.faults.effects import CallPlan, announce_injection
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.fit import upstream_problems
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
@@ -49,6 +52,7 @@ from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
+from toolwatch.injection.proxy.rounds import Rounds, is_retry, upstream_params
 from toolwatch.injection.proxy.sessions import ClientSessions, own_session
 from toolwatch.injection.proxy.upstream import (
     CallResult,
@@ -62,6 +66,13 @@ logger = logging.getLogger(__name__)
 Transport = Literal["stdio", "http"]
 _T = TypeVar("_T")
 _R = TypeVar("_R", bound=types.Result)
+#: A 2026-07-28 server may answer these by asking the client for input (relayed as it is).
+_READ_RESULT: TypeAdapter[types.ReadResourceResult | types.InputRequiredResult] = TypeAdapter(
+    types.ReadResourceResult | types.InputRequiredResult
+)
+_PROMPT_RESULT: TypeAdapter[types.GetPromptResult | types.InputRequiredResult] = TypeAdapter(
+    types.GetPromptResult | types.InputRequiredResult
+)
 #: ``data`` key of the JSON-RPC error the proxy sends when the upstream cannot be reached.
 UPSTREAM_UNAVAILABLE_KEY = "toolwatch/upstream"
 #: The most ``tools/list`` pages read at start (a cursor that never ends stops there).
@@ -130,6 +141,7 @@ class FaultProxy(Server[Any]):
         self.seed = seed
         self.engine = FaultEngine.for_scenario(scenario, seed=seed) if scenario else None
         self.calls: Counter[str] = Counter()
+        self.rounds = Rounds()
         self.listings = 0
         self.injections: list[Injection] = []
         self._upstream_tools: list[dict[str, Any]] = []
@@ -306,36 +318,53 @@ class FaultProxy(Server[Any]):
         # and a long call went silent (server-everything's trigger-long-running-operation).
         asked = (params.meta or {}).get("progress_token") is not None
         progress = ctx.session.report_progress if asked else None
-        return _unstamp(await self._call(params.name, params.arguments, ctx, progress))
+        return _unstamp(await self._call(params, ctx, progress))
 
     async def _call(
         self,
-        name: str,
-        arguments: dict[str, Any] | None,
+        params: types.CallToolRequestParams,
         ctx: ServerRequestContext[Any],
         progress: ProgressFnT | None = None,
     ) -> CallResult:
-        self.calls[name] += 1
-        n = self.calls[name]
+        """One round of a call: a 2026-07-28 retry (answering the upstream's input request)
+        continues its call (:mod:`.rounds`), any other round is the next occurrence."""
+        name, arguments = params.name, params.arguments
+
+        def upstream(args: dict[str, Any] | None) -> Awaitable[CallResult]:
+            sent = upstream_params(params, args)
+            return self._forward(ctx, lambda up: up.call_tool(sent, progress))
+
+        retry = is_retry(params)
+        held = self.rounds.resume(params) if retry else None
+        if not retry:
+            self.calls[name] += 1
+        n = held.occurrence if held is not None else self.calls[name]
         engine = self.engine
         if engine is None or not engine.targets(name):
-            return await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
+            return await upstream(arguments)
+        if held is not None:
+            plan = held
+        elif retry:  # its first round was not seen (or was forgotten): not faulted
+            plan = CallPlan(name, n, False, dict(arguments or {}))
+        else:
+            plan = engine.plan(name, arguments, n, self._upstream_tools)
         if engine.counts_listings:
-            result = await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
+            result = await upstream(arguments)
             if not isinstance(result, types.CallToolResult):
+                self.rounds.hold(params, result, plan)
                 return result
             listed = engine.listed_call(_dump(result), poisoned=self._listing_poisoned)
             if not listed.applied:
                 return result
             self._record(name, n, "under_listing", listed.note)
             return await listed.deliver()
-        plan = engine.plan(name, arguments, n, self._upstream_tools)
         if not plan.due:
-            return await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
+            return await upstream(arguments)
         upstream_result: types.CallToolResult | None = None
         if plan.call_upstream:
-            raw = await self._forward(ctx, lambda up: up.call_tool(name, plan.arguments, progress))
+            raw = await upstream(plan.arguments)
             if not isinstance(raw, types.CallToolResult):
+                self.rounds.hold(params, raw, plan)  # the fault meets the call's final result
                 return raw
             upstream_result = raw
         effect = engine.apply(plan, None if upstream_result is None else _dump(upstream_result))
@@ -349,13 +378,13 @@ class FaultProxy(Server[Any]):
             )
             if upstream_result is not None:
                 return upstream_result
-            return await self._forward(ctx, lambda up: up.call_tool(name, arguments, progress))
+            return await upstream(arguments)
         self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
         request = ctx
         return await effect.deliver(lambda: announce_injection(request, name, engine.label))
 
     async def _relay(
-        self, ctx: ServerRequestContext[Any], request: Any, result_type: type[_R]
+        self, ctx: ServerRequestContext[Any], request: Any, result_type: type[_R] | TypeAdapter[_R]
     ) -> _R:
         """Forward any other request unchanged (resources, prompts, ``logging/setLevel``)."""
         result = await self._forward(
@@ -406,10 +435,8 @@ class FaultProxy(Server[Any]):
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return await self._relay(
-            ctx, types.ReadResourceRequest(params=params), types.ReadResourceResult
-        )
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        return await self._relay(ctx, types.ReadResourceRequest(params=params), _READ_RESULT)
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -420,8 +447,8 @@ class FaultProxy(Server[Any]):
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        return await self._relay(ctx, types.GetPromptRequest(params=params), types.GetPromptResult)
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        return await self._relay(ctx, types.GetPromptRequest(params=params), _PROMPT_RESULT)
 
 
 def _unstamp(result: _R) -> _R:

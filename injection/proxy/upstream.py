@@ -121,7 +121,7 @@ class Upstream:
         """``client`` builds each connection's ``Client`` (a handshake-era client's own
         session, :mod:`.sessions`); ``stray`` is the counter to add stray stdio lines to."""
         self.target = _tolerant(target)
-        self._client = client or (lambda t: Client(t, client_info=CLIENT_INFO))
+        self._client = client or (lambda t: _ForwardingClient(t, client_info=CLIENT_INFO))
         self.name = describe_target(target)
         self.connect_timeout = connect_timeout
         self._conn: _Connection | None = None
@@ -289,16 +289,50 @@ class Upstream:
         )
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, progress: ProgressFnT | None = None
+        self, params: types.CallToolRequestParams, progress: ProgressFnT | None = None
     ) -> CallResult:
-        """Call ``name``; with ``progress``, the upstream's progress notifications go to it."""
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=name, arguments=arguments)
-        )
+        """Call a tool; with ``progress``, the upstream's progress notifications go to it."""
+        request = types.CallToolRequest(params=params)
         # The raw request, not ``call_tool``: the proxy must not validate or reshape results.
         return await self.send(
             lambda s: s.send_request(request, _CALL_RESULT, progress_callback=progress)
         )
+
+
+class _ForwardingClient(Client):
+    """A ``Client`` whose 2026-07-28 requests declare the client capabilities they carry (a
+    proxied client's, :func:`.rounds.upstream_params`) rather than its own, which are none:
+    that protocol declares them per request, and a server checks them before it asks for
+    input. On a handshake-era session they are dropped (declared once, at ``initialize``)."""
+
+    async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
+        session = await super()._build_session(exit_stack)
+        adopt = session.adopt
+
+        def adopting(result: types.InitializeResult | types.DiscoverResult) -> None:
+            adopt(result)  # the SDK sets the era's stamp here
+            session._stamp = keeping_capabilities(session._stamp)
+
+        session.adopt = adopting  # type: ignore[method-assign]
+        return session
+
+
+def keeping_capabilities(stamp: Callable[[dict[str, Any], Any], None]) -> Any:
+    """``stamp`` (the SDK's per-request ``_meta`` envelope) keeping the request's own
+    ``clientCapabilities`` when it stamps the 2026-07-28 envelope, dropping them otherwise."""
+
+    def keep(data: dict[str, Any], opts: Any) -> None:
+        params = data.get("params") or {}
+        meta = params.get("_meta") or {}
+        own = meta.pop(types.CLIENT_CAPABILITIES_META_KEY, None)
+        if "_meta" in params and not meta:
+            del params["_meta"]
+        stamp(data, opts)
+        stamped = (data.get("params") or {}).get("_meta") or {}
+        if own is not None and types.PROTOCOL_VERSION_META_KEY in stamped:
+            stamped[types.CLIENT_CAPABILITIES_META_KEY] = own
+
+    return keep
 
 
 #: How the SDK's HTTP client (mcp 2.3) words the JSON-RPC errors it makes up for an HTTP answer
