@@ -49,6 +49,7 @@ from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.fit import upstream_problems
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.server import scenario_server
+from toolwatch.injection.proxy.era import discover_refused
 from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
@@ -168,6 +169,11 @@ class FaultProxy(Server[Any]):
         if self._relays_changes and protocol_version in MODERN_PROTOCOL_VERSIONS:
             return upstream_flags(own, self._upstream_caps)
         return own
+
+    @property
+    def upstream_era_is_handshake(self) -> bool:
+        """Whether the upstream answered the ``auto`` probe as a handshake-era server."""
+        return self.upstream.client.protocol_version not in MODERN_PROTOCOL_VERSIONS
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -576,6 +582,10 @@ async def serve(
     if transport == "stdio":
         lowlevel = _lowlevel(server)
         async with stdio_server() as (read, write):
+            if isinstance(server, FaultProxy) and server.upstream_era_is_handshake:
+                async with discover_refused(read, write) as gated:  # settles as directly
+                    await lowlevel.run(gated, write, lowlevel.create_initialization_options())
+                return
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
         return
     async with http_server(server, host=host, port=port) as endpoint:

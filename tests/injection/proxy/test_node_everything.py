@@ -56,7 +56,7 @@ def _proxy(node: str, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=args)
 
 
-async def _observe(target: StdioServerParameters) -> dict[str, Any]:
+async def _observe(target: StdioServerParameters, mode: str = "legacy") -> dict[str, Any]:
     seen: dict[str, Any] = {}
     steps: list[tuple[float, float | None]] = []
 
@@ -78,7 +78,8 @@ async def _observe(target: StdioServerParameters) -> dict[str, Any]:
         seen.setdefault("logs", []).append(params.model_dump(mode="json", exclude_none=True))
 
     callbacks: dict[str, Any] = {"sampling_callback": sampling, "list_roots_callback": roots}
-    async with Client(target, mode="legacy", logging_callback=log, **callbacks) as client:
+    async with Client(target, mode=mode, logging_callback=log, **callbacks) as client:
+        seen["version"] = client.protocol_version
         listing = await client.list_tools()
         seen["tools"] = sorted(t.name for t in listing.tools)
         for i, (tool, args) in enumerate(STABLE):
@@ -120,6 +121,25 @@ def test_server_everything_through_the_proxy_is_its_direct_self(node: str) -> No
     blocks = {b["type"] for r in calls for b in r["content"]}
     assert {"text", "image", "resource_link"} <= blocks
     assert direct["2 get-sum"]["isError"] and direct["6 no-such-tool"]["isError"]
+
+
+def test_an_auto_client_settles_on_the_servers_era_through_the_proxy_as_directly(
+    node: str,
+) -> None:
+    """The server speaks only the handshake era: directly, an ``auto`` client's
+    ``server/discover`` probe gets "Method not found" and it falls back to ``initialize``.
+    Through the proxy the probe used to succeed (2026-07-28: the sampling and roots tools
+    hidden, "Tool trigger-sampling-request not found"); the proxy now refuses it as well."""
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        direct_target = StdioServerParameters(command=node, args=[str(ENTRY), "stdio"])
+        direct = await _observe(direct_target, mode="auto")
+        return direct, await _observe(_proxy(node), mode="auto")
+
+    direct, proxied = anyio.run(main)
+    assert direct["version"] == "2025-11-25"
+    assert proxied == direct
+    assert "a sampled answer" in proxied["trigger-sampling-request"]["content"][0]["text"]
 
 
 def test_a4_drift_renames_only_the_field_in_the_servers_compact_json(
