@@ -62,12 +62,19 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final
 
-from toolwatch.injection.faults.pointer import lookup, pointer_join
+from toolwatch.injection.faults.agentcheck_values import (
+    UNREADABLE_DATE,
+    conflict_pair,
+    dates_in,
+    expected_field,
+    iso_date,
+    locate,
+    stale_change,
+)
+from toolwatch.injection.faults.pointer import pointer_join
 from toolwatch.injection.faults.prose_schema import derive_input_schema
 from toolwatch.injection.faults.scenario import FORMAT, Problem, quote, scenario_schema
 from toolwatch.injection.faults.taxonomy import ACTION_FAULTS, FAULT_ACTIONS
-from toolwatch.injection.mitigations.results import iter_leaves
-from toolwatch.injection.mitigations.values import normalize_scalar, parse_date
 
 ORIGIN: Final = "agentcheck"
 
@@ -196,15 +203,6 @@ _CODE_STATUS: Final = (
 #: Where AgentCheck's own injector plants a false claim (first match wins).
 _CLAIM_FIELDS: Final = ("text", "content", "message", "snippet")
 _CLAIM_RESULT_FIELDS: Final = ("snippet", "text", "abstract", "docstring", "code")
-#: Fields that describe a response rather than answer the task (not an expected value).
-_DESCRIPTIVE: Final = re.compile(
-    r"^(status|success|ok|source|currency|unit|.*_unit|message|note|query|q)$", re.I
-)
-_DATE_KEY: Final = re.compile(r"(^|_)(year|date|week|as_of|timestamp|updated|modified)", re.I)
-_SCALE: Final = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-_NUMBER: Final = re.compile(
-    r"^[^\d-]{0,3}(-?\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion)?\b", re.I
-)
 
 
 @dataclass
@@ -222,122 +220,6 @@ def _response(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return {"text": value}
     return {"text": json.dumps(value, ensure_ascii=False)}
-
-
-def _distinctive(value: Any) -> bool:
-    if isinstance(value, bool) or value is None:
-        return False
-    if isinstance(value, int | float):
-        return len(normalize_scalar(value).lstrip("-").replace(".", "")) >= 2
-    return isinstance(value, str) and len(value.strip()) >= 4
-
-
-def _mentioned(task: str, value: Any) -> bool:
-    return normalize_scalar(value) in normalize_scalar(task)
-
-
-def _expected(clean: Any, task: str) -> tuple[str, Any] | None:
-    """(pointer, value): the first distinctive answer field of a clean response that the task
-    does not already say (the value an answer can only have from a successful call)."""
-    for path, value in iter_leaves(clean):
-        key = str(path[-1]) if path else ""
-        if _DESCRIPTIVE.match(key) or not _distinctive(value) or _mentioned(task, value):
-            continue
-        return pointer_join(path), value
-    return None
-
-
-def _stale_change(clean: Any, stale: Any) -> tuple[str, Any, Any] | None:
-    """(pointer, stale value, clean value) of the first answer field the stale response
-    changes (dates and years are the date context, not the answer)."""
-    for path, value in iter_leaves(stale):
-        key = str(path[-1]) if path else ""
-        if _DATE_KEY.search(key) or _DESCRIPTIVE.match(key) or not _distinctive(value):
-            continue
-        found, before = lookup(clean, path)
-        if found and before != value:
-            return pointer_join(path), value, before
-    return None
-
-
-def _dates(doc: Any) -> list[str]:
-    """ISO dates in a JSON value: date strings, and years under year-like keys (the year's
-    last day)."""
-    out: list[str] = []
-    for path, value in iter_leaves(doc):
-        key = str(path[-1]) if path else ""
-        when = parse_date(value) if isinstance(value, str) else None
-        if when is not None:
-            out.append(when.date().isoformat())
-        elif (
-            re.search(r"(^|_)year$", key, re.I)
-            and isinstance(value, int)
-            and not isinstance(value, bool)
-            and 1900 <= value <= 2200
-        ):
-            out.append(f"{value:04d}-12-31")
-    return out
-
-
-def _number(value: Any) -> float | None:
-    """A number from a value as AgentCheck writes it ("$119.58 billion", "38,500,000 (...)"),
-    ``None`` for versions and text."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value).strip()
-    if re.fullmatch(r"v?\d+\.\d+\.\d+.*", text):
-        return None  # a version is text
-    m = _NUMBER.match(text)
-    if not m:
-        return None
-    return float(m.group(1).replace(",", "")) * _SCALE.get((m.group(2) or "").lower(), 1.0)
-
-
-def _locate(value: Any, doc: Any, preferred: str | None) -> list[tuple[str, Any]]:
-    """(pointer, field value) of the fields of ``doc`` that hold ``value``: by text
-    containment first, then by number (units, commas and scale words read); a field named
-    ``preferred`` first."""
-    leaves = [(pointer_join(p), p, v) for p, v in iter_leaves(doc)]
-    hits = [
-        (ptr, path, leaf)
-        for ptr, path, leaf in leaves
-        if isinstance(leaf, str) and isinstance(value, str) and value.lower() in leaf.lower()
-    ]
-    if not hits:
-        wanted = _number(value)
-        if wanted is not None:
-            hits = [
-                (ptr, path, leaf)
-                for ptr, path, leaf in leaves
-                if (n := _number(leaf)) is not None
-                and abs(n - wanted) <= 1e-9 * max(1.0, abs(wanted))
-            ]
-    if preferred:
-        hits.sort(key=lambda hit: not hit[1] or str(hit[1][-1]) != preferred)
-    return [(ptr, leaf) for ptr, _, leaf in hits]
-
-
-def _conflict_pair(clean_of: Mapping[str, Any], raw: Mapping[str, Any]) -> tuple[str, str]:
-    """B2's two sources: the tool whose clean response holds ``tool_a_value`` and the one whose
-    response holds ``tool_b_value`` (the faulted one). AgentCheck's templates list them first
-    and second; the values decide when they are listed otherwise (or among more tools), and the
-    first and second tools stay the answer when no pair holds both values (the conversion then
-    names only the value no tool holds). ``clean_of``: each tool's clean response, in listing
-    order."""
-    ids = list(clean_of)
-    default = (ids[0], ids[min(1, len(ids) - 1)])
-    value_a, value_b = raw.get("tool_a_value"), raw.get("tool_b_value")
-    if value_a is None or value_b is None:
-        return default
-    preferred = raw.get("conflict_field")
-    holds_a = [t for t in ids if _locate(value_a, clean_of[t], preferred)]
-    holds_b = [t for t in ids if _locate(value_b, clean_of[t], None)]
-    pairs = [default] + [(a, b) for a in ids for b in ids if a != b and (a, b) != default]
-    # both values found, else the one that is (so the problem names only the other), listing
-    # order breaking ties
-    return max(pairs, key=lambda ab: (ab[0] in holds_a) + (ab[1] in holds_b))
 
 
 def _claim_pointer(clean: Any) -> str | None:
@@ -445,7 +327,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     faulty = [names[str(t["tool_id"])] for t in data["tools"] if t.get("is_faulty")]
     problems += _faulty_problems(data["tools"], action)
     if action == "return_conflicting":
-        first, tool = _conflict_pair(clean_of, raw)
+        first, tool = conflict_pair(clean_of, raw)
     elif faulty:
         tool = faulty[0]
     else:
@@ -466,7 +348,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
 
     if action == "delay":
         params = {"delay_ms": int(raw.get("timeout_ms", 8000)), "mode": "sleep"}
-        expect(_expected(clean, task))
+        expect(expected_field(clean, task))
     elif action in ("replace_with_error", "replace_with_403"):
         if "error_body" in raw:
             params["body"] = raw["error_body"]
@@ -480,7 +362,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
                 derived.append("fault/params/status")
         if raw.get("required_role"):
             params["required_role"] = str(raw["required_role"])
-        expect(_expected(clean, task))
+        expect(expected_field(clean, task))
     elif action == "alter_schema":
         if raw.get("rename_args"):
             params["argument_renames"] = dict(raw["rename_args"])
@@ -488,11 +370,11 @@ def convert(data: Mapping[str, Any]) -> Conversion:
             params["field_renames"] = dict(raw["rename_fields"])
         if "altered_response" in raw:  # AgentCheck's injector serves it in place of the result
             params["response"] = _response(raw["altered_response"])
-        expect(_expected(clean, task))
+        expect(expected_field(clean, task))
     elif action == "inject_stale_data":
         stale = raw["stale_response"]
         params["response"] = _response(stale)
-        change = _stale_change(clean, stale)
+        change = stale_change(clean, stale)
         if change is not None:
             pointer, stale_value, clean_value = change
             checks["stale_value"] = {"tool": tool, "pointer": pointer, "value": stale_value}
@@ -504,7 +386,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         refs = []
         for name, key, where in ((first, "tool_a_value", 0), (tool, "tool_b_value", 1)):
             preferred = raw.get("conflict_field") if where == 0 else None
-            hits = _locate(raw[key], clean_of[name], preferred)
+            hits = locate(raw[key], clean_of[name], preferred)
             if not hits:
                 problems.append(
                     Problem(f"{pp}/{key}", f"the clean response of {name!r} has no such value")
@@ -521,10 +403,10 @@ def convert(data: Mapping[str, Any]) -> Conversion:
             params = {"pointer": "/"}
     elif action == "return_irrelevant":
         params["response"] = _response(raw["irrelevant_response"])
-        expect(_expected(clean, task))
+        expect(expected_field(clean, task))
     elif action == "return_empty":
         params = {"response": _response(AGENTCHECK_EMPTY)}
-        expect(_expected(clean, task))
+        expect(expected_field(clean, task))
     elif action == "prepend_injection":
         params = {"text": str(raw["injection_string"])}
         if raw.get("payload_id"):
@@ -562,12 +444,20 @@ def convert(data: Mapping[str, Any]) -> Conversion:
     date_context: dict[str, Any] = {
         "requires_fresh_data": bool(data.get("task_requires_fresh_data", False))
     }
-    now = max((d for response in clean_of.values() for d in _dates(response)), default=None)
+    now = max((d for response in clean_of.values() for d in dates_in(response)), default=None)
     if now is not None:
         date_context["now"] = now
         derived.append("checks/date_context/now")
     if raw.get("stale_date"):
-        date_context["stale_date"] = str(raw["stale_date"])
+        stale_date = iso_date(str(raw["stale_date"]))
+        if stale_date is None:
+            problems.append(
+                Problem(f"{pp}/stale_date", UNREADABLE_DATE.format(quote(raw["stale_date"])))
+            )
+        else:
+            date_context["stale_date"] = stale_date
+            if stale_date != raw["stale_date"]:
+                derived.append("checks/date_context/stale_date")
     checks["date_context"] = date_context
     origin = {
         "format": ORIGIN,

@@ -110,12 +110,14 @@ def tool_verb(tool_name: str) -> tuple[str, bool]:
 
 
 def parse_date(value: Any) -> datetime | None:
-    """A UTC datetime from an ISO-8601 date/datetime string, else ``None``."""
+    """A UTC datetime from a whole-string date, else ``None``: ISO 8601, and the forms tool
+    results and scenario authors write (:func:`_written_date`), so a stale report dated
+    "03.02.2023" or "March 9, 2024" is as old as one dated 2023-02-03."""
     if not isinstance(value, str):
         return None
     m = _DATE.match(value.strip())
     if not m:
-        return None
+        return _written_date(value.strip())
     try:
         y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
         hh, mm, ss = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
@@ -126,6 +128,108 @@ def parse_date(value: Any) -> datetime | None:
     if tz and tz != "Z":
         sign = 1 if tz[0] == "+" else -1
         digits = tz[1:].replace(":", "")
+        dt -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+    return dt
+
+
+_MONTHS: Final = {
+    name: i + 1
+    for i, names in enumerate(
+        (
+            "jan january",
+            "feb february",
+            "mar march",
+            "apr april",
+            "may",
+            "jun june",
+            "jul july",
+            "aug august",
+            "sep sept september",
+            "oct october",
+            "nov november",
+            "dec december",
+        )
+    )
+    for name in names.split()
+}
+_MONTH = r"([A-Za-z]{3,9})\.?"
+#: An optional time after a written date ("08:12", "8:12:30 pm") and a zone ("UTC", "CDT",
+#: "+02:00"); a zone named by letters other than UTC/GMT/Z is read as UTC (hours off at most:
+#: these dates are compared in days).
+_TIME = r"(?:,?\s*(?:at\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?"
+_ZONE = r"(?:\s*([A-Z]{1,5}|[+-]\d{2}:?\d{2}))?"
+_WEEKDAY = r"(?:(?:[Mm]on|[Tt]ue|[Ww]ed|[Tt]hu|[Ff]ri|[Ss]at|[Ss]un)[a-z]*\.?,?\s+)?"
+_WRITTEN: Final = (
+    # 2025/03/14, 2025.03.14, 2025-08-04 15:30 CDT
+    ("ymd", re.compile(rf"^(\d{{4}})([-/.])(\d{{1,2}})\2(\d{{1,2}}){_TIME}{_ZONE}$")),
+    # 14.03.2025 (dots: day first), 14/03/2025 or 03/14/2025 (slashes, dashes: whichever
+    # reading is the only valid one; 03/04/2025 is ambiguous and not read)
+    ("dmy", re.compile(rf"^(\d{{1,2}})\.(\d{{1,2}})\.(\d{{4}}){_TIME}{_ZONE}$")),
+    ("either", re.compile(rf"^(\d{{1,2}})[/-](\d{{1,2}})[/-](\d{{4}}){_TIME}{_ZONE}$")),
+    # March 9, 2024 / Sunday, Mar. 9 2024
+    (
+        "mdy",
+        re.compile(
+            rf"^{_WEEKDAY}{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}}){_TIME}{_ZONE}$"
+        ),
+    ),
+    # 9 March 2024 / 9th of March, 2024
+    (
+        "dMy",
+        re.compile(
+            rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}}){_TIME}{_ZONE}$"
+        ),
+    ),
+)
+
+
+def _written_date(text: str) -> datetime | None:
+    """A date in one of the :data:`_WRITTEN` forms (never a guess between day and month)."""
+    for kind, pattern in _WRITTEN:
+        m = pattern.match(text)
+        if m is None:
+            continue
+        groups = [g for i, g in enumerate(m.groups()) if not (kind == "ymd" and i == 1)]
+        a, b, c, *clock = groups
+        if kind in ("mdy", "dMy"):
+            month = _MONTHS.get((a if kind == "mdy" else b).lower())
+            if month is None:
+                return None
+            y, mo, d = int(c), month, int(b if kind == "mdy" else a)
+        elif kind == "ymd":
+            y, mo, d = int(a), int(b), int(c)
+        elif kind == "dmy" or int(a) > 12 >= int(b):
+            y, mo, d = int(c), int(b), int(a)
+        elif int(b) > 12 >= int(a):
+            y, mo, d = int(c), int(a), int(b)
+        else:
+            return None
+        return _at(y, mo, d, *clock)
+    return None
+
+
+def _at(
+    y: int,
+    mo: int,
+    d: int,
+    hh: str | None,
+    mm: str | None,
+    ss: str | None,
+    half: str | None,
+    zone: str | None,
+) -> datetime | None:
+    hour = int(hh or 0)
+    if half:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if half.lower() == "pm" else 0)
+    try:
+        dt = datetime(y, mo, d, hour, int(mm or 0), int(ss or 0), tzinfo=UTC)
+    except ValueError:
+        return None
+    if zone and zone[0] in "+-":
+        digits = zone[1:].replace(":", "")
+        sign = 1 if zone[0] == "+" else -1
         dt -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
     return dt
 

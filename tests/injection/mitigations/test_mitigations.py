@@ -39,6 +39,7 @@ from toolwatch.injection.mitigations.schema import SchemaValidation
 from toolwatch.injection.mitigations.stack import apply_mitigations, parse_mitigations
 from toolwatch.injection.mitigations.values import (
     identifier_mismatches,
+    parse_date,
     same_identifier,
     schema_problems,
 )
@@ -408,6 +409,33 @@ def test_same_identifier_is_loose_on_spelling_strict_on_numbers() -> None:
     assert not same_identifier("GDPR-Art-33", "GDPR-Art-20")
     assert not same_identifier("AAPL", "NVDA") and not same_identifier("E-10482", "E-10017")
     assert identifier_mismatches({"symbol": "AAPL", "query": "x"}, {"symbol": "NVDA"}) == ["symbol"]
+
+
+@pytest.mark.parametrize(
+    ("written", "iso"),
+    [
+        ("2025-06-12", "2025-06-12T00:00:00"),
+        ("2025-06-12T08:12:00+02:00", "2025-06-12T06:12:00"),
+        ("12.06.2025", "2025-06-12T00:00:00"),  # dots: day first
+        ("14/03/2025 17:00", "2025-03-14T17:00:00"),  # only one reading is a date
+        ("03/14/2025", "2025-03-14T00:00:00"),
+        ("2025/03/14", "2025-03-14T00:00:00"),
+        ("2025-08-04 15:30 CDT", "2025-08-04T15:30:00"),
+        ("June 3, 2025 08:12 UTC", "2025-06-03T08:12:00"),
+        ("Mar. 9 2024 8:12 pm", "2024-03-09T20:12:00"),
+        ("Sunday, 9th of March, 2024", "2024-03-09T00:00:00"),
+        ("03/04/2025", None),  # March 4 or 3 April: never guessed
+        ("Released March 9, 2024", None),
+        ("July 2024", None),
+        ("2.4.50", None),
+        ("Feb 30, 2024", None),
+    ],
+)
+def test_parse_date_reads_dates_as_people_write_them(written: str, iso: str | None) -> None:
+    """A tool's "reported": "June 3, 2025" was no date to the verifier, the converter or
+    the scenario's "now"; a date is read only when day and month cannot be confused."""
+    when = parse_date(written)
+    assert (None if when is None else when.replace(tzinfo=None).isoformat()) == iso
 
 
 def test_a_status_that_only_says_ok_beside_empty_lists_is_empty() -> None:
