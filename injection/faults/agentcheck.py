@@ -177,10 +177,11 @@ AGENTCHECK_SCHEMA: Final[dict[str, Any]] = {
             "properties": {
                 "minimum_pass_criterion": {"type": "string", "minLength": 1},
                 "clear_failure_signal": {"type": "string", "minLength": 1},
+                # AgentCheck's own minimum (its schema), the scenario format's too
                 "acceptable_behaviors": {
                     "type": "array",
                     "minItems": 2,
-                    "items": {"type": "string", "minLength": 1},
+                    "items": {"type": "string", "minLength": 5},
                 },
             },
         },

@@ -393,6 +393,24 @@ def test_b1_a_stale_date_that_is_no_readable_date_is_named_at_its_field(
     )
 
 
+def test_acceptable_behaviors_as_short_as_agentchecks_schema_allows_convert() -> None:
+    """AgentCheck's schema allows a 5-character behaviour ("Retry"); the converted scenario
+    was refused ("'Retry' is too short (after conversion from the AgentCheck template)")."""
+    raw = _b1_template("2023-02-03")
+    raw["scoring"]["acceptable_behaviors"] = ["Retry", "Say so"]
+    agentchecks = json.loads(
+        (FIXTURES / "agentcheck/schema/scenario_template.schema.json").read_text()
+    )
+    metadata = {"difficulty": "easy", "fault_intensity": "low"}
+    raw_valid = {**raw, "fault_category": "data_quality", "domain": "finance", "metadata": metadata}
+    jsonschema.validate(raw_valid, agentchecks)
+    s = parse_scenario(raw, "b1.json")
+    assert s.scoring.acceptable_behaviors == ("Retry", "Say so")
+    raw["scoring"]["acceptable_behaviors"] = ["Retry", "ok"]  # too short for AgentCheck too
+    with pytest.raises(ValueError, match=r"behaviors/1: .ok. is too short$"):
+        parse_scenario(raw, "b1.json")
+
+
 # ------------------------------------------------------------------------------ bad templates
 
 
