@@ -10,7 +10,9 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
 
 1. a parameter list after a marker (``Parameters:``, ``Arguments:``, ``Args:``, ``Input:``,
    ``Takes parameters:``, ``Required arguments:``): ``name (type, required|optional) — text``,
-   or a JSON example object (``Input: {"country": "India"}``);
+   or a JSON example object (``Input: {"country": "India"}``); an item that declares its type
+   names a parameter even when the name is a type word (``number (integer, required)``,
+   ``text (string, required)``);
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too) of a sentence that takes something (accepts, takes, requires,
    expects, parameter, argument, given, provide, by): ``'cron' string``, ``(query)``;
@@ -189,9 +191,14 @@ def _items(segment: str, *, all_optional: bool = False, typed_only: bool = False
     out: Found = []
     for item in _ITEM.finditer(segment):
         name, inside = item.group(1), item.group(2)
-        if not _name_ok(name) and not (len(name) == 1 and name.isalpha()):
+        typed = re.search(rf"\b{_TYPE_WORD}\b|required|optional", inside, re.I) is not None
+        # "number (integer, required)", "text (string, required)": a list item that declares
+        # its type names a parameter even when the name is a type word ("a string (query)"
+        # is a type, not a parameter called string)
+        named = typed and name.lower() in _TYPES and name.islower()
+        if not _name_ok(name) and not named and not (len(name) == 1 and name.isalpha()):
             continue
-        if typed_only and not re.search(rf"\b{_TYPE_WORD}\b|required|optional", inside, re.I):
+        if typed_only and not typed:
             continue
         following = segment[item.end() : item.end() + 40]
         optional = all_optional or bool(

@@ -133,6 +133,39 @@ def test_input_schemas_are_derived_and_marked() -> None:
     assert named >= 160  # of 215 tools; "Lists all scheduled jobs" takes nothing
 
 
+@pytest.mark.parametrize(
+    ("described", "properties", "required"),
+    [
+        (
+            "Parameters: repo (string, required); number (integer, required); "
+            "merge_method (string, optional) - merge, squash or rebase.",
+            {"repo": "string", "number": "integer", "merge_method": "string"},
+            ["repo", "number"],
+        ),
+        (
+            "Translates. Parameters: text (string, required); list (array, optional).",
+            {"text": "string", "list": "array"},
+            ["text"],
+        ),
+        ("Searches. Takes a string (query).", {"query": "string"}, ["query"]),
+    ],
+)
+def test_a_parameter_named_like_a_type_is_a_parameter(
+    described: str, properties: dict[str, str], required: list[str]
+) -> None:
+    """``number (integer, required)`` and ``text (string, required)`` were dropped from the
+    derived schema (a type word was never a name), so no agent sent them and an A4 rename of
+    ``number`` was never exercised; the 120's slack_reply_to_thread lost its ``text``."""
+    raw = _b1_template("2023-02-03")
+    raw["tools"][0]["description"] = described
+    schema = parse_scenario(raw, "b1.json").tools[0].input_schema
+    got = {name: prop["type"] for name, prop in schema["properties"].items()}
+    assert got == properties and schema.get("required") == required
+    slack = CONVERTED["C2_slack_thread_tag_injection"]
+    reply = next(t for t in slack.tools if t.name == "slack_reply_to_thread")
+    assert list(reply.input_schema["properties"]) == ["channel_id", "parent_ts", "text"]
+
+
 # ------------------------------------------------------------------------------ per type
 
 
