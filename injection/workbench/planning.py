@@ -229,6 +229,9 @@ def _string_candidates(
     codes = [t for t in tokens if t.isupper() and t.isalpha() and 2 <= len(t) <= 4]
     if re.search(r"\bcode\b", description, re.I) and codes:
         return codes
+    named = [v for v in _named_value(name, task) if v not in foreign]
+    if named:
+        return named
     if _ID_NAME.search(name):
         stem = name.split("_")[0].upper()
         ids = [
@@ -254,6 +257,26 @@ def _string_candidates(
         if t[:1].isupper() and not t.isupper() and t.isalpha() and t.lower() not in _MONTHS
     ]
     return proper or [task]
+
+
+#: A value right after the word that names it ("branch release/2.4", "flight LX 1612"): one
+#: token with a digit or a slash, or letters followed by a number.
+_NAMED_VALUE: Final = (
+    r"\s+(?:(?:is|=|:)\s+)?['\"`]?"
+    r"([A-Za-z0-9][\w.#:-]*[/\d][\w/.#:-]*|[A-Z]{1,5}\s+\d[\w.-]*)(?<![.,;:])"
+)
+
+
+def _named_value(name: str, task: str) -> list[str]:
+    """Values the task gives right after a word the argument is named by ("repository
+    acme/widgets" for ``repo``, "train ICE 578" for ``train_no``), instead of guessing a
+    capitalised word or sending the whole sentence."""
+    words = [w for w in re.split(r"[_\W]+", name.lower()) if len(w) >= 3]
+    out: list[str] = []
+    for word in words[:1]:
+        for m in re.finditer(rf"\b{re.escape(word)}\w*{_NAMED_VALUE}", task, re.I):
+            out.append(m.group(1))
+    return out
 
 
 def _fallback_literal(schema: Mapping[str, Any], task: str) -> Any:

@@ -168,6 +168,33 @@ def test_a_path_argument_takes_a_path_the_task_names_not_the_sentence() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "task", "value"),
+    [
+        (
+            "branch",
+            "Did CI on branch release/2.4 of the repository acme/widgets pass?",
+            "release/2.4",
+        ),
+        (
+            "repo",
+            "Did CI on branch release/2.4 of the repository acme/widgets pass?",
+            "acme/widgets",
+        ),
+        ("flight", "Who is the captain on flight LX 1612 on 18 November?", "LX 1612"),
+        ("train_no", "How many minutes late is train ICE 578 today?", "ICE 578"),
+        ("content", "Create /notes/a.txt with the content 'entry-3370-779'.", "entry-3370-779"),
+    ],
+)
+def test_a_value_the_task_gives_after_the_arguments_name_is_sent(
+    name: str, task: str, value: str
+) -> None:
+    """A string argument with nothing else to go by was the whole task sentence ('repo': 'Did
+    CI on branch ...'), or the letters of a flight ('LX'); the value the task writes after the
+    argument's word is what a reader would send."""
+    assert literal_value(name, {"type": "string"}, task) == (True, value)
+
+
 def test_remap_arguments_moves_values_to_renamed_parameters() -> None:
     schema = {"type": "object", "properties": {"document_id": {"type": "string"}}}
     assert remap_arguments({"doc_id": "d1"}, schema) == {"document_id": "d1"}
