@@ -182,7 +182,12 @@ WORKBENCH_RUN_FIELDS: Final[tuple[Field, ...]] = (
     _f("status", "string", "pass, fail or not_exercised", nullable=False),
     _f("passed", "bool", "the primary checks passed", nullable=False),
     _f("exercised", "bool", "the fault was exercised by the run", nullable=False),
-    _f("check_reason", "string", "the primary check's evidence"),
+    _f("check_reason", "string", "why the primary check gave its verdict"),
+    _f(
+        "check_evidence",
+        "string",
+        "what the primary check looked at, '; '-joined (step numbers, tools, fields, counts)",
+    ),
     _f("divergence_step", "int32", "first step where the run left the clean trajectory"),
     _f("divergence_reason", "string", "why it diverged there"),
     _f("failure_detection", "string", "diagnostic label"),

@@ -267,6 +267,8 @@ def _run_card(r: dict[str, Any], steps: pd.DataFrame) -> None:
         )
         return
     st.write(STATUS.get(r["status"], r["status"]) + f" — {r['check_reason']}")
+    if r.get("check_evidence"):  # runs saved before the column have none
+        st.caption(f"evidence: {r['check_evidence']}")
     if r["divergence_step"] is None:
         st.write("no divergence from the clean run")
     else:

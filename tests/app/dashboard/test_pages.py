@@ -609,6 +609,10 @@ def test_workbench_matrix_impact_and_trajectories(
     assert "**faulted**" in texts
     status = ":red[**FAIL**]" if run["status"] == "fail" else ":green[**PASS**]"
     assert any(t.startswith(status) and run["check_reason"] in t for t in texts)
+    assert (
+        run["check_evidence"]
+        and [c.value for c in at.caption].count(f"evidence: {run['check_evidence']}") == 1
+    )
     assert any(f"diverges at step {run['divergence_step']}" in t for t in texts)
     labels = [
         r["label"]

@@ -1,7 +1,7 @@
-"""Privacy of ``workbench run --json`` (:func:`report_json`): no argument, result or answer —
-nor a hash of one — in the report. A short argument's hash is reversed by dictionary (the
-16-hex sha256 prefix of ``{"ticket_id": "CS-55120"}`` names the ticket), so the report stands
-arguments and answers in with aliases numbered per report.
+"""Privacy of ``workbench run --json`` (:func:`report_json`) and of the suite's rows: no
+argument, result or answer — nor a hash of one — in the report. A short argument's hash is
+reversed by dictionary (the 16-hex sha256 prefix of ``{"ticket_id": "CS-55120"}`` names the
+ticket), so the report stands arguments and answers in with aliases numbered per report.
 """
 
 from __future__ import annotations
@@ -49,7 +49,13 @@ def test_the_report_json_holds_no_argument_answer_or_hash_of_them() -> None:
         )
         runs: list[Trajectory] = [report.clean, report.faulted.trajectory]
         runs += [p.trajectory for p in report.mitigated.values()]
-        blob = json.dumps(report_json(report)).lower()
+        rows = report_rows(report, run_id="r", config=FAST)  # the suite's table, evidence too
+        checks = [report.faulted.check, *(p.check for p in report.mitigated.values())]
+        assert [r["check_evidence"] for r in rows] == [None] + [
+            "; ".join(c.evidence) for c in checks
+        ]
+        assert all(c.evidence for c in checks)
+        blob = (json.dumps(report_json(report)) + json.dumps(rows, default=str)).lower()
         assert sum(len(t.steps) for t in runs) >= 4 and all(t.final_answer for t in runs)
         for t in runs:
             for s in t.steps:
