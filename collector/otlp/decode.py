@@ -105,12 +105,14 @@ RPC_CODE_BY_HTTP: Final = {
 
 
 class OtlpError(Exception):
-    """A request the collector refuses as a whole: ``status`` is the HTTP status to send."""
+    """A request the collector refuses as a whole: ``status`` is the HTTP status to send;
+    ``reason`` names, for a 503, which limit said "later" (the metrics count by it)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, reason: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.reason = reason
 
 
 @dataclass(slots=True)

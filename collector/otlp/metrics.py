@@ -63,6 +63,7 @@ class _StatsCollector:
             rejected = dict(s.rejected_by)
             ignored = dict(s.ignored_by)
             refused = dict(s.refused)
+            unavailable = dict(s.unavailable_by)
             hist = s.commit_latency
             buckets = list(hist.counts)
             total, count = hist.total, hist.count
@@ -73,6 +74,12 @@ class _StatsCollector:
             ("spans_rejected", "tool spans rejected, by reason", "reason", rejected),
             ("spans_ignored", "spans that are no tool call, by reason", "reason", ignored),
             ("requests_refused", "requests refused, by HTTP status", "status", refused),
+            (
+                "requests_unavailable",
+                "requests answered 503 (retry later), by reason",
+                "reason",
+                unavailable,
+            ),
         ):
             family = CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=[label])
             for key, n in sorted(values.items(), key=lambda kv: str(kv[0])):

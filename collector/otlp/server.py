@@ -276,7 +276,7 @@ class Collector:
         log.info(
             "collector stopped: %d requests, %d spans received, %d calls and %d tool listings "
             "stored in %d files (%d spans), %d spans rejected%s, %d ignored%s, %d duplicates "
-            "dropped, refused requests %s",
+            "dropped, refused requests %s%s",
             s.requests,
             s.spans,
             s.calls,
@@ -289,6 +289,7 @@ class Collector:
             _by_reason(s.ignored_by),
             s.duplicate_spans,
             dict(sorted(s.refused.items())) or "none",
+            _by_reason(s.unavailable_by),  # the 503s: which limit said "later"
         )
         self._server = None
 
@@ -354,7 +355,9 @@ class Collector:
             try:
                 mapped = await item.future
             except WriteFailed as exc:
-                raise OtlpError(503, f"the store could not write this batch: {exc}") from None
+                raise OtlpError(
+                    503, f"the store could not write this batch: {exc}", reason="store_write_failed"
+                ) from None
         except OtlpError as exc:
             return self._refuse(request, reply, exc)
         except ClientDisconnect:
@@ -424,7 +427,7 @@ class Collector:
                 self._writer.reserve(more, own=hold.nbytes)
                 hold.nbytes += more
             if self._stopping:  # a slow sender would hold the shutdown past its grace period
-                raise OtlpError(503, "the collector is shutting down")
+                raise OtlpError(503, "the collector is shutting down", reason="shutting_down")
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -444,7 +447,7 @@ class Collector:
 
     def _refuse(self, request: Request, reply: str, exc: OtlpError) -> Response:
         with self._lock:
-            self.stats.count_refusal(exc.status)
+            self.stats.count_refusal(exc.status, exc.reason)
         level = logging.INFO if exc.status == 503 else logging.WARNING
         self._limited.log(
             level,

@@ -53,6 +53,7 @@ class CollectorStats:
     ignored_spans: int = 0
     duplicate_spans: int = 0
     refused: dict[int, int] = field(default_factory=dict)  # HTTP status -> requests
+    unavailable_by: dict[str, int] = field(default_factory=dict)  # 503 reason -> requests
     rejected_by: dict[str, int] = field(default_factory=dict)  # category -> spans
     ignored_by: dict[str, int] = field(default_factory=dict)  # reason -> spans
     client_disconnects: int = 0
@@ -83,9 +84,14 @@ class CollectorStats:
         _add(self.rejected_by, rejected)
         _add(self.ignored_by, ignored)
 
-    def count_refusal(self, status: int) -> None:
+    def count_refusal(self, status: int, reason: str | None = None) -> None:
+        """One refused request; a 503 also by its ``reason`` (a full queue, a failed write,
+        a shutdown: one status, three different things for an operator to do)."""
         self.requests += 1
         self.refused[status] = self.refused.get(status, 0) + 1
+        if status == 503:
+            key = reason or "other"
+            self.unavailable_by[key] = self.unavailable_by.get(key, 0) + 1
 
 
 def ingest_row(

@@ -145,10 +145,9 @@ class GroupCommitWriter:
 
     # ------------------------------------------------------------------ admission
 
-    def _full(self, what: str) -> OtlpError:
+    def _full(self, what: str, reason: str) -> OtlpError:
         return OtlpError(
-            503,
-            f"write queue full ({what}); retry after {self.retry_after} s",
+            503, f"write queue full ({what}); retry after {self.retry_after} s", reason=reason
         )
 
     def reserve(self, nbytes: int, *, own: int = 0) -> None:
@@ -160,9 +159,11 @@ class GroupCommitWriter:
         """
         with self._lock:
             if self._closing:
-                raise OtlpError(503, "the collector is shutting down")
+                raise OtlpError(503, "the collector is shutting down", reason="shutting_down")
             if self._bytes > own and self._bytes + nbytes > self.queue_bytes:
-                raise self._full(f"{self._bytes} bytes held, limit {self.queue_bytes}")
+                raise self._full(
+                    f"{self._bytes} bytes held, limit {self.queue_bytes}", "queue_bytes"
+                )
             self._bytes += nbytes
             self.stats.queue_bytes = self._bytes
 
@@ -179,9 +180,11 @@ class GroupCommitWriter:
         """
         with self._lock:
             if self._closing:
-                raise OtlpError(503, "the collector is shutting down")
+                raise OtlpError(503, "the collector is shutting down", reason="shutting_down")
             if self._pending and self._pending + item.spans > self.queue_limit:
-                raise self._full(f"{self._pending} spans waiting, limit {self.queue_limit}")
+                raise self._full(
+                    f"{self._pending} spans waiting, limit {self.queue_limit}", "queue_spans"
+                )
             self._pending += item.spans
             self.stats.queue_spans = self._pending
         self._queue.put(item)

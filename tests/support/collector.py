@@ -265,6 +265,18 @@ class GatedStore(Store):
         return super().append(table_name, rows, **kwargs)
 
 
+def scrape_metrics(port: int, token: str | None = None) -> tuple[int, str]:
+    """``GET /metrics`` of a collector on ``port``: its status and Prometheus text."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        conn.request("GET", "/metrics", headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
 def rows(store: Store, sql: str = "SELECT * FROM calls ORDER BY start_time, span_id") -> list[dict]:
     return store.query(sql).to_pylist()
 

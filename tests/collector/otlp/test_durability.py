@@ -5,6 +5,7 @@ fail without losing anything, and small files are compacted.
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
 import signal
@@ -19,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from support.collector import PB, GatedStore, SpanSpec, call, pb_request, post
+from support.collector import PB, GatedStore, SpanSpec, call, pb_request, post, scrape_metrics
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_status, decode_success
 from toolwatch.collector.store import CALLS_SCHEMA, Store
@@ -127,6 +128,9 @@ def test_full_write_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
         store.gate.set()
         assert first.result(60).status == 200
         assert post(c.url, small).status == 200  # retried once the queue drained
+        assert c.stats.unavailable_by == {"queue_spans": 1}  # said apart from other 503s
+        scraped = scrape_metrics(c.port)[1].splitlines()
+        assert 'toolwatch_collector_requests_unavailable_total{reason="queue_spans"} 1.0' in scraped
     assert _count(store) == 1001
 
 
@@ -240,7 +244,7 @@ def test_stop_answers_a_body_still_trickling_in_with_503(
     sock.close()
     assert answer.startswith(b"HTTP/1.1 503"), answer
     assert not stopper.is_alive() and time.monotonic() - began < 10
-    assert c.stats.refused.get(503) == 1
+    assert c.stats.refused.get(503) == 1 and c.stats.unavailable_by == {"shutting_down": 1}
     assert "Traceback" not in caplog.text and "Exception in ASGI" not in caplog.text
 
 
@@ -256,15 +260,19 @@ class _FailingOnce(Store):
         return super().append(table_name, rows, **kwargs)
 
 
-def test_a_failed_write_is_503_and_nothing_is_acknowledged(tmp_path: Path) -> None:
+def test_a_failed_write_is_503_and_nothing_is_acknowledged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = _FailingOnce(tmp_path)
     body = pb_request([SpanSpec(call())])
-    with Collector(store) as c:
+    with caplog.at_level(logging.INFO, "toolwatch.collector"), Collector(store) as c:
         reply = post(c.url, body)
         assert reply.status == 503 and "retry-after" in reply.headers
         assert "No space left" in decode_status(PB, reply.body)[1]
         assert post(c.url, body).status == 200  # the client's retry succeeds
+        assert c.stats.unavailable_by == {"store_write_failed": 1}  # not a full queue
     assert _count(store) == 1
+    assert "refused requests {503: 1} (store_write_failed: 1)" in caplog.text  # the last line
 
 
 def test_on_batch_sees_durable_batches_and_its_errors_lose_nothing(tmp_path: Path) -> None:

@@ -389,4 +389,5 @@ def test_memory_is_bounded_in_bytes_with_503_and_retry_after(tmp_path: Path) -> 
         assert held <= (12 << 20) + (8 << 20)  # one request may go past the budget
         assert replies.count(503) >= 3 and 200 in replies
         assert collector.stats.refused.get(503, 0) == replies.count(503)
+        assert collector.stats.unavailable_by == {"queue_bytes": replies.count(503)}
     assert len(rows(store)) == replies.count(200)

@@ -4,27 +4,15 @@ same numbers: received, stored, rejected and ignored by reason, duplicates, refu
 
 from __future__ import annotations
 
-import http.client
 from pathlib import Path
 
 import pytest
 
-from support.collector import SpanSpec, call, pb_request, post
+from support.collector import SpanSpec, call, pb_request, post, scrape_metrics
 from toolwatch.cli import main
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.store import Store
 from toolwatch.conventions import ATTR_CONVERSATION_ID
-
-
-def _metrics(port: int, token: str | None = None) -> tuple[int, str]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        conn.request("GET", "/metrics", headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read().decode()
-    finally:
-        conn.close()
 
 
 def _traffic(collector: Collector) -> None:
@@ -50,8 +38,8 @@ def _traffic(collector: Collector) -> None:
 def test_metrics_show_every_counter_by_reason(tmp_path: Path) -> None:
     with Collector(Store(tmp_path / "store"), token="t0k", compact_interval=None) as collector:
         _traffic(collector)
-        assert _metrics(collector.port)[0] == 401  # behind the token, like the traces
-        status, text = _metrics(collector.port, "t0k")
+        assert scrape_metrics(collector.port)[0] == 401  # behind the token, like the traces
+        status, text = scrape_metrics(collector.port, "t0k")
     assert status == 200
     lines = set(text.splitlines())
     for line in (
