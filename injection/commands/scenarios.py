@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.library import (
     distinct_scenarios,
     find_scenario,
@@ -243,10 +244,7 @@ def _describe(s: Scenario) -> None:
         mark = "*" if t.name == s.fault.tool else " "
         args = ", ".join((t.input_schema.get("properties") or {}).keys())
         print(f" {mark} {t.name}({args})")
-    print(
-        f"fault: {s.fault.action} on {s.fault.tool} at {s.fault.occurrence.describe()}; "
-        f"label {s.label}"
-    )
+    print(f"fault: {FaultEngine.for_scenario(s).describe()}")  # the proxy's own armed line
     print(f"pass: {s.scoring.minimum_pass_criterion}")
     print(f"fail: {s.scoring.clear_failure_signal}")
     for b in s.scoring.acceptable_behaviors:

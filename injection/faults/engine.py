@@ -209,8 +209,11 @@ def _summary_params(params: Mapping[str, Any]) -> dict[str, Any]:
     keep = (
         "delay_ms",
         "mode",
+        "error_after_ms",
         "as",
         "status",
+        "code",
+        "jsonrpc_code",
         "required_role",
         "placement",
         "rename_output_schema",

@@ -19,6 +19,7 @@ from mcp import Client
 from support.paths import FIXTURES, REPO
 from toolwatch.cli import main as cli_main
 from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.library import (
     find_scenario,
     load_library,
@@ -401,8 +402,23 @@ def test_cli_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(rows) == 5 and {r["action"] for r in rows} == {"inject_exfiltration_instruction"}
     assert cli_main(["scenarios", "show", "b1-finance-01"]) == 0
     out = capsys.readouterr().out
-    assert "inject_stale_data on get_fx_rate" in out and "label B1:b1-finance-01" in out
+    assert "inject_stale_data on tool 'get_fx_rate'" in out and "label B1:b1-finance-01" in out
     assert cli_main(["scenarios", "show", "no-such-scenario"]) == 2
+
+
+def test_show_names_the_faults_parameters_as_the_proxy_armed_line_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``show`` said "replace_with_error on search_fares at call #1" without the status, the
+    form (result or JSON-RPC) or the code that the proxy's start-up line showed."""
+    assert cli_main(["scenarios", "show", "a2-legal-01", "a1-weather-01", "a3-hr-01"]) == 0
+    faults = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fault:")]
+    assert len(faults) == 3
+    assert "(as='jsonrpc', status=503, jsonrpc_code=-32603)" in faults[0]
+    assert "(delay_ms=8000, mode='sleep')" in faults[1]
+    assert "(as='jsonrpc', required_role='hr-compensation-admin')" in faults[2]
+    for line, s in zip(faults, ("a2-legal-01", "a1-weather-01", "a3-hr-01"), strict=True):
+        assert line == f"fault: {FaultEngine.for_scenario(find_scenario(s)).describe()}"
 
 
 def test_show_and_validate_agree_on_exit_codes(
