@@ -57,7 +57,7 @@ def load_scenario(path: str | Path) -> Scenario:
 def find_scenario(ref: str | Path) -> Scenario:
     """A scenario by file path, or by the id of a packaged scenario."""
     path = Path(ref)
-    if path.suffix == ".json" or path.exists():
+    if path.suffix.lower() == ".json" or path.exists():
         return load_scenario(path)
     files = library_files()
     for traversable in files:
@@ -129,13 +129,18 @@ def validate_path(path: str | Path) -> list[str]:
 
 
 def iter_scenario_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Scenario files among ``paths`` (directories are searched for ``*.json``)."""
+    """Scenario files among ``paths``: directories are searched for ``.json`` files in any
+    case (``X.JSON`` is read too: a file skipped without a word looked valid by its absence)."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.json") if p.name != SCHEMA_RESOURCE)
+            yield from sorted(p for p in path.rglob("*") if _is_scenario_file(p))
         else:
             yield path
+
+
+def _is_scenario_file(path: Path) -> bool:
+    return path.suffix.lower() == ".json" and path.name != SCHEMA_RESOURCE and path.is_file()
 
 
 def distinct_scenarios(

@@ -421,6 +421,27 @@ def test_show_names_the_faults_parameters_as_the_proxy_armed_line_does(
         assert line == f"fault: {FaultEngine.for_scenario(find_scenario(s)).describe()}"
 
 
+def test_a_directory_scan_reads_json_files_whatever_the_case_of_their_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``X.JSON`` was skipped without a word: a broken one looked valid by its absence."""
+    write(tmp_path, "good.json", library_doc("a3-hr-01"))
+    bad = library_doc("a2-travel-01")
+    bad["fault"]["params"]["status"] = 404
+    write(tmp_path, "BAD.JSON", bad)
+    assert cli_main(["scenarios", "validate", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "1 valid, 1 invalid (A3 1)\n"
+    assert f"{tmp_path / 'BAD.JSON'}: /fault/params/status:" in err
+    (tmp_path / "BAD.JSON").unlink()
+    write(tmp_path, "Other.Json", library_doc("a2-travel-01"))
+    assert cli_main(["scenarios", "list", "--path", str(tmp_path), "--json"]) == 0
+    assert [json.loads(r)["id"] for r in capsys.readouterr().out.splitlines()] == [
+        "a2-travel-01",
+        "a3-hr-01",
+    ]
+
+
 def test_show_and_validate_agree_on_exit_codes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
