@@ -130,7 +130,8 @@ def _parsers(command: str) -> dict[tuple[str, ...], argparse.ArgumentParser]:
 def test_every_option_a_documented_command_line_shows_exists() -> None:
     wrong = []
     parsers = {name: _parsers(name) for name in cli.COMMANDS}
-    for doc in (DOC, (REPO / "README.md").read_text()):
+    guide = (REPO / "docs" / "SCENARIOS.md").read_text()  # the scenario guide's commands too
+    for doc in (DOC, (REPO / "README.md").read_text(), guide):
         for span in re.findall(r"`(?:\.venv/bin/)?toolwatch ([a-z][^`]*)`", doc):
             words = span.split()
             if words[0] not in parsers:
