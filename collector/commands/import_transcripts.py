@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from toolwatch.collector.sources.claude_code import (
     SOURCE,
+    TRANSCRIPT_NAMES,
     ImportReport,
     TranscriptPathError,
     build_records,
@@ -69,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="transcript files or directories (searched recursively for *.jsonl, *.jsonl.gz)",
+        help="transcript files or directories (searched recursively for "
+        + ", ".join(TRANSCRIPT_NAMES)
+        + ")",
     )
     add_store_argument(parser)
     parser.add_argument(
@@ -161,7 +164,8 @@ def import_claude_code(
         if scan.not_read:
             path, reason = scan.not_read[0]
             unread = f" ({len(scan.not_read):,} file(s) not read, e.g. {path}: {reason})"
-        raise TranscriptPathError(f"no *.jsonl transcript found under {shown}{unread}")
+        names = ", ".join(TRANSCRIPT_NAMES)
+        raise TranscriptPathError(f"no transcript ({names}) found under {shown}{unread}")
     show_bar = progress and any(Path(p).is_dir() for p in paths)
     parses = []
     from tqdm import tqdm

@@ -31,9 +31,10 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
 * **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not
   an object, tool_use line without a valid timestamp, blocks without id/name, call or result
   blocks in a line of an unknown type) and results no call takes (an id matching no call of the
-  run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd
-  file (by its first bytes) is decompressed, a UTF-16 one (with a BOM or without) decoded, as
-  it streams; one compressed otherwise is reported once as unreadable, saying what it is.
+  run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd,
+  bzip2'd or xz'd file (by its first bytes) is decompressed, a UTF-16 one (with a BOM or
+  without) decoded, as it streams; one compressed otherwise (zstd) or a zip is reported once as
+  unreadable, saying what it is.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one
@@ -57,6 +58,7 @@ from toolwatch.collector.sources.claude_code.records import (
     import_transcripts,
 )
 from toolwatch.collector.sources.claude_code.transcripts import (
+    TRANSCRIPT_NAMES,
     TranscriptPathError,
     find_transcripts,
     scan_transcripts,
@@ -65,6 +67,7 @@ from toolwatch.collector.sources.claude_code.transcripts import (
 __all__ = [
     "SERVICE",
     "SOURCE",
+    "TRANSCRIPT_NAMES",
     "FileParse",
     "ImportReport",
     "SkippedLine",

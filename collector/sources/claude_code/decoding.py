@@ -1,23 +1,26 @@
-"""A transcript file as lines of UTF-8 JSON, whatever it was saved as: plain, gzip-compressed
-(a backup's ``*.jsonl.gz``, told by its first bytes, whatever its name), UTF-16 with a BOM or
-without one (a PowerShell or Windows editor copy: told by the NUL at every other byte of its
-first KB, as UTF-8 JSON Lines hold no NUL byte), or both; decoded as it streams so memory
-stays one line. Text that is not valid UTF-16 (a lone surrogate, an odd last byte) reads as
-U+FFFD, as a lone surrogate escape does in UTF-8 transcripts (:mod:`.measure`). Both passes of
-the importer (:mod:`.parsing`, then :mod:`.provenance`) read through here, so a line has the
-same number in each.
+"""A transcript file as lines of UTF-8 JSON, whatever it was saved as: plain, compressed by
+gzip, bzip2 or xz (a backup's ``*.jsonl.gz`` / ``.bz2`` / ``.xz``, told by its first bytes,
+whatever its name), UTF-16 with a BOM or without one (a PowerShell or Windows editor copy:
+told by the NUL at every other byte of its first KB, as UTF-8 JSON Lines hold no NUL byte), or
+both; decoded as it streams so memory stays one line. Text that is not valid UTF-16 (a lone
+surrogate, an odd last byte) reads as U+FFFD, as a lone surrogate escape does in UTF-8
+transcripts (:mod:`.measure`). Both passes of the importer (:mod:`.parsing`, then
+:mod:`.provenance`) read through here, so a line has the same number in each.
 
-A gzip stream that breaks (cut short, corrupt) ends the file there: the lines before it were
-read and are kept, and :class:`TranscriptReadError` says what happened, never the bytes (a
-gzip error's own text can quote the file's bytes or its checksum).
+A compressed stream that breaks (cut short, corrupt) ends the file there: the lines before it
+were read and are kept, and :class:`TranscriptReadError` says what happened, never the bytes (a
+decompressor's own text can quote the file's bytes or its checksum). zstd (stdlib only from
+Python 3.14) and zip archives (many named members, not one stream) are named, not read.
 """
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -30,12 +33,24 @@ from toolwatch.collector.sources.claude_code.transcripts import (
 )
 
 GZIP_MAGIC: Final = b"\x1f\x8b"
+BZIP2_MAGIC: Final = b"BZh"
+XZ_MAGIC: Final = b"\xfd7zXZ\x00"
+#: The compressions read, by their first bytes, as messages name them.
+COMPRESSIONS: Final = ((GZIP_MAGIC, "gzip"), (BZIP2_MAGIC, "bzip2"), (XZ_MAGIC, "xz"))
+#: Compressed bytes read from disk at a time (bzip2, xz).
+CHUNK: Final = 1 << 16
+#: Text a bzip2 or xz decompressor gives at most per step: a check found bad drops the text of
+#: its step (the decompressor raises instead of returning it), so steps stay small.
+STEP: Final = 1 << 12
 #: How much of the (decompressed) start is looked at for BOM-less UTF-16.
 SNIFF_BYTES: Final = 1024
 UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
-#: Why a gzip stream stopped, by the error the decompressor raised (its own text is not shown).
-GZIP_CUT: Final = "gzip stream cut short"
-GZIP_CORRUPT: Final = "corrupt gzip stream"
+#: Why a compressed stream stopped, by the error its decompressor raised (its own text is not
+#: shown): "gzip stream cut short", "corrupt xz stream"...
+CUT: Final = "{} stream cut short"
+CORRUPT: Final = "corrupt {} stream"
+GZIP_CUT: Final = CUT.format("gzip")
+GZIP_CORRUPT: Final = CORRUPT.format("gzip")
 #: What a break means for the lines read before it: a cut loses only what follows; damage is
 #: found at the checksum, the end, so the lines decoded from it were read (mostly as invalid).
 KEPT: Final = "(the lines before it were read)"
@@ -54,12 +69,13 @@ class TranscriptReadError(Exception):
 class TranscriptLines:
     """An open transcript (a context manager): iterate it for its lines as UTF-8 bytes.
 
-    :meth:`start` reads the first bytes and says why the file is not read at all (bzip2, xz,
-    zstd, zip: named, not guessed at), else None; iterating starts it if not yet done.
-    ``gzip`` and ``encoding`` (None: UTF-8 as it is) say how it is read.
+    :meth:`start` reads the first bytes and says why the file is not read at all (zstd, zip,
+    a second compression inside the first: named, not guessed at), else None; iterating starts
+    it if not yet done. ``compression`` ("gzip", "bzip2", "xz"; None: not compressed) and
+    ``encoding`` (None: UTF-8 as it is) say how it is read.
     ``disk_bytes()`` is how far into the file on disk the reading has come (for a progress bar
     sized by file sizes). Opening raises ``OSError`` as :func:`.transcripts.open_transcript`
-    does; reading raises ``OSError``, and :class:`TranscriptReadError` when a gzip stream
+    does; reading raises ``OSError``, and :class:`TranscriptReadError` when a compressed stream
     breaks."""
 
     def __init__(self, path: Path) -> None:
@@ -67,20 +83,20 @@ class TranscriptLines:
         self._stream: io.BufferedReader | gzip.GzipFile = self._disk
         self._started = False
         self.foreign: str | None = None
-        self.gzip = False
+        self.compression: str | None = None
         self.encoding: str | None = None
 
     def start(self) -> str | None:
-        """Sniff the first bytes (once): unzip a gzip'd file; why it is not read, else None."""
+        """Sniff the first bytes (once): decompress a compressed file; why it is not read, else
+        None."""
         if not self._started:
             self._started = True
             head = self._disk.peek(SNIFF_BYTES)[:SNIFF_BYTES]
-            if head.startswith(GZIP_MAGIC):
-                self.gzip = True
-                unzipped = gzip.GzipFile(fileobj=self._disk, mode="rb")
-                self._stream = unzipped
-                with _gzip_errors():
-                    head = unzipped.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+            self.compression = next((n for m, n in COMPRESSIONS if head.startswith(m)), None)
+            if self.compression is not None:
+                self._stream = _decompressing(self._disk, self.compression)
+                with _stream_errors(self.compression):
+                    head = self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
             self.encoding = utf16_encoding(head)
             if self.encoding is None:
                 self.foreign = foreign_format(head[:FOREIGN_HEAD_BYTES])
@@ -90,7 +106,9 @@ class TranscriptLines:
         if self.start() is not None:
             return iter(())
         lines = self._stream if self.encoding is None else self._decoded(self.encoding)
-        return self._gzip_lines(lines) if self.gzip else iter(lines)
+        if self.compression is None:
+            return iter(lines)
+        return self._checked(lines, self.compression)
 
     def _decoded(self, encoding: str) -> Iterator[bytes]:
         text = io.TextIOWrapper(self._stream, encoding=encoding, errors="replace", newline="\n")
@@ -101,12 +119,12 @@ class TranscriptLines:
             text.detach()  # else collecting the wrapper closes the file under disk_bytes()
 
     @staticmethod
-    def _gzip_lines(lines: Iterable[bytes]) -> Iterator[bytes]:
-        with _gzip_errors():  # the consumer's own errors are not thrown in here
+    def _checked(lines: Iterable[bytes], compression: str) -> Iterator[bytes]:
+        with _stream_errors(compression):  # the consumer's own errors are not thrown in here
             yield from lines
 
     def disk_bytes(self) -> int:
-        """Bytes of the file on disk consumed so far (compressed ones for a gzip file)."""
+        """Bytes of the file on disk consumed so far (compressed ones for a compressed file)."""
         return self._disk.tell()
 
     def close(self) -> None:
@@ -144,12 +162,74 @@ def utf16_encoding(head: bytes) -> str | None:
     return None
 
 
+class _Corrupt(Exception):
+    """A bzip2 or xz decompressor refused the data (told apart from a disk's ``OSError``)."""
+
+
+class _Decompressed(io.RawIOBase):
+    """The content of a bzip2 or xz file, stream after stream as ``bunzip2`` / ``unxz`` read
+    concatenated ones. Unlike the stdlib's readers, which end the file without a word at bytes
+    after a stream that do not start another, such bytes are damage (:class:`_Corrupt`), as
+    they are for gzip; xz's NUL stream padding is skipped."""
+
+    def __init__(self, disk: io.BufferedReader, compression: str) -> None:
+        super().__init__()
+        self._disk = disk
+        self._magic = BZIP2_MAGIC if compression == "bzip2" else XZ_MAGIC
+        self._new: Callable[[], bz2.BZ2Decompressor | lzma.LZMADecompressor] = (
+            bz2.BZ2Decompressor
+            if compression == "bzip2"
+            else lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ)
+        )
+        self._padding = compression == "xz"
+        self._decompressor = self._new()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while True:
+            data = b""
+            if self._decompressor.eof:
+                data = self._next_stream()
+                if not data:
+                    return 0  # the last stream ended with the file
+                if not data.startswith(self._magic[: len(data)]):
+                    raise _Corrupt  # not another stream: garbage after the last one
+                self._decompressor = self._new()
+            elif self._decompressor.needs_input:
+                data = self._disk.read(CHUNK)
+                if not data:
+                    raise EOFError  # the file ends inside a stream
+            try:
+                out = self._decompressor.decompress(data, min(len(buffer), STEP))
+            except (OSError, lzma.LZMAError):
+                raise _Corrupt from None
+            if out:
+                buffer[: len(out)] = out
+                return len(out)
+
+    def _next_stream(self) -> bytes:
+        """What follows the stream that ended (b"" at the end of the file)."""
+        data = self._decompressor.unused_data or self._disk.read(CHUNK)
+        while self._padding and data and not data.strip(b"\0"):
+            data = self._disk.read(CHUNK)
+        return data.lstrip(b"\0") if self._padding else data
+
+
+def _decompressing(disk: io.BufferedReader, compression: str) -> io.BufferedReader | gzip.GzipFile:
+    """``disk``'s content, decompressed as it is read."""
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=disk, mode="rb")
+    return io.BufferedReader(_Decompressed(disk, compression), CHUNK)
+
+
 @contextmanager
-def _gzip_errors() -> Iterator[None]:
-    """A gzip failure as :class:`TranscriptReadError`, content-free."""
+def _stream_errors(compression: str) -> Iterator[None]:
+    """A decompression failure as :class:`TranscriptReadError`, content-free."""
     try:
         yield
     except EOFError:  # "Compressed file ended before the end-of-stream marker was reached"
-        raise TranscriptReadError(GZIP_CUT, KEPT) from None
-    except (gzip.BadGzipFile, zlib.error):  # bad header, CRC or length, garbage after it
-        raise TranscriptReadError(GZIP_CORRUPT, KEPT_GARBLED) from None
+        raise TranscriptReadError(CUT.format(compression), KEPT) from None
+    except (gzip.BadGzipFile, zlib.error, _Corrupt):  # bad header, check, garbage after it
+        raise TranscriptReadError(CORRUPT.format(compression), KEPT_GARBLED) from None

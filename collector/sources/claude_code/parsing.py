@@ -126,10 +126,10 @@ def parse_file(
     on_bytes: ProgressCallback | None = None,
     shown: str | None = None,
 ) -> FileParse:
-    """Read one transcript file (plain or gzip'd, :mod:`.decoding`); content is measured and
+    """Read one transcript file (plain or compressed, :mod:`.decoding`); content is measured and
     dropped line by line. ``shown``: the path to name in skipped lines and errors (default
     ``path``). ``on_bytes`` is told the bytes of the file on disk read (compressed ones for a
-    gzip file: a progress bar sized by file sizes ends full); ``FileParse.bytes`` counts the
+    compressed file: a progress bar sized by file sizes ends full); ``FileParse.bytes`` counts the
     transcript's own (decompressed) bytes."""
     parser = _FileParser(path, file_index, shown or str(path))
     out = parser.out

@@ -1,9 +1,9 @@
-"""Where the transcripts are: every ``*.jsonl`` (and gzip'd ``*.jsonl.gz``) under the paths
-given, in one order that does not depend on the order the paths were given in, and the
-``*.jsonl`` entries that cannot be read as one (each with its reason: nothing found is passed
-over without a word) — copies compressed otherwise (``*.jsonl.bz2``, ``.xz``, ``.zst``) among
-them, and files whose first bytes say they are such a copy or a zip rather than JSON Lines
-(:mod:`.decoding` reads gzip'd and UTF-16 ones).
+"""Where the transcripts are: every ``*.jsonl`` (and compressed ``*.jsonl.gz``, ``.bz2``,
+``.xz``) under the paths given, in one order that does not depend on the order the paths were
+given in, and the ``*.jsonl`` entries that cannot be read as one (each with its reason: nothing
+found is passed over without a word) — zstd copies (``*.jsonl.zst``) among them, and files
+whose first bytes say they are such a copy or a zip rather than JSON Lines (:mod:`.decoding`
+reads gzip'd, bzip2'd, xz'd and UTF-16 ones).
 """
 
 from __future__ import annotations
@@ -20,12 +20,19 @@ from typing import Final, cast
 TRANSCRIPT_SUFFIX: Final = ".jsonl"
 #: A gzip'd transcript's name (a backup's): read, decompressed, when its first bytes are gzip.
 GZIP_TRANSCRIPT_SUFFIX: Final = ".jsonl.gz"
+#: Compressed transcripts' names (a backup's): read, decompressed by their first bytes.
+COMPRESSED_TRANSCRIPT_SUFFIXES: Final = (GZIP_TRANSCRIPT_SUFFIX, ".jsonl.bz2", ".jsonl.xz")
+#: Every name a transcript is looked for by (messages list them).
+TRANSCRIPT_NAMES: Final = tuple(
+    f"*{s}" for s in (TRANSCRIPT_SUFFIX, *COMPRESSED_TRANSCRIPT_SUFFIXES)
+)
 #: Why a FIFO, a device or a socket is not read (opening a FIFO would wait for a writer).
 NOT_REGULAR: Final = "not a regular file"
 #: First bytes of files that are not UTF-8 JSON Lines, what they are and what to do: read line
 #: by line, each would be one more "invalid JSON" line and the file's calls lost without reason.
+#: (:mod:`.decoding` decompresses gzip, bzip2 and xz once: here they are compressed twice)
 _FOREIGN_HEADS: Final = (
-    (b"\x1f\x8b", "gzip-compressed", "gunzip it"),  # (:mod:`.decoding` unzips once: twice here)
+    (b"\x1f\x8b", "gzip-compressed", "gunzip it"),
     (b"BZh", "bzip2-compressed", "bunzip2 it"),
     (b"\xfd7zXZ\x00", "xz-compressed", "unxz it"),
     (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd it"),
@@ -33,11 +40,10 @@ _FOREIGN_HEADS: Final = (
 )
 #: How many first bytes :func:`foreign_format` needs.
 FOREIGN_HEAD_BYTES: Final = 6
-#: Compressed transcripts under a directory (``x.jsonl.bz2``) other than gzip'd ones: named as
-#: not read, with the reason their first bytes would give.
+#: Compressed transcripts under a directory (``x.jsonl.zst``) the importer cannot decompress
+#: (zstd is in the stdlib only from Python 3.14): named as not read, with the reason their
+#: first bytes would give.
 COMPRESSED_SUFFIXES: Final = {
-    ".bz2": b"BZh",
-    ".xz": b"\xfd7zXZ\x00",
     ".zst": b"\x28\xb5\x2f\xfd",
 }
 
@@ -66,14 +72,14 @@ class TranscriptScan:
 
 
 def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
-    """Every ``*.jsonl`` and ``*.jsonl.gz`` under the given files/directories (recursive),
-    sorted, deduplicated.
+    """Every ``*.jsonl`` and ``*.jsonl.gz`` / ``.bz2`` / ``.xz`` under the given
+    files/directories (recursive), sorted, deduplicated.
 
     Sorting by resolved path makes the tie-breaks of deduplication and ``seq`` independent of
     the order in which paths were given. A given path that is missing or neither a regular file
     nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
     entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason, and
-    so is a transcript compressed otherwise than by gzip (``*.jsonl.bz2``, ``.xz``, ``.zst``).
+    so is a zstd-compressed transcript (``*.jsonl.zst``).
     Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
     searched like any other; symlinked directories are not followed (no loops).
     """
@@ -144,16 +150,16 @@ def foreign_format(head: bytes) -> str | None:
 
 
 def transcript_stem(name: str) -> str | None:
-    """A transcript's file name without ``.jsonl`` / ``.jsonl.gz`` (what names its agent or
-    session), None for another name."""
-    for suffix in (GZIP_TRANSCRIPT_SUFFIX, TRANSCRIPT_SUFFIX):
+    """A transcript's file name without ``.jsonl`` / ``.jsonl.gz`` / ``.bz2`` / ``.xz`` (what
+    names its agent or session), None for another name."""
+    for suffix in (*COMPRESSED_TRANSCRIPT_SUFFIXES, TRANSCRIPT_SUFFIX):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return None
 
 
 def _compressed(name: str) -> str | None:
-    """Why ``*.jsonl.bz2`` & co. are not read, else None."""
+    """Why ``*.jsonl.zst`` is not read, else None."""
     stem, dot, suffix = name.rpartition(".")
     head = COMPRESSED_SUFFIXES.get(dot + suffix)
     if head is None or not stem.endswith(TRANSCRIPT_SUFFIX):

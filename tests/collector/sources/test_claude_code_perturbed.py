@@ -13,6 +13,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import lzma
 import random
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from toolwatch.collector.sources.claude_code.parsing import (
 from toolwatch.record import CallRecord
 
 SID = "0d9c4f52-aaaa-4bbb-8ccc-000000000001"
+#: A zstd frame's first bytes (the stdlib reads zstd only from Python 3.14: named, not read)
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def _call(
@@ -197,7 +200,7 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     first" and its calls left out. It is now decompressed as it streams when its first bytes
     are gzip, whatever its name: a ``.jsonl.gz`` holding plain text is read as plain, a gzip'd
     ``agent-<id>.jsonl.gz`` is a subagent like ``agent-<id>.jsonl``, a plain copy of a gzip'd
-    session is a duplicate. Other compressions are still named, not read."""
+    session is a duplicate. zstd is still named, not read."""
     session = _text(SESSION).encode()
     other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")]).encode()
     side = _text([_call("toolu_s", "2026-03-01T11:00:00.000Z", "msg_s", session=None)]).encode()
@@ -210,7 +213,7 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     lone = tmp_path / "parent-sid" / "subagents" / "agent-a1b2c3.jsonl.gz"
     lone.parent.mkdir(parents=True)
     lone.write_bytes(gzip.compress(side))
-    (tmp_path / "b.jsonl.bz2").write_bytes(bz2.compress(other))
+    (tmp_path / "b.jsonl.zst").write_bytes(ZSTD_MAGIC + other)
     records, report = import_transcripts([tmp_path])
     assert [(r.session_id, r.agent_id, r.call_id, r.seq) for r in records] == [
         (SID, None, "toolu_1", 0),
@@ -224,8 +227,8 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     assert (report.lines, report.bytes) == (11, 2 * len(session) + len(other + plain + side))
     assert report.unreadable_files == [
         (
-            str(tmp_path / "b.jsonl.bz2"),
-            "bzip2-compressed, not UTF-8 JSON Lines (bunzip2 it first)",
+            str(tmp_path / "b.jsonl.zst"),
+            "zstd-compressed, not UTF-8 JSON Lines (unzstd it first)",
         ),
     ]
 
@@ -318,3 +321,97 @@ def test_a_cut_or_corrupt_gzip_keeps_the_lines_before_it_and_says_why(tmp_path: 
         assert [r.call_id for r in records] == [f"toolu_{i}" for i in range((n + 1) // 2)], name
         assert (report.lines, report.skipped) == (n, []), name
         assert report.unreadable_files == [(str(path), error.format(f"{n:,}"))], name
+
+
+def _numbered_session(n: int) -> list[dict[str, Any]]:
+    """``n`` calls, each followed by its result: 2 ``n`` lines, line 2i + 1 holds toolu_i."""
+    lines = []
+    for i in range(n):
+        stamp = f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}.000Z"
+        lines += [_call(f"toolu_{i}", stamp, f"msg_{i}"), _result(f"toolu_{i}", stamp, f"r{i}")]
+    return lines
+
+
+def test_bzip2_and_xz_transcripts_are_read_like_gzipped_ones(tmp_path: Path) -> None:
+    """``*.jsonl.bz2`` and ``*.jsonl.xz`` were named "bunzip2 it first" / "unxz it first" and
+    their calls left out, though the stdlib reads both. They are now decompressed by their
+    first bytes whatever their name, into the very records and byte counts of the plain files:
+    ``agent-<id>.jsonl.xz`` is a subagent, concatenated streams (``cat a.bz2 b.bz2``, xz's NUL
+    padding) read as one file, a plain copy of a compressed session is a duplicate."""
+    session = _text(SESSION).encode()
+    other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")]).encode()
+    side = _text([_call("toolu_s", "2026-03-01T11:00:00.000Z", "msg_s", session=None)]).encode()
+    plain = tmp_path / "plain"
+    (plain / "parent-sid" / "subagents").mkdir(parents=True)
+    (plain / f"{SID}.jsonl").write_bytes(session)
+    (plain / "c.jsonl").write_bytes(other)
+    (plain / "parent-sid" / "subagents" / "agent-a1b2c3.jsonl").write_bytes(side)
+    expected, plain_report = import_transcripts([plain])
+    packed = tmp_path / "packed"
+    (packed / "parent-sid" / "subagents").mkdir(parents=True)
+    half = len(session) // 2
+    (packed / f"{SID}.jsonl.bz2").write_bytes(
+        bz2.compress(session[:half]) + bz2.compress(session[half:])
+    )
+    (packed / "c.jsonl").write_bytes(lzma.compress(other) + b"\0" * 8)
+    (packed / "parent-sid" / "subagents" / "agent-a1b2c3.jsonl.xz").write_bytes(
+        lzma.compress(side, lzma.FORMAT_XZ)
+    )
+    (packed / "d.jsonl.zst").write_bytes(ZSTD_MAGIC + other)
+    records, report = import_transcripts([packed])
+    assert [r.as_dict() for r in records] == [r.as_dict() for r in expected]
+    assert [r.agent_id for r in records] == [None, None, None, "a1b2c3"]
+    assert (report.files, report.lines, report.bytes) == (3, 6, plain_report.bytes)
+    assert report.skipped == [] and report.duplicates == 0
+    assert report.unreadable_files == [
+        (str(packed / "d.jsonl.zst"), "zstd-compressed, not UTF-8 JSON Lines (unzstd it first)")
+    ]
+    (packed / "backup").mkdir()
+    (packed / "backup" / f"{SID}.jsonl").write_bytes(session)  # the same calls again
+    again, report = import_transcripts([packed])
+    assert [r.call_id for r in again] == [r.call_id for r in records] and report.duplicates == 2
+
+
+def test_a_cut_or_corrupt_bzip2_or_xz_keeps_the_lines_before_it_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """A bzip2 or xz stream that breaks is handled as a gzip one: the calls of the lines before
+    it are imported and the file is named with what happened and where, never the
+    decompressor's words. Bytes after the last stream that start no other one were dropped
+    without a word by the stdlib's readers: they are damage here, as for gzip. A bad check at
+    the end costs at most the last 4 KiB of text before it (the decompressor raises instead of
+    giving the text of that step). Two streams (600 lines, 300 each), so that bzip2, which
+    gives a block only once it is whole, has lines before a break in the second."""
+    lines = _numbered_session(300)
+    first, second = _text(lines[:300]).encode(), _text(lines[300:]).encode()
+    kept = "(the lines before it were read)"
+    garbled = "(the lines before it were read; the damage may have garbled some of them)"
+    for kind, compress in (("bzip2", bz2.compress), ("xz", lzma.compress)):
+        one, two = compress(first), compress(second)
+        packed = one + two
+        check = bytearray(packed)
+        check[-2] ^= 0xFF  # the end of the second stream: its check or index
+        header = bytearray(packed)
+        header[3 if kind == "bzip2" else 7] ^= 0xFF  # block size / stream flags
+        cases = {  # data, lines read (None: somewhere in the second stream), error
+            "cut": (
+                one + two[: len(two) // 2],
+                None,
+                f"{kind} stream cut short after line {{}} {kept}",
+            ),
+            "garbage": (packed + b"tail", 600, f"corrupt {kind} stream after line 600 {garbled}"),
+            "check": (bytes(check), None, f"corrupt {kind} stream after line {{}} {garbled}"),
+            "header": (bytes(header), 0, f"corrupt {kind} stream"),
+        }
+        for name, (data, n, error) in cases.items():
+            path = tmp_path / f"{kind}-{name}.jsonl"
+            path.write_bytes(data)
+            records, report = import_transcripts([path])
+            if n is None:  # a partial line is part of the break, not a line
+                n = report.lines
+                tail = len(_text(lines[n:]).encode())
+                assert 300 <= n < 599 and (name == "cut" or tail <= 4096), (kind, name, n)
+            calls = [f"toolu_{i}" for i in range((n + 1) // 2)]
+            assert [r.call_id for r in records] == calls, (kind, name)
+            assert (report.lines, report.skipped) == (n, []), (kind, name)
+            assert report.unreadable_files == [(str(path), error.format(f"{n:,}"))], (kind, name)
