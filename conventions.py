@@ -119,17 +119,24 @@ ERROR_TYPE_TIMEOUT: Final = "timeout"
 TOOL_CALL_MARKER: Final = ATTR_ARGUMENTS_SIZE
 
 #: Client quirks an importer recognises (structure, not content; see ``docs/ARCHITECTURE.md``):
-#: a Claude Code warm-up subagent (answered "Warmup" at start-up; its calls all fail), a
-#: compaction fork (``agent-acompact-*``: the main thread's calls repeated under another agent,
-#: to summarise them) and an aside-question fork (``agent-aside_question-*``: the same replay,
-#: to answer a side question asked while the main thread works).
+#: a Claude Code warm-up subagent (answered "Warmup" at start-up; its calls all fail) and the
+#: forks Claude Code writes as ``agent-a<label>-<hex>``, each the main thread's calls repeated
+#: under another agent id, then a task of its own: a compaction fork (``acompact``: to summarise
+#: them), an aside-question fork (``aside_question``: a side question asked while the main
+#: thread works), a prompt-suggestion fork (``aprompt_suggestion``: the next prompt to offer
+#: the user) and a session-memory fork (``asession_memory``, ``asession_memory_manual``: notes
+#: on the session written to a file).
 QUIRK_WARMUP_AGENT: Final = "warmup_agent"
 QUIRK_COMPACTION_FORK: Final = "compaction_fork"
 QUIRK_ASIDE_QUESTION_FORK: Final = "aside_question_fork"
+QUIRK_PROMPT_SUGGESTION_FORK: Final = "prompt_suggestion_fork"
+QUIRK_SESSION_MEMORY_FORK: Final = "session_memory_fork"
 CLIENT_QUIRKS: Final[tuple[str, ...]] = (
     QUIRK_WARMUP_AGENT,
     QUIRK_COMPACTION_FORK,
     QUIRK_ASIDE_QUESTION_FORK,
+    QUIRK_PROMPT_SUGGESTION_FORK,
+    QUIRK_SESSION_MEMORY_FORK,
 )
 
 Source = Literal["otlp", "import", "simulated"]

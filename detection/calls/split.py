@@ -20,9 +20,9 @@ shuffled. ``toolwatch train``, ``experiment``, ``scan`` and ``replay`` take the 
 error) are not the user's behaviour: they are kept out of training, calibration and the normal
 test streams, and reported apart (:attr:`StreamSplit.artefacts`), unless
 ``--include-client-artefacts`` (a named variant; its measured effect is in
-``docs/ARCHITECTURE.md``). Compaction and aside-question forks (``compaction_fork``,
-``aside_question_fork``) are the main thread's real calls under another agent id and stay
-normal streams everywhere.
+``docs/ARCHITECTURE.md``). Claude Code's forks (``compaction_fork``, ``aside_question_fork``,
+``prompt_suggestion_fork``, ``session_memory_fork``) are the main thread's real calls under
+another agent id and stay normal streams everywhere.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ from toolwatch.collector.sources.claude_code.transcripts import transcript_stem
 from toolwatch.conventions import (
     QUIRK_ASIDE_QUESTION_FORK,
     QUIRK_COMPACTION_FORK,
+    QUIRK_PROMPT_SUGGESTION_FORK,
+    QUIRK_SESSION_MEMORY_FORK,
     QUIRK_WARMUP_AGENT,
 )
 
@@ -37,12 +39,18 @@ RESTAMP_MIN_RESPONSES: Final = 3
 #: tool calls are then answered with errors. Compared, never kept.
 WARMUP_PROMPT: Final = "Warmup"
 #: Agent ids of forks that replay the main thread under another agent id with the original
-#: call ids and times (copies of calls the run also read are removed as duplicates): compaction
-#: (``agent-acompact-<hex>.jsonl``) and aside questions (``agent-aside_question-<hex>.jsonl``,
-#: 2.1.x: a side question answered while the main thread works). ``a`` + label + ``-`` + hex.
+#: call ids and times (copies of calls the run also read are removed as duplicates), then do a
+#: task of their own. In 2.1.x transcripts a subagent the model asked for is ``agent-a<hex>``
+#: (not a fork); these forks are ``agent-a<label>-<hex>``: compaction (``acompact``), aside
+#: questions (``aside_question``), prompt suggestions (``aprompt_suggestion``, written by
+#: 2.1.x before it stopped keeping them) and session memory (``asession_memory``,
+#: ``_manual``). Any other label stays unflagged (an ordinary subagent), since what its file
+#: holds is not established.
 _FORK_AGENTS: Final = (
     (re.compile(r"^acompact-[0-9a-f]+$"), QUIRK_COMPACTION_FORK),
     (re.compile(r"^aside_question-[0-9a-f]+$"), QUIRK_ASIDE_QUESTION_FORK),
+    (re.compile(r"^aprompt_suggestion-[0-9a-f]+$"), QUIRK_PROMPT_SUGGESTION_FORK),
+    (re.compile(r"^asession_memory(?:_manual)?-[0-9a-f]+$"), QUIRK_SESSION_MEMORY_FORK),
 )
 INLINE_AGENT_PREFIX: Final = "sidechain-"
 _AGENT_FILE: Final = re.compile(r"^agent-(.+)$")
@@ -360,7 +368,7 @@ class _FileParser:
 
 
 def _fork_quirk(agent_id: str) -> str | None:
-    """The quirk of a fork's agent id (compaction, aside question), else None."""
+    """The quirk of a fork's agent id (compaction, aside question...), else None."""
     for pattern, quirk in _FORK_AGENTS:
         if pattern.match(agent_id):
             return quirk

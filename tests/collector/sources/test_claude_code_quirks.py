@@ -1,4 +1,4 @@
-"""The importer flags the two Claude Code client quirks of dev-real's README at import time.
+"""The importer flags Claude Code's client quirks (dev-real's README's two, and its other forks).
 
 ``tests/fixtures/claude_code_quirks`` was written by hand after the shape of real transcripts
 (no real content): a 2.0.x session with a warm-up subagent (first prompt "Warmup", every call
@@ -6,9 +6,15 @@ answered by the "Warmup" error), a warm-up agent whose file holds only the answe
 ``afcd43f`` of aistrad continued in a second session), an ordinary subagent with another error,
 a 2.1.x compaction fork (``agent-acompact-<hex>.jsonl``) and two 2.1.x aside-question forks
 (``agent-aside_question-<hex>.jsonl``): one beside its main file, replaying only the main call,
-and one whose main file is missing, replaying the compacted call and making one of its own. On
-dev-real's five sources the same rules flag exactly the 72 warm-up and 10 compaction-fork
-streams of its ``streams.csv`` (it holds no aside-question fork with calls).
+and one whose main file is missing, replaying the compacted call and making one of its own; a
+2.1.x session with the other forks named ``agent-a<label>-<hex>.jsonl`` (forks that first
+write the main thread again): a
+prompt-suggestion fork (a denied try of its own) and two session-memory forks (an automatic one
+and a manual one with the shorter hex of older versions), beside a subagent the main thread
+asked for (``agent-a<hex>``) and one whose label is not known to keep a file
+(``aextract_memories``: left unflagged). On dev-real's five sources the same rules flag exactly
+the 72 warm-up and 10 compaction-fork streams of its ``streams.csv`` (it holds no other fork
+with calls).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import (
     QUIRK_ASIDE_QUESTION_FORK,
     QUIRK_COMPACTION_FORK,
+    QUIRK_PROMPT_SUGGESTION_FORK,
+    QUIRK_SESSION_MEMORY_FORK,
     QUIRK_WARMUP_AGENT,
 )
 
@@ -43,16 +51,29 @@ def test_warm_up_agents_and_compaction_forks_are_flagged_per_stream() -> None:
         # its own call is flagged; beside its main file, its replay is a removed duplicate
         ("b2c3d4e5", "aside_question-fedcba9876543210"): {QUIRK_ASIDE_QUESTION_FORK},
         ("c3d4e5f6", None): {None},
+        # each fork replays the main thread (removed duplicates), then its own calls
+        ("d4e5f6a7", None): {None},
+        ("d4e5f6a7", "aprompt_suggestion-0a1b2c3d4e5f6a7b"): {QUIRK_PROMPT_SUGGESTION_FORK},
+        ("d4e5f6a7", "asession_memory-fedcba9876543210"): {QUIRK_SESSION_MEMORY_FORK},
+        ("d4e5f6a7", "asession_memory_manual-9f8e7d"): {QUIRK_SESSION_MEMORY_FORK},
+        ("d4e5f6a7", "a0f1e2d3c4b5a697"): {None},  # a subagent asked for: a<hex>, no label
+        ("d4e5f6a7", "aextract_memories-00112233aabbccdd"): {None},  # not known: unflagged
     }
     assert report.quirks == {
         QUIRK_WARMUP_AGENT: [2, 4],
         QUIRK_COMPACTION_FORK: [1, 2],
         QUIRK_ASIDE_QUESTION_FORK: [1, 1],
+        QUIRK_PROMPT_SUGGESTION_FORK: [1, 1],
+        QUIRK_SESSION_MEMORY_FORK: [2, 2],
     }
     # flagged calls are kept as they are: real client behaviour, only marked
-    assert report.calls == len(records) == 11 and report.duplicates == 2
-    aside = [r.call_id for r in records if r.client_quirk == QUIRK_ASIDE_QUESTION_FORK]
-    assert aside == ["toolu_Q0"]
+    assert report.calls == len(records) == 18 and report.duplicates == 7
+    forks = {q: [r.call_id for r in records if r.client_quirk == q] for q in report.quirks}
+    assert forks[QUIRK_ASIDE_QUESTION_FORK] == ["toolu_Q0"]
+    assert forks[QUIRK_PROMPT_SUGGESTION_FORK] == ["toolu_P1"]
+    assert forks[QUIRK_SESSION_MEMORY_FORK] == ["toolu_SM1", "toolu_SM2"]
+    main = [r.call_id for r in records if r.session_id[:8] == "d4e5f6a7" and r.agent_id is None]
+    assert main == ["toolu_S1", "toolu_S2"]  # the replayed calls stay the main thread's
 
 
 def test_the_flag_reaches_the_store_and_the_import_summary(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -66,8 +87,10 @@ def test_the_flag_reaches_the_store_and_the_import_summary(tmp_path: Path, capsy
         .to_pylist()
     )
     assert rows == [
-        {"client_quirk": None, "n": 4},
+        {"client_quirk": None, "n": 8},
         {"client_quirk": QUIRK_ASIDE_QUESTION_FORK, "n": 1},
         {"client_quirk": QUIRK_COMPACTION_FORK, "n": 2},
+        {"client_quirk": QUIRK_PROMPT_SUGGESTION_FORK, "n": 1},
+        {"client_quirk": QUIRK_SESSION_MEMORY_FORK, "n": 2},
         {"client_quirk": QUIRK_WARMUP_AGENT, "n": 4},
     ]
