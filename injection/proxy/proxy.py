@@ -12,8 +12,9 @@ be scored later.
 Occurrences are counted per proxy, across all clients of that proxy. A handshake-era client
 gets an upstream session of its own, so what the server asks of its client reaches that client
 (:mod:`.sessions`); a 2026-07-28 client's later rounds of a call (answering the server's
-``InputRequiredResult``) reach the upstream whole and are the same call (:mod:`.rounds`). An
-upstream that dies is
+``InputRequiredResult``) reach the upstream whole and are the same call (:mod:`.rounds`), and
+its request's log lines reach it, one request at a time on the shared connection
+(:mod:`.log_lines`). An upstream that dies is
 reported as a JSON-RPC error naming it, and is reconnected (restarted, for a command) on the
 next request (:mod:`.upstream`), so the proxy keeps serving.
 """
@@ -21,19 +22,16 @@ next request (:mod:`.upstream`), so the proxy keeps serving.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as types
-import uvicorn
 from mcp import MCPDeprecationWarning, MCPError
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
@@ -50,10 +48,13 @@ from toolwatch.injection.faults.fit import upstream_problems
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.era import discover_refused
-from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
+from toolwatch.injection.proxy.log_lines import with_opt_in
 from toolwatch.injection.proxy.rounds import Rounds, is_retry, upstream_params
+from toolwatch.injection.proxy.serving import HttpServer as HttpServer
+from toolwatch.injection.proxy.serving import http_server as http_server
+from toolwatch.injection.proxy.serving import lowlevel
 from toolwatch.injection.proxy.sessions import ClientSessions, own_session
 from toolwatch.injection.proxy.upstream import (
     CallResult,
@@ -106,6 +107,9 @@ class FaultProxy(Server[Any]):
         client = upstream.client
         info = client.server_info or types.Implementation(name="upstream", version="")
         caps = client.server_capabilities
+        #: The protocol version the upstream agreed to with the proxy (its era, which a
+        #: reconnect keeps).
+        self.upstream_version = client.protocol_version
         self._upstream_caps = caps
         self._relays_changes = relays_changes(upstream)
         self.sessions = sessions
@@ -173,7 +177,7 @@ class FaultProxy(Server[Any]):
     @property
     def upstream_era_is_handshake(self) -> bool:
         """Whether the upstream answered the ``auto`` probe as a handshake-era server."""
-        return self.upstream.client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        return self.upstream_version not in MODERN_PROTOCOL_VERSIONS
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -255,17 +259,25 @@ class FaultProxy(Server[Any]):
     # -- forwarding ----------------------------------------------------------------------------
 
     async def _forward(
-        self, ctx: ServerRequestContext[Any] | None, call: Callable[[Upstream], Awaitable[_T]]
+        self,
+        ctx: ServerRequestContext[Any] | None,
+        call: Callable[[Upstream, bool], Awaitable[_T]],
     ) -> _T:
-        """``call`` on the upstream session of ``ctx``'s client (its own, for a handshake-era
-        client: :mod:`.sessions`), noted as that client's call in flight meanwhile."""
+        """``call(upstream, log_opt_in)`` on the upstream session of ``ctx``'s client (its own,
+        for a handshake-era client: :mod:`.sessions`), noted as that client's call in flight
+        meanwhile; on the shared session, with the client's log opt-in passed on when its
+        request may hold the lines (:mod:`.log_lines`)."""
         try:
             sessions = self.sessions
             if sessions is None or ctx is None or not own_session(ctx):
-                return await call(self.upstream)
+                shared = self.upstream
+                modern = not self.upstream_era_is_handshake
+                return await shared.lines.forward(
+                    ctx, lambda opt_in: call(shared, opt_in), modern=modern
+                )
             upstream = await sessions.upstream_for(ctx)
             with sessions.serving(ctx):
-                return await call(upstream)
+                return await call(upstream, False)
         except UpstreamUnavailable as exc:
             raise MCPError(
                 code=types.INTERNAL_ERROR,
@@ -296,7 +308,7 @@ class FaultProxy(Server[Any]):
     async def _listing(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        result = await self._forward(ctx, lambda up: up.list_tools(params))
+        result = await self._forward(ctx, lambda up, log: up.list_tools(with_opt_in(params, log)))
         self.listings += 1
         self._remember(result)
         engine = self.engine
@@ -337,8 +349,9 @@ class FaultProxy(Server[Any]):
         name, arguments = params.name, params.arguments
 
         def upstream(args: dict[str, Any] | None) -> Awaitable[CallResult]:
-            sent = upstream_params(params, args)
-            return self._forward(ctx, lambda up: up.call_tool(sent, progress))
+            return self._forward(
+                ctx, lambda up, log: up.call_tool(upstream_params(params, args, log), progress)
+            )
 
         retry = is_retry(params)
         held = self.rounds.resume(params) if retry else None
@@ -392,16 +405,21 @@ class FaultProxy(Server[Any]):
     async def _relay(
         self, ctx: ServerRequestContext[Any], request: Any, result_type: type[_R] | TypeAdapter[_R]
     ) -> _R:
-        """Forward any other request unchanged (resources, prompts, ``logging/setLevel``)."""
+        """Forward any other request unchanged (resources, prompts, ``logging/setLevel``), its
+        log opt-in as a call's (:mod:`.log_lines`)."""
+
+        def sent(log: bool) -> Any:
+            return request.model_copy(update={"params": with_opt_in(request.params, log)})
+
         result = await self._forward(
-            ctx, lambda up: up.send(lambda s: s.send_request(request, result_type))
+            ctx, lambda up, log: up.send(lambda s: s.send_request(sent(log), result_type))
         )
         return _unstamp(result)
 
     async def _listen(
         self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
-        return await self._forward(None, lambda up: ListenRelay(up)(ctx, params))
+        return await self._forward(None, lambda up, _: ListenRelay(up)(ctx, params))
 
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
@@ -506,70 +524,6 @@ async def run_proxy(
 # --------------------------------------------------------------------------------------------
 
 
-def _lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
-    return server._lowlevel_server if isinstance(server, MCPServer) else server
-
-
-@dataclass
-class HttpServer:
-    """A running streamable-HTTP endpoint (see :func:`http_server`)."""
-
-    url: str
-    done: anyio.Event
-
-    async def wait_closed(self) -> None:
-        await self.done.wait()
-
-
-def _no_resumption(app: Any) -> Any:
-    """The ASGI ``app`` with a GET's ``Last-Event-ID`` dropped: nothing here keeps an event
-    store (no event ids are sent), so a request to resume is served as a fresh stream, which
-    the MCP transport spec allows; the SDK answered it with a bare 500."""
-
-    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and any(k == b"last-event-id" for k, _ in scope["headers"]):
-            headers = [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]
-            scope = {**scope, "headers": headers}
-        await app(scope, receive, send)
-
-    return serve
-
-
-@asynccontextmanager
-async def http_server(
-    server: Server[Any] | MCPServer, *, host: str = "127.0.0.1", port: int = 0
-) -> AsyncIterator[HttpServer]:
-    """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
-    port; the real one is in the yielded URL) until the block exits."""
-    app = spec_checks(_no_resumption(server.streamable_http_app(host=host)))
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    uv = uvicorn.Server(config)
-    done = anyio.Event()
-
-    async def run() -> None:
-        try:
-            await uv.serve(sockets=[sock])
-        finally:
-            sock.close()
-            done.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        while not uv.started and not done.is_set():
-            await anyio.sleep(0.01)
-        if done.is_set():
-            raise OSError(f"could not serve HTTP on {host}:{bound}")
-        host_part = f"[{host}]" if ":" in host else host
-        try:
-            yield HttpServer(f"http://{host_part}:{bound}/mcp", done)
-        finally:
-            uv.should_exit = True
-
-
 async def serve(
     server: Server[Any] | MCPServer,
     transport: Transport = "stdio",
@@ -580,13 +534,13 @@ async def serve(
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
     if transport == "stdio":
-        lowlevel = _lowlevel(server)
+        low = lowlevel(server)
         async with stdio_server() as (read, write):
             if isinstance(server, FaultProxy) and server.upstream_era_is_handshake:
                 async with discover_refused(read, write) as gated:  # settles as directly
-                    await lowlevel.run(gated, write, lowlevel.create_initialization_options())
+                    await low.run(gated, write, low.create_initialization_options())
                 return
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            await low.run(read, write, low.create_initialization_options())
         return
     async with http_server(server, host=host, port=port) as endpoint:
         if on_listening is not None:

@@ -27,15 +27,14 @@ logger = logging.getLogger(__name__)
 
 #: ``_meta`` keys of the client's request the proxy does not pass on: its own progress token
 #: replaces the client's; its upstream session stamps the protocol version and the proxy's
-#: identity; and a 2026-07-28 log-level opt-in is not asked for, because on the one shared
-#: upstream connection a log line cannot be told apart by call, so it could not be relayed.
+#: identity. (A 2026-07-28 log-level opt-in is passed on only when the request may hold the
+#: shared connection's log lines: :mod:`.log_lines`.)
 _NOT_FORWARDED = frozenset(
     {
         "progress_token",
         "progressToken",
         types.PROTOCOL_VERSION_META_KEY,
         types.CLIENT_INFO_META_KEY,
-        types.LOG_LEVEL_META_KEY,
     }
 )
 #: Calls waiting for their client's next round, at most; the oldest is forgotten past it.
@@ -48,12 +47,14 @@ def is_retry(params: types.CallToolRequestParams) -> bool:
 
 
 def upstream_params(
-    params: types.CallToolRequestParams, arguments: dict[str, Any] | None
+    params: types.CallToolRequestParams, arguments: dict[str, Any] | None, log_opt_in: bool = False
 ) -> types.CallToolRequestParams:
     """The client's ``tools/call`` as the upstream gets it: ``arguments`` (the fault plan's),
     its input responses, request state and ``_meta`` (declared capabilities included: the
-    upstream session keeps them, :func:`.upstream.keeping_capabilities`), no task."""
-    meta = {k: v for k, v in (params.meta or {}).items() if k not in _NOT_FORWARDED}
+    upstream session keeps them, :func:`.upstream.keeping_capabilities`; its log opt-in only
+    with ``log_opt_in``), no task."""
+    dropped = _NOT_FORWARDED if log_opt_in else _NOT_FORWARDED | {types.LOG_LEVEL_META_KEY}
+    meta = {k: v for k, v in (params.meta or {}).items() if k not in dropped}
     update: dict[str, Any] = {"arguments": arguments, "meta": meta or None, "task": None}
     return params.model_copy(update=update)
 

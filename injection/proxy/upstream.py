@@ -38,6 +38,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter, ValidationError
 
+from toolwatch.injection.proxy.log_lines import LogLines
 from toolwatch.injection.proxy.stdio_watch import UNUSABLE_KEY, StdioWatch, watched_stdio
 
 logger = logging.getLogger(__name__)
@@ -121,8 +122,11 @@ class Upstream:
         """``client`` builds each connection's ``Client`` (a handshake-era client's own
         session, :mod:`.sessions`); ``stray`` is the counter to add stray stdio lines to."""
         self.target = _tolerant(target)
-        self._client = client or (lambda t: _ForwardingClient(t, client_info=CLIENT_INFO))
         self.name = describe_target(target)
+        #: Which 2026-07-28 request holds the connection's log lines (:mod:`.log_lines`); only
+        #: the default client (the proxy's shared session) reports to it.
+        self.lines = LogLines(self.name)
+        self._client = client or self._forwarding_client
         self.connect_timeout = connect_timeout
         self._conn: _Connection | None = None
         self._lock = anyio.Lock()
@@ -131,6 +135,11 @@ class Upstream:
         self.connects = 0
         #: What a stdio upstream wrote tied to no request, by kind (:mod:`.stdio_watch`).
         self.stray: Counter[str] = Counter() if stray is None else stray
+
+    def _forwarding_client(self, target: Any) -> Client:
+        client = _ForwardingClient(target, client_info=CLIENT_INFO)
+        client.lines = self.lines
+        return client
 
     async def __aenter__(self) -> Upstream:
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
@@ -303,10 +312,15 @@ class _ForwardingClient(Client):
     """A ``Client`` whose 2026-07-28 requests declare the client capabilities they carry (a
     proxied client's, :func:`.rounds.upstream_params`) rather than its own, which are none:
     that protocol declares them per request, and a server checks them before it asks for
-    input. On a handshake-era session they are dropped (declared once, at ``initialize``)."""
+    input. On a handshake-era session they are dropped (declared once, at ``initialize``).
+    Its log lines go to ``lines`` (:mod:`.log_lines`)."""
+
+    lines: LogLines | None = None
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
         session = await super()._build_session(exit_stack)
+        if self.lines is not None:
+            self.lines.watch(session)
         adopt = session.adopt
 
         def adopting(result: types.InitializeResult | types.DiscoverResult) -> None:

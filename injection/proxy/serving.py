@@ -1,0 +1,85 @@
+"""Serving an MCP server (the fault proxy, or a scenario server) over streamable HTTP.
+
+:func:`http_server` runs the SDK's HTTP app behind what the transport spec asks of a server
+(:mod:`.http_checks`), without the SDK's bare 500 to a request to resume a stream.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
+
+from toolwatch.injection.proxy.http_checks import spec_checks
+
+
+def lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
+    """The low-level ``Server`` that runs ``server``."""
+    return server._lowlevel_server if isinstance(server, MCPServer) else server
+
+
+@dataclass
+class HttpServer:
+    """A running streamable-HTTP endpoint (see :func:`http_server`)."""
+
+    url: str
+    done: anyio.Event
+
+    async def wait_closed(self) -> None:
+        await self.done.wait()
+
+
+def _no_resumption(app: Any) -> Any:
+    """The ASGI ``app`` with a GET's ``Last-Event-ID`` dropped: nothing here keeps an event
+    store (no event ids are sent), so a request to resume is served as a fresh stream, which
+    the MCP transport spec allows; the SDK answered it with a bare 500."""
+
+    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and any(k == b"last-event-id" for k, _ in scope["headers"]):
+            headers = [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]
+            scope = {**scope, "headers": headers}
+        await app(scope, receive, send)
+
+    return serve
+
+
+@asynccontextmanager
+async def http_server(
+    server: Server[Any] | MCPServer, *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[HttpServer]:
+    """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
+    port; the real one is in the yielded URL) until the block exits."""
+    app = spec_checks(_no_resumption(server.streamable_http_app(host=host)))
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    uv = uvicorn.Server(config)
+    done = anyio.Event()
+
+    async def run() -> None:
+        try:
+            await uv.serve(sockets=[sock])
+        finally:
+            sock.close()
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        while not uv.started and not done.is_set():
+            await anyio.sleep(0.01)
+        if done.is_set():
+            raise OSError(f"could not serve HTTP on {host}:{bound}")
+        host_part = f"[{host}]" if ":" in host else host
+        try:
+            yield HttpServer(f"http://{host_part}:{bound}/mcp", done)
+        finally:
+            uv.should_exit = True
