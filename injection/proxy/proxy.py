@@ -220,12 +220,14 @@ class FaultProxy(Server[Any]):
                 raise ScenarioError(self.scenario.source, problems)
 
     def armed(self) -> list[str]:
-        """Lines describing what the proxy will do to traffic."""
+        """Lines describing what the proxy will do to traffic, and the protocol version the
+        upstream agreed to (a handshake-era one is why clients settle on it: :mod:`.era`)."""
+        era = ", handshake era" if self.upstream_era_is_handshake else ""
+        target = f"proxy to {self.upstream.name} (upstream agreed to {self.upstream_version}{era})"
         if self.engine is None or self.scenario is None:
-            return [f"proxy to {self.upstream.name}: transparent, no fault armed"]
+            return [f"{target}: transparent, no fault armed"]
         return [
-            f"proxy to {self.upstream.name}: scenario {self.scenario.id} "
-            f"({self.scenario.source}), seed {self.seed}",
+            f"{target}: scenario {self.scenario.id} ({self.scenario.source}), seed {self.seed}",
             f"armed: {self.engine.describe()}",
         ]
 

@@ -514,7 +514,13 @@ def test_start_up_says_what_is_armed_and_refuses_a_tool_the_upstream_lacks(
     text = caplog.text
     assert "armed: A3 replace_with_403 on tool 'restart_service' at call #1 and later" in text
     assert "label A3:a3-ops-01" in text
-    assert "transparent, no fault armed" in text
+    assert (
+        "proxy to in-process server 'finance-tools' (upstream agreed to 2026-07-28): "
+        "transparent, no fault armed" in text
+    )
+    assert (
+        "proxy to in-process server 'ops-tools' (upstream agreed to 2026-07-28): scenario" in text
+    )
 
 
 def test_injection_log_is_content_free(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ redirect elsewhere, a body that is not JSON-RPC) is an error naming the upstream
 
 from __future__ import annotations
 
+import logging
 import socket
 import subprocess
 import sys
@@ -109,7 +110,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_through(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     script = tmp_path / "legacy.py"
     script.write_text(LEGACY)
@@ -132,10 +133,13 @@ def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_th
             assert proxy.upstream.connects == 2
 
     try:
-        anyio.run(main)
+        with caplog.at_level(logging.INFO, logger="toolwatch.injection.proxy.proxy"):
+            anyio.run(main)
     finally:
         for proc in procs:
             _stop(proc)
+    said = f"proxy to {url} (upstream agreed to 2025-11-25, handshake era): transparent"
+    assert said in caplog.text  # why a client may settle on the handshake era
 
 
 def test_an_http_answer_that_is_no_mcp_answer_is_an_error_naming_the_upstream(
