@@ -5,16 +5,21 @@ The mcp 2.3 server (the proxy's) speaks both eras; a handshake-era upstream
 ``server/discover`` probe with "Method not found", and the client falls back to
 ``initialize``. Through the proxy the probe succeeded, so the client settled on 2026-07-28:
 no upstream session of its own, so none of the server's requests, and the tools the server
-offers by the client's capabilities hidden. In front of such an upstream the stdio proxy now
-answers that probe as the upstream did, before its server sees it (the first request of a
-stdio connection fixes its era), and the client falls back, as directly, to the handshake
-era and its own upstream session (:mod:`.sessions`).
+offers by the client's capabilities hidden. In front of such an upstream the proxy now
+answers that probe as the upstream did, before its server sees it, and the client falls back,
+as directly, to the handshake era and its own upstream session (:mod:`.sessions`): over stdio
+on the connection's stream (its first request fixes its era, :func:`discover_refused`), over
+streamable HTTP as the answer to the probe's POST (:func:`discover_refused_http`; there each
+POST names its era, so refusing the probe is all it takes). A client that does not probe (an
+explicit 2026-07-28 client) is served in that era, as before.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -23,6 +28,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import JSONRPCError, JSONRPCRequest
 
 _PROBE = "server/discover"
+_REFUSAL = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
 
 Read = MemoryObjectReceiveStream[SessionMessage | Exception]
 Write = MemoryObjectSendStream[SessionMessage]
@@ -39,8 +45,7 @@ async def discover_refused(read: Read, write: Write) -> AsyncIterator[Read]:
             async for item in read:
                 message = item.message if isinstance(item, SessionMessage) else None
                 if isinstance(message, JSONRPCRequest) and message.method == _PROBE:
-                    error = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
-                    refusal = JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+                    refusal = JSONRPCError(jsonrpc="2.0", id=message.id, error=_REFUSAL)
                     await write.send(SessionMessage(refusal))
                     continue
                 await send.send(item)
@@ -51,3 +56,55 @@ async def discover_refused(read: Read, write: Write) -> AsyncIterator[Read]:
             yield receive
         finally:
             tg.cancel_scope.cancel()
+
+
+def _probe_id(body: bytes) -> int | str | None:
+    """The id of the ``server/discover`` request ``body`` is, else ``None`` (read only when
+    the method's name is in it: no other body is parsed)."""
+    if _PROBE.encode() not in body:
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != _PROBE:
+        return None
+    request = message.get("id")
+    valid = isinstance(request, int | str) and not isinstance(request, bool)
+    return request if valid else None
+
+
+def discover_refused_http(app: Any) -> Any:
+    """The ASGI ``app`` with each POSTed ``server/discover`` answered "Method not found" (as a
+    handshake-era server does: ``200``, the JSON-RPC error for that id) instead of passed on;
+    every other request reaches ``app`` as sent."""
+
+    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        messages: list[dict[str, Any]] = []
+        body = b""
+        while True:  # the whole body, to hand it on unchanged
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        request = _probe_id(body)
+        if request is not None:
+            refusal = JSONRPCError(jsonrpc="2.0", id=request, error=_REFUSAL)
+            answer = refusal.model_dump_json(by_alias=True, exclude_none=True).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": answer})
+            return
+
+        async def replay() -> dict[str, Any]:
+            return messages.pop(0) if messages else await receive()
+
+        await app(scope, replay, send)
+
+    return serve

@@ -17,6 +17,7 @@ import uvicorn
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 
+from toolwatch.injection.proxy.era import discover_refused_http
 from toolwatch.injection.proxy.http_checks import spec_checks
 
 
@@ -55,8 +56,14 @@ async def http_server(
     server: Server[Any] | MCPServer, *, host: str = "127.0.0.1", port: int = 0
 ) -> AsyncIterator[HttpServer]:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
-    port; the real one is in the yielded URL) until the block exits."""
-    app = spec_checks(_no_resumption(server.streamable_http_app(host=host)))
+    port; the real one is in the yielded URL) until the block exits.
+
+    A fault proxy in front of a handshake-era upstream refuses an ``auto`` client's
+    ``server/discover`` probe as that upstream does (:mod:`.era`)."""
+    app = _no_resumption(server.streamable_http_app(host=host))
+    if getattr(server, "upstream_era_is_handshake", False):  # a FaultProxy (which imports this)
+        app = discover_refused_http(app)
+    app = spec_checks(app)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

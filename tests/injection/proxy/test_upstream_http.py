@@ -122,7 +122,8 @@ def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_th
         async with (
             run_proxy(None, url) as proxy,
             http_server(proxy) as front,
-            Client(front.url, read_timeout_seconds=30) as client,
+            # 2026-07-28: the proxy's shared upstream session (an auto client gets its own)
+            Client(front.url, mode="2026-07-28", read_timeout_seconds=30) as client,
         ):
             assert proxy.upstream.client.protocol_version == "2025-11-25"  # a session, then
             assert (await client.call_tool("ok", {"x": 1})).content[0].text == "ok 1"
@@ -183,3 +184,38 @@ def test_an_http_answer_that_is_no_mcp_answer_is_an_error_naming_the_upstream(
         assert message.startswith(f"toolwatch proxy: upstream {url}: unusable HTTP answer: {words}")
         assert "CANARY" not in message
         assert data == {UPSTREAM_UNAVAILABLE_KEY: "unavailable"}
+
+
+def test_an_auto_client_settles_on_the_upstreams_era_through_the_http_proxy_as_directly(
+    tmp_path: Path,
+) -> None:
+    """Directly, the upstream refuses an ``auto`` client's ``server/discover`` probe and the
+    client falls back to ``initialize``. Through the proxy served over HTTP the probe used to
+    succeed (2026-07-28, the shared upstream session, none of its own); the proxy now refuses it
+    as the upstream does. A client that does not probe keeps 2026-07-28 with the proxy."""
+    script = tmp_path / "legacy.py"
+    script.write_text(LEGACY)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = _start(script, port)
+
+    async def observe(target: str, mode: str = "auto") -> tuple[str, str]:
+        async with Client(target, mode=mode, read_timeout_seconds=30) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("ok", {"x": 4})
+            return client.protocol_version, result.content[0].text  # type: ignore[union-attr]
+
+    async def main() -> tuple[tuple[str, str], tuple[str, str], tuple[str, str], int]:
+        direct = await observe(url)
+        async with run_proxy(None, url) as proxy, http_server(proxy) as front:
+            proxied = await observe(front.url)
+            modern = await observe(front.url, mode="2026-07-28")
+            return direct, proxied, modern, proxy.sessions.opened if proxy.sessions else 0
+
+    try:
+        direct, proxied, modern, opened = anyio.run(main)
+    finally:
+        _stop(proc)
+    assert direct == ("2025-11-25", "ok 4")
+    assert proxied == direct
+    assert opened == 1  # the auto client's own upstream session, as a direct connection has
+    assert modern == ("2026-07-28", "ok 4")
