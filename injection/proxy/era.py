@@ -27,6 +27,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import JSONRPCError, JSONRPCRequest
 
+from toolwatch.injection.proxy.http_checks import read_whole_body
+
 _PROBE = "server/discover"
 _REFUSAL = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
 
@@ -83,16 +85,7 @@ def discover_refused_http(app: Any) -> Any:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        messages: list[dict[str, Any]] = []
-        body = b""
-        while True:  # the whole body, to hand it on unchanged
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body, replay = await read_whole_body(receive)
         request = _probe_id(body)
         if request is not None:
             refusal = JSONRPCError(jsonrpc="2.0", id=request, error=_REFUSAL)
@@ -101,10 +94,6 @@ def discover_refused_http(app: Any) -> Any:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": answer})
             return
-
-        async def replay() -> dict[str, Any]:
-            return messages.pop(0) if messages else await receive()
-
         await app(scope, replay, send)
 
     return serve

@@ -110,23 +110,30 @@ def spec_checks(app: Any) -> Any:
         if scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        messages: list[dict[str, Any]] = []
-        body = b""
-        while True:  # read the whole body, to hand it on unchanged
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body, replay = await read_whole_body(receive)
         if body.lstrip()[:1] == b"[":
             await _respond(send, _BATCH)
             return
-
-        async def replay() -> dict[str, Any]:
-            return messages.pop(0) if messages else await receive()
-
         await app(scope, replay, send)
 
     return serve
+
+
+async def read_whole_body(receive: Any) -> tuple[bytes, Any]:
+    """Read a request's whole body (a check must see it before the app does) and give back a
+    ``receive`` that hands the app the very messages read, then the live ones."""
+    messages: list[dict[str, Any]] = []
+    body = b""
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            break
+
+    async def replay() -> dict[str, Any]:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay
