@@ -505,12 +505,14 @@ def session_ids(con: duckdb.DuckDBPyConnection, source_filter: Sequence[str]) ->
 def calls_per_day(
     con: duckdb.DuckDBPyConnection, source_filter: Sequence[str] | None = None
 ) -> pd.DataFrame:
+    """Calls per UTC day and source of the corpus: sessions holding injected calls left out,
+    as the facts beside the chart leave them out (a source's bars sum to its ``calls``)."""
     return frame(
         con,
         f"""
         SELECT start_time::DATE AS day, source, count(*) AS calls
         FROM {CALLS}
-        WHERE $1 IS NULL OR list_contains($1, source)
+        WHERE ($1 IS NULL OR list_contains($1, source)) AND {NOT_INJECTED}
         GROUP BY ALL ORDER BY day, source
         """,
         [list(source_filter) if source_filter is not None else None],
@@ -520,12 +522,13 @@ def calls_per_day(
 def top_tools(
     con: duckdb.DuckDBPyConnection, source_filter: Sequence[str] | None = None, limit: int = 20
 ) -> pd.DataFrame:
+    """The most-called tools of the corpus (injected sessions left out, as in the facts)."""
     return frame(
         con,
         f"""
         SELECT tool, server, count(*) AS calls, avg(CAST(failed AS DOUBLE)) AS failure_rate
         FROM {CALLS}
-        WHERE $1 IS NULL OR list_contains($1, source)
+        WHERE ($1 IS NULL OR list_contains($1, source)) AND {NOT_INJECTED}
         GROUP BY ALL ORDER BY calls DESC, tool LIMIT $2
         """,
         [list(source_filter) if source_filter is not None else None, int(limit)],

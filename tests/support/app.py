@@ -100,6 +100,15 @@ def interval(rate: float, lo: float, hi: float) -> str:
     return f"{pct0(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
 
 
+def printed_stats(root: Path, source: str | None = None) -> dict[str, Any]:
+    """What ``toolwatch stats --json`` prints for ``root`` (one ``source``, or all)."""
+    out = io.StringIO()
+    picked = ["--source", source] if source else []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli_main(["stats", "--store", str(root), "--json", *picked]) == 0
+    return dict(json.loads(out.getvalue()))
+
+
 # ------------------------------------------------------------------------------ replay
 
 

@@ -26,7 +26,16 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.app import KINDS, chart_data, frame_with, interval, metric, pct0, rows
+from support.app import (
+    KINDS,
+    chart_data,
+    frame_with,
+    interval,
+    metric,
+    pct0,
+    printed_stats,
+    rows,
+)
 from support.paths import REPO
 from toolwatch import study
 from toolwatch.app.commands.app import streamlit_command
@@ -679,6 +688,39 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     median = stats["inter_response_gap_median_s"]
     assert f"{median:,.2f} s" in set(table["simulated"])
     assert any("SIMULATED" in w.value for w in at.warning)
+
+
+def test_corpus_chart_and_tools_count_the_calls_of_the_facts(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    """Calls per day and the most-called tools counted the sessions holding injected calls
+    (the workbench's faulted runs) that the facts and ``toolwatch stats`` leave out: the otlp
+    bars summed to every call the collector stored while its column, and the command, said
+    fewer. Each source's bars now sum to the calls the command prints for it."""
+    root = built["root"]
+    at = app(env, root, "corpus_page.py")
+    ok(at)
+    facts = frame_with(at, "fact", "fact")
+    (chart,) = at.get("vega_lite_chart")
+    found = [pa.ipc.open_stream(d.data.data).read_all() for d in chart.proto.datasets]  # type: ignore[attr-defined]
+    drawn = pd.concat([t.to_pandas() for t in found if "calls" in t.column_names])
+    sources = printed_stats(root)["calls_by_source"]
+    assert "otlp" in sources and set(drawn["source"]) == set(sources)
+    for source in sources:
+        printed = printed_stats(root, source)["stats"]["calls"]
+        assert facts.loc["calls", source] == f"{printed:,}"
+        assert drawn.loc[drawn["source"] == source, "calls"].sum() == printed, source
+    printed_all = printed_stats(root)["stats"]["calls"]
+    assert facts.loc["calls", "all selected"] == f"{printed_all:,}"
+    # the collector's calls alone: the faulted runs' tools counted only by their clean runs
+    at.multiselect(key="w_csource").set_value(["otlp"]).run()
+    ok(at)
+    corpus = "FROM calls WHERE session_id NOT IN (SELECT session_id FROM calls WHERE label NOTNULL)"
+    expected = rows(root, f"SELECT tool, count(*) AS n {corpus} AND source = 'otlp' GROUP BY tool")
+    tools = frame_with(at, "failure_rate")
+    assert dict(zip(tools["tool"], tools["calls"], strict=True)) == {
+        r["tool"]: r["n"] for r in expected
+    }
 
 
 # ------------------------------------------------------------------------------ empty, missing
