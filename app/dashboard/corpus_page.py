@@ -109,8 +109,9 @@ def render() -> None:
         row.update({name: format_stat(stats[key], kind) for name, stats in columns.items()})
         row["study"] = format_stat(float(published), kind) if published is not None else "—"
         rows.append(row)
-    ui.dataframe(
+    ui.facts_table(
         pd.DataFrame(rows),
+        "fact",
         height=38 + 35 * len(rows),
         column_config={"fact": st.column_config.TextColumn("fact", width="large")},
     )

@@ -8,6 +8,7 @@ scores with two decimals. Tables (:func:`dataframe`) leave missing values blank 
 
 from __future__ import annotations
 
+import html
 import math
 import time
 from collections.abc import Callable
@@ -142,6 +143,58 @@ def dataframe(
     kwargs.setdefault("hide_index", True)
     kwargs.setdefault("width", "stretch")
     return st.dataframe(frame, column_config=config, placeholder="", **kwargs)
+
+
+#: Below this width (a 390 px phone) :func:`facts_table` shows its key/value layout; the same
+#: breakpoint as the legends under the charts (``charts.bottom_legend``).
+NARROW_PX = 600
+_FACTS_CSS = f"""<style>
+.st-key-facts {{ container-type: inline-size; }}
+@container (min-width: {NARROW_PX}px) {{
+  .st-key-facts .st-key-facts_narrow {{ display: none; }}
+}}
+@container (max-width: {NARROW_PX - 0.02}px) {{
+  .st-key-facts .st-key-facts_wide {{ display: none; }}
+}}
+.tw-fact {{ padding: .4rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); }}
+.tw-fact dl {{ display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; margin: .15rem 0 0; }}
+.tw-fact dl > div {{ display: flex; gap: .4rem; align-items: baseline; }}
+.tw-fact dt {{ font-weight: 400; opacity: .65; font-size: .85rem; }}
+.tw-fact dd {{ margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }}
+</style>"""
+
+
+def fact_cards(frame: pd.DataFrame, name: str) -> str:
+    """``frame`` as one block per row: its ``name`` cell, then every other column as
+    ``column value`` pairs that wrap, so a phone shows every number without scrolling a table
+    sideways. A row named ``· x`` (a detail of the row above) is named ``above · x``."""
+    blocks, parent = [], ""
+    for row in frame.to_dict("records"):
+        title = str(row[name]).strip()
+        if title.startswith("·"):
+            title = f"{parent} {title}"
+        else:
+            parent = title
+        pairs = "".join(
+            f"<div><dt>{html.escape(str(col))}</dt><dd>{html.escape(str(value))}</dd></div>"
+            for col, value in row.items()
+            if col != name
+        )
+        blocks.append(f'<div class="tw-fact">{html.escape(title)}<dl>{pairs}</dl></div>')
+    return "".join(blocks)
+
+
+def facts_table(frame: pd.DataFrame, name: str, **kwargs: Any) -> None:
+    """A table of text cells (a first ``name`` column, a column per source) that stays legible
+    on a phone: the :func:`dataframe` in a wide container, below :data:`NARROW_PX` the same
+    cells as :func:`fact_cards` (a phone's table showed only its first column, the numbers off
+    its own horizontal scroll)."""
+    with st.container(key="facts"):
+        st.html(_FACTS_CSS)
+        with st.container(key="facts_wide"):
+            dataframe(frame, **kwargs)
+        with st.container(key="facts_narrow"):
+            st.html(fact_cards(frame, name))
 
 
 def chart(spec: Any) -> None:

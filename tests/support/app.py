@@ -109,6 +109,18 @@ def printed_stats(root: Path, source: str | None = None) -> dict[str, Any]:
     return dict(json.loads(out.getvalue()))
 
 
+def printed_facts(root: Path, source: str | None = None) -> list[str]:
+    """The "yours" column of the table ``toolwatch stats`` prints, top to bottom."""
+    out = io.StringIO()
+    picked = ["--source", source] if source else []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli_main(["stats", "--store", str(root), *picked]) == 0
+    lines = out.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("─"))
+    table = [line for line in lines[start + 1 :] if re.search(r"\S {2,}\S", line)]
+    return [re.split(r" {2,}", line.strip())[-2] for line in table]
+
+
 # ------------------------------------------------------------------------------ replay
 
 

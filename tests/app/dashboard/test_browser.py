@@ -24,7 +24,15 @@ from typing import Any
 
 import pytest
 
-from support.app import REPLAY_KINDS, interval, printed_weeks, rows, run_replay
+from support.app import (
+    REPLAY_KINDS,
+    interval,
+    printed_facts,
+    printed_stats,
+    printed_weeks,
+    rows,
+    run_replay,
+)
 from support.browser import (
     VIEWPORT,
     Loaded,
@@ -339,6 +347,46 @@ def test_the_timeline_and_calls_per_day_fit_a_phone(app: dict[str, Any]) -> None
         assert len(bars) >= 10
         for (_, right), (left, _) in itertools.pairwise(bars):
             assert right <= left + 0.5, bars  # side by side, not overlapping
+
+
+#: Each visible fact block of the Corpus page's phone layout: its name and its (key, value,
+#: left, right) pairs as drawn.
+FACT_CARDS = (
+    "() => Array.from(document.querySelectorAll('.tw-fact')).filter(f => f.offsetParent)"
+    ".map(f => ({name: f.firstChild.textContent.trim(), pairs: Array.from("
+    "f.querySelectorAll('dl > div')).map(d => { const r = d.getBoundingClientRect();"
+    " return [d.querySelector('dt').textContent, d.querySelector('dd').textContent,"
+    " r.left, r.right]; })}))"
+)
+
+
+def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px the Corpus page's facts table showed only its "fact" column, the numbers off
+    the table's own horizontal scroll. A phone now gets each fact with its numbers as
+    source/value pairs that wrap, all on the screen and equal to what ``toolwatch stats``
+    prints per source and for all of them; a desktop window keeps the table."""
+    root = app["root"]
+    page = app["page"]
+    visit(app, "corpus", "corpus")
+    assert page.evaluate(FACT_CARDS) == []
+    assert page.locator('[data-testid="stDataFrame"]').first.is_visible()
+    sources = sorted(printed_stats(root)["calls_by_source"])
+    with phone(page):
+        visit(app, "corpus", "corpus-facts-phone")
+        cards = page.evaluate(FACT_CARDS)
+        facts_table = page.locator('.st-key-facts_wide [data-testid="stDataFrame"]')
+        assert not facts_table.is_visible()
+    assert cards[0]["name"] == "sessions (distinct session ids, as on Sessions)"
+    assert cards[2]["name"] == "calls"
+    assert "inter-response gaps · median" in [c["name"] for c in cards]
+    for card in cards:
+        assert [key for key, *_ in card["pairs"]] == [*sources, "all selected", "study"], card
+        for _, _, left, right in card["pairs"]:
+            assert left >= 0 and right <= PHONE["width"], card
+    values = [{key: value for key, value, *_ in c["pairs"]} for c in cards[1:]]  # the stats
+    for source in sources:
+        assert [v[source] for v in values] == printed_facts(root, source), source
+    assert [v["all selected"] for v in values] == printed_facts(root)
 
 
 def test_legends_restack_when_the_window_narrows(app: dict[str, Any]) -> None:
