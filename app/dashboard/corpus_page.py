@@ -126,8 +126,19 @@ def render() -> None:
     st.subheader("Calls per day")
     ui.chart(time_charts.calls_per_day_chart(per_day))
     st.subheader("Most-called tools")
-    ui.dataframe(
-        tools.assign(server=tools["server"].fillna("(built-in)")),
+    tools = tools.assign(server=tools["server"].fillna("(built-in)"))
+    ui.facts_table(
+        tools,
+        "tool",
+        key="tools",
+        cards=pd.DataFrame(
+            {
+                "tool": tools["tool"],
+                "MCP server": tools["server"],
+                "calls": tools["calls"].map(ui.count),
+                "failure rate": [f"{100 * r:.1f}%" for r in tools["failure_rate"]],
+            }
+        ),
         column_config={
             "tool": st.column_config.TextColumn("tool", width="large"),
             "server": st.column_config.TextColumn("MCP server", help="(built-in): not an MCP tool"),

@@ -148,15 +148,22 @@ def dataframe(
 #: Below this width (a 390 px phone) :func:`facts_table` shows its key/value layout; the same
 #: breakpoint as the legends under the charts (``charts.bottom_legend``).
 NARROW_PX = 600
-_FACTS_CSS = f"""<style>
-.st-key-facts {{ container-type: inline-size; }}
+
+
+def _facts_css(key: str) -> str:
+    """Which of ``key``'s two layouts shows, by the width of its container (not the window's:
+    a sidebar takes its share), and how the phone's blocks look."""
+    return f"""<style>
+.st-key-{key} {{ container-type: inline-size; }}
 @container (min-width: {NARROW_PX}px) {{
-  .st-key-facts .st-key-facts_narrow {{ display: none; }}
+  .st-key-{key} .st-key-{key}_narrow {{ display: none; }}
 }}
 @container (max-width: {NARROW_PX - 0.02}px) {{
-  .st-key-facts .st-key-facts_wide {{ display: none; }}
+  .st-key-{key} .st-key-{key}_wide {{ display: none; }}
 }}
-.tw-fact {{ padding: .4rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); }}
+.tw-fact {{
+  padding: .4rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); overflow-wrap: anywhere;
+}}
 .tw-fact dl {{ display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; margin: .15rem 0 0; }}
 .tw-fact dl > div {{ display: flex; gap: .4rem; align-items: baseline; }}
 .tw-fact dt {{ font-weight: 400; opacity: .65; font-size: .85rem; }}
@@ -184,17 +191,23 @@ def fact_cards(frame: pd.DataFrame, name: str) -> str:
     return "".join(blocks)
 
 
-def facts_table(frame: pd.DataFrame, name: str, **kwargs: Any) -> None:
-    """A table of text cells (a first ``name`` column, a column per source) that stays legible
-    on a phone: the :func:`dataframe` in a wide container, below :data:`NARROW_PX` the same
-    cells as :func:`fact_cards` (a phone's table showed only its first column, the numbers off
-    its own horizontal scroll)."""
-    with st.container(key="facts"):
-        st.html(_FACTS_CSS)
-        with st.container(key="facts_wide"):
+def facts_table(
+    frame: pd.DataFrame,
+    name: str,
+    key: str = "facts",
+    cards: pd.DataFrame | None = None,
+    **kwargs: Any,
+) -> None:
+    """A table that stays legible on a phone: the :func:`dataframe` in a wide container;
+    below :data:`NARROW_PX` its rows as :func:`fact_cards` (of ``cards``, the same rows as
+    text, when ``frame`` holds numbers). A phone's table showed only its wide first column, the
+    numbers off the table's own horizontal scroll. ``key`` names the containers (one a page)."""
+    with st.container(key=key):
+        st.html(_facts_css(key))
+        with st.container(key=f"{key}_wide"):
             dataframe(frame, **kwargs)
-        with st.container(key="facts_narrow"):
-            st.html(fact_cards(frame, name))
+        with st.container(key=f"{key}_narrow"):
+            st.html(fact_cards(frame if cards is None else cards, name))
 
 
 def chart(spec: Any) -> None:

@@ -362,31 +362,50 @@ FACT_CARDS = (
 
 def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
     """At 390 px the Corpus page's facts table showed only its "fact" column, the numbers off
-    the table's own horizontal scroll. A phone now gets each fact with its numbers as
-    source/value pairs that wrap, all on the screen and equal to what ``toolwatch stats``
-    prints per source and for all of them; a desktop window keeps the table."""
+    the table's own horizontal scroll (the most-called tools likewise showed only "tool"). A
+    phone now gets each fact with its numbers as source/value pairs that wrap, all on the
+    screen and equal to what ``toolwatch stats`` prints per source and for all of them, and
+    each tool with its server, calls and failure rate; a desktop window keeps the tables."""
     root = app["root"]
     page = app["page"]
     visit(app, "corpus", "corpus")
     assert page.evaluate(FACT_CARDS) == []
     assert page.locator('[data-testid="stDataFrame"]').first.is_visible()
     sources = sorted(printed_stats(root)["calls_by_source"])
+    expected_tools = rows(
+        root,
+        "SELECT tool, server, count(*) AS calls, avg(failed::INT) AS rate FROM calls "
+        "WHERE session_id NOT IN (SELECT session_id FROM calls WHERE label NOTNULL) "
+        "GROUP BY ALL ORDER BY calls DESC, tool LIMIT 20",
+    )
     with phone(page):
         visit(app, "corpus", "corpus-facts-phone")
-        cards = page.evaluate(FACT_CARDS)
-        facts_table = page.locator('.st-key-facts_wide [data-testid="stDataFrame"]')
-        assert not facts_table.is_visible()
+        cards = page.evaluate(FACT_CARDS.replace(".tw-fact'", ".st-key-facts .tw-fact'"))
+        tools = page.evaluate(FACT_CARDS.replace(".tw-fact'", ".st-key-tools .tw-fact'"))
+        for key in ("facts", "tools"):
+            table = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
+            assert not table.is_visible(), key
     assert cards[0]["name"] == "sessions (distinct session ids, as on Sessions)"
     assert cards[2]["name"] == "calls"
     assert "inter-response gaps · median" in [c["name"] for c in cards]
     for card in cards:
         assert [key for key, *_ in card["pairs"]] == [*sources, "all selected", "study"], card
+    for card in [*cards, *tools]:
         for _, _, left, right in card["pairs"]:
             assert left >= 0 and right <= PHONE["width"], card
     values = [{key: value for key, value, *_ in c["pairs"]} for c in cards[1:]]  # the stats
     for source in sources:
         assert [v[source] for v in values] == printed_facts(root, source), source
     assert [v["all selected"] for v in values] == printed_facts(root)
+    # the most-called tools, likewise: every tool's calls and failure rate on the screen
+    shown = {c["name"]: {key: value for key, value, *_ in c["pairs"]} for c in tools}
+    assert [c["name"] for c in tools] == [t["tool"] for t in expected_tools]
+    for t in expected_tools:
+        assert shown[t["tool"]] == {
+            "MCP server": t["server"] or "(built-in)",
+            "calls": f"{t['calls']:,}",
+            "failure rate": f"{100 * t['rate']:.1f}%",
+        }
 
 
 def test_legends_restack_when_the_window_narrows(app: dict[str, Any]) -> None:
