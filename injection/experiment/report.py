@@ -213,7 +213,8 @@ def render(result: ExperimentResult) -> str:
     )
     fa_all = fa_sentence(result, *HEADLINE)
     parts.append(
-        f"Runs: {len(cfg.seeds)} seeds × {n_test} test streams = {runs_per_kind} per kind; "
+        f"Runs: {len(cfg.seeds)} seed{'' if len(cfg.seeds) == 1 else 's'} × {n_test} test "
+        f"stream{'' if n_test == 1 else 's'} = {runs_per_kind} per kind; "
         + (
             f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of streams "
             f"(seed {cfg.bootstrap_seed}).\n"

@@ -37,6 +37,13 @@ def test_headline_labels_its_latency_and_the_studys(result: ExperimentResult) ->
     assert "calibration split holds" not in text  # 28 streams, 3,144 calls: none either
 
 
+def test_one_seed_is_counted_in_the_singular(result: ExperimentResult) -> None:
+    """`experiment --seeds 1` printed "Runs: 1 seeds × 64 test streams" (the Replay page and
+    `toolwatch replay` say "1 seed")."""
+    n = result.split["test"][0]
+    assert f"Runs: 1 seed × {n:,} test streams = {n:,} per kind; " in render(result)
+
+
 def test_a_thin_split_shows_both_levels_and_warns() -> None:
     from toolwatch.collector.sources.simulator import simulate
     from toolwatch.injection.experiment.config import ExperimentConfig
