@@ -26,9 +26,13 @@ server in process never prints a call's arguments or result.
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
+import typing
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 SDK_LOGGER = "mcp"
 #: Logger trees the filter covers: the SDK's, and the SSE library its HTTP server writes with.
@@ -76,6 +80,64 @@ def describe_exception(exc: BaseException) -> str:
         kinds = sorted({str(e["type"]) for e in exc.errors()})
         return f"{type(exc).__name__}: {', '.join(kinds)}"
     return type(exc).__name__
+
+
+#: pydantic's name for the union member or validator an error happened in (``str``,
+#: ``list[str]``, ``function-after[...]``): a type's name, never the data's.
+_TYPE_TAG = re.compile(
+    r"(?:str|int|float|bool|none|bytes|dict|list|"
+    r"(?:list|dict|tuple|set|frozenset|literal|nullable|union|tagged-union|function-[a-z]+|"
+    r"json-or-python|lax-or-strict|is-instance|chain|model|default)\[.*\])"
+)
+#: What stands in an error location for a name that is no MCP field: a dict's key is the data's.
+KEY = "*"
+
+
+def _literals(annotation: Any) -> set[str]:
+    """The string values of every ``Literal`` inside ``annotation`` (a tagged union's tags)."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return {a for a in args if isinstance(a, str)}
+    return set().union(*(_literals(a) for a in args)) if args else set()
+
+
+@functools.cache
+def _mcp_names() -> frozenset[str]:
+    """Every name an error location in an MCP message can hold that is the protocol's: the
+    mcp_types models' names, their fields' names and aliases, and their literal tags."""
+    import mcp_types  # noqa: F401  (its models are BaseModel's subclasses once imported)
+
+    names: set[str] = set()
+    todo: list[type[BaseModel]] = [BaseModel]
+    seen: set[type[BaseModel]] = set()
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+        if not cls.__module__.startswith("mcp_types"):
+            continue
+        names.add(cls.__name__)
+        for field_name, info in cls.model_fields.items():
+            names.update(n for n in (field_name, info.alias) if n)
+            names |= _literals(info.annotation)
+    return frozenset(names)
+
+
+def field_locations(exc: ValidationError, limit: int = 5) -> str:
+    """The fields a validation error is about, ``content.*.str`` — pydantic's locations with
+    each part that is no protocol name (a dict's key: a user's data, as in an elicitation's
+    ``content``) as :data:`KEY`; indices and type tags kept. Never the values."""
+    known = _mcp_names()
+
+    def part(p: int | str) -> str:
+        if isinstance(p, int) or p in known or _TYPE_TAG.fullmatch(p):
+            return str(p)
+        return KEY
+
+    where = sorted({".".join(part(p) for p in e["loc"]) for e in exc.errors()})
+    return ", ".join(where[:limit])
 
 
 class ContentFreeFilter(logging.Filter):

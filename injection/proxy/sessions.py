@@ -38,6 +38,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from toolwatch.injection.proxy.sdk_logs import field_locations
 from toolwatch.injection.proxy.upstream import CLIENT_INFO, Upstream
 
 logger = logging.getLogger(__name__)
@@ -89,11 +90,10 @@ class _Client:
         except MCPError as exc:
             return exc.error
         except ValidationError as exc:  # field locations only: the message quotes the answer
-            where = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
             return types.ErrorData(
                 code=types.INTERNAL_ERROR,
                 message=f"toolwatch proxy: the client answered {request.method} with an "
-                f"invalid result (fields: {', '.join(where[:5])})",
+                f"invalid result (fields: {field_locations(exc)})",
             )
 
     async def tell(self, notification: types.ServerNotification) -> None:

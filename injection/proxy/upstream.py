@@ -39,6 +39,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter, ValidationError
 
 from toolwatch.injection.proxy.log_lines import LogLines
+from toolwatch.injection.proxy.sdk_logs import field_locations
 from toolwatch.injection.proxy.stdio_watch import UNUSABLE_KEY, StdioWatch, watched_stdio
 
 logger = logging.getLogger(__name__)
@@ -280,11 +281,10 @@ class Upstream:
             raise UpstreamUnavailable(f"upstream {self.name}: {exc.error.message}") from exc
         except ValidationError as exc:
             # Field locations only: pydantic messages would echo the result's content.
-            where = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
             raise MCPError(
                 code=types.INTERNAL_ERROR,
                 message=f"toolwatch proxy: upstream {self.name} sent an invalid result "
-                f"(fields: {', '.join(where[:5])})",
+                f"(fields: {field_locations(exc)})",
             ) from exc
         except Exception as exc:
             self._drop(conn, _reason(exc))

@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 import logging
 
+import mcp_types as types
 import pytest
 from pydantic import BaseModel, ValidationError
 
 from support.canary import assert_absent, make_canary
-from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, SDK_RECORDS, content_free_sdk_logs
+from toolwatch.injection.proxy.sdk_logs import (
+    CONTENT_FREE,
+    SDK_RECORDS,
+    content_free_sdk_logs,
+    field_locations,
+)
 
 
 class Reply(BaseModel):
@@ -142,3 +148,29 @@ def test_whole_messages_the_http_transports_log_at_debug_are_withheld(
         "GET SSE connection established",
     ]
     assert_absent(caplog.text, canary, "the log")
+
+
+def test_field_locations_name_the_protocols_fields_never_a_dicts_keys() -> None:
+    """pydantic puts a dict's keys in its error locations (an elicitation's content, a server's
+    input requests): those are the data's, so they read ``*``; fields, indices, union members
+    and type tags stay."""
+    canary = make_canary()
+    bad = [
+        (types.ElicitResult, {"action": "accept", "content": {canary: {canary: 1}}}),
+        (types.InputRequiredResult, {"inputRequests": {canary: {"method": canary}}}),
+        (types.CallToolResult, {"content": [{"type": "text", "text": 5}], "isError": canary}),
+        (types.ListRootsResult, {"roots": [{"uri": canary}]}),
+    ]
+    said = []
+    for model, data in bad:
+        with pytest.raises(ValidationError) as info:
+            model.model_validate(data)
+        said.append(field_locations(info.value, limit=50))
+        assert_absent(said[-1], canary, f"the locations of a bad {model.__name__}")
+    assert (
+        said[0]
+        == "content.*.bool, content.*.float, content.*.int, content.*.list[str], content.*.str"
+    )
+    assert "inputRequests.*.ElicitRequest.params" in said[1]
+    assert "content.0.TextContent.text" in said[2] and said[2].endswith("isError")
+    assert said[3] == "roots.0.uri"
