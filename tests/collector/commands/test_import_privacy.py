@@ -10,9 +10,11 @@ calls and every skip reason are there (positive control).
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import logging
+import lzma
 import zlib
 from pathlib import Path
 from typing import Any
@@ -148,3 +150,57 @@ def test_no_canary_through_the_new_skip_paths(
     assert_absent(repr(spans), canary, "the exported spans")
     assert_store_clean(Store(store), canary)
     assert_store_clean(Store(tmp_path / "s2"), canary)
+
+
+def _compressed_copies(root: Path, canary: str) -> list[Path]:
+    """The transcript as bzip2, xz, BOM-less UTF-16 (inside gzip too), and broken streams: a
+    bzip2 copy cut inside the canary, an xz copy with the canary's bytes after its last stream,
+    a bzip2 copy whose middle is overwritten by them, a zstd and a zip copy (named, not read)."""
+    text = _transcript(canary).encode()
+    root.mkdir(parents=True)
+    made = {
+        "copy.jsonl.bz2": bz2.compress(text),
+        "copy.jsonl.xz": lzma.compress(text),
+        "copy-le.jsonl": text.decode().encode("utf-16-le"),
+        "copy-le-gz.jsonl": gzip.compress(text.decode().encode("utf-16-le")),
+        "cut.jsonl.bz2": bz2.compress(text)[: len(bz2.compress(text)) // 2],
+        "tail.jsonl.xz": lzma.compress(text) + canary.encode(),
+        "zstd.jsonl": b"\x28\xb5\x2f\xfd" + text,
+        "zip.jsonl": b"PK\x03\x04" + text,
+    }
+    hit = bytearray(bz2.compress(text))
+    middle = len(hit) // 2
+    hit[middle : middle + len(canary)] = canary.encode()
+    made["hit.jsonl.bz2"] = bytes(hit)
+    for name, data in made.items():
+        (root / name).write_bytes(data)
+    return [root / name for name in made]
+
+
+def test_no_canary_through_compressed_utf16_and_broken_streams(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """bzip2, xz, BOM-less UTF-16 are read; a cut, a corrupt and a garbage-tailed stream are
+    named by what happened (never the decompressor's words, nor the bytes next to the break),
+    zstd and zip named: the canary in the text and in the bytes beside a break is in no form
+    on stdout, stderr, the log or the store."""
+    canary = make_canary()
+    copies = _compressed_copies(tmp_path / "in", canary)
+    store = tmp_path / "store"
+    args = ["import", "claude-code", *map(str, copies), "--store", str(store)]
+    with caplog.at_level(logging.DEBUG):
+        assert main(["-v", *args]) == 0
+        text = capsys.readouterr()
+        assert main([*args, "--json", "-v"]) == 0
+        as_json = capsys.readouterr()
+    doc = json.loads(as_json.out)
+    said = " ".join(map(str, doc.values())) + text.out + text.err
+    for what in ("bzip2 stream cut short", "corrupt xz stream", "corrupt bzip2 stream"):
+        assert what in said  # positive control: each break is named
+    assert "zstd-compressed" in said and "a zip archive" in said
+    assert doc["calls"] == 2 and doc["duplicates_removed"] == 8  # four more copies read
+    for name, captured in (("run", text), ("--json run", as_json)):
+        assert_absent(captured.out, canary, f"stdout of the {name}")
+        assert_absent(captured.err, canary, f"stderr of the {name}")
+    assert_absent(caplog.text, canary, "the log")
+    assert_store_clean(Store(store), canary)
