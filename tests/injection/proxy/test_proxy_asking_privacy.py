@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +263,49 @@ def test_an_invalid_answer_of_the_client_is_refused_without_its_keys(tmp_path: P
     assert "invalid result (fields: content.*" in said
     assert_absent(said, canary, "the proxy's error to the server")
     assert_absent(err.read_bytes(), canary, "the proxy's stderr")
+
+
+def test_no_canary_on_the_http_proxys_stderr_at_debug(
+    tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    """The same clients over streamable HTTP to ``toolwatch -v proxy --transport http`` (every
+    logger at DEBUG, as a user runs it): the server's requests and the log lines ride SSE
+    frames, which the SDK and its SSE library log at DEBUG; none of it is on stderr."""
+    canary = make_canary()
+    script = tmp_path / "asking.py"
+    script.write_text(UPSTREAM)
+    err = tmp_path / "proxy.log"
+    cmd = [sys.executable, "-m", "toolwatch", "-v", "proxy", "--transport", "http", "--port", "0"]
+    cmd += ["--upstream-cmd", f"{sys.executable} {script}"]
+    env = {**os.environ, "TW_CANARY": canary}
+    with open(err, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        found = None
+        while found is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            found = re.search(r"fault proxy listening on (\S+)", err.read_text(errors="replace"))
+        assert found is not None, err.read_text(errors="replace")
+
+        async def main() -> tuple[list[str], list[str]]:
+            legacy = await _client(found.group(1), canary, legacy=True)
+            return legacy, await _client(found.group(1), canary, legacy=False)
+
+        legacy, modern = anyio.run(main)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    said = "\n".join(legacy + modern)
+    assert said.count(f"file:///home/{canary}/proj") == 2 and "answered accept" in legacy
+    assert f"state {canary}|{canary} {{'name': '{canary}'}}" in modern
+    assert said.count(f"'line': '{canary}'") == 6  # each client's three lines
+    log = err.read_bytes()
+    assert b"DEBUG" in log and b"sse_starlette" in log  # -v: the SSE frames were logged
+    assert_absent(log, canary, "the HTTP proxy's stderr")
+    spans = exporter.get_finished_spans()
+    assert_absent(repr([s.to_json() for s in spans]), canary, "the spans as JSON")
