@@ -27,7 +27,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import JSONRPCError, JSONRPCRequest
 
-from toolwatch.injection.proxy.http_checks import read_whole_body
+from toolwatch.injection.proxy.http_checks import TOO_LARGE, read_whole_body, respond
 
 _PROBE = "server/discover"
 _REFUSAL = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
@@ -85,7 +85,11 @@ def discover_refused_http(app: Any) -> Any:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        body, replay = await read_whole_body(receive)
+        read = await read_whole_body(receive)
+        if read is None:  # over the limit (spec_checks, in front, refuses it first)
+            await respond(send, TOO_LARGE)
+            return
+        body, replay = read
         request = _probe_id(body)
         if request is not None:
             refusal = JSONRPCError(jsonrpc="2.0", id=request, error=_REFUSAL)

@@ -14,7 +14,9 @@ with) answers three of these with a misleading message:
   it is now ``400`` with ``-32600`` saying so;
 - a POST whose ``Accept`` does not list both ``application/json`` and ``text/event-stream``
   (wildcards count) — the spec's client MUST — got a bare ``406`` on the 2026-07-28 path (the
-  handshake path said why); it is now ``406`` with ``-32600`` saying what to send, on both.
+  handshake path said why); it is now ``406`` with ``-32600`` saying what to send, on both;
+- a body over the SDK's limit (4 MiB), which the SDK refuses unread with ``413``, would be read
+  whole into memory by the batch check in front of it; it is ``413`` here, read no further.
 
 Every answer is a JSON-RPC error without an ``id`` (as the spec allows for a refused message);
 nothing of the body is read beyond its first character, nor quoted.
@@ -23,8 +25,9 @@ nothing of the body is read beyond its first character, nor quoted.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
@@ -89,7 +92,28 @@ _BATCH = _error(
 )
 
 
-async def _respond(send: Any, answer: tuple[int, bytes]) -> None:
+#: The SDK's limit on a request body (4 MiB), which the checks in front of it keep too.
+MAX_BODY: Final = DEFAULT_MAX_REQUEST_BODY_SIZE
+TOO_LARGE = _error(
+    413,
+    INVALID_REQUEST,
+    f"Payload Too Large: a request body may hold at most {MAX_BODY:,} bytes",
+)
+
+
+def _declared_length(scope: dict[str, Any]) -> int | None:
+    """The ``Content-Length`` a request declares (``None``: none, or not a number)."""
+    for k, v in scope["headers"]:
+        if k == b"content-length":
+            try:
+                return int(v)
+            except ValueError:
+                return None
+    return None
+
+
+async def respond(send: Any, answer: tuple[int, bytes]) -> None:
+    """Send ``answer`` (status, JSON-RPC error body) as the whole HTTP response."""
     status, body = answer
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -105,23 +129,32 @@ def spec_checks(app: Any) -> Any:
             return
         problem = _header_problem(scope)
         if problem is not None:
-            await _respond(send, problem)
+            await respond(send, problem)
             return
         if scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        body, replay = await read_whole_body(receive)
+        declared = _declared_length(scope)
+        read = (
+            None if declared is not None and declared > MAX_BODY else await read_whole_body(receive)
+        )
+        if read is None:
+            await respond(send, TOO_LARGE)
+            return
+        body, replay = read
         if body.lstrip()[:1] == b"[":
-            await _respond(send, _BATCH)
+            await respond(send, _BATCH)
             return
         await app(scope, replay, send)
 
     return serve
 
 
-async def read_whole_body(receive: Any) -> tuple[bytes, Any]:
+async def read_whole_body(receive: Any) -> tuple[bytes, Any] | None:
     """Read a request's whole body (a check must see it before the app does) and give back a
-    ``receive`` that hands the app the very messages read, then the live ones."""
+    ``receive`` that hands the app the very messages read, then the live ones; ``None`` once
+    it passes the SDK's own body limit (the SDK refuses such a body before reading it; a check
+    in front must not read it all into memory first)."""
     messages: list[dict[str, Any]] = []
     body = b""
     while True:
@@ -130,6 +163,8 @@ async def read_whole_body(receive: Any) -> tuple[bytes, Any]:
         if message["type"] != "http.request":
             break
         body += message.get("body", b"")
+        if len(body) > MAX_BODY:
+            return None
         if not message.get("more_body", False):
             break
 

@@ -13,7 +13,7 @@ import httpx2
 from mcp.server.mcpserver import MCPServer
 from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 
-from toolwatch.injection.proxy.http_checks import SUPPORTED
+from toolwatch.injection.proxy.http_checks import MAX_BODY, SUPPORTED
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 
 BOTH = {"accept": "application/json, text/event-stream"}
@@ -144,3 +144,34 @@ def test_a_post_that_does_not_accept_both_is_a_406_saying_what_to_send_in_either
         return 406, {"jsonrpc": "2.0", "id": None, "error": error}
 
     assert against_the_proxy(probe) == [refused(missing), refused(missing), refused(partial), 200]
+
+
+def test_a_body_over_the_limit_is_a_413_and_is_not_read_whole() -> None:
+    """The SDK refuses a body over 4 MiB unread (413); the batch check in front of it read the
+    whole body into memory first. Declared (Content-Length) or streamed (chunked), it is now
+    refused at the limit, in the JSON-RPC words of the other checks, and the session goes on."""
+    chunk = b" " * (1 << 20)
+    sent: list[int] = []
+
+    async def streamed() -> Any:
+        for _ in range(64):  # 64 MiB offered; the proxy stops reading past 4 MiB
+            sent.append(len(chunk))
+            yield chunk
+
+    async def probe(http: httpx2.AsyncClient, url: str, session: dict[str, str]) -> Any:
+        declared = await http.post(url, content=b" " * (MAX_BODY + 1), headers=session)
+        try:
+            chunked = (await http.post(url, content=streamed(), headers=session)).status_code
+        except httpx2.HTTPError:  # the server may close before the rest is sent
+            chunked = None
+        after = await http.post(url, json=LIST, headers=session)
+        return answer(declared), chunked, after.status_code
+
+    declared, chunked, after = against_the_proxy(probe)
+    message = f"Payload Too Large: a request body may hold at most {MAX_BODY:,} bytes"
+    assert declared == (
+        413,
+        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}},
+    )
+    assert chunked in (413, None) and sent  # the client may send on; the server stops reading
+    assert after == 200
