@@ -15,7 +15,8 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    ``text (string, required)``);
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too) of a sentence that takes something (accepts, takes, requires,
-   expects, parameter, argument, given, provide, by): ``'cron' string``, ``(query)``;
+   expects, parameter, argument, given, provide, by): ``'cron' string``, ``(query)``, typed
+   by the words since the previous item (``a query string (query) and an integer (top_k)``);
 3. ``<name> <type>`` / ``<type> <name>`` pairs with a snake_case name (``a top_k integer``,
    ``a single doc_id string``) and ``by its <name>``;
 4. a top-level scalar field of the clean response whose name (or its first word) appears in
@@ -171,6 +172,17 @@ def _near_type(part: str, start: int, end: int) -> dict[str, Any]:
     return {"type": "string"}
 
 
+#: Where the words describing one parenthesised name start: after the previous item.
+_ITEM_BOUNDARY = re.compile(r"[()[\],;]|\b(?:and|or|plus)\b", re.I)
+
+
+def _own_words(before: str) -> str:
+    """The words that describe the name right after ``before`` — not a previous item's
+    ("a query string (query) and an integer (top_k)": top_k is an integer, not a string, and
+    an "optional" before "(query)" does not make top_k optional)."""
+    return _ITEM_BOUNDARY.split(before)[-1]
+
+
 def _name_ok(name: str) -> bool:
     lowered = name.lower()
     return (
@@ -250,7 +262,7 @@ def _named_in_prose(parts: list[str], keys: set[str]) -> Found:
                 )
         for m in _PAREN_NAME.finditer(part):
             if _name_ok(m.group(1)):
-                before = part[max(0, m.start() - 40) : m.start()]
+                before = _own_words(part[max(0, m.start() - 40) : m.start()])
                 out.append((m.group(1), _type_of(before), "optional" not in before.lower()))
         for m in _PAIR.finditer(part):
             name, word = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))

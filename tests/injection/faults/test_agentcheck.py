@@ -166,6 +166,34 @@ def test_a_parameter_named_like_a_type_is_a_parameter(
     assert list(reply.input_schema["properties"]) == ["channel_id", "parent_ts", "text"]
 
 
+@pytest.mark.parametrize(
+    ("described", "properties", "required"),
+    [
+        (
+            "Searches the catalog. Takes a query string (query) and an integer (top_k).",
+            {"query": "string", "top_k": "integer"},
+            ["query", "top_k"],
+        ),
+        (
+            "Takes an optional string (lang), a number (radius_km) and a boolean (exact).",
+            {"lang": "string", "radius_km": "number", "exact": "boolean"},
+            ["radius_km", "exact"],
+        ),
+    ],
+)
+def test_a_parenthesised_name_takes_the_type_written_right_before_it(
+    described: str, properties: dict[str, str], required: list[str]
+) -> None:
+    """ "a query string (query) and an integer (top_k)" typed top_k as a string (the first type
+    word in the 40 characters before the name, the previous item's), so an agent sent "3";
+    an "optional" before an earlier item made the next one optional too."""
+    raw = _b1_template("2023-02-03")
+    raw["tools"][0]["description"] = described
+    schema = parse_scenario(raw, "b1.json").tools[0].input_schema
+    got = {name: prop["type"] for name, prop in schema["properties"].items()}
+    assert got == properties and schema.get("required") == required
+
+
 # ------------------------------------------------------------------------------ per type
 
 
