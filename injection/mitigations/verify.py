@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
@@ -30,8 +30,11 @@ class OutputVerifier(Mitigation):
       *reading* tool returned
       about the same entity (the results share an identifier such as ``employee_id`` or
       ``sku``) under a field with a name in common (``temp_c`` / ``temp_c``,
-      ``stock_total`` / ``on_hand_total``); list items and the results of actions (a restart,
-      an update) are not compared, since they describe other entities or a new state;
+      ``stock_total`` / ``on_hand_total``); a record in a list (a warehouse's ``items``) is
+      compared as its own entity, only with a result or record of another tool that carries
+      the same identifying field with the same value (``sku: BOLT-M8``) — the other items of
+      a list are other entities, and a record without an identifier cannot be matched; the
+      results of actions (a restart, an update) are not compared, since they are a new state;
     * **stale**: a freshness field (``as_of``, ``updated_at``, ``published``, ...) is more than
       ``max_age`` older than the newest freshness date any result of the session carried —
       data is judged against the other sources, not the wall clock, so an archived session
@@ -100,6 +103,13 @@ class OutputVerifier(Mitigation):
                     for prior in self._seen
                     if not prior.writes and prior.tool != tool and prior.same_entity(seen)
                     for key, other_key in _contradictions(seen, prior)
+                }
+                | {
+                    f"{key} vs {other_key} of {prior.tool} (records with the same {anchor})"
+                    for prior in self._seen
+                    if not prior.writes and prior.tool != tool
+                    for anchor, mine, theirs in _matched_records(seen, prior)
+                    for key, other_key in _contradictions(mine, theirs)
                 }
             )
             if conflicts:
@@ -178,6 +188,8 @@ class _Seen:
     #: dates the data is *of* (key, date, only the year is known), read when fresh data is
     #: required
     data_dates: list[tuple[str, datetime, bool]]
+    #: the records of its lists — compared only when matched by an identifier
+    records: list[_Seen] = field(default_factory=list)
 
     @classmethod
     def of(cls, tool: str, data: Any, arguments: Mapping[str, Any] | None = None) -> _Seen:
@@ -196,22 +208,18 @@ class _Seen:
                 continue
             if DATA_DATE_KEYS.search(key) and (dated := _data_date(value)) is not None:
                 data_dates.append((key, *dated))
-            if in_list:
-                continue
-            if ANCHOR_KEYS.search(key) and isinstance(value, str | int) and value != "":
-                anchors.add((key.lower(), normalize_scalar(value)))
-            elif isinstance(value, int | float) and not isinstance(value, bool):
-                numbers[key] = float(value)
-            elif isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):
-                numbers[key] = float(value.replace(",", ""))
-            elif isinstance(value, str) and value.strip():
-                strings[key] = value.strip()
+            if not in_list:
+                _classify(key, value, anchors, numbers, strings)
         asked = {
             normalize_scalar(v)
             for v in (arguments or {}).values()
             if isinstance(v, str) and len(v.strip()) >= 5
         }
-        return cls(tool, tool_verb(tool)[1], anchors, numbers, strings, asked, dates, data_dates)
+        writes = tool_verb(tool)[1]
+        records = [
+            cls(tool, writes, *_fields(record), set(), [], []) for record in _list_records(data)
+        ]
+        return cls(tool, writes, anchors, numbers, strings, asked, dates, data_dates, records)
 
     def names(self) -> set[str]:
         """Short values that name what a result is about (an identifier, a drug, a query):
@@ -229,6 +237,70 @@ class _Seen:
         mine = {v for _, v in self.anchors} | self.names()
         theirs = {v for _, v in other.anchors} | other.names()
         return bool(mine & theirs) or bool(self.asked & other.asked)
+
+
+def _classify(
+    key: str,
+    value: Any,
+    anchors: set[tuple[str, str]],
+    numbers: dict[str, float],
+    strings: dict[str, str],
+) -> None:
+    """File one scalar field as an anchor, a number or a statement."""
+    if ANCHOR_KEYS.search(key) and isinstance(value, str | int) and value != "":
+        anchors.add((key.lower(), normalize_scalar(value)))
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        numbers[key] = float(value)
+    elif isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):
+        numbers[key] = float(value.replace(",", ""))
+    elif isinstance(value, str) and value.strip():
+        strings[key] = value.strip()
+
+
+def _fields(
+    record: Mapping[str, Any],
+) -> tuple[set[tuple[str, str]], dict[str, float], dict[str, str]]:
+    """(anchors, numbers, statements) of a record's own fields (not those of its lists)."""
+    anchors: set[tuple[str, str]] = set()
+    numbers: dict[str, float] = {}
+    strings: dict[str, str] = {}
+    for path, value in iter_leaves(record):
+        if path and isinstance(path[-1], str) and not any(isinstance(p, int) for p in path):
+            _classify(str(path[-1]), value, anchors, numbers, strings)
+    return anchors, numbers, strings
+
+
+def _list_records(data: Any) -> list[Mapping[str, Any]]:
+    """Every object that is an item of a list, at any depth."""
+    out: list[Mapping[str, Any]] = []
+    if isinstance(data, Mapping):
+        for value in data.values():
+            out += _list_records(value)
+    elif isinstance(data, list | tuple):
+        for item in data:
+            if isinstance(item, Mapping):
+                out.append(item)
+            out += _list_records(item)
+    return out
+
+
+def _identifiers(seen: _Seen) -> set[tuple[str, str]]:
+    """Anchors distinctive enough to match records by (``sku: BOLT-M8``, not ``id: 3``)."""
+    return {(k, v) for k, v in seen.anchors if len(v) >= 3}
+
+
+def _matched_records(seen: _Seen, prior: _Seen) -> list[tuple[str, _Seen, _Seen]]:
+    """(identifying key, mine, theirs): a list record of one result and the other result, or
+    one of its records, that carry the same identifying field with the same value (two whole
+    results are :meth:`_Seen.same_entity`'s to match)."""
+    pairs = [(mine, theirs) for mine in seen.records for theirs in (prior, *prior.records)]
+    pairs += [(seen, theirs) for theirs in prior.records]
+    out = []
+    for mine, theirs in pairs:
+        shared = sorted(_identifiers(mine) & _identifiers(theirs))
+        if shared:
+            out.append((shared[0][0], mine, theirs))
+    return out
 
 
 _UNIT_WORDS: Final = frozenset(

@@ -752,13 +752,51 @@ def test_verifier_flags_conflicts_about_the_same_entity_only() -> None:
     other = OutputVerifier(None)
     other.inspect("warehouse_stock", {}, {"sku": "A-1", "stock_total": 14})
     assert other.inspect("get_inventory", {}, {"sku": "B-2", "on_hand_total": 2}) == []
-    # list items are other entities, and an action's result is a new state
-    lists = OutputVerifier(None)
-    lists.inspect("search_products", {}, {"products": [{"sku": "A-1", "price_usd": 10}]})
-    assert lists.inspect("get_product", {}, {"sku": "A-1", "price_usd": 12}) == []
+    # an action's result is a new state
     act = OutputVerifier(None)
     act.inspect("get_compensation", {}, {"employee_id": "E-1", "base_salary_eur": 75000})
     assert act.inspect("update_salary", {}, {"employee_id": "E-1", "base_salary_eur": 79500}) == []
+
+
+def test_verifier_compares_a_list_record_matched_by_its_identifier() -> None:
+    """A value inside a list of records was never compared (list items were skipped as other
+    entities), so a warehouse listing 1,240 of BOLT-M8 beside a lookup saying 1,190 was no
+    conflict; a record is now its own entity, matched to the other tool's result or records
+    by an identifying field with the same value — the other items stay other entities."""
+    snapshot = {
+        "warehouse_id": "WH-7",
+        "items": [{"sku": "BOLT-M8", "on_hand": 1240}, {"sku": "NUT-M8", "on_hand": 860}],
+    }
+    v = OutputVerifier(None)
+    assert v.inspect("inventory_snapshot", {}, snapshot) == []
+    found = v.inspect("sku_stock_lookup", {}, {"sku": "BOLT-M8", "on_hand": 1190})
+    assert [(f[0], f[2]) for f in found] == [
+        ("conflict", "on_hand vs on_hand of inventory_snapshot (records with the same sku)")
+    ]
+    # either order, and record against record
+    w = OutputVerifier(None)
+    w.inspect("sku_stock_lookup", {}, {"sku": "BOLT-M8", "on_hand": 1190})
+    assert [f[0] for f in w.inspect("inventory_snapshot", {}, snapshot)] == ["conflict"]
+    r = OutputVerifier(None)
+    r.inspect("inventory_snapshot", {}, snapshot)
+    other = {"orders": [{"sku": "NUT-M8", "on_hand": 861}]}
+    assert [f[0] for f in r.inspect("reorder_report", {}, other)] == ["conflict"]
+    # the same value for the matched record, another record's value, or a record that
+    # carries no identifier (or only a short one) is no conflict
+    for result in (
+        {"sku": "BOLT-M8", "on_hand": 1240},
+        {"sku": "NUT-M8", "on_hand": 860},
+        {"sku": "WASHER-M8", "on_hand": 1190},
+    ):
+        agree = OutputVerifier(None)
+        agree.inspect("inventory_snapshot", {}, snapshot)
+        assert agree.inspect("sku_stock_lookup", {}, result) == []
+    unnamed = OutputVerifier(None)
+    unnamed.inspect("search_products", {}, {"products": [{"name": "bolt", "price_usd": 10}]})
+    assert unnamed.inspect("get_product", {}, {"sku": "A-1", "price_usd": 12}) == []
+    short = OutputVerifier(None)
+    short.inspect("list_orders", {}, {"orders": [{"id": 3, "total": 10}]})
+    assert short.inspect("get_customer", {}, {"id": 3, "total": 12}) == []
 
 
 def test_verifier_flags_staleness_against_other_sources_in_either_order() -> None:
