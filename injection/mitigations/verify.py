@@ -44,7 +44,9 @@ class OutputVerifier(Mitigation):
       clock), the dates data is *of* count too — a ``year``, a ``date``, a ``release_date``,
       an ISO week — and ``fresh_max_age`` applies: a single source about "the current
       population" dated 2010 is stale against a 2024 ``reference_time`` (a year-only date is
-      stale when it is older than last year);
+      stale when it is older than last year); so are dates under any other key, found by
+      their value (``delivery_day: 03.02.2023``, ``reported: 2024-11-02T08:00Z``), when even
+      the newest date of the result is that old;
     * **mismatch**: the result names a different entity than the one asked for (called with
       ``runbook_id=RB-CHK-07``, it answers about ``runbook_id: RB-SRCH-02``).
     """
@@ -138,6 +140,16 @@ class OutputVerifier(Mitigation):
                 for key, when, year_only in seen.data_dates
                 if (reference.year - when.year > 1 if year_only else reference - when > limit)
             ]
+            if seen.other_dates:
+                # a date under any other key (delivery_day, reported): the result is as
+                # current as its newest date — an old order date beside a fresh scan is fine
+                newest_own = max(
+                    [d for _, d in (*seen.dates, *seen.other_dates)]
+                    + [d for _, d, _ in seen.data_dates]
+                )
+                if reference - newest_own > limit:
+                    key, when = max(seen.other_dates, key=lambda kd: kd[1])
+                    stale.append(f"{key} {(reference - when).days} days older")
         stale = list(dict.fromkeys(stale))
         if stale:
             detail = ", ".join(stale)
@@ -188,6 +200,9 @@ class _Seen:
     #: dates the data is *of* (key, date, only the year is known), read when fresh data is
     #: required
     data_dates: list[tuple[str, datetime, bool]]
+    #: dates under other keys, found by value (``delivery_day: 03.02.2023``), read when fresh
+    #: data is required
+    other_dates: list[tuple[str, datetime]] = field(default_factory=list)
     #: the records of its lists — compared only when matched by an identifier
     records: list[_Seen] = field(default_factory=list)
 
@@ -198,6 +213,7 @@ class _Seen:
         strings: dict[str, str] = {}
         dates: list[tuple[str, datetime]] = []
         data_dates: list[tuple[str, datetime, bool]] = []
+        other_dates: list[tuple[str, datetime]] = []
         for path, value in iter_leaves(data):
             if not path or not isinstance(path[-1], str):
                 continue
@@ -208,6 +224,8 @@ class _Seen:
                 continue
             if DATA_DATE_KEYS.search(key) and (dated := _data_date(value)) is not None:
                 data_dates.append((key, *dated))
+            elif (when := parse_date(value)) is not None:
+                other_dates.append((key, when))
             if not in_list:
                 _classify(key, value, anchors, numbers, strings)
         asked = {
@@ -219,7 +237,9 @@ class _Seen:
         records = [
             cls(tool, writes, *_fields(record), set(), [], []) for record in _list_records(data)
         ]
-        return cls(tool, writes, anchors, numbers, strings, asked, dates, data_dates, records)
+        return cls(
+            tool, writes, anchors, numbers, strings, asked, dates, data_dates, other_dates, records
+        )
 
     def names(self) -> set[str]:
         """Short values that name what a result is about (an identifier, a drug, a query):

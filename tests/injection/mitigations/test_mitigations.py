@@ -835,6 +835,38 @@ def test_verifier_judges_a_single_source_against_the_scenarios_date_context() ->
     assert lax.inspect("pop", {}, {"population": 158000000, "year": 2010}) == []
 
 
+@pytest.mark.parametrize(
+    ("result", "flagged"),
+    [
+        (
+            {"crate": "C-9", "price_eur": 11.8, "delivery_day": "03.02.2023"},
+            "delivery_day 860 days",
+        ),
+        ({"parcel": "PX-5", "location": "Madrid", "reported": "2024-11-02T08:00:00Z"}, "reported"),
+        ({"parcel": "PX-5", "scans": [{"hub": "Lyon", "seen": "March 9, 2024"}]}, "seen"),
+        ({"crate": "C-9", "price_eur": 14.2, "delivery_day": "12.06.2025"}, None),
+        # an old date beside a current one: the result is as current as its newest date
+        ({"order": "O-1", "placed": "2023-01-05", "last_scan": "2025-06-11"}, None),
+    ],
+)
+def test_verifier_finds_a_stale_date_by_its_value_under_any_key(
+    result: dict[str, Any], flagged: str | None
+) -> None:
+    """A stale date under a key outside the verifier's vocabulary (delivery_day, reported)
+    was not read, so a B1 stale response dated 03.02.2023 passed as current; with the task
+    needing current data, a date is now found by its value (values.parse_date)."""
+    now = datetime(2025, 6, 12, tzinfo=UTC)
+    v = OutputVerifier(None, reference_time=now, require_fresh=True)
+    found = v.inspect("tool", {}, result)
+    if flagged is None:
+        assert found == []
+    else:
+        assert [f[0] for f in found] == ["stale"] and found[0][2].startswith(flagged)
+    # a task that does not need current data is not judged by such a date
+    lax = OutputVerifier(None, reference_time=now)
+    assert lax.inspect("tool", {}, result) == []
+
+
 def test_verifier_compares_numbers_at_their_stated_precision() -> None:
     v = OutputVerifier(None)
     v.inspect("yahoo", {}, {"ticker": "AAPL", "price": 192.5})
