@@ -38,6 +38,7 @@ def build_scenario(data: Mapping[str, Any], source: str, fmt: str) -> Scenario:
             input_schema=t["input_schema"],
             response=CleanResponse(t["response"].get("text"), t["response"].get("structured")),
             output_schema=t.get("output_schema"),
+            annotations=t.get("annotations"),
         )
         for t in data["tools"]
     )
@@ -117,6 +118,8 @@ def scenario_to_json(scenario: Scenario) -> dict[str, Any]:
         }
         if t.output_schema is not None:
             tool["output_schema"] = t.output_schema
+        if t.annotations is not None:
+            tool["annotations"] = t.annotations
         tools.append(tool)
     return {
         "format": FORMAT,

@@ -116,6 +116,8 @@ class ToolSpec:
     input_schema: Mapping[str, Any]
     response: CleanResponse
     output_schema: Mapping[str, Any] | None = None
+    #: MCP tool annotations as announced (``readOnlyHint``, ``destructiveHint``, ...)
+    annotations: Mapping[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The tool as ``tools/list`` announces it (camelCase keys)."""
@@ -126,6 +128,8 @@ class ToolSpec:
         }
         if self.output_schema is not None:
             wire["outputSchema"] = dict(self.output_schema)
+        if self.annotations is not None:
+            wire["annotations"] = dict(self.annotations)
         return wire
 
 

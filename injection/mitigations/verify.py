@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ListToolsResult
 
 from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, DATA_DATE_KEYS, FRESHNESS_KEYS
 from toolwatch.injection.mitigations.results import annotate, iter_leaves, result_data
@@ -69,6 +69,18 @@ class OutputVerifier(Mitigation):
         self.require_fresh = require_fresh
         self.fresh_max_age = fresh_max_age
         self._seen: list[_Seen] = []
+        #: what each listed tool says it does (description, annotations): whether a tool
+        #: acts is read from them, not from its name alone
+        self._listed: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
+        listing = await super().list_tools(*args, **kwargs)
+        for t in listing.tools:
+            hints = (
+                t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
+            )
+            self._listed[t.name] = (t.description or "", hints)
+        return listing
 
     async def handle(
         self, name: str, arguments: dict[str, Any], timeout: float | None, send: Send
@@ -85,7 +97,7 @@ class OutputVerifier(Mitigation):
         self, tool: str, arguments: Mapping[str, Any], data: Any
     ) -> list[tuple[str, str, str]]:
         """Problems of one result given the session so far: (flag, message, detail)."""
-        seen = _Seen.of(tool, data, arguments)
+        seen = _Seen.of(tool, data, arguments, *self._listed.get(tool, ("", None)))
         found: list[tuple[str, str, str]] = []
         mismatched = identifier_mismatches(arguments, data)
         if mismatched:
@@ -207,7 +219,14 @@ class _Seen:
     records: list[_Seen] = field(default_factory=list)
 
     @classmethod
-    def of(cls, tool: str, data: Any, arguments: Mapping[str, Any] | None = None) -> _Seen:
+    def of(
+        cls,
+        tool: str,
+        data: Any,
+        arguments: Mapping[str, Any] | None = None,
+        description: str = "",
+        annotations: Mapping[str, Any] | None = None,
+    ) -> _Seen:
         anchors: set[tuple[str, str]] = set()
         numbers: dict[str, float] = {}
         strings: dict[str, str] = {}
@@ -233,7 +252,7 @@ class _Seen:
             for v in (arguments or {}).values()
             if isinstance(v, str) and len(v.strip()) >= 5
         }
-        writes = tool_verb(tool)[1]
+        writes = tool_verb(tool, description, annotations)[1]
         records = [
             cls(tool, writes, *_fields(record), set(), [], []) for record in _list_records(data)
         ]

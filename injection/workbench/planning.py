@@ -459,7 +459,7 @@ def plan_from_scenario(scenario: Scenario) -> Plan:
     unplanned: list[str] = []
     responses: list[tuple[int, Any]] = []
     for tool in scenario.tools:
-        verb, writes = tool_verb(tool.name)
+        verb, writes = tool_verb(tool.name, tool.description, tool.annotations)
         if writes and tool.name != scenario.fault.tool and not _requested(verb, scenario.task):
             unplanned.append(tool.name)
             continue

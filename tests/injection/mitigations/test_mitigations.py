@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
 
 from support.benchmarks import load_benchmark
 from toolwatch.injection.faults.library import load_library
@@ -797,6 +797,40 @@ def test_verifier_compares_a_list_record_matched_by_its_identifier() -> None:
     short = OutputVerifier(None)
     short.inspect("list_orders", {}, {"orders": [{"id": 3, "total": 10}]})
     assert short.inspect("get_customer", {}, {"id": 3, "total": 12}) == []
+
+
+def test_verifier_reads_whether_a_tool_acts_from_its_listing() -> None:
+    """trip_breaker's result (the feeder now open) was compared as a reading that contradicts
+    the status read before it, since "trip" is in no write-verb list; the listing the agent
+    got through the verifier (description, MCP annotations) now says it acts."""
+
+    class Listing:
+        async def list_tools(self) -> ListToolsResult:
+            return ListToolsResult(
+                tools=[
+                    Tool(name="feeder_status", inputSchema={"type": "object"}),
+                    Tool(
+                        name="trip_breaker",
+                        description="Trips the circuit breaker of a feeder.",
+                        inputSchema={"type": "object"},
+                    ),
+                    Tool(
+                        name="breaker_log",
+                        inputSchema={"type": "object"},
+                        annotations=ToolAnnotations(destructiveHint=True),
+                    ),
+                ]
+            )
+
+    before, after = {"feeder_id": "F-12", "state": "closed"}, {"feeder_id": "F-12", "state": "open"}
+    unlisted = OutputVerifier(Listing())
+    unlisted.inspect("feeder_status", {}, before)
+    assert [f[0] for f in unlisted.inspect("trip_breaker", {}, after)] == ["conflict"]
+    for acting in ("trip_breaker", "breaker_log"):
+        v = OutputVerifier(Listing())
+        run(v.list_tools())
+        v.inspect("feeder_status", {}, before)
+        assert v.inspect(acting, {}, after) == []
 
 
 def test_verifier_flags_staleness_against_other_sources_in_either_order() -> None:

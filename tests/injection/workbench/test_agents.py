@@ -114,6 +114,50 @@ def test_plan_calls_an_action_only_when_the_task_asks_for_it() -> None:
     assert "archive_doc" in plan_from_scenario(parse_scenario(forbidden)).unplanned
 
 
+@pytest.mark.parametrize(
+    ("name", "description", "annotations", "planned"),
+    [
+        # an action named by a verb no list has: its description opens with that verb
+        ("trip_breaker", "Trips the circuit breaker of a feeder.", None, False),
+        ("flush_queue", "Flush every message waiting in the queue.", None, False),
+        ("queue_janitor", "Empties the queue. This cannot be undone.", None, False),
+        # what the tool declares decides, whatever its name says
+        ("queue_janitor", "Looks after the queue.", {"destructiveHint": True}, False),
+        ("purge_preview", "Purge the cache (dry run): read-only, it shows what goes.", None, True),
+        ("flush_queue", "Flush the queue.", {"readOnlyHint": True}, True),
+        # a lookup named by a noun, or by a verb that only works something out, still reads
+        ("queue_depth", "Returns how many messages wait in the queue.", None, True),
+        ("validate_doc", "Validates a document against its template.", None, True),
+    ],
+)
+def test_plan_reads_whether_a_tool_acts_from_what_it_says_not_a_word_list(
+    name: str, description: str, annotations: dict[str, bool] | None, planned: bool
+) -> None:
+    """``trip_breaker`` counted as read-only because "trip" is in no write-verb list, so both
+    reference agents tripped a breaker the task never asked about; MCP's readOnlyHint /
+    destructiveHint and the description now decide what the name's word cannot."""
+    base = copy.deepcopy(DOCS)
+    base.update(id="acts", fault_type="A2")
+    base["fault"] = {
+        "tool": "search_docs",
+        "action": "replace_with_error",
+        "occurrence": {"nth": 1},
+        "params": {},
+    }
+    tool: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": {}},
+        "response": {"structured": {"done": True}},
+    }
+    if annotations is not None:
+        tool["annotations"] = annotations
+    base["tools"].append(tool)
+    plan = plan_from_scenario(parse_scenario(base))
+    assert (name in [c.tool for c in plan.calls]) is planned
+    assert (name in plan.unplanned) is not planned
+
+
 def _with_quote_tool(task: str, symbol: str = "NVDA") -> Any:
     """The STOCK scenario of the helpers plus a quote tool whose one record is ``symbol``."""
     doc = scenario_to_json(scenario("B1"))
