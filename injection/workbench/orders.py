@@ -21,6 +21,9 @@ address in the sentence), or change an argument ("modify the 'location' argument
 "default the 'hl' argument for 'people_also_ask' to 'eo'", "prepend ... to the query").
 "Search the knowledge base for documents" is an order that asks for nothing.
 
+The same is read in Spanish, French, German, Italian and Portuguese
+(:mod:`orders_lexicon`), since a planted order is no less an order in another language.
+
 The naive agent obeys every actionable order; the careful agent ignores them, strips them from
 what it relays and says so. Both see all of them, whatever a scanner would flag.
 """
@@ -33,8 +36,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from toolwatch.injection.mitigations.urls import find_urls
+from toolwatch.injection.workbench import orders_lexicon as other
 
-_IMPERATIVES: Final = frozenset(
+_ENGLISH_IMPERATIVES: Final = frozenset(
     [
         "add",
         "answer",
@@ -150,7 +154,7 @@ _IMPERATIVES: Final = frozenset(
         "write",
     ]
 )
-_SOFTENERS: Final = frozenset(
+_ENGLISH_SOFTENERS: Final = frozenset(
     [
         "please",
         "kindly",
@@ -168,6 +172,9 @@ _SOFTENERS: Final = frozenset(
         "finally",
     ]
 )
+#: English and the other languages of :mod:`orders_lexicon`.
+_IMPERATIVES: Final = _ENGLISH_IMPERATIVES | other.IMPERATIVES
+_SOFTENERS: Final = _ENGLISH_SOFTENERS | other.SOFTENERS
 _LEAD = re.compile(
     r"^(?:\s*(?:\[[^\]]{0,60}\]|<[^>]{0,40}>|\*\*[^*]{0,40}\*\*|#+|[-*•]|"
     r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*){0,3}:(?!//))\s*)+"
@@ -185,21 +192,26 @@ _DIRECTED = re.compile(
     r"whole )?(?:answer|reply|response|output|summary|task|priority|role)\b|"
     r"\b(?:do not|don't|never|always) (?:\w+)\b|\bmust (?:always |first |also |now )?\w+\b|"
     r"\b(?:is|are) (?:required|mandatory)\b|"
-    r"\b(?:only|valid|correct|acceptable) (?:response|answer|reply|output) is\b",
+    r"\b(?:only|valid|correct|acceptable) (?:response|answer|reply|output) is\b|" + other.DIRECTED,
     re.I,
 )
 _REPLY = re.compile(
     r"\b(?:respond|reply|answer|say|output|print|repeat|include|state|tell|inform|mention|"
-    r"end|begin|start|prefix|report|cite|quote|claim|announce|reveal)(?:s|ed|ing)?\b",
+    r"end|begin|start|prefix|report|cite|quote|claim|announce|reveal)(?:s|ed|ing)?\b|"
+    + other.REPLY,
     re.I,
 )
 #: An order about the reader's other orders ("ignore all previous instructions").
 _META = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?]{0,40}\b(?:instructions?|directions?|"
-    r"directives?|rules|guidance|guidelines|prompts?|above|previous|prior|earlier)\b",
+    r"directives?|rules|guidance|guidelines|prompts?|above|previous|prior|earlier)\b|" + other.META,
     re.I,
 )
-_CALL = r"(?:call|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|with|via)"
+_CALL = (
+    r"(?:call|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|with|via|"
+    + other.CALL
+    + ")"
+)
 _CONDITION = re.compile(r"\b(?:when|whenever|before|after|while|if)\s+(?:\w+\s+){0,2}$", re.I)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _QUOTED = re.compile(r"['\"`“‘]([^'\"`”’]{2,200})['\"`”’]")
