@@ -47,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target-fa",
         type=share,
-        default=0.05,
-        help="target share of normal test streams that alarm (default 0.05)",
+        default=None,
+        help="target share of normal test streams that alarm (default 0.05; with --rerun, the "
+        "saved run at this target instead of its own: what the app's Detection page shows at it)",
     )
     parser.add_argument(
         "--bootstrap",
@@ -70,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rerun",
         metavar="RUN_ID",
-        help="repeat a saved run exactly: its saved configuration replaces the options above",
+        help="repeat a saved run exactly: its saved configuration replaces the options above "
+        "(all but --target-fa)",
     )
     parser.add_argument(
         "--write-injected",
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.rerun:
             config, saved_split = load_run(store, args.rerun)
+            if args.target_fa is not None:  # the same run at another target
+                config = dataclasses.replace(config, target_fa=args.target_fa)
         else:
             kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
             config = ExperimentConfig(
@@ -115,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
                 head=args.head,
                 tail=args.tail,
                 seeds=tuple(range(args.seeds)) if args.seeds > 0 else (),
-                target_fa=args.target_fa,
                 bootstrap=args.bootstrap,
                 ablation=args.ablation,
+                **({} if args.target_fa is None else {"target_fa": args.target_fa}),
             )
             if kinds:
                 config = dataclasses.replace(config, kinds=kinds)

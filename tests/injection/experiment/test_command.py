@@ -74,6 +74,22 @@ def test_cli_saves_results_and_reruns_exactly(
     assert second["cells"] == first["cells"]
     assert second["config"] == first["config"]
 
+    # --target-fa beside --rerun: the same run at another target (it was silently ignored)
+    code, out, err = _run_cli(
+        ["--store", str(small_store.root), "--rerun", run_id, "--target-fa", "0.2", "--json"],
+        capsys,
+    )
+    assert code == 0, err
+    third = json.loads(out)
+    assert third["config"] == {**first["config"], "target_fa": 0.2}
+    reached = [
+        t["fa_reached"]
+        for t in third["thresholds"]
+        if (t["variant"], t["cue_set"], t["detector"], t["mode"])
+        == ("standard", "all", "cusum", "fa_target")
+    ]
+    assert 0.05 < reached[0] <= 0.2
+
     code, out, err = _run_cli(
         [*base, "--seeds", "1", "--bootstrap", "20", "--no-save", "--no-ablation"], capsys
     )
