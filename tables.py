@@ -129,7 +129,18 @@ EXPERIMENT_RUN_FIELDS: Final[tuple[Field, ...]] = (
     _f("variant", "string", "standard, or an ablation"),
     _f("kind", "string", "injected kind; normal = an uninjected test stream"),
     _f("seed", "int64", "injection seed"),
-    _f("session_id", "string", "the test stream's session"),
+    _f(
+        "session_id",
+        "string",
+        "the test stream: its session id, `<session>/<agent>` for a subagent",
+    ),
+    _f("agent_id", "string", "the test stream's agent (null: the main agent, or an older run)"),
+    _f(
+        "stream_index",
+        "int64",
+        "the stream's place in the experiment's test split (first call, session, agent): "
+        "the order its bootstrap resamples (null: a run saved before this column)",
+    ),
     _f("position", "int64", "insertion position (call index)"),
     _f("inserted", "int64", "calls inserted or re-timed"),
     _f("note", "string", "what was injected (structure only)"),

@@ -163,6 +163,8 @@ def render() -> None:
         # statistics whose controls are detected above their false alarms (one pass per page)
         breached = breaches_in(cells.itertuples(index=False))
         _headline(v, cells, breached)
+        if "ci_exact" in cells and not cells["ci_exact"].all():
+            st.warning(approximate_intervals(v))
         ui.flush()
         _table(v, cells)
         _grid(cells, breached)
@@ -251,10 +253,29 @@ def _cells(v: View) -> tuple[pd.DataFrame, str]:
     auc = auc.drop_duplicates(["kind", "cue_set"])
     cells = computed.merge(auc, on=["kind", "cue_set"], how="left")
     cells["median_latency"] = math.nan
+    exact = bool(cells["ci_exact"].all())
     return cells, (
         f"Evaluated at {dv.pct(v.target, 1)} from the runs' stored window maxima with the "
-        f"experiment's threshold rule; 95 % intervals: {resamples} of streams (seed {seed}). "
-        "Latency is recorded at the experiment's own thresholds only."
+        f"experiment's threshold rule; 95 % intervals: {resamples} of streams (seed {seed})"
+        + (
+            f", as `toolwatch experiment --rerun {v.run['run_id']} --target-fa "
+            f"{v.target:g}` prints them"
+            if exact
+            else ", approximate (see above)"
+        )
+        + ". Latency is recorded at the experiment's own thresholds only."
+    )
+
+
+def approximate_intervals(v: View) -> str:
+    """Why a run saved before ``experiment_runs.stream_index`` gets approximate intervals at
+    another target: said on the page, never a different number shown silently."""
+    return (
+        f"The 95 % intervals at {dv.pct(v.target, 1)} are approximate: run {v.run['run_id']} was "
+        "saved before the experiment stored each test stream's place in its resampling order, "
+        "so the page resamples the streams in name order and an interval can differ from what "
+        f"`toolwatch experiment --rerun {v.run['run_id']} --target-fa {v.target:g}` prints "
+        "(the rates and runs are exact). A run saved by this version is reproduced exactly."
     )
 
 

@@ -1,27 +1,22 @@
 """Detection results at any false-alarm target, and the detection-vs-false-alarm (ROC) curves.
 
-The experiment stores, per injected run and per normal test session, the largest detector
+The experiment stores, per injected run and per normal test stream, the largest detector
 statistic inside the run's detection window (``experiment_runs.window_max``; for a normal
-session its maximum). A threshold ``h`` detects a run when that value is above ``h`` and makes a
-normal session alarm when its maximum is, so every target and the whole ROC curve follow from
+stream its maximum). A threshold ``h`` detects a run when that value is above ``h`` and makes a
+normal stream alarm when its maximum is, so every target and the whole ROC curve follow from
 the stored rows with the experiment's own functions (:mod:`toolwatch.injection.experiment.metrics`):
-the threshold is :func:`~toolwatch.injection.experiment.metrics.threshold_for_false_alarm` over the
-normal
-maxima, intervals come from :func:`~toolwatch.injection.experiment.metrics.bootstrap_rate_cis` with
-the
-run's resample count and seed, and the area under a curve is
-:func:`~toolwatch.injection.experiment.metrics.auc` of runs against normal sessions. At the
-experiment's
-own target the rates equal the stored ones; the intervals resample the same sessions with the
-same seed but in session-id order, so they can differ from the stored ones in the last digit —
-the page shows the stored cells there.
+the threshold is ``threshold_for_false_alarm`` over the normal maxima, the rates and intervals
+``stream_rates`` with the run's resample count and seed over the streams in the experiment's
+own order (``experiment_runs.stream_index``), so any target gives what ``toolwatch experiment
+--rerun RUN --target-fa TARGET`` prints; the area under a curve is ``auc`` of runs against
+normal streams. A run saved before ``stream_index`` is resampled in stream-name order: its
+intervals are approximate, and the page says so.
 
 Also: the study's published figure beside a cell (:mod:`toolwatch.study`), as display text.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 import numpy as np
@@ -45,6 +40,7 @@ CELL_COLUMNS: Final[tuple[str, ...]] = (
     "rate",
     "ci_low",
     "ci_high",
+    "ci_exact",
 )
 
 
@@ -52,20 +48,29 @@ def cells_at_target(
     maxima: pd.DataFrame, target: float, resamples: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
     """Detection per cue set × detector × kind at the smallest threshold that keeps the share
-    of alarming normal sessions within ``target``.
+    of alarming normal streams within ``target``: what ``toolwatch experiment --rerun RUN
+    --target-fa TARGET`` prints, rates and intervals alike.
 
-    ``maxima``: rows of ``cue_set, detector, kind, session_id, window_max`` (kind ``normal`` =
-    the uninjected test sessions), as :func:`toolwatch.app.dashboard.queries.experiment_run_maxima`.
+    ``maxima``: rows of ``cue_set, detector, kind, session_id, stream_index, window_max`` (kind
+    ``normal`` = the uninjected test streams), as
+    :func:`toolwatch.app.dashboard.queries.experiment_run_maxima`. The bootstrap resamples the
+    streams in the experiment's own order (``stream_index``); a run saved before that column
+    has only the stream names, so its streams are taken in name order and its intervals are
+    approximate (``ci_exact`` false).
     """
     rows: list[dict[str, object]] = []
     if maxima.empty:
         return pd.DataFrame(columns=list(CELL_COLUMNS))
+    exact = "stream_index" in maxima and bool(maxima["stream_index"].notna().all())
     # numpy arrays once: pandas indexing per cell costs more than the statistics
     combo_codes, combos = pd.factorize(
         maxima["cue_set"].astype(str) + "\x00" + maxima["detector"].astype(str), sort=True
     )
     kind_codes, kinds = pd.factorize(maxima["kind"], sort=True)
-    session_codes, session_names = pd.factorize(maxima["session_id"], sort=True)
+    if exact:  # the experiment's own stream order, whatever the streams are called
+        stream_codes = maxima["stream_index"].to_numpy(np.int64)
+    else:
+        stream_codes = pd.factorize(maxima["session_id"], sort=True)[0]
     values = np.nan_to_num(maxima["window_max"].to_numpy(float), nan=-np.inf)
     normal_code = list(kinds).index(NORMAL) if NORMAL in set(kinds) else -1
     weights_cache: dict[int, np.ndarray] = {}
@@ -75,34 +80,29 @@ def cells_at_target(
         is_normal = in_combo & (kind_codes == normal_code)
         if not is_normal.any():
             continue
-        # the normal test sessions index the bootstrap; sessions in session-id order
-        sessions = np.unique(session_codes[is_normal])
-        position = np.full(len(session_names), -1, dtype=np.int64)
-        position[sessions] = np.arange(sessions.size)
-        normal_max = np.full(sessions.size, -np.inf)
-        np.maximum.at(normal_max, position[session_codes[is_normal]], values[is_normal])
+        # the normal test streams index the bootstrap, in the order above
+        streams = np.unique(stream_codes[is_normal])
+        position = np.full(int(stream_codes.max()) + 1, -1, dtype=np.int64)
+        position[streams] = np.arange(streams.size)
+        normal_max = np.full(streams.size, -np.inf)
+        np.maximum.at(normal_max, position[stream_codes[is_normal]], values[is_normal])
         choice = M.threshold_for_false_alarm(normal_max, target)
-        hits_cols, runs_cols, pending = [], [], []
+        detected, stream, names = [], [], []
         for k, kind in enumerate(kinds):
             if k == normal_code:
                 continue
             sel = in_combo & (kind_codes == k)
-            index = position[session_codes[sel]]
+            index = position[stream_codes[sel]]
             keep = index >= 0
-            detected = values[sel][keep] > choice.threshold
-            hits_cols.append(
-                np.bincount(index[keep], weights=detected.astype(float), minlength=sessions.size)
-            )
-            runs_cols.append(np.bincount(index[keep], minlength=sessions.size).astype(float))
-            pending.append((str(kind), int(detected.size), int(detected.sum())))
-        if not pending:
+            detected.append(values[sel][keep] > choice.threshold)
+            stream.append(index[keep])
+            names.append(str(kind))
+        if not names:
             continue
-        if sessions.size not in weights_cache:
-            weights_cache[sessions.size] = M.bootstrap_weights(sessions.size, resamples, seed)
-        lo, hi = M.bootstrap_rate_cis(
-            np.stack(hits_cols, 1), np.stack(runs_cols, 1), weights_cache[sessions.size]
-        )
-        for j, (kind, n_runs, n_detected) in enumerate(pending):
+        if streams.size not in weights_cache:
+            weights_cache[streams.size] = M.bootstrap_weights(streams.size, resamples, seed)
+        rates, lo, hi = M.stream_rates(detected, stream, streams.size, weights_cache[streams.size])
+        for j, kind in enumerate(names):
             rows.append(
                 {
                     "cue_set": cue_set,
@@ -111,12 +111,13 @@ def cells_at_target(
                     "threshold": choice.threshold,
                     "fa_target": float(target),
                     "fa_reached": choice.reached,
-                    "normal_sessions": int(sessions.size),
-                    "runs": n_runs,
-                    "detected": n_detected,
-                    "rate": n_detected / n_runs if n_runs else math.nan,
+                    "normal_sessions": int(streams.size),
+                    "runs": int(detected[j].size),
+                    "detected": int(detected[j].sum()),
+                    "rate": float(rates[j]),
                     "ci_low": float(lo[j]),
                     "ci_high": float(hi[j]),
+                    "ci_exact": exact,
                 }
             )
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))

@@ -222,10 +222,11 @@ def experiment_cells(con: duckdb.DuckDBPyConnection, run_id: str, variant: str) 
 def experiment_run_maxima(
     con: duckdb.DuckDBPyConnection, run_id: str, variant: str
 ) -> pd.DataFrame:
-    """Per cue set × detector and run (and per normal test session, kind ``normal``): the
-    largest statistic in its detection window. Empty when the store's experiment rows predate
-    the ``window_max`` column."""
-    columns = ["cue_set", "detector", "kind", "session_id", "seed", "window_max"]
+    """Per cue set × detector and run (and per normal test stream, kind ``normal``): the
+    largest statistic in its detection window, and the stream's place in the experiment's
+    bootstrap order (``stream_index``, null for a run saved before it). Empty when the store's
+    experiment rows predate the ``window_max`` column."""
+    columns = ["cue_set", "detector", "kind", "session_id", "stream_index", "seed", "window_max"]
     if not has_column(con, EXPERIMENT_RUNS, "window_max"):
         return pd.DataFrame(columns=columns)
     return frame(

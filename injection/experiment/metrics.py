@@ -12,6 +12,7 @@ Conventions (one place, used by the experiment, the report and the tests):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -238,6 +239,31 @@ def bootstrap_rate_cis(
     quantile = np.nanquantile if np.isnan(rates).any() else np.quantile
     q = quantile(rates, [alpha, 1.0 - alpha], axis=0)
     return q[0], q[1]
+
+
+def stream_rates(
+    detected: Sequence[np.ndarray],
+    stream: Sequence[np.ndarray],
+    streams: int,
+    weights: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column: the detection rate and its bootstrap interval over test streams.
+
+    ``detected[j]`` holds column ``j``'s runs (detected or not) and ``stream[j]`` each run's
+    stream, its index in the experiment's test split (``weights``' columns, from
+    :func:`bootstrap_weights`). The experiment's cells and the dashboard's cells at any other
+    target both come from here, so the same runs in the same order give the same numbers.
+    """
+    hits = [
+        np.bincount(s, weights=d.astype(np.float64), minlength=streams)
+        for d, s in zip(detected, stream, strict=True)
+    ]
+    runs = [np.bincount(s, minlength=streams).astype(np.float64) for s in stream]
+    rates = np.array([float(d.mean()) if len(d) else float("nan") for d in detected])
+    if not detected:
+        return rates, rates.copy(), rates.copy()
+    lo, hi = bootstrap_rate_cis(np.stack(hits, 1), np.stack(runs, 1), weights)
+    return rates, lo, hi
 
 
 def rank_average(x: np.ndarray) -> np.ndarray:

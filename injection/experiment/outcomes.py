@@ -41,6 +41,8 @@ def normal_outcomes(
         variant=variant,
         kind=NORMAL,
         session_ids=[stream_name(s) for s in test],
+        agent_ids=[s["agent_id"][0] for s in test],
+        streams=np.arange(n, dtype=np.int64),
         seed=np.full(n, -1, dtype=np.int64),
         positions=np.full(n, -1, dtype=np.int64),
         inserted=np.zeros(n, dtype=np.int64),
@@ -65,12 +67,9 @@ def evaluate_kind(
     layout = runs.layout
     positive = layout.injected_mask()
     keys: list[tuple[str, str, str]] = []
-    hits_cols: list[np.ndarray] = []
-    runs_cols: list[np.ndarray] = []
     pending: list[dict[str, Any]] = []
     detected_out: dict[tuple[str, str, str], np.ndarray] = {}
     latency_out: dict[tuple[str, str, str], np.ndarray] = {}
-    per_session_runs = np.bincount(runs.session_index, minlength=n_sessions).astype(np.float64)
     cue_sets = dict.fromkeys(cue for cue, _ in statistics)  # each once: an AUC sorts every call
     aucs = {cue: M.auc(stats[f"{cue}_point"], positive) for cue in cue_sets}
     for cue, det in statistics:
@@ -82,24 +81,19 @@ def evaluate_kind(
             detected, latency = M.window_outcomes(stats[col], layout, thr.value)
             detected_out[(cue, det, mode)] = detected
             latency_out[(cue, det, mode)] = latency
-            hits = np.bincount(
-                runs.session_index, weights=detected.astype(np.float64), minlength=n_sessions
-            )
             keys.append((cue, det, mode))
-            hits_cols.append(hits)
-            runs_cols.append(per_session_runs)
             pending.append(
                 {
                     "threshold": thr.value,
                     "fa_reached": thr.fa_reached,
                     "runs": len(detected),
                     "detected": int(detected.sum()),
-                    "rate": float(detected.mean()) if len(detected) else float("nan"),
                     "median_latency": M.median_or_nan(latency[detected]),
                     "auc": aucs[cue],
                 }
             )
-    lo, hi = M.bootstrap_rate_cis(np.stack(hits_cols, 1), np.stack(runs_cols, 1), weights)
+    flags = [detected_out[k] for k in keys]
+    rates, lo, hi = M.stream_rates(flags, [runs.session_index] * len(flags), n_sessions, weights)
     cells = [
         CellResult(
             variant=variant,
@@ -107,6 +101,7 @@ def evaluate_kind(
             cue_set=cue,
             detector=det,
             mode=mode,
+            rate=float(rates[j]),
             ci_low=float(lo[j]),
             ci_high=float(hi[j]),
             **pending[j],
@@ -117,6 +112,8 @@ def evaluate_kind(
         variant=variant,
         kind=runs.kind,
         session_ids=[stream_name(s) for s in runs.sessions],
+        agent_ids=[s["agent_id"][0] for s in runs.sessions],
+        streams=np.asarray(runs.session_index, dtype=np.int64),
         seed=runs.seed,
         positions=runs.positions,
         inserted=runs.inserted,

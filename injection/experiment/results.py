@@ -56,6 +56,10 @@ class RunOutcomes:
     variant: str
     kind: str
     session_ids: list[str]
+    #: per run, the stream's agent (``None``: the main agent) and its index in the test split,
+    #: the order the bootstrap resamples (the dashboard recomputes the intervals from both)
+    agent_ids: list[str | None]
+    streams: np.ndarray
     seed: np.ndarray
     positions: np.ndarray
     inserted: np.ndarray

@@ -71,6 +71,8 @@ def run_rows(result: ExperimentResult) -> pa.Table:
         if n == 0:
             continue
         sid = pa.array(out.session_ids, pa.string())
+        agents = pa.array(out.agent_ids, pa.string())
+        streams = pa.array(out.streams, pa.int64())
         notes = pa.array([x or None for x in out.notes], pa.string())
         for (cue, det, mode), det_flags in out.detected.items():
             lat = out.latency[(cue, det, mode)]
@@ -83,6 +85,8 @@ def run_rows(result: ExperimentResult) -> pa.Table:
                         "kind": pa.array([out.kind] * n, pa.string()),
                         "seed": pa.array(out.seed, pa.int64()),
                         "session_id": sid,
+                        "agent_id": agents,
+                        "stream_index": streams,
                         "position": pa.array(out.positions, pa.int64()),
                         "inserted": pa.array(out.inserted, pa.int64()),
                         "note": notes,

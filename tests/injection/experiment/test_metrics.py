@@ -190,3 +190,27 @@ def test_injected_mask_marks_the_inserted_calls() -> None:
     layout = M.RunLayout.build(np.array([5, 4, 6]), np.array([2, 1, 5]), np.array([2, 3, 1]))
     expected = [0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1]  # runs of 5, 4 and 6 calls
     assert layout.injected_mask().astype(int).tolist() == expected
+
+
+def test_stream_rates_resample_runs_by_their_stream() -> None:
+    """Runs given in any order and any number per stream: each column's rate and interval are
+    those of its (stream × run) outcomes resampled stream by stream, and depend on which stream
+    is which (the experiment's split order), not on where a column stands among others."""
+    rng = np.random.default_rng(5)
+    streams = 12
+    stream = [rng.permutation(np.repeat(np.arange(streams), 3))[:-4] for _ in range(3)]
+    detected = [rng.random(s.size) < p for s, p in zip(stream, (0.2, 0.5, 0.9), strict=True)]
+    w = M.bootstrap_weights(streams, 400, seed=4)
+    rates, lo, hi = M.stream_rates(detected, stream, streams, w)
+    for j, (d, s) in enumerate(zip(detected, stream, strict=True)):
+        table = np.full((streams, 3), np.nan)  # the plain loop's (streams × runs) outcomes
+        for i in range(streams):
+            table[i, : int((s == i).sum())] = d[s == i]
+        assert rates[j] == d.sum() / d.size
+        assert (lo[j], hi[j]) == pytest.approx(
+            M.bootstrap_rate_ci(table, resamples=400, seed=4), abs=1e-12
+        )
+        alone = M.stream_rates([d], [s], streams, w)
+        assert (alone[1][0], alone[2][0]) == (lo[j], hi[j])
+    renamed = M.stream_rates(detected, [(s + 5) % streams for s in stream], streams, w)
+    assert not np.array_equal(np.stack(renamed[1:]), np.stack([lo, hi]))
