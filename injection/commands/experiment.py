@@ -15,6 +15,7 @@ from toolwatch.collector.store.parquet_store import Store, StoreError, add_store
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.injection.experiment.saved_runs import (
+    refuse_options_beside_rerun,
     require_writable,
     saved_as_line,
     warn_if_data_changed,
@@ -72,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rerun",
         metavar="RUN_ID",
         help="repeat a saved run exactly: its saved configuration replaces the options above "
-        "(all but --target-fa)",
+        "(all but --target-fa; giving one of the others beside it is an error)",
     )
     parser.add_argument(
         "--write-injected",
@@ -105,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     saved_split: dict[str, Any] | None = None
     try:
         if args.rerun:
+            kept = ("store", "target_fa", "json", "save", "write_injected")
+            refuse_options_beside_rerun(args, add_arguments, "experiment", kept)
             config, saved_split = load_run(store, args.rerun)
             if args.target_fa is not None:  # the same run at another target
                 config = dataclasses.replace(config, target_fa=args.target_fa)

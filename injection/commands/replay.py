@@ -35,6 +35,7 @@ from toolwatch.detection.model.adaptive_config import (
 )
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.injection.experiment.saved_runs import (
+    refuse_options_beside_rerun,
     require_writable,
     saved_as_line,
     warn_if_data_changed,
@@ -114,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     saved_split: dict[str, Any] | None = None
     try:
         if args.rerun:
+            refuse_options_beside_rerun(args, add_arguments, "replay", ("store", "json", "save"))
             config, saved_split = load_replay_run(store, args.rerun)
         else:
             kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else REPLAY_KINDS

@@ -6,14 +6,16 @@ the long work starts (not after it), so these lines live here once.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.usage import UserError
+from toolwatch.usage import UsageError, UserError
 
 
 def require_writable(store: Store, command: str) -> None:
@@ -46,3 +48,34 @@ def saved_as_line(
         f"saved as run {run_id} in {store.root} "
         f"(re-run: toolwatch {command} {where}--rerun {run_id}{more})"
     )
+
+
+def refuse_options_beside_rerun(
+    args: argparse.Namespace,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    command: str,
+    kept: Iterable[str],
+) -> None:
+    """A re-run takes its saved configuration: an option given beside ``--rerun`` that the saved
+    one replaces would be ignored without a word, so it is a usage error naming it. ``kept``:
+    the options a re-run still reads (where to read, how to print, ``--target-fa``)."""
+    parser = argparse.ArgumentParser(prog=f"toolwatch {command}", add_help=False)
+    add_arguments(parser)
+    defaults = vars(parser.parse_args([]))
+    flags = {a.dest: a.option_strings for a in parser._actions if a.option_strings}
+
+    def as_given(name: str, value: Any) -> str:  # --no-ablation for a switch turned off
+        options = [o for o in flags.get(name, [f"--{name}"]) if o.startswith("--")]
+        negative = [o for o in options if o.startswith("--no-")]
+        return negative[0] if value is False and negative else options[0]
+
+    ignored = [
+        as_given(name, getattr(args, name))
+        for name, default in defaults.items()
+        if name not in {"rerun", *kept} and getattr(args, name, default) != default
+    ]
+    if ignored:
+        raise UsageError(
+            f"{', '.join(ignored)} cannot be given with --rerun: a re-run repeats the saved "
+            "run's configuration (drop --rerun to run with new options)"
+        )

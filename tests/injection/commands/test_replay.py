@@ -68,3 +68,18 @@ def test_replay_saves_its_result_and_reruns_it(
     assert code == 1 and err.strip().splitlines() == [
         f"toolwatch replay: no saved replay with run id 'nope' in {root}"
     ]
+
+
+def test_an_option_a_rerun_would_ignore_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A re-run repeats the saved configuration; ``--half-life-days 7`` beside it was dropped
+    without a word. Where to read and how to print are still the user's."""
+    rerun = ["--store", str(tmp_path / "s"), "--rerun", "r1"]
+    code, out, err = _replay([*rerun, "--half-life-days", "7", "--statistic", "all_ewma"], capsys)
+    assert (code, out) == (2, "") and err.strip().splitlines() == [
+        "toolwatch replay: --statistic, --half-life-days cannot be given with --rerun: a re-run "
+        "repeats the saved run's configuration (drop --rerun to run with new options)"
+    ]
+    code, _, err = _replay([*rerun, "--json", "--no-save"], capsys)
+    assert code == 1 and "cannot be given" not in err  # read as asked: the run is not there

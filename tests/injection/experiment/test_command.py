@@ -116,6 +116,15 @@ def test_cli_reports_bad_input_clearly(
     assert code == 1 and "empty" in err and "--split-shares" in err
     code, _, err = _run_cli(["--store", str(small_store.root), "--rerun", "nope"], capsys)
     assert code == 1 and "no saved experiments" in err
+    # an option a re-run would ignore is said, before any store is read (usage: exit 2)
+    rerun = ["--store", str(small_store.root), "--rerun", "nope"]
+    code, out, err = _run_cli(
+        [*rerun, "--seeds", "2", "--no-ablation", "--target-fa", "0.1"], capsys
+    )
+    assert (code, out) == (2, "") and err.strip().splitlines() == [
+        "toolwatch experiment: --seeds, --no-ablation cannot be given with --rerun: a re-run "
+        "repeats the saved run's configuration (drop --rerun to run with new options)"
+    ]
     with pytest.raises(SystemExit):
         cli_main(["experiment", "--split-shares", "0.5"])
 
