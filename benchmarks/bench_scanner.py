@@ -52,6 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.instructions import ListingContext, categories
 
 HERE = Path(__file__).resolve().parent
@@ -212,12 +213,12 @@ def agentcheck() -> dict[str, Any]:
     flagged: list[str] = []
     for path in sorted(TEMPLATES.glob("*.json")):
         t = json.loads(path.read_text(encoding="utf-8"))
-        names = [tool["tool_id"] for tool in t["tools"]]
+        listed = [ListedTool(tool["tool_id"], tool["description"]) for tool in t["tools"]]
         allow = t.get("endpoint_allowlist") or []
         poisoner = next((tool["tool_id"] for tool in t["tools"] if tool["is_faulty"]), None)
         for tool in t["tools"]:
             descriptions += 1
-            context = ListingContext.of(names, allow, tool["tool_id"])
+            context = ListingContext.of(listed, allow, tool["tool_id"])
             if categories(tool["description"]):
                 benign["wording"] += 1
                 flagged.append(f"{t['scenario_id']}/{tool['tool_id']}")
@@ -227,7 +228,7 @@ def agentcheck() -> dict[str, Any]:
         if t["fault_type"] not in ("C1", "C2", "C4") or not payload:
             continue
         totals[t["fault_type"]] += 1
-        context = ListingContext.of(names, allow, poisoner)
+        context = ListingContext.of(listed, allow, poisoner)
         if categories(payload):
             detected["wording"][t["fault_type"]] += 1
         else:

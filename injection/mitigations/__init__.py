@@ -23,7 +23,7 @@ plus a machine-readable flag (``result.meta["toolwatch/flags"]``) is added, so t
 decides. The scanner *blocks*: a flagged payload must never reach the model.
 
 The helpers the wrappers are built from (``results``, ``failures``, ``instructions``,
-``values``, ``keys``) are internal; the workbench imports them from their modules.
+``values``, ``acts``, ``keys``) are internal; the workbench imports them from their modules.
 """
 
 from toolwatch.injection.mitigations.results import FLAGS_META_KEY

@@ -13,8 +13,10 @@ quoting "disregard prior directives" is reporting it).
 
 Wording alone cannot decide some cases; the scanner sees the whole ``tools/list`` and passes
 what it knows as :class:`ListingContext`: a description that *requires* calling **another
-listed tool that acts** (writes, sends, deletes) is cross-tool shadowing; a description that
-sends to or points at a host outside the deployment's allowlist is exfiltration.
+listed tool that acts** (writes, sends, deletes; :mod:`acts` reads it from each tool's
+annotations, name and description, not believing a claim of only reading) is cross-tool
+shadowing; a description that sends to or points at a host outside the deployment's allowlist
+is exfiltration.
 
 Beside the rules, a classifier trained on the development sets (:mod:`classifier`: those
 below and ``scanner_dev7`` … ``dev10``) flags what they miss: a text no rule fires on is
@@ -38,14 +40,14 @@ import binascii
 import codecs
 import re
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.results import iter_strings
 from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of
-from toolwatch.injection.mitigations.values import tool_verb
 from toolwatch.injection.mitigations.wording import CUES
 
 # --------------------------------------------------------------------------------------------
@@ -65,10 +67,17 @@ class ListingContext:
 
     @classmethod
     def of(
-        cls, tools: Collection[str], allowlist: Collection[str] = (), source: str | None = None
+        cls,
+        tools: Iterable[ListedTool | str],
+        allowlist: Collection[str] = (),
+        source: str | None = None,
     ) -> ListingContext:
-        names = frozenset(tools)
-        return cls(names, tuple(allowlist), source, frozenset(t for t in names if tool_verb(t)[1]))
+        """The context of a listing: each tool as listed (a bare name when that is all there
+        is). Whether a tool acts is :meth:`ListedTool.acts`, the agents' and the verifier's
+        answer, except that a claim of only reading is not believed (``trust_read_only``)."""
+        listed = [ListedTool(t) if isinstance(t, str) else t for t in tools]
+        acting = frozenset(t.name for t in listed if t.acts(trust_read_only=False))
+        return cls(frozenset(t.name for t in listed), tuple(allowlist), source, acting)
 
 
 _REQUIRED = re.compile(

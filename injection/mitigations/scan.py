@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
+from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.instructions import (
     ListingContext,
     instruction_categories,
@@ -27,7 +28,8 @@ class InjectionScanner(Mitigation):
     does any part of an offending sentence reach the caller, not even inside the error.
 
     The detector (:mod:`instructions`) also reads the listing context: the tools listed (a
-    description or result that requires calling another listed tool that acts is shadowing)
+    description or result that requires calling another listed tool that acts, by its
+    annotations, name or description, is shadowing)
     and ``allowlist``, the hosts the deployment allows (text sending to or pointing at another
     host is exfiltration).
     """
@@ -47,14 +49,14 @@ class InjectionScanner(Mitigation):
             raise ValueError(f"scanner mode must be 'block' or 'redact', not {mode!r}")
         self.mode = mode
         self.allowlist = tuple(allowlist)
-        self._tools: list[str] = []
+        self._tools: list[ListedTool] = []
 
     def _context(self, source: str | None) -> ListingContext:
         return ListingContext.of(self._tools, self.allowlist, source)
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         listed: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
-        self._tools = [t.name for t in listed.tools]
+        self._tools = [ListedTool.of(t) for t in listed.tools]
         tools: list[Tool] = []
         changed = False
         for tool in listed.tools:

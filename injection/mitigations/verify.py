@@ -12,13 +12,13 @@ from typing import Any, Final
 
 from mcp.types import CallToolResult, ListToolsResult
 
+from toolwatch.injection.mitigations.acts import ListedTool, tool_verb
 from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, DATA_DATE_KEYS, FRESHNESS_KEYS
 from toolwatch.injection.mitigations.results import annotate, iter_leaves, result_data
 from toolwatch.injection.mitigations.values import (
     identifier_mismatches,
     normalize_scalar,
     parse_date,
-    tool_verb,
 )
 from toolwatch.injection.mitigations.wrapper import EventSink, Mitigation, Send
 
@@ -76,10 +76,8 @@ class OutputVerifier(Mitigation):
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         listing = await super().list_tools(*args, **kwargs)
         for t in listing.tools:
-            hints = (
-                t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
-            )
-            self._listed[t.name] = (t.description or "", hints)
+            listed = ListedTool.of(t)
+            self._listed[t.name] = (listed.description, dict(listed.annotations or {}))
         return listing
 
     async def handle(

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from toolwatch.injection.faults.pointer import lookup
 from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.mitigations.acts import tool_verb
 from toolwatch.injection.mitigations.results import (
     iter_leaves,
 )
@@ -20,7 +21,6 @@ from toolwatch.injection.mitigations.urls import (
 from toolwatch.injection.mitigations.values import (
     is_identifier_name,
     normalize_scalar,
-    tool_verb,
 )
 
 ADDRESS_NAME: Final = re.compile(

@@ -1,0 +1,81 @@
+"""Whether a tool acts: one answer for the agents, the verifier and the scanner (``acts.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp.types import Tool, ToolAnnotations
+
+from toolwatch.injection.mitigations.acts import ListedTool, tool_verb
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "annotations", "verb", "acts"),
+    [
+        # what the tool declares decides first, whatever its name or description says
+        ("breaker_log", "", {"destructiveHint": True}, "breaker", True),
+        ("get_breaker", "", {"readOnlyHint": False}, "get", True),
+        ("flush_queue", "Flush the queue.", {"readOnlyHint": True}, "flush", False),
+        ("send_digest", "", {"readOnlyHint": True}, "send", False),
+        # only a description: what it says, or the verb it opens with when the name's is unknown
+        ("trip_breaker", "Trips the circuit breaker of a feeder.", None, "trip", True),
+        ("queue_janitor", "Empties the queue. This cannot be undone.", None, "queue", True),
+        ("purge_preview", "Purge the cache (dry run): read-only.", None, "purge", False),
+        ("queue_depth", "Returns how many messages wait in the queue.", None, "queue", False),
+        ("validate_doc", "Validates a document against its template.", None, "validate", False),
+        # only a name: its verb lists
+        ("update_salary", "", None, "update", True),
+        ("incident_send", "", None, "send", True),
+        ("search_docs", "", None, "search", False),
+        ("trip_breaker", "", None, "trip", False),
+        ("weatherApi", "", None, "weather", False),
+    ],
+)
+def test_tool_verb_reads_annotations_then_the_name_then_the_description(
+    name: str, description: str, annotations: dict[str, bool] | None, verb: str, acts: bool
+) -> None:
+    assert tool_verb(name, description, annotations) == (verb, acts)
+    assert ListedTool(name, description, annotations).acts() is acts
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "annotations", "trusted", "untrusted"),
+    [
+        # a claim of only reading is believed only when trusted ...
+        ("send_digest", "", {"readOnlyHint": True}, False, True),
+        ("flush_queue", "Flush the queue.", {"readOnlyHint": True}, False, True),
+        ("purge_cache", "Purge the cache. Read-only.", None, False, True),
+        # ... never turning a reading name into an action, nor clearing a declared one
+        ("get_breaker", "", {"readOnlyHint": True}, False, False),
+        ("feeder_history", "Past loads of a feeder. Read-only.", None, False, False),
+        ("breaker_log", "", {"destructiveHint": True, "readOnlyHint": True}, False, True),
+        ("trip_breaker", "Trips the breaker.", None, True, True),
+    ],
+)
+def test_an_untrusted_listing_cannot_claim_an_action_only_reads(
+    name: str, description: str, annotations: dict[str, bool] | None, trusted: bool, untrusted: bool
+) -> None:
+    """MCP calls annotations untrusted hints: the scanner asks with ``trust_read_only=False``
+    so a listing cannot talk a tool that sends or purges into reading."""
+    listed = ListedTool(name, description, annotations)
+    assert listed.acts() is trusted
+    assert listed.acts(trust_read_only=False) is untrusted
+
+
+def test_listed_tool_of_an_mcp_listing_entry() -> None:
+    """The annotations by their wire names (what scenario files and servers write), unset ones
+    left out, so an MCP ``Tool`` is read as the planner reads a scenario's tool."""
+    hints: dict[str, Any] = {"destructiveHint": True}
+    tool = Tool(
+        name="breaker_log",
+        description="Keeps the breaker log.",
+        inputSchema={"type": "object"},
+        annotations=ToolAnnotations(**hints),
+    )
+    listed = ListedTool.of(tool)
+    assert listed == ListedTool("breaker_log", "Keeps the breaker log.", hints)
+    assert listed.acts()
+    bare = ListedTool.of(Tool(name="trip_breaker", inputSchema={"type": "object"}))
+    assert bare == ListedTool("trip_breaker", "", {})
+    assert not bare.acts()
