@@ -21,12 +21,13 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.proxy.proxy import run_proxy, serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
+from toolwatch.injection.proxy.sessions import MAX_OPEN
 from toolwatch.injection.proxy.upstream import (
     UpstreamTarget,
     UpstreamUnavailable,
     upstream_command,
 )
-from toolwatch.usage import non_negative_int, port
+from toolwatch.usage import non_negative_int, port, positive_int
 
 HELP = "MCP fault-injection proxy"
 logger = logging.getLogger(__name__)
@@ -62,6 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--injection-log", metavar="FILE", help="append one JSON line per injection to FILE"
+    )
+    parser.add_argument(
+        "--max-upstream-sessions",
+        type=positive_int,
+        default=MAX_OPEN,
+        metavar="N",
+        help="handshake-era clients' own upstream sessions open at once, at most; past it the "
+        f"one idle longest is closed (default {MAX_OPEN})",
     )
 
 
@@ -119,7 +128,13 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
 async def _main(
     args: argparse.Namespace, scenario: Scenario | None, target: UpstreamTarget | None
 ) -> None:
-    async with run_proxy(scenario, target, seed=args.seed, injection_log=args.injection_log) as p:
+    async with run_proxy(
+        scenario,
+        target,
+        seed=args.seed,
+        injection_log=args.injection_log,
+        max_client_sessions=args.max_upstream_sessions,
+    ) as p:
         await serve(
             p,
             args.transport,

@@ -112,7 +112,7 @@ class LogLines:
     def _drop(self, reason: str) -> None:
         self.dropped[reason] += 1
         total = sum(self.dropped.values())
-        if _said_at(total):
+        if said_at(total):
             logger.warning(
                 "upstream %s: a log line (notifications/message) %s, relayed to no client "
                 "(%d such lines so far)",
@@ -136,7 +136,7 @@ class LogLines:
         if not modern or self._holder is not None:
             self.withheld += 1
             why = "another request's are being relayed" if modern else "it speaks the handshake era"
-            log = logger.warning if _said_at(self.withheld) else logger.debug
+            log = logger.warning if said_at(self.withheld) else logger.debug
             log(
                 "upstream %s: a 2026-07-28 client's request asked for log lines; not passed on, "
                 "because on the one shared connection %s (%d requests so far)",
@@ -188,7 +188,7 @@ class LogLines:
                 self.relayed += 1
 
 
-def _said_at(count: int) -> bool:
+def said_at(count: int) -> bool:
     """Whether the ``count``-th of something is said (1st, 2nd, 4th, 8th, …): every one
     counted, the log not flooded by a chatty upstream."""
     return count & (count - 1) == 0

@@ -55,7 +55,7 @@ from toolwatch.injection.proxy.rounds import Rounds, is_retry, upstream_params
 from toolwatch.injection.proxy.serving import HttpServer as HttpServer
 from toolwatch.injection.proxy.serving import http_server as http_server
 from toolwatch.injection.proxy.serving import lowlevel
-from toolwatch.injection.proxy.sessions import ClientSessions, own_session
+from toolwatch.injection.proxy.sessions import MAX_OPEN, ClientSessions, own_session
 from toolwatch.injection.proxy.upstream import (
     CallResult,
     Upstream,
@@ -426,8 +426,12 @@ class FaultProxy(Server[Any]):
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        """On the client's own upstream session: its level is nobody else's."""
-        return await self._relay(ctx, types.SetLevelRequest(params=params), types.EmptyResult)
+        """On the client's own upstream session: its level is nobody else's (and is sent again
+        to a session of the client's opened afresh: :mod:`.sessions`)."""
+        result = await self._relay(ctx, types.SetLevelRequest(params=params), types.EmptyResult)
+        if self.sessions is not None:
+            self.sessions.remember_level(ctx, params)
+        return result
 
     async def _roots_changed(
         self, ctx: ServerRequestContext[Any], params: types.NotificationParams | None
@@ -500,11 +504,13 @@ async def run_proxy(
     seed: int = 0,
     injection_log: str | Path | None = None,
     connect_timeout: float = 30.0,
+    max_client_sessions: int = MAX_OPEN,
 ) -> AsyncIterator[FaultProxy]:
     """Connect to ``upstream`` and yield a :class:`FaultProxy` (an MCP ``Server``).
 
     ``upstream`` is a URL, ``StdioServerParameters``, or a server object; when omitted, the
-    scenario's own tools are served in process (fully offline). Raises
+    scenario's own tools are served in process (fully offline). ``max_client_sessions``:
+    handshake-era clients' own upstream sessions open at once, at most (:mod:`.sessions`). Raises
     :class:`UpstreamUnavailable` when the upstream cannot be reached at start, or does not
     answer ``tools/list`` within ``connect_timeout`` seconds.
     """
@@ -514,7 +520,7 @@ async def run_proxy(
         upstream = scenario_server(scenario)
     async with (
         Upstream(upstream, connect_timeout=connect_timeout) as up,
-        ClientSessions(up) as sessions,
+        ClientSessions(up, max_open=max_client_sessions) as sessions,
     ):
         proxy = FaultProxy(up, scenario, seed=seed, injection_log=injection_log, sessions=sessions)
         await proxy.start()

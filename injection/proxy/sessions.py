@@ -16,6 +16,15 @@ The upstream's requests go to that client — on the stream of its call in fligh
 connection's own — and the client's answer (or error) goes back up unchanged; its log messages
 follow the same way. A 2026-07-28 client keeps the shared session: that protocol has no
 server-to-client requests (a server asks with an ``InputRequiredResult``, which is forwarded).
+
+At most :data:`MAX_OPEN` such sessions are open at once (``max_open``): each may be an upstream
+process the proxy started, and most clients leave without closing their connection (no HTTP
+``DELETE``), which the SDK forgets only after 30 idle minutes, so a client opening sessions in
+a loop used to start one upstream process each, without bound. Past the bound the session idle
+longest (no call in flight) is closed, counted (:attr:`ClientSessions.closed_idle`) and said;
+its client gets a fresh one on its next request, with the log level it set sent again. When
+every open session has a call in flight, the new client's request is refused with the proxy's
+upstream error (``-32603``, :class:`.UpstreamUnavailable`) naming the bound.
 """
 
 from __future__ import annotations
@@ -38,14 +47,17 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from toolwatch.injection.proxy.log_lines import said_at
 from toolwatch.injection.proxy.sdk_logs import field_locations
-from toolwatch.injection.proxy.upstream import CLIENT_INFO, Upstream
+from toolwatch.injection.proxy.upstream import CLIENT_INFO, Upstream, UpstreamUnavailable
 
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
 #: Where a client's own upstream session is kept in its ``Connection.state``.
 _STATE_KEY = "toolwatch/upstream-session"
+#: Handshake-era clients' own upstream sessions open at once, at most (by default).
+MAX_OPEN = 32
 
 
 def own_session(ctx: ServerRequestContext[Any]) -> bool:
@@ -66,6 +78,10 @@ class _Client:
     upstream: Upstream | None = None
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     calls: list[ServerRequestContext[Any]] = field(default_factory=list)
+    #: Set to close the upstream session (the connection closed, or room was made).
+    release: anyio.Event = field(default_factory=anyio.Event)
+    #: The log level the client last set, sent again to a session opened afresh.
+    level: types.SetLevelRequestParams | None = None
 
     @contextmanager
     def serving(self, ctx: ServerRequestContext[Any]) -> Iterator[None]:
@@ -161,12 +177,19 @@ class ClientSessions:
     task of its own (a session's task group must be left by the task that entered it), closed
     with the client's connection (its ``exit_stack``) or when this context closes."""
 
-    def __init__(self, shared: Upstream) -> None:
+    def __init__(self, shared: Upstream, *, max_open: int = MAX_OPEN) -> None:
+        if max_open < 1:
+            raise ValueError(f"max_open must be at least 1, not {max_open}")
         self.shared = shared
+        self.max_open = max_open
         self._stack = AsyncExitStack()
         self._tg: TaskGroup | None = None
+        #: Clients with a session open (or opening), the one used longest ago first.
+        self._open: dict[int, _Client] = {}
         #: Sessions opened so far (each client's first, and again after one failed to open).
         self.opened = 0
+        #: Sessions closed to make room for another client's (:data:`MAX_OPEN`).
+        self.closed_idle = 0
 
     async def __aenter__(self) -> ClientSessions:
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
@@ -193,11 +216,59 @@ class ClientSessions:
         again)."""
         client = self._client(ctx)
         async with client.lock:
+            key = id(client)
             if client.upstream is None:
                 if self._tg is None:
                     raise RuntimeError("ClientSessions is used outside its async with block")
-                client.upstream = await self._tg.start(self._own, client)
+                self._make_room(client)
+                try:
+                    client.upstream = await self._tg.start(self._own, client)
+                except BaseException:
+                    self._open.pop(key, None)
+                    raise
+                if client.level is not None:
+                    await self._set_level(client.upstream, client.level)
+            self._open[key] = self._open.pop(key, client)  # the most recently used now
             return client.upstream
+
+    def remember_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> None:
+        """Note the log level the client set, to send again to a session opened afresh."""
+        self._client(ctx).level = params
+
+    def _make_room(self, client: _Client) -> None:
+        """Reserve a place for ``client``'s session, closing the one idle longest if the bound
+        is reached; :class:`.UpstreamUnavailable` when every open one has a call in flight."""
+        while len(self._open) >= self.max_open:
+            idle = next(
+                (c for c in self._open.values() if c.upstream is not None and not c.calls), None
+            )
+            if idle is None:
+                raise UpstreamUnavailable(
+                    f"{len(self._open)} clients have an upstream session of their own open, "
+                    f"each with a call in flight (at most {self.max_open} at once); try again "
+                    "when one ends"
+                )
+            del self._open[id(idle)]
+            idle.upstream = None
+            idle.release.set()
+            self.closed_idle += 1
+            log = logger.warning if said_at(self.closed_idle) else logger.debug
+            log(
+                "closed the upstream session idle longest to open another client's (at most %d "
+                "open at once; %d closed so far); its client gets a new one on its next request",
+                self.max_open,
+                self.closed_idle,
+            )
+        self._open[id(client)] = client
+
+    async def _set_level(self, upstream: Upstream, level: types.SetLevelRequestParams) -> None:
+        request = types.SetLevelRequest(params=level)
+        try:
+            await upstream.send(lambda s: s.send_request(request, types.EmptyResult))
+        except (UpstreamUnavailable, MCPError) as exc:
+            logger.warning("could not set the log level again on %s: %s", upstream.name, exc)
 
     @contextmanager
     def serving(self, ctx: ServerRequestContext[Any]) -> Iterator[None]:
@@ -212,7 +283,7 @@ class ClientSessions:
 
     async def _own(self, client: _Client, *, task_status: TaskStatus[Upstream]) -> None:
         shared = self.shared
-        closed = anyio.Event()
+        closed = client.release = anyio.Event()
         upstream = Upstream(
             shared.target,
             connect_timeout=shared.connect_timeout,
@@ -224,4 +295,6 @@ class ClientSessions:
             client.connection.exit_stack.callback(closed.set)
             task_status.started(upstream)
             await closed.wait()
-        client.upstream = None
+        if client.upstream is upstream:  # not closed to make room (then the place is free)
+            client.upstream = None
+            self._open.pop(id(client), None)

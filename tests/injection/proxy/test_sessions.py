@@ -204,3 +204,75 @@ def test_each_client_has_its_own_session_and_log_level_closed_when_it_leaves() -
     assert [level for level, _ in out["debug"]["logs"]] == ["debug", "info", "error"]
     assert out["open during error"] >= 2 and out["open during debug"] >= 2
     assert out["opened"] == 2 and out["open after"] == 0
+
+
+def test_past_the_bound_the_session_idle_longest_closes_and_comes_back_at_its_level() -> None:
+    # One line: three clients that never leave, at most two upstream sessions of their own.
+    upstream = Asking()
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {"logs": []}
+
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            out["logs"].append(params.level)
+
+        async with run_proxy(None, upstream.server, max_client_sessions=2) as proxy:
+            assert proxy.sessions is not None
+            async with (
+                Client(proxy, mode="legacy", logging_callback=log) as first,
+                Client(proxy, mode="legacy") as second,
+                Client(proxy, mode="legacy") as third,
+            ):
+                await first.session.set_logging_level("error")
+                await second.list_tools()
+                out["open with two"] = upstream.open  # the shared session and two own
+                await third.list_tools()  # the first, idle longest, is closed for it
+                with anyio.fail_after(5):
+                    while upstream.open > 3:
+                        await anyio.sleep(0.01)
+                out["closed first"] = proxy.sessions.closed_idle
+                result = await first.call_tool("chatty", {})  # a new session, level "error"
+                out["first again"] = result.content[0].text  # type: ignore[union-attr]
+                out["open at most"] = upstream.open
+                out["opened"] = proxy.sessions.opened
+                out["closed"] = proxy.sessions.closed_idle
+        return out
+
+    out = anyio.run(main)
+    assert out["open with two"] == 3 and out["open at most"] == 3
+    assert out["closed first"] == 1 and out["closed"] == 2  # then the second for the first
+    assert out["first again"] == "logged" and out["logs"] == ["error"]
+    assert out["opened"] == 4
+
+
+def test_when_every_open_session_has_a_call_in_flight_a_new_client_is_refused() -> None:
+    upstream = Asking()
+
+    async def main() -> tuple[int, str, str]:
+        asked, answer = anyio.Event(), anyio.Event()
+
+        async def elicitation(
+            context: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult:
+            asked.set()
+            await answer.wait()
+            return types.ElicitResult(action="decline")
+
+        async with run_proxy(None, upstream.server, max_client_sessions=1) as proxy:
+            async with (
+                Client(proxy, mode="legacy", elicitation_callback=elicitation) as busy,
+                Client(proxy, mode="legacy") as late,
+                anyio.create_task_group() as tg,
+            ):
+                tg.start_soon(busy.call_tool, "ask", {})
+                await asked.wait()
+                with pytest.raises(MCPError) as refused:
+                    await late.list_tools()
+                answer.set()
+            after = await _observe(proxy, capable=False)  # room again once the call ended
+        return refused.value.error.code, refused.value.error.message, after["chatty"]
+
+    code, message, chatty = anyio.run(main)
+    assert code == types.INTERNAL_ERROR
+    assert "each with a call in flight (at most 1 at once)" in message
+    assert chatty == "logged"
