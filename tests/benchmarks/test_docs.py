@@ -55,6 +55,7 @@ def test_the_table_states_the_targets_the_scripts_hold() -> None:
     scanner = load_benchmark("bench_scanner")
     app = load_benchmark("bench_app")
     experiment = load_benchmark("bench_experiment")
+    fuzz_proxy = load_benchmark("fuzz_proxy")
     expected = {
         "bench_collector": [f"≥ {collector.TARGET:,}"],
         "bench_detection": [
@@ -78,6 +79,10 @@ def test_the_table_states_the_targets_the_scripts_hold() -> None:
             f"≤ {app.TARGET_LARGE_S:.0f} s",
         ],
         "bench_experiment": [f"≤ {experiment.BUDGET_S:.0f} s"],
+        "fuzz_proxy": [
+            f"≤ {fuzz_proxy.TARGET_PEAK_MIB} MiB",
+            f"≤ {fuzz_proxy.TARGET_GROWTH_MIB} MiB",
+        ],
     }
     missing = {n: [t for t in want if t not in _row(n)] for n, want in expected.items()}
     assert {n: m for n, m in missing.items() if m} == {}
