@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 UPSTREAM = Path(__file__).with_name("proxy_fuzz_upstream.py")
@@ -30,19 +30,26 @@ class ProxyProcess:
         *,
         extra: Sequence[str] = (),
         start_timeout: float = 60,
+        upstream: Path = UPSTREAM,
+        verbose: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        """``extra``: more ``toolwatch proxy`` arguments (``--max-upstream-sessions 8``)."""
+        """``extra``: more ``toolwatch proxy`` arguments (``--max-upstream-sessions 8``);
+        ``upstream``: the Python server script run as the upstream; ``verbose``: ``-v``
+        (every logger at DEBUG, as a user debugging runs it); ``env``: the child's environment."""
         tmp.mkdir(parents=True, exist_ok=True)
         self.log = tmp / f"proxy-{transport}.log"
         self.url = ""
-        cmd = [sys.executable, "-m", "toolwatch", "proxy", "--transport", transport]
-        cmd += ["--upstream-cmd", f"{sys.executable} {UPSTREAM}"]
+        cmd = [sys.executable, "-m", "toolwatch", *(["-v"] if verbose else []), "proxy"]
+        cmd += ["--transport", transport, "--upstream-cmd", f"{sys.executable} {upstream}"]
         if transport == "http":
             cmd += ["--port", "0"]
         cmd += extra
         pipe = subprocess.PIPE if transport == "stdio" else subprocess.DEVNULL
         with open(self.log, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=err)
+            self.proc = subprocess.Popen(
+                cmd, stdin=pipe, stdout=pipe, stderr=err, env=None if env is None else dict(env)
+            )
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:  # both transports log the upstream's era at start
             text = self.log.read_text(errors="replace")

@@ -14,11 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from support.canary import assert_absent, make_canary
+from support.proxy_process import ProxyProcess
 from support.workbench import scenario
 from toolwatch.injection.proxy.proxy import run_proxy
 from toolwatch.instrumentation import model_response
@@ -274,37 +273,21 @@ def test_no_canary_on_the_http_proxys_stderr_at_debug(
     canary = make_canary()
     script = tmp_path / "asking.py"
     script.write_text(UPSTREAM)
-    err = tmp_path / "proxy.log"
-    cmd = [sys.executable, "-m", "toolwatch", "-v", "proxy", "--transport", "http", "--port", "0"]
-    cmd += ["--upstream-cmd", f"{sys.executable} {script}"]
     env = {**os.environ, "TW_CANARY": canary}
-    with open(err, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, env=env)
+    proxy = ProxyProcess(tmp_path, "http", upstream=script, verbose=True, env=env)
     try:
-        deadline = time.monotonic() + 60
-        found = None
-        while found is None and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-            found = re.search(r"fault proxy listening on (\S+)", err.read_text(errors="replace"))
-        assert found is not None, err.read_text(errors="replace")
 
         async def main() -> tuple[list[str], list[str]]:
-            legacy = await _client(found.group(1), canary, legacy=True)
-            return legacy, await _client(found.group(1), canary, legacy=False)
+            legacy = await _client(proxy.url, canary, legacy=True)
+            return legacy, await _client(proxy.url, canary, legacy=False)
 
         legacy, modern = anyio.run(main)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        log = proxy.stop(30).encode()
     said = "\n".join(legacy + modern)
     assert said.count(f"file:///home/{canary}/proj") == 2 and "answered accept" in legacy
     assert f"state {canary}|{canary} {{'name': '{canary}'}}" in modern
     assert said.count(f"'line': '{canary}'") == 6  # each client's three lines
-    log = err.read_bytes()
     assert b"DEBUG" in log and b"sse_starlette" in log  # -v: the SSE frames were logged
     assert_absent(log, canary, "the HTTP proxy's stderr")
     spans = exporter.get_finished_spans()

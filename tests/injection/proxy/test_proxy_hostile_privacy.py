@@ -14,11 +14,7 @@ import http.client
 import json
 import logging
 import os
-import re
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -29,6 +25,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from support.canary import assert_absent, make_canary
+from support.proxy_process import ProxyProcess
 from toolwatch.injection.commands import proxy as proxy_command
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, content_free_sdk_logs
@@ -98,25 +95,12 @@ UPSTREAM = textwrap.dedent(
 )
 
 
-def _start(tmp_path: Path, canary: str) -> tuple[subprocess.Popen[bytes], str, Path]:
+def _start(tmp_path: Path, canary: str) -> ProxyProcess:
+    """``toolwatch -v proxy --transport http`` in front of the hostile upstream."""
     script = tmp_path / "upstream.py"
     script.write_text(UPSTREAM)
-    err = tmp_path / "proxy.log"
-    cmd = [sys.executable, "-m", "toolwatch", "-v", "proxy", "--transport", "http", "--port", "0"]
-    cmd += ["--upstream-cmd", f"{sys.executable} {script}"]
     env = {**os.environ, "TW_CANARY": canary}
-    with open(err, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, env=env)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = re.search(r"fault proxy listening on (\S+)", err.read_text(errors="replace"))
-        if found:
-            return proc, found.group(1), err
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(err.read_text(errors="replace"))
+    return ProxyProcess(tmp_path, "http", upstream=script, verbose=True, env=env)
 
 
 def _raw(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
@@ -175,13 +159,12 @@ async def _calls(url: str, mode: str, canary: str) -> tuple[list[str], list[str]
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_no_canary_through_the_stdio_watch_and_the_http_checks(tmp_path: Path, mode: str) -> None:
     canary, version_canary = make_canary(), make_canary()
-    proc, url, err = _start(tmp_path, canary)
+    proxy = _start(tmp_path, canary)
     try:
-        refused = _refused(url, canary, version_canary)
-        results, errors = anyio.run(_calls, url, mode, canary)
+        refused = _refused(proxy.url, canary, version_canary)
+        results, errors = anyio.run(_calls, proxy.url, mode, canary)
     finally:
-        proc.terminate()
-        proc.wait(30)
+        log = proxy.stop(30)
     statuses = {what: status for what, status, _ in refused}
     assert statuses == {
         "a batch": 400,
@@ -199,7 +182,6 @@ def test_no_canary_through_the_stdio_watch_and_the_http_checks(tmp_path: Path, m
     for message in unusable:
         assert_absent(message, canary, "an unusable answer's error")
     assert any(e.startswith("deep: ") and "timed out" in e for e in errors), errors
-    log = err.read_text(errors="replace")
     assert "wrote a line that is not JSON-RPC" in log  # the watch spoke, at -v
     assert "answer whose id matches no request in flight" in log
     assert "RecursionError" not in log and "reconnect" not in log  # the deep line: counted only
