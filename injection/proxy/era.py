@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import JSONRPCError, JSONRPCRequest
 
@@ -33,7 +33,12 @@ _PROBE = "server/discover"
 _REFUSAL = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
 
 Read = MemoryObjectReceiveStream[SessionMessage | Exception]
-Write = MemoryObjectSendStream[SessionMessage]
+
+
+class Write(Protocol):
+    """Where the refusal goes: the transport's write stream, or a wrapper of it."""
+
+    async def send(self, item: SessionMessage, /) -> None: ...
 
 
 @asynccontextmanager

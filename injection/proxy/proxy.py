@@ -36,7 +36,6 @@ from mcp import MCPDeprecationWarning, MCPError
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
@@ -56,6 +55,7 @@ from toolwatch.injection.proxy.serving import HttpServer as HttpServer
 from toolwatch.injection.proxy.serving import http_server as http_server
 from toolwatch.injection.proxy.serving import lowlevel
 from toolwatch.injection.proxy.sessions import MAX_OPEN, ClientSessions, own_session
+from toolwatch.injection.proxy.stdio_front import screened_stdio
 from toolwatch.injection.proxy.upstream import (
     CallResult,
     Upstream,
@@ -543,7 +543,7 @@ async def serve(
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
     if transport == "stdio":
         low = lowlevel(server)
-        async with stdio_server() as (read, write):
+        async with screened_stdio() as (read, write):  # bad lines answered, as JSON-RPC asks
             if isinstance(server, FaultProxy) and server.upstream_era_is_handshake:
                 async with discover_refused(read, write) as gated:  # settles as directly
                     await low.run(gated, write, low.create_initialization_options())

@@ -24,7 +24,7 @@ import logging
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -178,10 +178,16 @@ class _WatchedRead:
         await self.aclose()
 
 
-class _WatchedWrite:
-    """The transport's write stream, each request noted by :meth:`StdioWatch.outbound`."""
+class Outbound(Protocol):
+    """Whatever notes what a connection sends (:class:`StdioWatch`, the stdio front's lines)."""
 
-    def __init__(self, inner: Any, watch: StdioWatch) -> None:
+    def outbound(self, item: SessionMessage) -> None: ...
+
+
+class WatchedWrite:
+    """A transport's write stream, each message seen by ``watch.outbound`` before it is sent."""
+
+    def __init__(self, inner: Any, watch: Outbound) -> None:
         self._inner = inner
         self._watch = watch
 
@@ -192,7 +198,7 @@ class _WatchedWrite:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> _WatchedWrite:
+    async def __aenter__(self) -> WatchedWrite:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -202,7 +208,7 @@ class _WatchedWrite:
 @asynccontextmanager
 async def watched_stdio(
     params: StdioServerParameters, watch: StdioWatch
-) -> AsyncIterator[tuple[_WatchedRead, _WatchedWrite]]:
+) -> AsyncIterator[tuple[_WatchedRead, WatchedWrite]]:
     """The SDK's stdio transport to ``params``, watched by ``watch``."""
     async with stdio_client(params) as (read, write):
-        yield _WatchedRead(read, watch), _WatchedWrite(write, watch)
+        yield _WatchedRead(read, watch), WatchedWrite(write, watch)
