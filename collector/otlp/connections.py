@@ -29,6 +29,8 @@ from typing import Any, Final
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolwatch.log_limits import Window
+
 log = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
@@ -58,45 +60,12 @@ def raise_fd_limit(wanted: int = 65_536) -> int:
     return soft
 
 
-class _Window:
-    """One line per key per ``interval`` seconds, and how many were held back since the last."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self._last: dict[Any, tuple[float, int]] = {}
-
-    def admit(self, key: Any) -> str | None:
-        """``None`` to hold this line back, else the suffix to add to it (maybe empty)."""
-        now = time.monotonic()
-        last, suppressed = self._last.get(key, (float("-inf"), 0))
-        if now - last < self.interval:
-            self._last[key] = (last, suppressed + 1)
-            return None
-        if len(self._last) > 1024:  # keys are few kinds; never let them grow without bound
-            self._last.clear()
-        self._last[key] = (now, 0)
-        return f" ({suppressed} more like it in the last {self.interval:g} s)" if suppressed else ""
-
-
-class RateLimiter:
-    """At most one log line per key per ``interval`` seconds, then how many were suppressed."""
-
-    def __init__(self, logger: logging.Logger, interval: float = 10.0) -> None:
-        self.logger = logger
-        self._window = _Window(interval)
-
-    def log(self, level: int, key: str, message: str, *args: Any, **kwargs: Any) -> None:
-        suffix = self._window.admit(key)
-        if suffix is not None:
-            self.logger.log(level, message + suffix, *args, **kwargs)
-
-
 class _RateLimitFilter(logging.Filter):
     """A logging filter applying :class:`RateLimiter` semantics to a third-party logger."""
 
     def __init__(self, interval: float = 10.0) -> None:
         super().__init__()
-        self._window = _Window(interval)
+        self._window = Window(interval)
 
     def filter(self, record: logging.LogRecord) -> bool:
         suffix = self._window.admit((record.name, str(record.msg)))

@@ -49,7 +49,6 @@ from toolwatch.collector.otlp.connections import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     ConnectionGuard,
-    RateLimiter,
     default_max_connections,
     guarded_protocol,
     rate_limit_third_party_logs,
@@ -77,6 +76,7 @@ from toolwatch.collector.otlp.writer import GroupCommitWriter, PendingRequest, W
 from toolwatch.collector.store import Store, StoreError
 from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.instrumentation.export.processor import Delivery
+from toolwatch.log_limits import RateLimiter
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,6 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolwatch.collector.otlp.columnar import map_parsed
-from toolwatch.collector.otlp.connections import RateLimiter
 from toolwatch.collector.otlp.decode import OtlpError, SpanData
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
 from toolwatch.collector.otlp.mapping import Mapped, map_spans
@@ -48,6 +47,7 @@ from toolwatch.collector.otlp.stats import CollectorStats
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
+from toolwatch.log_limits import RateLimiter
 
 log = logging.getLogger(__name__)
 

@@ -61,7 +61,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from toolwatch.collector.otlp.connections import RateLimiter
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
 from toolwatch.detection.alerting import readback
@@ -88,6 +87,7 @@ from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.model.normal_model import ModelError, NormalModel
 from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, StreamScorer
 from toolwatch.detection.scoring.online import Scores, StreamKey
+from toolwatch.log_limits import RateLimiter
 
 log = logging.getLogger(__name__)
 

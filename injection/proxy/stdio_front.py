@@ -28,7 +28,6 @@ import io
 import json
 import logging
 import os
-import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -42,6 +41,7 @@ from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 
 from toolwatch.injection.proxy.stdio_watch import WatchedWrite
+from toolwatch.log_limits import RateLimiter
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class ClientLines:
         self.counts: Counter[str] = Counter()
         self._sent: set[types.RequestId] = set()
         self._order: deque[types.RequestId] = deque()
-        self._warned: dict[str, float] = {}
+        self._limited = RateLimiter(logger, _WARN_EVERY)
         self._write: Any = None
         self._ready = anyio.Event()
 
@@ -134,12 +134,10 @@ class ClientLines:
 
     def _warn(self, reason: str, done: str) -> None:
         """One WARNING per reason per :data:`_WARN_EVERY` s: a client can repeat bad lines."""
-        now = time.monotonic()
-        if now - self._warned.get(reason, -_WARN_EVERY) < _WARN_EVERY:
-            return
-        self._warned[reason] = now
         count = self.counts[reason]
-        logger.warning("stdio client sent %s; %s (%d so far)", reason, done, count)
+        self._limited.log(
+            logging.WARNING, reason, "stdio client sent %s; %s (%d so far)", reason, done, count
+        )
 
     def summary(self) -> None:
         """The counts, once, when the client leaves (the warnings above are rate-limited)."""

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from toolwatch.collector.otlp.connections import RateLimiter, _RateLimitFilter
+from toolwatch.collector.otlp.connections import _RateLimitFilter
+from toolwatch.log_limits import RateLimiter
 
 
 def test_one_line_per_key_per_interval_then_the_count_held_back(
