@@ -17,6 +17,7 @@ from toolwatch.detection.model.overrides import add_model_config_argument, model
 from toolwatch.injection.experiment.saved_runs import (
     refuse_options_beside_rerun,
     require_writable,
+    saved,
     saved_as_line,
     warn_if_data_changed,
 )
@@ -136,13 +137,10 @@ def run(args: argparse.Namespace) -> int:
         raise  # cli.main says it: one line, its exit code, the traceback under -v
     except ValueError as exc:  # the scorer rejected a column of the stored calls (it names it)
         raise UserError(str(exc)) from exc
-    if args.save:
-        try:
-            save_result(store, result)
-        except (StoreError, OSError) as exc:
-            print(f"toolwatch experiment: could not save results: {exc}", file=sys.stderr)
-            return 1
-        log.info("saved experiment %s in %s", result.run_id, store.root)
+    if args.save and not saved(
+        "experiment", lambda: save_result(store, result), result.run_id, store.root
+    ):
+        return 1
     if args.write_injected:
         try:  # by session id: the same seed's copies are there already after a first write
             written = append_new_calls(store, injected_calls(calls, config), key="session_id")

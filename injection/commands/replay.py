@@ -23,7 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
@@ -37,6 +37,7 @@ from toolwatch.detection.model.overrides import add_model_config_argument, model
 from toolwatch.injection.experiment.saved_runs import (
     refuse_options_beside_rerun,
     require_writable,
+    saved,
     saved_as_line,
     warn_if_data_changed,
 )
@@ -146,13 +147,10 @@ def run(args: argparse.Namespace) -> int:
         raise  # cli.main says it: one line, its exit code, the traceback under -v
     except ValueError as exc:  # the scorer rejected a column of the stored calls (it names it)
         raise UserError(str(exc)) from exc
-    if args.save:
-        try:
-            save_replay(store, result)
-        except (StoreError, OSError) as exc:
-            print(f"toolwatch replay: could not save results: {exc}", file=sys.stderr)
-            return 1
-        log.info("saved replay %s in %s", result.run_id, store.root)
+    if args.save and not saved(
+        "replay", lambda: save_replay(store, result), result.run_id, store.root
+    ):
+        return 1
     if saved_split is not None:
         warn_if_data_changed("replay", args.rerun, data_changed(saved_split, result.split))
     if args.json:

@@ -7,6 +7,7 @@ the long work starts (not after it), so these lines live here once.
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import sys
 from collections.abc import Callable, Iterable
@@ -14,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store.compaction import probe_writable
-from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store.parquet_store import Store, StoreError
 from toolwatch.usage import UsageError, UserError
+
+log = logging.getLogger(__name__)
 
 
 def require_writable(store: Store, command: str) -> None:
@@ -79,3 +82,15 @@ def refuse_options_beside_rerun(
             f"{', '.join(ignored)} cannot be given with --rerun: a re-run repeats the saved "
             "run's configuration (drop --rerun to run with new options)"
         )
+
+
+def saved(command: str, save: Callable[[], object], run_id: Any, root: Path) -> bool:
+    """Run ``save``; a store that refuses it is one line on stderr (``False``: exit 1), the
+    results already computed still printed by the caller's JSON or text."""
+    try:
+        save()
+    except (StoreError, OSError) as exc:
+        print(f"toolwatch {command}: could not save results: {exc}", file=sys.stderr)
+        return False
+    log.info("saved %s %s in %s", command, run_id, root)
+    return True

@@ -10,6 +10,7 @@ from support.disk import read_only
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.saved_runs import (
     require_writable,
+    saved,
     saved_as_line,
     warn_if_data_changed,
 )
@@ -50,3 +51,17 @@ def test_saved_line_quotes_the_store_and_names_the_rerun(tmp_path: Path) -> None
     )
     bare = saved_as_line("replay", None, store, "abc")
     assert bare.endswith("(re-run: toolwatch replay --rerun abc)")
+
+
+def test_a_store_that_refuses_the_save_is_one_line_and_false(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse() -> None:
+        raise OSError(28, "No space left on device")
+
+    assert saved("replay", lambda: None, "r1", tmp_path)
+    assert capsys.readouterr().err == ""
+    assert not saved("replay", refuse, "r1", tmp_path)
+    assert capsys.readouterr().err == (
+        "toolwatch replay: could not save results: [Errno 28] No space left on device\n"
+    )
