@@ -17,11 +17,12 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, hints, ui
+from toolwatch.app.dashboard import charts, detection_split, hints, ui
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import rate_ci, target_pct
 from toolwatch.injection.experiment.levels import (
     level_sentence,
@@ -62,9 +63,17 @@ def _roc_data(
 
 @st.cache_data(show_spinner="Evaluating the threshold…", max_entries=32)
 def _cells_at(
-    root: str, key: tuple[str, ...], run_id: str, variant: str, target: float, boot: int, seed: int
+    root: str,
+    key: tuple[str, ...],
+    run_id: str,
+    variant: str,
+    target: float,
+    boot: int,
+    seed: int,
+    above: bool = False,
 ) -> pd.DataFrame:
-    return dv.cells_at_target(_maxima(root, key, run_id, variant), target, boot, seed)
+    maxima = _maxima(root, key, run_id, variant)
+    return dv.cells_at_target(maxima, target, boot, seed, above=above)
 
 
 def _kind_order(kinds: list[str]) -> list[str]:
@@ -160,18 +169,19 @@ def render() -> None:
             split=split,
         )
         cells, source = _cells(v)
+        upper = next_level_cells(v)
         # statistics whose controls are detected above their false alarms (one pass per page)
         breached = breaches_in(cells.itertuples(index=False))
-        _headline(v, cells, breached)
+        _headline(v, cells, upper, breached)
         if "ci_exact" in cells and not cells["ci_exact"].all():
             st.warning(approximate_intervals(v))
         ui.flush()
-        _table(v, cells)
+        _table(v, cells, upper)
         _grid(cells, breached)
         st.caption(source)
         _roc(v)
         _latency(con, v)
-        _configuration(chosen, config, split, s.store)
+        detection_split.show(chosen, config, split, s.store)
 
 
 @dataclass(frozen=True)
@@ -195,12 +205,6 @@ class View:
     @property
     def at_stored_target(self) -> bool:
         return math.isclose(self.target, self.stored_target, abs_tol=1e-9)
-
-    @property
-    def shows_next_level(self) -> bool:
-        """The stored target on a thin split: the table adds the next level above it, as the
-        report's headline does (``fa_next``)."""
-        return self.mode == MODE_TARGET and self.at_stored_target
 
     @property
     def threshold_mode(self) -> str:
@@ -267,6 +271,23 @@ def _cells(v: View) -> tuple[pd.DataFrame, str]:
     )
 
 
+def next_level_cells(v: View) -> pd.DataFrame:
+    """On a thin test split at a target, detection at the next reachable level above it (the
+    report's ``fa_next`` column): stored at the run's own target, computed from the window
+    maxima at any other (what ``--rerun RUN --target-fa X`` prints); else none."""
+    n = int(v.split.get("test", [0])[0])
+    if v.mode != MODE_TARGET or not n or n >= THIN_TEST or v.target >= 1:
+        return v.stored.iloc[0:0]
+    if v.at_stored_target:
+        return v.stored[v.stored["threshold_mode"] == "fa_next"]
+    if not v.has_max:
+        return v.stored.iloc[0:0]
+    boot = int(v.config.get("bootstrap", 2000))
+    seed = int(v.config.get("bootstrap_seed", 0))
+    key = (str(v.root), v.key, v.run["run_id"], v.variant, float(v.target), boot, seed)
+    return _cells_at(*key, above=True)
+
+
 def approximate_intervals(v: View) -> str:
     """Why a run saved before ``experiment_runs.stream_index`` gets approximate intervals at
     another target: said on the page, never a different number shown silently."""
@@ -279,7 +300,12 @@ def approximate_intervals(v: View) -> str:
     )
 
 
-def _headline(v: View, cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> None:
+def _headline(
+    v: View,
+    cells: pd.DataFrame,
+    upper: pd.DataFrame,
+    breached: Mapping[tuple[str, str], CellLike],
+) -> None:
     picked = v.pick(cells)
     if picked.empty:
         st.warning(f"No results for {v.cue_set}·{v.detector} in this run.")
@@ -305,45 +331,49 @@ def _headline(v: View, cells: pd.DataFrame, breached: Mapping[tuple[str, str], C
             reacts_to_insertion(f"{v.cue_set}·{v.detector}", breach)
             + ", so its detection rates measure the edit, not the anomaly."
         )
-    for warning in split_warnings(v):
+    for warning in split_warnings(v, cells, upper):
         st.warning(warning)
 
 
-def _level(v: View, mode: str) -> str:
-    """The level the chosen statistic reached in ``mode``, said as the report says it."""
-    cells = v.pick(v.stored[v.stored["threshold_mode"] == mode])
+def _level(v: View, cells: pd.DataFrame) -> str:
+    """The level the chosen statistic reached in ``cells``, said as the report says it."""
+    cells = v.pick(cells)
     if cells.empty:
         return "–"
     n = int(cells["normal_sessions"].iloc[0])
     return level_sentence(float(cells["fa_reached"].iloc[0]), n)
 
 
-def split_warnings(v: View) -> list[str]:
+def _stored(v: View, mode: str) -> pd.DataFrame:
+    return v.stored[v.stored["threshold_mode"] == mode]
+
+
+def split_warnings(v: View, cells: pd.DataFrame, upper: pd.DataFrame) -> list[str]:
     """The report's warnings about the run's split (``--json``'s ``warnings``), in its words:
-    a thin test split (coarse levels; the two nearest the target, of the statistic shown) and
+    a thin test split (coarse levels; the two nearest the target shown, of the statistic
+    shown: at another target than the run's, the levels nearest it, not the stored ones) and
     a thin calibration split (the operating point rests on it)."""
     found = []
     n = int(v.split.get("test", [0])[0])
     if n:
-        thin = thin_test_text(
-            n,
-            v.stored_target,
-            _level(v, "fa_target"),
-            _level(v, "fa_next"),
-            both_shown=v.shows_next_level,
-        )
+        if v.mode == MODE_TARGET:
+            target, below, above = v.target, _level(v, cells), _level(v, upper)
+        else:  # the operating point: the run's own target and levels, as its report
+            target = v.stored_target
+            below, above = _level(v, _stored(v, "fa_target")), _level(v, _stored(v, "fa_next"))
+        thin = thin_test_text(n, target, below, above, both_shown=not upper.empty)
         found.append(thin)
     streams, calls = (v.split.get("calibration") or [0, 0])[:2]
     found.append(thin_calibration_text(int(streams), int(calls), v.config.get("model", {})))
     return [w for w in found if w]
 
 
-def _table(v: View, cells: pd.DataFrame) -> None:
+def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
     cue_set, detector = v.cue_set, v.detector
     picked = v.pick(cells).set_index("kind")
     kinds = _kind_order(list(picked.index))
-    upper = v.pick(v.stored[v.stored["threshold_mode"] == "fa_next"]).set_index("kind")
-    next_column = f"at the next level, {_level(v, 'fa_next')}"
+    upper = v.pick(upper_cells).set_index("kind")
+    next_column = f"at the next level, {_level(v, upper_cells)}"
     rows = []
     bars = []
     for kind in kinds:
@@ -354,11 +384,7 @@ def _table(v: View, cells: pd.DataFrame) -> None:
                 "kind": ui.label(kind),
                 "detected (95% CI)": rate_ci(c["rate"], c["ci_low"], c["ci_high"]),
                 "runs": f"{int(c['detected'])}/{int(c['runs'])}",
-                **(
-                    {next_column: _rate_text(upper, kind)}
-                    if v.shows_next_level and not upper.empty
-                    else {}
-                ),
+                **({next_column: _rate_text(upper, kind)} if not upper.empty else {}),
                 "median latency (calls)": ui.number(c.get("median_latency"), "{:g}"),
                 "per-call AUC": ui.number(c.get("auc"), "{:.2f}"),
                 "study: detected": dv.study_rate(kind, cue_set, detector) or "–",
@@ -561,31 +587,6 @@ def _latency(con: Any, v: View) -> None:
         "black tick the median; the vermillion tick is the study's median, for the cue and "
         "detector named in the table."
     )
-
-
-def _configuration(
-    chosen: dict[str, Any], config: dict[str, Any], split: dict[str, Any], store: Path
-) -> None:
-    with st.expander("Split and configuration (saved with the results)"):
-        rows = []
-        for name in ("train", "calibration", "test"):
-            ours = split.get(name, [None, None])
-            pub = study.SPLITS[name]
-            rows.append(
-                {  # ours are streams (session × agent), as the CLI's "ours (streams / calls)"
-                    "split": name,
-                    "streams": ui.count(ours[0]),
-                    "calls": ui.count(ours[1]),
-                    "study: sessions": ui.count(pub[0]),
-                    "study: calls": ui.count(pub[1]),
-                }
-            )
-        st.table(pd.DataFrame(rows).set_index("split"))
-        st.json(config, expanded=False)
-        st.caption(
-            "Re-run exactly: `toolwatch experiment --store "
-            f"{hints.store_arg(store)} --rerun {chosen['run_id']}`"
-        )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,12 @@ CELL_COLUMNS: Final[tuple[str, ...]] = (
 
 
 def cells_at_target(
-    maxima: pd.DataFrame, target: float, resamples: int = 2000, seed: int = 0
+    maxima: pd.DataFrame,
+    target: float,
+    resamples: int = 2000,
+    seed: int = 0,
+    *,
+    above: bool = False,
 ) -> pd.DataFrame:
     """Detection per cue set × detector × kind at the smallest threshold that keeps the share
     of alarming normal streams within ``target``: what ``toolwatch experiment --rerun RUN
@@ -57,7 +62,11 @@ def cells_at_target(
     streams in the experiment's own order (``stream_index``); a run saved before that column
     has only the stream names, so its streams are taken in name order and its intervals are
     approximate (``ci_exact`` false).
+
+    ``above``: at the smallest reachable level *above* ``target`` instead (the report's
+    ``fa_next`` column on a thin test split), as the experiment picks it.
     """
+    pick = M.threshold_above_false_alarm if above else M.threshold_for_false_alarm
     rows: list[dict[str, object]] = []
     if maxima.empty:
         return pd.DataFrame(columns=list(CELL_COLUMNS))
@@ -86,7 +95,7 @@ def cells_at_target(
         position[streams] = np.arange(streams.size)
         normal_max = np.full(streams.size, -np.inf)
         np.maximum.at(normal_max, position[stream_codes[is_normal]], values[is_normal])
-        choice = M.threshold_for_false_alarm(normal_max, target)
+        choice = pick(normal_max, target)
         detected, stream, names = [], [], []
         for k, kind in enumerate(kinds):
             if k == normal_code:

@@ -100,6 +100,14 @@ def interval(rate: float, lo: float, hi: float) -> str:
     return f"{pct0(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
 
 
+def printed(*args: str) -> str:
+    """What ``toolwatch ARGS`` prints on stdout (it must succeed)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli_main(list(args)) == 0, args
+    return out.getvalue()
+
+
 def printed_stats(root: Path, source: str | None = None) -> dict[str, Any]:
     """What ``toolwatch stats --json`` prints for ``root`` (one ``source``, or all)."""
     out = io.StringIO()

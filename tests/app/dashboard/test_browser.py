@@ -17,6 +17,7 @@ import datetime as dt
 import itertools
 import json
 import os
+import re
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ import pytest
 from support.app import (
     REPLAY_KINDS,
     interval,
+    printed,
     printed_facts,
     printed_stats,
     printed_weeks,
@@ -34,6 +36,7 @@ from support.app import (
     run_replay,
 )
 from support.browser import (
+    IDLE,
     VIEWPORT,
     Loaded,
     browser,
@@ -44,6 +47,8 @@ from support.browser import (
 )
 from support.paths import REPO
 from toolwatch.app.dashboard.time_charts import WEEKS_PLOT_PX
+from toolwatch.collector.sources.simulator import simulate
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.report import label
 
 pytestmark = pytest.mark.browser
@@ -451,3 +456,71 @@ def _chart_boxes(page: Any) -> list[dict[str, float]]:
             " plot: grid ? grid.getBoundingClientRect().height : 0}; })"
         )
     )
+
+
+@pytest.fixture(scope="module")
+def thin_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store whose experiment has a thin test split (7 normal test streams) and that does
+    not change after it, so ``--rerun`` repeats it exactly: (store, run id)."""
+    root = tmp_path_factory.mktemp("thin") / "store"
+    Store(root).append("calls", simulate(seed=2, sessions=120))
+    text = printed(
+        "experiment", "--store", str(root), "--split-shares", "0.8,0.05", "--seeds", "2",
+        "--bootstrap", "100", "--kinds", "burst,runaway_retry", "--no-ablation",
+    )  # fmt: skip
+    found = re.search(r"^saved as run (\w+) ", text, re.M)
+    assert found
+    return root, found.group(1)
+
+
+def test_thin_split_levels_follow_the_target_shown(
+    app: dict[str, Any], thin_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    """At a target other than the run's own, the thin-split warning quoted the stored target
+    (5 %) and its levels beside the numbers at the target shown; it now says what
+    ``toolwatch experiment --rerun RUN --target-fa X`` prints, and the table shows detection
+    at the next level above X as that command does."""
+    root, run_id = thin_run
+    page = app["page"]
+    with running_app(root, tmp_path / "app.log") as base:
+        open_page(page, base, f"?run={run_id}")
+        slider = page.get_by_role("slider")
+        slider.focus()
+        slider.press("End")  # the slider's top, 25 %
+        page.wait_for_timeout(500)
+        page.wait_for_selector(IDLE, timeout=60_000)
+        page.wait_for_timeout(1000)
+        warnings = page.locator('[data-testid="stAlert"]').all_inner_texts()
+        metrics = _metrics(page)
+        tables = [
+            t.evaluate(
+                "el => Array.from(el.querySelectorAll('table tr')).map("
+                "tr => Array.from(tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))"
+            )
+            for t in page.locator('[data-testid="stDataFrame"]').all()
+        ]
+        screenshot(page, ARTIFACTS, "detection-thin-at-25")
+    report = printed(
+        "experiment", "--store", str(root), "--rerun", run_id, "--target-fa", "0.25", "--no-save"
+    )
+    lines = report.splitlines()
+    expected = next(line for line in lines if "the test split is thin" in line)
+    assert "target 25%" in expected and "14.3% = 1/7 streams (not above it)" in expected
+    assert [w.strip() for w in warnings if "test split is thin" in w] == [expected]
+    assert metrics["Target"] == "25.0%" and metrics["Normal streams alarming"] == "1 / 7"
+    # the headline's two levels, as the report prints them
+    start = next(i for i, line in enumerate(lines) if line.startswith("kind  "))
+    header = re.split(r" {2,}", lines[start].strip())
+    printed_rows = {}
+    for line in lines[start + 2 :]:
+        if not line.strip():
+            break
+        cells = re.split(r" {2,}", line.strip())
+        printed_rows[cells[0]] = dict(zip(header, cells, strict=False))
+    table = next(t for t in tables if t and "detected (95% CI)" in t[0])
+    shown = {r[0]: dict(zip(table[0], r, strict=False)) for r in table[1:]}
+    assert table[0][3] == "at the next level, 28.6% = 2/7 streams", table[0]
+    for kind, cells in printed_rows.items():
+        assert shown[kind]["detected (95% CI)"] == cells["at 14.3% = 1/7 streams"], kind
+        up = shown[kind]["at the next level, 28.6% = 2/7 streams"]
+        assert up.startswith(cells["at 28.6% = 2/7 streams"] + " "), (kind, up)
