@@ -19,7 +19,7 @@ from toolwatch.app.dashboard import charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
-from toolwatch.injection.workbench.suite import summarize
+from toolwatch.injection.workbench.suite import mitigation_name, summarize
 
 STEP_COLUMNS = (
     "run",
@@ -122,7 +122,7 @@ def _impact(summary: dict[str, Any]) -> None:
                 cells.append(
                     {
                         "fault": fault,
-                        "mitigation": mitigation,
+                        "mitigation": mitigation_name(mitigation),
                         "rate": math.nan if c["pass_rate"] is None else float(c["pass_rate"]),
                         "text": f"{ui.number(c['pass_rate'], '{:.0%}')}{fixed}",
                     }
@@ -133,7 +133,8 @@ def _impact(summary: dict[str, Any]) -> None:
                 charts.heatmap(frame, "mitigation", "fault", "mitigation", "fault type"),
             )
             table = frame.pivot(index="fault", columns="mitigation", values="text")
-            order = [m for m in summary["mitigations"] if m in table.columns]
+            names = [mitigation_name(m) for m in summary["mitigations"]]
+            order = [m for m in names if m in table.columns]
             with st.expander("As a table"):
                 st.table(table[order].fillna(""))
     st.caption(
@@ -141,13 +142,13 @@ def _impact(summary: dict[str, Any]) -> None:
         f"{study.WORKBENCH['timeout_pass_without_retry']} without and "
         f"{study.WORKBENCH['timeout_pass_with_retry']} with retry; data-quality faults stay "
         f"unresolved in {study.WORKBENCH['data_quality_unresolved_with_all_mitigations']} even "
-        "with all mitigations."
+        "with all mitigations (the paper's: retry, schema, scan)."
     )
 
 
 def _run_name(row: dict[str, Any]) -> str:
     if row["mode"] == "mitigated":
-        return f"mitigated: {row['mitigation']}"
+        return f"mitigated: {mitigation_name(row['mitigation'])}"
     return str(row["mode"])
 
 
@@ -162,7 +163,11 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
     unit = [r for r in unit if r["agent"] == agent]
     mitigations = [r["mitigation"] for r in unit if r["mode"] == "mitigated"]
     shown_mitigations = c3.multiselect(
-        "Mitigated runs", mitigations, default=mitigations[:2], key="mitigations"
+        "Mitigated runs",
+        mitigations,
+        default=mitigations[:2],
+        key="mitigations",
+        format_func=mitigation_name,
     )
     unit = [r for r in unit if r["mode"] != "mitigated" or r["mitigation"] in shown_mitigations]
     if not unit:

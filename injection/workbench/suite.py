@@ -122,7 +122,9 @@ def _mitigation_order(key: str) -> tuple[int, list[int]]:
 PAPER_ALL: Final = ("retry", "schema", "scan")
 
 
-def _display(key: str) -> str:
+def mitigation_name(key: str) -> str:
+    """A mitigation set as the suite's table names it (the full stack ``all (+verify)``, the
+    paper's ``all (paper)``), the same name on the Workbench page."""
     if key == mitigation_key(MITIGATION_NAMES):
         return "all (+verify)"
     return "all (paper)" if key == mitigation_key(PAPER_ALL) else key
@@ -155,7 +157,9 @@ def render_summary(summary: Mapping[str, Any]) -> str:
     mitigations: list[str] = summary["mitigations"]
     for agent, table in summary["mitigation_impact"].items():
         lines.append("")
-        lines.append(f"{agent:<10} " + " ".join(f"{_display(m)[:13]:>14}" for m in mitigations))
+        lines.append(
+            f"{agent:<10} " + " ".join(f"{mitigation_name(m)[:13]:>14}" for m in mitigations)
+        )
         for f in faults:
             row = table.get(f, {})
             cells = []

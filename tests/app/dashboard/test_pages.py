@@ -601,9 +601,14 @@ def test_workbench_matrix_impact_and_trajectories(
     )
     tables = [t.value for t in at.table[1:3]]
     assert len(tables) == 2
+    # the full stack (--mitigations all) named as the suite's table prints it, not
+    # "retry+schema+scan+verify" on the page and "all (+verify)" in the terminal
+    for t in tables:
+        assert list(t.columns) == ["none", "scan", "all (+verify)"]
+    names = {"scan": "scan", "retry+schema+scan+verify": "all (+verify)"}
     for r in mitigated:
         fixed = f" +{r['fixed']}" if r["fixed"] else ""
-        texts = {t.loc[r["fault_type"], r["mitigation"]] for t in tables}
+        texts = {t.loc[r["fault_type"], names[r["mitigation"]]] for t in tables}
         assert f"{r['rate']:.0%}{fixed}" in texts
     assert impact  # both agents have a tab
     at.selectbox(key="w_scenario").set_value("c1-support-01").run()
@@ -634,6 +639,7 @@ def test_workbench_matrix_impact_and_trajectories(
     assert any(labels)
     side = next(d.value for d in at.dataframe if "faulted" in d.value.columns)
     assert "clean" in side.columns
+    assert "mitigated: all (+verify)" in side.columns  # the run named as the table names it
     faulted_cells = list(side["faulted"])[: len(labels)]
     for step, (cell, lab) in enumerate(zip(faulted_cells, labels, strict=True)):
         assert (f"⚑ {lab}" in cell) if lab else ("⚑" not in cell)
