@@ -28,6 +28,9 @@ from toolwatch.collector.stats.corpus import (
 )
 from toolwatch.collector.stats.report import LABELS, format_stat
 
+#: The sessions fact, saying what it counts: the Sessions page counts the injected ones too.
+SESSIONS_FACT = "sessions (distinct session ids, injected ones left out)"
+
 ALL_SELECTED = "all selected"
 
 
@@ -86,7 +89,8 @@ def render() -> None:
         st.caption(
             f"{ui.counted(injected, 'session')} holding injected (labelled) calls — `experiment "
             "--write-injected` copies, calls the fault proxy labelled — are left out of the "
-            "facts, as `toolwatch stats` leaves them out."
+            "facts (every row, sessions and streams too), as `toolwatch stats` leaves them out; "
+            "the Sessions page lists them."
         )
     if "simulated" in chosen:
         st.warning(
@@ -95,7 +99,7 @@ def render() -> None:
         )
     rows = [
         {
-            "fact": "sessions (distinct session ids, as on Sessions)",
+            "fact": SESSIONS_FACT,
             **{name: ui.count(ids.get(name, ids.get(ALL_SELECTED, 0))) for name in columns},
             "study": "—",
         }
@@ -118,7 +122,7 @@ def render() -> None:
     st.caption(
         "One column per source (each counted on its own), then all selected sources together. "
         "The study counted each subagent transcript as a session: its 'sessions' are our "
-        "streams (session × agent); Sessions lists both. "
+        "streams (session × agent). "
         "Gaps are between consecutive calls of one stream; a gap is within-response when both "
         "calls carry the same model response id. The study: no gap between different responses "
         "was ≤ 1 s, while half the parallel calls were."

@@ -135,7 +135,14 @@ def list_caption(listed: sl.StreamList, range_label: str) -> str:
     subagents = listed.matched - listed.main_agents
     return (
         f"{c(listed.matched, 'stream')} ({c(listed.main_agents, 'main agent')}, "
-        f"{c(subagents, 'subagent')}) in {c(listed.sessions, 'session')}, {range_label} · "
+        f"{c(subagents, 'subagent')}) in {c(listed.sessions, 'session')}"
+        + (
+            f" ({listed.injected_sessions:,} holding injected calls, which the Corpus facts "
+            "and `toolwatch stats` leave out)"
+            if listed.injected_sessions
+            else ""
+        )
+        + f", {range_label} · "
         f"{listed.flagged:,} flagged ({listed.alerted:,} with live alerts, "
         f"{listed.scanned:,} by the scan)"
         + (

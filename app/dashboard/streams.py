@@ -48,6 +48,7 @@ class StreamList:
     alerted: int
     scanned: int
     scanned_sessions: int  # the sessions of the scanned streams (what `toolwatch scan` lists)
+    injected_sessions: int  # sessions holding injected calls (the Corpus facts leave them out)
 
 
 def scored_models(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -159,7 +160,8 @@ def stream_list(
         SELECT count(*), count(*) FILTER (WHERE agent_id IS NULL), count(DISTINCT session_id),
                count(*) FILTER (WHERE is_flagged), count(*) FILTER (WHERE alerts > 0),
                count(*) FILTER (WHERE scanned),
-               count(DISTINCT session_id) FILTER (WHERE scanned)
+               count(DISTINCT session_id) FILTER (WHERE scanned),
+               count(DISTINCT session_id) FILTER (WHERE labelled_calls > 0)
         FROM _listed"""
     ).fetchall()[0]
     rows = con.execute(

@@ -230,7 +230,7 @@ def test_corpus_page_in_a_time_range(app: dict[str, Any]) -> None:
     assert page.title == "Corpus"
     facts = {r[0]: r for r in table_with(page, "fact")[1:]}
     assert f"{n['calls']:,}" in facts["calls"]
-    assert f"{n['sessions']:,}" in facts["sessions (distinct session ids, as on Sessions)"]
+    assert f"{n['sessions']:,}" in facts["sessions (distinct session ids, injected ones left out)"]
     assert "None" not in page.text
     assert page.charts >= 1
 
@@ -390,7 +390,7 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
         for key in ("facts", "tools"):
             table = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
             assert not table.is_visible(), key
-    assert cards[0]["name"] == "sessions (distinct session ids, as on Sessions)"
+    assert cards[0]["name"] == "sessions (distinct session ids, injected ones left out)"
     assert cards[2]["name"] == "calls"
     assert "inter-response gaps · median" in [c["name"] for c in cards]
     for card in cards:

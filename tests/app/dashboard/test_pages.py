@@ -341,6 +341,14 @@ def test_sessions_list_streams_filters_and_flags(
     assert len({sid for sid, _ in every}) < len(every)
     listed = at.dataframe[0].value
     assert len(listed) == len(every) and listed_streams(at) == every
+    injected = len({sid for sid, _ in every} & {r["session_id"] for r in streams if r["labelled"]})
+    assert injected  # the Corpus facts leave these sessions out, and the line says so
+    sessions = len({sid for sid, _ in every})
+    assert any(
+        f"in {sessions:,} sessions ({injected:,} holding injected calls, which the Corpus facts "
+        "and `toolwatch stats` leave out)" in c.value
+        for c in at.caption
+    )
     alerts = rows(root, "SELECT session_id, agent_id, count(*) AS n FROM alerts GROUP BY ALL")
     by_stream = listed.set_index(["session_id", "stream"])
     for r in alerts:
@@ -674,7 +682,8 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     assert list(table.columns) == [*sorted(per_source), "all selected", "study"]
     streams_row = "streams (session × agent: the study's 'sessions')"
     assert table.loc[streams_row, "all selected"] == f"{counts['streams']:,}"
-    ids_row = "sessions (distinct session ids, as on Sessions)"
+    # what it counts, in its label: the Sessions page counts the injected sessions too
+    ids_row = "sessions (distinct session ids, injected ones left out)"
     assert table.loc[ids_row, "all selected"] == f"{counts['sessions']:,}"
     assert table.loc["calls", "all selected"] == f"{counts['calls']:,}"
     assert table.loc["tools", "all selected"] == f"{counts['tools']:,}"
