@@ -23,6 +23,7 @@ from toolwatch.injection.experiment.formats import target_pct
 from toolwatch.injection.experiment.replay import BEYOND_P, MODELS, THIN_WEEK
 from toolwatch.injection.experiment.replay_report import (
     alarm_text,
+    artefact_lines,
     beyond_text,
     counts_line,
     detection_text,
@@ -192,7 +193,10 @@ def _models(data: dict[str, Any]) -> None:
         "One threshold: the experiment's rule applied to the replayed scores — the one "
         "threshold for the whole replay at which at most the target of the normal streams "
         "alarm (it looks at the whole replay); next level: the next reachable level above the "
-        "target, given when there are fewer than 50 normal streams. " + counts_line(data) + "."
+        "target, given when there are fewer than 50 normal streams. "
+        + counts_line(data)
+        + "."
+        + "".join(f" {line}." for line in artefact_lines(data))
     )
 
 

@@ -35,7 +35,7 @@ import dataclasses
 import math
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -122,6 +122,9 @@ class ModelReplay:
     counts: dict[str, int]
     seconds: float
     calls: int
+    #: flagged client artefacts of the test split with ≥ ``min_calls`` calls (fed like every
+    #: stream, never folded, pooled or counted as normal) -> alarmed at least once
+    artefacts_alarmed: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -190,6 +193,12 @@ def run_replay(
         pc.sort_indices(replay, sort_keys=[("start_time", "ascending"), ("seq", "ascending")])
     )
     long_names = {stream_name(s) for s in split.test}
+    artefact_of = {
+        stream_name(s): quirk
+        for quirk, groups in split.artefacts.items()
+        for s in groups.get("test", [])
+        if len(s) >= exp.min_calls
+    }
     results = {}
     for name in models:
         results[name] = _drive(
@@ -201,8 +210,11 @@ def run_replay(
             long_names=long_names,
             shadow_meta=shadow_meta,
             shadows=shadows,
+            artefact_names=set(artefact_of),
         )
     weeks, totals = _weekly(split.test, results, config, runs_kinds=tuple(runs))
+    for name, res in results.items():
+        totals[name]["artefacts"] = _artefact_alarms(split.artefacts, artefact_of, res)
     summary = split.summary()
     summary["replayed_streams"] = len(test_streams)
     summary["injected_copies"] = len(shadows)
@@ -227,8 +239,10 @@ def _drive(
     long_names: set[str],
     shadow_meta: Sequence[tuple[str, int, str, int, int]],
     shadows: Sequence[SessionCalls],
+    artefact_names: Collection[str] = (),
 ) -> ModelReplay:
-    """Feed ``replay`` through one LiveScorer in batches of event time; record alarms."""
+    """Feed ``replay`` through one LiveScorer in batches of event time; record alarms (of
+    the normal long streams, and apart of the long client artefacts)."""
     index = _stream_rows(normal_table)
     starts_us = normal_table.column("start_time").cast(pa.int64()).to_numpy()
 
@@ -255,6 +269,7 @@ def _drive(
     shadow_of = {(str(s.session_id), s["agent_id"][0]): j for j, s in enumerate(shadows)}
     seen: dict[tuple[str, str | None], int] = {}
     alarmed: dict[str, bool] = {}
+    artefacts = dict.fromkeys(artefact_names, False)
     detected: dict[tuple[str, int, str], bool] = {}
     normal_max: dict[str, float] = {}
     window_max: dict[tuple[str, int, str], float] = {}
@@ -273,6 +288,8 @@ def _drive(
             if name in long_names:
                 alarmed[name] = alarmed.get(name, False) or bool(mask & 1)
                 normal_max[name] = max(normal_max.get(name, -math.inf), value)
+            elif name in artefacts:
+                artefacts[name] = artefacts[name] or bool(mask & 1)
             return
         kind, seed, name, position, window = shadow_meta[j]
         run = (kind, seed, name)
@@ -306,7 +323,30 @@ def _drive(
         dict(live.scorer.counts),
         seconds,
         live.calls_scored,
+        artefacts,
     )
+
+
+def _artefact_alarms(
+    artefacts: Mapping[str, Mapping[str, Sequence[SessionCalls]]],
+    artefact_of: Mapping[str, str],
+    res: ModelReplay,
+) -> dict[str, dict[str, int]]:
+    """Per quirk: the test split's flagged streams and calls (replayed, never counted as
+    normal), how many have ≥ ``min_calls`` calls and how many of those alarmed."""
+    out: dict[str, dict[str, int]] = {}
+    for quirk, groups in sorted(artefacts.items()):
+        test = groups.get("test", [])
+        if not test:
+            continue
+        long = [n for n, q in artefact_of.items() if q == quirk]
+        out[quirk] = {
+            "streams": len(test),
+            "calls": int(sum(len(s) for s in test)),
+            "long": len(long),
+            "alarmed": sum(res.artefacts_alarmed.get(n, False) for n in long),
+        }
+    return out
 
 
 def _batches(replay: pa.Table, t_us: np.ndarray, normal: pa.Table, batch_us: int) -> np.ndarray:

@@ -236,6 +236,29 @@ def counts_line(data: Mapping[str, Any]) -> str:
     )
 
 
+def artefact_lines(data: Mapping[str, Any]) -> list[str]:
+    """The flagged client artefacts of the test split: replayed like every stream, never
+    folded, pooled or counted among the normal streams, and how the long ones alarmed (as the
+    experiment's notes say it); none for a run saved before they were counted."""
+    min_calls = data["config"]["experiment"]["min_calls"]
+    lines = []
+    quirks = data["totals"][MODELS[0]].get("artefacts", {})
+    for quirk, a in quirks.items():
+        alarmed = ", ".join(
+            f"{data['totals'][m]['artefacts'][quirk]['alarmed']} ({m})" for m in MODELS
+        )
+        lines.append(
+            f"client artefact {quirk}: {a['streams']:,} in the test split ({a['calls']:,} calls) "
+            "— replayed, never folded, pooled or counted among the normal streams"
+            + (
+                f"; of the {a['long']:,} with ≥ {min_calls} calls, alarmed: {alarmed}"
+                if a["long"]
+                else ""
+            )
+        )
+    return lines
+
+
 def model_knobs(config: ReplayConfig) -> dict[str, Any]:
     """The model's knobs set away from their defaults (the header names them)."""
     default = ModelConfig().to_dict()
@@ -250,9 +273,12 @@ def header(data: Mapping[str, Any]) -> list[str]:
     target = cfg.experiment.target_fa
     a = cfg.adaptive
     half = "no decay" if math.isinf(a.half_life_days) else f"half-life {a.half_life_days:g} d"
+    kept_apart = sum(groups.get("test", [0])[0] for groups in split.get("artefacts", {}).values())
     return [
         f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
-        f"({split['test'][0]} with ≥ {cfg.experiment.min_calls} calls) replayed in time order "
+        f"({split['test'][0]} normal with ≥ {cfg.experiment.min_calls} calls"
+        + (f", {kept_apart:,} client artefacts reported apart" if kept_apart else "")
+        + ") replayed in time order "
         f"through the live scorer, with {split['injected_copies']:,} injected copies "
         f"({', '.join(cfg.replay_kinds)}; {len(cfg.experiment.seeds)} "
         f"seed{'' if len(cfg.experiment.seeds) == 1 else 's'})",
@@ -283,6 +309,7 @@ def render(data: ReplayResult | Mapping[str, Any]) -> str:
     lines += [over_line(data, m) for m in MODELS]
     lines += [oracle_line(data, m) for m in MODELS]
     lines.append(counts_line(data))
+    lines += artefact_lines(data)
     secs = {m: data["totals"][m]["seconds"] for m in MODELS}
     calls = data["totals"]["adaptive"]["calls"]
     lines.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -53,13 +54,25 @@ def dev_real_later_users() -> pa.Table:
     """The slice's streams whose first call is on or after 2026-02-11: the four users after
     aistrad (a Windows user's fast subagents come first in time, slower users after them), so
     a split by time trains on one pace and tests on another."""
+    return _streams_by_first_call(pc.greater_equal, datetime(2026, 2, 11, tzinfo=UTC))
+
+
+def dev_real_first_days() -> pa.Table:
+    """The slice's streams whose first call is before 2026-01-09 (46 streams of aistrad): the
+    warm-up loop ``aac67f8`` and four more warm-up agents start last, so a split by shares of
+    (0.6, 0.2) puts them in the test split beside 3 normal long streams."""
+    return _streams_by_first_call(pc.less, datetime(2026, 1, 9, tzinfo=UTC))
+
+
+def _streams_by_first_call(compare: Any, day: datetime) -> pa.Table:
+    """The slice's streams whose first call's time ``compare``s true against ``day``."""
     calls = dev_real_calls()
     first = calls.group_by(["session_id", "agent_id"], use_threads=False).aggregate(
         [("start_time", "min")]
     )
-    cut = pa.scalar(datetime(2026, 2, 11, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
-    late = first.filter(pc.greater_equal(first["start_time_min"], cut))
-    keys = set(zip(late["session_id"].to_pylist(), late["agent_id"].to_pylist(), strict=True))
+    cut = pa.scalar(day, pa.timestamp("us", tz="UTC"))
+    kept = first.filter(compare(first["start_time_min"], cut))
+    keys = set(zip(kept["session_id"].to_pylist(), kept["agent_id"].to_pylist(), strict=True))
     pairs = zip(calls["session_id"].to_pylist(), calls["agent_id"].to_pylist(), strict=True)
     return calls.filter(pa.array([pair in keys for pair in pairs]))
 

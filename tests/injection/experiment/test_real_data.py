@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.dev_real import dev_real_calls, dev_real_store
+from support.dev_real import dev_real_calls, dev_real_first_days, dev_real_store
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.protocol import run_experiment
 from toolwatch.injection.experiment.replay import ReplayConfig, chance_of_as_many, run_replay
@@ -108,6 +108,33 @@ def test_replay_of_real_calls_through_the_live_scorer() -> None:
         assert f"{model}: weeks after the first" in text
     assert judged > 0  # the frozen model has weeks above 2× the target on this slice
     assert "above it beyond chance (one-sided binomial test, p < 0.05)" in text
+
+
+def test_the_replay_says_what_became_of_the_warm_up_agents_of_its_test_split() -> None:
+    """The warm-up loop (1,164 failing calls) in the test split is replayed like every stream
+    but never counted as normal: the header counted it as a short stream ("9 test-split streams
+    (3 with ≥ 30 calls)") and nothing said it was there or that the live scorer alarmed on it."""
+    config = ReplayConfig(
+        experiment=ExperimentConfig(split_shares=(0.6, 0.2), seeds=(0,)), replay_kinds=("burst",)
+    )
+    result = run_replay(dev_real_first_days(), config)
+    assert result.split["test"][0] == 3 and result.split["replayed_streams"] == 9
+    assert result.split["artefacts"]["warmup_agent"]["test"] == [5, 1171]
+    for model in ("adaptive", "frozen"):
+        assert result.totals[model]["streams"] == 3  # the loop is no normal stream
+        assert result.totals[model]["artefacts"] == {
+            "warmup_agent": {"streams": 5, "calls": 1171, "long": 1, "alarmed": 1}
+        }
+    text = render(result)
+    assert text.startswith(
+        "toolwatch replay — 9 test-split streams (3 normal with ≥ 30 calls, 5 client "
+        "artefacts reported apart) replayed"
+    )
+    assert (
+        "client artefact warmup_agent: 5 in the test split (1,171 calls) — replayed, never "
+        "folded, pooled or counted among the normal streams; of the 1 with ≥ 30 calls, "
+        "alarmed: 1 (adaptive), 1 (frozen)\n"
+    ) in text
 
 
 def test_the_replay_holds_the_threshold_at_the_target_it_reports() -> None:
