@@ -104,5 +104,12 @@ def thin_calibration_text(streams: int, calls: int, model: Mapping[str, Any]) ->
     """:func:`thin_calibration_warning` from the saved split counts and the run's model knobs
     (``config["model"]``), as the dashboard reads them from a stored run."""
     quantile = ModelConfig.from_dict(dict(model)).operating_quantile
+    if streams == 0:  # the protocol then calibrates on the training calls (scoring.fit_model)
+        return (
+            f"warning: the calibration split is empty, so the operating point is the top "
+            f"{1 - quantile:.2%} of the training calls' statistics (in-sample: it alarms on more "
+            "streams than a held-out threshold would); give calibration a share "
+            "(--split-shares) or days (--split-dates)"
+        )
     why = thin_calibration(streams, calls, quantile)
     return f"warning: {why}" if why else None

@@ -283,7 +283,11 @@ def header(data: Mapping[str, Any]) -> list[str]:
         f"({', '.join(cfg.replay_kinds)}; {len(cfg.experiment.seeds)} "
         f"seed{'' if len(cfg.experiment.seeds) == 1 else 's'})",
         f"model fitted on {split['train'][0]:,} streams, calibrated on "
-        f"{split['calibration'][0]:,}"
+        + (
+            f"{split['calibration'][0]:,}"
+            if split["calibration"][0]
+            else "the same (the calibration split is empty)"
+        )
         + "".join(f", {k}={v}" for k, v in model_knobs(cfg).items())
         + f"; watched: {cfg.statistic}, target {target_pct(target)} of streams alarming",
         f"adaptive: {half}, quarantine {a.quarantine_h:g} h, idle {a.idle_min:g} min, novelty "

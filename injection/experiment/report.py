@@ -346,8 +346,9 @@ def render(result: ExperimentResult) -> str:
             c = result.cell(kind, *HEADLINE, mode="operating_point")
             rows.append([label(kind), rate_ci(c.rate, c.ci_low, c.ci_high) if c else "–"])
         k = round(t_op.fa_reached * n_test)
+        source = "calibration" if result.split["calibration"][0] else "training"
         parts.append(
-            "Operating point (threshold = top 0.1 % of calibration call statistics), all cues + "
+            f"Operating point (threshold = top 0.1 % of {source} call statistics), all cues + "
             f"CUSUM: threshold {num(t_op.value)}; on the test split it reaches "
             f"{pct(t_op.fa_reached, 1)} false alarms ({k}/{n_test} normal test streams; the "
             f"study's scan flagged {study.SCAN_FLAGGED_SESSIONS} of "

@@ -26,6 +26,23 @@ def test_the_replay_names_the_target_it_was_given() -> None:
     assert "more than 2× the target (10.6%) of their streams alarming" in text
 
 
+def test_a_replay_without_calibration_streams_says_what_it_calibrated_on() -> None:
+    """An empty calibration split: the model is calibrated on its training streams, and the
+    header said "calibrated on 0"."""
+    result = run_replay(
+        simulate(seed=2, scale=0.25),
+        ReplayConfig(
+            experiment=ExperimentConfig(split_shares=(0.5, 0.0), seeds=(0,)),
+            replay_kinds=("burst",),
+        ),
+    )
+    assert result.split["calibration"][0] == 0
+    assert (
+        f"model fitted on {result.split['train'][0]} streams, calibrated on the same (the "
+        "calibration split is empty); watched: all_cusum"
+    ) in render(result)
+
+
 def test_a_thin_replay_shows_the_next_level_as_the_experiment_does() -> None:
     """Fewer than 50 normal streams: the experiment shows detection at both levels around the
     target; the replay's one-threshold line showed the lower one only."""

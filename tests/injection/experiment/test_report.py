@@ -137,6 +137,37 @@ def test_a_thin_calibration_split_warns_as_train_does() -> None:
     assert "test split is thin" not in render(small)
 
 
+def test_an_empty_calibration_split_says_the_operating_point_is_the_training_calls() -> None:
+    """With no calibration stream the protocol sets the operating point on the training calls
+    (in-sample), while the report said "top 0.1 % of calibration call statistics" and warned
+    only that 0 calls were too few."""
+    from toolwatch.collector.sources.simulator import simulate
+    from toolwatch.injection.experiment.config import ExperimentConfig
+    from toolwatch.injection.experiment.protocol import run_experiment
+    from toolwatch.injection.experiment.scoring import fit_model
+    from toolwatch.injection.experiment.split import normal_sessions, split_by_time
+
+    calls = simulate(seed=0)
+    config = ExperimentConfig(
+        split_shares=(0.5, 0.0), seeds=(0,), bootstrap=0, ablation=False, kinds=("burst",)
+    )
+    empty = run_experiment(calls, config)
+    assert empty.split["calibration"][:2] == [0, 0]
+    split = split_by_time(normal_sessions(calls), config)
+    on_train = fit_model(split.train, split.train, config).threshold("all", "cusum")
+    op = empty.thresholds[("standard", "all", "cusum", "operating_point")].value
+    assert op == on_train  # what the report now says
+    warning = (
+        "warning: the calibration split is empty, so the operating point is the top 0.10% of "
+        "the training calls' statistics (in-sample: it alarms on more streams than a held-out "
+        "threshold would); give calibration a share (--split-shares) or days (--split-dates)"
+    )
+    text = render(empty)
+    assert warning in text.splitlines() and summary(empty)["warnings"] == [warning]
+    assert "Operating point (threshold = top 0.1 % of training call statistics)" in text
+    assert "calibration call statistics" not in text
+
+
 def test_a_target_is_printed_as_asked_not_rounded() -> None:
     from toolwatch.injection.experiment.formats import target_pct
 
