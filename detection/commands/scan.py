@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     model = NormalModel.load(path)
     if not model.calibrated:
         raise ModelError(f"model file {path} has no thresholds (never calibrated)")
-    with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False) as bar:
+    with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False, disable=None) as bar:
         if window is None:
             assert spec is not None
             calls = split_store(Store(args.store), spec).calls("test_all")

@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out}: no directory {out.parent}")
     window = bounded(args.start, args.end)
     model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
-    with tqdm(total=3, desc="score", unit="step", file=sys.stderr, leave=False) as bar:
+    with tqdm(
+        total=3, desc="score", unit="step", file=sys.stderr, leave=False, disable=None
+    ) as bar:
         bar.update()
         calls = load_window(Store(args.store), window, normal_only=False)
         bar.update()

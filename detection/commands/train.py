@@ -90,7 +90,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"{', '.join(given)} only with --adaptive (the model they configure)")
     store = Store(args.store)
     cut = split_store(store, spec)  # an empty or missing store fails before the bar, too
-    with tqdm(total=4, desc="train", unit="step", file=sys.stderr, leave=False) as bar:
+    with tqdm(
+        total=4, desc="train", unit="step", file=sys.stderr, leave=False, disable=None
+    ) as bar:
         train = cut.calls("train")
         bar.update()
         model = NormalModel.fit(train, config, window=describe(cut, "train"))

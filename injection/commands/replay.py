@@ -140,7 +140,9 @@ def run(args: argparse.Namespace) -> int:
         calls = load_calls(store)  # an empty or missing store fails before the bar starts
         if args.save:  # said now, not after the whole replay
             require_writable(store, "replay")
-        with tqdm(total=1, desc="replay", unit="step", file=sys.stderr, leave=False) as bar:
+        with tqdm(
+            total=1, desc="replay", unit="step", file=sys.stderr, leave=False, disable=None
+        ) as bar:
             result = run_replay(calls, config)
             bar.update()
     except UserError:

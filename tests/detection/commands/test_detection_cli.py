@@ -209,6 +209,30 @@ def test_commands_report_bad_input_clearly(store: Store, tmp_path: Path, capsys)
     assert ".parquet or .csv" in capsys.readouterr().err
 
 
+def test_no_progress_bar_reaches_a_stderr_that_is_no_terminal(  # type: ignore[no-untyped-def]
+    store: Store, tmp_path: Path, capsys
+) -> None:
+    """train, scan and score drew their bars into a redirected stderr ('train:  25%|██▌ …' and
+    carriage returns in a log, before the one-line error), unlike experiment and import."""
+    model = str(tmp_path / "m.json")
+    root = str(store.root)
+    runs = [
+        ["train", "--store", root, "--split-shares", "0.6,0.2", "--out", model],
+        ["scan", "--store", root, "--model", model, "--split-shares", "0.6,0.2"],
+        ["score", "--store", root, "--model", model, "--out", str(tmp_path / "s.csv")],
+    ]
+    for args in runs:
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert "\r" not in err and "%|" not in err
+        assert not any(line.startswith(f"{args[0]}:") for line in err.splitlines())
+    # an error raised while the bar runs: one line, nothing before it
+    assert main(["train", "--store", root, "--split-shares", "0.6,0", "--out", model]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "toolwatch train: the calibration split holds no calls: give it a share or days"
+    ]
+
+
 def test_scored_window_round_trips_to_parquet(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     model = NormalModel.fit(load_window(store, parse_window("2026-08-04..2026-08-05")))
     model.calibrate(load_window(store, parse_window("2026-08-07..2026-08-08")))

@@ -70,6 +70,21 @@ def test_replay_saves_its_result_and_reruns_it(
     ]
 
 
+def test_a_replay_that_fails_says_one_line_without_a_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stderr that is no terminal got the bar ('\\rreplay:   0%|…') before the error line."""
+    store = Store(tmp_path / "store")
+    store.append("calls", simulate(seed=2, scale=0.25))
+    args = ["--store", str(store.root), "--split-shares", "0.9,0.0999", "--no-save"]
+    code, out, err = _replay(args, capsys)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [
+        "toolwatch replay: empty test split: 95 train, 11 calibration, 0 test streams; the "
+        "streams start 2026-08-04..2026-09-14"
+    ]
+
+
 def test_an_option_a_rerun_would_ignore_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
