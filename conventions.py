@@ -36,6 +36,13 @@ ATTR_ERROR_TYPE: Final = "error.type"
 ATTR_JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 ATTR_NETWORK_TRANSPORT: Final = "network.transport"
 ATTR_SERVICE_NAME: Final = "service.name"  # resource attribute
+#: Resource attributes naming the sending *process*: the session key of last resort for a tool
+#: span with no session at all (an MCP client over stdio has no MCP session id). The OTel
+#: Python SDK sets a random UUID per process; Node's ``processDetector``/``hostDetector`` give
+#: the pid and the host, which together name one live process.
+ATTR_SERVICE_INSTANCE_ID: Final = "service.instance.id"
+ATTR_PROCESS_PID: Final = "process.pid"
+ATTR_HOST_NAME: Final = "host.name"
 
 ATTR_ARGUMENTS_SIZE: Final = "toolwatch.tool.call.arguments.size"
 ATTR_RESULT_SIZE: Final = "toolwatch.tool.call.result.size"

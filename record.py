@@ -36,6 +36,7 @@ from toolwatch.conventions import (
     ATTR_MCP_SESSION_ID,
     ATTR_PAYLOAD_LONGEST,
     ATTR_PAYLOAD_TOTAL,
+    ATTR_PROCESS_PID,
     ATTR_RESPONSE_ID,
     ATTR_RESTAMPED,
     ATTR_RESULT_SIZE,
@@ -44,6 +45,7 @@ from toolwatch.conventions import (
     ATTR_REUSED_LONGEST,
     ATTR_REUSED_SOURCE_TOOL,
     ATTR_REUSED_TOTAL,
+    ATTR_SERVICE_INSTANCE_ID,
     ATTR_SERVICE_NAME,
     ATTR_SESSION_ID,
     ATTR_SESSION_POSITION,
@@ -59,11 +61,11 @@ from toolwatch.conventions import (
 # The record
 # --------------------------------------------------------------------------------------------
 
-#: Told to a sender whose tool span has no session key at all — typically an MCP-conventions
-#: client over stdio, which has no MCP session id. Nothing else on such a span is a session:
-#: the resource's ``service.instance.id`` names the process (one process may serve many
-#: conversations, and subagents), the trace may be one call or one agent turn; so the sender
-#: must say it, and a process that is one session can say it without code.
+#: Told to a sender whose tool span has no session key at all — no conversation, no session, no
+#: MCP session (an MCP client over stdio has none) — and no process key on its resource either
+#: (``service.instance.id``, or ``process.pid``: see the ``session_id`` column). With a process
+#: key such a span is stored, its stream being the process; without one the sender must say
+#: what its session is, and a process that is one session can say it without code.
 STDIO_SESSION_HINT: Final = (
     f"a stdio MCP session has no id: set {ATTR_CONVERSATION_ID} on the span, or "
     f"{ATTR_SESSION_ID} on the span or its resource "
@@ -146,9 +148,17 @@ class CallRecord:
     session_id: Annotated[
         str,
         Col(
-            "conversation / session key",
+            "conversation / session key; with none, the client process "
+            "(`process.pid` as `<pid>@<host.name>`)",
             ATTR_CONVERSATION_ID,
-            fallbacks=(ATTR_SESSION_ID, ATTR_MCP_SESSION_ID),
+            # the conversation, the sender's session, one MCP connection, then the client
+            # process (a stdio MCP client's only key: one process's calls, one stream)
+            fallbacks=(
+                ATTR_SESSION_ID,
+                ATTR_MCP_SESSION_ID,
+                ATTR_SERVICE_INSTANCE_ID,
+                ATTR_PROCESS_PID,
+            ),
             missing=STDIO_SESSION_HINT,
         ),
     ]

@@ -38,6 +38,7 @@ from toolwatch.collector.otlp.mapping import (
     ATTRIBUTE_PLANS,
     CALL_ATTRIBUTES,
     CLIENT_KINDS,
+    DERIVED_KEYS,
     ERROR_FIELD,
     IGNORED_INTERNAL,
     IGNORED_OTHER,
@@ -180,6 +181,8 @@ class _Columns:
         for bit, key_plan in zip(PRESENCE_BITS[index], KEY_PLANS[index], strict=True):
             if column is not None and chosen[self.candidate].all():
                 break  # the usual case: every call found its key already
+            if key_plan.attribute in DERIVED_KEYS:
+                break  # composed from several attributes: the reference's (required: slow)
             key_column, valued, found = self._column(replace(key_plan, nullable=True), resources)
             take = found & ~chosen
             column = (

@@ -55,8 +55,10 @@ from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import (
     ATTR_DURATION_UNKNOWN,
     ATTR_ERROR_TYPE,
+    ATTR_HOST_NAME,
     ATTR_MCP_METHOD,
     ATTR_OPERATION,
+    ATTR_PROCESS_PID,
     CLIENT_QUIRKS,
     DEST_SEEN_VALUES,
     EGRESS_CLASSES,
@@ -320,6 +322,21 @@ def resolve(plans: tuple[FieldPlan, ...], *scopes: Mapping[str, Any]) -> tuple[i
     return 0, plans[0], None
 
 
+#: Session keys not stored as sent but derived: ``process.pid`` alone repeats across hosts and
+#: restarts, so the key is ``<pid>@<host.name>`` (the columnar path leaves these to the
+#: reference: only a stdio client's spans without a ``service.instance.id`` get here).
+DERIVED_KEYS: Final = frozenset({ATTR_PROCESS_PID})
+
+
+def process_key(pid: Any, *scopes: Mapping[str, Any]) -> str:
+    """The session key of a span whose only key is its process id: ``<pid>@<host.name>``
+    (just the pid when no scope names the host). Identifiers of the process, never content."""
+    plan = FieldPlan("session_id", "int64", ATTR_PROCESS_PID, False, None, None)
+    number = convert(plan, pid)  # an integer, as the conventions type it (or its decimal text)
+    host = _lookup(ATTR_HOST_NAME, *scopes)
+    return f"{number}@{host}" if isinstance(host, str) and host else str(number)
+
+
 def _ids(span: SpanData) -> tuple[str, str]:
     if len(span.trace_id) != 32 or span.trace_id == "0" * 32:
         raise Rejected(f"invalid trace id {span.trace_id[:40]!r}", "trace_id")
@@ -347,6 +364,8 @@ def call_row(span: SpanData) -> dict[str, Any]:
     mask = 0
     for i, plans in enumerate(KEY_PLANS):
         k, plan, raw = resolve(plans, span.attributes, span.resource)
+        if raw is not None and plan.attribute in DERIVED_KEYS:
+            raw = process_key(raw, span.attributes, span.resource)
         value = row[plan.name] = convert(plan, raw)
         if raw is not None and value is not None:
             mask |= 1 << PRESENCE_BITS[i][k]

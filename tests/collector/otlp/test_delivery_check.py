@@ -43,7 +43,7 @@ def test_a_rejected_span_is_reported(tmp_path: Path) -> None:
         provider = TracerProvider()
         provider.add_span_processor(processor)
         good = {ATTR_TOOL_NAME: "t", ATTR_CONVERSATION_ID: "c", ATTR_ARGUMENTS_SIZE: 1}
-        _emit(provider, [good, {ATTR_TOOL_NAME: "t", ATTR_ARGUMENTS_SIZE: 2}])  # no conversation
+        _emit(provider, [good, {ATTR_CONVERSATION_ID: "c", ATTR_ARGUMENTS_SIZE: 2}])  # no tool
         problem = collector.check_delivery(processor.flush())
         assert problem == "1 of 2 spans reached the store (1 rejected by the collector)"
         provider.shutdown()

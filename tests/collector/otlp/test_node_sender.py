@@ -11,6 +11,7 @@ missing (``.ci/run`` does it up front).
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 
@@ -54,3 +55,35 @@ def test_node_sdk_semconv_spans_land_as_rows(
     assert got[0]["fields_present"] == "session_id,tool,response_id,call_id,service"
     assert all(r["duration_us"] is not None and r["duration_us"] >= 0 for r in got)
     assert collector.stats.rejected_spans == 0 and collector.stats.ignored_spans == 0
+
+
+@pytest.mark.parametrize("protocol", ["proto", "json"])
+def test_node_stdio_client_without_a_session_is_one_stream_per_process(
+    node: str, collector: Collector, store: Store, protocol: str
+) -> None:
+    """No gen_ai.conversation.id (an MCP client over stdio has no session): on Node's default
+    resource nothing names the process, so every span is rejected with what to set; with the
+    process and host detectors (as the Node SDK runs them) the calls are stored as one stream,
+    ``<pid>@<host>``, and ``fields_present`` says the key was the process."""
+    base = [node, "send.js", "--endpoint", collector.traces_url, "--protocol", protocol]
+    base += ["--count", "4", "--session", ""]
+    bare = subprocess.run(base, cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+    assert "rejected 4 span(s)" in bare.stdout + bare.stderr
+    assert "OTEL_RESOURCE_ATTRIBUTES=session.id=" in bare.stdout + bare.stderr
+    assert rows(store) == []
+    assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 4}
+
+    out = subprocess.run(
+        [*base, "--detect"], cwd=NODE_DIR, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    summary = json.loads(out.stdout.splitlines()[-1])["summary"]
+    got = rows(store, "SELECT * FROM calls ORDER BY call_id")
+    key = f"{summary['pid']}@{socket.gethostname()}"
+    assert [(r["session_id"], r["tool"]) for r in got] == [
+        (key, t) for t in ("read_file", "search", "write_file", "read_file")
+    ]
+    assert got[0]["fields_present"] == "session_id:process.pid,tool,response_id,call_id,service"
+    assert collector.stats.calls == 4 and collector.stats.rejected_by == {
+        "missing:gen_ai.conversation.id": 4
+    }

@@ -119,8 +119,8 @@ def test_a_tool_span_without_a_conversation_is_rejected_naming_it(
     rejected, message = decode_success(PB, reply.body)
     assert reply.status == 200 and rejected == 1
     assert (
-        "missing attribute gen_ai.conversation.id, session.id or mcp.session.id (session_id)"
-        in message
+        "missing attribute gen_ai.conversation.id, session.id, mcp.session.id, "
+        "service.instance.id or process.pid (session_id)" in message
     )
     assert [r["tool"] for r in rows(store)] == ["ok"]  # the other span of the request stands
     assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 1}

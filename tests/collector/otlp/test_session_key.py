@@ -2,15 +2,15 @@
 ``gen_ai.conversation.id``, so the record's ``session_id`` falls back to ``session.id`` (where
 OpenInference and the browser/mobile SDKs put the conversation), then to ``mcp.session.id``
 (the MCP session of a Streamable HTTP connection) — each on the span, then on its resource —
-and ``fields_present`` names the fallback used. A span with none of them is rejected, the
-message naming all three and saying once what to set. A stdio MCP client has no session key of
-its own: the OTel SDK's resource identifies the process (``service.instance.id``), not a session,
-so it is never taken for one; ``session.id`` set on the resource is.
+then, for a stdio MCP client that has no session key at all, to its process: the resource's
+``service.instance.id`` (a UUID per process from the OTel Python SDK), else ``process.pid`` with
+``host.name`` (Node's detectors) as ``<pid>@<host>``. ``fields_present`` names the key used. A
+span with none of them is rejected, the message naming the session keys and saying once what
+to set.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
@@ -46,7 +46,13 @@ TOKEN = {
     ATTR_CONVERSATION_ID: "session_id",
     ATTR_SESSION_ID: "session_id:session.id",
     ATTR_MCP_SESSION_ID: "session_id:mcp.session.id",
+    "service.instance.id": "session_id:service.instance.id",
+    "process.pid": "session_id:process.pid",
 }
+MISSING = (
+    "missing attribute gen_ai.conversation.id, session.id, mcp.session.id, service.instance.id "
+    "or process.pid (session_id)"
+)
 
 
 def mcp_client_span(tool: str, **keys: str) -> SpanSpec:
@@ -128,10 +134,7 @@ def test_a_span_with_no_session_key_is_rejected_naming_all_three(
     specs = [mcp_client_span("stdio_call"), mcp_client_span("ok", **{ATTR_MCP_SESSION_ID: "m"})]
     rejected, message = send(collector, specs, encoding, {"host.name": "h"})
     assert rejected == 1
-    assert (
-        "missing attribute gen_ai.conversation.id, session.id or mcp.session.id (session_id)"
-        in message
-    )
+    assert MISSING in message
     assert [r["tool"] for r in rows(store)] == ["ok"]
     assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 1}
 
@@ -140,17 +143,56 @@ def test_a_span_with_no_session_key_is_rejected_naming_all_three(
 def test_the_rejection_says_once_what_a_stdio_sender_should_set(
     collector: Collector, store: Store, encoding: str
 ) -> None:
-    """Three stdio calls as the MCP conventions describe them, on the OTel SDK's default
-    resource (a service.instance.id, no session): each rejected, what to set said once."""
+    """Three stdio calls as the MCP conventions describe them, on a resource naming neither a
+    session nor the process (Node's BasicTracerProvider with only service.name): each
+    rejected, what to set said once."""
     stdio = {"network.transport": "pipe", "mcp.protocol.version": "2025-06-18"}
     specs = [mcp_client_span(t, **stdio) for t in ("a", "b", "c")]
-    resource = {"service.name": "agent", "service.instance.id": "8f0c6a4e-uuid"}
-    rejected, message = send(collector, specs, encoding, resource)
+    rejected, message = send(collector, specs, encoding, {"service.name": "agent"})
     assert rejected == 3
     assert message.count(TO_SET) == 1, message
-    assert message.count("missing attribute gen_ai.conversation.id") == 3
+    assert message.count(MISSING) == 3
     assert rows(store) == []
     assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 3}
+
+
+@pytest.mark.parametrize("encoding", [PB, JS])
+def test_a_stdio_client_without_a_session_is_one_stream_per_process(
+    collector: Collector, store: Store, encoding: str
+) -> None:
+    """No conversation, session or MCP session: the calls are keyed by the process that made
+    them — its service.instance.id, else its pid on its host — so one stdio client's calls
+    form one stream and two processes two; a session key, when there is one, still wins."""
+    stdio = {"network.transport": "pipe"}
+    python = {"service.name": "agent", "service.instance.id": "8f0c6a4e-uuid", "process.pid": 7}
+    node = {"service.name": "agent", "process.pid": 4242, "host.name": "devbox"}
+    assert send(collector, [mcp_client_span(t, **stdio) for t in "ab"], encoding, python) == (0, "")
+    assert send(collector, [mcp_client_span(t, **stdio) for t in "cd"], encoding, node) == (0, "")
+    pid_only = {"process.pid": "4243"}  # a decimal string, as OTLP/JSON may spell an int
+    assert send(collector, [mcp_client_span("e")], encoding, pid_only) == (0, "")
+    keyed = {**node, ATTR_SESSION_ID: "s1"}
+    assert send(collector, [mcp_client_span("f")], encoding, keyed) == (0, "")
+    got = {r["tool"]: session_of(r) for r in rows(store)}
+    assert got == {
+        "a": ("8f0c6a4e-uuid", TOKEN["service.instance.id"]),
+        "b": ("8f0c6a4e-uuid", TOKEN["service.instance.id"]),
+        "c": ("4242@devbox", TOKEN["process.pid"]),
+        "d": ("4242@devbox", TOKEN["process.pid"]),
+        "e": ("4243", TOKEN["process.pid"]),
+        "f": ("s1", TOKEN[ATTR_SESSION_ID]),
+    }
+    assert collector.stats.calls == 6 and collector.stats.rejected_by == {}
+
+
+@pytest.mark.parametrize("encoding", [PB, JS])
+def test_a_process_id_that_is_no_integer_is_rejected_naming_it(
+    collector: Collector, store: Store, encoding: str
+) -> None:
+    rejected, message = send(collector, [mcp_client_span("x")], encoding, {"process.pid": "p1"})
+    assert rejected == 1
+    assert "attribute process.pid must be an integer, got the string 'p1'" in message
+    assert rows(store) == []
+    assert collector.stats.rejected_by == {"type:process.pid": 1}
 
 
 @pytest.mark.parametrize("encoding", [PB, JS])
@@ -224,22 +266,24 @@ def _run_stdio_agent(collector: Collector, resource_attributes: str) -> str:
     return out.stdout.strip()
 
 
-def test_a_real_stdio_agent_is_told_what_to_set_and_stored_once_it_does(
-    collector: Collector, store: Store, caplog: pytest.LogCaptureFixture
+def test_a_real_stdio_agent_is_one_stream_per_process_until_it_names_its_session(
+    collector: Collector, store: Store
 ) -> None:
-    """The OTel SDK gives the process a service.instance.id, yet its stdio calls are not keyed
-    by it (a process is no session: it may serve many conversations); the collector's warning
-    says what to set, and with session.id on the resource the same agent's calls are stored."""
-    caplog.set_level(logging.WARNING, logger="toolwatch.collector.otlp.server")
-    instance = _run_stdio_agent(collector, "")
-    assert len(instance) == 36  # a UUID, per process
-    assert rows(store) == []
-    assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 2}
-    assert collector.stats.ignored_by.get(IGNORED_SDK, 0) >= 2  # the SDK's own spans
-    warnings = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
-    assert warnings and all(TO_SET in w for w in warnings), warnings
+    """The OTel Python SDK gives the process a service.instance.id: a real stdio agent's calls,
+    with no session anywhere, are stored as one stream keyed by it (a second run is a second
+    stream); with session.id on the resource the same agent's calls are keyed by that."""
+    first = _run_stdio_agent(collector, "")
+    second = _run_stdio_agent(collector, "")
+    assert len(first) == 36 and len(second) == 36 and first != second  # a UUID per process
+    got = [(r["tool"], r["service"], *session_of(r)) for r in rows(store)]
+    token = TOKEN["service.instance.id"]
+    assert sorted(got) == sorted(
+        [("echo", "stdio-agent", first, token)] * 2 + [("echo", "stdio-agent", second, token)] * 2
+    )
+    assert collector.stats.rejected_by == {}
+    assert collector.stats.ignored_by.get(IGNORED_SDK, 0) >= 4  # the SDK's own spans
 
     _run_stdio_agent(collector, "session.id=stdio-run-1,deployment.environment=test")
-    got = [(r["tool"], r["service"], *session_of(r)) for r in rows(store)]
-    assert got == [("echo", "stdio-agent", "stdio-run-1", TOKEN[ATTR_SESSION_ID])] * 2
-    assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 2}  # none more
+    got = [(r["tool"], *session_of(r)) for r in rows(store) if r["session_id"] == "stdio-run-1"]
+    assert got == [("echo", "stdio-run-1", TOKEN[ATTR_SESSION_ID])] * 2
+    assert collector.stats.calls == 6 and collector.stats.rejected_by == {}

@@ -1,12 +1,14 @@
 // Emit semconv-only MCP tool spans (no toolwatch attributes) from Node's OpenTelemetry SDK.
 //
 // usage: node send.js --endpoint http://127.0.0.1:4318/v1/traces --protocol proto|json
-//                     [--gzip] [--count 5] [--session s1] [--service node-agent]
+//                     [--gzip] [--count 5] [--session s1] [--service node-agent] [--detect]
+// --session '' sends no gen_ai.conversation.id (an MCP client over stdio has no session);
+// --detect adds Node's process and host detectors to the resource (process.pid, host.name).
 // Prints one JSON line per export result and a final summary; exit 1 if an export failed.
 'use strict';
 const { diag, DiagConsoleLogger, DiagLogLevel, SpanKind, SpanStatusCode, trace } = require('@opentelemetry/api');
 const { BasicTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-const { resourceFromAttributes } = require('@opentelemetry/resources');
+const { detectResources, hostDetector, processDetector, resourceFromAttributes } = require('@opentelemetry/resources');
 
 function args() {
   const a = { endpoint: 'http://127.0.0.1:4318/v1/traces', protocol: 'proto', gzip: false, count: 5,
@@ -15,6 +17,7 @@ function args() {
   for (let i = 0; i < v.length; i++) {
     const k = v[i].replace(/^--/, '');
     if (k === 'gzip') a.gzip = true;
+    else if (k === 'detect') a.detect = true;
     else a[k] = v[++i];
   }
   a.count = Number(a.count);
@@ -42,8 +45,14 @@ async function main() {
     shutdown: () => inner.shutdown(),
     forceFlush: () => inner.forceFlush(),
   };
+  let resource = resourceFromAttributes({ 'service.name': a.service });
+  if (a.detect) {
+    const detected = detectResources({ detectors: [processDetector, hostDetector] });
+    await detected.waitForAsyncAttributes?.();
+    resource = resource.merge(detected);
+  }
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': a.service }),
+    resource,
     spanProcessors: [new BatchSpanProcessor(exporter, { maxExportBatchSize: 512 })],
   });
   const tracer = provider.getTracer('node-mcp-client', '0.0.1');
@@ -56,7 +65,7 @@ async function main() {
         'mcp.method.name': 'tools/call',
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': tool,
-        'gen_ai.conversation.id': a.session,
+        ...(a.session ? { 'gen_ai.conversation.id': a.session } : {}),
         'gen_ai.response.id': `resp-${Math.floor(i / 2)}`,
         'gen_ai.tool.call.id': `call-${i}`,
         'jsonrpc.request.id': String(i + 1),
@@ -71,7 +80,8 @@ async function main() {
   }
   await provider.forceFlush();
   await provider.shutdown();
-  console.log(JSON.stringify({ summary: { spans: a.count, protocol: a.protocol, gzip: a.gzip, failed_exports: failed } }));
+  console.log(JSON.stringify({ summary: { spans: a.count, protocol: a.protocol, gzip: a.gzip, failed_exports: failed,
+    pid: a.detect ? process.pid : null } }));
   process.exitCode = failed ? 1 : 0;
 }
 
