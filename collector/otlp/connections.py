@@ -8,7 +8,9 @@ phase through a subclass of uvicorn's h11 protocol (:func:`guarded_protocol`):
 * a connection waiting for a request's headers (new, or idle after a response) is closed after
   ``header_timeout`` seconds;
 * a request whose body is being read is closed when no byte arrived for ``body_timeout``
-  seconds (the receiver answers 408 first when it can; see ``Collector._read_body``);
+  seconds, or when the whole body has not arrived within ``body_deadline`` seconds (a sender
+  trickling a byte just inside the silence allowed would otherwise hold its connection and its
+  byte reservation for ever); the receiver answers 408 first when it can (:func:`within`);
 * at most ``max_connections`` are open (by default below the descriptor limit, which is raised
   to the hard limit at start): one more evicts the oldest connection still sending headers or a
   body, so a well-behaved client always gets in, in milliseconds.
@@ -23,18 +25,22 @@ import asyncio
 import logging
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolwatch.collector.otlp.decode import OtlpError
 from toolwatch.log_limits import Window
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
+#: seconds for a whole body: an OTLP exporter gives up on a request after 10 s (the SDKs'
+#: default export timeout), so two minutes is ample for a 16 MiB body on a slow link
+DEFAULT_BODY_DEADLINE: Final = 120.0
 #: connections asyncio accepts per event-loop round; it accepts a whole round (and the next
 #: ones) before the protocol sees any of them, so the cap leaves room for four rounds
 ACCEPT_BACKLOG: Final = 64
@@ -103,11 +109,13 @@ class ConnectionGuard:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        body_deadline: float = DEFAULT_BODY_DEADLINE,
         on_close: Callable[[str], None] | None = None,
     ) -> None:
         self.max_connections = max(2, max_connections)
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.body_deadline = body_deadline
         self.on_close = on_close  # called with the reason of every connection it closes
         self.connections: dict[Any, _State] = {}  # insertion order: oldest first
         self._sweeper: asyncio.TimerHandle | None = None
@@ -163,6 +171,8 @@ class ConnectionGuard:
                 self._close(conn, "header_timeout")
             elif state.phase == BODY and now - state.last_data > self.body_timeout:
                 self._close(conn, "body_timeout")
+            elif state.phase == BODY and now - state.since > self.body_deadline:
+                self._close(conn, "body_deadline")
         self._schedule(loop)
 
 
@@ -195,6 +205,29 @@ def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
             super().on_response_complete()
 
     return GuardedH11Protocol
+
+
+async def within(chunks: AsyncIterator[bytes], gap: float, deadline: float) -> AsyncIterator[bytes]:
+    """The chunks of a body, each within ``gap`` seconds of the previous one and all within
+    ``deadline`` seconds of the first read (else 408, its ``reason`` saying which).
+
+    One timer per request, moved on at every chunk (no task per chunk: a thousand slow
+    clients must cost the event loop little)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    try:
+        async with asyncio.timeout(min(gap, deadline)) as timer:
+            async for chunk in chunks:
+                timer.reschedule(min(loop.time() + gap, end))
+                yield chunk
+    except TimeoutError:
+        if loop.time() >= end:
+            raise OtlpError(
+                408, f"body not complete within {deadline:g} s", reason="body_deadline"
+            ) from None
+        raise OtlpError(
+            408, f"no body bytes received for {gap:g} s", reason="body_timeout"
+        ) from None
 
 
 def return_large_blocks_to_the_os(threshold: int = 8 << 20, trim: int = 32 << 20) -> bool:

@@ -64,6 +64,7 @@ class _StatsCollector:
             ignored = dict(s.ignored_by)
             refused = dict(s.refused)
             unavailable = dict(s.unavailable_by)
+            timed_out = dict(s.timed_out_by)
             hist = s.commit_latency
             buckets = list(hist.counts)
             total, count = hist.total, hist.count
@@ -79,6 +80,12 @@ class _StatsCollector:
                 "requests answered 503 (retry later), by reason",
                 "reason",
                 unavailable,
+            ),
+            (
+                "requests_timed_out",
+                "requests answered 408 (body too slow), by reason",
+                "reason",
+                timed_out,
             ),
         ):
             family = CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=[label])

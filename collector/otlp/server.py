@@ -2,7 +2,8 @@
 
 Request path: bearer token (401) → media type and content coding (415) → body, read with a
 byte reservation (503 + ``Retry-After`` when the collector holds too much already), within
-:data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_TIMEOUT` of silence (408) and the size
+:data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_TIMEOUT` of silence and
+:data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_DEADLINE` in all (408), and the size
 limit (413) → gunzip and decode *off the event loop*, on a small pool (400: protobuf is parsed as
 ``ExportTraceServiceRequest``, JSON by ``orjson``) → admission against the write queue (503 +
 ``Retry-After``) → wait for the write → 200, with ``partial_success`` when spans were rejected.
@@ -32,7 +33,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -46,6 +47,7 @@ from starlette.types import Receive, Scope, Send
 from toolwatch.collector.otlp.columnar import warm_up
 from toolwatch.collector.otlp.connections import (
     ACCEPT_BACKLOG,
+    DEFAULT_BODY_DEADLINE,
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     ConnectionGuard,
@@ -53,6 +55,7 @@ from toolwatch.collector.otlp.connections import (
     guarded_protocol,
     rate_limit_third_party_logs,
     return_large_blocks_to_the_os,
+    within,
 )
 from toolwatch.collector.otlp.decode import (
     CONTENT_TYPES,
@@ -129,6 +132,7 @@ class Collector:
         on_listings: Callable[[pa.Table], object] | None = None,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        body_deadline: float = DEFAULT_BODY_DEADLINE,
         max_connections: int | None = None,
         extra_metrics: ExtraMetrics | None = None,
     ) -> None:
@@ -139,6 +143,7 @@ class Collector:
         self.max_body = max_body
         self.retry_after = retry_after
         self.body_timeout = body_timeout
+        self.body_deadline = body_deadline
         self.stats = CollectorStats()
         self.run_id = uuid.uuid4().hex[:16]
         self._lock = threading.Lock()  # guards stats, shared with the writer
@@ -202,6 +207,7 @@ class Collector:
             max_connections=max_connections or default_max_connections(),
             header_timeout=header_timeout,
             body_timeout=body_timeout + 5,  # the receiver's own 408 comes first
+            body_deadline=self.body_deadline + 5,
             on_close=self._closed_slow,
         )
         primed = prime_recent_spans(self.store, self._writer.recent)
@@ -418,7 +424,7 @@ class Collector:
                 hold.nbytes += size
         chunks = []
         total = 0
-        async for chunk in _with_timeout(request.stream(), self.body_timeout):
+        async for chunk in within(request.stream(), self.body_timeout, self.body_deadline):
             total += len(chunk)
             if total > self.max_body:
                 raise OtlpError(413, f"body exceeds the limit of {self.max_body} bytes")
@@ -476,11 +482,12 @@ class Collector:
             logging.WARNING,
             f"closed-{reason}",
             "closed a connection (%s; at most %d connections, headers within %g s, body "
-            "bytes at least every %g s)",
+            "bytes at least every %g s, a whole body within %g s)",
             reason,
             self._guard.max_connections if self._guard else 0,
             self._guard_settings[1],
             self.body_timeout,
+            self.body_deadline,
         )
 
 
@@ -528,21 +535,6 @@ class _Router:
                 log.exception("internal error in %s %s", scope["method"], scope["path"])
                 response = Response(b"internal error\n", 500, media_type="text/plain")
         await response(scope, receive, send)
-
-
-async def _with_timeout(chunks: AsyncIterator[bytes], timeout: float) -> AsyncIterator[bytes]:
-    """The chunks of a body, each within ``timeout`` seconds of the previous one (408).
-
-    One timer per request, moved on at every chunk (no task per chunk: a thousand slow
-    clients must cost the event loop little)."""
-    loop = asyncio.get_running_loop()
-    try:
-        async with asyncio.timeout(timeout) as deadline:
-            async for chunk in chunks:
-                deadline.reschedule(loop.time() + timeout)
-                yield chunk
-    except TimeoutError:
-        raise OtlpError(408, f"no body bytes received for {timeout:g} s") from None
 
 
 def _bind(host: str, port: int) -> socket.socket:

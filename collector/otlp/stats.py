@@ -54,6 +54,7 @@ class CollectorStats:
     duplicate_spans: int = 0
     refused: dict[int, int] = field(default_factory=dict)  # HTTP status -> requests
     unavailable_by: dict[str, int] = field(default_factory=dict)  # 503 reason -> requests
+    timed_out_by: dict[str, int] = field(default_factory=dict)  # 408 reason -> requests
     rejected_by: dict[str, int] = field(default_factory=dict)  # category -> spans
     ignored_by: dict[str, int] = field(default_factory=dict)  # reason -> spans
     client_disconnects: int = 0
@@ -86,12 +87,14 @@ class CollectorStats:
 
     def count_refusal(self, status: int, reason: str | None = None) -> None:
         """One refused request; a 503 also by its ``reason`` (a full queue, a failed write,
-        a shutdown: one status, three different things for an operator to do)."""
+        a shutdown: one status, three different things for an operator to do), a 408 by
+        which limit it broke (a silent body, or a trickle past the whole-body deadline)."""
         self.requests += 1
         self.refused[status] = self.refused.get(status, 0) + 1
-        if status == 503:
+        by = {503: self.unavailable_by, 408: self.timed_out_by}.get(status)
+        if by is not None:
             key = reason or "other"
-            self.unavailable_by[key] = self.unavailable_by.get(key, 0) + 1
+            by[key] = by.get(key, 0) + 1
 
 
 def ingest_row(

@@ -19,7 +19,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from toolwatch.collector.otlp.connections import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+from toolwatch.collector.otlp.connections import (
+    DEFAULT_BODY_DEADLINE,
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+)
 from toolwatch.collector.otlp.server import (
     DEFAULT_COMPACT_INTERVAL,
     DEFAULT_MAX_BODY,
@@ -128,6 +132,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative_float,
         default=DEFAULT_BODY_TIMEOUT,
         help="seconds without body bytes before a request gets 408 (default 30)",
+    )
+    parser.add_argument(
+        "--body-deadline",
+        type=non_negative_float,
+        default=DEFAULT_BODY_DEADLINE,
+        help="seconds for a request's whole body before it gets 408, however steadily its "
+        f"bytes trickle in (default {DEFAULT_BODY_DEADLINE:g})",
     )
     parser.add_argument(
         "--max-connections",
@@ -290,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
         on_listings=listings.process if listings is not None else None,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
+        body_deadline=args.body_deadline,
         max_connections=args.max_connections,
         extra_metrics=scorer.metrics if scorer is not None else None,
     )

@@ -472,3 +472,61 @@ def test_keeps_serving_after_each_bad_request_and_keeps_earlier_data(
     assert len(after) == len(before) + len(bad_requests)
     collector.stop()
     assert collector.stats.refused == {400: 3, 413: 2, 415: 1}
+
+
+def test_a_body_trickling_in_gets_408_at_the_whole_body_deadline(store: Store) -> None:
+    """A slow-loris sending one byte every 0.3 s never breaks a 1 s silence limit, which is
+    per chunk: it held its connection (and its byte reservation) for as long as it liked. The
+    whole body must now arrive within ``body_deadline``: 408 with a one-line reason, the
+    connection closed, counted by reason; a silent body still gets its own 408."""
+    import socket
+    import threading
+    import time
+
+    from support.collector import scrape_metrics
+
+    head = (
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        b"Content-Length: 1000\r\n\r\n"
+    )
+    with Collector(store, compact_interval=None, body_timeout=1.0, body_deadline=2.0) as c:
+        sock = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        sock.sendall(head)
+        done = threading.Event()
+
+        def trickle() -> None:
+            while not done.wait(0.3):
+                try:
+                    sock.sendall(b"\x00")
+                except OSError:
+                    return
+
+        sender = threading.Thread(target=trickle)
+        began = time.monotonic()
+        sender.start()
+        try:
+            answer = sock.recv(4096)  # the socket's 10 s timeout fails the test without it
+            took = time.monotonic() - began
+            while more := sock.recv(4096):  # the rest, until the collector closes
+                answer += more
+        finally:
+            done.set()
+            sender.join()
+            sock.close()
+        status, _, body = answer.partition(b"\r\n")
+        assert status == b"HTTP/1.1 408 Request Timeout", answer
+        assert b"connection: close" in answer.lower()
+        message = decode_status(PB, body.partition(b"\r\n\r\n")[2])[1]
+        assert message == "body not complete within 2 s"
+        assert 1.9 < took < 5
+
+        silent = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        silent.sendall(head + b"\x00")
+        assert silent.recv(4096).startswith(b"HTTP/1.1 408")
+        silent.close()
+        assert c.stats.refused == {408: 2}
+        assert c.stats.timed_out_by == {"body_deadline": 1, "body_timeout": 1}
+        _, text = scrape_metrics(c.port)
+        assert 'toolwatch_collector_requests_timed_out_total{reason="body_deadline"} 1.0' in text
+        assert post(c.url, pb_request([SpanSpec(call())])).status == 200  # still serving
+    assert len(rows(store)) == 1
