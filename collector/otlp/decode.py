@@ -85,6 +85,21 @@ _PROTO_NAMES: Final = {
     )
 }
 _JSON_NAMES: Final = {proto: camel for camel, proto in _PROTO_NAMES.items()}
+#: The top-level fields of the other signals' OTLP/JSON exports (both spellings): an SDK whose
+#: logs or metrics exporter points at /v1/traces sends these, which a trace parser reads as
+#: unknown fields, so they were answered 200 with nothing stored and nothing said.
+_OTHER_SIGNAL_KEYS: Final = (
+    "resourceLogs",
+    "resource_logs",
+    "resourceMetrics",
+    "resource_metrics",
+    "resourceProfiles",
+    "resource_profiles",
+)
+_OTHER_SIGNAL_ADVICE: Final = (
+    "this endpoint receives traces only (resourceSpans); send logs and metrics elsewhere or "
+    "turn their exporters off (OTEL_LOGS_EXPORTER=none, OTEL_METRICS_EXPORTER=none)"
+)
 _GZIP_STEP: Final = 256 * 1024  # compressed bytes fed to zlib at a time
 
 # google.rpc.Code values used in error bodies
@@ -258,6 +273,10 @@ def decode_json(body: bytes) -> list[SpanData]:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError as exc:  # also: nesting past 1,024, lone surrogates
         raise OtlpError(400, f"malformed JSON: {exc}") from exc
+    if isinstance(doc, dict) and _get(doc, "resourceSpans") is None:
+        other = next((key for key in _OTHER_SIGNAL_KEYS if key in doc), None)
+        if other is not None:  # read as unknown fields it was a silent empty export
+            raise OtlpError(400, f"{other} is not a trace export: {_OTHER_SIGNAL_ADVICE}")
     try:
         return list(_json_spans(doc))
     except _JsonShapeError as exc:

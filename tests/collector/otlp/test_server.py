@@ -377,6 +377,28 @@ def test_malformed_json_is_400_naming_the_field(
     assert expected in _status(reply, JS)
 
 
+@pytest.mark.parametrize(
+    "key", ["resourceLogs", "resource_logs", "resourceMetrics", "resource_metrics"]
+)
+def test_a_logs_or_metrics_export_to_the_traces_path_is_400_saying_so(
+    collector: Collector, key: str
+) -> None:
+    """An SDK whose logs or metrics exporter points at /v1/traces sends an OTLP/JSON export of
+    that signal: read as a trace export with unknown fields, it got 200 and was dropped
+    without a word. It is a 400 naming the signal and what to do; counted as refused."""
+    doc = {key: [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "x"}}]}]}]}
+    reply = post(collector.url, json.dumps(doc).encode(), JS)
+    assert reply.status == 400
+    assert _status(reply, JS) == (
+        f"{key} is not a trace export: this endpoint receives traces only (resourceSpans); "
+        "send logs and metrics elsewhere or turn their exporters off "
+        "(OTEL_LOGS_EXPORTER=none, OTEL_METRICS_EXPORTER=none)"
+    )
+    assert collector.stats.refused == {400: 1} and collector.stats.spans == 0
+    both = {key: [], "resourceSpans": json.loads(json_request([SpanSpec(call())]))["resourceSpans"]}
+    assert post(collector.url, json.dumps(both).encode(), JS).status == 200  # traces win
+
+
 def test_wrong_content_type_or_encoding_is_415(collector: Collector) -> None:
     reply = post(collector.url, pb_request([SpanSpec(call())]), "text/plain")
     assert reply.status == 415 and "text/plain" in _status(reply, JS)
