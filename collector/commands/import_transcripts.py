@@ -164,6 +164,12 @@ def import_claude_code(
         if scan.not_read:
             path, reason = scan.not_read[0]
             unread = f" ({len(scan.not_read):,} file(s) not read, e.g. {path}: {reason})"
+        if scan.unlisted_dirs:
+            path, reason = scan.unlisted_dirs[0]
+            unread += (
+                f" ({len(scan.unlisted_dirs):,} director(ies) could not be listed, "
+                f"e.g. {path}: {reason})"
+            )
         names = ", ".join(TRANSCRIPT_NAMES)
         raise TranscriptPathError(f"no transcript ({names}) found under {shown}{unread}")
     show_bar = progress and any(Path(p).is_dir() for p in paths)
@@ -199,6 +205,7 @@ def import_claude_code(
             on_bytes=bar.update,
             on_total=on_total,
             not_read=scan.not_read,
+            unlisted_dirs=scan.unlisted_dirs,
         )
     outcome = ImportOutcome(
         report=report,
@@ -256,6 +263,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
     return {
         "files": r.files,
         "unreadable_files": [{"path": p, "error": e} for p, e in r.unreadable_files],
+        "unlisted_directories": [{"path": p, "error": e} for p, e in r.unlisted_dirs],
         "bytes": r.bytes,
         "lines": r.lines,
         "sessions": r.sessions,
@@ -325,6 +333,12 @@ def format_summary(outcome: ImportOutcome) -> str:
         lines.append(f"  OTLP export incomplete: {outcome.export_problem}")
     for path, error in r.unreadable_files:
         lines.append(f"  unreadable file {path}: {error}")
+    if r.unlisted_dirs:
+        lines.append(
+            f"  {len(r.unlisted_dirs):,} director(ies) not searched (cannot be listed; "
+            "any transcripts inside not read):"
+        )
+        lines.extend(f"    {path}: {error}" for path, error in r.unlisted_dirs)
     if r.skipped:
         lines.append(f"  skipped {len(r.skipped):,} line(s):")
         lines.extend(f"    {reason}: {n:,}" for reason, n in r.skipped_by_reason().items())

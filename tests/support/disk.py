@@ -6,10 +6,17 @@ from __future__ import annotations
 import builtins
 import errno
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
+
+#: The uid and gid of ``nobody`` on Debian and most Linux systems.
+NOBODY: Final = 65534
 
 
 def read_only(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
@@ -41,3 +48,35 @@ def record_fsync_and_replace(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str,
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
     return events
+
+
+@contextmanager
+def unprivileged() -> Iterator[None]:
+    """Run the block as a normal user (``nobody``) when the tests run as root, as CI's
+    container does: root lists a ``chmod 000`` directory, so permission bits bind only
+    then. The effective ids are set back after; a normal user runs the block as is."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(NOBODY)
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+@contextmanager
+def world_readable_dir() -> Iterator[Path]:
+    """A fresh directory any user can enter (pytest's ``tmp_path`` is under a 0700 directory,
+    which :func:`unprivileged` could not traverse), removed after, its modes restored first."""
+    path = Path(tempfile.mkdtemp(prefix="toolwatch-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for sub in path.rglob("*"):
+            if sub.is_dir() and not sub.is_symlink():
+                sub.chmod(0o755)
+        shutil.rmtree(path)

@@ -48,6 +48,9 @@ class ImportReport:
     #: (path as the user gave or reached it, reason): files that failed to read and ``*.jsonl``
     #: entries not read (a FIFO, a dangling symlink, ...), sorted by path
     unreadable_files: list[tuple[str, str]] = field(default_factory=list)
+    #: (path, reason): directories under the paths given that could not be listed (permission
+    #: denied), so whatever transcripts they hold were not read
+    unlisted_dirs: list[tuple[str, str]] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
     sessions: int = 0
@@ -87,14 +90,17 @@ def build_records(
     on_bytes: ProgressCallback | None = None,
     on_total: ProgressCallback | None = None,
     not_read: Sequence[tuple[str, str]] = (),
+    unlisted_dirs: Sequence[tuple[str, str]] = (),
 ) -> tuple[list[CallRecord], ImportReport]:
     """Deduplicate, match results, number calls per session; records sorted by session, seq.
 
     With ``provenance`` (a config), the files are read a second time to fill the records'
     provenance fields (:mod:`.provenance`; ``on_total``/``on_bytes`` report that pass).
     ``not_read``: the scan's entries not read (:class:`.transcripts.TranscriptScan`), reported
-    with the files that failed to read."""
-    report = ImportReport(files=len(parses), unreadable_files=list(not_read))
+    with the files that failed to read; ``unlisted_dirs``: its directories not listed."""
+    report = ImportReport(
+        files=len(parses), unreadable_files=list(not_read), unlisted_dirs=list(unlisted_dirs)
+    )
     by_index = {p.file_index: p for p in parses}
     kept: dict[str, TranscriptCall] = {}
     total = 0
@@ -255,4 +261,10 @@ def import_transcripts(
     """
     scan = scan_transcripts(paths)
     parses = [parse_file(t.path, index, on_bytes, t.shown) for index, t in enumerate(scan.files)]
-    return build_records(parses, provenance=provenance, on_bytes=on_bytes, not_read=scan.not_read)
+    return build_records(
+        parses,
+        provenance=provenance,
+        on_bytes=on_bytes,
+        not_read=scan.not_read,
+        unlisted_dirs=scan.unlisted_dirs,
+    )

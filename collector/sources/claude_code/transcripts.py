@@ -12,7 +12,7 @@ import errno
 import io
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
@@ -64,11 +64,13 @@ class Transcript:
 
 @dataclass(slots=True)
 class TranscriptScan:
-    """The transcripts found, sorted by resolved path, and the ``*.jsonl`` entries under the
-    directories given that are not read: ``(shown path, reason)``, sorted."""
+    """The transcripts found, sorted by resolved path, the ``*.jsonl`` entries under the
+    directories given that are not read, and the directories under them the walk could not list
+    (permission denied: any transcript inside is unseen): ``(shown path, reason)``, sorted."""
 
     files: list[Transcript] = field(default_factory=list)
     not_read: list[tuple[str, str]] = field(default_factory=list)
+    unlisted_dirs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
@@ -79,12 +81,14 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
     the order in which paths were given. A given path that is missing or neither a regular file
     nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
     entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason, and
-    so is a zstd-compressed transcript (``*.jsonl.zst``).
+    so is a zstd-compressed transcript (``*.jsonl.zst``); a directory that cannot be listed is
+    in ``unlisted_dirs`` (the walk goes on beside it).
     Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
     searched like any other; symlinked directories are not followed (no loops).
     """
     found: dict[Path, str] = {}
     not_read: dict[str, str] = {}
+    unlisted: dict[str, str] = {}
 
     def add(path: Path) -> None:
         resolved = path.resolve()
@@ -99,7 +103,7 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
         except OSError as exc:
             raise TranscriptPathError(f"{_stat_problem(path, exc)}: {path}") from None
         if stat.S_ISDIR(mode):
-            for entry in path.rglob(f"*{TRANSCRIPT_SUFFIX}*"):
+            for entry in _walk(path, unlisted):
                 compressed = _compressed(entry.name)
                 if compressed is None and transcript_stem(entry.name) is None:
                     continue  # x.jsonl.bak, x.jsonl.lock ...: not a transcript
@@ -117,7 +121,23 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
     return TranscriptScan(
         files=[Transcript(p, found[p]) for p in sorted(found, key=str)],
         not_read=sorted(not_read.items()),
+        unlisted_dirs=sorted(unlisted.items()),
     )
+
+
+def _walk(root: Path, unlisted: dict[str, str]) -> Iterator[Path]:
+    """Every entry under ``root`` whose name holds ``.jsonl`` (files and directories, symlinks
+    not followed). A directory that cannot be listed goes into ``unlisted`` with its reason:
+    ``Path.rglob`` passed over it without a word, and the transcripts in it with it."""
+
+    def failed(exc: OSError) -> None:
+        where = exc.filename or root
+        unlisted[str(where)] = _stat_problem(Path(where), exc)
+
+    for top, dirs, files in os.walk(root, onerror=failed):
+        for name in (*dirs, *files):
+            if TRANSCRIPT_SUFFIX in name:
+                yield Path(top, name)
 
 
 def find_transcripts(paths: Iterable[str | Path]) -> list[Path]:

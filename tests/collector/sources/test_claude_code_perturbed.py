@@ -18,6 +18,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+from support.transcripts import SESSION, SID
+from support.transcripts import call_line as _call
+from support.transcripts import jsonl as _text
+from support.transcripts import result_line as _result
 from toolwatch.collector.sources.claude_code import ImportReport, import_transcripts, parse_file
 from toolwatch.collector.sources.claude_code.decoding import utf16_encoding
 from toolwatch.collector.sources.claude_code.parsing import (
@@ -27,41 +31,10 @@ from toolwatch.collector.sources.claude_code.parsing import (
 )
 from toolwatch.record import CallRecord
 
-SID = "0d9c4f52-aaaa-4bbb-8ccc-000000000001"
 #: A zstd frame's first bytes (the stdlib reads zstd only from Python 3.14: named, not read)
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def _call(
-    call_id: str, stamp: str, msg: str = "msg_1", session: str | None = SID, **extra: Any
-) -> dict[str, Any]:
-    block = {"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": "/x"}}
-    line: dict[str, Any] = {
-        "type": "assistant",
-        "timestamp": stamp,
-        "message": {"id": msg, "content": [block]},
-        **extra,
-    }
-    if session is not None:
-        line["sessionId"] = session
-    return line
-
-
-def _result(call_id: str, stamp: str, text: str = "hello") -> dict[str, Any]:
-    block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
-    return {"type": "user", "sessionId": SID, "timestamp": stamp, "message": {"content": [block]}}
-
-
-def _text(lines: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(line) + "\n" for line in lines)
-
-
-SESSION = [
-    _call("toolu_1", "2026-03-01T10:00:00.000Z", "msg_1"),
-    _result("toolu_1", "2026-03-01T10:00:01.500Z"),
-    _call("toolu_2", "2026-03-01T10:00:05.000Z", "msg_2"),
-    _result("toolu_2", "2026-03-01T10:00:05.250Z", "hello world"),
-]
 # (call id, seq, input bytes {"file_path":"/x"}, output bytes, duration µs, response)
 EXPECTED = [
     ("toolu_1", 0, 18, 5, 1_500_000, "msg_1"),

@@ -1,0 +1,52 @@
+"""``toolwatch import claude-code`` on a user's messy folders: what the summary and ``--json``
+say about what could not be read, and the exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.disk import unprivileged, world_readable_dir
+from support.transcripts import SESSION, call_line, jsonl
+from toolwatch.cli import main
+
+
+def _import(store: Path, *paths: Path, extra: tuple[str, ...] = ()) -> int:
+    return main(["import", "claude-code", *map(str, paths), "--store", str(store), *extra])
+
+
+def test_a_directory_that_cannot_be_listed_is_in_both_summaries(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Counted and named, exit 0 as for a file not read; nothing else found: exit 2 naming it."""
+    with world_readable_dir() as root:
+        locked = root / "projects" / "-home-u-secret"
+        locked.mkdir(parents=True)
+        (locked / "s.jsonl").write_text(jsonl(SESSION))
+        other = root / "projects" / "-home-u-open"
+        other.mkdir()
+        (other / "t.jsonl").write_text(jsonl([call_line("toolu_z", "2026-03-02T10:00:00Z")]))
+        # as root first: the modules the command imports lazily are loaded (a normal user
+        # cannot read root's Python install)
+        assert _import(root / "warm", root / "projects", extra=("--quiet",)) == 0
+        capsys.readouterr()
+        store = root / "store"
+        store.mkdir()
+        store.chmod(0o777)
+        locked.chmod(0)
+        with unprivileged():
+            code = _import(store, root / "projects", extra=("--quiet",))
+            out = capsys.readouterr().out
+            json_code = _import(store, root / "projects", extra=("--quiet", "--json"))
+            doc = json.loads(capsys.readouterr().out)
+            alone = _import(store, locked)
+        assert (code, json_code) == (0, 0)
+        assert "  1 director(ies) not searched (cannot be listed; any transcripts inside " in out
+        assert f"    {locked}: permission denied" in out
+        assert doc["unlisted_directories"] == [{"path": str(locked), "error": "permission denied"}]
+        assert (doc["calls"], doc["written"]) == (1, 0)
+        assert alone == 2
+        err = capsys.readouterr().err
+        assert "(1 director(ies) could not be listed, e.g." in err and str(locked) in err
