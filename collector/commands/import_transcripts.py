@@ -274,6 +274,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "capped_outputs": r.capped,
         "failed": r.failed,
         "without_result": r.without_result,
+        "result_cut_off": r.result_cut,
         "subagent_calls": r.subagent_calls,
         "mcp_calls": r.mcp_calls,
         "client_quirks": {q: {"streams": n[0], "calls": n[1]} for q, n in r.quirks.items()},
@@ -299,6 +300,11 @@ def format_summary(outcome: ImportOutcome) -> str:
         f"  failed: {r.failed:,}   without result: {r.without_result:,}   "
         f"subagent calls: {r.subagent_calls:,}   MCP calls: {r.mcp_calls:,}",
     ]
+    if r.result_cut:
+        lines.append(
+            f"  {r.result_cut:,} call(s) without result because it is in a cut last line "
+            "(still being written?): no size or duration; failed false, as no failure was seen"
+        )
     if r.quirks:
         flagged = ", ".join(
             f"{q} {n[0]:,} stream(s) / {n[1]:,} call(s)" for q, n in r.quirks.items()

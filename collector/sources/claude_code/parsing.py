@@ -64,6 +64,9 @@ UNMATCHED_RESULT: Final = "tool_result without matching tool_use"
 #: An unparsable last line without its newline: cut off, mostly a live session being written
 #: (a re-import once it is complete adds the call it held).
 INCOMPLETE_LINE: Final = "incomplete last line (still being written?)"
+#: The ids a cut line's result blocks answer, read structurally: inside a JSON string a quote
+#: is always escaped, so a match is the line's own ``tool_use_id`` key, never result text.
+_CUT_RESULT_ID: Final = re.compile(rb'"tool_use_id"\s*:\s*"([^"\\]+)"')
 #: Calls and results in a line of another type than assistant/user (a future entry type):
 #: not read, as what the type means is unknown, but never dropped without a word.
 OTHER_TYPE_CALL: Final = "tool_use in a line not of type assistant"
@@ -124,6 +127,9 @@ class FileParse:
     bytes: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
     error: str | None = None  # the file itself could not be read
+    #: call ids whose result was in the cut last line (:data:`INCOMPLETE_LINE`): such a call
+    #: is imported without result, as one whose result is not written yet, and counted apart
+    cut_results: set[str] = field(default_factory=set)
     #: the path the user gave or reached the file by (messages name it); ``path`` when empty
     shown: str = ""
 
@@ -205,8 +211,15 @@ class _FileParser:
         try:
             obj, strict = load_line(raw)
         except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too deep
-            if raw.strip():
-                self.skip(line_no, "invalid JSON" if raw.endswith(b"\n") else INCOMPLETE_LINE)
+            if not raw.strip():
+                return
+            if raw.endswith(b"\n"):
+                self.skip(line_no, "invalid JSON")
+                return
+            self.skip(line_no, INCOMPLETE_LINE)
+            self.out.cut_results.update(
+                m.decode("utf-8", "replace") for m in _CUT_RESULT_ID.findall(raw)
+            )
             return
         if type(obj) is not dict:
             self.skip(line_no, "not a JSON object")

@@ -61,6 +61,9 @@ class ImportReport:
     capped: int = 0
     failed: int = 0
     without_result: int = 0
+    #: of ``without_result``: calls whose result was in a file's cut last line (a session
+    #: being written): no size, duration or failure is known, none is claimed
+    result_cut: int = 0
     subagent_calls: int = 0
     mcp_calls: int = 0
     #: client quirk -> [streams, calls] flagged (``client_quirk``; kept, not dropped)
@@ -134,6 +137,8 @@ def build_records(
             if result is None:
                 result, result_file = _find_result(call.call_id, parses)
             used.add((result_file, call.call_id))
+            if result is None and any(call.call_id in p.cut_results for p in parses):
+                report.result_cut += 1
             record = _record(call, result, seq, trace_id)
             records.append(record)
             when = None if result is None else parse_time(result.stamp)

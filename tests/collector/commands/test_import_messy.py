@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.disk import unprivileged, world_readable_dir
-from support.transcripts import SESSION, call_line, jsonl
+from support.transcripts import SESSION, call_line, jsonl, result_line
 from toolwatch.cli import main
 
 
@@ -50,3 +50,18 @@ def test_a_directory_that_cannot_be_listed_is_in_both_summaries(
         assert alone == 2
         err = capsys.readouterr().err
         assert "(1 director(ies) could not be listed, e.g." in err and str(locked) in err
+
+
+def test_a_result_cut_off_is_counted_in_both_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cut = json.dumps(result_line("toolu_1", "2026-03-01T10:00:01Z", "r" * 200))[:250]
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl([call_line("toolu_1", "2026-03-01T10:00:00Z")]) + cut)
+    assert _import(tmp_path / "s", path) == 0
+    out = capsys.readouterr().out
+    assert "  failed: 0   without result: 1   " in out
+    assert "  1 call(s) without result because it is in a cut last line (still being" in out
+    assert _import(tmp_path / "s", path, extra=("--json",)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["without_result"], doc["result_cut_off"], doc["failed"]) == (1, 1, 0)

@@ -5,14 +5,16 @@ test holds: every call counted once, and whatever is not read is named with its 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from support.disk import unprivileged, world_readable_dir
-from support.transcripts import SESSION, call_line, jsonl
+from support.transcripts import SESSION, SID, call_line, jsonl, result_line
 from toolwatch.collector.sources.claude_code import import_transcripts, scan_transcripts
+from toolwatch.collector.sources.claude_code.parsing import INCOMPLETE_LINE
 
 
 @pytest.fixture
@@ -42,3 +44,40 @@ def test_a_directory_that_cannot_be_listed_is_named_not_passed_over(open_dir: Pa
     assert [r.call_id for r in records] == ["toolu_z"]
     assert report.unlisted_dirs == [(str(locked), "permission denied")]
     assert report.unreadable_files == []
+
+
+def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
+    tmp_path: Path,
+) -> None:
+    """A session being written whose last line, a result, is cut: its call was counted only
+    among the calls without result, like one whose result was never written. It is still
+    imported as such (no size, no duration, no failure seen; the store is append-only, so a
+    later re-import does not add the result) and now counted apart: ``result_cut``. A cut
+    line that quotes a result id inside its text does not count that call."""
+    quoting = result_line("toolu_1", "2026-03-01T10:00:01.500Z", 'x "tool_use_id":"toolu_2" y')
+    lines = [call_line("toolu_1", "2026-03-01T10:00:00.000Z", "msg_1")]
+    lines += [call_line("toolu_2", "2026-03-01T10:00:01.000Z", "msg_2")]
+    lines += [call_line("toolu_3", "2026-03-01T10:00:02.000Z", "msg_3")]
+    cut = json.dumps(result_line("toolu_3", "2026-03-01T10:00:05.000Z", "a long result " * 30))
+    path = tmp_path / f"{SID}.jsonl"
+    path.write_text(jsonl(lines) + json.dumps(quoting)[:-20])
+    records, report = import_transcripts([path])
+    assert [(r.call_id, r.output_bytes, r.duration_us, r.failed) for r in records] == [
+        ("toolu_1", None, None, False),
+        ("toolu_2", None, None, False),
+        ("toolu_3", None, None, False),
+    ]
+    assert (report.without_result, report.result_cut) == (3, 1)  # toolu_1's, not toolu_2's
+    assert [str(s) for s in report.skipped] == [f"{path}:4: {INCOMPLETE_LINE}"]
+    path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut[: len(cut) // 2])
+    records, report = import_transcripts([path])
+    assert [(r.call_id, r.output_bytes, r.duration_us) for r in records] == [
+        ("toolu_1", 27, 1_500_000),
+        ("toolu_2", None, None),
+        ("toolu_3", None, None),
+    ]
+    assert (report.without_result, report.result_cut, report.failed) == (2, 1, 0)
+    assert [r.error_type for r in records] == [None, None, None]
+    path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut + "\n")  # written since
+    records, report = import_transcripts([path])
+    assert (report.without_result, report.result_cut) == (1, 0)
