@@ -263,6 +263,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
     return {
         "files": r.files,
         "unreadable_files": [{"path": p, "error": e} for p, e in r.unreadable_files],
+        "damaged_files": r.damaged_files,
         "unlisted_directories": [{"path": p, "error": e} for p, e in r.unlisted_dirs],
         "bytes": r.bytes,
         "lines": r.lines,
@@ -337,6 +338,11 @@ def format_summary(outcome: ImportOutcome) -> str:
         lines.append(f"  exported as OTLP: {outcome.exported:,} call(s)")
     if outcome.export_problem:
         lines.append(f"  OTLP export incomplete: {outcome.export_problem}")
+    if r.damaged_files:
+        lines.append(
+            f"  damaged file(s): {len(r.damaged_files):,} (read up to the damage, the rest "
+            "lost; below with what happened and where)"
+        )
     for path, error in r.unreadable_files:
         lines.append(f"  unreadable file {path}: {error}")
     if r.unlisted_dirs:

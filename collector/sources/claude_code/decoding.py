@@ -55,6 +55,11 @@ GZIP_CORRUPT: Final = CORRUPT.format("gzip")
 #: found at the checksum, the end, so the lines decoded from it were read (mostly as invalid).
 KEPT: Final = "(the lines before it were read)"
 KEPT_GARBLED: Final = "(the lines before it were read; the damage may have garbled some of them)"
+#: bzip2 and xz raise at a bad check instead of giving the text of that step (:data:`STEP`).
+KEPT_BUT_STEP: Final = (
+    "(the lines before it were read but for up to the last 4 KiB of text, lost with the "
+    "damage; the damage may have garbled some of them)"
+)
 
 
 class TranscriptReadError(Exception):
@@ -163,7 +168,13 @@ def utf16_encoding(head: bytes) -> str | None:
 
 
 class _Corrupt(Exception):
-    """A bzip2 or xz decompressor refused the data (told apart from a disk's ``OSError``)."""
+    """A bzip2 or xz decompressor refused the data (told apart from a disk's ``OSError``);
+    ``lost_step``: it raised instead of giving the text of its step (garbage after the last
+    stream loses none)."""
+
+    def __init__(self, lost_step: bool) -> None:
+        super().__init__()
+        self.lost_step = lost_step
 
 
 class _Decompressed(io.RawIOBase):
@@ -195,7 +206,7 @@ class _Decompressed(io.RawIOBase):
                 if not data:
                     return 0  # the last stream ended with the file
                 if not data.startswith(self._magic[: len(data)]):
-                    raise _Corrupt  # not another stream: garbage after the last one
+                    raise _Corrupt(False)  # not another stream: garbage after the last one
                 self._decompressor = self._new()
             elif self._decompressor.needs_input:
                 data = self._disk.read(CHUNK)
@@ -204,7 +215,7 @@ class _Decompressed(io.RawIOBase):
             try:
                 out = self._decompressor.decompress(data, min(len(buffer), STEP))
             except (OSError, lzma.LZMAError):
-                raise _Corrupt from None
+                raise _Corrupt(True) from None
             if out:
                 buffer[: len(out)] = out
                 return len(out)
@@ -231,5 +242,8 @@ def _stream_errors(compression: str) -> Iterator[None]:
         yield
     except EOFError:  # "Compressed file ended before the end-of-stream marker was reached"
         raise TranscriptReadError(CUT.format(compression), KEPT) from None
-    except (gzip.BadGzipFile, zlib.error, _Corrupt):  # bad header, check, garbage after it
+    except (gzip.BadGzipFile, zlib.error):  # bad header, check, garbage after it
         raise TranscriptReadError(CORRUPT.format(compression), KEPT_GARBLED) from None
+    except _Corrupt as exc:  # the same for bzip2 and xz, less the text of a step that raised
+        kept = KEPT_BUT_STEP if exc.lost_step else KEPT_GARBLED
+        raise TranscriptReadError(CORRUPT.format(compression), kept) from None

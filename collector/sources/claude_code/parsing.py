@@ -127,6 +127,9 @@ class FileParse:
     bytes: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
     error: str | None = None  # the file itself could not be read
+    #: the file broke after lines were read (a cut or corrupt stream, a read error): those
+    #: lines are kept, what followed (and for bzip2/xz up to 4 KiB before) is lost
+    damaged: bool = False
     #: call ids whose result was in the cut last line (:data:`INCOMPLETE_LINE`): such a call
     #: is imported without result, as one whose result is not written yet, and counted apart
     cut_results: set[str] = field(default_factory=set)
@@ -172,8 +175,10 @@ def parse_file(
                 on_bytes(reader.disk_bytes() - reported)
         except OSError as exc:
             out.error = f"read error after line {line_no}: {exc.strerror or exc}"
+            out.damaged = line_no > 0
         except TranscriptReadError as exc:  # the lines before it are kept
             out.error = f"{exc} after line {line_no:,} {exc.kept}" if line_no else str(exc)
+            out.damaged = line_no > 0
         out.lines = line_no
     parser.finish()
     return out

@@ -51,6 +51,8 @@ class ImportReport:
     #: (path, reason): directories under the paths given that could not be listed (permission
     #: denied), so whatever transcripts they hold were not read
     unlisted_dirs: list[tuple[str, str]] = field(default_factory=list)
+    #: of ``unreadable_files``, those read in part: their stream broke after some lines (kept)
+    damaged_files: list[str] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
     sessions: int = 0
@@ -112,6 +114,8 @@ def build_records(
         report.lines += parse.lines
         if parse.error is not None:
             report.unreadable_files.append((parse.shown or str(parse.path), parse.error))
+            if parse.damaged:
+                report.damaged_files.append(parse.shown or str(parse.path))
         for call in parse.calls:
             total += 1
             best = kept.get(call.call_id)
@@ -119,6 +123,7 @@ def build_records(
                 kept[call.call_id] = call
     report.duplicates = total - len(kept)
     report.unreadable_files.sort()
+    report.damaged_files.sort()
 
     sessions: dict[str, list[TranscriptCall]] = {}
     for call in kept.values():

@@ -3,7 +3,9 @@ say about what could not be read, and the exit code."""
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,25 @@ def test_a_result_cut_off_is_counted_in_both_summaries(
     assert _import(tmp_path / "s", path, extra=("--json",)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["without_result"], doc["result_cut_off"], doc["failed"]) == (1, 1, 0)
+
+
+def test_a_damaged_backup_is_counted_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated .xz beside a whole .bz2: the calls before the cut are kept, and the file is
+    counted as damaged (read in part), not only listed among the files not read."""
+    lines = [
+        call_line(f"toolu_{i}", f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z") for i in range(400)
+    ]
+    packed = lzma.compress(jsonl(lines).encode())
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "cut.jsonl.xz").write_bytes(packed[: len(packed) * 3 // 4])
+    (tmp_path / "in" / "whole.jsonl.bz2").write_bytes(bz2.compress(jsonl(SESSION).encode()))
+    assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet",)) == 0
+    out = capsys.readouterr().out
+    assert "  damaged file(s): 1 (read up to the damage, the rest lost; below with " in out
+    assert f"  unreadable file {tmp_path / 'in' / 'cut.jsonl.xz'}: xz stream cut short after" in out
+    assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet", "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["damaged_files"] == [str(tmp_path / "in" / "cut.jsonl.xz")]
+    assert 2 < doc["calls"] < 402

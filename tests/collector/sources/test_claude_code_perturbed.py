@@ -353,12 +353,18 @@ def test_a_cut_or_corrupt_bzip2_or_xz_keeps_the_lines_before_it_and_says_why(
     decompressor's words. Bytes after the last stream that start no other one were dropped
     without a word by the stdlib's readers: they are damage here, as for gzip. A bad check at
     the end costs at most the last 4 KiB of text before it (the decompressor raises instead of
-    giving the text of that step). Two streams (600 lines, 300 each), so that bzip2, which
-    gives a block only once it is whole, has lines before a break in the second."""
+    giving the text of that step), and the file's message says so; a file read in part is
+    counted among the damaged files, not only listed as unreadable. Two streams (600 lines,
+    300 each), so that bzip2, which gives a block only once it is whole, has lines before a
+    break in the second."""
     lines = _numbered_session(300)
     first, second = _text(lines[:300]).encode(), _text(lines[300:]).encode()
     kept = "(the lines before it were read)"
     garbled = "(the lines before it were read; the damage may have garbled some of them)"
+    lost = (  # said since it was lost without a word
+        "(the lines before it were read but for up to the last 4 KiB of text, lost with the "
+        "damage; the damage may have garbled some of them)"
+    )
     for kind, compress in (("bzip2", bz2.compress), ("xz", lzma.compress)):
         one, two = compress(first), compress(second)
         packed = one + two
@@ -373,7 +379,7 @@ def test_a_cut_or_corrupt_bzip2_or_xz_keeps_the_lines_before_it_and_says_why(
                 f"{kind} stream cut short after line {{}} {kept}",
             ),
             "garbage": (packed + b"tail", 600, f"corrupt {kind} stream after line 600 {garbled}"),
-            "check": (bytes(check), None, f"corrupt {kind} stream after line {{}} {garbled}"),
+            "check": (bytes(check), None, f"corrupt {kind} stream after line {{}} {lost}"),
             "header": (bytes(header), 0, f"corrupt {kind} stream"),
         }
         for name, (data, n, error) in cases.items():
@@ -388,3 +394,5 @@ def test_a_cut_or_corrupt_bzip2_or_xz_keeps_the_lines_before_it_and_says_why(
             assert [r.call_id for r in records] == calls, (kind, name)
             assert (report.lines, report.skipped) == (n, []), (kind, name)
             assert report.unreadable_files == [(str(path), error.format(f"{n:,}"))], (kind, name)
+            # read in part: counted as damaged (a header refused at once is not)
+            assert report.damaged_files == ([str(path)] if n else []), (kind, name)
