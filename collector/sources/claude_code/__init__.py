@@ -32,9 +32,9 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   an object, tool_use line without a valid timestamp, blocks without id/name, call or result
   blocks in a line of an unknown type) and results no call takes (an id matching no call of the
   run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd,
-  bzip2'd or xz'd file (by its first bytes) is decompressed, a UTF-16 one (with a BOM or
-  without) decoded, as it streams; one compressed otherwise (zstd) or a zip is reported once as
-  unreadable, saying what it is.
+  bzip2'd, xz'd or zstd'd file (by its first bytes; zstd with the optional
+  ``toolwatch[zstd]``, else named as needing it) is decompressed, a UTF-16 one (with a BOM or
+  without) decoded, as it streams; a zip is reported once as unreadable, saying what it is.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one

@@ -1,16 +1,17 @@
 """A transcript file as lines of UTF-8 JSON, whatever it was saved as: plain, compressed by
-gzip, bzip2 or xz (a backup's ``*.jsonl.gz`` / ``.bz2`` / ``.xz``, told by its first bytes,
-whatever its name), UTF-16 with a BOM or without one (a PowerShell or Windows editor copy:
-told by the NUL at every other byte of its first KB, as UTF-8 JSON Lines hold no NUL byte), or
-both; decoded as it streams so memory stays one line. Text that is not valid UTF-16 (a lone
-surrogate, an odd last byte) reads as U+FFFD, as a lone surrogate escape does in UTF-8
+gzip, bzip2, xz or zstd (a backup's ``*.jsonl.gz`` / ``.bz2`` / ``.xz`` / ``.zst``, told by its
+first bytes, whatever its name; zstd with the optional ``toolwatch[zstd]``, else named),
+UTF-16 with a BOM or without one (a PowerShell or Windows editor copy: told by the NUL at every
+other byte of its first KB, as UTF-8 JSON Lines hold no NUL byte), or both; decoded as it
+streams so memory stays one line. Text that is not valid UTF-16 (a lone surrogate, an odd last
+byte) reads as U+FFFD, as a lone surrogate escape does in UTF-8
 transcripts (:mod:`.measure`). Both passes of the importer (:mod:`.parsing`, then
 :mod:`.provenance`) read through here, so a line has the same number in each.
 
 A compressed stream that breaks (cut short, corrupt) ends the file there: the lines before it
 were read and are kept, and :class:`TranscriptReadError` says what happened, never the bytes (a
-decompressor's own text can quote the file's bytes or its checksum). zstd (stdlib only from
-Python 3.14) and zip archives (many named members, not one stream) are named, not read.
+decompressor's own text can quote the file's bytes or its checksum). Zip archives (many named
+members, not one stream) are named, not read.
 """
 
 from __future__ import annotations
@@ -35,8 +36,19 @@ from toolwatch.collector.sources.claude_code.transcripts import (
 GZIP_MAGIC: Final = b"\x1f\x8b"
 BZIP2_MAGIC: Final = b"BZh"
 XZ_MAGIC: Final = b"\xfd7zXZ\x00"
+ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 #: The compressions read, by their first bytes, as messages name them.
-COMPRESSIONS: Final = ((GZIP_MAGIC, "gzip"), (BZIP2_MAGIC, "bzip2"), (XZ_MAGIC, "xz"))
+COMPRESSIONS: Final = (
+    (GZIP_MAGIC, "gzip"),
+    (BZIP2_MAGIC, "bzip2"),
+    (XZ_MAGIC, "xz"),
+    (ZSTD_MAGIC, "zstd"),
+)
+#: Why a zstd file is not read without the optional ``zstandard`` package (the stdlib reads
+#: zstd only from Python 3.14); the extra is never needed by the instrumentation.
+ZSTD_MISSING: Final = (
+    "zstd-compressed; reading it needs the zstandard package: pip install 'toolwatch[zstd]'"
+)
 #: Compressed bytes read from disk at a time (bzip2, xz).
 CHUNK: Final = 1 << 16
 #: Text a bzip2 or xz decompressor gives at most per step: a check found bad drops the text of
@@ -57,9 +69,15 @@ KEPT: Final = "(the lines before it were read)"
 KEPT_GARBLED: Final = "(the lines before it were read; the damage may have garbled some of them)"
 #: bzip2 and xz raise at a bad check instead of giving the text of that step (:data:`STEP`).
 KEPT_BUT_STEP: Final = (
-    "(the lines before it were read but for up to the last 4 KiB of text, lost with the "
-    "damage; the damage may have garbled some of them)"
+    "(the lines before it were read but for {}, lost with the damage; the damage may have "
+    "garbled some of them)"
 )
+#: What a bad check costs, by compression (zstd decompresses a chunk read from disk at once).
+STEP_LOST: Final = {
+    "bzip2": "up to the last 4 KiB of text",
+    "xz": "up to the last 4 KiB of text",
+    "zstd": "the text of the last 64 KiB read",
+}
 
 
 class TranscriptReadError(Exception):
@@ -99,7 +117,11 @@ class TranscriptLines:
             head = self._disk.peek(SNIFF_BYTES)[:SNIFF_BYTES]
             self.compression = next((n for m, n in COMPRESSIONS if head.startswith(m)), None)
             if self.compression is not None:
-                self._stream = _decompressing(self._disk, self.compression)
+                try:
+                    self._stream = _decompressing(self._disk, self.compression)
+                except ImportError:  # zstd without the optional package
+                    self.foreign = ZSTD_MISSING
+                    return self.foreign
                 with _stream_errors(self.compression):
                     head = self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
             self.encoding = utf16_encoding(head)
@@ -186,10 +208,12 @@ class _Decompressed(io.RawIOBase):
     def __init__(self, disk: io.BufferedReader, compression: str) -> None:
         super().__init__()
         self._disk = disk
-        self._magic = BZIP2_MAGIC if compression == "bzip2" else XZ_MAGIC
-        self._new: Callable[[], bz2.BZ2Decompressor | lzma.LZMADecompressor] = (
+        self._magic = next(m for m, n in COMPRESSIONS if n == compression)
+        self._new: Callable[[], bz2.BZ2Decompressor | lzma.LZMADecompressor | _ZstdFrame] = (
             bz2.BZ2Decompressor
             if compression == "bzip2"
+            else _ZstdFrame
+            if compression == "zstd"
             else lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ)
         )
         self._padding = compression == "xz"
@@ -232,6 +256,8 @@ def _decompressing(disk: io.BufferedReader, compression: str) -> io.BufferedRead
     """``disk``'s content, decompressed as it is read."""
     if compression == "gzip":
         return gzip.GzipFile(fileobj=disk, mode="rb")
+    if compression == "zstd":
+        import zstandard  # noqa: F401  (the optional extra: ImportError says it is missing)
     return io.BufferedReader(_Decompressed(disk, compression), CHUNK)
 
 
@@ -245,5 +271,40 @@ def _stream_errors(compression: str) -> Iterator[None]:
     except (gzip.BadGzipFile, zlib.error):  # bad header, check, garbage after it
         raise TranscriptReadError(CORRUPT.format(compression), KEPT_GARBLED) from None
     except _Corrupt as exc:  # the same for bzip2 and xz, less the text of a step that raised
-        kept = KEPT_BUT_STEP if exc.lost_step else KEPT_GARBLED
+        kept = KEPT_BUT_STEP.format(STEP_LOST[compression]) if exc.lost_step else KEPT_GARBLED
         raise TranscriptReadError(CORRUPT.format(compression), kept) from None
+
+
+class _ZstdFrame:
+    """One zstd frame behind the interface :class:`_Decompressed` drives (``bz2``'s and
+    ``lzma``'s: ``decompress(data, max_length)``, ``needs_input``, ``eof``, ``unused_data``);
+    ``zstandard``'s own stream reader ends a cut file without a word."""
+
+    def __init__(self) -> None:
+        import zstandard
+
+        self._error = zstandard.ZstdError
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._out = bytearray()
+
+    @property
+    def needs_input(self) -> bool:
+        return not self._out
+
+    @property
+    def eof(self) -> bool:
+        return bool(self._frame.eof) and not self._out
+
+    @property
+    def unused_data(self) -> bytes:
+        return bytes(self._frame.unused_data)
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        if data:
+            try:
+                self._out += self._frame.decompress(data)
+            except self._error:
+                raise OSError("corrupt zstd data") from None
+        out = bytes(self._out[:max_length])
+        del self._out[:max_length]
+        return out

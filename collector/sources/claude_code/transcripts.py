@@ -1,9 +1,9 @@
 """Where the transcripts are: every ``*.jsonl`` (and compressed ``*.jsonl.gz``, ``.bz2``,
-``.xz``) under the paths given, in one order that does not depend on the order the paths were
-given in, and the ``*.jsonl`` entries that cannot be read as one (each with its reason: nothing
-found is passed over without a word) — zstd copies (``*.jsonl.zst``) among them, and files
-whose first bytes say they are such a copy or a zip rather than JSON Lines (:mod:`.decoding`
-reads gzip'd, bzip2'd, xz'd and UTF-16 ones).
+``.xz``, ``.zst``) under the paths given, in one order that does not depend on the order the
+paths were given in, and the ``*.jsonl`` entries that cannot be read as one (each with its
+reason: nothing found is passed over without a word), among them files whose first bytes say
+they are a zip or compressed twice rather than JSON Lines (:mod:`.decoding` reads gzip'd,
+bzip2'd, xz'd, zstd'd and UTF-16 ones).
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ TRANSCRIPT_SUFFIX: Final = ".jsonl"
 #: A gzip'd transcript's name (a backup's): read, decompressed, when its first bytes are gzip.
 GZIP_TRANSCRIPT_SUFFIX: Final = ".jsonl.gz"
 #: Compressed transcripts' names (a backup's): read, decompressed by their first bytes.
-COMPRESSED_TRANSCRIPT_SUFFIXES: Final = (GZIP_TRANSCRIPT_SUFFIX, ".jsonl.bz2", ".jsonl.xz")
+COMPRESSED_TRANSCRIPT_SUFFIXES: Final = (
+    GZIP_TRANSCRIPT_SUFFIX,
+    ".jsonl.bz2",
+    ".jsonl.xz",
+    ".jsonl.zst",
+)
 #: Every name a transcript is looked for by (messages list them).
 TRANSCRIPT_NAMES: Final = tuple(
     f"*{s}" for s in (TRANSCRIPT_SUFFIX, *COMPRESSED_TRANSCRIPT_SUFFIXES)
@@ -40,12 +45,6 @@ _FOREIGN_HEADS: Final = (
 )
 #: How many first bytes :func:`foreign_format` needs.
 FOREIGN_HEAD_BYTES: Final = 6
-#: Compressed transcripts under a directory (``x.jsonl.zst``) the importer cannot decompress
-#: (zstd is in the stdlib only from Python 3.14): named as not read, with the reason their
-#: first bytes would give.
-COMPRESSED_SUFFIXES: Final = {
-    ".zst": b"\x28\xb5\x2f\xfd",
-}
 
 
 class TranscriptPathError(FileNotFoundError):
@@ -74,15 +73,14 @@ class TranscriptScan:
 
 
 def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
-    """Every ``*.jsonl`` and ``*.jsonl.gz`` / ``.bz2`` / ``.xz`` under the given
+    """Every ``*.jsonl`` and ``*.jsonl.gz`` / ``.bz2`` / ``.xz`` / ``.zst`` under the given
     files/directories (recursive), sorted, deduplicated.
 
     Sorting by resolved path makes the tie-breaks of deduplication and ``seq`` independent of
     the order in which paths were given. A given path that is missing or neither a regular file
     nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
-    entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason, and
-    so is a zstd-compressed transcript (``*.jsonl.zst``); a directory that cannot be listed is
-    in ``unlisted_dirs`` (the walk goes on beside it).
+    entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason; a
+    directory that cannot be listed is in ``unlisted_dirs`` (the walk goes on beside it).
     Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
     searched like any other; symlinked directories are not followed (no loops).
     """
@@ -104,14 +102,11 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
             raise TranscriptPathError(f"{_stat_problem(path, exc)}: {path}") from None
         if stat.S_ISDIR(mode):
             for entry in _walk(path, unlisted):
-                compressed = _compressed(entry.name)
-                if compressed is None and transcript_stem(entry.name) is None:
+                if transcript_stem(entry.name) is None:
                     continue  # x.jsonl.bak, x.jsonl.lock ...: not a transcript
                 problem = _entry_problem(entry)
-                if problem is None and compressed is None:
+                if problem is None:
                     add(entry)
-                elif problem is None:
-                    not_read[str(entry)] = str(compressed)
                 elif problem:  # "" is a directory: the walk searches it
                     not_read[str(entry)] = problem
         elif stat.S_ISREG(mode):
@@ -170,21 +165,12 @@ def foreign_format(head: bytes) -> str | None:
 
 
 def transcript_stem(name: str) -> str | None:
-    """A transcript's file name without ``.jsonl`` / ``.jsonl.gz`` / ``.bz2`` / ``.xz`` (what
-    names its agent or session), None for another name."""
+    """A transcript's file name without ``.jsonl`` / ``.jsonl.gz`` / ``.bz2`` / ``.xz`` /
+    ``.zst`` (what names its agent or session), None for another name."""
     for suffix in (*COMPRESSED_TRANSCRIPT_SUFFIXES, TRANSCRIPT_SUFFIX):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return None
-
-
-def _compressed(name: str) -> str | None:
-    """Why ``*.jsonl.zst`` is not read, else None."""
-    stem, dot, suffix = name.rpartition(".")
-    head = COMPRESSED_SUFFIXES.get(dot + suffix)
-    if head is None or not stem.endswith(TRANSCRIPT_SUFFIX):
-        return None
-    return foreign_format(head)
 
 
 def _entry_problem(entry: Path) -> str | None:

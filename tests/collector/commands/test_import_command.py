@@ -244,8 +244,8 @@ def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
     empty.mkdir()
     assert _import(tmp_path / "s", empty) == 2
     assert capsys.readouterr().err == (  # every name looked for, not only *.jsonl
-        "toolwatch import: no transcript (*.jsonl, *.jsonl.gz, *.jsonl.bz2, *.jsonl.xz) found "
-        f"under {empty}\n"
+        "toolwatch import: no transcript (*.jsonl, *.jsonl.gz, *.jsonl.bz2, *.jsonl.xz, "
+        f"*.jsonl.zst) found under {empty}\n"
     )
     assert not (tmp_path / "s").exists()
 
@@ -276,31 +276,30 @@ def test_a_path_that_is_not_a_regular_file_is_named_as_such(
 
 
 def test_a_directory_of_compressed_transcripts_says_so(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backup of zstd'd transcripts was "no *.jsonl transcript found", as if empty (bzip2'd
-    and xz'd ones are read now, as gzip'd ones)."""
+    and xz'd ones are read now, as gzip'd ones, and zstd'd ones with toolwatch[zstd]): without
+    the zstandard package each is named with the extra to install, exit 1 as nothing read."""
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as when it is not installed
     backup = tmp_path / "backup"
     backup.mkdir()
     (backup / "s.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd{}\n")
-    assert _import(tmp_path / "s", backup) == 2
-    assert capsys.readouterr().err == (
-        "toolwatch import: no transcript (*.jsonl, *.jsonl.gz, *.jsonl.bz2, *.jsonl.xz) found "
-        f"under {backup} (1 file(s) not read, e.g. {backup / 's.jsonl.zst'}: zstd-compressed, "
-        "not UTF-8 JSON Lines (unzstd it first))\n"
-    )
-    # given by name, it was read as lines of garbage (one "invalid JSON" each) and exit 0
-    assert _import(tmp_path / "s", backup / "s.jsonl.zst", extra=("--quiet",)) == 1
-    out, err = capsys.readouterr()
-    assert "skipped lines: 0" in out
-    assert f"unreadable file {backup / 's.jsonl.zst'}: zstd-compressed, not UTF-8" in out
+    for given in (backup, backup / "s.jsonl.zst"):
+        assert _import(tmp_path / "s", given, extra=("--quiet",)) == 1
+        out, err = capsys.readouterr()
+        assert "skipped lines: 0" in out
+        assert (
+            f"unreadable file {backup / 's.jsonl.zst'}: zstd-compressed; reading it needs the "
+            "zstandard package: pip install 'toolwatch[zstd]'"
+        ) in out
     # bzip2'd and xz'd copies of a session and its subagent beside it: all 7 calls imported
     for i, path in enumerate(sorted((FIXTURES / "v2_agents").rglob("*.jsonl"))):
         packed = bz2.compress(path.read_bytes()) if i else lzma.compress(path.read_bytes())
         (backup / (path.name + (".bz2" if i else ".xz"))).write_bytes(packed)
     assert _import(tmp_path / "s2", backup, extra=("--json", "--quiet")) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["written"], summary["files"], summary["subagents"]) == (7, 2, 1)
+    assert (summary["written"], summary["files"], summary["subagents"]) == (7, 3, 1)
     assert err == (
         "toolwatch import: none of the 1 transcript file(s) found could be read (reasons above)\n"
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from support.canary import assert_absent, assert_store_clean, make_canary
 from support.otlp_sink import OTLPSink
@@ -155,7 +156,8 @@ def test_no_canary_through_the_new_skip_paths(
 def _compressed_copies(root: Path, canary: str) -> list[Path]:
     """The transcript as bzip2, xz, BOM-less UTF-16 (inside gzip too), and broken streams: a
     bzip2 copy cut inside the canary, an xz copy with the canary's bytes after its last stream,
-    a bzip2 copy whose middle is overwritten by them, a zstd and a zip copy (named, not read)."""
+    a bzip2 copy whose middle is overwritten by them, a zstd copy, a corrupt zstd one (the
+    canary's bytes after its magic) and a zip copy (named, not read)."""
     text = _transcript(canary).encode()
     root.mkdir(parents=True)
     made = {
@@ -165,7 +167,8 @@ def _compressed_copies(root: Path, canary: str) -> list[Path]:
         "copy-le-gz.jsonl": gzip.compress(text.decode().encode("utf-16-le")),
         "cut.jsonl.bz2": bz2.compress(text)[: len(bz2.compress(text)) // 2],
         "tail.jsonl.xz": lzma.compress(text) + canary.encode(),
-        "zstd.jsonl": b"\x28\xb5\x2f\xfd" + text,
+        "zstd.jsonl": zstandard.compress(text),
+        "bad-zstd.jsonl": b"\x28\xb5\x2f\xfd" + text,
         "zip.jsonl": b"PK\x03\x04" + text,
     }
     hit = bytearray(bz2.compress(text))
@@ -182,8 +185,8 @@ def test_no_canary_through_compressed_utf16_and_broken_streams(
 ) -> None:
     """bzip2, xz, BOM-less UTF-16 are read; a cut, a corrupt and a garbage-tailed stream are
     named by what happened (never the decompressor's words, nor the bytes next to the break),
-    zstd and zip named: the canary in the text and in the bytes beside a break is in no form
-    on stdout, stderr, the log or the store."""
+    zstd read, a corrupt zstd copy and a zip named: the canary in the text and in the bytes
+    beside a break is in no form on stdout, stderr, the log or the store."""
     canary = make_canary()
     copies = _compressed_copies(tmp_path / "in", canary)
     store = tmp_path / "store"
@@ -197,8 +200,8 @@ def test_no_canary_through_compressed_utf16_and_broken_streams(
     said = " ".join(map(str, doc.values())) + text.out + text.err
     for what in ("bzip2 stream cut short", "corrupt xz stream", "corrupt bzip2 stream"):
         assert what in said  # positive control: each break is named
-    assert "zstd-compressed" in said and "a zip archive" in said
-    assert doc["calls"] == 2 and doc["duplicates_removed"] == 8  # four more copies read
+    assert "corrupt zstd stream" in said and "a zip archive" in said
+    assert doc["calls"] == 2 and doc["duplicates_removed"] == 10  # five more copies read
     for name, captured in (("run", text), ("--json run", as_json)):
         assert_absent(captured.out, canary, f"stdout of the {name}")
         assert_absent(captured.err, canary, f"stderr of the {name}")

@@ -6,6 +6,7 @@ test holds: every call counted once, and whatever is not read is named with its 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,3 +82,67 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
     path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut + "\n")  # written since
     records, report = import_transcripts([path])
     assert (report.without_result, report.result_cut) == (1, 0)
+
+
+def test_zstd_transcripts_are_read_and_a_broken_one_says_why(tmp_path: Path) -> None:
+    """``*.jsonl.zst`` was named "unzstd it first" and its calls left out. With the optional
+    ``zstandard`` (``toolwatch[zstd]``) it reads as the plain file, whatever its name, frames
+    one after another; a cut one ends at its cut (``zstandard``'s own reader ends such a file
+    without a word) and is counted damaged, a corrupt one says so."""
+    zstandard = pytest.importorskip("zstandard")
+    session = jsonl(SESSION).encode()
+    plain = tmp_path / "plain" / f"{SID}.jsonl"
+    plain.parent.mkdir()
+    plain.write_bytes(session)
+    expected, _ = import_transcripts([plain])
+    half = len(session) // 2
+    frames = zstandard.compress(session[:half]) + zstandard.compress(session[half:])
+    packed = tmp_path / "packed" / f"{SID}.jsonl.zst"
+    packed.parent.mkdir()
+    packed.write_bytes(frames)
+    (tmp_path / "packed" / "named-plain.jsonl").write_bytes(zstandard.compress(session))
+    records, report = import_transcripts([tmp_path / "packed"])
+    assert [r.as_dict() for r in records] == [r.as_dict() for r in expected]
+    assert (report.files, report.duplicates, report.unreadable_files) == (2, 2, [])
+    lines = [
+        call_line(f"toolu_{i}", f"2026-03-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z")
+        for i in range(6000)
+    ]
+    whole = zstandard.compress(jsonl(lines).encode())
+    cut = tmp_path / "cut.jsonl.zst"
+    cut.write_bytes(whole[: len(whole) // 2])
+    records, report = import_transcripts([cut])
+    assert 0 < len(records) < 6000 and report.damaged_files == [str(cut)]
+    assert report.unreadable_files == [
+        (
+            str(cut),
+            f"zstd stream cut short after line {report.lines:,} (the lines before it were read)",
+        )
+    ]
+    garbage = tmp_path / "garbage.jsonl.zst"
+    garbage.write_bytes(whole + b"tail")
+    records, report = import_transcripts([garbage])
+    assert len(records) == 6000 and report.unreadable_files == [
+        (
+            str(garbage),
+            "corrupt zstd stream after line 6,000 (the lines before it were read; the damage may "
+            "have garbled some of them)",
+        )
+    ]
+
+
+def test_zstd_without_its_package_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as when it is not installed
+    path = tmp_path / "s.jsonl.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + jsonl(SESSION).encode())
+    records, report = import_transcripts([path])
+    assert records == [] and report.damaged_files == []
+    assert report.unreadable_files == [
+        (
+            str(path),
+            "zstd-compressed; reading it needs the zstandard package: "
+            "pip install 'toolwatch[zstd]'",
+        )
+    ]

@@ -31,10 +31,6 @@ from toolwatch.collector.sources.claude_code.parsing import (
 )
 from toolwatch.record import CallRecord
 
-#: A zstd frame's first bytes (the stdlib reads zstd only from Python 3.14: named, not read)
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
 # (call id, seq, input bytes {"file_path":"/x"}, output bytes, duration µs, response)
 EXPECTED = [
     ("toolu_1", 0, 18, 5, 1_500_000, "msg_1"),
@@ -173,7 +169,7 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     first" and its calls left out. It is now decompressed as it streams when its first bytes
     are gzip, whatever its name: a ``.jsonl.gz`` holding plain text is read as plain, a gzip'd
     ``agent-<id>.jsonl.gz`` is a subagent like ``agent-<id>.jsonl``, a plain copy of a gzip'd
-    session is a duplicate. zstd is still named, not read."""
+    session is a duplicate."""
     session = _text(SESSION).encode()
     other = _text([_call("toolu_z", "2026-03-02T10:00:00.000Z", session="other")]).encode()
     side = _text([_call("toolu_s", "2026-03-01T11:00:00.000Z", "msg_s", session=None)]).encode()
@@ -186,7 +182,6 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     lone = tmp_path / "parent-sid" / "subagents" / "agent-a1b2c3.jsonl.gz"
     lone.parent.mkdir(parents=True)
     lone.write_bytes(gzip.compress(side))
-    (tmp_path / "b.jsonl.zst").write_bytes(ZSTD_MAGIC + other)
     records, report = import_transcripts([tmp_path])
     assert [(r.session_id, r.agent_id, r.call_id, r.seq) for r in records] == [
         (SID, None, "toolu_1", 0),
@@ -198,12 +193,7 @@ def test_gzipped_transcripts_are_read_by_their_first_bytes_whatever_their_name(
     assert _shape(records[:2]) == EXPECTED  # sizes, results and durations as from plain text
     assert report.duplicates == 2 and report.skipped == [] and report.files == 5
     assert (report.lines, report.bytes) == (11, 2 * len(session) + len(other + plain + side))
-    assert report.unreadable_files == [
-        (
-            str(tmp_path / "b.jsonl.zst"),
-            "zstd-compressed, not UTF-8 JSON Lines (unzstd it first)",
-        ),
-    ]
+    assert report.unreadable_files == []
 
 
 def test_utf16_with_or_without_a_bom_reads_as_its_utf8_twin(tmp_path: Path) -> None:
@@ -330,15 +320,12 @@ def test_bzip2_and_xz_transcripts_are_read_like_gzipped_ones(tmp_path: Path) -> 
     (packed / "parent-sid" / "subagents" / "agent-a1b2c3.jsonl.xz").write_bytes(
         lzma.compress(side, lzma.FORMAT_XZ)
     )
-    (packed / "d.jsonl.zst").write_bytes(ZSTD_MAGIC + other)
     records, report = import_transcripts([packed])
     assert [r.as_dict() for r in records] == [r.as_dict() for r in expected]
     assert [r.agent_id for r in records] == [None, None, None, "a1b2c3"]
     assert (report.files, report.lines, report.bytes) == (3, 6, plain_report.bytes)
     assert report.skipped == [] and report.duplicates == 0
-    assert report.unreadable_files == [
-        (str(packed / "d.jsonl.zst"), "zstd-compressed, not UTF-8 JSON Lines (unzstd it first)")
-    ]
+    assert report.unreadable_files == []
     (packed / "backup").mkdir()
     (packed / "backup" / f"{SID}.jsonl").write_bytes(session)  # the same calls again
     again, report = import_transcripts([packed])
