@@ -9,12 +9,18 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from support.disk import unprivileged, world_readable_dir
 from support.transcripts import SESSION, SID, call_line, jsonl, result_line
-from toolwatch.collector.sources.claude_code import import_transcripts, scan_transcripts
+from toolwatch.collector.sources.claude_code import (
+    build_records,
+    import_transcripts,
+    parse_file,
+    scan_transcripts,
+)
 from toolwatch.collector.sources.claude_code.parsing import INCOMPLETE_LINE
 
 
@@ -146,3 +152,31 @@ def test_zstd_without_its_package_names_the_extra(
             "pip install 'toolwatch[zstd]'",
         )
     ]
+
+
+class _CountingResults(dict[str, Any]):
+    """A file's results that count the look-ups made in them."""
+
+    gets = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        type(self).gets += 1
+        return super().get(key, default)
+
+
+def test_calls_without_result_do_not_search_every_file(tmp_path: Path) -> None:
+    """A call without a result of its own was looked for in every file of the run, one file
+    after another: 10,000 small sessions without results (a folder of tiny transcripts) took
+    a minute in that search alone. Each file's results are now indexed once: one look-up per
+    call in its own file, none per other file."""
+    paths = []
+    for i in range(300):
+        path = tmp_path / f"{i:03d}.jsonl"
+        path.write_text(jsonl([call_line(f"toolu_{i}", "2026-03-01T10:00:00Z", session=f"s{i}")]))
+        paths.append(path)
+    parses = [parse_file(path, index) for index, path in enumerate(paths)]
+    for parse in parses:
+        parse.results = _CountingResults(parse.results)
+    records, report = build_records(parses)
+    assert (len(records), report.without_result) == (300, 300)
+    assert _CountingResults.gets <= 300  # was 300 + 300 × 300
