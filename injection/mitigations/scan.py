@@ -5,6 +5,7 @@ replacement names the tool and the kind of instruction, never the text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
@@ -49,14 +50,17 @@ class InjectionScanner(Mitigation):
             raise ValueError(f"scanner mode must be 'block' or 'redact', not {mode!r}")
         self.mode = mode
         self.allowlist = tuple(allowlist)
-        self._tools: list[ListedTool] = []
+        #: the context of the last listing, decided once per listing: which tools act is
+        #: read from every tool's annotations, name and description, and each description
+        #: and each result is read against it
+        self._listing = ListingContext.of((), self.allowlist)
 
     def _context(self, source: str | None) -> ListingContext:
-        return ListingContext.of(self._tools, self.allowlist, source)
+        return replace(self._listing, source=source)
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         listed: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
-        self._tools = [ListedTool.of(t) for t in listed.tools]
+        self._listing = ListingContext.of([ListedTool.of(t) for t in listed.tools], self.allowlist)
         tools: list[Tool] = []
         changed = False
         for tool in listed.tools:
