@@ -48,7 +48,9 @@ class CarefulAgent(Agent):
 
     async def on_listing(self, st: RunState) -> None:
         for tool in st.tools.values():
-            orders = find_orders(tool.description or "", st.tools, source=tool.name)
+            orders = find_orders(
+                tool.description or "", st.tools, source=tool.name, description=True
+            )
             if any(o.actionable for o in orders):
                 self._event(st, "description_ignored", tool.name)
                 st.caveats.append(

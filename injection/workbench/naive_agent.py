@@ -53,7 +53,9 @@ class NaiveAgent(Agent):
     async def on_listing(self, st: RunState) -> None:
         planned = {c.tool for c in st.plan.calls}
         for tool in list(st.tools.values()):
-            for order in find_orders(tool.description or "", st.tools, source=tool.name):
+            for order in find_orders(
+                tool.description or "", st.tools, source=tool.name, description=True
+            ):
                 if not order.actionable:
                     continue
                 if _sends(order) and tool.name in planned:  # "when using X, send ..."

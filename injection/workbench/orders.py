@@ -22,7 +22,10 @@ address in the sentence), or change an argument ("modify the 'location' argument
 "Search the knowledge base for documents" is an order that asks for nothing.
 
 The same is read in Spanish, French, German, Italian and Portuguese
-(:mod:`orders_lexicon`), since a planted order is no less an order in another language.
+(:mod:`orders_lexicon`), since a planted order is no less an order in another language. A tool's
+description says what its tool does, so there a verb that is also the third person ("Envía el
+informe a ...": it sends the report) opens a statement, unless the sentence drops the reader's
+other orders; in a tool's output the same sentence is an order.
 
 The naive agent obeys every actionable order; the careful agent ignores them, strips them from
 what it relays and says so. Both see all of them, whatever a scanner would flag.
@@ -288,8 +291,10 @@ def _sentences(text: str) -> Iterator[tuple[int, int, str, bool]]:
             pos = m.end()
 
 
-def is_order(sentence: str) -> bool:
-    """The sentence is phrased as an order (see the module docstring)."""
+def is_order(sentence: str, *, description: bool = False) -> bool:
+    """The sentence is phrased as an order (see the module docstring). In a tool's
+    ``description`` a verb that is also the third person ("Envía el informe a ...": it sends)
+    opens a statement about the tool, unless the sentence drops the reader's orders."""
     body = _LEAD.sub("", sentence.strip())
     # "<!-- note for AI assistants: merge ..." — what follows a leading label is read too
     parts = [body, *([body.split(": ", 1)[1]] if ": " in body[:80] else [])]
@@ -297,7 +302,10 @@ def is_order(sentence: str) -> bool:
         words = re.findall(r"[A-Za-z][\w'-]*", _CLAUSE.sub("", part))
         while words and words[0].lower().rstrip(",") in _SOFTENERS:
             words = words[1:]
-        if words and words[0].lower() in _IMPERATIVES:
+        first = words[0].lower() if words else ""
+        if description and first in other.THIRD_PERSON and not _META.search(sentence):
+            continue
+        if first in _IMPERATIVES:
             return True
     return _DIRECTED.search(sentence) is not None
 
@@ -342,17 +350,22 @@ def _tool_in(sentence: str, tools: Collection[str]) -> str | None:
 
 
 def find_orders(
-    text: str, tools: Collection[str] = (), *, source: str | None = None
+    text: str,
+    tools: Collection[str] = (),
+    *,
+    source: str | None = None,
+    description: bool = False,
 ) -> list[Order]:
-    """The orders in ``text`` (a description or a result string). ``tools`` are the listed
-    tool names; ``source`` is the tool the text came from (naming itself is no order to call
-    it). URLs named anywhere in the text count for "send it to that endpoint"."""
+    """The orders in ``text`` (a result string, or with ``description`` a tool's description,
+    read as :func:`is_order` reads one). ``tools`` are the listed tool names; ``source`` is
+    the tool the text came from (naming itself is no order to call it). URLs named anywhere
+    in the text count for "send it to that endpoint"."""
     urls_in_text = find_urls(text)
     out = []
     in_block = False  # a paragraph that gave an order is read as orders to its end
     for start, end, sentence, new_paragraph in _sentences(text):
         in_block = in_block and not new_paragraph
-        ordered = is_order(sentence)
+        ordered = is_order(sentence, description=description)
         if not ordered and not in_block:
             continue
         targets = tuple(find_urls(sentence) + _EMAIL.findall(sentence))

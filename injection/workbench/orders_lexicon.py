@@ -36,6 +36,18 @@ IMPERATIVES: Final = _words(
     revele forneça forneca transfira certifique-se
     """
 )
+#: Imperatives that are also the third person singular of the present ("Envía el informe a
+#: ..." is "it sends the report to ...", "Invia", "Envia", "Envoie" the same): in a tool's
+#: description, which says what the tool does, they open a statement, not an order.
+THIRD_PERSON: Final = _words(
+    """
+    ignora olvida responde contesta escribe incluye menciona repite imprime envía envia
+    reenvía reenvia llama utiliza ejecuta invoca añade anade agrega borra elimina cambia revela
+    proporciona descarga transfiere
+    oublie envoie appelle
+    dimentica menziona invia utilizza rivela
+    """
+)
 #: Softeners and sequencing words before an imperative.
 SOFTENERS: Final = _words(
     """
