@@ -43,3 +43,49 @@ IDENTIFIER_NAME: Final = re.compile(
     r"company)$",
     re.I,
 )
+
+#: The bare identifying words of :data:`ANCHOR_KEYS`, which another tool may spell with a
+#: prefix naming the record itself or an identifier suffix (``item_sku``, ``skuCode``).
+_ANCHOR_WORDS: Final = frozenset(
+    {"sku", "symbol", "ticker", "flight", "account", "repo", "isbn", "city", "region"}
+)
+#: Prefixes that name the record a field belongs to, never another entity: ``item_sku`` is
+#: the item's SKU, while ``parent_sku`` or ``origin_city`` name something else.
+_SELF_PREFIXES: Final = frozenset(
+    [
+        "item",
+        "product",
+        "part",
+        "article",
+        "stock",
+        "catalog",
+        "catalogue",
+        "inventory",
+        "line",
+        "record",
+        "entry",
+        "company",
+        "security",
+        "instrument",
+        "book",
+        "repository",
+    ]
+)
+_ID_SUFFIXES: Final = frozenset({"id", "code", "number", "no", "num"})
+
+
+def anchor_name(key: str) -> str | None:
+    """The identifying field ``key`` names, in one spelling, so two tools' spellings of one
+    identifier match: ``sku``, ``item_sku``, ``productSku``, ``sku_code`` → ``sku``;
+    ``order_id``, ``orderId`` → ``order_id``; None for a key that is no anchor (``parent_sku``,
+    ``origin_city``: another entity's)."""
+    words = [w for w in re.split(r"[_\W]+|(?<=[a-z0-9])(?=[A-Z])", key) if w]
+    words = [w.lower() for w in words]
+    stem = words[:-1] if len(words) > 1 and words[-1] in _ID_SUFFIXES else words
+    if len(stem) == 2 and stem[0] in _SELF_PREFIXES:
+        stem = stem[1:]
+    if len(stem) == 1 and stem[0] in _ANCHOR_WORDS:
+        return stem[0]
+    if words and words[-1] == "id":
+        return "_".join(words)
+    return key.lower() if ANCHOR_KEYS.search(key) else None

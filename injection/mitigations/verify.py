@@ -13,7 +13,7 @@ from typing import Any, Final
 from mcp.types import CallToolResult, ListToolsResult
 
 from toolwatch.injection.mitigations.acts import ListedTool, tool_verb
-from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, DATA_DATE_KEYS, FRESHNESS_KEYS
+from toolwatch.injection.mitigations.keys import DATA_DATE_KEYS, FRESHNESS_KEYS, anchor_name
 from toolwatch.injection.mitigations.results import annotate, iter_leaves, result_data
 from toolwatch.injection.mitigations.values import (
     identifier_mismatches,
@@ -32,7 +32,8 @@ class OutputVerifier(Mitigation):
       ``sku``) under a field with a name in common (``temp_c`` / ``temp_c``,
       ``stock_total`` / ``on_hand_total``); a record in a list (a warehouse's ``items``) is
       compared as its own entity, only with a result or record of another tool that carries
-      the same identifying field with the same value (``sku: BOLT-M8``) — the other items of
+      the same identifying field with the same value (``sku: BOLT-M8``, or ``item_sku``: one
+      identifier under another tool's spelling, :func:`anchor_name`) — the other items of
       a list are other entities, and a record without an identifier cannot be matched; the
       results of actions (a restart, an update) are not compared, since they are a new state;
     * **stale**: a freshness field (``as_of``, ``updated_at``, ``published``, ...) is more than
@@ -283,9 +284,11 @@ def _classify(
     numbers: dict[str, float],
     strings: dict[str, str],
 ) -> None:
-    """File one scalar field as an anchor, a number or a statement."""
-    if ANCHOR_KEYS.search(key) and isinstance(value, str | int) and value != "":
-        anchors.add((key.lower(), normalize_scalar(value)))
+    """File one scalar field as an anchor (under its identifier's one spelling, so
+    ``item_sku`` meets ``sku``), a number or a statement."""
+    anchor = anchor_name(key)
+    if anchor is not None and isinstance(value, str | int) and value != "":
+        anchors.add((anchor, normalize_scalar(value)))
     elif isinstance(value, int | float) and not isinstance(value, bool):
         numbers[key] = float(value)
     elif isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):

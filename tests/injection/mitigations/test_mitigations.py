@@ -914,6 +914,36 @@ def test_verifier_compares_a_list_record_matched_by_its_identifier() -> None:
     assert short.inspect("get_customer", {}, {"id": 3, "total": 12}) == []
 
 
+@pytest.mark.parametrize("key", ["item_sku", "productSku", "sku_code", "SKU", "sku_id"])
+def test_verifier_matches_a_record_by_another_spelling_of_its_identifier(key: str) -> None:
+    """A record matched only under the very same key, so a warehouse listing 1,240 of
+    ``item_sku: BOLT-M8`` beside a lookup saying ``sku: BOLT-M8`` had 1,190 was no conflict;
+    the identifier is now read under one spelling — a prefix naming the record itself, an
+    identifier suffix, camelCase — while a key naming another entity stays apart."""
+    snapshot = {"warehouse_id": "WH-7", "items": [{key: "BOLT-M8", "on_hand": 1240}]}
+    v = OutputVerifier(None)
+    v.inspect("inventory_snapshot", {}, snapshot)
+    found = v.inspect("sku_stock_lookup", {}, {"sku": "BOLT-M8", "on_hand": 1190})
+    assert [(f[0], f[2]) for f in found] == [
+        ("conflict", "on_hand vs on_hand of inventory_snapshot (records with the same sku)")
+    ]
+    # near misses: the kit whose parent (or replacement) is BOLT-M8 is another record, and
+    # the same value under another entity's key (an order id) matches nothing
+    for other in ("parent_sku", "replacement_sku", "order_id", "skus"):
+        near = OutputVerifier(None)
+        near.inspect("inventory_snapshot", {}, {"items": [{other: "BOLT-M8", "on_hand": 1240}]})
+        assert near.inspect("sku_stock_lookup", {}, {"sku": "BOLT-M8", "on_hand": 1190}) == []
+    orders = OutputVerifier(None)
+    orders.inspect("list_orders", {}, {"orders": [{"orderId": "ORD-1042", "total": 89.5}]})
+    found = orders.inspect("get_order", {}, {"order_id": "ORD-1042", "total": 98.5})
+    assert [f[2] for f in found] == [
+        "total vs total of list_orders (records with the same order_id)"
+    ]
+    customer = OutputVerifier(None)
+    customer.inspect("list_orders", {}, {"orders": [{"customer_id": "ORD-1042", "total": 89.5}]})
+    assert customer.inspect("get_order", {}, {"order_id": "ORD-1042", "total": 98.5}) == []
+
+
 def test_verifier_reads_whether_a_tool_acts_from_its_listing() -> None:
     """trip_breaker's result (the feeder now open) was compared as a reading that contradicts
     the status read before it, since "trip" is in no write-verb list; the listing the agent
