@@ -12,7 +12,8 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    ``Takes parameters:``, ``Required arguments:``): ``name (type, required|optional) — text``,
    or a JSON example object (``Input: {"country": "India"}``); an item that declares its type
    names a parameter even when the name is a type word (``number (integer, required)``,
-   ``text (string, required)``);
+   ``text (string, required)``); each item keeps its own words (``default 3``, ``— the stock
+   symbol``) as its ``description``, which an agent reads ("max 3");
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too) of a sentence that takes something (accepts, takes, requires,
    expects, parameter, argument, given, provide, by): ``'cron' string``, ``(query)``, typed
@@ -199,9 +200,30 @@ def _snake(name: str) -> bool:
 Found = list[tuple[str, dict[str, Any], bool]]
 
 
-def _items(segment: str, *, all_optional: bool = False, typed_only: bool = False) -> Found:
+#: The end of a parameter's own words: a sentence end that is no "e.g." or "i.e." (or a
+#: semicolon, which ends a list item).
+_WORDS_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.(?:\s|$)")
+_TYPING = re.compile(rf"(?:\s*\b(?:{_TYPE_WORD}|required|optional)\b)+\s*", re.I)
+
+
+def _described(inside: str, after: str) -> str:
+    """A listed parameter's own description: what its parenthesis says besides its type
+    ("default 5", "format 'lat,lng'") and the words after it up to the next item ("— the
+    stock symbol", ": maximum number of results to return")."""
+    extra = ",".join(p for p in inside.split(",") if not _TYPING.fullmatch(p)).strip(" ,;")
+    words = re.split(r";", _WORDS_END.split(after, maxsplit=1)[0], maxsplit=1)[0]
+    words = re.sub(r"^[\s\-–—:]+|[\s,;.]+$|\s+(?:and|or)$", "", words).strip()
+    return "; ".join(w for w in (extra, words) if w)
+
+
+def _items(
+    segment: str, *, all_optional: bool = False, typed_only: bool = False, text: str = ""
+) -> Found:
+    """Parameters listed in ``segment``, each described by its own words when ``text`` (the
+    text ``segment`` starts, with what follows it) is given."""
     out: Found = []
-    for item in _ITEM.finditer(segment):
+    found = list(_ITEM.finditer(segment))
+    for k, item in enumerate(found):
         name, inside = item.group(1), item.group(2)
         typed = re.search(rf"\b{_TYPE_WORD}\b|required|optional", inside, re.I) is not None
         # "number (integer, required)", "text (string, required)": a list item that declares
@@ -216,7 +238,12 @@ def _items(segment: str, *, all_optional: bool = False, typed_only: bool = False
         optional = all_optional or bool(
             re.search(r"\boptional\b", inside + " " + following.split(",")[0], re.I)
         )
-        out.append((name, _type_of(inside), not optional))
+        schema = _type_of(inside)
+        if text:
+            end = found[k + 1].start() if k + 1 < len(found) else len(text)
+            if described := _described(inside, text[item.end() : end]):
+                schema["description"] = described
+        out.append((name, schema, not optional))
     return out
 
 
@@ -235,7 +262,8 @@ def _marked_list(description: str) -> Found:
                     out.append((str(key), _type_of(type(value).__name__), True))
                 continue
         segment = _RETURNS.split(rest, maxsplit=1)[0]
-        out += _items(segment, all_optional=marker.group(0).lower().startswith("optional"))
+        optional = marker.group(0).lower().startswith("optional")
+        out += _items(segment, all_optional=optional, text=rest)
     return out
 
 

@@ -188,13 +188,33 @@ def _numbers(task: str) -> list[float]:
     return out
 
 
+#: What a parameter's own description says of its number ("default 3", "max 10", "at most
+#: 3", "up to 50", "at least 1"), for schemas that do not say it in keywords (AgentCheck's,
+#: read from prose, keep each parameter's words as its ``description``).
+_DESCRIBED: Final = {
+    "default": re.compile(r"\bdefaults?(?:\s+(?:is|of|to))?\s*[:=]?\s*(\d+)\b", re.I),
+    "maximum": re.compile(
+        r"\b(?:max(?:imum)?|at most|up to|no more than|not more than)\s*(?:of|is)?\s*[:=]?\s*"
+        r"(\d+)\b",
+        re.I,
+    ),
+    "minimum": re.compile(r"\b(?:min(?:imum)?|at least)\s*(?:of|is)?\s*[:=]?\s*(\d+)\b", re.I),
+}
+
+
+def _described(schema: Mapping[str, Any], word: str) -> int | None:
+    found = _DESCRIBED[word].search(str(schema.get("description") or ""))
+    return int(found.group(1)) if found else None
+
+
 def _clamp(value: float, schema: Mapping[str, Any]) -> float:
-    lo = schema.get("minimum", schema.get("exclusiveMinimum"))
-    hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+    """``value`` within the schema's bounds, else those its description states."""
+    lo = schema.get("minimum", schema.get("exclusiveMinimum", _described(schema, "minimum")))
+    hi = schema.get("maximum", schema.get("exclusiveMaximum", _described(schema, "maximum")))
     if isinstance(lo, int | float) and value < lo:
-        value = lo if "minimum" in schema else lo + 1
+        value = lo + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else lo
     if isinstance(hi, int | float) and value > hi:
-        value = hi if "maximum" in schema else hi - 1
+        value = hi - 1 if "maximum" not in schema and "exclusiveMaximum" in schema else hi
     return value
 
 
@@ -219,8 +239,9 @@ def _string_candidates(
             return paths
     tokens = _task_tokens(task)
     example = _EXAMPLE.search(description)
-    if example or "/" in description:
-        sample = example.group(1) if example else description
+    sample = example.group(1) if example else description if "/" in description else ""
+    # a lowercase word's shape ('en', 'us') is every short word's ('in', 'to'): no shape
+    if sample and not re.fullmatch(r"[a-z]+", sample):
         for collapse in (False, True):
             wanted = _shape(sample, collapse=collapse)
             same = [t for t in tokens if _shape(t, collapse=collapse) == wanted]
@@ -323,7 +344,8 @@ def literal_value(
         return True, (fresh or candidates)[0]
     if "integer" in types or "number" in types:
         numbers = [n for n in _numbers(task) if "integer" not in types or n == int(n)]
-        value = 5.0 if _COUNT_NAME.match(name) or not numbers else numbers[0]
+        count = _described(schema, "default") or 5.0  # a count the task does not give
+        value = count if _COUNT_NAME.match(name) or not numbers else numbers[0]
         value = _clamp(value, schema)
         return True, int(value) if "integer" in types or value == int(value) else value
     if "boolean" in types:

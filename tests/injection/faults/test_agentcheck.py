@@ -194,6 +194,34 @@ def test_a_parenthesised_name_takes_the_type_written_right_before_it(
     assert got == properties and schema.get("required") == required
 
 
+def test_derived_schemas_keep_each_parameters_own_description() -> None:
+    """The derived schema kept a listed parameter's name, type and whether it is required but
+    dropped its own words, so an agent never read "max 3" or "default 3" of ``top_k``; each
+    parameter now carries them as its ``description`` (the parenthesis's words besides the
+    type, then the words after it up to the next item)."""
+    raw = _b1_template("2023-02-03")
+    raw["tools"][0]["description"] = (
+        "Day-ahead prices. Parameters: zone (string, required) — the bidding zone, e.g. "
+        "'DE-LU'; hours (integer, optional, default 24): hours of prices, max 48; "
+        "unit (string). Returns prices."
+    )
+    schema = parse_scenario(raw, "b1.json").tools[0].input_schema
+    assert schema["properties"] == {
+        "zone": {"type": "string", "description": "the bidding zone, e.g. 'DE-LU'"},
+        "hours": {"type": "integer", "description": "default 24; hours of prices, max 48"},
+        "unit": {"type": "string"},
+    }
+    assert schema["required"] == ["zone", "unit"]
+    top_k = {
+        name: tool.input_schema["properties"]["top_k"].get("description")
+        for name, s in CONVERTED.items()
+        for tool in s.tools
+        if "top_k" in tool.input_schema["properties"]
+    }
+    assert "default 3" in top_k.values()
+    assert "default 5; maximum number of results to return" in top_k.values()
+
+
 # ------------------------------------------------------------------------------ per type
 
 

@@ -645,6 +645,36 @@ def test_naive_changes_the_arguments_a_poisoned_description_tells_it_to() -> Non
     assert "description_ignored" in careful.event_kinds()
 
 
+@pytest.mark.parametrize(
+    ("words", "sent"),
+    [
+        ("results to return, max 3", 3),
+        ("results to return (default 2)", 2),
+        ("results to return", 5),
+    ],
+)
+def test_a_plan_reads_a_count_from_the_parameters_own_description(words: str, sent: int) -> None:
+    """Every count-like argument got 5 and the derived schema had no words of its own, so a
+    ``top_k`` documented "max 3" got 5; the plan reads a default and bounds from the
+    parameter's description now, and sends 5 only when it says neither."""
+    raw = json.loads((FIXTURES / "agentcheck" / "A1_search_docs_timeout.json").read_text())
+    faulty = raw["tools"][0]
+    assert faulty["tool_id"] == "search_docs"
+    faulty["description"] = (
+        "Searches the knowledge base. Parameters: query (string, required) — the search "
+        f"text; top_k (integer, required) — {words}. Returns matches."
+    )
+    sc = parse_scenario(raw, "a1.json")
+    (call,) = [c for c in plan_from_scenario(sc).calls if c.tool == "search_docs"]
+    assert call.arguments["top_k"].literal == sent
+    assert literal_value("limit", {"type": "integer", "description": "at most 2"}, "") == (True, 2)
+    bounded = {"type": "integer", "maximum": 4, "description": "max 3"}
+    assert literal_value("limit", bounded, "") == (True, 4)  # the schema's keyword first
+    # an example that is a lowercase word ('en') has every short word's shape: no "in"
+    code = {"type": "string", "description": "language code, e.g. 'en'"}
+    assert literal_value("hl", code, "Coffee questions asked in the US, in English.")[1] != "in"
+
+
 def test_plans_send_arguments_from_the_derived_schemas() -> None:
     """AgentCheck declares no input schemas: the plan fills what the prose names, so A4's
     renamed argument is sent under its documented name in every template."""
