@@ -25,8 +25,9 @@ Frozen (``adaptive=None``), the thresholds are the model's operating point and a
    state (tool ids are stable across snapshots).
 
 At most ``max_open_streams`` streams are open: a new one past the cap evicts the least
-recently active (an ``OrderedDict``, O(1) per call), closed early exactly as an idle one at
-the next :meth:`StreamScorer.advance` (adaptive: pooled and queued by the usual rules).
+recently active (an ``OrderedDict``, O(1) per call), closed early exactly as an idle one,
+and (adaptive) pooled and queued by the usual rules at once, before the call that evicted it
+is scored — never where a batch happens to end, so batching changes nothing.
 
 Everything is bounded (the number of open streams; per stream: the online scorer's state plus
 a few numbers; pools of ``window`` values; pending streams of one quarantine) and is saved by
@@ -209,25 +210,13 @@ class StreamScorer:
         if at_us is not None:
             now = at_us
         cutoff = now - self.idle_us
-        closed, self._evicted = self._evicted, []
-        for key in [k for k, t in self.tracks.items() if t.last_us < cutoff]:
-            closed.append(self._close(key))
+        idle = [self._close(k) for k in [k for k, t in self.tracks.items() if t.last_us < cutoff]]
+        closed, self._evicted = self._evicted + idle, []  # the evicted: retired already
         self.counts["closed"] += len(closed)
         if self.adaptive is None:
             return closed
         cfg = self.adaptive.config
-        quarantine_us = int(cfg.quarantine_h * 3600e6)
-        for c in closed:
-            if c.learn and c.calls >= cfg.min_calls:
-                for bit, peak in enumerate(c.peaks):
-                    self.pools[bit].append((c.last_us, peak))
-                    self._quantiles[bit].update(peak)
-                self.counts["pooled"] += 1
-            if c.learn and (cfg.fold_alarmed or not c.alarmed):
-                self._order += 1
-                heapq.heappush(
-                    self.pending, (c.last_us + self.idle_us + quarantine_us, self._order, c)
-                )
+        self._retire(idle)
         if not math.isinf(cfg.pool_days):  # only recent maxima: the old ones age out
             oldest = now - int(cfg.pool_days * _DAY_US)
             aged = False
@@ -259,12 +248,37 @@ class StreamScorer:
             key, track.first_us, track.last_us, track.calls, track.learn, track.alarmed, peaks
         )
 
+    def _retire(self, closed: Sequence[Closed]) -> None:
+        """Adaptive: pool the closed streams' peaks (if long enough) and queue them for the
+        fold after the quarantine (if they may be learnt)."""
+        assert self.adaptive is not None
+        cfg = self.adaptive.config
+        quarantine_us = int(cfg.quarantine_h * 3600e6)
+        for c in closed:
+            if c.learn and c.calls >= cfg.min_calls:
+                for bit, peak in enumerate(c.peaks):
+                    self.pools[bit].append((c.last_us, peak))
+                    self._quantiles[bit].update(peak)
+                self.counts["pooled"] += 1
+            if c.learn and (cfg.fold_alarmed or not c.alarmed):
+                self._order += 1
+                heapq.heappush(
+                    self.pending, (c.last_us + self.idle_us + quarantine_us, self._order, c)
+                )
+
     def _evict(self) -> None:
-        """Close the least recently active stream now, as if idle (the pool, quarantine and
-        fold rules apply at the next :meth:`advance`)."""
+        """Close the least recently active stream now, as if idle, and (adaptive) pool and
+        queue it at once, before the call that evicted it is scored: pooled at the next
+        :meth:`advance` instead, it moved the threshold where a batch happened to end, so one
+        batch and one call a batch alerted differently. Handed out (and counted closed) by the
+        next :meth:`advance`."""
         key = next(iter(self.tracks))
-        self._evicted.append(self._close(key))
+        closed = self._close(key)
+        self._evicted.append(closed)
         self.counts["evicted"] += 1
+        if self.adaptive is not None:
+            self._retire([closed])
+            self.thresholds = self._current_thresholds()
         if self.on_evict is not None:
             self.on_evict(key)
 
