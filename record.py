@@ -263,6 +263,14 @@ class CallRecord:
             "field:attribute (session_id:mcp.session.id); null for rows not received as spans"
         ),
     ] = None
+    received_time: Annotated[
+        datetime | None,
+        Col(
+            "when the collector stored the row, UTC: one value per write, rising (the order the "
+            "live scorer saw the rows); null for rows not received as spans or stored before "
+            "this column"
+        ),
+    ] = None
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -318,6 +326,8 @@ CALL_FIELDS: Final[tuple[Field, ...]] = columns_of(CallRecord)
 #: The ``tool_lists`` columns, derived from :class:`ToolListing`.
 TOOL_LIST_FIELDS: Final[tuple[Field, ...]] = columns_of(ToolListing)
 CALL_FIELD_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in CALL_FIELDS)
+#: The column the collector stamps on each write (:class:`CallRecord`'s ``received_time``).
+RECEIVED: Final = "received_time"
 
 
 def split_mcp_name(name: str) -> tuple[str | None, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from toolwatch.record import CALL_FIELDS, TOOL_LIST_FIELDS, Field
+from toolwatch.record import CALL_FIELDS, RECEIVED, TOOL_LIST_FIELDS, Field
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,7 +443,8 @@ def markdown(table: Table) -> str:
         cells = [f"`{f.name}`", f.arrow, "yes" if f.nullable else "no"]
         if spans:
             keys = (f.attribute, *f.fallbacks) if f.attribute else ()
-            cells.append(", else ".join(f"`{k}`" for k in keys) or "(span field)")
+            origin = "(the collector's write)" if f.name == RECEIVED else "(span field)"
+            cells.append(", else ".join(f"`{k}`" for k in keys) or origin)
         cells.append(f.doc.replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |\n")
     return head + "".join(lines)

@@ -491,6 +491,7 @@ def _fast_table(
         "duration_us": pa.array(duration, mask=~has_duration),
         "failed": pc.or_(error.is_valid(), pa.array(status_error)),
         "fields_present": _fields_present(present[fast]),
+        "received_time": pa.nulls(fast.size, pa.timestamp("us", tz="UTC")),  # the writer's
     }
     arrays = []
     for f in CALLS_SCHEMA:

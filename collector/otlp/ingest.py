@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import numpy as np
@@ -30,6 +30,7 @@ from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.compaction import not_a_file
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
+from toolwatch.record import EPOCH, RECEIVED
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,38 @@ def prime_recent_spans(
             added += keys.size
             budget -= keys.size
     return added
+
+
+#: the newest calls files read for the last arrival mark at start (a run's files are newest)
+RECEIVED_FILES: Final = 64
+
+
+def newest_received_us(store: Store, files: int = RECEIVED_FILES) -> int:
+    """The latest ``received_time`` (µs) in the newest calls files, from their footers' column
+    statistics (0: none): the writer stamps later ones, so the arrival marks keep rising
+    across a restart whose clock stepped back. Unreadable files are skipped."""
+    newest = 0
+    for path in sorted(store.files(CALLS), key=_mtime, reverse=True)[:files]:
+        try:
+            if not_a_file(path) is not None:
+                continue
+            meta = pq.ParquetFile(path).metadata
+            i = meta.schema.to_arrow_schema().get_field_index(RECEIVED)
+            for g in range(meta.num_row_groups) if i >= 0 else ():
+                stats = meta.row_group(g).column(i).statistics
+                if stats is not None and stats.has_min_max:
+                    newest = max(newest, _micros(stats.max))
+        except Exception as exc:
+            log.debug("no arrival mark read from %s: %s", path, exc)
+    return newest
+
+
+def _micros(value: Any) -> int:
+    """A timestamp statistic (a datetime, or an integer of µs) in µs since the epoch."""
+    if isinstance(value, datetime):
+        value = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return (value - EPOCH) // timedelta(microseconds=1)
+    return int(value)
 
 
 def _mtime(path: Any) -> float:

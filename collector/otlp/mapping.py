@@ -77,7 +77,15 @@ log = logging.getLogger(__name__)
 SDK_SCOPE: Final = "mcp-python-sdk"
 #: Fields computed from the span itself rather than from an attribute.
 CALL_INTRINSICS: Final = frozenset(
-    {"trace_id", "span_id", "start_time", "duration_us", "failed", "fields_present"}
+    {
+        "trace_id",
+        "span_id",
+        "start_time",
+        "duration_us",
+        "failed",
+        "fields_present",
+        "received_time",  # stamped by the writer when the row is stored (null until then)
+    }
 )
 TOOL_LIST_INTRINSICS: Final = frozenset({"trace_id", "span_id", "listed_time"})
 #: A record field whose attribute is absent takes this value (the default source of spans

@@ -71,7 +71,7 @@ from toolwatch.collector.otlp.decode import (
     status_body,
     success_body,
 )
-from toolwatch.collector.otlp.ingest import IngestLog, prime_recent_spans
+from toolwatch.collector.otlp.ingest import IngestLog, newest_received_us, prime_recent_spans
 from toolwatch.collector.otlp.metrics import CONTENT_TYPE as METRICS_TYPE
 from toolwatch.collector.otlp.metrics import ExtraMetrics, metrics_renderer
 from toolwatch.collector.otlp.stats import CollectorStats
@@ -211,6 +211,7 @@ class Collector:
             on_close=self._closed_slow,
         )
         primed = prime_recent_spans(self.store, self._writer.recent)
+        self._writer.received_us = newest_received_us(self.store)  # marks keep rising
         warm_up()  # the compiled wire walks load now, not in the first request
         sock = _bind(self.host, self.port)
         self.port = sock.getsockname()[1]

@@ -48,6 +48,7 @@ from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
 from toolwatch.log_limits import RateLimiter
+from toolwatch.record import RECEIVED
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,9 @@ class GroupCommitWriter:
         self.progress_interval = progress_interval
         self.on_progress = on_progress
         self.recent = recent if recent is not None else RecentSpans()
+        #: the ``received_time`` (µs) of the last write: each write's is later, even when the
+        #: clock steps back (the server sets it at start from the newest stored rows)
+        self.received_us = 0
         self._lock = lock
         # a full disk fails every group while senders retry: one line per cause per 10 s
         self._limited = RateLimiter(log)
@@ -349,6 +353,13 @@ class GroupCommitWriter:
         calls = _concat([m.calls for m in mapped], CALLS_SCHEMA)
         lists = _concat([m.tool_lists for m in mapped], TOOL_LISTS_SCHEMA)
         files = []
+        if calls.num_rows:  # one arrival mark per write, rising: the live scorer's catch-up
+            self.received_us = max(time.time_ns() // 1000, self.received_us + 1)
+            stamp = pa.array([self.received_us] * calls.num_rows, pa.int64())
+            i = calls.schema.get_field_index(RECEIVED)
+            calls = calls.set_column(
+                i, calls.schema.field(i), stamp.cast(calls.schema.field(i).type)
+            )
         # keys are remembered as soon as their rows are durable: if the next append fails and
         # the group is written again request by request, these rows are not written twice
         if calls.num_rows:

@@ -17,9 +17,10 @@ the store). A frozen model alerts at its operating point.
 **Live state.** Either way the scorer's state is saved to ``state_path``
 (``STORE/models/live-state.json``, :mod:`.live_state`) every ``save_every_s``, right after a
 batch that crossed a threshold and at :meth:`close`, and restored at start; with ``catch_up``
-(the collector) the calls stored after the last save are re-scored then (:mod:`.readback`), so
-a collector killed between saves resumes as if never stopped: no repeated alert, no runaway
-restarting from 0.
+(the collector) the calls stored after the last save — the writes after the arrival mark of the
+last batch scored (``received_time``) — are re-scored then, write by write (:mod:`.readback`),
+so a collector killed between saves resumes as if never stopped: no repeated alert, no runaway
+restarting from 0, a call that arrived late included.
 
 **Provenance alerts.** Besides the watched statistics, every call is checked against the model's
 per-egress-class payload thresholds (:mod:`toolwatch.detection.cues.provenance`, saved by
@@ -60,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
@@ -88,6 +90,7 @@ from toolwatch.detection.model.normal_model import ModelError, NormalModel
 from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, StreamScorer
 from toolwatch.detection.scoring.online import Scores, StreamKey
 from toolwatch.log_limits import RateLimiter
+from toolwatch.record import RECEIVED
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +218,9 @@ class LiveScorer:
         self._raised: set[tuple[Any, ...]] = set()  # alerts stored before a kill (catch-up)
         #: the event time the streams were last closed as of (saved: a restart acts alike)
         self._acted_us = 0
+        #: the arrival mark (``received_time``, µs) of the newest batch scored; None: a state
+        #: from before arrival marks (the catch-up then goes by event time, once)
+        self.received_us: int | None = None
         self._resume()
         if catch_up:
             self._catch_up()
@@ -353,6 +359,7 @@ class LiveScorer:
                 self.streams_evicted,
             )
         self._advance(self._acted_us)  # as of the last boundary passed: nothing new closes
+        self._note_arrival(table)
         if alerts:
             self._record(alerts)
         # a crossing (model or novelty; provenance alerts hold no state) is saved at once: a
@@ -362,6 +369,16 @@ class LiveScorer:
         if self.state_path is not None and (stateful or elapsed >= self.save_every_s):
             self.save_state()
         return alerts
+
+    def _note_arrival(self, table: pa.Table) -> None:
+        """Remember the batch's arrival mark (the collector's writes carry one): the catch-up
+        after a kill re-scores the writes after it."""
+        if RECEIVED not in table.column_names:
+            return
+        marks = table.column(RECEIVED).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+        newest = pc.max(marks).as_py()
+        if newest is not None:
+            self.received_us = max(self.received_us or 0, int(newest))
 
     def _advance(self, at_us: int) -> None:
         """Close idle streams (adaptive: pool, fold, refresh) as of ``at_us`` and forget their
@@ -388,6 +405,7 @@ class LiveScorer:
             doc = self.scorer.state()
             doc["above"] = [[k[0], k[1], v] for k, v in self._above.items()]
             doc["acted_us"] = self._acted_us
+            doc["received_us"] = self.received_us
             if self.window is not None:
                 self.window.prune(self.scorer.now_us)
             doc["caught"] = None if self.window is None else self.window.to_json()
@@ -412,6 +430,8 @@ class LiveScorer:
             self.window = None if caught is None else ScoredWindow.from_json(caught)
             self._above = {(str(s), a): int(v) for s, a, v in doc["above"]}
             self._acted_us = int(doc.get("acted_us", self.scorer.now_us))  # absent: older
+            received = doc.get("received_us")  # absent: saved before arrival marks
+            self.received_us = None if received is None else int(received)
             if self.novelty is not None:
                 self.novelty.load_json(doc.get("novelty", []))
             for key in [k for k in self._above if k not in self.scorer.tracks]:
@@ -426,6 +446,7 @@ class LiveScorer:
             self.window = None
             self._above = {}
             self._acted_us = 0
+            self.received_us = None
             if self.novelty is not None:
                 self.novelty.streams = {}
             return
@@ -437,8 +458,10 @@ class LiveScorer:
         )
 
     def _catch_up(self) -> None:
-        """Re-score the stored calls the saved state never saw (a kill between saves); with no
-        window yet, the calls already stored count as seen. Logged, never raised."""
+        """Re-score the stored calls the saved state never saw (a kill between saves): the
+        writes after its arrival mark, one by one; a state from before arrival marks, by event
+        time (:mod:`.readback`). With no window yet, the calls already stored count as seen.
+        Logged, never raised."""
         if self.store is None or self.state_path is None:
             return
         ahead = self.clock_ahead_s
@@ -447,19 +470,31 @@ class LiveScorer:
         try:
             if self.window is None:
                 self.window = readback.baseline(self.store, latest)
+                self.received_us = readback.newest_received(self.store)
                 self.save_state()  # a kill before the first periodic save is caught up too
                 return
-            missed = readback.missed_calls(self.store, self.window, latest)
-            if missed.num_rows:
-                self._raised = readback.raised_before(
-                    self.store, missed.column("span_id").to_pylist()
-                )
-                self.process(missed)
+            newest = None
+            if self.received_us is None:  # saved before arrival marks: once, by event time
+                newest = readback.newest_received(self.store)
+                batches = [readback.missed_calls(self.store, self.window, latest)]
+            else:  # rows without a mark (not received: appended by code) as before, first
+                unmarked = readback.missed_calls(self.store, self.window, latest, unmarked=True)
+                batches = [unmarked, *readback.arrived_since(self.store, self.received_us)]
+            missed = sum(b.num_rows for b in batches)
+            if missed:
+                ids = [i for b in batches for i in b.column("span_id").to_pylist()]
+                self._raised = readback.raised_before(self.store, ids)
+                for batch in batches:
+                    self.process(batch)  # an empty one is nothing
+            if newest is not None:
+                self.received_us = max(self.received_us or 0, newest)
+            if missed or newest is not None:
                 self.save_state()
+            if missed:
                 log.info(
                     "live scoring caught up %d call(s) stored after its state was last saved "
                     "(%d alert(s) raised, %d raised before the restart not repeated)",
-                    missed.num_rows,
+                    missed,
                     self.alerts_raised - raised,
                     len(self._raised),
                 )

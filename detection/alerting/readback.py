@@ -8,17 +8,24 @@ state the calls scored since the last save — a half-built runaway restarts fro
 though the store holds every one of them. The stored calls are the source of truth, so the
 state records how far it got, and ``toolwatch collector --model`` re-scores the rest at start.
 
-How far it got is a :class:`ScoredWindow`: a lower bound ``from_us`` (the newest call time
-scored, less :data:`LATE_S`) and the span id of every call scored since whose start time is at
-or after it. A stored call in the window whose span id is not there was never scored: it is
-re-scored (in time order) before the collector listens; one that is there was scored and is in
-the state, so nothing is counted twice. A call that arrived more than :data:`LATE_S` behind the
-newest one in the last minute before a kill is the one loss left: the store keeps no arrival
-order (a row has its start time only; compaction renames merged part files), so nothing tells
-such a call from the older ones scored long before. With no window (a first start,
-a state from before this was saved) the calls already stored count as seen: a collector never
-scores history it was not running for. An alert the catch-up would raise again (stored, then
-the process killed before the state was saved) is recognised by its span id, cue set and
+How far it got is the **arrival mark** of the last batch it scored: the collector stamps every
+row it writes with ``received_time``, one value per write, rising (compaction keeps it), so the
+stored calls whose mark is later are exactly the batches the state never saw. They are
+re-scored before the collector listens, write by write in the order they were written
+(:func:`arrived_since`): the very batches, so the restarted collector ends as the
+uninterrupted one did — a call that arrived long after its start time included.
+
+A state saved before arrival marks existed has none; then, once, the older rule: a
+:class:`ScoredWindow`, a lower bound ``from_us`` (the newest call time scored, less
+:data:`LATE_S`) and the span id of every call scored since whose start time is at or after it;
+a stored call in the window whose span id is not there is re-scored (one that arrived more
+than :data:`LATE_S` behind the newest in the last minute before the kill is lost: nothing
+tells it from the older ones). The window is still kept with the state, and rows without a
+mark (written by an older collector, or appended to the store by code rather than received)
+are still caught up by it, first, as before. With no window (a first start) the calls
+already stored count as seen, and the newest mark stored becomes the state's: a collector
+never scores history it was not running for. An alert the catch-up would raise again (stored,
+then the process killed before the state was saved) is recognised by its span id, cue set and
 detector in the ``alerts`` table and not raised twice.
 
 Calls stamped ahead of the window (a skewed client clock) are kept in it too, at most
@@ -28,6 +35,7 @@ Calls stamped ahead of the window (a skewed client clock) are kept in it too, at
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any, Final
 
 import pyarrow as pa
@@ -38,6 +46,7 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE
 from toolwatch.detection.calls.windows import call_columns_sql
 from toolwatch.detection.scoring.adaptive import CallsOf, Closed
+from toolwatch.record import RECEIVED
 
 #: How far (event time) behind the newest call scored a call may arrive and still be re-scored
 #: after a kill; the window holds the span ids of about this much traffic (≈ 25 B each).
@@ -107,9 +116,14 @@ def baseline(store: Store, latest_us: int | None) -> ScoredWindow:
     return window
 
 
-def missed_calls(store: Store, window: ScoredWindow, latest_us: int | None) -> pa.Table:
-    """The stored calls of the window (up to ``latest_us``) that were never scored."""
+def missed_calls(
+    store: Store, window: ScoredWindow, latest_us: int | None, *, unmarked: bool = False
+) -> pa.Table:
+    """The stored calls of the window (up to ``latest_us``) that were never scored; with
+    ``unmarked``, only those without an arrival mark (the others go by :func:`arrived_since`)."""
     upper = "" if latest_us is None else f" AND c.start_time <= {_TS}"
+    if unmarked:
+        upper += f" AND c.{RECEIVED} IS NULL"
     table = store.query(
         f"SELECT {call_columns_sql(store, 'c')} FROM calls c WHERE c.start_time >= {_TS}{upper}",
         [window.from_us] + ([] if latest_us is None else [latest_us]),
@@ -118,6 +132,29 @@ def missed_calls(store: Store, window: ScoredWindow, latest_us: int | None) -> p
         return table
     scored = pc.is_in(table.column("span_id"), value_set=pa.array(list(window.seen)))
     return table.filter(pc.invert(scored))
+
+
+def newest_received(store: Store) -> int:
+    """The latest arrival mark stored (``received_time``, µs), 0 when no row has one."""
+    row = store.query(f"SELECT epoch_us(max({RECEIVED})) AS t FROM calls")
+    newest = row.column("t")[0].as_py() if row.num_rows else None
+    return 0 if newest is None else int(newest)
+
+
+def arrived_since(store: Store, received_us: int) -> list[pa.Table]:
+    """The stored calls written after the arrival mark ``received_us``, one table per write in
+    the order they were written: the very batches the collector handed the scorer."""
+    table = store.query(
+        f"SELECT {call_columns_sql(store, 'c')} FROM calls c WHERE c.{RECEIVED} > {_TS} "
+        f"ORDER BY c.{RECEIVED}",
+        [received_us],
+    )
+    if table.num_rows == 0:
+        return []
+    marks = table.column(RECEIVED).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    values = marks.to_numpy()
+    cuts = [0, *(i for i in range(1, len(values)) if values[i] != values[i - 1]), len(values)]
+    return [table.slice(a, b - a) for a, b in pairwise(cuts)]
 
 
 def alert_key(alert: Mapping[str, Any]) -> tuple[Any, ...]:

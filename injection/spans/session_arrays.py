@@ -25,7 +25,9 @@ from toolwatch.record import CALL_FIELDS
 
 _INT_FIELDS = {f.name for f in CALL_FIELDS if f.arrow in ("int64", "int32")}
 _BOOL_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "bool"}
-_TIME_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "timestamp"}
+_TIME_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "timestamp" and not f.nullable}
+#: times that may be null (``received_time``): µs as float64, NaN for null, as nullable ints
+_STAMP_FIELDS = {f.name for f in CALL_FIELDS if f.arrow == "timestamp" and f.nullable}
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in CALL_FIELDS)
 #: The largest float64 an int64 column holds (2**63 - 1 itself rounds up, out of range).
 _INT64_TOP_FLOAT: Final = float(np.nextafter(2.0**63, 0.0))
@@ -85,7 +87,7 @@ INJECTION_COLUMNS: tuple[str, ...] = (
 def _missing(name: str, n: int) -> np.ndarray:
     if name in _BOOL_FIELDS:
         return np.zeros(n, dtype=bool)
-    if name in _INT_FIELDS:
+    if name in _INT_FIELDS or name in _STAMP_FIELDS:
         return np.full(n, np.nan)
     return np.full(n, None, dtype=object)
 
@@ -105,6 +107,9 @@ def table_columns(table: pa.Table, columns: Sequence[str] = FIELD_NAMES) -> dict
         if name in _TIME_FIELDS:
             col = pc.cast(col, pa.timestamp("us", tz="UTC")).cast(pa.int64())
             out[name] = col.to_numpy(zero_copy_only=False).astype(np.int64)
+        elif name in _STAMP_FIELDS:
+            col = pc.cast(col, pa.timestamp("us", tz="UTC")).cast(pa.int64())
+            out[name] = col.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
         elif name in _BOOL_FIELDS:
             out[name] = col.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
         elif name in _INT_FIELDS:
@@ -176,6 +181,9 @@ def to_table(
             values = _missing(fld.name, n)
         if fld.name in _TIME_FIELDS:
             arrays.append(pa.array(values.astype(np.int64), type=fld.type))
+        elif fld.name in _STAMP_FIELDS:
+            stamps = pa.array(values, type=pa.float64(), from_pandas=True)
+            arrays.append(stamps.cast(pa.int64()).cast(fld.type))
         elif fld.name in _INT_FIELDS:
             if fld.type == pa.int64() and values.dtype.kind == "f":
                 values = np.minimum(values, _INT64_TOP_FLOAT)  # NaN stays NaN

@@ -216,7 +216,9 @@ def test_replayed_records_round_trip(tmp_path: Path) -> None:
     table = store.query(f"SELECT {', '.join(CALL_FIELD_NAMES)} FROM calls ORDER BY seq")
     got = table.to_pylist()
     # fields_present is the collector's note of what each span carried (the replay sends
-    # every non-null field), not a field of the record sent
+    # every non-null field), received_time its write's arrival mark: not fields of the record
     present = [row.pop("fields_present") for row in got]
-    assert got == [{k: v for k, v in r.as_dict().items() if k != "fields_present"} for r in records]
+    assert all(row.pop("received_time") is not None for row in got)
+    notes = ("fields_present", "received_time")
+    assert got == [{k: v for k, v in r.as_dict().items() if k not in notes} for r in records]
     assert "input_bytes" in present[0] and "output_bytes" not in present[2]

@@ -344,3 +344,33 @@ def test_a_full_disk_is_one_error_line_per_10_s_not_one_per_request(
         r for r in caplog.records if r.levelname == "ERROR" and "could not write" in r.message
     ]
     assert len(errors) == 1 and "No space left on device" in errors[0].message
+
+
+def test_each_write_carries_a_rising_arrival_mark_across_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live scorer's catch-up re-scores the writes after the last one it scored, so every
+    row carries its write's ``received_time``: one value per write, the one ``on_batch`` sees,
+    rising — also across a restart whose clock stepped back an hour (the writer starts from the
+    newest mark stored)."""
+    store = Store(tmp_path)
+    seen: list[set[Any]] = []
+
+    def on_batch(table: pa.Table) -> None:
+        seen.append(set(table.column("received_time").to_pylist()))
+
+    with Collector(store, on_batch=on_batch) as c:
+        for n in (3, 4):
+            specs = [SpanSpec(call(seq=n * 10 + i)) for i in range(n)]
+            assert decode_success(PB, post(c.url, pb_request(specs)).body) == (0, "")
+    first = store.query("SELECT DISTINCT received_time AS t FROM calls ORDER BY t")
+    marks = first.column("t").to_pylist()
+    assert len(marks) == 2 and marks[0] < marks[1] and [{m} for m in marks] == seen
+
+    hour_ago = time.time_ns() - 3_600_000_000_000
+    monkeypatch.setattr("toolwatch.collector.otlp.writer.time.time_ns", lambda: hour_ago)
+    with Collector(store) as c:
+        specs = [SpanSpec(call(seq=90 + i)) for i in range(2)]
+        assert decode_success(PB, post(c.url, pb_request(specs)).body) == (0, "")
+    later = store.query("SELECT DISTINCT received_time AS t FROM calls ORDER BY t")
+    assert later.num_rows == 3 and later.column("t")[2].as_py() > marks[1]

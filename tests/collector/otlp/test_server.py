@@ -83,6 +83,8 @@ def test_protobuf_spans_become_call_records(collector: Collector, store: Store) 
 
     got = rows(store)
     assert [r["tool"] for r in got] == ["Read", "Bash", "WebFetch"]
+    marks = {r.pop("received_time") for r in got}  # the write's arrival mark, one per write
+    assert len(marks) == 1 and None not in marks
     first = got[0]
     assert first == {
         "trace_id": ok.trace_id.hex(),

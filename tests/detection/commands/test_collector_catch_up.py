@@ -166,3 +166,66 @@ def test_a_stream_idle_inside_the_caught_up_calls_closes_as_it_did_live(
         log = again.stop()
     assert f"caught up {len(head)} call(s)" in log
     assert _outcome(again.store) == expected
+
+
+def _late_traffic() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Normal sessions over the last 8 hours, then a slow failing runaway stamped 40 minutes
+    before the newest of them (a sender whose spans were held back): its first 12 calls, then
+    the rest (it crosses at its 20th)."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=8)
+    head = workload(5, 6, tools=8, start=start).sort_by([("start_time", "ascending")])
+    newest = head.column("start_time")[-1].as_py()
+    late_start = (newest - T0).total_seconds() - 2400
+    late = session(["tool03"] * 40, name="late", gap=10.0, failed=True, start=late_start)
+    rows = head.to_pylist() + table(late).to_pylist()
+    for i, row in enumerate(rows):
+        row["span_id"] = f"{i + 1:016x}"
+    n = head.num_rows
+    return rows[:n], rows[n : n + 12], rows[n + 12 :]
+
+
+def test_calls_arriving_long_after_their_start_are_caught_up_after_a_kill(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """The catch-up re-scored the calls stored after the last save by event time, from 5 min
+    behind the newest call scored: a runaway's first 12 calls, stamped 40 min behind the
+    newest and arriving after the last save, lay before that bound: lost to a SIGKILL (none
+    caught up), the runaway's CUSUM started again from its 13th call. Each write
+    now carries an arrival mark (``received_time``) and the restarted collector re-scores the
+    writes after the last scored one: the same streams, scores and alerts as without the
+    kill."""
+    head, late, tail = _late_traffic()
+    model = ["--model", str(model_path)]
+    runs = {}
+    for name in ("straight", "killed"):
+        root = tmp_path / name
+        first = Server(root, extra=model)
+        try:
+            _send(first, head, len(head))
+        finally:
+            first.stop()  # the state is saved at close: the late calls come after it
+        second = Server(root, extra=model)
+        try:
+            _send(second, late, len(late))  # no crossing: no save before the next minute
+        finally:
+            if name == "killed":
+                second.proc.kill()
+                second.proc.wait(30)
+            else:
+                second.stop()
+        third = Server(root, extra=model)
+        try:
+            assert _scored(third) == (len(late) if name == "killed" else 0)
+            _send(third, tail, _scored(third) + len(tail))
+        finally:
+            log = third.stop()
+        assert third.proc.returncode == 0
+        runs[name] = (_outcome(third.store), log)
+    expected, _ = runs["straight"]
+    assert [(a[0], a[3]) for a in expected[3] if a[0] == "late"] == [("late", 20)]
+    assert (
+        f"caught up {len(late)} call(s) stored after its state was last saved" in runs["killed"][1]
+    )
+    assert runs["killed"][0] == expected
+    marked = Store(third.store).query("SELECT count(received_time) AS n FROM calls")
+    assert marked.column("n")[0].as_py() == len(head) + len(late) + len(tail)

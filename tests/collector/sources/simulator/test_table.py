@@ -47,6 +47,7 @@ def test_columns_follow_the_schema_and_unset_fields_take_the_record_defaults() -
         "client_quirk",
         *EXPORTED_FIELDS,
         "fields_present",
+        "received_time",
     }
     row = table.to_pylist()[2]
     assert (row["service"], row["restamped"], row["output_truncated"], row["label"]) == (
