@@ -4,6 +4,7 @@ tables, the demo's headline and the dashboard alike)."""
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 from toolwatch.injection.spans.kinds import PAYLOAD_ENCODINGS, PAYLOADS
 
@@ -30,11 +31,22 @@ def label(kind: str) -> str:
     return _LABELS.get(kind, kind)
 
 
+def percent(x: float, digits: int = 0) -> str:
+    """``100 · x`` to ``digits`` decimals, a half rounded up as by hand (``1/40`` → ``3``, as
+    ``39/40`` → ``98``): Python's format rounds a half to even (``2``), and a share of a few
+    dozen runs is often a half. The share is first cut to 9 decimals, so a binary float just
+    under a half (``100 · 0.145`` = 14.4999…) counts as the half it stands for."""
+    if not math.isfinite(x):
+        return f"{100 * x:.{digits}f}"
+    exact = Decimal(f"{100 * x:.9f}") + 0  # + 0: no "-0"
+    return str(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
 def pct(x: float | None, digits: int = 0) -> str:
-    """``91%`` (``–`` for none / NaN)."""
+    """``91%`` (``–`` for none / NaN); a half rounded up (:func:`percent`)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
-    return f"{100 * x:.{digits}f}%"
+    return f"{percent(x, digits)}%"
 
 
 def target_pct(x: float) -> str:
@@ -48,7 +60,7 @@ def ci(lo: float | None, hi: float | None) -> str:
     """`` (85–95)``: an interval to append to a :func:`pct` (empty when unknown)."""
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
         return ""
-    return f" ({100 * lo:.0f}–{100 * hi:.0f})"
+    return f" ({percent(lo)}–{percent(hi)})"
 
 
 def rate_ci(rate: float | None, lo: float | None, hi: float | None) -> str:

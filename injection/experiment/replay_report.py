@@ -6,7 +6,8 @@ printed for that run.
 Shares are written as the experiment writes the same kind of number (:mod:`.formats`):
 detection of the injected copies as a whole percent (``98%``, as the experiment's detection
 tables), a level of normal streams alarming with one decimal (``3/31 9.7%``, as its ``4.7% =
-3/64 streams``) and 95 % intervals in whole percents.
+3/64 streams``) and 95 % intervals in whole percents; a half is rounded up, as by hand
+(:func:`~.formats.percent`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 from toolwatch.detection import ModelConfig
 from toolwatch.injection.experiment.config import THIN_TEST
-from toolwatch.injection.experiment.formats import num, pct, target_pct
+from toolwatch.injection.experiment.formats import num, pct, percent, target_pct
 from toolwatch.injection.experiment.replay import (
     BEYOND_P,
     MODELS,
@@ -107,7 +108,7 @@ def alarm_text(k: int, n: int, *, interval: bool = False) -> str:
     shown = f"{k}/{n} {pct(k / n if n else None, 1)}"
     if interval and n:
         lo, hi = wilson(k, n)
-        shown += f" ({100 * lo:.0f}–{100 * hi:.0f}%)"
+        shown += f" ({percent(lo)}–{percent(hi)}%)"
     return shown
 
 

@@ -31,6 +31,7 @@ from toolwatch.injection.experiment import (
     run_experiment,
     save_result,
 )
+from toolwatch.injection.experiment.formats import percent
 
 SCENARIOS = REPO / "scenarios"
 WB_SCENARIOS = ("c1-support-01", "a2-hr-01")
@@ -93,11 +94,11 @@ def rows(root: Path, sql: str, params: list[Any] | None = None) -> list[dict[str
 
 
 def pct0(x: float) -> str:
-    return f"{100 * x:.0f}%"
+    return f"{percent(x)}%"
 
 
 def interval(rate: float, lo: float, hi: float) -> str:
-    return f"{pct0(rate)} ({100 * lo:.0f}–{100 * hi:.0f})"
+    return f"{pct0(rate)} ({percent(lo)}–{percent(hi)})"
 
 
 def printed(*args: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from toolwatch.injection.experiment.formats import percent
 from toolwatch.injection.experiment.report import headline, render, summary
 from toolwatch.injection.experiment.report_beyond import beyond_section
 from toolwatch.injection.experiment.results import ExperimentResult
@@ -69,8 +70,8 @@ def test_a_thin_split_shows_both_levels_and_warns() -> None:
     assert k_above > k_below
     text = render(small)
     assert f"warning: the test split is thin — only {n} normal test streams" in text
-    assert f"at {100 * below.fa_reached:.1f}% = {k_below}/{n} streams" in text
-    assert f"at {100 * above.fa_reached:.1f}% = {k_above}/{n} streams" in text
+    assert f"at {percent(below.fa_reached, 1)}% = {k_below}/{n} streams" in text
+    assert f"at {percent(above.fa_reached, 1)}% = {k_above}/{n} streams" in text
     up = small.cell("burst", "all", "cusum", mode="fa_next")
     assert up is not None and up.rate >= small.cell("burst", "all", "cusum").rate  # type: ignore[union-attr]
     # --json: each headline row reads both levels as k/n, no cross-reference to "cells"
