@@ -23,6 +23,7 @@ from toolwatch.app.dashboard import hints
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
 from toolwatch.detection import ModelError, NormalModel
+from toolwatch.injection.experiment.formats import counted as counted
 from toolwatch.injection.experiment.formats import label as kind_label
 from toolwatch.injection.experiment.formats import num
 
@@ -103,13 +104,6 @@ def number(x: Any, fmt: str = "{:,.0f}") -> str:
 def count(x: Any) -> str:
     """A count as every page writes it: ``8,729``."""
     return number(x, "{:,.0f}")
-
-
-def counted(n: Any, noun: str, plural: str | None = None) -> str:
-    """A count with its noun, singular for exactly one: ``1 stream``, ``0 streams``,
-    ``8,729 streams`` (``plural`` defaults to ``noun + "s"``), never "1 streams"."""
-    value = int(n)
-    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
 
 
 #: Column formats of :func:`dataframe`: counts localized (``8,729``), scores two decimals.

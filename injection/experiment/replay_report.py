@@ -18,7 +18,14 @@ from typing import Any, Final
 
 from toolwatch.detection import ModelConfig
 from toolwatch.injection.experiment.config import THIN_TEST
-from toolwatch.injection.experiment.formats import num, pct, percent, target_pct
+from toolwatch.injection.experiment.formats import (
+    counted,
+    num,
+    pct,
+    percent,
+    target_pct,
+    threshold_text,
+)
 from toolwatch.injection.experiment.replay import (
     BEYOND_P,
     MODELS,
@@ -185,7 +192,7 @@ def p_value(p: float) -> str:
 def level_text(level: Mapping[str, Any], streams: int) -> str:
     """A one-threshold level: normal streams alarming at it and the threshold (``1/31,
     7.41``), the numbers :func:`oracle_line` prints."""
-    return f"{level['alarmed']}/{streams}, {level['threshold']:.2f}"
+    return f"{level['alarmed']}/{streams}, {threshold_text(level['threshold'])}"
 
 
 def over_line(data: Mapping[str, Any], model: str) -> str:
@@ -216,13 +223,13 @@ def oracle_line(data: Mapping[str, Any], model: str) -> str:
     n = data["totals"][model]["streams"]
     line = (
         f"{model}, at one threshold for the whole replay (the experiment's rule: "
-        f"{o['alarmed']}/{n} normal streams alarm, {o['threshold']:.2f}): "
+        f"{o['alarmed']}/{n} normal streams alarm, {threshold_text(o['threshold'])}): "
         f"{rates_text(o['detection'])}"
     )
     if (up := o.get("next_level")) is not None:
         line += (
             f"; fewer than {THIN_TEST} normal streams, so also at the next level above the "
-            f"target ({up['alarmed']}/{n} alarm, {up['threshold']:.2f}): "
+            f"target ({up['alarmed']}/{n} alarm, {threshold_text(up['threshold'])}): "
             f"{rates_text(up['detection'])}"
         )
     return line
@@ -231,8 +238,9 @@ def oracle_line(data: Mapping[str, Any], model: str) -> str:
 def counts_line(data: Mapping[str, Any]) -> str:
     c = data["totals"]["adaptive"]["counts"]
     return (
-        f"adaptive model: {c['folded']:,} streams folded in ({c['folded_calls']:,} calls), "
-        f"{c['pooled']:,} maxima pooled, {c['refreshes']:,} snapshots; a week marked thin has "
+        f"adaptive model: {counted(c['folded'], 'stream')} folded in "
+        f"({counted(c['folded_calls'], 'call')}), {counted(c['pooled'], 'maximum', 'maxima')} "
+        f"pooled, {counted(c['refreshes'], 'snapshot')}; a week marked thin has "
         f"fewer than {THIN_WEEK} streams (one alarm there is already 1/n)"
     )
 

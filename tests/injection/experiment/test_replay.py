@@ -151,3 +151,30 @@ def test_a_share_that_is_a_half_is_rounded_up_as_by_hand() -> None:
     assert alarm_text(1, 16) == "1/16 6.3%"
     assert alarm_text(2, 20, interval=True) == "2/20 10.0% (3–30%)"
     assert percent(0.145) == "15"  # 14.4999… in binary: the half it stands for
+
+
+def test_a_level_every_stream_reaches_and_a_single_count_read_as_words() -> None:
+    """With one normal stream the level above the target is 1/1, reached at any score: the
+    line printed ``-inf`` there, and the model's counts read "1 streams folded in"."""
+    import math
+
+    from toolwatch.injection.experiment.replay_report import counts_line, oracle_line
+
+    result = run_replay(
+        simulate(seed=2, scale=0.25),
+        ReplayConfig(
+            experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)),
+            replay_kinds=("burst",),
+        ),
+    )
+    doc = summary(result)
+    n = doc["totals"]["frozen"]["streams"]
+    up = doc["totals"]["frozen"]["oracle"]["next_level"]
+    assert up is not None
+    up["threshold"], up["alarmed"] = -math.inf, n
+    line = oracle_line(doc, "frozen")
+    assert f"({n}/{n} alarm, any score): burst " in line and "inf" not in line
+    doc["totals"]["adaptive"]["counts"].update(folded=1, folded_calls=1, pooled=1, refreshes=1)
+    assert counts_line(doc).startswith(
+        "adaptive model: 1 stream folded in (1 call), 1 maximum pooled, 1 snapshot;"
+    )
