@@ -56,16 +56,22 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def _with_document_text(text: str) -> Any:
-    """The docs scenario with get_doc's clean response carrying ``text``."""
+def _docs_never_faulted(scenario_id: str) -> dict[str, Any]:
+    """The docs scenario as a document whose fault never comes due (call #99)."""
     doc = copy.deepcopy(DOCS)
-    doc.update(id="planted", fault_type="A2")
+    doc.update(id=scenario_id, fault_type="A2")
     doc["fault"] = {
         "tool": "search_docs",
         "action": "replace_with_error",
         "occurrence": {"nth": 99},
         "params": {},
     }
+    return doc
+
+
+def _with_document_text(text: str) -> Any:
+    """The docs scenario with get_doc's clean response carrying ``text``."""
+    doc = _docs_never_faulted("planted")
     doc["tools"][1]["response"]["structured"]["text"] = text
     doc["checks"]["expected_value"]["value"] = text
     return parse_scenario(doc)
@@ -595,14 +601,7 @@ def test_a_description_says_what_its_tool_does_where_an_output_orders(sends: str
     ):
         assert any(o.actionable for o in find_orders(planted, tools, description=True)), planted
 
-    described = copy.deepcopy(DOCS)
-    described.update(id="described", fault_type="A2")
-    described["fault"] = {
-        "tool": "search_docs",
-        "action": "replace_with_error",
-        "occurrence": {"nth": 99},
-        "params": {},
-    }
+    described = _docs_never_faulted("described")
     described["tools"][1]["description"] = f"Fetches a document by its id. {sends}"
     as_description = parse_scenario(described)
     as_output = _with_document_text(f"Incident 14 notes. {sends}")
