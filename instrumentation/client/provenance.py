@@ -45,6 +45,7 @@ LIVE_CONFIG: Final = dataclasses.replace(DEFAULT_CONFIG, check_non_egress=False)
 _ATTRIBUTES: Final = {
     f.name: f.attribute for f in CALL_FIELDS if f.name in EXPORTED_FIELDS and f.attribute
 }
+_EGRESS: Final = _ATTRIBUTES["egress"]
 #: what ``instrument(provenance=...)`` takes (see :func:`install`)
 ProvenanceSpec: TypeAlias = bool | ProvenanceTracker | None
 
@@ -64,6 +65,9 @@ class ProvenanceHook:
             found = self.tracker.check_call((where[0], where[1]), tool, server, arguments, where[2])
         except Exception as exc:
             self._failed("measure a call", exc)
+            return
+        if found.reused_longest is None:  # not measured: its class only (as exported())
+            attrs[_EGRESS] = found.egress
             return
         for name, value in found.exported().items():
             if value is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from toolwatch.instrumentation.provenance.shell import LOOPBACK, network_texts
@@ -114,9 +115,37 @@ def source_is_remote(tool: ToolName) -> bool:
 def browser_navigation_local(tool: ToolName, arguments: Any) -> bool | None:
     """For a browser navigation: whether it goes to a loopback page (``None``: not one, or
     no URL given)."""
-    if not tool.browser or not _BROWSER_NAVIGATION.search(tool.name):
+    if not _by_name(tool.server, tool.name)[1]:
         return None
     return _all_urls_loopback(arguments) if _has_url(arguments) else None
+
+
+#: What a tool's name (and its server's) decides before its arguments are looked at, one
+#: value per branch of :func:`classify`.
+_NONE, _WEB_BUILTIN, _SHELL, _BROWSER, _WEB, _HTTP, _URL = range(7)
+
+
+@lru_cache(maxsize=4_096)
+def _by_name(server: str | None, name: str) -> tuple[int, bool]:
+    """(the branch of :func:`classify` a tool's names choose, whether it is a browser
+    navigation). Cached per tool: the name regexes cost more than the rest of a check of a
+    call that sends nothing out (bounded: names come from the agent's configuration)."""
+    tool = ToolName(server, name)
+    if tool.builtin:
+        kind = _WEB_BUILTIN if name in WEB_TOOLS else _SHELL if name in SHELL_TOOLS else _NONE
+        return kind, False
+    if tool.browser:
+        navigation = bool(_BROWSER_NAVIGATION.search(name))
+        return (_BROWSER if _BROWSER_EGRESS.search(name) else _NONE), navigation
+    if _MCP_SHELL.search(name):
+        return _SHELL, False
+    if _LOCAL_SERVER.search(server or ""):
+        return _NONE, False
+    if _WEB_VERB.search(name):
+        return _WEB, False
+    if _HTTP_VERB.search(name):
+        return _HTTP, False
+    return _URL, False
 
 
 def classify(
@@ -127,35 +156,30 @@ def classify(
     ``browser_local``: whether the stream's last browser navigation went to a loopback page
     (typing into a local dev page is not egress).
     """
-    if tool.builtin:
-        if tool.name in WEB_TOOLS:
-            if _all_urls_loopback(arguments):
-                return "none", []
-            keys = _WEB_SENT_KEYS.get(tool.name)
-            if isinstance(arguments, Mapping) and keys:
-                return "web", [s for key in keys for s in string_leaves(arguments.get(key))]
+    kind = _by_name(tool.server, tool.name)[0]
+    if kind == _NONE:
+        return "none", []
+    if kind == _URL:
+        if _has_url(arguments) and not _all_urls_loopback(arguments):
             return "web", list(string_leaves(arguments))
-        if tool.name in SHELL_TOOLS:
-            return network_texts(_command(arguments))
         return "none", []
-    server, name = tool.server or "", tool.name
-    if tool.browser:
-        if not _BROWSER_EGRESS.search(name):
-            return "none", []
-        if _all_urls_loopback(arguments) or (browser_local and not _has_url(arguments)):
-            return "none", []
-        return "browser", list(string_leaves(arguments))
-    if _MCP_SHELL.search(name):
-        return network_texts(_command(arguments))
-    if _LOCAL_SERVER.search(server):
-        return "none", []
-    if _WEB_VERB.search(name):
+    if kind == _WEB:
         return "web", list(string_leaves(arguments))
-    if _HTTP_VERB.search(name):
+    if kind == _HTTP:
         return "http", list(string_leaves(arguments))
-    if _has_url(arguments) and not _all_urls_loopback(arguments):
+    if kind == _SHELL:
+        return network_texts(_command(arguments))
+    if kind == _WEB_BUILTIN:
+        if _all_urls_loopback(arguments):
+            return "none", []
+        keys = _WEB_SENT_KEYS.get(tool.name)
+        if isinstance(arguments, Mapping) and keys:
+            return "web", [s for key in keys for s in string_leaves(arguments.get(key))]
         return "web", list(string_leaves(arguments))
-    return "none", []
+    # a browser action that can carry data to a page
+    if _all_urls_loopback(arguments) or (browser_local and not _has_url(arguments)):
+        return "none", []
+    return "browser", list(string_leaves(arguments))
 
 
 def _command(arguments: Any) -> str:
@@ -171,7 +195,11 @@ def _urls(arguments: Any) -> list[str]:
 
 
 def _has_url(arguments: Any) -> bool:
-    return any(_URL_ARGUMENT.match(s) for s in string_leaves(arguments))
+    match = _URL_ARGUMENT.match
+    for text in string_leaves(arguments):  # noqa: SIM110 - any(genexpr) is a frame more, per call
+        if match(text):
+            return True
+    return False
 
 
 def _all_urls_loopback(arguments: Any) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any, Final
 
 from toolwatch.conventions import EGRESS_NONE, ENCODING_NONE
@@ -59,6 +60,10 @@ _MAX_HOSTS: Final = 8
 _MAX_OCCURRENCES: Final = 64
 #: the name a source id maps to when a stream has more distinct tools than ids
 OTHER_TOOL: Final = "other"
+#: the provenance of a call that sends nothing out when only egress calls are measured
+_UNMEASURED: Final = Provenance(EGRESS_NONE, None, None, 0, 0, "none", None, ENCODING_NONE, 0, 0, 0)
+#: ``ToolName.of`` per (tool, server) seen (immutable, so shared; bounded like the names)
+_tool_name: Final = lru_cache(maxsize=4_096)(ToolName.of)
 
 
 class _Measure:
@@ -122,14 +127,15 @@ class StreamProvenance:
 
     def check_call(self, tool: str, server: str | None, arguments: Any) -> Provenance:
         """The provenance of a call about to be made (nothing of it is stored)."""
-        name = ToolName.of(tool, server)
+        name = _tool_name(tool, server)
         egress, sent = classify(name, arguments, self._browser_local)
         navigation = browser_navigation_local(name, arguments)
         if navigation is not None:
             self._browser_local = navigation
         measured = egress != EGRESS_NONE or self._cfg.check_non_egress
-        if measured or sent:
-            self.window.prepare()
+        if not (measured or sent):
+            return _UNMEASURED  # what the code below gives then, without building it
+        self.window.prepare()
         memo: dict[bytes, list[Run]] = {}  # view -> runs, shared by both measures
         reused = self._measure(string_leaves(arguments), False, memo) if measured else None
         payload = _Measure()
@@ -173,7 +179,7 @@ class StreamProvenance:
                 return OTHER_SOURCE
             sid = self._ids[key] = len(self._tools)
             self._tools.append(tool)
-            self._remote.append(source_is_remote(ToolName.of(tool, server)))
+            self._remote.append(source_is_remote(_tool_name(tool, server)))
         return sid
 
     def _tool_name(self, sid: int) -> str:

@@ -52,14 +52,15 @@ def _content_text(content: Any) -> bytes:
 def _block_text(block: Any) -> str | None:
     if isinstance(block, str):
         return block
-    if isinstance(block, Mapping):
-        kind, text, resource = block.get("type"), block.get("text"), block.get("resource")
-    else:  # an MCP SDK content object
-        kind = getattr(block, "type", None)
-        text, resource = getattr(block, "text", None), getattr(block, "resource", None)
+    # only the attributes a block's type uses are read: a pydantic block raises inside
+    # getattr for one it lacks (an image's text), which costs more than the rest
+    mapping = isinstance(block, Mapping)
+    kind = block.get("type") if mapping else getattr(block, "type", None)
     if kind == "text":
+        text = block.get("text") if mapping else getattr(block, "text", None)
         return "" if text is None else str(text)
     if kind == "resource":
+        resource = block.get("resource") if mapping else getattr(block, "resource", None)
         inner = (
             resource.get("text")
             if isinstance(resource, Mapping)
@@ -79,7 +80,16 @@ def string_leaves(value: Any) -> Iterator[str]:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
+        kind = type(item)  # the exact JSON types first: an ABC check is a Python-level call
+        if kind is str:
+            yield item
+        elif kind is dict:
+            stack.extend(reversed(list(item.values())))
+        elif kind is list:
+            stack.extend(reversed(item))
+        elif kind is int or kind is float or kind is bool or item is None:
+            continue
+        elif isinstance(item, str):
             yield item
         elif isinstance(item, Mapping):
             stack.extend(reversed(list(item.values())))
