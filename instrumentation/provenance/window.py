@@ -9,7 +9,9 @@ offsets. The content is no new exposure (the agent holds it anyway); it stays in
 * **Buffer**: one ``bytearray`` of 1.5 × ``window_bytes``, allocated once. Each result is a
   *segment* followed by a ``0x00`` separator, so no run spans two results. When the buffer is
   full the oldest bytes are dropped (a chunked move), so it holds the last 1 to 1.5 windows.
-  A segment records its start and its source (a small id the caller maps to a tool).
+  A segment records its start and its source (a small id the caller maps to a tool). Beyond
+  ``max_segments`` results the oldest leave the window at once but their bytes are moved out
+  only when the buffer is full (moving the buffer at every small result cost ~50 µs each).
 * **Index**: CRC-32 of ``k``-byte shingles (deterministic: the numbers are reproducible; a
   collision only costs a failed byte check). Every ``w``-th shingle of a result (and its last
   one) is written to a direct-mapped table of ``2**table_bits`` slots holding
@@ -57,6 +59,7 @@ class FingerprintWindow:
         "_older",
         "_seg_source",
         "_seg_start",
+        "_start",
         "_table",
         "_total",
         "indexed_bytes",
@@ -68,6 +71,7 @@ class FingerprintWindow:
         self._buf = bytearray(self._cap)  # fixed: appends and drops never reallocate
         self._fill = 0  # bytes of _buf in use
         self._base = 0  # absolute offset of _buf[0]
+        self._start = 0  # absolute offset where the window begins (>= _base; see _drop_before)
         self._total = 0  # absolute offset of the end of the data
         slots = 1 << config.table_bits
         self._table = array("I", [0]) * slots
@@ -102,7 +106,7 @@ class FingerprintWindow:
     def clear(self) -> None:
         """Forget every result (and overwrite the retained bytes)."""
         self._buf[: self._fill] = bytes(self._fill)
-        self._base = self._total
+        self._base = self._start = self._total
         self._fill = 0
         del self._seg_start[:], self._seg_source[:]
         self._indexed = 0
@@ -114,11 +118,27 @@ class FingerprintWindow:
         cfg = self._cfg
         if len(self._seg_start) >= cfg.max_segments:  # drop the oldest results
             self._drop_before(self._seg_start[len(self._seg_start) - cfg.max_segments + 1])
-        if self._fill + incoming > self._cap:
+        if self._total - self._start + incoming > self._cap:  # the window's own bytes
             self._drop_before(self._total + incoming - cfg.window_bytes)
+        if self._fill + incoming > self._cap:  # with the bytes of results dropped by count
+            self._compact()
 
     def _drop_before(self, absolute: int) -> None:
-        cut = min(absolute - self._base, self._fill)
+        """Make the window begin at ``absolute`` (its bytes stay until :meth:`_compact`)."""
+        start = min(absolute, self._total)
+        if start <= self._start:
+            return
+        self._start = start
+        # the segment that covers the new start stays (its tail is still searchable)
+        gone = max(0, bisect_right(self._seg_start, start) - 1)
+        if gone:
+            del self._seg_start[:gone]
+            del self._seg_source[:gone]
+            self._indexed = max(0, self._indexed - gone)
+
+    def _compact(self) -> None:
+        """Move the window's bytes to the front of the buffer."""
+        cut = self._start - self._base
         if cut <= 0:
             return
         keep = self._fill - cut
@@ -127,13 +147,7 @@ class FingerprintWindow:
             b = min(a + _CHUNK, keep)
             buf[a:b] = buf[cut + a : cut + b]
         self._fill = keep
-        self._base += cut
-        # the segment that covers the new base stays (its tail is still searchable)
-        gone = max(0, bisect_right(self._seg_start, self._base) - 1)
-        if gone:
-            del self._seg_start[:gone]
-            del self._seg_source[:gone]
-            self._indexed = max(0, self._indexed - gone)
+        self._base = self._start
 
     # ------------------------------------------------------------------ index
 
@@ -141,7 +155,7 @@ class FingerprintWindow:
         """Hash the results that arrived since the last check (in arrival order)."""
         starts = self._seg_start
         for i in range(self._indexed, len(starts)):
-            start = max(starts[i], self._base)
+            start = max(starts[i], self._start)
             end = starts[i + 1] - 1 if i + 1 < len(starts) else self._total - 1
             rel = start - self._base
             self._index(bytes(self._buf[rel : rel + end - start]), start)
@@ -186,7 +200,7 @@ class FingerprintWindow:
         """
         k = self._cfg.k
         n = len(view) - k + 1
-        if n <= 0 or not self._fill:
+        if n <= 0 or self._fill <= self._start - self._base:
             return []
         table, mask = self._table, self._mask
         # map chains run in C: several times faster than a comprehension over slices
@@ -199,6 +213,7 @@ class FingerprintWindow:
         if not candidates:
             return []
         buf, base, fill = self._buf, self._base, self._fill
+        first = self._start - base  # buffer offset where the window begins
         limit = fill - k
         covered = 0  # view bytes [0, covered) lie inside runs found already
         budget = self._cfg.realign_budget
@@ -206,7 +221,7 @@ class FingerprintWindow:
         runs: list[Run] = []
         for q, entry in candidates:
             rel = (entry - 1 - base) & _M32
-            if rel > limit:
+            if rel > limit or rel < first:
                 continue  # dropped from the window (or a stale slot)
             if q + k <= covered:  # inside a run found already: only a new alignment counts
                 if budget <= 0 or q < reach.get(rel - q, -1):
@@ -214,7 +229,7 @@ class FingerprintWindow:
                 budget -= 1
             if buf[rel] != view[q] or buf[rel : rel + k] != view[q : q + k]:
                 continue  # a hash collision or overwritten bytes (the first byte says it fast)
-            left = _common_suffix(view, q, buf, rel, min(q, rel))
+            left = _common_suffix(view, q, buf, rel, min(q, rel - first))
             right = _common_prefix(
                 view, q + k, buf, rel + k, min(len(view) - q - k, fill - rel - k)
             )
@@ -232,7 +247,7 @@ class FingerprintWindow:
     def occurrences(self, needle: bytes, limit: int) -> Iterator[int]:
         """Absolute offsets of the first ``limit`` occurrences of ``needle`` in the window."""
         buf, fill = self._buf, self._fill
-        i = buf.find(needle, 0, fill)
+        i = buf.find(needle, self._start - self._base, fill)
         for _ in range(limit):
             if i < 0:
                 return

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -158,3 +161,67 @@ def test_covered_counts_the_union() -> None:
 def test_bad_configs_are_refused_with_the_reason(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="provenance config"):
         ProvenanceConfig(**bad)  # type: ignore[arg-type]
+
+
+def _trace(config: ProvenanceConfig) -> tuple[str, int]:
+    """600 results of mixed sizes from 7 sources, every 5th followed by a query cut from one
+    of the last 40 results (some long gone): a digest of every run, source and occurrence
+    found, and how many queries found a run."""
+    rnd = random.Random(11)
+    w = FingerprintWindow(config)
+    results: list[bytes] = []
+    out: list[list[Any]] = []
+    for i in range(600):
+        data = _noise(rnd, rnd.choice([1, 5, 20, 90, 300, 1024]))
+        w.append(i % 7, data)
+        results.append(data)
+        if i % 5 == 0:
+            w.prepare()
+            src = results[-rnd.randrange(1, min(len(results), 40) + 1)]
+            a = rnd.randrange(0, max(1, len(src) - 16))
+            view = b"<" + src[a : a + rnd.randrange(16, 200)] + b">"
+            out.append([[s, e, o, w.source_at(o)] for s, e, o in sorted(w.runs(view))])
+            out.append(list(w.occurrences(src[a : a + 8], 5)))
+    digest = hashlib.sha256(json.dumps(out).encode()).hexdigest()[:16]
+    return digest, sum(bool(found) for found in out[::2])
+
+
+@pytest.mark.parametrize(
+    ("window_bytes", "expected"),
+    [
+        (4096, ("3a481d4bd7f2bb4e", 36)),  # both bounds drop results
+        (65536, ("8e22807f517e851d", 36)),  # the segment count drops them
+    ],
+)
+def test_dropping_results_leaves_the_window_it_always_did(
+    window_bytes: int, expected: tuple[str, int]
+) -> None:
+    """The digests were recorded with the window that moved its buffer at every drop."""
+    config = ProvenanceConfig(
+        window_bytes=window_bytes, table_bits=12, max_result_bytes=1024, max_segments=16
+    )
+    assert _trace(config) == expected
+
+
+def test_small_results_beyond_the_segment_bound_do_not_move_the_buffer_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``max_segments`` results every append dropped one and moved the whole buffer
+    (≈ 1 MiB: ~50 µs a result); the bytes are now moved only when the buffer is full."""
+    moves: list[int] = []
+    compact = FingerprintWindow._compact
+
+    def counted(self: FingerprintWindow) -> None:
+        moves.append(self._start - self._base)
+        compact(self)
+
+    monkeypatch.setattr(FingerprintWindow, "_compact", counted)
+    w = FingerprintWindow(CFG)
+    for i in range(3 * CFG.max_segments):  # 3 × 8,192 results of 100 bytes: 2.4 MiB
+        w.append(i % 3, (i + 1 << 8).to_bytes(4, "big") * 25)  # distinct, no 0x00 in a run
+    assert len(w._seg_start) == CFG.max_segments
+    assert 1 <= len(moves) <= 2  # each frees most of the buffer (≈ 0.7 MiB)
+    assert min(moves) > CFG.buffer_bytes // 3
+    w.prepare()
+    last, first = (3 * CFG.max_segments << 8).to_bytes(4, "big"), (1 << 8).to_bytes(4, "big")
+    assert w.runs(last * 25) and not w.runs(first * 25)
