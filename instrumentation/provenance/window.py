@@ -38,6 +38,7 @@ from toolwatch.instrumentation.provenance.config import ProvenanceConfig
 
 _M32: Final = 0xFFFFFFFF
 _CHUNK: Final = 1 << 16
+_ZEROS: Final = bytes(_CHUNK)
 #: a segment source id meaning "unknown" (more distinct sources than the id space holds)
 OTHER_SOURCE: Final = 0xFFFF
 
@@ -141,11 +142,15 @@ class FingerprintWindow:
         cut = self._start - self._base
         if cut <= 0:
             return
-        keep = self._fill - cut
+        fill = self._fill
+        keep = fill - cut
         buf = self._buf
         for a in range(0, keep, _CHUNK):  # forward chunked move: a bounded temporary
             b = min(a + _CHUNK, keep)
             buf[a:b] = buf[cut + a : cut + b]
+        for a in range(keep, fill, _CHUNK):  # the vacated tail: clear() overwrites only fill
+            b = min(a + _CHUNK, fill)
+            buf[a:b] = _ZEROS[: b - a]
         self._fill = keep
         self._base = self._start
 

@@ -144,6 +144,22 @@ def test_clear_overwrites_the_retained_bytes() -> None:
     assert w.runs(b"s3cr3t-value-0123456789abcdef") == []
 
 
+def test_clear_overwrites_the_bytes_a_compaction_left_behind() -> None:
+    """A compaction moves the kept bytes forward; their old places past the new fill held a
+    copy that clear() (which overwrites up to the fill) left in memory."""
+    rnd = random.Random(3)
+    secret = b"s3cr3t-value-0123456789abcdef" * 30
+    w = FingerprintWindow(SMALL)
+    for _ in range(5):
+        w.append(0, _noise(rnd, 1000))
+    w.append(1, secret)  # kept, and moved by the compaction the next result causes
+    w.append(0, _noise(rnd, 1000))
+    w.prepare()
+    assert w.runs(secret[:100])
+    w.clear()
+    assert b"s3cr3t" not in bytes(w._buf)
+
+
 def test_covered_counts_the_union() -> None:
     assert covered([(0, 10, 0), (5, 20, 0), (30, 40, 0)]) == 30
 
