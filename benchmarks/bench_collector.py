@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -97,7 +98,7 @@ def make_bodies(count: int, seed: int = SEED) -> list[bytes]:
         for i in range(SPANS_PER_REQUEST):
             tool = rng.choice(TOOLS)
             t += rng.randint(50_000_000, 20_000_000_000)
-            attrs = {
+            attrs: dict[str, Any] = {
                 ATTR_MCP_METHOD: METHOD_TOOLS_CALL,
                 ATTR_OPERATION: OPERATION_EXECUTE_TOOL,
                 ATTR_TOOL_NAME: tool,

@@ -24,6 +24,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from toolwatch.collector.store import Store
 
@@ -69,7 +70,7 @@ def counts(root: Path) -> tuple[int, int]:
     return int(a), int(b)
 
 
-def trial(root: Path, at_merge: bool, rng: random.Random, collector: bool) -> dict[str, object]:
+def trial(root: Path, at_merge: bool, rng: random.Random, collector: bool) -> dict[str, Any]:
     part = next((root / "calls").iterdir())
     before = {p.name for p in part.glob("*.parquet")}
     if collector:  # the collector compacts at shutdown: SIGTERM it, then kill -9 mid-merge
@@ -137,18 +138,18 @@ def main(argv: list[str] | None = None) -> int:
             expected = fill(Store(root), args.files, args.rows)
             r = trial(root, at_merge=n % 2 == 0, rng=rng, collector=args.collector)
             r["trial"], r["expected_rows"] = n, expected
-            r["lost"] = expected - (r["rows"] - r["duplicates"])  # type: ignore[operator]
+            r["lost"] = expected - (r["rows"] - r["duplicates"])
             results.append(r)
             print(json.dumps(r), flush=True)
     bad = [
         r for r in results if r["duplicates"] or r["lost"] or r["after_recompaction"]["duplicates"]
-    ]  # type: ignore[index]
+    ]
     print(json.dumps({
         "trials": len(results),
         "killed_mid_merge": sum(1 for r in results if r["killed"] != "finished before the kill"),
         "trials_with_duplicates_or_loss": len(bad),
-        "total_duplicates": sum(int(r["duplicates"]) for r in results),  # type: ignore[call-overload]
-        "total_lost": sum(int(r["lost"]) for r in results),  # type: ignore[call-overload]
+        "total_duplicates": sum(int(r["duplicates"]) for r in results),
+        "total_lost": sum(int(r["lost"]) for r in results),
         "load_average": round(os.getloadavg()[0], 2),
     }))  # fmt: skip
     targets = Targets()

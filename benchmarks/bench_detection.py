@@ -40,6 +40,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -177,7 +178,7 @@ def live_path(
     return seconds, counts, (after - before) / scorer.open_streams
 
 
-def _fields(c: Call) -> dict[str, object]:
+def _fields(c: Call) -> dict[str, Any]:
     return {f.name: getattr(c, f.name) for f in dataclasses.fields(c)}
 
 
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     def river() -> None:
         means = [stats.EWMean(0.3) for _ in range(5)]
         for c in calls:
-            x = float(c.input_bytes)
+            x = float(c.input_bytes or 0)
             for m in means:
                 m.update(x)
                 m.get()

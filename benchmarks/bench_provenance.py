@@ -159,11 +159,11 @@ def part_calls(n_rounds: int, calls: int) -> None:
         m = anyio.run(rounds, text(rnd, kb * 1024), None, calls, n_rounds, provider)
         print(_row(f"read, {kb} KB result", kb, m))
     result = text(rnd, 16 * 1024)
-    for kb in ARGUMENT_KB:
-        n = int(kb * 1024)
+    for args_kb in ARGUMENT_KB:
+        n = int(args_kb * 1024)
         body = result[: n // 2] + text(rnd, n - n // 2)  # half copied: a real payload
         m = anyio.run(rounds, result, body, calls, n_rounds, provider)
-        print(_row(f"http_post, {kb} KB args", kb, m))
+        print(_row(f"http_post, {args_kb} KB args", args_kb, m))
     provider.shutdown()
 
 

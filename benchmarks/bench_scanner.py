@@ -248,61 +248,61 @@ def agentcheck() -> dict[str, Any]:
 
 
 def _aicordon() -> Callable[[str], bool]:
-    from aicordon.picket import Detector  # type: ignore[import-not-found]
+    from aicordon.picket import Detector
 
     detector = Detector(mode="ipi")  # "ipi": text the agent read (tool output, description)
     return lambda text: bool(detector.check(text).flagged)
 
 
 def _agent_cordon() -> Callable[[str], bool]:
-    from agent_cordon.scanner import scan  # type: ignore[import-not-found]
+    from agent_cordon.scanner import scan
 
     return lambda text: bool(scan(text).is_suspicious)  # its lower threshold
 
 
 def _ai_injection_guard() -> Callable[[str], bool]:
-    from prompt_shield.core.scanner import PromptScanner  # type: ignore[import-not-found]
+    from prompt_shield.core.scanner import PromptScanner
 
     scanner = PromptScanner()  # default threshold MEDIUM
     return lambda text: not scanner.scan(text).is_safe
 
 
 def _aco_prompt_shield() -> Callable[[str], bool]:
-    from shield_mcp.detectors.heuristics import HeuristicDetector  # type: ignore[import-not-found]
-    from shield_mcp.detectors.structural import StructuralDetector  # type: ignore[import-not-found]
+    from shield_mcp.detectors.heuristics import HeuristicDetector
+    from shield_mcp.detectors.structural import StructuralDetector
 
     heuristic, structural = HeuristicDetector(), StructuralDetector()
     return lambda text: bool(heuristic.check(text)[0]) or bool(structural.check(text)[0])
 
 
 def _toolwall_guard() -> Callable[[str], bool]:
-    from toolwall.detect import CompositeDetector  # type: ignore[import-not-found]
+    from toolwall.detect import CompositeDetector
 
     detector = CompositeDetector(use_judge=False)  # its DeBERTa judge comes from a hub
     return lambda text: detector.score(text)[0] >= 0.5
 
 
 def _prompt_dictator() -> Callable[[str], bool]:
-    from prompt_dictator import Scanner  # type: ignore[import-not-found]
+    from prompt_dictator import Scanner
 
     scanner = Scanner()
     return lambda text: bool(scanner.scan(text).is_injection)
 
 
 def _promptsafe() -> Callable[[str], bool]:
-    from promptsafe.detector import scan  # type: ignore[import-not-found]
+    from promptsafe.detector import scan
 
     return lambda text: not scan(text)["isSafe"]  # its default threshold (35)
 
 
 def _last_layer() -> Callable[[str], bool]:
-    from last_layer import scan_prompt  # type: ignore[import-not-found]
+    from last_layer import scan_prompt
 
     return lambda text: not scan_prompt(text).passed  # any of its markers (a compiled library)
 
 
 def _prompt_injection_detector() -> Callable[[str], bool]:
-    from prompt_injection_detector import Scanner  # type: ignore[import-not-found]
+    from prompt_injection_detector import Scanner
 
     scanner = Scanner()  # its bundled TF-IDF + logistic regression
     return lambda text: scanner.scan(text).decision != "allow"  # risk above its review level

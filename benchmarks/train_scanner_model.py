@@ -75,7 +75,9 @@ def _idf(counted: list[tuple[Counter[int], Counter[int]]]) -> tuple[dict[int, fl
     return tuple(out)
 
 
-def _matrix(counted: list[tuple[Counter[int], Counter[int]]], idf: tuple[dict[int, float], ...]):  # type: ignore[no-untyped-def]
+def _matrix(
+    counted: list[tuple[Counter[int], Counter[int]]], idf: tuple[dict[int, float], ...]
+) -> Any:
     import scipy.sparse as sp
 
     rows, cols, vals = [], [], []
