@@ -12,13 +12,18 @@ first data element visible) and to settled (script finished), and the same for a
 store (422 sessions, the demo's corpus) built alongside as the baseline of the same run, with
 the large store's worst first paint as a ratio to it. Targets (the issue's): every page's worst
 first paint ≤ 2 s on a store of the demo's size (up to 30,000 calls), ≤ 5 s on a larger one
-(1 M calls); exits 1 when one is missed (``--no-fail``: report only). The stores are kept
-(``build`` skips a store that exists; delete it to rebuild).
+(1 M calls); exits 1 when one is missed (``--no-fail``: report only). The stores are kept and
+reused only when complete and of the size asked for: a store is built under ``<store>.partial``
+and renamed when every step has finished, with ``bench-app.json`` naming its sessions; a
+partial one (an interrupted run) or one of another size is rebuilt from scratch, and a path
+that bench_app did not build is refused, untouched.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,13 +46,44 @@ def toolwatch(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "toolwatch", *args], check=True, capture_output=True)
 
 
-def build(store: Path, sessions: int) -> None:
-    if store.exists():
-        return
-    toolwatch("simulate", "--sessions", str(sessions), "--store", str(store))
-    toolwatch("train", "--store", str(store))
-    toolwatch("scan", "--store", str(store))
-    toolwatch("experiment", "--store", str(store), "--seeds", "1", "--bootstrap", "200")
+#: written in a store once every step of its build has finished
+BUILT = "bench-app.json"
+
+
+class NotOurs(Exception):
+    """The store path exists and bench_app did not build it."""
+
+
+def built_sessions(store: Path) -> int | None:
+    """The sessions of a complete store bench_app built at ``store`` (None: no such store)."""
+    try:
+        return int(json.loads((store / BUILT).read_text())["sessions"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def refuse_foreign(store: Path) -> None:
+    """Raise NotOurs when ``store`` exists but bench_app did not build it."""
+    if store.exists() and built_sessions(store) is None:
+        raise NotOurs(f"{store} exists and was not built by bench_app: give another --store")
+
+
+def build(store: Path, sessions: int) -> str:
+    """Make ``store`` a complete store of ``sessions`` sessions; says how (reused, built)."""
+    if built_sessions(store) == sessions:
+        return "reused"
+    refuse_foreign(store)
+    partial = store.with_name(store.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # an interrupted build: never reused
+    toolwatch("simulate", "--sessions", str(sessions), "--store", str(partial))
+    toolwatch("train", "--store", str(partial))
+    toolwatch("scan", "--store", str(partial))
+    toolwatch("experiment", "--store", str(partial), "--seeds", "1", "--bootstrap", "200")
+    (partial / BUILT).write_text(json.dumps({"sessions": sessions}))
+    if store.exists():  # ours, of another size
+        shutil.rmtree(store)
+    partial.rename(store)
+    return "built"
 
 
 def measure(store: Path, rounds: int, executable: str) -> dict[str, list[tuple[float, float]]]:
@@ -109,8 +145,15 @@ def main(argv: list[str] | None = None) -> int:
             check(targets, str(store), calls, worst)
     else:
         baseline = args.store.with_name(args.store.name + "-baseline")
-        build(baseline, args.baseline_sessions)
-        build(args.store, args.sessions)
+        wanted = ((baseline, args.baseline_sessions), (args.store, args.sessions))
+        try:
+            for store, _ in wanted:  # both, before an hour of building
+                refuse_foreign(store)
+        except NotOurs as exc:
+            print(f"bench_app: {exc}", file=sys.stderr)
+            return 2
+        for store, sessions in wanted:
+            print(f"{store}: {build(store, sessions)} ({sessions:,} sessions)", flush=True)
         measured = {}
         for name, store in (("baseline", baseline), ("large", args.store)):
             calls = calls_in(store)
