@@ -2,8 +2,11 @@
 
 The bearer token comes from ``--token-file`` (one line; kept out of ``/proc/<pid>/cmdline``) or
 ``$TOOLWATCH_TOKEN``; ``--token`` still works but warns that other users can read it. A token
-variable that is set but empty is refused (it would silently mean "no auth"), and listening on
-a non-loopback address without a token starts with a warning.
+variable that is set but empty is bad usage, like an empty ``--token`` (exit 2): it is refused,
+never taken as unset, because an empty value is what a failed secret injection leaves
+(``TOOLWATCH_TOKEN=$(cat /run/secrets/missing)``) and reading it as "no token" would open a
+collector meant to be authenticated to anyone who reaches it. Listening on a non-loopback
+address without a token starts with a warning.
 """
 
 from __future__ import annotations
@@ -161,6 +164,11 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise UsageError("give --token-file or --token, not both")
     if args.token is not None and not args.token.strip():
         raise UsageError("--token is empty (leave it out to run without a token)")
+    env = os.environ.get(ENV_TOKEN)
+    if args.token_file is None and args.token is None and env is not None and not env.strip():
+        raise UsageError(
+            f"${ENV_TOKEN} is set but empty; unset it to run without a token, or set the token"
+        )
     if args.model is None and args.max_open_streams is not None:
         raise UsageError("--max-open-streams needs --model")
 
@@ -229,7 +237,8 @@ def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
 
 def _token(args: argparse.Namespace) -> str | None:
     """The bearer token from --token-file, $TOOLWATCH_TOKEN or --token (options checked by
-    :func:`_check_usage`); a file or variable that holds no usable token is a UserError."""
+    :func:`_check_usage`, which refuses an empty variable); a file that holds no usable token
+    is a UserError."""
     if args.token_file is not None:
         try:
             text = args.token_file.read_text()
@@ -251,13 +260,7 @@ def _token(args: argparse.Namespace) -> str | None:
         )
         return args.token.strip()
     env = os.environ.get(ENV_TOKEN)
-    if env is not None:
-        if not env.strip():  # the environment, not the command line: exit 1
-            raise UserError(
-                f"${ENV_TOKEN} is set but empty; unset it to run without a token, or set the token"
-            )
-        return env.strip()
-    return None
+    return None if env is None else env.strip()
 
 
 def _is_loopback(host: str) -> bool:

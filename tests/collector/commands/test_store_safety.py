@@ -205,7 +205,7 @@ def test_token_from_a_file_stays_out_of_the_process_list(tmp_path: Path) -> None
 def test_an_empty_token_variable_is_refused(tmp_path: Path) -> None:
     proc = _collector(tmp_path, env={"TOOLWATCH_TOKEN": ""})
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "TOOLWATCH_TOKEN is set but empty" in err
+    assert proc.returncode == 2 and "TOOLWATCH_TOKEN is set but empty" in err
     assert "Traceback" not in err
 
 

@@ -356,6 +356,9 @@ def test_the_collector_caps_the_live_scorers_open_streams(tmp_path: Path) -> Non
             "give --token-file or --token, not both",
         ),
         (["--token", " "], {}, 2, "--token is empty (leave it out to run without a token)"),
+        # an empty variable is refused, never read as "no token" (that would open the port)
+        ([], {"TOOLWATCH_TOKEN": ""}, 2, "$TOOLWATCH_TOKEN is set but empty; unset it"),
+        ([], {"TOOLWATCH_TOKEN": " \t"}, 2, "$TOOLWATCH_TOKEN is set but empty; unset it"),
         # what the options point at: the command could not do its job, exit 1
         (["--model", "{missing}"], {}, 1, "model file {missing} not found"),
         (["--model", "{token}"], {}, 1, "cannot load model {token}: "),
@@ -367,7 +370,6 @@ def test_the_collector_caps_the_live_scorers_open_streams(tmp_path: Path) -> Non
         ),
         (["--token-file", "{empty}"], {}, 1, "--token-file {empty} is empty"),
         (["--token-file", "{two}"], {}, 1, "--token-file {two} has more than one line"),
-        ([], {"TOOLWATCH_TOKEN": ""}, 1, "$TOOLWATCH_TOKEN is set but empty; unset it"),
     ],
 )
 def test_collector_usage_errors_exit_2_and_data_errors_exit_1(
