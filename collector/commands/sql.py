@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("table", "csv", "json"),
         default="table",
         help="output format (default table; json writes NaN and ±Infinity as null; csv writes "
-        "them nan, inf, -inf, NULL as an empty field and booleans true/false, as DuckDB's "
-        "COPY TO csv does)",
+        "them nan, inf, -inf, NULL as an empty field, booleans true/false and times with a "
+        "space, as DuckDB's COPY TO csv does)",
     )
     parser.add_argument(
         "--max-rows",

@@ -2,7 +2,10 @@
 JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` its table.
 
 JSON writes NaN and ±Infinity as ``null`` (strict JSON, as every JSON output of the project);
-CSV writes them as DuckDB's ``COPY … TO`` does, ``nan``, ``inf``, ``-inf`` (NULL is empty).
+CSV writes them as DuckDB's ``COPY … TO`` does, ``nan``, ``inf``, ``-inf`` (NULL is empty), and
+times as the table does, ``2026-08-04 09:00:00+00:00``. A single-precision column (``FLOAT``)
+is written as the value stored, ``0.1``, in both (not the same float widened to a double,
+``0.10000000149011612``).
 
 Tables are drawn by ``rich`` (:func:`text_table`, :func:`render`), shared by every command that
 prints one (``scan``, ``stats``, ...): never wrapped or cut to the terminal's width, so an id
@@ -22,6 +25,7 @@ from decimal import Decimal
 from typing import Any, TextIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -95,29 +99,56 @@ def write_csv(table: pa.Table, out: TextIO) -> None:
     (:func:`_csv_cell`), so a reader treats ``toolwatch sql --format csv`` and a COPY alike."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.column_names)
-    for row in table.to_pylist():
+    for row in _stored_floats(table).to_pylist():
         writer.writerow([_csv_cell(v) for v in row.values()])
 
 
 def _csv_cell(value: Any) -> Any:
     """NULL empty; NaN and ±Infinity ``nan``, ``inf``, ``-inf`` (not empty: that would read
     as NULL, and DuckDB, pandas and Python's ``float`` read these back as the same numbers);
-    booleans ``true``/``false``; times ISO 8601."""
+    booleans ``true``/``false``; times ISO 8601 with a space, as the table and DuckDB's COPY
+    write them."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, datetime):
+        return _copy_time(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return _plain(value)
 
 
+def _copy_time(value: datetime) -> str:
+    """ISO 8601 with a space and the fraction's trailing zeros cut, as COPY writes it
+    (``09:30:00.25``); the offset as Python spells it (``+00:00``; COPY writes ``+00``)."""
+    text = value.isoformat(sep=" ")
+    if value.microsecond:
+        head, dot, tail = text.partition(".")
+        digits = tail[:6].rstrip("0")
+        text = head + dot + digits + tail[6:]
+    return text
+
+
 def write_json(table: pa.Table, out: TextIO) -> None:
     """The rows as a JSON array of objects. NaN and ±Infinity are written as ``null`` (JSON has
     no such numbers; the experiment results do the same), nested ones too."""
-    rows = _finite(table.to_pylist())
+    rows = _finite(_stored_floats(table).to_pylist())
     json.dump(rows, out, default=_plain, ensure_ascii=False, indent=1, allow_nan=False)
     out.write("\n")
+
+
+def _stored_floats(table: pa.Table) -> pa.Table:
+    """Single- and half-precision columns as the doubles their shortest decimal reads as:
+    Python has only doubles, and FLOAT 0.1 widened is 0.10000000149011612, a number nobody
+    stored (Arrow's cast to text gives the shortest decimal that reads back as the float)."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_float32(field.type) or pa.types.is_float16(field.type):
+            decimal = pc.cast(table.column(i), pa.string())
+            table = table.set_column(
+                i, field.with_type(pa.float64()), pc.cast(decimal, pa.float64())
+            )
+    return table
 
 
 def _finite(value: Any) -> Any:

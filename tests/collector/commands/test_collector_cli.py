@@ -75,7 +75,7 @@ def test_sql_csv_and_json(store: Store, capsys: pytest.CaptureFixture[str]) -> N
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["seq"] for r in table] == ["0", "1", "2"]
     assert table[1]["output_bytes"] == ""
-    assert table[0]["start_time"].startswith("2026-08-04T09:00:00")
+    assert table[0]["start_time"] == "2026-08-04 09:00:00+00:00"  # as the table writes it
     assert main(["sql", sql, "--store", str(store.root), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc[1] == {"seq": 1, "start_time": "2026-08-04T09:00:01+00:00", "output_bytes": None}

@@ -142,3 +142,46 @@ def test_a_large_double_is_shown_whole() -> None:
         "1e+20",
         "1e-07",
     ]
+
+
+def test_csv_writes_floats_as_stored_and_times_as_duckdb_copy_does(tmp_path: Path) -> None:
+    """A FLOAT (single precision) was written widened to a double, 0.10000000149011612, and a
+    time with a ``T`` where the table and DuckDB's COPY write a space."""
+    import duckdb
+
+    sql = (
+        "SELECT * FROM (VALUES (0.1::FLOAT, 1e20::FLOAT, 0.33333334::FLOAT, 0.1::DOUBLE, "
+        "TIMESTAMP '2026-08-04 09:30:00.25', DATE '2026-08-04'), (16777216::FLOAT, "
+        "'nan'::FLOAT, NULL::FLOAT, 2.5::DOUBLE, NULL::TIMESTAMP, NULL::DATE)) t(a, b, c, d, e, f)"
+    )
+    con = duckdb.connect()
+    copy = tmp_path / "copy.csv"
+    con.execute(f"COPY ({sql}) TO '{copy}' (HEADER)")
+    out = io.StringIO()
+    write_csv(con.sql(sql).to_arrow_table(), out)
+    assert (
+        out.getvalue()
+        == copy.read_text()
+        == (
+            "a,b,c,d,e,f\n0.1,1e+20,0.33333334,0.1,2026-08-04 09:30:00.25,2026-08-04\n"
+            "16777216.0,nan,,2.5,,\n"
+        )
+    )
+    # a zoned time carries its offset (DuckDB's COPY spells it +00): read back as the instant
+    zoned = "SELECT TIMESTAMPTZ '2026-08-04 09:30:00.1+00' AS t, 0.1::FLOAT AS f"
+    out = io.StringIO()
+    write_csv(con.sql(zoned).to_arrow_table(), out)
+    assert out.getvalue() == "t,f\n2026-08-04 09:30:00.1+00:00,0.1\n"
+    ours = tmp_path / "ours.csv"
+    ours.write_text(out.getvalue())
+    assert con.sql(
+        f"SELECT t = TIMESTAMPTZ '2026-08-04 09:30:00.1+00' FROM '{ours}'"
+    ).fetchall() == [(True,)]
+
+
+def test_json_writes_single_precision_floats_as_stored() -> None:
+    table = pa.table({"f": pa.array([0.1, None, 16777217.0], pa.float32())})
+    out = io.StringIO()
+    write_json(table, out)
+    assert '"f": 0.1' in out.getvalue()
+    assert json.loads(out.getvalue()) == [{"f": 0.1}, {"f": None}, {"f": 16777216.0}]
