@@ -31,9 +31,9 @@ from toolwatch.usage import (
     EXIT_USAGE,
     UserError,
     attach_dashed_values,
-    missing_distributions,
     not_installed,
     one_line,
+    unmet_line,
 )
 
 #: subcommand -> (module, extra that provides its dependencies, one-line help)
@@ -122,9 +122,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 def _load(name: str) -> ModuleType:
     module_name, extra, _ = COMMANDS[name]
-    absent = missing_distributions(extra) if extra else []
-    if absent:  # before the import: a command may import a part of its extra only when it runs
-        raise UserError(not_installed(absent, extra))
+    unmet = unmet_line(extra) if extra else None
+    if unmet:  # before the import: a command may import a part of its extra only when it runs
+        raise UserError(unmet)
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

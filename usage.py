@@ -23,8 +23,9 @@ empty window) subclass :class:`UserError`, so they read the same wherever they s
 The argparse types check a value when the command line is parsed, before a progress bar starts
 or a socket is bound, and name the option in the message; a value that starts like a negative
 number is kept with its option (:func:`attach_dashed_values`) so that its type says what is
-wrong with it. Only the standard library is used:
-every command, including the production install's, can import this module.
+wrong with it. Only the standard library is used (and ``packaging``, which the base install
+always has through OpenTelemetry, to compare an extra's versions; without it only presence is
+checked): every command, including the production install's, can import this module.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import argparse
 import importlib.metadata
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 EXIT_OK: Final = 0
@@ -76,55 +78,113 @@ def one_line(text: object) -> str:
 
 #: ``extra == "collector"`` alone (a requirement with any other condition is not checked)
 _EXTRA_MARKER = re.compile(r"""^\s*extra\s*==\s*["']([\w.-]+)["']\s*$""")
-_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?$")
+#: name, [extras], version specifier (``>=1.2``, or ``(>=1.2)`` in older metadata), ; marker
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?([^;]*)(?:;(.*))?$")
 
 
-def missing_distributions(extra: str) -> list[str]:
+@dataclass(frozen=True)
+class Outdated:
+    """A distribution an extra needs that is installed at a version it does not accept."""
+
+    name: str
+    required: str  # the specifier, e.g. ">=1.2"
+    installed: str
+
+    def __str__(self) -> str:
+        return f"'{self.name}{self.required}' ({self.installed} is installed)"
+
+
+def unmet_distributions(extra: str) -> tuple[list[str], list[Outdated]]:
     """The distributions ``toolwatch[extra]`` declares (its nested extras too) that are not
-    installed, so a command that needs them says which extra to install before it starts,
-    not at the stage that first imports one (the demo after its simulation, ``replay`` on
-    scipy). Empty when toolwatch has no installed metadata (a bare source tree): the import
-    then says what is missing."""
+    installed, and those installed at a version the extra does not accept, so a command that
+    needs them says which extra to install before it starts, not at the stage that first
+    imports one (the demo after its simulation, ``replay`` on scipy; an old duckdb failed
+    deep inside a query). Empty when toolwatch has no installed metadata (a bare source
+    tree): the import then says what is missing."""
     try:
         declared = importlib.metadata.requires("toolwatch") or []
     except importlib.metadata.PackageNotFoundError:
-        return []
-    by_extra: dict[str, list[tuple[str, list[str]]]] = {}
+        return [], []
+    by_extra: dict[str, list[tuple[str, list[str], str]]] = {}
     for line in declared:
         match = _REQUIREMENT.match(line)
-        marker = _EXTRA_MARKER.match(match.group(3) or "") if match else None
+        marker = _EXTRA_MARKER.match(match.group(4) or "") if match else None
         if match and marker:
             nested = [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
-            by_extra.setdefault(marker.group(1), []).append((match.group(1), nested))
+            spec = match.group(3).strip().removeprefix("(").removesuffix(")").replace(" ", "")
+            by_extra.setdefault(marker.group(1), []).append((match.group(1), nested, spec))
     missing: list[str] = []
+    outdated: list[Outdated] = []
     todo, seen = [extra], set()
     while todo:
         current = todo.pop()
         seen.add(current)
-        for dist, nested in by_extra.get(current, []):
+        for dist, nested, spec in by_extra.get(current, []):
             if dist.lower() == "toolwatch":
                 todo += [e for e in nested if e not in seen]
-            elif dist not in missing and not _installed(dist):
+                continue
+            if dist in missing or any(o.name == dist for o in outdated):
+                continue
+            version = _installed_version(dist)
+            if version is None:
                 missing.append(dist)
-    return missing
+            elif spec and not _accepts(spec, version):
+                outdated.append(Outdated(dist, spec, version))
+    return missing, outdated
 
 
-def _installed(distribution: str) -> bool:
+def missing_distributions(extra: str) -> list[str]:
+    """The names of what ``toolwatch[extra]`` needs and lacks: not installed, or too old."""
+    missing, outdated = unmet_distributions(extra)
+    return missing + [o.name for o in outdated]
+
+
+def unmet_line(extra: str) -> str | None:
+    """What ``toolwatch[extra]`` needs and lacks, as :func:`not_installed` says it; None when
+    nothing is."""
+    missing, outdated = unmet_distributions(extra)
+    return not_installed(missing, extra, outdated) if missing or outdated else None
+
+
+def _installed_version(distribution: str) -> str | None:
     try:
-        importlib.metadata.distribution(distribution)
+        return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+        return None
 
 
-def not_installed(names: Sequence[str], extra: str) -> str:
-    """One line: ``names`` (distributions) are not installed, and the extra that brings them."""
-    hint = f"pip install 'toolwatch[{extra}]'" if extra else "pip install toolwatch"
-    which = "which is" if len(names) == 1 else "which are"
-    listed = ", ".join(repr(n) for n in names[:3]) + (
-        f" and {len(names) - 3} more" * (len(names) > 3)
-    )
-    return f"needs {listed}, {which} not installed ({hint})"
+def _accepts(spec: str, version: str) -> bool:
+    """Whether ``version`` meets ``spec`` (PEP 440; pre-releases count); True when it cannot
+    tell (no ``packaging``, or a version or specifier it cannot read): presence is checked."""
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        from packaging.version import InvalidVersion
+    except ImportError:
+        return True
+    try:
+        return SpecifierSet(spec).contains(version, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
+
+
+def not_installed(names: Sequence[str], extra: str, outdated: Sequence[Outdated] = ()) -> str:
+    """One line: ``names`` (distributions) are not installed, ``outdated`` too old, and the
+    extra that brings them (upgrading with ``-U`` when one is too old)."""
+    target = f"'toolwatch[{extra}]'" if extra else "toolwatch"
+    hint = f"pip install -U {target}" if outdated else f"pip install {target}"
+    parts = []
+    if names:
+        which = "which is" if len(names) == 1 else "which are"
+        listed = ", ".join(repr(n) for n in names[:3]) + (
+            f" and {len(names) - 3} more" * (len(names) > 3)
+        )
+        parts.append(f"{listed}, {which} not installed")
+    if outdated:
+        parts.append(
+            ", ".join(str(o) for o in outdated[:3])
+            + (f" and {len(outdated) - 3} more too old" * (len(outdated) > 3))
+        )
+    return f"needs {', and '.join(parts)} ({hint})"
 
 
 # ------------------------------------------------------------------------ argparse value types

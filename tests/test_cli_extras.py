@@ -15,8 +15,14 @@ from toolwatch.cli import COMMANDS, main
 from toolwatch.usage import missing_distributions
 
 
-def _without(monkeypatch: pytest.MonkeyPatch, *absent: str) -> None:
-    monkeypatch.setattr(usage, "_installed", lambda dist: dist not in absent)
+def _without(monkeypatch: pytest.MonkeyPatch, *absent: str, **versions: str) -> None:
+    """``absent`` not installed, the distributions named in ``versions`` at those versions."""
+    real = usage._installed_version
+    monkeypatch.setattr(
+        usage,
+        "_installed_version",
+        lambda dist: None if dist in absent else versions.get(dist) or real(dist),
+    )
 
 
 def test_an_extra_is_its_distributions_and_those_of_the_extras_it_includes(
@@ -27,6 +33,32 @@ def test_an_extra_is_its_distributions_and_those_of_the_extras_it_includes(
     assert missing_distributions("detection") == ["river"]
     assert sorted(missing_distributions("app")) == ["river", "streamlit"]
     assert sorted(missing_distributions("all")) == ["river", "streamlit"]
+
+
+def test_an_extra_installed_at_a_version_it_does_not_accept_is_named_with_both(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only presence was checked: duckdb 1.1 (the collector needs >= 1.2) passed, and the
+    command failed later, deep inside a query."""
+    _without(monkeypatch, duckdb="1.1.3", pyarrow="18.0.0")
+    assert usage.unmet_distributions("collector") == (
+        [],
+        [usage.Outdated("duckdb", ">=1.2", "1.1.3")],
+    )
+    assert missing_distributions("collector") == ["duckdb"]
+    assert main(["sql", "--help"]) == 1
+    assert capsys.readouterr().err == (
+        "toolwatch sql: needs 'duckdb>=1.2' (1.1.3 is installed) "
+        "(pip install -U 'toolwatch[collector]')\n"
+    )
+    assert usage._accepts(">=0.0.1a15", "0.0.1a15")  # rotel's: a pre-release can meet it
+    assert not usage._accepts(">=1.2", "1.2.0rc1")
+    _without(monkeypatch, "river", duckdb="0.9.0")
+    assert main(["scan", "--help"]) == 1
+    assert capsys.readouterr().err == (
+        "toolwatch scan: needs 'river', which is not installed, and 'duckdb>=1.2' (0.9.0 is "
+        "installed) (pip install -U 'toolwatch[detection]')\n"
+    )
 
 
 def test_every_extra_of_this_install_is_complete() -> None:

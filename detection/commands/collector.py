@@ -41,11 +41,10 @@ from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path
 from toolwatch.usage import (
     UsageError,
     UserError,
-    missing_distributions,
     non_negative_float,
-    not_installed,
     port,
     positive_int,
+    unmet_line,
 )
 
 log = logging.getLogger(__name__)
@@ -185,9 +184,9 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
         return None
     if not args.model.is_file():
         raise UserError(f"model file {args.model} not found")
-    absent = missing_distributions("detection")  # the collector runs on its own extra
-    if absent:
-        raise UserError(f"live scoring (--model) {not_installed(absent, 'detection')}")
+    unmet = unmet_line("detection")  # the collector runs on its own extra
+    if unmet:
+        raise UserError(f"live scoring (--model) {unmet}")
     from toolwatch.detection.alerting.live import LiveScorer
 
     cap = args.max_open_streams
