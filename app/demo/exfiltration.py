@@ -30,6 +30,7 @@ import anyio
 from toolwatch.app.demo.live import AlertWatcher, live_telemetry
 from toolwatch.app.demo.options import DemoError, DemoOptions, Emit, ExfilOutcome
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
+from toolwatch.collector.store.result_formats import counted
 
 EXFIL_SCENARIO_FILE: Final = Path("demo") / "exfiltration.json"
 RUN: Final = "exfil"
@@ -144,9 +145,10 @@ def _verify(store: Store, run: Any, watcher: AlertWatcher, out: Emit) -> ExfilOu
             f"{row['payload_longest']:,} B of {row['source_tool'] or 'no'} tool's result"
             + (f", {row['reused_encoding']}-encoded" if row["reused_encoding"] else "")
         )
+    alerted = counted(len(mine), "provenance alert")
     out(
         f"  {run.run}: {len(run.calls)} calls, task "
-        f"{'finished' if run.finished else 'NOT finished'} — {len(mine)} provenance alert(s); "
+        f"{'finished' if run.finished else 'NOT finished'} — {alerted}; "
         f"other sessions with one: {len(others)}"
     )
     if not mine:

@@ -30,6 +30,7 @@ from toolwatch.app.demo.options import (
     LiveOutcome,
 )
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
+from toolwatch.collector.store.result_formats import counted
 
 # --------------------------------------------------------------------------------- stage 4
 
@@ -189,7 +190,7 @@ def _verify(
     expected = len(clean.calls) + len(runaway.calls)
     out(
         f"  stored: {stored.num_rows} of {expected} calls in the store, "
-        f"{len(alerts)} alert(s) in its alerts table"
+        f"{counted(len(alerts), 'alert')} in its alerts table"
     )
     cue, det = statistic.rsplit("_", 1)
     stat = f"{cue}·{det.upper()}"
@@ -213,7 +214,7 @@ def _verify(
     out(
         f"  clean:   {len(clean.calls)} calls in {clean.responses} responses, task "
         f"{'finished' if clean.finished else 'NOT finished'} — "
-        f"{len(by_session[clean.session_id])} alert(s) "
+        f"{counted(len(by_session[clean.session_id]), 'alert')} "
         f"(peak {stat} {peaks[clean.session_id]:.2f}, threshold {threshold:.2f})"
     )
     if stored.num_rows != expected:

@@ -39,6 +39,7 @@ from toolwatch.app.demo.exfiltration import exfiltration_stage
 from toolwatch.app.demo.live import live_stage
 from toolwatch.app.demo.options import STAGES, Console, DemoError, DemoOptions, DemoResult, Emit
 from toolwatch.app.demo.stages import experiment_stage, simulate_stage, train_stage
+from toolwatch.collector.store.result_formats import counted
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def run_demo(options: DemoOptions, emit: Emit | None = None) -> DemoResult:
     began = time.perf_counter()
     out(
         f"toolwatch demo — seed {options.seed}, {options.sessions} simulated sessions, "
-        f"{options.seeds} injection seed(s), {options.bootstrap:,} bootstrap resamples"
+        f"{counted(options.seeds, 'injection seed')}, {options.bootstrap:,} bootstrap resamples"
     )
     with _stage("store", result, out, announce=False):
         store = prepare_store(options.store, options)

@@ -56,6 +56,14 @@ def _float_cell(value: float) -> str:
     return f"{value:.6g}"
 
 
+def counted(n: Any, noun: str, plural: str | None = None) -> str:
+    """A count with its noun, singular for exactly one: ``1 stream``, ``0 streams``,
+    ``8,729 streams`` (``plural`` defaults to ``noun + "s"``), never "1 streams" or
+    "1 stream(s)" (the dashboard's pages and the demo's lines both use it)."""
+    value = int(n)
+    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
+
+
 def format_table(table: pa.Table, max_rows: int = 0) -> str:
     """An aligned text table (numbers right-aligned) with a ``(N rows)`` footer."""
     shown = table if not max_rows or table.num_rows <= max_rows else table.slice(0, max_rows)
@@ -67,7 +75,7 @@ def format_table(table: pa.Table, max_rows: int = 0) -> str:
         list(zip(table.column_names, numeric, strict=True)),
         [[_cell(v) for v in row.values()] for row in shown.to_pylist()],
     )
-    footer = f"({table.num_rows:,} row{'s' if table.num_rows != 1 else ''}"
+    footer = f"({counted(table.num_rows, 'row')}"
     if shown.num_rows < table.num_rows:
         footer += f", first {shown.num_rows:,} shown; --max-rows 0 shows all"
     return render(drawn) + footer + ")\n"

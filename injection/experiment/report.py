@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from toolwatch import study
+from toolwatch.collector.store.result_formats import counted
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import label, num, pct, rate_ci, target_pct
@@ -178,7 +179,8 @@ def headline(result: ExperimentResult) -> str:
     warning = "\n".join(w for w in warnings if w)
     return (
         f"Detection {fa_header(result)}, all cues + CUSUM — "
-        f"{len(cfg.seeds)} seed(s) × {n_test} test streams ({test_calls:,} calls) per kind\n"
+        f"{counted(len(cfg.seeds), 'seed')} × {counted(n_test, 'test stream')} "
+        f"({counted(test_calls, 'call')}) per kind\n"
         + _table(header, rows)
         + "\n"
         + text

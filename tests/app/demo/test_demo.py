@@ -98,6 +98,11 @@ def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, 
         r"burst \(different responses\): study 1, ours [\d.–]+ \(both time·point\)", out
     )
     assert re.search(r"runaway retry: study 5, ours [\d.–]+ \(both failure·ewma\)", out)
+    # counts read as counts: "0 alerts", "1 provenance alert", never "alert(s)"
+    assert "(s)" not in out
+    assert re.search(r"clean: .* — 0 alerts \(peak", out)
+    assert re.search(r"calls in the store, [1-9]\d* alerts? in its alerts table", out)
+    assert re.search(r"exfil: \d+ calls, task finished — 1 provenance alert;", out)
     # it ends with the command that opens the dashboard
     lines = out.rstrip().splitlines()
     assert lines[-2] == "[6/6] dashboard"
