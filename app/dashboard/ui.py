@@ -24,7 +24,6 @@ from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
 from toolwatch.collector.store.result_formats import counted as counted  # the pages' ui.counted
 from toolwatch.detection import ModelError, NormalModel
-from toolwatch.injection.experiment.formats import counted as counted
 from toolwatch.injection.experiment.formats import label as kind_label
 from toolwatch.injection.experiment.formats import num
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
 
 from toolwatch.injection.spans.kinds import PAYLOAD_ENCODINGS, PAYLOADS
 
@@ -74,13 +73,6 @@ def num(x: float | None, fmt: str = "{:.2f}") -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     return fmt.format(x)
-
-
-def counted(n: Any, noun: str, plural: str | None = None) -> str:
-    """A count with its noun, singular for exactly one: ``1 stream``, ``0 streams``,
-    ``8,729 streams`` (``plural`` defaults to ``noun + "s"``), never "1 streams"."""
-    value = int(n)
-    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
 
 
 def threshold_text(x: float) -> str:

@@ -16,10 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from toolwatch.collector.store.result_formats import counted
 from toolwatch.detection import ModelConfig
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import (
-    counted,
     num,
     pct,
     percent,
