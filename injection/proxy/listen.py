@@ -9,8 +9,9 @@ every ``subscriptions/listen`` of a client opens one on the upstream with the sa
 acknowledges what the upstream honoured, and relays its events (:class:`ListenRelay`); the
 proxy announces the upstream's own flags (:func:`upstream_flags`).
 
-A handshake-era (pre-2026) client is still told ``listChanged: false``: the proxy relays no
-handshake-era notification, and a flag it cannot keep would be a promise it breaks.
+A handshake-era (pre-2026) client hears of changes on its own upstream session
+(:mod:`.sessions`), which in front of a 2026-07-28 upstream is not known to offer them: there
+it is told ``listChanged: false``, a flag the proxy could not keep being a promise it breaks.
 """
 
 from __future__ import annotations

@@ -113,6 +113,10 @@ class FaultProxy(Server[Any]):
         self._upstream_caps = caps
         self._relays_changes = relays_changes(upstream)
         self.sessions = sessions
+        #: A handshake-era upstream's change notices reach a handshake-era client on its own
+        #: session (:mod:`.sessions`), so its flags, subscriptions and completions pass through.
+        self._relays_handshake = sessions is not None and self.upstream_era_is_handshake
+        subscribes = self._relays_handshake and bool(caps.resources and caps.resources.subscribe)
         relayed: dict[str, Any] = {}
         if sessions is not None:  # a handshake-era client's own session carries these
             relayed["on_roots_list_changed"] = self._roots_changed
@@ -138,7 +142,10 @@ class FaultProxy(Server[Any]):
                 else None,
                 on_list_prompts=self._list_prompts if caps.prompts else None,
                 on_get_prompt=self._get_prompt if caps.prompts else None,
+                on_subscribe_resource=self._subscribe if subscribes else None,
+                on_unsubscribe_resource=self._unsubscribe if subscribes else None,
                 on_subscriptions_listen=self._listen if self._relays_changes else None,
+                on_completion=self._complete if caps.completions is not None else None,
                 **relayed,
             )
         self.upstream = upstream
@@ -162,15 +169,17 @@ class FaultProxy(Server[Any]):
         *,
         protocol_version: str | None = None,
     ) -> types.ServerCapabilities:
-        """The SDK's capabilities, with a 2026-07-28 upstream's change flags passed through
-        when the proxy relays its change notifications (:mod:`.listen`)."""
+        """The SDK's capabilities, with the upstream's change flags passed through when the
+        proxy relays its change notifications: a 2026-07-28 upstream's to a 2026-07-28 client
+        (:mod:`.listen`), a handshake-era upstream's to a handshake-era one (:mod:`.sessions`)."""
         own = super().get_capabilities(
             notification_options,
             experimental_capabilities,
             extensions,
             protocol_version=protocol_version,
         )
-        if self._relays_changes and protocol_version in MODERN_PROTOCOL_VERSIONS:
+        modern = protocol_version in MODERN_PROTOCOL_VERSIONS
+        if self._relays_changes if modern else self._relays_handshake:
             return upstream_flags(own, self._upstream_caps)
         return own
 
@@ -431,6 +440,29 @@ class FaultProxy(Server[Any]):
         result = await self._relay(ctx, types.SetLevelRequest(params=params), types.EmptyResult)
         if self.sessions is not None:
             self.sessions.remember_level(ctx, params)
+        return result
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        return await self._relay(ctx, types.CompleteRequest(params=params), types.CompleteResult)
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        """On the client's own upstream session, whose ``resources/updated`` reach it (and are
+        subscribed again on a session of the client's opened afresh: :mod:`.sessions`)."""
+        result = await self._relay(ctx, types.SubscribeRequest(params=params), types.EmptyResult)
+        if self.sessions is not None:
+            self.sessions.remember_subscription(ctx, params.uri, subscribed=True)
+        return result
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        result = await self._relay(ctx, types.UnsubscribeRequest(params=params), types.EmptyResult)
+        if self.sessions is not None:
+            self.sessions.remember_subscription(ctx, params.uri, subscribed=False)
         return result
 
     async def _roots_changed(

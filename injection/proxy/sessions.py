@@ -14,15 +14,17 @@ opened on the client's first request after it initialised, in the handshake era 
 exactly the capabilities the client declared, and closed when the client's connection closes.
 The upstream's requests go to that client — on the stream of its call in flight, else on its
 connection's own — and the client's answer (or error) goes back up unchanged; its log messages
-follow the same way. A 2026-07-28 client keeps the shared session: that protocol has no
-server-to-client requests (a server asks with an ``InputRequiredResult``, which is forwarded).
+follow the same way, and its change notices (:data:`RELAYED_NOTICES`) go on the connection.
+A 2026-07-28 client keeps the shared session: that protocol has no server-to-client requests
+(a server asks with an ``InputRequiredResult``, which is forwarded).
 
 At most :data:`MAX_OPEN` such sessions are open at once (``max_open``): each may be an upstream
 process the proxy started, and most clients leave without closing their connection (no HTTP
 ``DELETE``), which the SDK forgets only after 30 idle minutes, so a client opening sessions in
 a loop used to start one upstream process each, without bound. Past the bound the session idle
 longest (no call in flight) is closed, counted (:attr:`ClientSessions.closed_idle`) and said;
-its client gets a fresh one on its next request, with the log level it set sent again. When
+its client gets a fresh one on its next request, with the log level it set sent again and the
+resources it subscribed to subscribed again. When
 every open session has a call in flight, the new client's request is refused with the proxy's
 upstream error (``-32603``, :class:`.UpstreamUnavailable`) naming the bound.
 """
@@ -39,7 +41,7 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, MCPError
-from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.validation import wants_sampling_tools
@@ -58,6 +60,15 @@ _M = TypeVar("_M", bound=BaseModel)
 _STATE_KEY = "toolwatch/upstream-session"
 #: Handshake-era clients' own upstream sessions open at once, at most (by default).
 MAX_OPEN = 32
+#: The upstream's notices relayed to the client whose session they arrive on (log messages
+#: and progress have their own paths; a cancellation is the SDK's own business).
+RELAYED_NOTICES = (
+    types.ToolListChangedNotification,
+    types.PromptListChangedNotification,
+    types.ResourceListChangedNotification,
+    types.ResourceUpdatedNotification,
+    types.ElicitCompleteNotification,
+)
 
 
 def own_session(ctx: ServerRequestContext[Any]) -> bool:
@@ -82,6 +93,8 @@ class _Client:
     release: anyio.Event = field(default_factory=anyio.Event)
     #: The log level the client last set, sent again to a session opened afresh.
     level: types.SetLevelRequestParams | None = None
+    #: The resources the client subscribed to, subscribed again on a session opened afresh.
+    subscribed: set[str] = field(default_factory=set)
 
     @contextmanager
     def serving(self, ctx: ServerRequestContext[Any]) -> Iterator[None]:
@@ -142,6 +155,13 @@ class _Client:
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         await self.tell(types.LoggingMessageNotification(params=params))
 
+    async def changed(self, message: IncomingMessage) -> None:
+        """The upstream's change notices (:data:`RELAYED_NOTICES`) to the client, on its
+        connection as a direct server sends them: they belong to no call of the client's."""
+        if isinstance(message, RELAYED_NOTICES):
+            data = message.model_dump(by_alias=True, mode="json", exclude_none=True)
+            await self.connection.notify(data["method"], data.get("params"))
+
     def client(self, target: Any) -> Client:
         """The upstream ``Client`` for this client: the handshake era, the client's own
         capabilities declared (not the SDK's, which it derives from the callbacks set), every
@@ -155,6 +175,7 @@ class _Client:
             elicitation_callback=self.elicitation,
             list_roots_callback=self.roots,
             logging_callback=self.log,
+            message_handler=self.changed,
         )
         client.declared = declared
         return client
@@ -228,6 +249,8 @@ class ClientSessions:
                     raise
                 if client.level is not None:
                     await self._set_level(client.upstream, client.level)
+                for uri in sorted(client.subscribed):
+                    await self._subscribe(client.upstream, uri)
             self._open[key] = self._open.pop(key, client)  # the most recently used now
             return client.upstream
 
@@ -262,6 +285,24 @@ class ClientSessions:
                 self.closed_idle,
             )
         self._open[id(client)] = client
+
+    def remember_subscription(
+        self, ctx: ServerRequestContext[Any], uri: str, *, subscribed: bool
+    ) -> None:
+        """Note a resource the client subscribed to (or no longer), to subscribe again on a
+        session opened afresh."""
+        uris = self._client(ctx).subscribed
+        if subscribed:
+            uris.add(uri)
+        else:
+            uris.discard(uri)
+
+    async def _subscribe(self, upstream: Upstream, uri: str) -> None:
+        request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+        try:
+            await upstream.send(lambda s: s.send_request(request, types.EmptyResult))
+        except (UpstreamUnavailable, MCPError) as exc:
+            logger.warning("could not subscribe a resource again on %s: %s", upstream.name, exc)
 
     async def _set_level(self, upstream: Upstream, level: types.SetLevelRequestParams) -> None:
         request = types.SetLevelRequest(params=level)

@@ -8,3 +8,4 @@ TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 FIXTURES = TESTS / "fixtures"
 MCP_TEST_SERVER = TESTS / "support" / "mcp_test_server.py"
+SUBSCRIBING_SERVER = TESTS / "support" / "subscribing_server.py"

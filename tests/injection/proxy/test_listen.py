@@ -70,7 +70,7 @@ def test_a_2026_client_gets_the_upstreams_flags_and_its_change_notifications() -
                         await client.call_tool(tool, {})
                         events.append(await subscription.__anext__())
             async with Client(front.url, mode="legacy") as legacy:
-                # No handshake-era notification is relayed: no promise of one either.
+                # What this upstream offers the handshake era is not known: no promise.
                 assert flags(legacy)["tools"] == {"list_changed": False}
 
     anyio.run(main)

@@ -2,8 +2,10 @@
 (TypeScript SDK, pinned in ``node/package-lock.json``) behind ``toolwatch proxy`` over stdio.
 Its results (images, embedded resources, resource links, structured content, ``isError``)
 reach a real mcp client as over a direct connection, progress, its sampling and roots requests
-to the client and its log messages included; an A4 drift renames a
-field of its compact ``JSON.stringify`` text and nothing else.
+to the client and its log messages included, and so are its completions, a resource
+subscription with the change notices it sends, and its roots asked again when the client says
+they changed; an A4 drift renames a field of its compact ``JSON.stringify`` text and nothing
+else.
 
 Skipped when ``node``/``npm`` are not installed; ``npm ci`` runs once if ``node_modules`` is
 missing (``.ci/run`` does it up front).
@@ -121,6 +123,82 @@ def test_server_everything_through_the_proxy_is_its_direct_self(node: str) -> No
     blocks = {b["type"] for r in calls for b in r["content"]}
     assert {"text", "image", "resource_link"} <= blocks
     assert direct["2 get-sum"]["isError"] and direct["6 no-such-tool"]["isError"]
+
+
+DOCUMENT = "demo://resource/static/document/features.md"
+#: A data URI the gzip tool reads offline; the resource it registers is a list change.
+GZIP = {"name": "a.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}
+
+
+async def _changes(target: StdioServerParameters) -> dict[str, Any]:
+    """What a client gets of completions and of a resource subscription: capabilities, answers
+    and every notification (sorted: the server sends several of them concurrently)."""
+    seen: dict[str, Any] = {}
+    notices: list[str] = []
+    arrived = {"notifications/resources/updated": anyio.Event()}
+    arrived["notifications/resources/list_changed"] = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, Exception):
+            notices.append(type(message).__name__)
+            return
+        data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        notices.append(json.dumps(data, sort_keys=True))
+        if data["method"] in arrived:
+            arrived[data["method"]].set()
+
+    def dumped(result: Any) -> Any:
+        return result and result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async with Client(target, mode="legacy", message_handler=on_message) as client:
+        caps = client.server_capabilities
+        seen["caps"] = {k: dumped(getattr(caps, k)) for k in ("completions", "resources", "tools")}
+        prompt = types.PromptReference(type="ref/prompt", name="completable-prompt")
+        template = types.ResourceTemplateReference(
+            type="ref/resource", uri="demo://resource/dynamic/text/{resourceId}"
+        )
+        asked = [
+            (prompt, {"name": "department", "value": "E"}, None),
+            (prompt, {"name": "name", "value": ""}, {"department": "Sales"}),
+            (template, {"name": "resourceId", "value": "7"}, None),
+        ]
+        seen["completions"] = [dumped(await client.complete(*a)) for a in asked]
+        seen["subscribe"] = dumped(await client.session.subscribe_resource(DOCUMENT))
+        with anyio.fail_after(10):
+            await client.call_tool("toggle-subscriber-updates", {})  # sends one update at once
+            await arrived["notifications/resources/updated"].wait()
+        await client.call_tool("toggle-subscriber-updates", {})  # and no more
+        seen["unsubscribe"] = dumped(await client.session.unsubscribe_resource(DOCUMENT))
+        with anyio.fail_after(10):
+            await client.call_tool("gzip-file-as-resource", GZIP)
+            await arrived["notifications/resources/list_changed"].wait()
+    seen["notices"] = sorted(notices)
+    return seen
+
+
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # the handshake era's subscribe
+def test_completions_and_a_resource_subscription_through_the_proxy_are_as_direct(
+    node: str,
+) -> None:
+    """The proxy used to offer neither (no ``completions``, ``subscribe: false``, every
+    ``listChanged: false``): ``completion/complete`` and ``resources/subscribe`` were "Method
+    not found" and the server's change notices never reached the client."""
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        direct = await _changes(StdioServerParameters(command=node, args=[str(ENTRY), "stdio"]))
+        return direct, await _changes(_proxy(node))
+
+    direct, proxied = anyio.run(main)
+    assert proxied == direct
+    assert direct["caps"]["resources"] == {"subscribe": True, "listChanged": True}
+    values = [c["completion"]["values"] for c in direct["completions"]]
+    assert values == [["Engineering"], ["David", "Eve", "Frank"], ["7"]]
+    methods = [json.loads(n)["method"] for n in direct["notices"]]
+    assert methods.count("notifications/resources/updated") == 1
+    assert methods.count("notifications/resources/list_changed") == 1
+    assert "notifications/tools/list_changed" in methods  # its tools for this client's caps
+    updated = [json.loads(n) for n in direct["notices"] if "resources/updated" in n]
+    assert updated[0]["params"] == {"uri": DOCUMENT}
 
 
 def test_an_auto_client_settles_on_the_servers_era_through_the_proxy_as_directly(

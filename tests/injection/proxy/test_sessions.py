@@ -6,6 +6,7 @@ proxy used to share one upstream session declaring nothing, so none of this pass
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,11 +15,12 @@ from typing import Any, get_args
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client, MCPDeprecationWarning, MCPError
+from mcp import Client, MCPDeprecationWarning, MCPError, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
+from support.paths import SUBSCRIBING_SERVER
 from toolwatch.injection.proxy.proxy import run_proxy
 
 #: The 2025 protocol's sampling, roots and logging are deprecated from 2026-07-28: the point here.
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
 LEVELS = list(get_args(types.LoggingLevel))
 #: What each tool needs of the client (the server offers it only to a client declaring it).
 NEEDS = {"sample": "sampling", "ask": "elicitation", "roots": "roots", "chatty": None}
+SUBSCRIBING = StdioServerParameters(command=sys.executable, args=[str(SUBSCRIBING_SERVER)])
 
 
 class Asking:
@@ -276,3 +279,76 @@ def test_when_every_open_session_has_a_call_in_flight_a_new_client_is_refused() 
     assert code == types.INTERNAL_ERROR
     assert "each with a call in flight (at most 1 at once)" in message
     assert chatty == "logged"
+
+
+async def _touched(client: Client, notices: list[str]) -> list[str]:
+    """The notices a ``touch`` brings the client (they may come just after its answer)."""
+    before = len(notices)
+    await client.call_tool("touch", {})
+    with anyio.fail_after(5):
+        while "notifications/tools/list_changed" not in notices[before:]:
+            await anyio.sleep(0.01)
+    return notices[before:]
+
+
+def test_completions_subscriptions_and_change_notices_pass_as_directly() -> None:
+    """The proxy offered neither completions nor subscriptions, and relayed no change notice
+    of a client's own upstream session (``listChanged: false`` whatever the server said)."""
+
+    async def observe(target: Any) -> dict[str, Any]:
+        notices: list[str] = []
+
+        async def on_message(message: Any) -> None:
+            notices.append(getattr(message, "method", type(message).__name__))
+
+        seen: dict[str, Any] = {}
+        async with Client(target, mode="legacy", message_handler=on_message) as client:
+            caps = client.server_capabilities
+            seen["caps"] = caps.model_dump(exclude_none=True, include={"completions", "resources"})
+            ref = types.PromptReference(type="ref/prompt", name="p")
+            completed = await client.complete(ref, {"name": "a", "value": "x"})
+            seen["completed"] = completed.completion.values
+            await client.session.subscribe_resource("memo://a")
+            seen["subscribed"] = await _touched(client, notices)
+            await client.session.unsubscribe_resource("memo://a")
+            seen["unsubscribed"] = await _touched(client, notices)
+        return seen
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        direct = await observe(SUBSCRIBING)
+        async with run_proxy(None, SUBSCRIBING) as proxy:
+            return direct, await observe(proxy)
+
+    direct, proxied = anyio.run(main)
+    assert proxied == direct
+    resources = {"subscribe": True, "list_changed": False}
+    assert direct["caps"] == {"completions": {}, "resources": resources}
+    assert direct["completed"] == ["x1", "x2"]
+    updated, changed = "notifications/resources/updated", "notifications/tools/list_changed"
+    assert direct["subscribed"] == [updated, changed] and direct["unsubscribed"] == [changed]
+
+
+def test_a_session_closed_past_the_bound_comes_back_subscribed() -> None:
+
+    async def main() -> dict[str, Any]:
+        notices: list[str] = []
+        out: dict[str, Any] = {}
+
+        async def on_message(message: Any) -> None:
+            notices.append(getattr(message, "method", type(message).__name__))
+
+        async with run_proxy(None, SUBSCRIBING, max_client_sessions=1) as proxy:
+            assert proxy.sessions is not None
+            async with (
+                Client(proxy, mode="legacy", message_handler=on_message) as first,
+                Client(proxy, mode="legacy") as second,
+            ):
+                await first.session.subscribe_resource("memo://a")
+                await second.list_tools()  # the first's session is closed for it
+                out["closed"] = proxy.sessions.closed_idle
+                out["touched"] = await _touched(first, notices)  # a new one, subscribed again
+        return out
+
+    out = anyio.run(main)
+    assert out["closed"] == 1
+    assert out["touched"] == ["notifications/resources/updated", "notifications/tools/list_changed"]
