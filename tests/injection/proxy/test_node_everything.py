@@ -201,6 +201,45 @@ def test_completions_and_a_resource_subscription_through_the_proxy_are_as_direct
     assert updated[0]["params"] == {"uri": DOCUMENT}
 
 
+async def _roots_changed(target: StdioServerParameters) -> list[str]:
+    """The server's log lines to a client whose roots grow by one after the server has them:
+    server-everything asks for them again on ``notifications/roots/list_changed``."""
+    roots = [types.Root(uri="file:///work/a", name="a")]
+    lines: list[str] = []
+
+    async def on_roots(context: ClientRequestContext) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=list(roots))
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        lines.append(str(params.data))
+
+    async def said(count: int) -> None:
+        with anyio.fail_after(10):
+            while len(lines) < count:
+                await anyio.sleep(0.02)
+
+    async with Client(
+        target, mode="legacy", list_roots_callback=on_roots, logging_callback=log
+    ) as c:
+        await c.list_tools()  # through the proxy, the client's own upstream session opens here
+        await said(1)
+        roots.append(types.Root(uri="file:///work/b", name="b"))
+        await c.session.send_roots_list_changed()
+        await said(2)
+    return lines
+
+
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # roots: the handshake era's
+def test_the_clients_roots_changed_notice_reaches_the_server_as_directly(node: str) -> None:
+    async def main() -> tuple[list[str], list[str]]:
+        direct = StdioServerParameters(command=node, args=[str(ENTRY), "stdio"])
+        return await _roots_changed(direct), await _roots_changed(_proxy(node))
+
+    direct, proxied = anyio.run(main)
+    assert proxied == direct
+    assert direct == [f"Roots updated: {n} root(s) received from client" for n in (1, 2)]
+
+
 def test_an_auto_client_settles_on_the_servers_era_through_the_proxy_as_directly(
     node: str,
 ) -> None:
