@@ -6,9 +6,12 @@
 
 from __future__ import annotations
 
+import logging
+import signal
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +22,10 @@ from mcp.server.mcpserver import MCPServer
 
 from toolwatch.injection.proxy.era import discover_refused_http
 from toolwatch.injection.proxy.http_checks import spec_checks
+
+logger = logging.getLogger(__name__)
+#: What stops the HTTP server gracefully (a service manager's stop, Ctrl-C).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
@@ -51,6 +58,27 @@ def _no_resumption(app: Any) -> Any:
     return serve
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, stopped gracefully by SIGTERM or SIGINT without raising the signal
+    again afterwards (uvicorn does, so the process died of it, exit -15, before the proxy
+    closed its upstreams): the caller's own shutdown runs and the process exits 0."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # as uvicorn: main only
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+        for caught in self._captured_signals[:1]:
+            name = signal.Signals(caught).name
+            logger.info("%s received: stopped serving, shutting down", name)
+
+
 @asynccontextmanager
 async def http_server(
     server: Server[Any] | MCPServer, *, host: str = "127.0.0.1", port: int = 0
@@ -69,7 +97,7 @@ async def http_server(
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    uv = uvicorn.Server(config)
+    uv = _Uvicorn(config)
     done = anyio.Event()
 
     async def run() -> None:
