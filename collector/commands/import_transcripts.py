@@ -176,7 +176,7 @@ def import_claude_code(
     parses = []
     from tqdm import tqdm
 
-    total = sum(_size(t.path) for t in files)
+    total = sum(t.disk_size() for t in files)
     with tqdm(
         total=total,
         unit="B",
@@ -186,7 +186,9 @@ def import_claude_code(
         disable=not show_bar,
     ) as bar:
         for index, transcript in enumerate(files):
-            parses.append(parse_file(transcript.path, index, bar.update, transcript.shown))
+            parses.append(
+                parse_file(transcript.path, index, bar.update, transcript.shown, transcript.member)
+            )
     with tqdm(
         unit="B",
         unit_scale=True,
@@ -206,6 +208,7 @@ def import_claude_code(
             on_total=on_total,
             not_read=scan.not_read,
             unlisted_dirs=scan.unlisted_dirs,
+            damaged_archives=scan.damaged_archives,
         )
     outcome = ImportOutcome(
         report=report,
@@ -364,10 +367,3 @@ def format_summary(outcome: ImportOutcome) -> str:
 
 def _size_text(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n / 1e3:,.1f} kB"
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -34,7 +34,8 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd,
   bzip2'd, xz'd or zstd'd file (by its first bytes; zstd with the optional
   ``toolwatch[zstd]``, else named as needing it) is decompressed, a UTF-16 one (with a BOM or
-  without) decoded, as it streams; a zip is reported once as unreadable, saying what it is.
+  without) decoded, as it streams; the transcript members of a ``*.zip`` archive are read
+  the same way (:mod:`.archives`), named ``archive.zip!member.jsonl``.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one
@@ -42,7 +43,8 @@ run, so the files of one session should be imported together (re-importing a gro
 keeps earlier positions unchanged). ``trace_id`` / ``span_id`` are hashes of the session id and
 the call id, so a re-import yields identical ids.
 
-The modules, in the order a run uses them: :mod:`.transcripts` (finding the files),
+The modules, in the order a run uses them: :mod:`.transcripts` (finding the files, and with
+:mod:`.archives` the members of zip archives),
 :mod:`.decoding` (a file's bytes as UTF-8 lines), :mod:`.parsing` (one file, line by line),
 :mod:`.measure` (sizes and clean text of the JSON values) and :mod:`.records` (the run's records
 and report). Parsing only: writing the store and

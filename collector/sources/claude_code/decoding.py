@@ -10,8 +10,9 @@ transcripts (:mod:`.measure`). Both passes of the importer (:mod:`.parsing`, the
 
 A compressed stream that breaks (cut short, corrupt) ends the file there: the lines before it
 were read and are kept, and :class:`TranscriptReadError` says what happened, never the bytes (a
-decompressor's own text can quote the file's bytes or its checksum). Zip archives (many named
-members, not one stream) are named, not read.
+decompressor's own text can quote the file's bytes or its checksum). A member of a zip archive
+(:mod:`.archives`) reads the same way, compressed or not, from its own stream; a ``.jsonl``
+file that is a zip (many named members, not one stream) is named, not read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import bz2
 import gzip
 import io
 import lzma
+import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,6 +29,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from toolwatch.collector.sources.claude_code.archives import (
+    MemberReadError,
+    member_disk_bytes,
+    open_member,
+)
 from toolwatch.collector.sources.claude_code.transcripts import (
     FOREIGN_HEAD_BYTES,
     foreign_format,
@@ -95,14 +102,17 @@ class TranscriptLines:
     :meth:`start` reads the first bytes and says why the file is not read at all (zstd, zip,
     a second compression inside the first: named, not guessed at), else None; iterating starts
     it if not yet done. ``compression`` ("gzip", "bzip2", "xz"; None: not compressed) and
-    ``encoding`` (None: UTF-8 as it is) say how it is read.
+    ``encoding`` (None: UTF-8 as it is) say how it is read; ``member``: the zip archive's
+    member at ``path`` to read instead of the file itself.
     ``disk_bytes()`` is how far into the file on disk the reading has come (for a progress bar
     sized by file sizes). Opening raises ``OSError`` as :func:`.transcripts.open_transcript`
     does; reading raises ``OSError``, and :class:`TranscriptReadError` when a compressed stream
-    breaks."""
+    or a zip member breaks."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, member: zipfile.ZipInfo | None = None) -> None:
         self._disk = open_transcript(path)
+        self._member = member
+        self._base: io.BufferedReader = self._disk  # the member's content, or the file's
         self._stream: io.BufferedReader | gzip.GzipFile = self._disk
         self._started = False
         self.foreign: str | None = None
@@ -114,15 +124,22 @@ class TranscriptLines:
         None."""
         if not self._started:
             self._started = True
-            head = self._disk.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+            if self._member is not None:
+                try:
+                    self._base = self._stream = open_member(self._disk, self._member)
+                except MemberReadError as exc:
+                    self.foreign = str(exc)
+                    return self.foreign
+            with _member_errors():
+                head = self._base.peek(SNIFF_BYTES)[:SNIFF_BYTES]
             self.compression = next((n for m, n in COMPRESSIONS if head.startswith(m)), None)
             if self.compression is not None:
                 try:
-                    self._stream = _decompressing(self._disk, self.compression)
+                    self._stream = _decompressing(self._base, self.compression)
                 except ImportError:  # zstd without the optional package
                     self.foreign = ZSTD_MISSING
                     return self.foreign
-                with _stream_errors(self.compression):
+                with _member_errors(), _stream_errors(self.compression):
                     head = self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
             self.encoding = utf16_encoding(head)
             if self.encoding is None:
@@ -133,7 +150,7 @@ class TranscriptLines:
         if self.start() is not None:
             return iter(())
         lines = self._stream if self.encoding is None else self._decoded(self.encoding)
-        if self.compression is None:
+        if self.compression is None and self._member is None:
             return iter(lines)
         return self._checked(lines, self.compression)
 
@@ -146,17 +163,23 @@ class TranscriptLines:
             text.detach()  # else collecting the wrapper closes the file under disk_bytes()
 
     @staticmethod
-    def _checked(lines: Iterable[bytes], compression: str) -> Iterator[bytes]:
-        with _stream_errors(compression):  # the consumer's own errors are not thrown in here
+    def _checked(lines: Iterable[bytes], compression: str | None) -> Iterator[bytes]:
+        # the consumer's own errors are not thrown in here
+        with _member_errors(), _stream_errors(compression):
             yield from lines
 
     def disk_bytes(self) -> int:
-        """Bytes of the file on disk consumed so far (compressed ones for a compressed file)."""
+        """Bytes of the file on disk consumed so far (compressed ones for a compressed file,
+        the member's packed ones for a zip member)."""
+        if self._member is not None:
+            return member_disk_bytes(self._disk, self._member)
         return self._disk.tell()
 
     def close(self) -> None:
-        if self._stream is not self._disk:
+        if self._stream is not self._base:
             self._stream.close()
+        if self._base is not self._disk:
+            self._base.close()
         self._disk.close()
 
     def __enter__(self) -> TranscriptLines:
@@ -262,8 +285,22 @@ def _decompressing(disk: io.BufferedReader, compression: str) -> io.BufferedRead
 
 
 @contextmanager
-def _stream_errors(compression: str) -> Iterator[None]:
+def _member_errors() -> Iterator[None]:
+    """A zip member breaking as :class:`TranscriptReadError`: a cut loses what follows; a bad
+    CRC or corrupt data is found in a read whose text zipfile drops as it raises."""
+    try:
+        yield
+    except MemberReadError as exc:
+        kept = KEPT if exc.cut else KEPT_BUT_STEP.format("up to the last 4 KiB of text")
+        raise TranscriptReadError(str(exc), kept) from None
+
+
+@contextmanager
+def _stream_errors(compression: str | None) -> Iterator[None]:
     """A decompression failure as :class:`TranscriptReadError`, content-free."""
+    if compression is None:
+        yield
+        return
     try:
         yield
     except EOFError:  # "Compressed file ended before the end-of-stream marker was reached"

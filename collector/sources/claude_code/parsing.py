@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any, Final
 
 from toolwatch.collector.sources.claude_code.decoding import TranscriptLines, TranscriptReadError
@@ -135,6 +136,14 @@ class FileParse:
     cut_results: set[str] = field(default_factory=set)
     #: the path the user gave or reached the file by (messages name it); ``path`` when empty
     shown: str = ""
+    #: the member of the zip archive at ``path`` that is the transcript (None: the file is)
+    member: zipfile.ZipInfo | None = None
+
+    @property
+    def name_path(self) -> PurePath:
+        """The transcript's own path, its name and folders naming agent and session: the
+        member's path inside its archive, else the file's."""
+        return self.path if self.member is None else PurePosixPath(self.member.filename)
 
 
 def parse_file(
@@ -142,17 +151,21 @@ def parse_file(
     file_index: int = 0,
     on_bytes: ProgressCallback | None = None,
     shown: str | None = None,
+    member: zipfile.ZipInfo | None = None,
 ) -> FileParse:
     """Read one transcript file (plain or compressed, :mod:`.decoding`); content is measured and
-    dropped line by line. ``shown``: the path to name in skipped lines and errors (default
-    ``path``). ``on_bytes`` is told the bytes of the file on disk read (compressed ones for a
+    dropped line by line. ``member``: read that member of the zip archive at ``path`` instead.
+    ``shown``: the path to name in skipped lines and errors (default ``path``, or
+    ``path!member``). ``on_bytes`` is told the bytes of the file on disk read (compressed ones for a
     compressed file: a progress bar sized by file sizes ends full); ``FileParse.bytes`` counts the
     transcript's own (decompressed) bytes."""
-    parser = _FileParser(path, file_index, shown or str(path))
+    if shown is None:
+        shown = str(path) if member is None else f"{path}!{member.filename}"
+    parser = _FileParser(path, file_index, shown, member)
     out = parser.out
     line_no = 0
     try:
-        reader = TranscriptLines(path)
+        reader = TranscriptLines(path, member)
     except OSError as exc:
         out.error = exc.strerror or str(exc)
         return out
@@ -198,10 +211,12 @@ class _FileParser:
         "warmup_answer",
     )
 
-    def __init__(self, path: Path, file_index: int, shown: str) -> None:
-        self.out = FileParse(path=path, file_index=file_index, shown=shown)
+    def __init__(
+        self, path: Path, file_index: int, shown: str, member: zipfile.ZipInfo | None
+    ) -> None:
+        self.out = FileParse(path=path, file_index=file_index, shown=shown, member=member)
         self.name = shown
-        match = _AGENT_FILE.match(transcript_stem(path.name) or "")
+        match = _AGENT_FILE.match(transcript_stem(self.out.name_path.name) or "")
         self.file_agent = match.group(1) if match else None
         self.file_session: str | None = None
         self.first_prompt: bool | None = None  # the file's first user line is the warm-up
@@ -363,14 +378,14 @@ class _FileParser:
         restamped = {
             s for s, ids in self.stamp_responses.items() if len(ids) >= RESTAMP_MIN_RESPONSES
         }
-        default_session = self.file_session or _session_from_path(out.path)
+        default_session = self.file_session or _session_from_path(out.name_path)
         for call in out.calls:
             if call.session_id is None:
                 call.session_id = default_session
             if call.inline_side:
                 root = _sidechain_root(call.uuid, call.parent, self.side_parent)
                 if root is None:
-                    root = f"{out.path.name}:{call.line_no}"
+                    root = f"{out.name_path.name}:{call.line_no}"
                 call.agent_id = inline_agent_id(call.session_id, root)
             if call.stamp in restamped:
                 call.restamped = True
@@ -426,7 +441,7 @@ def _sidechain_root(
     return root
 
 
-def _session_from_path(path: Path) -> str:
+def _session_from_path(path: PurePath) -> str:
     """Fallback session id: ``<sid>`` of ``<sid>/subagents/...``, else the file's name without
     ``.jsonl`` (or ``.jsonl.gz``)."""
     parts = path.parts

@@ -145,12 +145,12 @@ def _read(
     inputs: dict[str, Any] = {}
     results: dict[str, bytes] = {}
     for index in files:
-        path = by_index[index].path
+        parse = by_index[index]
         report.files_read += 1
         blocks = want_input.get(index, {})
         ids = want_result.get(index, set())
         try:
-            with TranscriptLines(path) as lines:
+            with TranscriptLines(parse.path, parse.member) as lines:
                 for line_no, raw in enumerate(lines, 1):
                     if on_bytes is not None:
                         on_bytes(len(raw))

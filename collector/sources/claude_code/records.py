@@ -96,13 +96,16 @@ def build_records(
     on_total: ProgressCallback | None = None,
     not_read: Sequence[tuple[str, str]] = (),
     unlisted_dirs: Sequence[tuple[str, str]] = (),
+    damaged_archives: Sequence[str] = (),
 ) -> tuple[list[CallRecord], ImportReport]:
     """Deduplicate, match results, number calls per session; records sorted by session, seq.
 
     With ``provenance`` (a config), the files are read a second time to fill the records'
     provenance fields (:mod:`.provenance`; ``on_total``/``on_bytes`` report that pass).
     ``not_read``: the scan's entries not read (:class:`.transcripts.TranscriptScan`), reported
-    with the files that failed to read; ``unlisted_dirs``: its directories not listed."""
+    with the files that failed to read; ``unlisted_dirs``: its directories not listed;
+    ``damaged_archives``: its zip archives read in part (counted damaged unless one of their
+    members is: one cut download is one damaged file)."""
     report = ImportReport(
         files=len(parses), unreadable_files=list(not_read), unlisted_dirs=list(unlisted_dirs)
     )
@@ -122,6 +125,9 @@ def build_records(
             if best is None or _order_key(call) < _order_key(best):
                 kept[call.call_id] = call
     report.duplicates = total - len(kept)
+    report.damaged_files.extend(
+        a for a in damaged_archives if not any(d.startswith(f"{a}!") for d in report.damaged_files)
+    )
     report.unreadable_files.sort()
     report.damaged_files.sort()
 
@@ -272,11 +278,14 @@ def import_transcripts(
     parsed calls back (~1 s per 120 MB) and to spawning than it gained.
     """
     scan = scan_transcripts(paths)
-    parses = [parse_file(t.path, index, on_bytes, t.shown) for index, t in enumerate(scan.files)]
+    parses = [
+        parse_file(t.path, index, on_bytes, t.shown, t.member) for index, t in enumerate(scan.files)
+    ]
     return build_records(
         parses,
         provenance=provenance,
         on_bytes=on_bytes,
         not_read=scan.not_read,
         unlisted_dirs=scan.unlisted_dirs,
+        damaged_archives=scan.damaged_archives,
     )

@@ -3,7 +3,9 @@
 paths were given in, and the ``*.jsonl`` entries that cannot be read as one (each with its
 reason: nothing found is passed over without a word), among them files whose first bytes say
 they are a zip or compressed twice rather than JSON Lines (:mod:`.decoding` reads gzip'd,
-bzip2'd, xz'd, zstd'd and UTF-16 ones).
+bzip2'd, xz'd, zstd'd and UTF-16 ones). A ``*.zip`` archive is opened here to list its
+members (:mod:`.archives`): each transcript member is one more transcript, named
+``archive.zip!member.jsonl``.
 """
 
 from __future__ import annotations
@@ -12,10 +14,17 @@ import errno
 import io
 import os
 import stat
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Final, cast
+
+from toolwatch.collector.sources.claude_code.archives import (
+    NO_DIRECTORY,
+    ZIP_SUFFIX,
+    list_members,
+)
 
 TRANSCRIPT_SUFFIX: Final = ".jsonl"
 #: A gzip'd transcript's name (a backup's): read, decompressed, when its first bytes are gzip.
@@ -27,10 +36,12 @@ COMPRESSED_TRANSCRIPT_SUFFIXES: Final = (
     ".jsonl.xz",
     ".jsonl.zst",
 )
-#: Every name a transcript is looked for by (messages list them).
-TRANSCRIPT_NAMES: Final = tuple(
-    f"*{s}" for s in (TRANSCRIPT_SUFFIX, *COMPRESSED_TRANSCRIPT_SUFFIXES)
-)
+#: Every name a transcript is looked for by (messages list them), and the archives whose
+#: members of those names are read.
+FILE_NAMES: Final = tuple(f"*{s}" for s in (TRANSCRIPT_SUFFIX, *COMPRESSED_TRANSCRIPT_SUFFIXES))
+TRANSCRIPT_NAMES: Final = (*FILE_NAMES, f"*{ZIP_SUFFIX}")
+#: Why a zip archive adds no transcript.
+NO_TRANSCRIPT_MEMBER: Final = "zip archive holding no transcript member ({})"
 #: Why a FIFO, a device or a socket is not read (opening a FIFO would wait for a writer).
 NOT_REGULAR: Final = "not a regular file"
 #: First bytes of files that are not UTF-8 JSON Lines, what they are and what to do: read line
@@ -41,7 +52,7 @@ _FOREIGN_HEADS: Final = (
     (b"BZh", "bzip2-compressed", "bunzip2 it"),
     (b"\xfd7zXZ\x00", "xz-compressed", "unxz it"),
     (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd it"),
-    (b"PK\x03\x04", "a zip archive", "unzip it"),
+    (b"PK\x03\x04", "a zip archive", "name it *.zip to have its transcripts read, or unzip it"),
 )
 #: How many first bytes :func:`foreign_format` needs.
 FOREIGN_HEAD_BYTES: Final = 6
@@ -55,10 +66,22 @@ class TranscriptPathError(FileNotFoundError):
 @dataclass(frozen=True, slots=True)
 class Transcript:
     """One transcript file: ``path`` resolved (order and deduplication), ``shown`` the path the
-    user gave or reached it by under a directory they gave (every message names this one)."""
+    user gave or reached it by under a directory they gave (every message names this one);
+    ``member``: the member of the zip archive at ``path`` that is the transcript (``shown`` is
+    then ``archive!member``)."""
 
     path: Path
     shown: str
+    member: zipfile.ZipInfo | None = None
+
+    def disk_size(self) -> int:
+        """Bytes on disk reading it goes through (a member's packed ones; 0 when unknown)."""
+        if self.member is not None:
+            return self.member.compress_size
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
 
 
 @dataclass(slots=True)
@@ -70,6 +93,9 @@ class TranscriptScan:
     files: list[Transcript] = field(default_factory=list)
     not_read: list[tuple[str, str]] = field(default_factory=list)
     unlisted_dirs: list[tuple[str, str]] = field(default_factory=list)
+    #: of ``not_read``, the zip archives whose member list was unreadable (cut, damaged): the
+    #: members found before the damage are in ``files``
+    damaged_archives: list[str] = field(default_factory=list)
 
 
 def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
@@ -81,7 +107,8 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
     nor a directory raises :class:`TranscriptPathError` naming it; under a directory, such an
     entry (a dangling symlink, a FIFO, a device) is listed in ``not_read`` with its reason; a
     directory that cannot be listed is in ``unlisted_dirs`` (the walk goes on beside it).
-    Nothing is opened here, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
+    Only ``*.zip`` archives are opened here (regular files, opened non-blocking), to list their
+    transcript members, so a FIFO cannot block the scan. Directories named ``*.jsonl`` are
     searched like any other; symlinked directories are not followed (no loops).
     """
     found: dict[Path, str] = {}
@@ -102,7 +129,7 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
             raise TranscriptPathError(f"{_stat_problem(path, exc)}: {path}") from None
         if stat.S_ISDIR(mode):
             for entry in _walk(path, unlisted):
-                if transcript_stem(entry.name) is None:
+                if transcript_stem(entry.name) is None and not _is_zip(entry.name):
                     continue  # x.jsonl.bak, x.jsonl.lock ...: not a transcript
                 problem = _entry_problem(entry)
                 if problem is None:
@@ -113,17 +140,57 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
             add(path)
         else:
             raise TranscriptPathError(f"{NOT_REGULAR}: {path}")
+    files: list[Transcript] = []
+    damaged: list[str] = []
+    for resolved in sorted(found, key=str):
+        shown = found[resolved]
+        if not _is_zip(resolved.name):
+            files.append(Transcript(resolved, shown))
+            continue
+        members, problem, broken = _archive_members(resolved, shown)
+        files.extend(members)
+        if problem is not None:
+            not_read[shown] = problem
+        if broken:
+            damaged.append(shown)
     return TranscriptScan(
-        files=[Transcript(p, found[p]) for p in sorted(found, key=str)],
+        files=files,
         not_read=sorted(not_read.items()),
         unlisted_dirs=sorted(unlisted.items()),
+        damaged_archives=damaged,
     )
 
 
+def _is_zip(name: str) -> bool:
+    return name.lower().endswith(ZIP_SUFFIX)
+
+
+def _archive_members(path: Path, shown: str) -> tuple[list[Transcript], str | None, bool]:
+    """The transcript members of the zip archive at ``path`` (by name, in archive order); why
+    the archive is named among the files not read (none found, cut, unreadable), else None;
+    whether it is damaged (its member list unreadable)."""
+    try:
+        with open_transcript(path) as disk:
+            listing = list_members(disk)
+    except OSError as exc:
+        return [], exc.strerror or str(exc), False
+    members = [
+        Transcript(path, f"{shown}!{info.filename}", info)
+        for info in listing.members
+        if transcript_stem(PurePosixPath(info.filename).name) is not None
+    ]
+    if listing.damaged:
+        return members, NO_DIRECTORY.format(len(members)), True
+    if not members:
+        return [], NO_TRANSCRIPT_MEMBER.format(", ".join(FILE_NAMES)), False
+    return members, None, False
+
+
 def _walk(root: Path, unlisted: dict[str, str]) -> Iterator[Path]:
-    """Every entry under ``root`` whose name holds ``.jsonl`` (files and directories, symlinks
-    not followed). A directory that cannot be listed goes into ``unlisted`` with its reason:
-    ``Path.rglob`` passed over it without a word, and the transcripts in it with it."""
+    """Every entry under ``root`` whose name holds ``.jsonl`` or ends ``.zip`` (files and
+    directories, symlinks not followed). A directory that cannot be listed goes into
+    ``unlisted`` with its reason: ``Path.rglob`` passed over it without a word, and the
+    transcripts in it with it."""
 
     def failed(exc: OSError) -> None:
         where = exc.filename or root
@@ -131,7 +198,7 @@ def _walk(root: Path, unlisted: dict[str, str]) -> Iterator[Path]:
 
     for top, dirs, files in os.walk(root, onerror=failed):
         for name in (*dirs, *files):
-            if TRANSCRIPT_SUFFIX in name:
+            if TRANSCRIPT_SUFFIX in name or _is_zip(name):
                 yield Path(top, name)
 
 

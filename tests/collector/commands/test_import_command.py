@@ -245,7 +245,7 @@ def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert _import(tmp_path / "s", empty) == 2
     assert capsys.readouterr().err == (  # every name looked for, not only *.jsonl
         "toolwatch import: no transcript (*.jsonl, *.jsonl.gz, *.jsonl.bz2, *.jsonl.xz, "
-        f"*.jsonl.zst) found under {empty}\n"
+        f"*.jsonl.zst, *.zip) found under {empty}\n"
     )
     assert not (tmp_path / "s").exists()
 

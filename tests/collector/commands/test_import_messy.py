@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import json
 import lzma
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,29 @@ def test_a_damaged_backup_is_counted_and_named(
     doc = json.loads(capsys.readouterr().out)
     assert doc["damaged_files"] == [str(tmp_path / "in" / "cut.jsonl.xz")]
     assert 2 < doc["calls"] < 402
+
+
+def test_a_zip_backup_is_imported_and_a_cut_one_counted_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A whole zip's transcript members import; a cut copy of a second one is counted damaged
+    and named with its member, in the summary and in --json; the exit is 0 (calls were read)."""
+    (tmp_path / "in").mkdir()
+    with zipfile.ZipFile(tmp_path / "in" / "whole.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("p/s.jsonl", jsonl(SESSION))
+    lines = [
+        call_line(f"toolu_{i}", f"2026-03-01T11:{i // 60:02d}:{i % 60:02d}Z") for i in range(400)
+    ]
+    cut = tmp_path / "in" / "cut.zip"
+    with zipfile.ZipFile(cut, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("p/t.jsonl", jsonl(lines))
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet",)) == 0
+    out = capsys.readouterr().out
+    assert "  damaged file(s): 1 (read up to the damage, the rest lost; below with " in out
+    assert f"  unreadable file {cut}!p/t.jsonl: zip member cut short after line " in out
+    assert f"  unreadable file {cut}: zip archive cut short or damaged: its member" in out
+    assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet", "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == 2 and doc["damaged_files"] == [f"{cut}!p/t.jsonl"]
+    assert 2 < doc["calls"] < 200 and doc["written"] == 0  # all stored by the first run

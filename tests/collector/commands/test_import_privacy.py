@@ -15,6 +15,7 @@ import gzip
 import json
 import logging
 import lzma
+import zipfile
 import zlib
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,8 @@ def _compressed_copies(root: Path, canary: str) -> list[Path]:
     """The transcript as bzip2, xz, BOM-less UTF-16 (inside gzip too), and broken streams: a
     bzip2 copy cut inside the canary, an xz copy with the canary's bytes after its last stream,
     a bzip2 copy whose middle is overwritten by them, a zstd copy, a corrupt zstd one (the
-    canary's bytes after its magic) and a zip copy (named, not read)."""
+    canary's bytes after its magic), a zip copy named ``.jsonl`` (named, not read), a zip
+    archive (read) and one whose member's middle is overwritten by them (its CRC fails)."""
     text = _transcript(canary).encode()
     root.mkdir(parents=True)
     made = {
@@ -177,6 +179,13 @@ def _compressed_copies(root: Path, canary: str) -> list[Path]:
     made["hit.jsonl.bz2"] = bytes(hit)
     for name, data in made.items():
         (root / name).write_bytes(data)
+    for name in ("copy.zip", "crc.zip"):
+        with zipfile.ZipFile(root / name, "w", zipfile.ZIP_STORED) as archive:
+            archive.writestr("p/copy.jsonl", text)
+        made[name] = data = (root / name).read_bytes()
+    hit = bytearray(data)
+    hit[len(hit) // 2 : len(hit) // 2 + len(canary)] = canary.encode()
+    (root / "crc.zip").write_bytes(hit)
     return [root / name for name in made]
 
 
@@ -185,7 +194,8 @@ def test_no_canary_through_compressed_utf16_and_broken_streams(
 ) -> None:
     """bzip2, xz, BOM-less UTF-16 are read; a cut, a corrupt and a garbage-tailed stream are
     named by what happened (never the decompressor's words, nor the bytes next to the break),
-    zstd read, a corrupt zstd copy and a zip named: the canary in the text and in the bytes
+    zstd and a zip archive read, a corrupt zstd copy, a zip named .jsonl and a zip member failing
+    its CRC named: the canary in the text and in the bytes
     beside a break is in no form on stdout, stderr, the log or the store."""
     canary = make_canary()
     copies = _compressed_copies(tmp_path / "in", canary)
@@ -201,7 +211,9 @@ def test_no_canary_through_compressed_utf16_and_broken_streams(
     for what in ("bzip2 stream cut short", "corrupt xz stream", "corrupt bzip2 stream"):
         assert what in said  # positive control: each break is named
     assert "corrupt zstd stream" in said and "a zip archive" in said
-    assert doc["calls"] == 2 and doc["duplicates_removed"] == 10  # five more copies read
+    assert "crc.zip!p/copy.jsonl', 'error': 'corrupt zip member" in said
+    assert doc["calls"] == 2 and doc["duplicates_removed"] == 14  # 6 copies, the crc.zip part
+    assert f"{tmp_path / 'in' / 'crc.zip'}!p/copy.jsonl" in doc["damaged_files"]
     for name, captured in (("run", text), ("--json run", as_json)):
         assert_absent(captured.out, canary, f"stdout of the {name}")
         assert_absent(captured.err, canary, f"stderr of the {name}")

@@ -5,8 +5,10 @@ test holds: every call counted once, and whatever is not read is named with its 
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,12 @@ from toolwatch.collector.sources.claude_code import (
     scan_transcripts,
 )
 from toolwatch.collector.sources.claude_code.parsing import INCOMPLETE_LINE
+
+#: 400 calls, one per line (a member big enough that damage found at its end leaves lines read)
+MANY = [
+    call_line(f"toolu_m{i}", f"2026-03-02T10:{i // 60:02d}:{i % 60:02d}Z", f"msg_m{i}")
+    for i in range(400)
+]
 
 
 @pytest.fixture
@@ -180,3 +188,100 @@ def test_calls_without_result_do_not_search_every_file(tmp_path: Path) -> None:
     records, report = build_records(parses)
     assert (len(records), report.without_result) == (300, 300)
     assert _CountingResults.gets <= 300  # was 300 + 300 × 300
+
+
+def _zip(path: Path, members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    with zipfile.ZipFile(path, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path.read_bytes()
+
+
+def test_zip_members_are_read_as_transcripts_named_archive_bang_member(tmp_path: Path) -> None:
+    """A ``.zip`` backup was named "a zip archive ... (unzip it first)" (or, named ``*.zip``,
+    not looked at) and its calls left out. Its ``*.jsonl`` members (plain or compressed, a
+    subagent's under ``<sid>/subagents/``) now read as the files would, in both passes, named
+    ``archive.zip!member``; a zip without a transcript member is named, not passed over."""
+    plain = tmp_path / "plain"
+    (plain / SID / "subagents").mkdir(parents=True)
+    (plain / f"{SID}.jsonl").write_text(jsonl(SESSION))
+    side = jsonl([call_line("toolu_s", "2026-03-01T10:00:07Z", "msg_s", session=None)])
+    (plain / SID / "subagents" / "agent-a1f.jsonl").write_text(side)
+    expected, expected_report = import_transcripts([plain])
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    archive = backups / "projects.zip"
+    _zip(
+        archive,
+        {
+            f"-home-u/{SID}.jsonl": jsonl(SESSION).encode(),
+            f"-home-u/{SID}/subagents/agent-a1f.jsonl.gz": gzip.compress(side.encode()),
+            "-home-u/notes.txt": b"not a transcript",
+        },
+    )
+    _zip(backups / "photos.zip", {"a.txt": b"x"}, zipfile.ZIP_STORED)
+    scan = scan_transcripts([backups])
+    assert [t.shown for t in scan.files] == [
+        f"{archive}!-home-u/{SID}.jsonl",
+        f"{archive}!-home-u/{SID}/subagents/agent-a1f.jsonl.gz",
+    ]
+    records, report = import_transcripts([backups])
+    assert [r.as_dict() for r in records] == [r.as_dict() for r in expected]
+    assert [(r.agent_id, r.session_id) for r in records] == [(None, SID)] * 2 + [("a1f", SID)]
+    assert report.provenance is not None and expected_report.provenance is not None
+    assert report.provenance.files_read == 2 and report.provenance.missing_inputs == 0
+    assert report.unreadable_files == [
+        (
+            str(backups / "photos.zip"),
+            "zip archive holding no transcript member "
+            "(*.jsonl, *.jsonl.gz, *.jsonl.bz2, *.jsonl.xz, *.jsonl.zst)",
+        )
+    ]
+    assert report.damaged_files == []
+    assert import_transcripts([archive])[0] == records  # given by name: the same
+
+
+def test_a_damaged_zip_keeps_what_was_read_and_is_counted_damaged(tmp_path: Path) -> None:
+    """A zip whose member fails its CRC, or which is cut short (a download stopped: no member
+    list at the end, members found by their local headers), keeps the lines read before the
+    damage and is counted in ``damaged_files`` like a cut gzip, named by what happened."""
+    many = jsonl(MANY).encode()
+    stored = tmp_path / "crc.zip"
+    data = bytearray(_zip(stored, {"a.jsonl": many}, zipfile.ZIP_STORED))
+    data[len(many) // 2] ^= 0x20  # a byte of the middle line: read, but the CRC fails at the end
+    stored.write_bytes(data)
+    records, report = import_transcripts([stored])
+    member = f"{stored}!a.jsonl"
+    assert report.damaged_files == [member]
+    assert report.unreadable_files == [
+        (
+            member,
+            f"corrupt zip member after line {report.lines:,} (the lines before it were read but "
+            "for up to the last 4 KiB of text, lost with the damage; the damage may have "
+            "garbled some of them)",
+        )
+    ]
+    assert 0 < len(many) - report.bytes <= 4096  # the lines of the last read at most are lost
+    assert report.lines - 1 <= len(records) < 400
+    cut = tmp_path / "cut.zip"
+    whole = _zip(cut, {"a.jsonl": jsonl(SESSION).encode(), "b.jsonl": many}, zipfile.ZIP_STORED)
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    records, report = import_transcripts([tmp_path / "cut.zip"])
+    assert report.damaged_files == [f"{cut}!b.jsonl"]  # one cut download: one damaged file
+    assert sorted(report.unreadable_files) == [
+        (
+            str(cut),
+            "zip archive cut short or damaged: its member list (at the end) is unreadable; "
+            "2 transcript member(s) found by their local headers before the damage were read",
+        ),
+        (
+            f"{cut}!b.jsonl",
+            f"zip member cut short after line {report.lines - 4:,} (the lines before it were read)",
+        ),
+    ]
+    assert 200 < len(records) < 300 and records[0].output_bytes == 5  # a.jsonl whole
+    between = tmp_path / "between.zip"
+    whole = _zip(between, {"a.jsonl": jsonl(SESSION).encode()}, zipfile.ZIP_STORED)
+    between.write_bytes(whole[:-10])  # only the member list is cut: every call read
+    records, report = import_transcripts([between])
+    assert (len(records), report.damaged_files) == (2, [str(between)])

@@ -1,0 +1,162 @@
+"""Zip archives of transcripts (a backup or a download of ``~/.claude/projects``): their members
+listed and read one at a time as streams, with the standard library's :mod:`zipfile`, never
+extracted to disk.
+
+A whole archive is listed by its central directory (the member list at its end). A cut one
+(a download stopped short) has none: its members are then found one after another by their
+local headers from the start, as far as the data goes, and the archive is named damaged; the
+member the cut falls in reads up to the cut. A member is read from its local header on, so a
+thousand-member archive is not listed again for each member. Messages name members and what
+happened, never their bytes (zipfile's own CRC message quotes nothing of the content, but is
+not shown either).
+"""
+
+from __future__ import annotations
+
+import io
+import lzma
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Final
+
+ZIP_SUFFIX: Final = ".zip"
+ZIP_MAGIC: Final = b"PK\x03\x04"
+#: A local file header: signature, version, flags, method, time, date, CRC, sizes, name and
+#: extra field lengths (APPNOTE 4.3.7).
+_LOCAL: Final = struct.Struct("<4sHHHHHLLLHH")
+_ENCRYPTED: Final = 0x1
+_DATA_DESCRIPTOR: Final = 0x8  # sizes after the data: the next header cannot be found
+_UTF8_NAME: Final = 0x800
+_ZIP64: Final = 0xFFFFFFFF
+#: Text a member gives at most per read: a failed CRC, found at the member's end, drops the text
+#: of the read that found it (zipfile raises instead of returning it), so reads stay small.
+STEP: Final = 1 << 12
+#: What happened to an archive whose member list is unreadable (a cut download).
+NO_DIRECTORY: Final = (
+    "zip archive cut short or damaged: its member list (at the end) is unreadable; "
+    "{} transcript member(s) found by their local headers before the damage were read"
+)
+MEMBER_CUT: Final = "zip member cut short"
+MEMBER_CORRUPT: Final = "corrupt zip member"
+
+
+class MemberReadError(Exception):
+    """A member's stream broke while it was read (content-free message), ``cut``: the archive
+    ends inside it (only what follows is lost)."""
+
+    def __init__(self, what: str, cut: bool) -> None:
+        super().__init__(what)
+        self.cut = cut
+
+
+@dataclass(slots=True)
+class Listing:
+    """An archive's members (directory entries left out), in archive order; ``damaged``: its
+    member list was unreadable and these were found by their local headers."""
+
+    members: list[zipfile.ZipInfo] = field(default_factory=list)
+    damaged: bool = False
+
+
+def list_members(disk: IO[bytes]) -> Listing:
+    """The members of the zip archive open in ``disk`` (seekable). Raises ``OSError`` when the
+    file cannot be read."""
+    try:
+        with zipfile.ZipFile(disk) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError):
+        return Listing(_by_local_headers(disk), damaged=True)
+    return Listing([i for i in infos if not i.is_dir()])
+
+
+def _by_local_headers(disk: IO[bytes]) -> list[zipfile.ZipInfo]:
+    """Members found header after header from the start, up to the first thing that is not a
+    local header (the central directory, the cut, damage) or a header whose sizes are not in it
+    (written after the data: where the next member starts is unknown)."""
+    found: list[zipfile.ZipInfo] = []
+    offset = 0
+    while True:
+        disk.seek(offset)
+        head = disk.read(_LOCAL.size)
+        if len(head) < _LOCAL.size or not head.startswith(ZIP_MAGIC):
+            return found
+        _, _, flags, method, _, _, crc, packed, size, name_len, extra_len = _LOCAL.unpack(head)
+        raw_name = disk.read(name_len)
+        if len(raw_name) < name_len:
+            return found
+        info = zipfile.ZipInfo(raw_name.decode("utf-8" if flags & _UTF8_NAME else "cp437"))
+        info.header_offset, info.flag_bits, info.compress_type = offset, flags, method
+        info.CRC, info.compress_size, info.file_size = crc, packed, size
+        if not info.is_dir():
+            found.append(info)
+        if flags & _DATA_DESCRIPTOR or _ZIP64 in (packed, size):
+            return found
+        offset += _LOCAL.size + name_len + extra_len + packed
+
+
+def open_member(disk: IO[bytes], info: zipfile.ZipInfo) -> io.BufferedReader:
+    """``info``'s content, decompressed as it is read. Raises :class:`MemberReadError` when its
+    local header is not where the listing says, the member is encrypted or packed by a method
+    zipfile cannot read (told, not guessed at)."""
+    if info.flag_bits & _ENCRYPTED:
+        raise MemberReadError("encrypted zip member (decrypt the archive first)", cut=False)
+    disk.seek(info.header_offset)
+    head = disk.read(_LOCAL.size)
+    if len(head) < _LOCAL.size:
+        raise MemberReadError(MEMBER_CUT, cut=True)
+    if not head.startswith(ZIP_MAGIC):
+        raise MemberReadError(f"{MEMBER_CORRUPT} (no local header where listed)", cut=False)
+    name_len, extra_len = _LOCAL.unpack(head)[-2:]
+    disk.seek(info.header_offset + _LOCAL.size + name_len + extra_len)
+    try:
+        member = zipfile.ZipExtFile(disk, "r", info)
+    except NotImplementedError:
+        raise MemberReadError(
+            f"zip member packed by method {info.compress_type}, which zipfile cannot read",
+            cut=False,
+        ) from None
+    return io.BufferedReader(_Stepped(member), 1 << 16)
+
+
+def member_disk_bytes(disk: IO[bytes], info: zipfile.ZipInfo) -> int:
+    """How far into ``info``'s packed bytes the reading has come (a progress bar's step)."""
+    return min(max(disk.tell() - info.header_offset, 0), info.compress_size)
+
+
+@contextmanager
+def member_errors() -> Iterator[None]:
+    """A member's stream breaking as :class:`MemberReadError`, content-free: zipfile raises
+    ``EOFError`` where the archive ends inside it, ``BadZipFile`` at a bad CRC (found at the
+    member's end) and its decompressor's error at corrupt data (zlib's, lzma's, bz2's
+    errno-less ``OSError``); the disk's own ``OSError`` passes (the reader says it as such)."""
+    try:
+        yield
+    except EOFError:
+        raise MemberReadError(MEMBER_CUT, cut=True) from None
+    except (zipfile.BadZipFile, zlib.error, lzma.LZMAError):
+        raise MemberReadError(MEMBER_CORRUPT, cut=False) from None
+    except OSError as exc:
+        if exc.errno is not None:
+            raise
+        raise MemberReadError(MEMBER_CORRUPT, cut=False) from None
+
+
+class _Stepped(io.RawIOBase):
+    """A member read at most :data:`STEP` bytes at a time (see there)."""
+
+    def __init__(self, member: zipfile.ZipExtFile) -> None:
+        super().__init__()
+        self._member = member
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        with member_errors():  # here, so a gzip'd member's reader does not take it for its own
+            data = self._member.read(min(len(buffer), STEP))
+        buffer[: len(data)] = data
+        return len(data)
