@@ -9,6 +9,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
+from toolwatch.collector.sources.stale_flags import format_unflagged_forks, unflagged_forks
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table
 from toolwatch.usage import positive_int
@@ -39,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compact a partition with at least N small files (default 2)",
     )
     actions.add_parser(
-        "info", help="tables, files, rows and date range; what the collector received"
+        "info",
+        help="tables, files, rows and date range; what the collector received; imported "
+        "streams a newer import would flag",
     )
     for sub in (verify, compact, actions.choices["info"]):
         add_store_argument(sub)
@@ -119,4 +122,6 @@ def _info(store: Store) -> int:
     summary = ingest_summary(store)
     if summary is not None:
         print("\n".join(format_ingest(summary)))
+    for line in format_unflagged_forks(unflagged_forks(store)):
+        print(line)
     return 0

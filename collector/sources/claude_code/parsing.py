@@ -47,7 +47,7 @@ WARMUP_PROMPT: Final = "Warmup"
 #: 2.1.x before it stopped keeping them) and session memory (``asession_memory``,
 #: ``_manual``). Any other label stays unflagged (an ordinary subagent), since what its file
 #: holds is not established.
-_FORK_AGENTS: Final = (
+FORK_AGENTS: Final = (
     (re.compile(r"^acompact-[0-9a-f]+$"), QUIRK_COMPACTION_FORK),
     (re.compile(r"^aside_question-[0-9a-f]+$"), QUIRK_ASIDE_QUESTION_FORK),
     (re.compile(r"^aprompt_suggestion-[0-9a-f]+$"), QUIRK_PROMPT_SUGGESTION_FORK),
@@ -402,7 +402,7 @@ class _FileParser:
 
 def _fork_quirk(agent_id: str) -> str | None:
     """The quirk of a fork's agent id (compaction, aside question...), else None."""
-    for pattern, quirk in _FORK_AGENTS:
+    for pattern, quirk in FORK_AGENTS:
         if pattern.match(agent_id):
             return quirk
     return None

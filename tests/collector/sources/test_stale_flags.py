@@ -1,0 +1,69 @@
+"""A store filled by an importer from before the fork flags keeps those streams unflagged (the
+store is append-only; a re-import adds nothing): ``toolwatch store info`` counts the imported
+streams whose agent id is a fork's but carry no ``client_quirk``, and says what to do."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from support.paths import FIXTURES
+from toolwatch.cli import main
+from toolwatch.collector.sources.claude_code import import_transcripts
+from toolwatch.collector.sources.delivery import append_new_calls
+from toolwatch.collector.sources.stale_flags import unflagged_forks
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.conventions import (
+    QUIRK_ASIDE_QUESTION_FORK,
+    QUIRK_COMPACTION_FORK,
+    QUIRK_PROMPT_SUGGESTION_FORK,
+    QUIRK_SESSION_MEMORY_FORK,
+    QUIRK_WARMUP_AGENT,
+)
+
+QUIRKS = FIXTURES / "claude_code_quirks"
+
+
+def test_store_info_counts_imported_forks_left_unflagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records, report = import_transcripts([QUIRKS], provenance=None)
+    old = [  # as an importer from before the fork flags wrote them (warm-ups were flagged)
+        r if r.client_quirk == QUIRK_WARMUP_AGENT else dataclasses.replace(r, client_quirk=None)
+        for r in records
+    ]
+    live = [  # a live stream whose agent id looks like a fork's: not the importer's to flag
+        dataclasses.replace(r, source="otlp", call_id=f"live-{r.call_id}", span_id="0" * 16)
+        for r in old
+        if r.agent_id == "acompact-0123456789abcdef"
+    ]
+    store = Store(tmp_path / "old")
+    append_new_calls(store, old + live)
+    found = unflagged_forks(store)
+    assert found == {
+        QUIRK_ASIDE_QUESTION_FORK: (1, 1),
+        QUIRK_COMPACTION_FORK: (1, 2),
+        QUIRK_PROMPT_SUGGESTION_FORK: (1, 1),
+        QUIRK_SESSION_MEMORY_FORK: (2, 2),
+    }
+    # what the importer flags today, stream for stream and call for call
+    assert found == {q: tuple(n) for q, n in report.quirks.items() if q != QUIRK_WARMUP_AGENT}
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "unflagged forks: 5 imported stream(s) (6 calls) look like client forks but carry no "
+        "client_quirk (aside_question_fork 1 stream(s) / 1 call(s), compaction_fork 1 "
+        "stream(s) / 2 call(s), prompt_suggestion_fork 1 stream(s) / 1 call(s), "
+        "session_memory_fork 2 stream(s) / 2 call(s))\n"
+        "  imported before these forks were flagged; re-import the transcripts into a fresh "
+        "store (toolwatch import claude-code PATH --store NEW) to flag them: a re-import into "
+        "this store adds nothing\n"
+    ) in out
+    fresh = Store(tmp_path / "fresh")
+    append_new_calls(fresh, records)
+    assert unflagged_forks(fresh) == {}
+    assert main(["store", "info", "--store", str(fresh.root)]) == 0
+    assert "unflagged forks" not in capsys.readouterr().out
+    assert unflagged_forks(Store(tmp_path / "none")) == {}
