@@ -294,7 +294,7 @@ def test_train_warns_about_one_calibration_session(
     one_error(
         err.rsplit("\r", 1)[-1].lstrip(),
         "train",
-        "warning: the calibration split holds 1 stream(s)",
+        "warning: the calibration split holds 1 stream and",
         "--split-shares",
     )
 

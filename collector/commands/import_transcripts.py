@@ -35,6 +35,7 @@ from toolwatch.collector.sources.delivery import (
     send_otlp_report,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.result_formats import counted
 from toolwatch.instrumentation.export.otlp import traces_url
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(outcome))
     if outcome.none_readable:  # the summary names each file and why; the run did nothing
         print(
-            f"toolwatch import: none of the {outcome.report.files:,} transcript file(s) "
+            f"toolwatch import: none of the {counted(outcome.report.files, 'transcript file')} "
             "found could be read (reasons above)",
             file=sys.stderr,
         )
@@ -163,12 +164,12 @@ def import_claude_code(
         unread = ""
         if scan.not_read:
             path, reason = scan.not_read[0]
-            unread = f" ({len(scan.not_read):,} file(s) not read, e.g. {path}: {reason})"
+            unread = f" ({counted(len(scan.not_read), 'file')} not read, e.g. {path}: {reason})"
         if scan.unlisted_dirs:
             path, reason = scan.unlisted_dirs[0]
             unread += (
-                f" ({len(scan.unlisted_dirs):,} director(ies) could not be listed, "
-                f"e.g. {path}: {reason})"
+                f" ({counted(len(scan.unlisted_dirs), 'directory', 'directories')} could not "
+                f"be listed, e.g. {path}: {reason})"
             )
         names = ", ".join(TRANSCRIPT_NAMES)
         raise TranscriptPathError(f"no transcript ({names}) found under {shown}{unread}")
@@ -297,8 +298,9 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
 def format_summary(outcome: ImportOutcome) -> str:
     r = outcome.report
     lines = [
-        f"read {r.files:,} file(s), {_size_text(r.bytes)}, {r.lines:,} lines: "
-        f"{r.sessions:,} session(s) with {r.subagents:,} subagent(s), {r.calls:,} call(s)",
+        f"read {counted(r.files, 'file')}, {_size_text(r.bytes)}, {counted(r.lines, 'line')}: "
+        f"{counted(r.sessions, 'session')} with {counted(r.subagents, 'subagent')}, "
+        f"{counted(r.calls, 'call')}",
         f"  duplicates removed: {r.duplicates:,}   re-stamped (kept out of timing): "
         f"{r.restamped:,}   capped outputs: {r.capped:,}",
         f"  failed: {r.failed:,}   without result: {r.without_result:,}   "
@@ -306,18 +308,18 @@ def format_summary(outcome: ImportOutcome) -> str:
     ]
     if r.result_cut:
         lines.append(
-            f"  {r.result_cut:,} call(s) without result because it is in a cut last line "
+            f"  {counted(r.result_cut, 'call')} without result because it is in a cut last line "
             "(still being written?): no size or duration; failed false, as no failure was seen"
         )
     if r.quirks:
         flagged = ", ".join(
-            f"{q} {n[0]:,} stream(s) / {n[1]:,} call(s)" for q, n in r.quirks.items()
+            f"{q} {counted(n[0], 'stream')} / {counted(n[1], 'call')}" for q, n in r.quirks.items()
         )
         lines.append(f"  client quirks flagged (kept, column client_quirk): {flagged}")
     p = r.provenance
     if p is not None:
         lines.append(
-            f"  provenance: {p.calls:,} call(s) measured, {p.egress_calls:,} send data off "
+            f"  provenance: {counted(p.calls, 'call')} measured, {p.egress_calls:,} send data off "
             f"the machine; {_size_text(p.result_bytes)} of results read locally, none kept"
         )
         if (
@@ -329,33 +331,34 @@ def format_summary(outcome: ImportOutcome) -> str:
             lines.append(
                 f"    not searched: {_size_text(p.truncated_result_bytes)} of results beyond "
                 f"the per-result cap, {_size_text(p.unchecked_argument_bytes)} of arguments "
-                f"beyond the per-call cap; {p.missing_inputs:,} call(s) whose input could not "
-                f"be read again, {p.unreadable_results:,} result(s) nested too deep to read"
+                f"beyond the per-call cap; {counted(p.missing_inputs, 'call')} whose input "
+                f"could not be read again, {counted(p.unreadable_results, 'result')} nested too "
+                "deep to read"
             )
     if outcome.store is not None:
         lines.append(
-            f"  store {outcome.store}: {outcome.written:,} new call(s) written, "
+            f"  store {outcome.store}: {counted(outcome.written, 'new call')} written, "
             f"{outcome.already_stored:,} already there"
         )
     if outcome.exported:
-        lines.append(f"  exported as OTLP: {outcome.exported:,} call(s)")
+        lines.append(f"  exported as OTLP: {counted(outcome.exported, 'call')}")
     if outcome.export_problem:
         lines.append(f"  OTLP export incomplete: {outcome.export_problem}")
     if r.damaged_files:
         lines.append(
-            f"  damaged file(s): {len(r.damaged_files):,} (read up to the damage, the rest "
+            f"  damaged files: {len(r.damaged_files):,} (read up to the damage, the rest "
             "lost; below with what happened and where)"
         )
     for path, error in r.unreadable_files:
         lines.append(f"  unreadable file {path}: {error}")
     if r.unlisted_dirs:
         lines.append(
-            f"  {len(r.unlisted_dirs):,} director(ies) not searched (cannot be listed; "
-            "any transcripts inside not read):"
+            f"  {counted(len(r.unlisted_dirs), 'directory', 'directories')} not searched "
+            "(cannot be listed; any transcripts inside not read):"
         )
         lines.extend(f"    {path}: {error}" for path, error in r.unlisted_dirs)
     if r.skipped:
-        lines.append(f"  skipped {len(r.skipped):,} line(s):")
+        lines.append(f"  skipped {counted(len(r.skipped), 'line')}:")
         lines.extend(f"    {reason}: {n:,}" for reason, n in r.skipped_by_reason().items())
         lines.extend(f"    {s}" for s in r.skipped[:SHOWN_SKIPPED])
         if len(r.skipped) > SHOWN_SKIPPED:

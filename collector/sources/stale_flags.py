@@ -17,6 +17,7 @@ from toolwatch.collector.sources.claude_code.parsing import FORK_AGENTS
 from toolwatch.collector.sources.claude_code.records import SOURCE
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.parquet_store import CALLS
+from toolwatch.collector.store.result_formats import counted
 
 #: What to do about them (the store keeps what it was given).
 REMEDY: Final = (
@@ -53,9 +54,11 @@ def format_unflagged_forks(found: dict[str, tuple[int, int]]) -> list[str]:
         return []
     streams = sum(s for s, _ in found.values())
     calls = sum(c for _, c in found.values())
-    each = ", ".join(f"{q} {s:,} stream(s) / {c:,} call(s)" for q, (s, c) in found.items())
+    each = ", ".join(
+        f"{q} {counted(s, 'stream')} / {counted(c, 'call')}" for q, (s, c) in found.items()
+    )
     return [
-        f"unflagged forks: {streams:,} imported stream(s) ({calls:,} calls) look like client "
-        f"forks but carry no client_quirk ({each})",
+        f"unflagged forks: {counted(streams, 'imported stream')} ({counted(calls, 'call')}) "
+        f"look like client forks but carry no client_quirk ({each})",
         f"  {REMEDY}",
     ]

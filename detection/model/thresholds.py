@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.collector.store.result_formats import counted
+
 
 def operating_threshold(values: np.ndarray, quantile: float = 0.999) -> float:
     """Order statistic of rank ⌈quantile·n⌉ of ``values`` (alarm = strictly above it)."""
@@ -113,8 +115,8 @@ def thin_calibration(streams: int, calls: int, quantile: float = 0.999) -> str:
     if streams >= MIN_CALIBRATION_STREAMS and calls >= needed:
         return ""
     return (
-        f"the calibration split holds {streams:,} stream(s) and {calls:,} call(s): a top "
-        f"{share:.2%} threshold needs at least {needed:,} calls and "
+        f"the calibration split holds {counted(streams, 'stream')} and {counted(calls, 'call')}: "
+        f"a top {share:.2%} threshold needs at least {needed:,} calls and "
         f"{MIN_CALIBRATION_STREAMS} streams to mean anything; give calibration a larger share "
         "(--split-shares) or more days (--split-dates)"
     )

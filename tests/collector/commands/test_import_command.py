@@ -46,12 +46,12 @@ def test_import_writes_the_records_it_builds(
     expected.sort(key=lambda r: (r["session_id"], r["seq"]))
     assert _rows(store) == expected
     out = capsys.readouterr().out
-    assert "41.4 kB, 92 lines: 5 session(s) with 4 subagent(s), 29 call(s)" in out
+    assert "41.4 kB, 92 lines: 5 sessions with 4 subagents, 29 calls" in out
     assert "duplicates removed: 5" in out
     assert "re-stamped (kept out of timing): 1" in out
     assert "capped outputs: 2" in out
-    assert "29 new call(s) written, 0 already there" in out
-    assert "skipped 8 line(s):" in out
+    assert "29 new calls written, 0 already there" in out
+    assert "skipped 8 lines:" in out
     assert "    invalid JSON: 3" in out
     assert f"{S4_ORIG}:10: tool_use line without timestamp" in out
 
@@ -66,7 +66,7 @@ def test_import_twice_adds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     before = _rows(store)
     capsys.readouterr()
     assert _import(store, FIXTURES, FIXTURES / "traps") == 0
-    assert "0 new call(s) written, 29 already there" in capsys.readouterr().out
+    assert "0 new calls written, 29 already there" in capsys.readouterr().out
     assert Store(store).files("calls") == files
     assert _rows(store) == before
 
@@ -186,7 +186,7 @@ def test_results_no_call_takes_are_in_both_summaries(
     path.write_text("\n".join(json.dumps(line) for line in lines))
     assert _import(tmp_path / "s", path) == 0
     out = capsys.readouterr().out
-    assert "  skipped 2 line(s):" in out
+    assert "  skipped 2 lines:" in out
     assert f"{path}:3: repeated tool_result" in out
     assert f"{path}:4: tool_result without matching tool_use" in out
     assert _import(tmp_path / "s", path, extra=("--json",)) == 0
@@ -263,7 +263,7 @@ def test_a_path_that_is_not_a_regular_file_is_named_as_such(
     only.mkdir()
     os.mkfifo(only / "y.jsonl")
     assert _import(tmp_path / "s", only) == 2
-    assert f"1 file(s) not read, e.g. {only / 'y.jsonl'}: not a regular file" in (
+    assert f"1 file not read, e.g. {only / 'y.jsonl'}: not a regular file" in (
         capsys.readouterr().err
     )
     shutil.copytree(FIXTURES / "v2_agents", only / "v2")
@@ -301,7 +301,7 @@ def test_a_directory_of_compressed_transcripts_says_so(
     summary = json.loads(capsys.readouterr().out)
     assert (summary["written"], summary["files"], summary["subagents"]) == (7, 3, 1)
     assert err == (
-        "toolwatch import: none of the 1 transcript file(s) found could be read (reasons above)\n"
+        "toolwatch import: none of the 1 transcript file found could be read (reasons above)\n"
     )
 
 

@@ -46,13 +46,13 @@ def test_a_directory_that_cannot_be_listed_is_in_both_summaries(
             doc = json.loads(capsys.readouterr().out)
             alone = _import(store, locked)
         assert (code, json_code) == (0, 0)
-        assert "  1 director(ies) not searched (cannot be listed; any transcripts inside " in out
+        assert "  1 directory not searched (cannot be listed; any transcripts inside " in out
         assert f"    {locked}: permission denied" in out
         assert doc["unlisted_directories"] == [{"path": str(locked), "error": "permission denied"}]
         assert (doc["calls"], doc["written"]) == (1, 0)
         assert alone == 2
         err = capsys.readouterr().err
-        assert "(1 director(ies) could not be listed, e.g." in err and str(locked) in err
+        assert "(1 directory could not be listed, e.g." in err and str(locked) in err
 
 
 def test_a_result_cut_off_is_counted_in_both_summaries(
@@ -64,7 +64,7 @@ def test_a_result_cut_off_is_counted_in_both_summaries(
     assert _import(tmp_path / "s", path) == 0
     out = capsys.readouterr().out
     assert "  failed: 0   without result: 1   " in out
-    assert "  1 call(s) without result because it is in a cut last line (still being" in out
+    assert "  1 call without result because it is in a cut last line (still being" in out
     assert _import(tmp_path / "s", path, extra=("--json",)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["without_result"], doc["result_cut_off"], doc["failed"]) == (1, 1, 0)
@@ -84,7 +84,7 @@ def test_a_damaged_backup_is_counted_and_named(
     (tmp_path / "in" / "whole.jsonl.bz2").write_bytes(bz2.compress(jsonl(SESSION).encode()))
     assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet",)) == 0
     out = capsys.readouterr().out
-    assert "  damaged file(s): 1 (read up to the damage, the rest lost; below with " in out
+    assert "  damaged files: 1 (read up to the damage, the rest lost; below with " in out
     assert f"  unreadable file {tmp_path / 'in' / 'cut.jsonl.xz'}: xz stream cut short after" in out
     assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet", "--json")) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -109,7 +109,7 @@ def test_a_zip_backup_is_imported_and_a_cut_one_counted_damaged(
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
     assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet",)) == 0
     out = capsys.readouterr().out
-    assert "  damaged file(s): 1 (read up to the damage, the rest lost; below with " in out
+    assert "  damaged files: 1 (read up to the damage, the rest lost; below with " in out
     assert f"  unreadable file {cut}!p/t.jsonl: zip member cut short after line " in out
     assert f"  unreadable file {cut}: zip archive cut short or damaged: its member" in out
     assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet", "--json")) == 0

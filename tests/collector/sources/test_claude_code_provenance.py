@@ -153,7 +153,7 @@ def test_the_command_stores_the_fields_and_says_what_it_read(
         assert "provenance:" not in out
         assert [r["egress"] for r in rows] == [None, None]
     else:
-        assert "provenance: 2 call(s) measured, 1 send data off the machine" in out
+        assert "provenance: 2 calls measured, 1 send data off the machine" in out
         assert rows[1] == {
             "call_id": "toolu_2",
             "egress": "web",

@@ -80,7 +80,7 @@ def test_the_flag_reaches_the_store_and_the_import_summary(tmp_path: Path, capsy
     store = tmp_path / "store"
     assert main(["import", "claude-code", str(QUIRKS), "--store", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "client quirks flagged (kept, column client_quirk): warmup_agent 2 stream(s)" in out
+    assert "client quirks flagged (kept, column client_quirk): warmup_agent 2 streams" in out
     rows = (
         Store(store)
         .query("SELECT client_quirk, count(*) AS n FROM calls GROUP BY 1 ORDER BY 1 NULLS FIRST")

@@ -53,10 +53,10 @@ def test_store_info_counts_imported_forks_left_unflagged(
     assert main(["store", "info", "--store", str(store.root)]) == 0
     out = capsys.readouterr().out
     assert (
-        "unflagged forks: 5 imported stream(s) (6 calls) look like client forks but carry no "
-        "client_quirk (aside_question_fork 1 stream(s) / 1 call(s), compaction_fork 1 "
-        "stream(s) / 2 call(s), prompt_suggestion_fork 1 stream(s) / 1 call(s), "
-        "session_memory_fork 2 stream(s) / 2 call(s))\n"
+        "unflagged forks: 5 imported streams (6 calls) look like client forks but carry no "
+        "client_quirk (aside_question_fork 1 stream / 1 call, compaction_fork 1 "
+        "stream / 2 calls, prompt_suggestion_fork 1 stream / 1 call, "
+        "session_memory_fork 2 streams / 2 calls)\n"
         "  imported before these forks were flagged; re-import the transcripts into a fresh "
         "store (toolwatch import claude-code PATH --store NEW) to flag them: a re-import into "
         "this store adds nothing\n"

@@ -128,7 +128,7 @@ def test_a_thin_calibration_split_warns_as_train_does() -> None:
     )
     assert small.split["calibration"][:2] == [4, 80] and small.split["test"][0] == 64
     warning = (
-        "warning: the calibration split holds 4 stream(s) and 80 call(s): a top 0.10% threshold "
+        "warning: the calibration split holds 4 streams and 80 calls: a top 0.10% threshold "
         "needs at least 1,000 calls and 10 streams to mean anything; give calibration a larger "
         "share (--split-shares) or more days (--split-dates)"
     )
