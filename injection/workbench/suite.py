@@ -155,10 +155,12 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         lines.append(f"clean runs of {agent}: expected value in {solved['solved']}/{solved['of']}")
     lines += ["", "Mitigation impact (pass rate of faulted runs; fixed = fix_confirmed runs)"]
     mitigations: list[str] = summary["mitigations"]
+    # each column as wide as its whole name (``schema+scan+verify`` was cut to 13 characters)
+    widths = {m: max(14, len(mitigation_name(m)) + 1) for m in mitigations}
     for agent, table in summary["mitigation_impact"].items():
         lines.append("")
         lines.append(
-            f"{agent:<10} " + " ".join(f"{mitigation_name(m)[:13]:>14}" for m in mitigations)
+            f"{agent:<10} " + " ".join(f"{mitigation_name(m):>{widths[m]}}" for m in mitigations)
         )
         for f in faults:
             row = table.get(f, {})
@@ -166,10 +168,10 @@ def render_summary(summary: Mapping[str, Any]) -> str:
             for m in mitigations:
                 c = row.get(m)
                 if c is None:
-                    cells.append(f"{'':>14}")
+                    cells.append(" " * widths[m])
                     continue
                 fixed = f" +{c['fixed']}" if c["fixed"] else ""
-                cells.append(f"{_pct(c['pass_rate']) + fixed:>14}")
+                cells.append(f"{_pct(c['pass_rate']) + fixed:>{widths[m]}}")
             lines.append(f"{f:<10} " + " ".join(cells))
     return "\n".join(lines)
 
