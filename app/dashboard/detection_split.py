@@ -10,27 +10,27 @@ import streamlit as st
 
 from toolwatch import study
 from toolwatch.app.dashboard import hints, ui
+from toolwatch.injection.experiment.split import split_rows
 
 
 def show(
     chosen: dict[str, Any], config: dict[str, Any], split: dict[str, Any], store: Path
 ) -> None:
-    """The run's split beside the study's, its saved configuration and the command that
-    repeats it, folded away under the Detection page."""
+    """The run's split beside the study's — the rows ``toolwatch experiment`` prints
+    (:func:`split_rows`: the short test streams, the client artefacts and the total too) —
+    its saved configuration and the command that repeats it, folded away under the page."""
     with st.expander("Split and configuration (saved with the results)"):
-        rows = []
-        for name in ("train", "calibration", "test"):
-            ours = split.get(name, [None, None])
-            pub = study.SPLITS[name]
-            rows.append(
-                {  # ours are streams (session × agent), as the CLI's "ours (streams / calls)"
-                    "split": name,
-                    "streams": ui.count(ours[0]),
-                    "calls": ui.count(ours[1]),
-                    "study: sessions": ui.count(pub[0]),
-                    "study: calls": ui.count(pub[1]),
-                }
-            )
+        min_calls = int(config.get("min_calls", study.TEST_MIN_CALLS))
+        rows = [
+            {  # ours are streams (session × agent), as the CLI's "ours (streams / calls)"
+                "split": r.name,
+                "streams": ui.count(r.streams),
+                "calls": ui.count(r.calls),
+                "study: sessions": ui.count(r.study[0]) if r.study else "–",
+                "study: calls": ui.count(r.study[1]) if r.study else "–",
+            }
+            for r in split_rows(split, min_calls)
+        ]
         st.table(pd.DataFrame(rows).set_index("split"))
         st.json(config, expanded=False)
         st.caption(

@@ -34,6 +34,7 @@ from toolwatch.injection.experiment.results import (
     ExperimentResult,
     finite,
 )
+from toolwatch.injection.experiment.split import split_rows
 from toolwatch.injection.experiment.validity import (
     control_breaches,
     control_note,
@@ -200,13 +201,14 @@ def render(result: ExperimentResult) -> str:
         if split.get("mode") == "dates"
         else f"by shares of the streams ordered by first call: {split.get('shares')}"
     )
-    rows = []
-    for name, key in (("train", "train"), ("calibration", "calibration"), ("test", "test")):
-        ours = split[key]
-        published = study.SPLITS[name]
-        shown = f"{name} (≥ {cfg.min_calls} calls)" if name == "test" else name
-        rows.append([shown, f"{ours[0]:,} / {ours[1]:,}", f"{published[0]} / {published[1]:,}"])
-    rows += _unplaced_rows(result)
+    rows = [
+        [
+            r.name,
+            f"{r.streams:,} / {r.calls:,}",
+            "–" if r.study is None else f"{r.study[0]} / {r.study[1]:,}",
+        ]
+        for r in split_rows(split, cfg.min_calls)
+    ]
     parts.append(
         f"toolwatch experiment {result.run_id} — streams starting "
         f"{split.get('streams_span', '?')}, "
@@ -371,42 +373,6 @@ def render(result: ExperimentResult) -> str:
         + f" (total {sum(result.timings.values()):.2f}s)"
     )
     return "\n\n".join(parts) + "\n"
-
-
-def _unplaced_rows(result: ExperimentResult) -> list[list[str]]:
-    """The split table's other rows, so that its streams and calls add up to the data: the
-    test split's streams too short to inject into, the client artefacts kept apart, the total."""
-    split = result.split
-    art = split.get("artefacts", {})
-
-    def art_sum(where: tuple[str, ...]) -> tuple[int, int]:
-        groups = [g[k] for g in art.values() for k in where if k in g]
-        return sum(v[0] for v in groups), sum(v[1] for v in groups)
-
-    if "test_split_all" not in split:
-        return []
-    art_test = art_sum(("test",))
-    short = [split["test_split_all"][i] - split["test"][i] - art_test[i] for i in range(2)]
-    kept = art_sum(("train", "calibration", "test"))
-    rows = [
-        [
-            f"test (< {result.config.min_calls} calls, not injected)",
-            f"{short[0]:,} / {short[1]:,}",
-            "–",
-        ]
-    ]
-    if kept[0]:
-        rows.append(["client artefacts (kept apart)", f"{kept[0]:,} / {kept[1]:,}", "–"])
-    if "data" in split:
-        data = split["data"]
-        rows.append(
-            [
-                "total",
-                f"{data['streams']:,} / {data['calls']:,}",
-                f"{int(study.CORPUS['sessions'])} / {int(study.CORPUS['calls']):,}",
-            ]
-        )
-    return rows
 
 
 def _ablation(result: ExperimentResult, breached: Collection[tuple[str, str]]) -> str:

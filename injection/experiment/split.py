@@ -6,13 +6,14 @@ and a fingerprint of the data the split was cut from.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from toolwatch import study
 from toolwatch.detection.calls.split import SplitError, SplitSpec, split_streams
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import INJECTION_COLUMNS, SessionCalls, split_sessions
@@ -119,3 +120,49 @@ def stream_name(s: SessionCalls) -> str:
     """A stream's name in results: the session id, ``<session>/<agent>`` for a subagent."""
     agent = s["agent_id"][0]
     return s.session_id if agent is None else f"{s.session_id}/{agent}"
+
+
+@dataclass(frozen=True)
+class SplitRow:
+    """One row of the split table: ours in streams and calls, the study's in sessions and calls
+    (``None``: the study has no such row)."""
+
+    name: str
+    streams: int
+    calls: int
+    study: tuple[int, int] | None
+
+
+def split_rows(split: Mapping[str, Any], min_calls: int) -> list[SplitRow]:
+    """The split table of a run's :meth:`Split.summary` (saved with it as ``split_json``), one
+    function for ``toolwatch experiment`` and the Detection page, so both list the same rows:
+    train, calibration, the test streams injected into, and — when the summary has them — the
+    test split's streams too short to inject into, the client artefacts kept apart and the
+    total, so that the streams and calls add up to the data."""
+    rows = [
+        SplitRow(name, int(split[name][0]), int(split[name][1]), study.SPLITS[name])
+        for name in ("train", "calibration")
+    ]
+    test = split["test"]
+    rows.append(
+        SplitRow(f"test (≥ {min_calls} calls)", int(test[0]), int(test[1]), study.SPLITS["test"])
+    )
+    if "test_split_all" not in split:  # a run saved before the summary counted them
+        return rows
+    groups = list(split.get("artefacts", {}).values())
+
+    def kept(where: tuple[str, ...]) -> tuple[int, int]:
+        found = [g[k] for g in groups for k in where if k in g]
+        return int(sum(v[0] for v in found)), int(sum(v[1] for v in found))
+
+    art_test = kept(("test",))
+    short = [int(split["test_split_all"][i]) - int(test[i]) - art_test[i] for i in range(2)]
+    rows.append(SplitRow(f"test (< {min_calls} calls, not injected)", short[0], short[1], None))
+    apart = kept(("train", "calibration", "test"))
+    if apart[0]:
+        rows.append(SplitRow("client artefacts (kept apart)", *apart, None))
+    if "data" in split:
+        data = split["data"]
+        published = (int(study.CORPUS["sessions"]), int(study.CORPUS["calls"]))
+        rows.append(SplitRow("total", int(data["streams"]), int(data["calls"]), published))
+    return rows

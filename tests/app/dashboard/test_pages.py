@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -274,15 +275,58 @@ def test_detection_split_counts_streams_and_the_rerun_names_the_store(
     )
     table = frame_with(at, "streams")
     assert "sessions" not in table.columns
-    for name in ("train", "calibration", "test"):
+    for name, shown in (("train", "train"), ("calibration", "calibration"), ("test", TEST)):
         streams, calls = split[name]
-        assert table.loc[name, "streams"] == f"{streams:,}"
-        assert table.loc[name, "calls"] == f"{calls:,}"
-        assert table.loc[name, "study: calls"] == f"{study.SPLITS[name][1]:,}"
+        assert table.loc[shown, "streams"] == f"{streams:,}"
+        assert table.loc[shown, "calls"] == f"{calls:,}"
+        assert table.loc[shown, "study: calls"] == f"{study.SPLITS[name][1]:,}"
     assert any(split[n][1] >= 1_000 for n in ("train", "test"))  # a separator is exercised
     rerun = next(c.value for c in at.caption if c.value.startswith("Re-run exactly"))
     command = shlex.split(rerun.split("`")[1])
     assert command == ["toolwatch", "experiment", "--store", str(root), "--rerun", built["run_id"]]
+
+
+TEST = f"test (≥ {study.TEST_MIN_CALLS} calls)"
+
+
+def test_detection_split_lists_the_rows_the_experiment_printed(
+    env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page listed train, calibration and "test" while `toolwatch experiment` prints the
+    long test streams, the short ones not injected, the client artefacts kept apart and the
+    total (which the rows add up to); the page now lists the same rows with the same numbers
+    (one function, ``split.split_rows``), on a run with every kind of row."""
+    root = tmp_path / "store"
+    calls = simulate(seed=2, scale=0.25)
+    subagent = [a is not None for a in calls["agent_id"].to_pylist()]
+    quirk = pa.array(["warmup_agent" if s else None for s in subagent], pa.string())
+    at_quirk = calls.schema.get_field_index("client_quirk")
+    Store(root).append("calls", calls.set_column(at_quirk, "client_quirk", quirk))
+    assert cli_main(
+        ["experiment", "--store", str(root), "--split-shares", "0.44,0.07", "--seeds", "1",
+         "--bootstrap", "0", "--kinds", "burst", "--no-ablation"]
+    ) == 0  # fmt: skip
+    lines = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("split ")))
+    printed = {}
+    for line in lines[header + 2 :]:
+        name, ours, theirs = re.split(r" {2,}", line.strip())
+        printed[name] = (*ours.split(" / "), *(theirs.split(" / ") if theirs != "–" else "––"))
+    assert list(printed) == [
+        "train", "calibration", TEST, "test (< 30 calls, not injected)",
+        "client artefacts (kept apart)", "total",
+    ]  # fmt: skip
+    at = app(env, root)
+    ok(at)
+    table = frame_with(at, "streams")  # indexed by split
+    assert list(table.index) == list(printed)
+    columns = ["streams", "calls", "study: sessions", "study: calls"]
+    shown = {name: tuple(table.loc[name, columns]) for name in table.index}
+    # the CLI writes the study's sessions without a separator (422), the page as every count
+    assert shown == {
+        name: (*cells[:2], *(c if c == "–" else f"{int(c.replace(',', '')):,}" for c in cells[2:]))
+        for name, cells in printed.items()
+    }
 
 
 def test_cells_at_the_stored_target_equal_the_stored_cells(built: dict[str, Any]) -> None:
