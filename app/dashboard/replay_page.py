@@ -89,8 +89,8 @@ def _headline(data: dict[str, Any]) -> None:
     m1.metric("Target", target_pct(target), help="share of normal streams asked to alarm")
     for where, model in zip((m2, m3), MODELS, strict=True):
         t = data["totals"][model]
-        where.metric(
-            f"{model}: normal streams alarming",
+        where.metric(  # "adaptive: normal streams alarming" was cut off beside three others
+            f"{model}: alarming",
             alarm_text(t["alarmed"], t["streams"]),
             help="normal long test streams that alarmed at least once, over the whole replay",
         )

@@ -133,6 +133,11 @@ def _mondays(weeks: pd.DataFrame) -> list[alt.DateTime]:
 
 #: The weekly chart's plot height (px); its axes and legend come on top.
 WEEKS_PLOT_PX = 200
+#: Its y scale, padded by :data:`WEEKS_Y_PAD_PX` beyond the data (not rounded out to a "nice"
+#: value, which would add a -20 % tick): a week at 100 % sat on the plot's top edge and one at
+#: 0 % on the x axis, half their point cut.
+WEEKS_Y_PAD_PX = 10
+WEEKS_Y_SCALE = alt.Scale(padding=WEEKS_Y_PAD_PX, nice=False)
 
 
 def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]) -> Spec:
@@ -153,7 +158,12 @@ def weekly_alarms_chart(weeks: pd.DataFrame, target: float, names: Sequence[str]
                 scale=alt.Scale(type="utc"),
                 axis=alt.Axis(format="%Y-%m-%d", labelFlush=True, values=_mondays(weeks)),
             ),
-            y=alt.Y("rate:Q", title="normal streams alarming (%)", axis=alt.Axis(format="%")),
+            y=alt.Y(
+                "rate:Q",
+                title="normal streams alarming (%)",
+                axis=alt.Axis(format="%"),
+                scale=WEEKS_Y_SCALE,
+            ),
             color=colour,
             tooltip=[
                 alt.Tooltip("utcyearmonthdate(week):T", format="%Y-%m-%d", title="week"),

@@ -46,7 +46,7 @@ from support.browser import (
     screenshot,
 )
 from support.paths import REPO
-from toolwatch.app.dashboard.time_charts import WEEKS_PLOT_PX
+from toolwatch.app.dashboard.time_charts import WEEKS_PLOT_PX, WEEKS_Y_PAD_PX
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.report import label
@@ -304,12 +304,22 @@ def test_replay_page_shows_the_saved_run(app: dict[str, Any]) -> None:
         if row[0] == "all":  # no threshold for the whole replay: blank on the page, not printed
             printed = [*printed[:3], "", *printed[3:6], "", *printed[6:]]
         assert [row[i] for i, _ in shown] == [printed[j] for _, j in shown], row
-    drawn = {}
+    assert _clipped_metric_labels(app["page"]) == []  # "adaptive: normal streams alarm…"
+    (box,) = _chart_boxes(app["page"])
+    drawn, heights = {}, []
     for mark in app["page"].locator('[data-testid="stVegaLiteChart"] path[aria-label]').all():
         aria = dict(part.split(": ", 1) for part in mark.get_attribute("aria-label").split("; "))
         if "model" in aria:
             drawn[(aria["week"], aria["model"])] = aria["alarming"]
+            point = mark.bounding_box()
+            heights.append((aria["alarming"], point["y"] + point["height"] / 2))
     assert drawn  # the lines' points
+    # a week at 100 % sat on the plot's top edge, one at 0 % on the x axis, each half cut off
+    assert {"100.0%", "0.0%"} <= {alarming.split()[-1] for alarming, _ in heights}, heights
+    for alarming, y in heights:
+        assert box["top"] + WEEKS_Y_PAD_PX - 1 <= y <= box["bottom"] - WEEKS_Y_PAD_PX + 1, (
+            alarming, y, box,
+        )  # fmt: skip
     for (week, model), alarming in drawn.items():
         cells = next(c for name, c in weeks.items() if name.startswith(week))
         printed = cells[2] if model == "adaptive" else cells[3 + len(REPLAY_KINDS) + 1]
@@ -446,14 +456,27 @@ def phone(page: Any) -> Iterator[None]:
 
 def _chart_boxes(page: Any) -> list[dict[str, float]]:
     """Each drawn chart's left and right edge on the screen, the width of what Vega drew in it
-    (``content``) and the height of its (first) plot (``plot``, its grid's)."""
+    (``content``) and its root frame's top, bottom and height (``plot``: a single or layered
+    chart's plot area, padding included, as Vega draws the frame's background)."""
     return list(
         page.evaluate(
             "() => Array.from(document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg'))"
             ".map(s => { const r = s.getBoundingClientRect();"
-            " const grid = s.querySelector('.role-axis-grid');"
+            " const frame = s.querySelector('.role-frame.root > g > path.background');"
+            " const f = frame ? frame.getBoundingClientRect() : {top: 0, bottom: 0, height: 0};"
             " return {left: r.left, right: r.right, content: s.querySelector('g').getBBox().width,"
-            " plot: grid ? grid.getBoundingClientRect().height : 0}; })"
+            " top: f.top, bottom: f.bottom, plot: f.height}; })"
+        )
+    )
+
+
+def _clipped_metric_labels(page: Any) -> list[str]:
+    """The metrics whose label the page cuts off with an ellipsis (its text wider than its box)."""
+    return list(
+        page.evaluate(
+            "() => Array.from(document.querySelectorAll('[data-testid=\"stMetricLabel\"]'))"
+            ".filter(m => Array.from(m.querySelectorAll('*')).some("
+            "e => e.scrollWidth > e.clientWidth + 1)).map(m => m.innerText)"
         )
     )
 

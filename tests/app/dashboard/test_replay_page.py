@@ -103,8 +103,8 @@ def test_adaptive_beside_frozen_and_one_threshold_are_the_printed_figures(
     models = frame_with(at, "one threshold: alarming, threshold", "model")
     printed = printed_weeks(text)["all"]
     assert metric(at, "Target") == "5%"
-    assert metric(at, "adaptive: normal streams alarming") == " ".join(printed[2].split()[:2])
-    assert metric(at, "frozen: normal streams alarming") == printed[5]
+    assert metric(at, "adaptive: alarming") == " ".join(printed[2].split()[:2])
+    assert metric(at, "frozen: alarming") == printed[5]
     for model in ("adaptive", "frozen"):
         row = models.loc[model]
         oracle = _line(text, f"{model}, at one threshold")
