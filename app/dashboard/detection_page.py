@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, detection_split, hints, ui
+from toolwatch.app.dashboard import charts, detection_latency, detection_split, hints, ui
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
@@ -30,7 +30,6 @@ from toolwatch.injection.experiment.levels import (
     thin_test_text,
 )
 from toolwatch.injection.experiment.validity import CellLike, breaches_in, reacts_to_insertion
-from toolwatch.injection.spans.kinds import ALL_KINDS
 
 VARIANT_LABELS = {
     "standard": "with response ids",
@@ -74,11 +73,6 @@ def _cells_at(
 ) -> pd.DataFrame:
     maxima = _maxima(root, key, run_id, variant)
     return dv.cells_at_target(maxima, target, boot, seed, above=above)
-
-
-def _kind_order(kinds: list[str]) -> list[str]:
-    known = [k for k in ALL_KINDS if k in kinds]
-    return known + sorted(k for k in kinds if k not in ALL_KINDS)
 
 
 def cue_sets(stored: pd.DataFrame) -> list[str]:
@@ -180,7 +174,19 @@ def render() -> None:
         _grid(cells, breached)
         st.caption(source)
         _roc(v)
-        _latency(con, v)
+        latency_note = (
+            f"Shown at the experiment's own target {dv.pct(v.stored_target, 1)}: latency is "
+            "recorded per run at the stored thresholds."
+            if v.mode == MODE_TARGET and not v.at_stored_target
+            else ""
+        )
+        detection_latency.show(
+            q.experiment_latencies(
+                con, v.run["run_id"], v.variant, v.cue_set, v.detector, v.threshold_mode
+            ),
+            f"{v.cue_set} · {v.detector}",
+            latency_note,
+        )
         detection_split.show(chosen, config, split, s.store)
 
 
@@ -371,7 +377,7 @@ def split_warnings(v: View, cells: pd.DataFrame, upper: pd.DataFrame) -> list[st
 def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
     cue_set, detector = v.cue_set, v.detector
     picked = v.pick(cells).set_index("kind")
-    kinds = _kind_order(list(picked.index))
+    kinds = dv.kind_order(list(picked.index))
     upper = v.pick(upper_cells).set_index("kind")
     next_column = f"at the next level, {_level(v, upper_cells)}"
     rows = []
@@ -417,8 +423,10 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
         f"Every row at the same threshold; false alarms reached: "
         f"{dv.pct(float(picked['fa_reached'].iloc[0]), 1) if len(picked) else '–'} (above)."
     )
-    ui.dataframe(
+    ui.facts_table(  # on a phone a block per kind: "runs" was off the table's right edge
         pd.DataFrame(rows),
+        "kind",
+        key="kinds",
         column_config={
             "kind": st.column_config.TextColumn("kind", width="medium"),
             "per-call AUC": st.column_config.TextColumn(
@@ -461,7 +469,7 @@ def _grid(cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> 
         order = [f"{c}·{d}" for c in cue_sets(cells) for d in DETECTORS]
         pivot = grid.pivot_table(index="label", columns="cell", values="text", aggfunc="first")
         pivot = pivot.reindex(columns=[c for c in order if c in pivot.columns])
-        pivot = pivot.reindex([ui.label(k) for k in _kind_order(list(cells["kind"].unique()))])
+        pivot = pivot.reindex([ui.label(k) for k in dv.kind_order(list(cells["kind"].unique()))])
         st.dataframe(pivot)
         if breached:
             st.caption(
@@ -491,14 +499,14 @@ def _roc(v: View) -> None:
         st.info("No runs for this cue set and detector.")
         return
     points = points.assign(label=points["kind"].map(ui.label))
-    order = [ui.label(k) for k in _kind_order(list(areas["kind"]))]
+    order = [ui.label(k) for k in dv.kind_order(list(areas["kind"]))]
     ui.chart(
         charts.roc_chart(points, areas, v.target if v.mode == MODE_TARGET else None, order),
     )
     per_call = v.stored[v.stored["threshold_mode"] == "fa_target"]
     per_call = per_call[per_call["cue_set"] == cue_set].drop_duplicates("kind").set_index("kind")
     rows = []
-    for kind in _kind_order(list(areas["kind"])):
+    for kind in dv.kind_order(list(areas["kind"])):
         area = float(areas.loc[areas["kind"] == kind, "auc"].iloc[0])
         rows.append(
             {
@@ -510,8 +518,10 @@ def _roc(v: View) -> None:
                 "study: AUC per call": ui.number(dv.study_auc(kind, "all"), "{:.2f}"),
             }
         )
-    ui.dataframe(
+    ui.facts_table(
         pd.DataFrame(rows),
+        "kind",
+        key="areas",
         column_config={
             f"AUC, sessions ({cue_set}·{detector})": st.column_config.TextColumn(
                 help="P(an injected run's window maximum > a normal session's maximum): "
@@ -529,63 +539,6 @@ def _roc(v: View) -> None:
         "every other call by the cue score). Curve: each threshold's share of normal test "
         "streams alarming (x) against the share of injected runs detected within their window "
         "(y); the dashed dark line is the chosen target."
-    )
-
-
-def _latency(con: Any, v: View) -> None:
-    cue_set, detector = v.cue_set, v.detector
-    st.subheader(f"Latency — {cue_set} · {detector}")
-    lat = q.experiment_latencies(
-        con, v.run["run_id"], v.variant, cue_set, detector, v.threshold_mode
-    )
-    if v.mode == MODE_TARGET and not v.at_stored_target:
-        st.caption(
-            f"Shown at the experiment's own target {dv.pct(v.stored_target, 1)}: latency is "
-            "recorded per run at the stored thresholds."
-        )
-    if lat.empty:
-        st.info("No detected runs at this threshold.")
-        return
-    lat = lat.assign(label=lat["kind"].map(ui.label))
-    study_points = pd.DataFrame(
-        [
-            {"label": ui.label(k), "latency": calls}
-            for k, (calls, cue, det) in study.LATENCY.items()
-            if k in set(lat["kind"])
-        ],
-        columns=["label", "latency"],
-    )
-    order = [ui.label(k) for k in _kind_order(list(lat["kind"].unique()))]
-    ui.chart(charts.latency_chart(lat, study_points, order))
-    kinds = _kind_order(list(lat["kind"].unique()))
-    summary = (
-        lat.groupby("kind")["latency"]
-        .agg(
-            detected_runs="count",
-            median="median",
-            p90=lambda x: x.quantile(0.9),
-            max="max",
-        )
-        .reindex(kinds)
-    )
-    summary.index = pd.Index([ui.label(k) for k in kinds], name="kind")
-    summary["study: median"] = [dv.study_latency(k) or "–" for k in kinds]
-    st.dataframe(
-        summary,
-        width="stretch",
-        column_config={
-            "detected_runs": st.column_config.NumberColumn("detected runs"),
-            "median": st.column_config.NumberColumn("median (calls)", format="%g"),
-            "p90": st.column_config.NumberColumn("90th percentile", format="%.1f"),
-            "max": st.column_config.NumberColumn("max", format="%d"),
-        },
-    )
-    st.caption(
-        "Calls from the insertion point to the first alarm, over the detected runs (1 = the "
-        "inserted call itself). Per kind: the grey whisker spans the fastest to the slowest "
-        "detection, the blue box the middle half of the runs (25th to 75th percentile), the "
-        "black tick the median; the vermillion tick is the study's median, for the cue and "
-        "detector named in the table."
     )
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from toolwatch import study
 from toolwatch.injection.experiment import metrics as M
 from toolwatch.injection.experiment.formats import pct, rate_ci
+from toolwatch.injection.spans.kinds import ALL_KINDS
 
 NORMAL: Final = "normal"
 CELL_COLUMNS: Final[tuple[str, ...]] = (
@@ -189,6 +190,12 @@ def _share_above(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ the study
+
+
+def kind_order(kinds: list[str]) -> list[str]:
+    """Kinds in the report's order (the study's, then any other by name)."""
+    known = [k for k in ALL_KINDS if k in kinds]
+    return known + sorted(k for k in kinds if k not in ALL_KINDS)
 
 
 def study_rate(kind: str, cue_set: str, detector: str) -> str:

@@ -69,9 +69,14 @@ def render() -> None:
             ),
         )
         st.subheader("Most recent alerts")
+        phone = _phone_rows(recent)
         recent.insert(2, "stream", recent.pop("agent_id").map(ui.stream_name))
-        ui.dataframe(
+        ui.phone_table(
             recent,
+            phone,
+            "alerts",
+            phone_config=PHONE_CONFIG,
+            row_height=ui.wrapped_row_px(phone["session"], PHONE_SESSION_PX),
             column_config={
                 "session_id": st.column_config.TextColumn("session", width=330),
                 "alert_time": st.column_config.DatetimeColumn(
@@ -91,6 +96,24 @@ def render() -> None:
         )
 
     panel()
+
+
+PHONE_SESSION_PX = 150
+#: The latest alerts on a phone: when (the date over the time), the whole session id wrapped
+#: (a subagent's stream named after it), the cue and the score, in 390 px.
+PHONE_CONFIG = {
+    "raised": st.column_config.TextColumn("raised (UTC)", width=84),
+    "session": st.column_config.TextColumn("session", width=PHONE_SESSION_PX),
+    "cue": st.column_config.TextColumn("cue", width=58),
+    "score": st.column_config.NumberColumn("score", format="%.2f", width=56),
+}
+
+
+def _phone_rows(recent: pd.DataFrame) -> pd.DataFrame:
+    """The latest alerts for a phone (:data:`PHONE_CONFIG`), in the same order."""
+    session = ui.stream_cells(recent["session_id"], recent["agent_id"])
+    raised = [f"{pd.Timestamp(t):%Y-%m-%d %H:%M:%S}" for t in recent["alert_time"]]
+    return recent.assign(raised=raised, session=session)[list(PHONE_CONFIG)]
 
 
 def _rule_alerts(con: Any, start: datetime | None) -> None:

@@ -165,6 +165,23 @@ def scan_caption(listed: sl.StreamList) -> str:
     )
 
 
+#: The list on a phone: the whole session id wrapped (a subagent's stream named after it),
+#: why it is flagged, the scan's margin and the live alerts, in 390 px.
+PHONE_SESSION_PX = 152
+PHONE_CONFIG = {
+    "session": st.column_config.TextColumn("session", width=PHONE_SESSION_PX),
+    "flagged_by": st.column_config.TextColumn("flagged", width=62),
+    "scan_margin": st.column_config.NumberColumn("margin", format="%.2f", width=58),
+    "alerts": st.column_config.NumberColumn("alerts", width=50),
+}
+
+
+def _phone_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The list's rows for a phone (:data:`PHONE_CONFIG`), in the same order."""
+    session = ui.stream_cells(rows["session_id"], rows["agent_id"])
+    return rows.assign(session=session)[list(PHONE_CONFIG)]
+
+
 def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream | None:
     """The list; returns the stream of a row the user just clicked (also put in the URL)."""
     st.caption(list_caption(listed, range_label))
@@ -174,8 +191,13 @@ def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream
         st.info("No stream matches these filters and this time range.")
         return None
     rows = listed.rows.assign(stream=listed.rows["agent_id"].map(ui.stream_name))
-    event = ui.dataframe(
+    phone = _phone_rows(rows)
+    event = ui.phone_table(
         rows[LIST_COLUMNS + (MORE_COLUMNS if more else [])],
+        phone,
+        "streams",
+        phone_config=PHONE_CONFIG,
+        row_height=ui.wrapped_row_px(phone["session"], PHONE_SESSION_PX),
         height=min(420, 38 + 35 * len(rows)),
         key="streams_table",
         on_select="rerun",
@@ -204,7 +226,7 @@ def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream
             ),
         },
     )
-    chosen = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+    chosen = ui.selected_rows(event)
     if not chosen:
         return None
     row = rows.iloc[int(chosen[0])]

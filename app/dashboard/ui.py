@@ -3,7 +3,9 @@
 One number format on every page: counts with thousands separators (``8,729``; tables use the
 browser's locale, text :func:`count`), shares as percentages with one decimal (``4.3%``),
 scores with two decimals. Tables (:func:`dataframe`) leave missing values blank (never the word
-"None"), keep whole ids and never hide columns off the right edge without a scroll bar.
+"None"), keep whole ids and never hide columns off the right edge without a scroll bar; on a
+phone (:data:`NARROW_PX`) a table turns into blocks (:func:`facts_table`) or a compact table of
+its key columns (:func:`phone_table`).
 """
 
 from __future__ import annotations
@@ -92,6 +94,15 @@ def stream_name(agent_id: Any) -> str:
     return MAIN_AGENT if agent is None else f"subagent {agent}"
 
 
+def stream_cells(sessions: Any, agents: Any) -> list[str]:
+    """Streams as a narrow table's one cell names them: the whole session id, followed by
+    `` · subagent <id>`` for a subagent's stream."""
+    return [
+        sid if (agent := agent_of(a)) is None else f"{sid} · subagent {agent}"
+        for sid, a in zip(sessions, agents, strict=True)
+    ]
+
+
 def label(kind: str) -> str:
     return kind_label(kind)
 
@@ -144,9 +155,9 @@ def dataframe(
 NARROW_PX = 600
 
 
-def _facts_css(key: str) -> str:
-    """Which of ``key``'s two layouts shows, by the width of its container (not the window's:
-    a sidebar takes its share), and how the phone's blocks look."""
+def _switch_css(key: str) -> str:
+    """Which of ``key``'s two layouts (``key_wide``, ``key_narrow``) shows, by the width of its
+    container (not the window's: a sidebar takes its share)."""
     return f"""<style>
 .st-key-{key} {{ container-type: inline-size; }}
 @container (min-width: {NARROW_PX}px) {{
@@ -155,14 +166,23 @@ def _facts_css(key: str) -> str:
 @container (max-width: {NARROW_PX - 0.02}px) {{
   .st-key-{key} .st-key-{key}_wide {{ display: none; }}
 }}
-.tw-fact {{
-  padding: .4rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); overflow-wrap: anywhere;
-}}
-.tw-fact dl {{ display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; margin: .15rem 0 0; }}
-.tw-fact dl > div {{ display: flex; gap: .4rem; align-items: baseline; }}
-.tw-fact dt {{ font-weight: 400; opacity: .65; font-size: .85rem; }}
-.tw-fact dd {{ margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }}
 </style>"""
+
+
+def _facts_css(key: str) -> str:
+    """:func:`_switch_css`, and how the phone's blocks look."""
+    return (
+        _switch_css(key)
+        + """<style>
+.tw-fact {
+  padding: .4rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); overflow-wrap: anywhere;
+}
+.tw-fact dl { display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; margin: .15rem 0 0; }
+.tw-fact dl > div { display: flex; gap: .4rem; align-items: baseline; }
+.tw-fact dt { font-weight: 400; opacity: .65; font-size: .85rem; }
+.tw-fact dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
+</style>"""
+    )
 
 
 def fact_cards(frame: pd.DataFrame, name: str) -> str:
@@ -202,6 +222,81 @@ def facts_table(
             dataframe(frame, **kwargs)
         with st.container(key=f"{key}_narrow"):
             st.html(fact_cards(frame if cards is None else cards, name))
+
+
+#: A phone table's rows: taller than 4rem, the height from which Streamlit wraps a cell's text
+#: (a whole session id over two or three lines of a narrow column), up to three lines.
+PHONE_ROW_PX = 68
+#: A wrapped cell's line (px) and the widest character of an id (hex digits, 14 px font), and
+#: a cell's horizontal padding: what :func:`wrapped_row_px` reckons with.
+LINE_PX, ID_CHAR_PX, CELL_PAD_PX = 20, 7.2, 18
+
+
+def wrapped_row_px(texts: Any, width: int, most: int = 5) -> int:
+    """The row height that shows the longest of ``texts`` whole in a column ``width`` px wide
+    (at most ``most`` lines; at least :data:`PHONE_ROW_PX`, where wrapping starts): the longer
+    ids of a workbench run took four lines and lost the fourth in a three-line row."""
+    per_line = max(1, int((width - CELL_PAD_PX) // ID_CHAR_PX))
+    longest = max((len(str(t)) for t in texts), default=0)
+    lines = min(most, -(-longest // per_line))
+    return max(PHONE_ROW_PX, 8 + LINE_PX * lines)
+
+
+#: The height a phone table grows to before it scrolls (about eight rows).
+PHONE_TABLE_PX = 600
+
+
+def phone_table(
+    frame: pd.DataFrame,
+    phone: pd.DataFrame,
+    name: str,
+    column_config: dict[str, Any] | None = None,
+    phone_config: dict[str, Any] | None = None,
+    row_height: int = PHONE_ROW_PX,
+    **kwargs: Any,
+) -> Any:
+    """A table with a compact layout below :data:`NARROW_PX`: ``frame`` as the
+    :func:`dataframe` in a wide container; on a phone ``phone`` instead — the same rows in the
+    same order, only the columns that matter, narrow and wrapped in rows ``row_height`` px
+    high (:func:`wrapped_row_px`). A
+    phone's table showed only its first one or two columns, the rest off its own horizontal
+    scroll with no scroll bar in sight. ``name`` names the containers (one a page).
+
+    With ``on_select`` both tables select (the phone's widget key is ``key + "_phone"``); the
+    selection returned is that of the table the user touched last (or the only one holding a
+    selection), rows counted alike in both.
+    """
+    on_select = kwargs.pop("on_select", "ignore")
+    key = kwargs.pop("key", None)
+    last = f"{name}_touched"
+    selects = on_select != "ignore"
+
+    def touched(which: str) -> Any:
+        return (lambda: st.session_state.__setitem__(last, which)) if selects else "ignore"
+
+    with st.container(key=name):
+        st.html(_switch_css(name))
+        with st.container(key=f"{name}_wide"):
+            wide = dataframe(frame, column_config, key=key, on_select=touched("wide"), **kwargs)
+        with st.container(key=f"{name}_narrow"):
+            kwargs.pop("height", None)
+            narrow = dataframe(
+                phone,
+                phone_config,
+                key=None if key is None else f"{key}_phone",
+                on_select=touched("phone"),
+                row_height=row_height,
+                height=min(PHONE_TABLE_PX, 40 + row_height * len(phone)),
+                **kwargs,
+            )
+    if st.session_state.get(last) == "phone" or not selected_rows(wide):
+        return narrow
+    return wide
+
+
+def selected_rows(event: Any) -> list[int]:
+    """The rows a selectable table's event holds (none for a table that does not select)."""
+    return list(getattr(getattr(event, "selection", None), "rows", []) or [])
 
 
 def chart(spec: Any) -> None:

@@ -423,6 +423,87 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
         }
 
 
+#: Each visible table: its edges on the screen, the width its grid scrolls over and shows,
+#: and the cells of its rendered rows (header first, as :func:`support.browser.open_page`).
+SHOWN_TABLES = (
+    "() => Array.from(document.querySelectorAll('[data-testid=\"stDataFrame\"]'))"
+    ".filter(t => t.offsetParent).map(t => { const r = t.getBoundingClientRect();"
+    " const s = t.querySelector('.dvn-scroller');"
+    " return {left: r.left, right: r.right, top: r.top,"
+    " scroll: s.scrollWidth, shown: s.clientWidth,"
+    " rows: Array.from(t.querySelectorAll('table tr')).map(tr => Array.from("
+    "tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))}; })"
+)
+
+
+def _phone_table(page: Any) -> dict[str, Any]:
+    """The one table a phone shows on the page, every column of it on the screen."""
+    (table,) = page.evaluate(SHOWN_TABLES)
+    assert table["left"] >= 0 and table["right"] <= PHONE["width"], table
+    assert table["scroll"] <= table["shown"] + 1, table  # nothing off its right edge
+    return dict(table)
+
+
+def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px the Sessions list showed only its session column, the Live table "raised" and
+    "session", Detection's kind and detected with "runs" cut off, the rest off each table's
+    own horizontal scroll with no scroll bar in sight. A phone now gets a compact table of the
+    columns that matter, whole ids wrapped (a row still opens its stream), and Detection's
+    tables as a block per kind, every figure on the screen."""
+    root, page = app["root"], app["page"]
+    top = rows(
+        root,
+        "SELECT session_id, agent_id FROM stream_scores WHERE flagged ORDER BY margin DESC LIMIT 1",
+    )[0]
+    latest = rows(root, "SELECT session_id, agent_id FROM alerts ORDER BY alert_time DESC, "
+                  "call_time DESC LIMIT 1")[0]  # fmt: skip
+    desktop = visit(app, "", "detection")
+    kinds = {r[0]: r for r in table_with(desktop, "detected (95% CI)")[1:]}
+    header = table_with(desktop, "detected (95% CI)")[0]
+    with phone(page):
+        visit(app, "sessions", "sessions-phone")
+        listed = _phone_table(page)
+        assert listed["rows"][0] == ["session", "flagged", "margin", "alerts"]
+        first = listed["rows"][1]
+        named = top["session_id"] + (f" · subagent {top['agent_id']}" if top["agent_id"] else "")
+        assert first[0] == named, first  # the whole id (and its stream), ranked first
+        assert first[1] in ("alert + scan", "scan") and float(first[2]) > 0
+        # a row opens its stream: tick the first row's box
+        page.mouse.click(listed["left"] + 16, listed["top"] + 56)
+        page.wait_for_timeout(500)
+        page.wait_for_selector(IDLE, timeout=60_000)
+        page.get_by_text("Timeline").first.wait_for(timeout=60_000)
+        assert f"session={urllib.parse.quote(top['session_id'])}" in page.url
+        visit(app, "live", "live-phone")
+        recent = _phone_table(page)
+        assert recent["rows"][0] == ["raised (UTC)", "session", "cue", "score"]
+        agent = latest["agent_id"]
+        assert recent["rows"][1][1] == latest["session_id"] + (
+            f" · subagent {agent}" if agent else ""
+        )
+        visit(app, "", "detection-phone")
+        for key in ("kinds", "areas", "latencies"):
+            table = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
+            assert not table.is_visible(), key
+        cards = page.evaluate(FACT_CARDS.replace(".tw-fact'", ".st-key-kinds .tw-fact'"))
+        for key in ("areas", "latencies"):
+            assert page.evaluate(FACT_CARDS.replace(".tw-fact'", f".st-key-{key} .tw-fact'"))
+    assert [c["name"] for c in cards] == list(kinds)
+    for card in cards:
+        pairs = {key: value for key, value, *_ in card["pairs"]}
+        assert {"detected (95% CI)", "runs", "study: detected"} <= set(pairs), card
+        # the columns the desktop's table drew, as it wrote them
+        assert {k: pairs[k] for k in header[1:]} == dict(
+            zip(header[1:], kinds[card["name"]][1:], strict=True)
+        ), card
+        for _, _, left, right in card["pairs"]:
+            assert left >= 0 and right <= PHONE["width"], card
+    # a desktop keeps the wide tables
+    visit(app, "sessions", "sessions")
+    (wide,) = page.evaluate(SHOWN_TABLES)
+    assert wide["rows"][0][:3] == ["session", "stream", "flagged by"]
+
+
 def test_legends_restack_when_the_window_narrows(app: dict[str, Any]) -> None:
     """A legend under a chart stacked one entry a row only when the page loaded narrow: a window
     narrowed (a phone turned) after loading kept the desktop row, its last entries off the

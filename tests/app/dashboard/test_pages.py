@@ -497,6 +497,27 @@ def test_clicking_a_stream_opens_its_timeline_and_link(
     assert next(c.value for c in at.code) == row["session_id"]
 
 
+def test_a_row_of_the_phone_list_opens_its_stream(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    """A phone gets the list as a compact table of its own (``streams_table_phone``: whole ids
+    wrapped, flagged, margin, alerts); a row chosen there opens that stream, as on a desktop."""
+    at = app(env, built["root"], "sessions_page.py")
+    ok(at)
+    listed, compact = at.dataframe[0].value, at.dataframe[1].value
+    assert list(compact.columns) == ["session", "flagged_by", "scan_margin", "alerts"]
+    for (_, wide), (_, narrow) in zip(listed.iterrows(), compact.iterrows(), strict=True):
+        stream = "" if wide["stream"] == "main agent" else f" · {wide['stream']}"
+        assert narrow["session"] == wide["session_id"] + stream  # the same rows, in order
+        assert narrow["flagged_by"] == wide["flagged_by"]
+    row = listed.iloc[3]
+    at.session_state["streams_table_phone"] = {"selection": {"rows": [3], "columns": []}}
+    at.run()
+    ok(at)
+    assert at.query_params["session"] == row["session_id"]
+    assert next(c.value for c in at.code) == row["session_id"]
+
+
 def _timeline_calls(root: Path, session_id: str, agent_id: str | None) -> Any:
     return Store(root).query(
         "SELECT * EXCLUDE (date) FROM calls WHERE session_id = ? "
