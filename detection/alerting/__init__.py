@@ -9,7 +9,7 @@ The names below load on first use: importing a sibling (``alerting.rules``, ``al
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from toolwatch.detection.alerting.live import LiveScorer
@@ -19,7 +19,12 @@ _PUBLIC: dict[str, str] = {
     "LiveScorer": "toolwatch.detection.alerting.live",
     "WebhookPoster": "toolwatch.detection.alerting.webhook",
 }
-__all__ = ["LiveScorer", "WebhookPoster"]
+__all__ = ["CLOCK_AHEAD_S", "LiveScorer", "WebhookPoster"]
+#: How far after its arrival a call may be stamped before the live scorer distrusts its time:
+#: the collector's guard against a skewed client clock (after this machine's clock), and the
+#: replay's (after a later call of its own stream:
+#: :mod:`~toolwatch.injection.experiment.replay_clock`).
+CLOCK_AHEAD_S: Final = 300.0
 
 
 def __getattr__(name: str) -> Any:

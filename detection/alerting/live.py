@@ -273,17 +273,25 @@ class LiveScorer:
         if self.novelty is not None:
             self.novelty.streams.pop(key, None)
 
-    def process(self, table: pa.Table) -> list[dict[str, Any]]:
-        """Score a stored batch of calls; returns the alerts it raised (also stored/posted)."""
+    def process(self, table: pa.Table, *, clock_us: int | None = None) -> list[dict[str, Any]]:
+        """Score a stored batch of calls; returns the alerts it raised (also stored/posted).
+
+        ``clock_us``: when the batch arrived, for the ``clock_ahead_s`` guard (default this
+        machine's clock; a replay has none, so it gives its own: the newest arrival in the
+        batch, :mod:`toolwatch.injection.experiment.replay_clock`)."""
         if table.num_rows == 0:
             return []
         alerts: list[dict[str, Any]] = []
         now = datetime.now(UTC)
         observe = self.on_scored
         provenance = self.provenance
-        latest = (
-            None if self.clock_ahead_s is None else int((time.time() + self.clock_ahead_s) * 1e6)
-        )
+        latest = None
+        if self.clock_ahead_s is not None:
+            latest = (
+                int((time.time() + self.clock_ahead_s) * 1e6)
+                if clock_us is None
+                else clock_us + int(self.clock_ahead_s * 1e6)
+            )
         ahead, ahead_us = 0, 0
         evicted = self.scorer.counts["evicted"]
         window = self.window
@@ -338,12 +346,14 @@ class LiveScorer:
                 self._above[key] = mask
         if ahead:
             self.calls_ahead += ahead
-            log.warning(
-                "live scoring: %d call(s) stamped up to %.0f s after this machine's clock "
-                "(+%g s allowed): scored, but their time moves no stream's clock and their "
-                "streams are never learnt",
+            log.log(
+                logging.WARNING if clock_us is None else logging.DEBUG,  # a replay counts them
+                "live scoring: %d call(s) stamped up to %.0f s after %s (+%g s allowed): "
+                "scored, but their time moves no stream's clock and their streams are never "
+                "learnt",
                 ahead,
                 ahead_us / 1e6 + (self.clock_ahead_s or 0.0),
+                "this machine's clock" if clock_us is None else "their arrival",
                 self.clock_ahead_s,
             )
         evicted = self.scorer.counts["evicted"] - evicted

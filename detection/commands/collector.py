@@ -36,6 +36,7 @@ from toolwatch.collector.otlp.server import (
     Collector,
 )
 from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.detection.alerting import CLOCK_AHEAD_S  # the future-clock guard
 from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
 from toolwatch.usage import (
@@ -51,9 +52,6 @@ log = logging.getLogger(__name__)
 
 HELP = "receive OTLP/HTTP spans into the store"
 ENV_TOKEN = "TOOLWATCH_TOKEN"
-#: How far after this machine's clock a span may start before the live scorer distrusts its
-#: time (a skewed client clock must not close every open stream or age the model).
-CLOCK_AHEAD_S = 300.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,10 @@ soon drift would wear it down. The split is the one every command shares
 (:mod:`toolwatch.detection.calls.split`); the model is fitted on train and calibrated as
 ``toolwatch train`` does; then **every** test-split stream (any length) is fed call by call, in
 global time order, through :class:`~toolwatch.detection.alerting.live.LiveScorer` — the code the
-collector runs — in batches of ``batch_s`` of event time:
+collector runs — in batches of ``batch_s`` of event time, under the collector's future-clock
+guard: a call stamped more than 5 min after a later call of its own stream is stamped ahead of
+the corpus, arrives with that call and is distrusted as the collector distrusts one (counted:
+``split["stamped_ahead"]``; :mod:`.replay_clock`):
 
 * **adaptive**: the model trained with its adaptive part (``toolwatch train --adaptive``): the
   threshold held at ``target_fa`` of recent stream maxima, streams that did not alarm folded in
@@ -46,6 +49,7 @@ import pyarrow.compute as pc
 from scipy.stats import binom
 
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
+from toolwatch.detection.alerting import CLOCK_AHEAD_S
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.adaptive import attach_adaptive
@@ -58,6 +62,7 @@ from toolwatch.injection.experiment.metrics import (
     threshold_above_false_alarm,
     threshold_for_false_alarm,
 )
+from toolwatch.injection.experiment.replay_clock import copy_arrivals, stamped_ahead
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model
 from toolwatch.injection.experiment.split import normal_sessions, split_by_time, stream_name
@@ -173,25 +178,34 @@ def run_replay(
     context = InjectionContext.from_sessions(split.train)
     runs = build_runs(split.test, context, exp, kinds=config.replay_kinds)
     shadows: list[SessionCalls] = []
+    guard_us = int(CLOCK_AHEAD_S * 1e6)
+    shadow_arrive: list[np.ndarray] = []  # when each copy's calls arrive (:mod:`.replay_clock`)
     shadow_meta: list[tuple[str, int, str, int, int]] = []  # kind, seed, name, position, window
     for kind, kind_runs in runs.items():
         windows = detection_window(kind_runs.inserted)
         for j, s in enumerate(kind_runs.sessions):
             seed = int(kind_runs.seed[j])
             sid = f"{s.session_id}~{kind}~s{seed}"
+            original = split.test[int(kind_runs.session_index[j])]
+            shadow_arrive.append(copy_arrivals(s, original, guard_us))
             # every call of a copy is labelled (the injected ones with their kind), so no part
             # of it is ever learnt or pooled, even one that closes before the injection
             label = np.where(s["label"] == None, COPY_LABEL, s["label"])  # noqa: E711
             shadows.append(s.replace(session_id=np.full(len(s), sid, dtype=object), label=label))
-            name = stream_name(split.test[int(kind_runs.session_index[j])])
+            name = stream_name(original)
             shadow_meta.append((kind, seed, name, int(kind_runs.positions[j]), int(windows[j])))
 
     test_streams = split.test_split
     normal_table = to_table(test_streams)
+    # when each call reached the replay: its stamp, unless stamped ahead of its own stream
+    normal_arrive, ahead = stamped_ahead(test_streams, guard_us)
     replay = pa.concat_tables([normal_table, to_table(shadows)]) if shadows else normal_table
-    replay = replay.take(
-        pc.sort_indices(replay, sort_keys=[("start_time", "ascending"), ("seq", "ascending")])
+    arrive = np.concatenate([normal_arrive, *shadow_arrive])
+    order = pc.sort_indices(
+        pa.table({"arrival": arrive, "seq": replay.column("seq")}),
+        sort_keys=[("arrival", "ascending"), ("seq", "ascending")],
     )
+    replay, arrive = replay.take(order), arrive[order.to_numpy()]
     long_names = {stream_name(s) for s in split.test}
     artefact_of = {
         stream_name(s): quirk
@@ -206,6 +220,7 @@ def run_replay(
             replay,
             normal_table,
             config,
+            arrive_us=(arrive, normal_arrive),
             adaptive=name == "adaptive",
             long_names=long_names,
             shadow_meta=shadow_meta,
@@ -218,6 +233,7 @@ def run_replay(
     summary = split.summary()
     summary["replayed_streams"] = len(test_streams)
     summary["injected_copies"] = len(shadows)
+    summary["stamped_ahead"] = ahead
     return ReplayResult(
         run_id=run_id or uuid.uuid4().hex[:12],
         created=datetime.now(UTC),
@@ -235,6 +251,7 @@ def _drive(
     normal_table: pa.Table,
     config: ReplayConfig,
     *,
+    arrive_us: tuple[np.ndarray, np.ndarray],
     adaptive: bool,
     long_names: set[str],
     shadow_meta: Sequence[tuple[str, int, str, int, int]],
@@ -242,7 +259,9 @@ def _drive(
     artefact_names: Collection[str] = (),
 ) -> ModelReplay:
     """Feed ``replay`` through one LiveScorer in batches of event time; record alarms (of
-    the normal long streams, and apart of the long client artefacts)."""
+    the normal long streams, and apart of the long client artefacts). ``arrive_us``: when each
+    call of ``replay`` and of ``normal_table`` arrived (:mod:`.replay_clock`), the clock of
+    the collector's future-clock guard."""
     index = _stream_rows(normal_table)
     starts_us = normal_table.column("start_time").cast(pa.int64()).to_numpy()
 
@@ -265,6 +284,7 @@ def _drive(
         adaptive=config.adaptive if adaptive else False,
         calls_of=calls_of,
         record=False,
+        clock_ahead_s=CLOCK_AHEAD_S,
     )
     shadow_of = {(str(s.session_id), s["agent_id"][0]): j for j, s in enumerate(shadows)}
     seen: dict[tuple[str, str | None], int] = {}
@@ -301,14 +321,14 @@ def _drive(
             window_max.setdefault(run, -math.inf)
 
     live.on_scored = observe
-    t_us = replay.column("start_time").cast(pa.int64()).to_numpy()
-    batch = _batches(replay, t_us, normal_table, int(config.batch_s * 1e6))
+    t_us, normal_us = arrive_us
+    batch = _batches(t_us, normal_us, int(config.batch_s * 1e6))
     cuts = np.flatnonzero(np.diff(batch)) + 1
     bounds = np.concatenate([[0], cuts, [len(t_us)]])
     thresholds: list[tuple[int, float]] = []
     clock = time.perf_counter()
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        live.process(replay.slice(a, b - a))
+        live.process(replay.slice(a, b - a), clock_us=int(t_us[b - 1]))
         thresholds.append((int(t_us[b - 1]), live.scorer.thresholds[0]))
     live.scorer.advance(int(t_us[-1]) + 10 * 86_400_000_000)  # close and fold what is left
     seconds = time.perf_counter() - clock
@@ -349,12 +369,12 @@ def _artefact_alarms(
     return out
 
 
-def _batches(replay: pa.Table, t_us: np.ndarray, normal: pa.Table, batch_us: int) -> np.ndarray:
-    """The batch of each replayed call: windows of ``batch_us`` of event time, cut only where
-    the corpus itself has calls (a copy's call joins the next window that does), so the live
-    scorer advances at the same moments whichever copies ride along, and the normal streams'
-    figures do not depend on the injected kinds."""
-    normal_windows = np.unique(normal.column("start_time").cast(pa.int64()).to_numpy() // batch_us)
+def _batches(t_us: np.ndarray, normal_us: np.ndarray, batch_us: int) -> np.ndarray:
+    """The batch of each replayed call (by arrival, ``t_us``): windows of ``batch_us`` of event
+    time, cut only where the corpus itself has calls (``normal_us``; a copy's call joins the
+    next window that does), so the live scorer advances at the same moments whichever copies
+    ride along, and the normal streams' figures do not depend on the injected kinds."""
+    normal_windows = np.unique(normal_us // batch_us)
     windows = t_us // batch_us
     j = np.searchsorted(normal_windows, windows, side="left")  # the next window with corpus calls
     last = normal_windows.shape[0]

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from toolwatch.collector.store.result_formats import counted
 from toolwatch.detection import ModelConfig
+from toolwatch.detection.alerting import CLOCK_AHEAD_S
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import (
     num,
@@ -283,7 +284,7 @@ def header(data: Mapping[str, Any]) -> list[str]:
     a = cfg.adaptive
     half = "no decay" if math.isinf(a.half_life_days) else f"half-life {a.half_life_days:g} d"
     kept_apart = sum(groups.get("test", [0])[0] for groups in split.get("artefacts", {}).values())
-    return [
+    lines = [
         f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
         f"({split['test'][0]} normal with ≥ {cfg.experiment.min_calls} calls"
         + (f", {kept_apart:,} client artefacts reported apart" if kept_apart else "")
@@ -303,6 +304,24 @@ def header(data: Mapping[str, Any]) -> list[str]:
         f"until {a.novelty_streams:g} streams, threshold = the {target_pct(1 - target)} quantile "
         f"of the last {a.window} stream maxima (river RollingQuantile); frozen: the same model at "
         "its operating point (what the collector alerts on without --adaptive)",
+    ]
+    return lines[:1] + ahead_lines(split) + lines[1:]
+
+
+def ahead_lines(split: Mapping[str, Any]) -> list[str]:
+    """The calls stamped ahead of the corpus, as the collector's guard treats them (none for
+    a run without any, or saved before they were counted)."""
+    ahead = split.get("stamped_ahead", 0)
+    if not ahead:
+        return []
+    one = ahead == 1
+    return [
+        f"{counted(ahead, 'call')} stamped ahead of the corpus (more than "
+        f"{CLOCK_AHEAD_S / 60:g} min after a later call of {'its' if one else 'their'} own "
+        f"stream): replayed where {'it' if one else 'they'} arrived and handled as the "
+        "collector handles a call stamped ahead of its clock — scored, "
+        f"{'its' if one else 'their'} time moving no stream's clock, "
+        f"{'its stream' if one else 'their streams'} never learnt"
     ]
 
 

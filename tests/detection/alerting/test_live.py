@@ -528,6 +528,22 @@ def test_a_call_stamped_in_the_future_does_not_close_the_open_streams(
     assert live.scorer.now_us < trusting.scorer.now_us
 
 
+def test_a_replay_gives_the_guard_its_own_clock(model_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A replay has no clock of its own time: the guard measured its stored calls against
+    this machine's clock. ``clock_us`` (the batch's arrival) is the guard's clock now: a call
+    stamped a day after its batch arrived is distrusted, counted, and left to the replay to
+    report (no WARNING line per batch)."""
+    loop = table(session(["tool03"] * 25, name="loop", gap=2.0, failed=True))
+    arrived = int(loop.column("start_time").cast(pa.int64())[-1].as_py())
+    skewed = table(session(["tool01"], name="skewed", start=86_400.0))
+    live = LiveScorer(model_path, None, clock_ahead_s=300.0)
+    live.process(loop, clock_us=arrived)
+    live.process(skewed, clock_us=arrived)
+    assert live.calls_ahead == 1
+    assert live.scorer.now_us == arrived + 300_000_000  # as the collector: its clock + 5 min
+    assert "stamped up to" not in caplog.text
+
+
 def test_an_adaptive_model_is_not_aged_by_a_call_from_the_future(
     adaptive_path: Path, tmp_path: Path
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pyarrow as pa
+
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.formats import percent
@@ -177,4 +179,60 @@ def test_a_level_every_stream_reaches_and_a_single_count_read_as_words() -> None
     doc["totals"]["adaptive"]["counts"].update(folded=1, folded_calls=1, pooled=1, refreshes=1)
     assert counts_line(doc).startswith(
         "adaptive model: 1 stream folded in (1 call), 1 maximum pooled, 1 snapshot;"
+    )
+
+
+def _moved(corpus: pa.Table, stream: str, days: float) -> pa.Table:
+    """``corpus`` with the middle call (in ``seq`` order) of ``stream`` stamped ``days`` later:
+    a client clock skewed for one call."""
+    session, _, agent = stream.partition("/")
+    rows = [
+        i
+        for i, (s, a) in enumerate(
+            zip(
+                corpus.column("session_id").to_pylist(),
+                corpus.column("agent_id").to_pylist(),
+                strict=True,
+            )
+        )
+        if s == session and a == (agent or None)
+    ]
+    rows.sort(key=corpus.column("seq").to_pylist().__getitem__)
+    t = corpus.column("start_time").cast(pa.int64()).to_numpy().copy()
+    t[rows[len(rows) // 2]] += int(days * 86_400e6)
+    column = pa.array(t, pa.int64()).cast(corpus.schema.field("start_time").type)
+    return corpus.set_column(corpus.schema.get_field_index("start_time"), "start_time", column)
+
+
+def test_a_call_stamped_two_days_ahead_of_its_stream_is_distrusted_as_the_collector_does() -> None:
+    """A replay trusted every stamp, so one call of a long stream stamped +2 days was fed two
+    days late: its stream closed, was pooled and folded without it, and it opened a stream of
+    its own two days on (a stream more closed, a batch of its own; so did each injected copy).
+    Now it arrives with the next call of its stream (in a copy, with that call's copy), is
+    counted and named as stamped ahead of the corpus, and the collector's guard handles it:
+    the replay's batches and closed streams are the unskewed corpus's, and its stream is never
+    learnt (one maximum fewer pooled)."""
+    corpus = simulate(seed=2, scale=0.25)
+    config = ReplayConfig(experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)))
+    base = run_replay(corpus, config)
+    stream = sorted(n for n, alarmed in base.models["adaptive"].alarmed.items() if not alarmed)[0]
+    skewed = run_replay(_moved(corpus, stream, 2.0), config)
+
+    assert base.split["stamped_ahead"] == 0 and skewed.split["stamped_ahead"] == 1
+    assert summary(skewed)["split"]["stamped_ahead"] == 1  # --json
+    assert (
+        "1 call stamped ahead of the corpus (more than 5 min after a later call of its own "
+        "stream): replayed where it arrived"
+    ) in render(skewed)
+    assert "stamped ahead" not in render(base)
+    for model in ("adaptive", "frozen"):
+        before, after = base.models[model], skewed.models[model]
+        minute = 60_000_000  # the batches: the same minutes of event time
+        assert [t // minute for t, _ in after.thresholds] == [
+            t // minute for t, _ in before.thresholds
+        ]
+        assert after.counts["closed"] == before.counts["closed"]  # not split in two
+        assert after.calls == before.calls and after.alarmed == before.alarmed
+    assert (
+        skewed.models["adaptive"].counts["pooled"] == base.models["adaptive"].counts["pooled"] - 1
     )
