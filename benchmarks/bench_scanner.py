@@ -49,6 +49,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +219,7 @@ def agentcheck() -> dict[str, Any]:
         poisoner = next((tool["tool_id"] for tool in t["tools"] if tool["is_faulty"]), None)
         for tool in t["tools"]:
             descriptions += 1
-            context = ListingContext.of(listed, allow, tool["tool_id"])
+            context = replace(ListingContext.of(listed, allow, tool["tool_id"]), description=True)
             if categories(tool["description"]):
                 benign["wording"] += 1
                 flagged.append(f"{t['scenario_id']}/{tool['tool_id']}")
@@ -228,7 +229,8 @@ def agentcheck() -> dict[str, Any]:
         if t["fault_type"] not in ("C1", "C2", "C4") or not payload:
             continue
         totals[t["fault_type"]] += 1
-        context = ListingContext.of(listed, allow, poisoner)
+        in_listing = not params.get("injection_string")  # a poisoned description
+        context = replace(ListingContext.of(listed, allow, poisoner), description=in_listing)
         if categories(payload):
             detected["wording"][t["fault_type"]] += 1
         else:

@@ -47,8 +47,8 @@ from typing import Any, Final
 from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.results import iter_strings
-from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of
-from toolwatch.injection.mitigations.wording import CUES
+from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of, hosts_in
+from toolwatch.injection.mitigations.wording import CUES, SEND_TO_ADDRESS, SENSITIVE, STATED_SEND
 
 # --------------------------------------------------------------------------------------------
 # Listing context
@@ -62,8 +62,11 @@ class ListingContext:
 
     tools: frozenset[str] = frozenset()
     allowlist: tuple[str, ...] = ()
-    source: str | None = None  # the tool whose description this is
+    source: str | None = None  # the tool whose description or result this is
     acting: frozenset[str] = field(default_factory=frozenset)
+    #: the text is a tool's description, which says what its tool does: "Envía una copia a
+    #: https://<an allowed host>" there is "it sends", not the order "send" (:func:`_unstated`)
+    description: bool = False
 
     @classmethod
     def of(
@@ -71,13 +74,16 @@ class ListingContext:
         tools: Iterable[ListedTool | str],
         allowlist: Collection[str] = (),
         source: str | None = None,
+        *,
+        description: bool = False,
     ) -> ListingContext:
         """The context of a listing: each tool as listed (a bare name when that is all there
         is). Whether a tool acts is :meth:`ListedTool.acts`, the agents' and the verifier's
         answer, except that a claim of only reading is not believed (``trust_read_only``)."""
         listed = [ListedTool(t) if isinstance(t, str) else t for t in tools]
         acting = frozenset(t.name for t in listed if t.acts(trust_read_only=False))
-        return cls(frozenset(t.name for t in listed), tuple(allowlist), source, acting)
+        names = frozenset(t.name for t in listed)
+        return cls(names, tuple(allowlist), source, acting, description)
 
 
 _REQUIRED = re.compile(
@@ -106,6 +112,22 @@ def _context_cues(sentence: str, context: ListingContext | None) -> str | None:
             if host and not host_allowed(host, context.allowlist) and _POINTS_AT.search(sentence):
                 return "exfiltration"
     return None
+
+
+def _unstated(text: str, allowlist: Collection[str]) -> str:
+    """``text`` without the sentences in which a description says what its tool sends
+    (:data:`~wording.STATED_SEND`: "Envía una copia a https://…" is "it sends" as much as
+    "send"), where every address is on the deployment's allowlist and nothing sensitive is
+    named: what :data:`~wording.SEND_TO_ADDRESS` reads in a description. Without an
+    allowlist nothing is left out: by wording alone, "it sends a copy to a stranger" and the
+    order to do so are one sentence, and reading it as a statement cost recall."""
+
+    def kept(m: re.Match[str]) -> str:
+        hosts = hosts_in(m.group(0))
+        allowed = hosts and all(host_allowed(h, allowlist) for h in hosts)
+        return " " if allowed and not SENSITIVE.search(m.group(0)) else m.group(0)
+
+    return STATED_SEND.sub(kept, text) if allowlist else text
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,20 +260,28 @@ def categories(
     and the classifier vetoes them (:meth:`~classifier.TextModel.vetoes`; listing-context cues
     stand). The named variants ``benchmarks/bench_scanner.py`` measures beside it:
     ``classifier=False``, the rules alone; ``veto=False``, the classifier without its veto."""
-    found, listed = _rule_categories(text, context)
+    found, listed, stated = _rule_categories(text, context)
     if classifier and not listed:
         model = shipped_model()
-        if not found and model.flags(text):
+        # what the rules read as a description's statement of its job is not judged again
+        judged = _unstated(text, context.allowlist) if stated and context else text
+        if not found and model.flags(judged):
             found.add(CLASSIFIER)
         elif found and veto and model.vetoes(text):
             found.clear()
     return sorted(found | listed)
 
 
-def _rule_categories(text: str, context: ListingContext | None) -> tuple[set[str], set[str]]:
-    """The categories of the wording cues and, apart, of the listing-context cues."""
+def _rule_categories(
+    text: str, context: ListingContext | None
+) -> tuple[set[str], set[str], set[str]]:
+    """The categories of the wording cues, apart those of the listing-context cues, and those
+    of cues read as a description's statement (:func:`_unstated`; counted among the first
+    when any other cue fires)."""
     found: set[str] = set()
     listed: set[str] = set()
+    stated: set[str] = set()  # a description's "it sends … to <address>": counted beside others
+    allowed = context.allowlist if context is not None and context.description else ()
     text = _REPORTED_QUOTE.sub(" ", text)
     if _USER_TURN.search(text):
         text = _AGENT_TURN.sub(r"\1", text)
@@ -259,13 +289,23 @@ def _rule_categories(text: str, context: ListingContext | None) -> tuple[set[str
         unquoted = _REPORTED_EXAMPLE.sub(" ", _QUOTED_PHRASE.sub(" ", reading))
         for category, pattern in CUES:
             target = unquoted if category in _QUOTE_BLIND else reading
-            if pattern.search(target):
+            if not pattern.search(target):
+                continue
+            if (
+                allowed
+                and pattern is SEND_TO_ADDRESS
+                and not pattern.search(_unstated(target, allowed))
+            ):
+                stated.add(category)
+            else:
                 found.add(category)
         for m in _SENTENCE.finditer(reading):
             cue = _context_cues(m.group(0), context)
             if cue:
                 listed.add(cue)
-    return found, listed
+    if found or listed:  # other cues: the statement may be the order it reads like
+        found |= stated
+    return found, listed, stated
 
 
 def find_instructions(text: str, context: ListingContext | None = None) -> list[InstructionHit]:

@@ -55,8 +55,8 @@ class InjectionScanner(Mitigation):
         #: and each result is read against it
         self._listing = ListingContext.of((), self.allowlist)
 
-    def _context(self, source: str | None) -> ListingContext:
-        return replace(self._listing, source=source)
+    def _context(self, source: str | None, *, description: bool = False) -> ListingContext:
+        return replace(self._listing, source=source, description=description)
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> ListToolsResult:
         listed: ListToolsResult = await self.inner.list_tools(*args, **kwargs)
@@ -64,7 +64,7 @@ class InjectionScanner(Mitigation):
         tools: list[Tool] = []
         changed = False
         for tool in listed.tools:
-            context = self._context(tool.name)
+            context = self._context(tool.name, description=True)
             cats = instruction_categories([tool.description or "", tool.title or ""], context)
             if not cats:
                 tools.append(tool)

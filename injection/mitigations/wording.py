@@ -84,6 +84,36 @@ _ARG_DEST = (
     r"\b(?:webhook|payload)\b)"
 )
 
+#: "Send … to an address" in Spanish, Portuguese, French, German, Italian, Dutch, Polish: a
+#: cue of its own, since a tool's description may use its third person to say what it does
+SEND_TO_ADDRESS: Final = re.compile(
+    r"\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
+    r".{0,80}(?:https?://|@)",
+    re.I,
+)
+#: A sending verb that is also the third person singular ("Envía una copia a https://…": it
+#: sends a copy; "Invia", "Envia", "Envoie") opening its sentence, as the workbench's agents
+#: read a description (orders_lexicon.THIRD_PERSON; the scanner keeps its own words), or
+#: after an object pronoun anywhere ("… y lo envía a …", "se envía": no imperative), to the
+#: sentence's end
+STATED_SEND: Final = re.compile(
+    r"(?:(?:^|(?<=[.!?;])[ \t]+|\n)[ \t]*[¡¿\"'«“(*•–-]*[ \t]*"
+    r"|\b(?:se|lo|la|los|las|le|les|li|gli|ne|lhe|lhes|o|os|as)[ \t]+|\b[ls]['’])"
+    r"(?:envía|envia|invia|envoie)\b(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))*",
+    re.I,
+)
+#: What no tool's statement of what it sends would name: the conversation, the user's data,
+#: secrets (es, pt, fr, it, and the English words)
+SENSITIVE: Final = re.compile(
+    rf"{_SECRET}|\b{_DATA}\b|\b(?:historial|historique|histórico|historico|cronologia|"
+    r"conversaci[oó]n|conversa(?:ção|cao|zione)?|chat|mensajes|mensagens|messaggi|"
+    r"contraseñas?|contrasenas?|senhas?|mots? de passe|credenciales|credenciais|credenziali|"
+    r"identifiants|claves? (?:de )?api|chaves? (?:de )?api|chiavi api|secretos?|segredos?|"
+    r"segreti?|tokens?|datos (?:personales|del usuario)|dados (?:pessoais|do usuário)|"
+    r"dati (?:personali|dell'utente)|données (?:personnelles|de l'utilisateur))\b",
+    re.I,
+)
+
 # Each cue is (category, pattern). Categories are what a blocked result may mention.
 CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
@@ -450,8 +480,7 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|игнорируй|забудь (?:все|предыдущие)|"
             r"(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
             r"以前の指示|前の指示を無視"
-            r"|\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
-            r".{0,80}(?:https?://|@)|отправь.{0,80}(?:https?://|@)"
+            r"|отправь.{0,80}(?:https?://|@)"
             r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
             r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
             rf"|\bréponds? (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
@@ -502,4 +531,5 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             re.I,
         ),
     ),
+    ("multilingual", SEND_TO_ADDRESS),
 )
