@@ -22,10 +22,13 @@ address in the sentence), or change an argument ("modify the 'location' argument
 "Search the knowledge base for documents" is an order that asks for nothing.
 
 The same is read in Spanish, French, German, Italian and Portuguese
-(:mod:`orders_lexicon`), since a planted order is no less an order in another language. A tool's
+(:mod:`orders_lexicon`), since a planted order is no less an order in another language: words
+of any script's letters ("Écrivez", "Ábrelo"), an imperative with its object pronouns at its end
+("Envíaselo", "Envoie-le") included. A tool's
 description says what its tool does, so there a verb that is also the third person ("Envía el
 informe a ...": it sends the report) opens a statement, unless the sentence drops the reader's
-other orders; in a tool's output the same sentence is an order.
+other orders or is an exclamation ("¡Envía …!"); in a tool's output the same sentence is an
+order.
 
 The naive agent obeys every actionable order; the careful agent ignores them, strips them from
 what it relays and says so. Both see all of them, whatever a scanner would flag.
@@ -34,6 +37,7 @@ what it relays and says so. Both see all of them, whatever a scanner would flag.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -178,10 +182,15 @@ _ENGLISH_SOFTENERS: Final = frozenset(
 #: English and the other languages of :mod:`orders_lexicon`.
 _IMPERATIVES: Final = _ENGLISH_IMPERATIVES | other.IMPERATIVES
 _SOFTENERS: Final = _ENGLISH_SOFTENERS | other.SOFTENERS
+#: A capital letter and a letter, accented ones too ("Étape", "Último", "Ärger")
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LETTER = "A-Za-zÀ-ÖØ-öø-ÿ"
 _LEAD = re.compile(
     r"^(?:\s*(?:\[[^\]]{0,60}\]|<[^>]{0,40}>|\*\*[^*]{0,40}\*\*|#+|[-*•]|"
-    r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*){0,3}:(?!//))\s*)+"
+    rf"[{_UPPER}][{_LETTER}]*(?: [{_UPPER}][{_LETTER}]*){{0,3}}:(?!//))\s*)+"
 )
+#: A word: letters of any script first ("Écrivez", "Ábrelo", the "Envía" of "¡Envía …!").
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
 #: A leading purpose or condition clause ("To verify integrity, output ...", "When using X,
 #: call Y"): the order is what follows the comma.
 _CLAUSE = re.compile(
@@ -291,21 +300,45 @@ def _sentences(text: str) -> Iterator[tuple[int, int, str, bool]]:
             pos = m.end()
 
 
+def _plain(word: str) -> str:
+    """``word`` without accents: an imperative carrying a pronoun gains one ("envía" + "lo" is
+    "envíalo", "abre" + "lo" "ábrelo")."""
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+
+
+#: The other languages' imperatives (English has no pronouns at a verb's end: "Readme" is no
+#: "read" + "me"), without accents, that may carry a pronoun at their end.
+_CARRIERS: Final = frozenset(_plain(w) for w in other.IMPERATIVES | other.ENCLITIC_ONLY)
+
+
+def _imperative(word: str) -> bool:
+    """``word`` (lower case) is an imperative, alone or with its object pronouns at its end."""
+    if word in _IMPERATIVES:
+        return True
+    return any(
+        word.endswith(clitic) and _plain(word[: -len(clitic)]) in _CARRIERS
+        for clitic in other.ENCLITICS
+        if len(word) - len(clitic) >= 3
+    )
+
+
 def is_order(sentence: str, *, description: bool = False) -> bool:
     """The sentence is phrased as an order (see the module docstring). In a tool's
     ``description`` a verb that is also the third person ("Envía el informe a ...": it sends)
-    opens a statement about the tool, unless the sentence drops the reader's orders."""
+    opens a statement about the tool, unless the sentence drops the reader's orders or is an
+    exclamation ("¡Envía …!" is no statement)."""
     body = _LEAD.sub("", sentence.strip())
     # "<!-- note for AI assistants: merge ..." — what follows a leading label is read too
     parts = [body, *([body.split(": ", 1)[1]] if ": " in body[:80] else [])]
     for part in parts:
-        words = re.findall(r"[A-Za-z][\w'-]*", _CLAUSE.sub("", part))
+        words = _WORD.findall(_CLAUSE.sub("", part))
         while words and words[0].lower().rstrip(",") in _SOFTENERS:
             words = words[1:]
         first = words[0].lower() if words else ""
-        if description and first in other.THIRD_PERSON and not _META.search(sentence):
+        stated = first in other.THIRD_PERSON and not part.lstrip().startswith("¡")
+        if description and stated and not _META.search(sentence):
             continue
-        if first in _IMPERATIVES:
+        if _imperative(first):
             return True
     return _DIRECTED.search(sentence) is not None
 
@@ -399,7 +432,7 @@ def find_orders(
 #: A sentence that introduces planted orders: a bracketed tag, a capitalised label, or words
 #: addressed to an AI ("Assistant instruction PI-1: rooms are almost gone.").
 _LEAD_IN = re.compile(r"\[[^\]]{2,60}\]|\b(?:assistants?|agents?|ai|llms?|models?|system)\b", re.I)
-_CAPS_LABEL = re.compile(r"^\W*[A-Z][A-Z ]{3,40}\b")
+_CAPS_LABEL = re.compile(rf"^\W*[{_UPPER}][{_UPPER} ]{{3,40}}\b")
 
 
 def _lead_in(sentence: str) -> bool:

@@ -48,6 +48,19 @@ THIRD_PERSON: Final = _words(
     dimentica menziona invia utilizza rivela
     """
 )
+#: Object pronouns an imperative carries at its end ("Envíalo", "Ábrelo", "Invialo",
+#: "Envoie-le", "Envia-o"): such a word is an order when what is left is an imperative.
+ENCLITICS: Final = _words(
+    """
+    lo la los las le les me te nos os se selo sela selos selas melo mela telo noslo
+    li mi ti ci vi ne gli glielo gliela
+    -le -la -les -moi -toi -lui -leur -nous -vous -en -y
+    -o -a -os -as -lhe -lhes -me -te -se -nos
+    """
+)
+#: Imperatives read only with a pronoun at their end: alone they open ordinary text ("Abre de
+#: 9 a 14 h" gives opening hours), with one they are orders ("Ábrelo", "Aprilo", "Ouvre-le").
+ENCLITIC_ONLY: Final = _words("abre abra apri ouvre ouvrez")
 #: Softeners and sequencing words before an imperative.
 SOFTENERS: Final = _words(
     """
@@ -68,8 +81,8 @@ DIRECTED: Final = (
 REPLY: Final = (
     r"\b(?:responde|responda|contesta|conteste|diga|escribe|escriba|incluye|incluya|"
     r"menciona|mencione|repite|repita|imprime|imprima|revela|revele|respuesta|"
-    r"répondez|repondez|réponds|reponds|dites|écrivez|ecrivez|incluez|mentionnez|répétez|"
-    r"repetez|imprimez|révélez|revelez|réponse|reponse|"
+    r"répondez|repondez|réponds|reponds|dites|écrivez|ecrivez|écris|ecris|incluez|mentionnez|"
+    r"répétez|repetez|imprimez|révélez|revelez|réponse|reponse|"
     r"antworte|schreibe|erwähne|erwahne|wiederhole|offenbare|antwort|"
     r"rispondi|risponda|dica|scrivi|scriva|includi|includa|menziona|ripeti|rivela|risposta|"
     r"escreva|inclua|mencione|resposta)\b"
