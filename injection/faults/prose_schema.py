@@ -9,15 +9,18 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
 ``doc_id``). The rules, in order:
 
 1. a parameter list after a marker (``Parameters:``, ``Arguments:``, ``Args:``, ``Input:``,
-   ``Takes parameters:``, ``Required arguments:``): ``name (type, required|optional) — text``,
+   ``Takes parameters:``, ``Required arguments:``) up to a sentence that starts the returns
+   (``Returns …``, ``Output: …``; a "return" inside an item's words ends nothing):
+   ``name (type, required|optional) — text``,
    or a JSON example object (``Input: {"country": "India"}``); an item that declares its type
    names a parameter even when the name is a type word (``number (integer, required)``,
    ``text (string, required)``); each item keeps its own words (``default 3``, ``— the stock
    symbol``) as its ``description``, which an agent reads ("max 3");
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
-   (outputs are named there too) of a sentence that takes something (accepts, takes, requires,
-   expects, parameter, argument, given, provide, by): ``'cron' string``, ``(query)``, typed
-   by the words since the previous item (``a query string (query) and an integer (top_k)``);
+   (outputs are named there too; "to return" is no such part) of a sentence that takes
+   something (accepts, takes, requires, expects, parameter, argument, given, provide, by):
+   ``'cron' string``, ``(query)``, typed by the words since the previous item (``a query
+   string (query) and an integer (top_k)``);
 3. ``<name> <type>`` / ``<type> <name>`` pairs with a snake_case name (``a top_k integer``,
    ``a single doc_id string``) and ``by its <name>``;
 4. a top-level scalar field of the clean response whose name (or its first word) appears in
@@ -71,7 +74,15 @@ _ITEM = re.compile(
     rf"\s*(?:(?:an?|the|single)\s+)*({_NAME})\s*\(([^)]*)\)",
     re.I,
 )
-_RETURNS = re.compile(r"\b(?:returns?|returning|outputs?|responds?)\b", re.I)
+#: What the tool returns, where it is said: never "to return" ("the number of hours to
+#: return" is a parameter's words, not the returns).
+_RETURNS = re.compile(r"(?<!\bto )\b(?:returns?|returning|outputs?|responds?)\b", re.I)
+#: The start of the returns section of a parameter list: a sentence (or a list item) that
+#: opens with it ("… top_k (integer). Returns a list"), not a return inside a parameter's
+#: own words ("hours (integer) — hours of data it returns, max 48; unit (string)").
+_RETURNS_SECTION = re.compile(
+    r"(?:^|(?<=[.!?;])\s+|\n)\s*(?:returns?|returning|outputs?|responds?)\b", re.I
+)
 _TAKES = re.compile(
     r"\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?|given|provide|providing|"
     r"by|for|with|specif\w+|named)\b",
@@ -261,7 +272,7 @@ def _marked_list(description: str) -> Found:
                 for key, value in example.items():
                     out.append((str(key), _type_of(type(value).__name__), True))
                 continue
-        segment = _RETURNS.split(rest, maxsplit=1)[0]
+        segment = _RETURNS_SECTION.split(rest, maxsplit=1)[0]
         optional = marker.group(0).lower().startswith("optional")
         out += _items(segment, all_optional=optional, text=rest)
     return out

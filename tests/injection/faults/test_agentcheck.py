@@ -222,6 +222,45 @@ def test_derived_schemas_keep_each_parameters_own_description() -> None:
     assert "default 5; maximum number of results to return" in top_k.values()
 
 
+@pytest.mark.parametrize(
+    ("described", "properties", "required"),
+    [
+        (  # a return inside a listed parameter's words
+            "Readings. Parameters: station (string, required); hours (integer) — hours to "
+            "return, max 48; unit (string, optional). Returns readings; score (number) each.",
+            {"station": "string", "hours": "integer", "unit": "string"},
+            ["station", "hours"],
+        ),
+        (  # an output inside them, and the returns section opened by "Output:"
+            "Logs. Parameters: service (string), lines (integer) - lines to output, level "
+            "(string). Output: entries; count (integer) of them.",
+            {"service": "string", "lines": "integer", "level": "string"},
+            ["service", "lines", "level"],
+        ),
+        (  # "to return" in a sentence that takes something
+            "Searches. Takes a query string (query) and the number of results to return (top_k).",
+            {"query": "string", "top_k": "number"},
+            ["query", "top_k"],
+        ),
+    ],
+)
+def test_only_a_sentence_starting_the_returns_ends_the_parameters(
+    described: str, properties: dict[str, str], required: list[str]
+) -> None:
+    """The parameter list stopped at the first "return"/"output" anywhere, so "hours to
+    return, max 48; unit (string)" lost ``unit`` (and "results to return (top_k)" lost
+    ``top_k``); only a sentence or item that starts the returns section ends it now, and
+    names in that section ("score (number) each") are still no parameters."""
+    raw = _b1_template("2023-02-03")
+    raw["tools"][0]["description"] = described
+    schema = parse_scenario(raw, "b1.json").tools[0].input_schema
+    got = {name: prop["type"] for name, prop in schema["properties"].items()}
+    assert got == properties and schema["required"] == required
+    search = CONVERTED["A1_retrieval_timeout_search_docs"].tools[0]
+    assert search.name == "search_docs"
+    assert search.input_schema["properties"]["top_k"] == {"type": "integer"}
+
+
 # ------------------------------------------------------------------------------ per type
 
 
