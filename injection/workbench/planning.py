@@ -241,7 +241,8 @@ def _string_candidates(
     example = _EXAMPLE.search(description)
     sample = example.group(1) if example else description if "/" in description else ""
     # a lowercase word's shape ('en', 'us') is every short word's ('in', 'to'): no shape
-    if sample and not re.fullmatch(r"[a-z]+", sample):
+    lowercase = example is not None and re.fullmatch(r"[a-z]+", sample) is not None
+    if sample and not lowercase:
         for collapse in (False, True):
             wanted = _shape(sample, collapse=collapse)
             same = [t for t in tokens if _shape(t, collapse=collapse) == wanted]
@@ -250,6 +251,10 @@ def _string_candidates(
     codes = [t for t in tokens if t.isupper() and t.isalpha() and 2 <= len(t) <= 4]
     if re.search(r"\bcode\b", description, re.I) and codes:
         return codes
+    if lowercase and re.search(r"\bcode\b", description, re.I):
+        # a code the task names in words ('in English', 'the United States'), which are no
+        # code: the description's own example ('en', 'us'), not a capitalised word of the task
+        return [sample]
     named = [v for v in _named_value(name, task) if v not in foreign]
     if named:
         return named

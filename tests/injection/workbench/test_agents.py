@@ -725,6 +725,23 @@ def test_a_plan_reads_a_count_from_the_parameters_own_description(words: str, se
     assert literal_value("hl", code, "Coffee questions asked in the US, in English.")[1] != "in"
 
 
+def test_a_plan_sends_the_code_a_parameters_description_gives_as_its_example() -> None:
+    """The people-also-ask template's plan sent hl='States' and gl='English' (capitalised
+    words of "in the United States and in English"), where its description's own examples,
+    'en' and 'us', are the codes meant; a code whose example is a lowercase word, which the
+    task names only in words, is now that example, while a code the task writes in capitals
+    is still the task's."""
+    sc = next(s for s in AGENTCHECK if s.id == "C2_people_also_ask_language_switch")
+    (call,) = [c for c in plan_from_scenario(sc).calls if c.tool == "people_also_ask"]
+    assert (call.arguments["hl"].literal, call.arguments["gl"].literal) == ("en", "us")
+    language = {"type": "string", "description": "language code, e.g. 'en'"}
+    country = {"type": "string", "description": "country code, e.g. 'us'"}
+    task = "Questions people ask about coffee in the United States, in English."
+    assert literal_value("hl", language, task) == (True, "en")
+    assert literal_value("gl", country, task) == (True, "us")
+    assert literal_value("gl", country, "Questions people ask in DE about coffee.") == (True, "DE")
+
+
 def test_plans_send_arguments_from_the_derived_schemas() -> None:
     """AgentCheck declares no input schemas: the plan fills what the prose names, so A4's
     renamed argument is sent under its documented name in every template."""
