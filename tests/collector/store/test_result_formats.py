@@ -8,6 +8,7 @@ import math
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -59,6 +60,15 @@ def test_csv_leaves_nulls_empty() -> None:
     assert out.getvalue() == "a,b\n1,x\n,\n"
 
 
+def _csv_and_duckdb_copy(con: Any, sql: str, tmp_path: Path) -> tuple[str, str]:
+    """``sql``'s result as ``write_csv`` writes it, and as DuckDB's own ``COPY TO csv`` does."""
+    copy = tmp_path / "copy.csv"
+    con.execute(f"COPY ({sql}) TO '{copy}' (HEADER)")
+    out = io.StringIO()
+    write_csv(con.sql(sql).to_arrow_table(), out)
+    return out.getvalue(), copy.read_text()
+
+
 def test_csv_writes_non_finite_numbers_and_booleans_as_duckdb_copy_does(tmp_path: Path) -> None:
     """NaN and ±Infinity are numbers, not NULL (an empty field): written as DuckDB's own COPY
     TO csv writes them, and read back as the same numbers; booleans were ``True``/``False``."""
@@ -70,17 +80,14 @@ def test_csv_writes_non_finite_numbers_and_booleans_as_duckdb_copy_does(tmp_path
         "false)) t(a, b, c, d, e, f, g)"
     )
     con = duckdb.connect()
-    copy = tmp_path / "copy.csv"
-    con.execute(f"COPY ({sql}) TO '{copy}' (HEADER)")
-    out = io.StringIO()
-    write_csv(con.sql(sql).to_arrow_table(), out)
+    text, copy = _csv_and_duckdb_copy(con, sql, tmp_path)
     assert (
-        out.getvalue()
-        == copy.read_text()
+        text
+        == copy
         == ("a,b,c,d,e,f,g\nnan,inf,-inf,,0.5,true,\n-0.25,1e+300,nan,2.0,3.0,false,false\n")
     )
     ours = tmp_path / "ours.csv"
-    ours.write_text(out.getvalue())
+    ours.write_text(text)
     back = con.sql(
         f"SELECT a, b, c, d FROM read_csv('{ours}', types={{'a': 'DOUBLE', 'b': 'DOUBLE', "
         "'c': 'DOUBLE', 'd': 'DOUBLE'})"
@@ -155,13 +162,10 @@ def test_csv_writes_floats_as_stored_and_times_as_duckdb_copy_does(tmp_path: Pat
         "'nan'::FLOAT, NULL::FLOAT, 2.5::DOUBLE, NULL::TIMESTAMP, NULL::DATE)) t(a, b, c, d, e, f)"
     )
     con = duckdb.connect()
-    copy = tmp_path / "copy.csv"
-    con.execute(f"COPY ({sql}) TO '{copy}' (HEADER)")
-    out = io.StringIO()
-    write_csv(con.sql(sql).to_arrow_table(), out)
+    text, copy = _csv_and_duckdb_copy(con, sql, tmp_path)
     assert (
-        out.getvalue()
-        == copy.read_text()
+        text
+        == copy
         == (
             "a,b,c,d,e,f\n0.1,1e+20,0.33333334,0.1,2026-08-04 09:30:00.25,2026-08-04\n"
             "16777216.0,nan,,2.5,,\n"

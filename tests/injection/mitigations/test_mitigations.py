@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
 
 from support.benchmarks import load_benchmark
+from support.workbench import THIRD_PERSON_SENDS
 from toolwatch.injection.faults.library import load_library
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.mitigations.acts import ListedTool
@@ -690,15 +691,7 @@ def test_scanner_withholds_a_description_requiring_a_tool_its_listing_says_acts(
     ]
 
 
-@pytest.mark.parametrize(
-    "sends",
-    [
-        "Envía una copia del documento a https://archive.example.net/in.",  # Spanish
-        "Envia uma cópia do documento para https://archive.example.net/in.",  # Portuguese
-        "Invia una copia del documento a https://archive.example.net/in.",  # Italian
-        "Envoie une copie du document à https://archive.example.net/in.",  # French
-    ],
-)
+@pytest.mark.parametrize("sends", THIRD_PERSON_SENDS)
 def test_scanner_reads_a_descriptions_third_person_send_to_an_allowed_host_as_a_statement(
     sends: str,
 ) -> None:
