@@ -18,18 +18,23 @@ with) answers three of these with a misleading message:
 - a body over the SDK's limit (4 MiB), which the SDK refuses unread with ``413``, would be read
   whole into memory by the batch check in front of it; it is ``413`` here, read no further.
 
-Every answer is a JSON-RPC error without an ``id`` (as the spec allows for a refused message);
-nothing of the body is read beyond its first character, nor quoted.
+Every answer is a JSON-RPC error, nothing of the body quoted. A refused version or ``Accept``
+answers a POSTed request with its ``id`` (JSON-RPC 2.0: the id is ``null`` only when it cannot
+be read), so the client waiting on that request is answered; a body the checks cannot read as one
+request (a batch, not JSON, over the limit, a notification, a GET) gets ``null``.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
-from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, RequestId
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from toolwatch.injection.proxy.stdio_front import echoable_id
 
 SUPPORTED = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 _VERSION = b"mcp-protocol-version"
@@ -49,20 +54,47 @@ def _accepts(headers: list[tuple[bytes, bytes]]) -> tuple[bool, bool]:
     return any(t in _JSON for t in types), any(t in _SSE for t in types)
 
 
-def _error(status: int, code: int, message: str, data: Any = None) -> tuple[int, bytes]:
+def _error(
+    status: int, code: int, message: str, data: Any = None, request: RequestId | None = None
+) -> tuple[int, bytes]:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return status, json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+    return status, json.dumps({"jsonrpc": "2.0", "id": request, "error": error}).encode()
 
 
-def _header_problem(scope: dict[str, Any]) -> tuple[int, bytes] | None:
+@dataclass(frozen=True)
+class _Refusal:
+    """A header problem; answered with the request's id once the body has been read."""
+
+    status: int
+    code: int
+    message: str
+    data: Any = None
+
+    def answer(self, request: RequestId | None = None) -> tuple[int, bytes]:
+        return _error(self.status, self.code, self.message, self.data, request)
+
+
+def request_id(body: bytes) -> RequestId | None:
+    """The ``id`` of the JSON-RPC request ``body`` holds, when it can be read and carried back
+    (a string or an integer; as the stdio front reads it), else ``None``."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    return echoable_id(message.get("id"))
+
+
+def _header_problem(scope: dict[str, Any]) -> _Refusal | None:
     headers: list[tuple[bytes, bytes]] = scope["headers"]
     versions = [v.decode("latin-1") for k, v in headers if k == _VERSION]
     for version in versions:
         if version not in SUPPORTED:
             shown = version if len(version) <= _QUOTED else version[:_QUOTED] + "…"
-            return _error(
+            return _Refusal(
                 400,
                 UNSUPPORTED_PROTOCOL_VERSION,
                 f"Bad Request: unsupported MCP-Protocol-Version {shown!r}; "
@@ -76,7 +108,7 @@ def _header_problem(scope: dict[str, Any]) -> tuple[int, bytes] | None:
             what = (
                 "the Accept header must list" if said else "no Accept header; a client must accept"
             )
-            return _error(
+            return _Refusal(
                 406,
                 INVALID_REQUEST,
                 f"Not Acceptable: {what} both application/json and text/event-stream",
@@ -128,10 +160,10 @@ def spec_checks(app: Any) -> Any:
             await app(scope, receive, send)
             return
         problem = _header_problem(scope)
-        if problem is not None:
-            await respond(send, problem)
-            return
         if scope["method"] != "POST":
+            if problem is not None:
+                await respond(send, problem.answer())
+                return
             await app(scope, receive, send)
             return
         declared = _declared_length(scope)
@@ -139,9 +171,12 @@ def spec_checks(app: Any) -> Any:
             None if declared is not None and declared > MAX_BODY else await read_whole_body(receive)
         )
         if read is None:
-            await respond(send, TOO_LARGE)
+            await respond(send, TOO_LARGE if problem is None else problem.answer())
             return
         body, replay = read
+        if problem is not None:  # after the body: its request's id is the answer's
+            await respond(send, problem.answer(request_id(body)))
+            return
         if body.lstrip()[:1] == b"[":
             await respond(send, _BATCH)
             return

@@ -162,10 +162,10 @@ def _unreadable(line: str) -> Refusal:
     if isinstance(raw, list):
         return Refusal(BATCH, types.INVALID_REQUEST)
     request = raw.get("id") if isinstance(raw, dict) and "method" in raw else None
-    return Refusal(NOT_JSON_RPC, types.INVALID_REQUEST, _echoable(request))
+    return Refusal(NOT_JSON_RPC, types.INVALID_REQUEST, echoable_id(request))
 
 
-def _echoable(request: Any) -> types.RequestId | None:
+def echoable_id(request: Any) -> types.RequestId | None:
     """``request`` when it is a valid id the answer can carry (no lone surrogate), else ``None``."""
     if isinstance(request, int) and not isinstance(request, bool):
         return request

@@ -87,7 +87,7 @@ def test_an_unsupported_protocol_version_is_a_400_naming_it_and_the_session_goes
         400,
         {
             "jsonrpc": "2.0",
-            "id": None,
+            "id": 2,  # the refused request's, as JSON-RPC asks when it can be read
             "error": {
                 "code": UNSUPPORTED_PROTOCOL_VERSION,
                 "message": "Bad Request: unsupported MCP-Protocol-Version '1999-01-01'; "
@@ -98,6 +98,29 @@ def test_an_unsupported_protocol_version_is_a_400_naming_it_and_the_session_goes
     )
     assert refused[1][1]["error"]["data"]["requested"] == "x" * 40 + "…"
     assert (status, listed) == (200, True)
+
+
+def test_a_refusal_carries_the_requests_id_when_it_can_be_read_and_null_otherwise() -> None:
+    """JSON-RPC 2.0: an error answer's id is the request's, null only when it cannot be read.
+    The version refusal answered every request with a null id, so the client's pending
+    request was never answered; a GET, a notification, a bad id or no JSON still get null."""
+
+    async def probe(http: httpx2.AsyncClient, url: str, session: dict[str, str]) -> Any:
+        bad = {**session, "mcp-protocol-version": "1999-01-01"}
+        bodies: list[Any] = [
+            {**LIST, "id": "req-7"},
+            {**LIST, "id": 0},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {**LIST, "id": True},
+            {**LIST, "id": 1.5},
+            {"jsonrpc": "2.0", "id": 3, "result": {}},  # an answer: no request of its own
+        ]
+        ids = [(await http.post(url, json=b, headers=bad)).json()["id"] for b in bodies]
+        ids.append((await http.post(url, content=b"{not json", headers=bad)).json()["id"])
+        got = await http.get(url, headers={**bad, "accept": "text/event-stream"})
+        return ids, got.status_code, got.json()["id"]
+
+    assert against_the_proxy(probe) == (["req-7", 0, None, None, None, None, None], 400, None)
 
 
 def test_a_batch_is_a_400_saying_one_message_per_post_without_quoting_it() -> None:
@@ -141,7 +164,7 @@ def test_a_post_that_does_not_accept_both_is_a_406_saying_what_to_send_in_either
 
     def refused(message: str) -> tuple[int, dict[str, Any]]:
         error = {"code": INVALID_REQUEST, "message": f"{message} text/event-stream"}
-        return 406, {"jsonrpc": "2.0", "id": None, "error": error}
+        return 406, {"jsonrpc": "2.0", "id": 2, "error": error}  # LIST's id
 
     assert against_the_proxy(probe) == [refused(missing), refused(missing), refused(partial), 200]
 
