@@ -6,7 +6,9 @@
 Without an upstream, the scenario's own tools are served in process (fully offline). Without a
 scenario the proxy is transparent. What is armed is logged at start (stderr); a fault the
 upstream's listing says could never act as written (its tool not listed, an A4 rename of an
-argument the tool lacks, a silent fault its output schema rejects) is refused, exit 2.
+argument the tool lacks, a silent fault its output schema rejects) is refused, exit 2. When it
+stops, one line sums up what the armed fault came to: injections made and due calls it could
+not act on (a field the real answer lacks), by kind and reason.
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed of probabilistic occurrence rules (default 0)",
     )
     parser.add_argument(
-        "--injection-log", metavar="FILE", help="append one JSON line per injection to FILE"
+        "--injection-log",
+        metavar="FILE",
+        help="append one JSON line per injection, and per due call the fault could not act "
+        "on, to FILE",
     )
     parser.add_argument(
         "--max-upstream-sessions",
@@ -135,13 +140,17 @@ async def _main(
         injection_log=args.injection_log,
         max_client_sessions=args.max_upstream_sessions,
     ) as p:
-        await serve(
-            p,
-            args.transport,
-            host=args.host,
-            port=args.port,
-            on_listening=lambda url: logger.info("fault proxy listening on %s", url),
-        )
+        try:
+            await serve(
+                p,
+                args.transport,
+                host=args.host,
+                port=args.port,
+                on_listening=lambda url: logger.info("fault proxy listening on %s", url),
+            )
+        finally:  # what the armed fault came to, not applicable included (:mod:`.outcomes`)
+            if (summary := p.outcomes.summary()) is not None:
+                logger.info("%s", summary)
 
 
 def _quiet_http_logs() -> None:

@@ -22,7 +22,6 @@ next request (:mod:`.upstream`), so the proxy keeps serving.
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -47,9 +46,9 @@ from toolwatch.injection.faults.fit import upstream_problems
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.era import discover_refused
-from toolwatch.injection.proxy.injection_log import Injection, InjectionLog
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
 from toolwatch.injection.proxy.log_lines import with_opt_in
+from toolwatch.injection.proxy.outcomes import Outcomes
 from toolwatch.injection.proxy.rounds import Rounds, is_retry, upstream_params
 from toolwatch.injection.proxy.serving import HttpServer as HttpServer
 from toolwatch.injection.proxy.serving import http_server as http_server
@@ -155,11 +154,13 @@ class FaultProxy(Server[Any]):
         self.calls: Counter[str] = Counter()
         self.rounds = Rounds()
         self.listings = 0
-        self.injections: list[Injection] = []
+        #: What each due fault came to, and the injection log (:mod:`.outcomes`).
+        self.outcomes = Outcomes(scenario, self.engine, injection_log)
+        self.injections = self.outcomes.injections
         self._upstream_tools: list[dict[str, Any]] = []
         self._input_schemas: dict[str, dict[str, Any]] = {}
         self._listing_poisoned = False
-        self.log = InjectionLog(Path(injection_log)) if injection_log else None
+        self.log = self.outcomes.log
 
     def get_capabilities(
         self,
@@ -246,27 +247,6 @@ class FaultProxy(Server[Any]):
         by_name.update({t["name"]: t for t in wire})
         self._upstream_tools = list(by_name.values())
 
-    # -- recording -----------------------------------------------------------------------------
-
-    def _record(self, tool: str, occurrence: int, kind: str, note: str) -> None:
-        assert self.engine is not None and self.scenario is not None
-        event = Injection(
-            time=time.time(),
-            scenario=self.scenario.id,
-            fault=self.engine.fault.fault_id,
-            action=self.engine.fault.action,
-            tool=tool,
-            occurrence=occurrence,
-            kind=kind,
-            label=self.engine.label,
-            note=note,
-        )
-        self.injections.append(event)
-        unit = "tools/list" if kind == "listing" else "call"
-        logger.info("injected %s into %s #%d of %r: %s", event.label, unit, occurrence, tool, note)
-        if self.log is not None:
-            self.log.append(event)
-
     # -- forwarding ----------------------------------------------------------------------------
 
     async def _forward(
@@ -334,7 +314,7 @@ class FaultProxy(Server[Any]):
         # The listing depends on proxy state: tell clients not to cache it.
         update: dict[str, Any] = {"ttl_ms": 0}
         if effect.applied:
-            self._record(target, self.listings, "listing", effect.note)
+            self.outcomes.injected(target, self.listings, "listing", effect.note)
             update["tools"] = [types.Tool.model_validate(t) for t in effect.tools]
             update["meta"] = {**(result.meta or {}), LABEL_META_KEY: engine.label}
         return result.model_copy(update=update)
@@ -386,7 +366,7 @@ class FaultProxy(Server[Any]):
             listed = engine.listed_call(_dump(result), poisoned=self._listing_poisoned)
             if not listed.applied:
                 return result
-            self._record(name, n, "under_listing", listed.note)
+            self.outcomes.injected(name, n, "under_listing", listed.note)
             return await listed.deliver()
         if not plan.due:
             return await upstream(arguments)
@@ -399,17 +379,13 @@ class FaultProxy(Server[Any]):
             upstream_result = raw
         effect = engine.apply(plan, None if upstream_result is None else _dump(upstream_result))
         if not effect.applied:
-            logger.warning(
-                "fault %s due on call #%d of %r but not applicable (%s); forwarded unchanged",
-                engine.label,
-                n,
-                name,
-                effect.note,
-            )
+            self.outcomes.skipped(name, n, effect.note)  # counted, logged, in the log
             if upstream_result is not None:
                 return upstream_result
             return await upstream(arguments)
-        self._record(name, n, "reject" if plan.reject is not None else "call", effect.note)
+        self.outcomes.injected(
+            name, n, "reject" if plan.reject is not None else "call", effect.note
+        )
         request = ctx
         return await effect.deliver(lambda: announce_injection(request, name, engine.label))
 

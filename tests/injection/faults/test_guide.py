@@ -118,8 +118,9 @@ def through_proxy(tmp_path: Path, scenario_id: str, calls: Calls) -> list[dict[s
     upstream = shlex.join([sys.executable, "shop_server.py"])
     argv = ["proxy", "--scenario", f"{scenario_id}.json", "--upstream-cmd", upstream]
     argv += ["--injection-log", "injections.jsonl"]
+    command = [sys.executable, "-m", "toolwatch", *argv]  # its log in proxy.err
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "toolwatch", *argv], cwd=str(tmp_path)
+        command="sh", args=["-c", 'exec "$@" 2>proxy.err', "sh", *command], cwd=str(tmp_path)
     )
 
     async def main() -> None:
@@ -154,6 +155,9 @@ def test_a2_the_second_call_is_a_503_and_the_others_are_the_servers(tmp_path: Pa
         (2, "call", "A2:shop-a2-503")
     ]
     assert set(rows[0]) == {f.name for f in fields(Injection)}  # the fields the guide names
+    (summary,) = blocks("text", "run-summary")
+    last = (tmp_path / "proxy.err").read_text().splitlines()[-1]
+    assert last.endswith(" INFO toolwatch.injection.commands.proxy: " + summary.strip())
 
 
 def test_a4_renames_the_argument_rejects_the_old_name_and_drifts_the_field(
@@ -179,7 +183,7 @@ def test_a4_renames_the_argument_rejects_the_old_name_and_drifts_the_field(
         "Error executing tool get_order: 2 validation errors for get_order arguments\n"
         "order_id: unexpected argument\n"
     )
-    calls_faulted = [(r["occurrence"], r["note"]) for r in rows if r["kind"] != "listing"]
+    calls_faulted = [(r["occurrence"], r["note"]) for r in rows if r["kind"] in ("call", "reject")]
     assert calls_faulted == [
         (2, "call rejected: old argument names"),
         (3, "result fields renamed"),
