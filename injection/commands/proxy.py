@@ -24,6 +24,7 @@ from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.proxy.proxy import run_proxy, serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.proxy.sessions import MAX_OPEN
+from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.injection.proxy.upstream import (
     UpstreamTarget,
     UpstreamUnavailable,
@@ -133,21 +134,27 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
 async def _main(
     args: argparse.Namespace, scenario: Scenario | None, target: UpstreamTarget | None
 ) -> None:
-    async with run_proxy(
-        scenario,
-        target,
-        seed=args.seed,
-        injection_log=args.injection_log,
-        max_client_sessions=args.max_upstream_sessions,
-    ) as p:
+    # over stdio a stop signal stops the upstream processes at once, shutdown included
+    # (:mod:`.stdio_stop`); over HTTP the server stops gracefully on it (:mod:`.serving`)
+    async with (
+        stopped_by_signals(args.transport == "stdio") as serving,
+        run_proxy(
+            scenario,
+            target,
+            seed=args.seed,
+            injection_log=args.injection_log,
+            max_client_sessions=args.max_upstream_sessions,
+        ) as p,
+    ):
         try:
-            await serve(
-                p,
-                args.transport,
-                host=args.host,
-                port=args.port,
-                on_listening=lambda url: logger.info("fault proxy listening on %s", url),
-            )
+            with serving:
+                await serve(
+                    p,
+                    args.transport,
+                    host=args.host,
+                    port=args.port,
+                    on_listening=lambda url: logger.info("fault proxy listening on %s", url),
+                )
         finally:  # what the armed fault came to, not applicable included (:mod:`.outcomes`)
             if (summary := p.outcomes.summary()) is not None:
                 logger.info("%s", summary)

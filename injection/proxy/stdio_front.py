@@ -28,13 +28,16 @@ import io
 import json
 import logging
 import os
+import threading
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
@@ -178,6 +181,47 @@ def echoable_id(request: Any) -> types.RequestId | None:
     return None
 
 
+class _ThreadLines:
+    """The client's lines, read by a daemon thread of their own. A session stopped by a signal
+    (:mod:`.stdio_stop`) must not wait for a client that sends nothing: a read blocked in one of
+    anyio's worker threads held the cancelled session, and then the exit (those threads are
+    joined), until the client wrote or closed its end."""
+
+    def __init__(self, text: io.TextIOWrapper) -> None:
+        self._text = text
+        self._send, self._receive = anyio.create_memory_object_stream[str](0)
+        self._thread: threading.Thread | None = None
+
+    def __aiter__(self) -> _ThreadLines:
+        if self._thread is None:
+            token = anyio.lowlevel.current_token()
+            self._thread = threading.Thread(
+                target=self._read, args=(token,), name="toolwatch stdin", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        """No more lines wanted: the reader stops at its next line (or EOF)."""
+        self._receive.close()
+
+    def _read(self, token: Any) -> None:
+        try:
+            while line := self._text.readline():
+                anyio.from_thread.run(self._send.send, line, token=token)
+        except (anyio.BrokenResourceError, RuntimeError, OSError, ValueError):
+            return  # the session is over (its loop too, for RuntimeError): nothing reads on
+        finally:
+            with suppress(RuntimeError):  # EOF: the session ends as the SDK's would
+                anyio.from_thread.run_sync(self._send.close, token=token)
+
+
 @contextmanager
 def _claimed_stdin() -> Iterator[Any]:
     """The client's stdin, read from a private duplicate while fd 0 points at the null device
@@ -188,12 +232,14 @@ def _claimed_stdin() -> Iterator[Any]:
         os.dup2(null, 0)
     finally:
         os.close(null)
-    # closefd=False: a worker thread may still block on it after the session (the SDK's reason)
+    # closefd=False: the reading thread may still block on it after the session (the SDK's
+    # reason), so the descriptor is never closed and reused under it
     buffer = os.fdopen(wire, "rb", closefd=False)
-    text = io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
+    lines = _ThreadLines(io.TextIOWrapper(buffer, encoding="utf-8", errors="replace"))
     try:
-        yield anyio.wrap_file(text)
+        yield lines
     finally:
+        lines.close()
         os.dup2(wire, 0)
 
 

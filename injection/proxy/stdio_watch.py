@@ -23,7 +23,7 @@ import json
 import logging
 from collections import Counter, deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
 
 import anyio
@@ -35,6 +35,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolwatch.injection.proxy.sdk_logs import describe_exception
+from toolwatch.injection.proxy.stdio_stop import noting_upstreams
 
 logger = logging.getLogger(__name__)
 
@@ -209,6 +210,9 @@ class WatchedWrite:
 async def watched_stdio(
     params: StdioServerParameters, watch: StdioWatch
 ) -> AsyncIterator[tuple[_WatchedRead, WatchedWrite]]:
-    """The SDK's stdio transport to ``params``, watched by ``watch``."""
-    async with stdio_client(params) as (read, write):
+    """The SDK's stdio transport to ``params``, watched by ``watch``; its process noted as an
+    upstream a stop signal reaches (:mod:`.stdio_stop`)."""
+    async with AsyncExitStack() as stack:
+        with noting_upstreams():  # only while it starts: the note is the spawn's
+            read, write = await stack.enter_async_context(stdio_client(params))
         yield _WatchedRead(read, watch), WatchedWrite(write, watch)

@@ -107,6 +107,26 @@ class ProxyProcess:
         return self.log.read_text(errors="replace")
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:  # gone since
+        return False
+
+
+def gone_within(pids: Sequence[int], seconds: float) -> bool:
+    """Whether every process of ``pids`` has ended within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(alive(pid) for pid in pids)
+
+
 def _status(pid: int) -> dict[str, int]:
     try:
         lines = Path(f"/proc/{pid}/status").read_text().splitlines()

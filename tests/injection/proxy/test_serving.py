@@ -5,24 +5,14 @@ proxy died of it (exit -15) before closing its upstreams, and their processes we
 
 from __future__ import annotations
 
-import os
 import signal
-import time
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
-from support.proxy_process import ProxyProcess
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # not a zombie
+from support.proxy_process import ProxyProcess, gone_within
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -47,7 +37,4 @@ def test_a_stop_signal_is_a_clean_exit_with_the_upstreams_closed(
     assert proxy.proc.returncode == 0, log
     assert f"{stop.name} received: stopped serving, shutting down" in log
     assert "Traceback" not in log
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in tree[1:]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(_alive(pid) for pid in tree[1:])  # no upstream left behind
+    assert gone_within(tree[1:], 10)  # no upstream left behind

@@ -1,0 +1,131 @@
+"""A stdio proxy stopped by a signal (SIGTERM, SIGINT) stops its upstream processes at once.
+
+The upstream commands the proxy starts run in process groups of their own (the SDK starts
+each with ``start_new_session``), so a signal to the proxy never reaches them, and the SDK
+stops one only when its connection closes: stdin closed, up to 2 s for the server to exit,
+then SIGTERM to its group. Over stdio the proxy died of SIGTERM at once, closing nothing; and
+an mcp client that leaves closes the proxy's stdin and sends it SIGTERM 2 s later, just when the
+proxy, still waiting out those 2 s for its own upstream, would have stopped it: a Node
+server-everything was sometimes left running.
+
+:func:`stopped_by_signals` puts a handler in place for the whole run, shutdown included: the
+signal sends SIGTERM to every upstream group still running (the SDK's close then finds it gone,
+or kills it 2 s later), stops serving, and the proxy's own shutdown runs (upstream sessions
+closed, the run summary said) and the command exits 0, as over HTTP (:mod:`.serving`). A second
+signal kills the groups still there. The upstream processes are known by the SDK's spawn
+function, wrapped here to note each process it starts inside :func:`noting_upstreams`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+import mcp.client.stdio as sdk_stdio
+
+logger = logging.getLogger(__name__)
+
+#: What stops a stdio proxy (a client's or service manager's stop, Ctrl-C).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_noting: ContextVar[bool] = ContextVar("toolwatch_noting_upstreams", default=False)
+#: Upstream processes started in this process (``anyio.abc.Process``), while they live.
+_UPSTREAMS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _wrap_spawn() -> None:
+    """Note each process the SDK's stdio client starts while :func:`noting_upstreams` is on."""
+    spawn = getattr(sdk_stdio, "_create_platform_compatible_process", None)
+    if spawn is None or getattr(spawn, "toolwatch_notes", False):
+        return  # another SDK (nothing to wrap: stopping falls back to the SDK's own close)
+
+    async def noted(*args: Any, **kwargs: Any) -> Any:
+        process = await spawn(*args, **kwargs)
+        if _noting.get():
+            _UPSTREAMS.add(process)
+        return process
+
+    noted.toolwatch_notes = True  # type: ignore[attr-defined]
+    sdk_stdio._create_platform_compatible_process = noted
+
+
+_wrap_spawn()
+
+
+@contextmanager
+def noting_upstreams() -> Iterator[None]:
+    """Within it, a stdio client's server process is an upstream :func:`signal_upstreams`
+    reaches."""
+    token = _noting.set(True)
+    try:
+        yield
+    finally:
+        _noting.reset(token)
+
+
+def signal_upstreams(sig: signal.Signals = signal.SIGTERM) -> int:
+    """Send ``sig`` to the process group of every upstream still running; how many."""
+    sent = 0
+    for process in list(_UPSTREAMS):
+        if process.returncode is not None:
+            continue
+        try:
+            os.killpg(process.pid, sig)  # its group: the SDK started it as a session leader
+        except (ProcessLookupError, PermissionError):
+            continue
+        sent += 1
+    return sent
+
+
+@asynccontextmanager
+async def stopped_by_signals(enabled: bool = True) -> AsyncIterator[anyio.CancelScope]:
+    """Until the block ends (the proxy's shutdown included), a stop signal stops the upstream
+    processes at once and cancels the yielded scope (put it around serving). Not enabled, off
+    the main thread or off asyncio (where no handler can be set), the scope is never cancelled.
+
+    The handler is the event loop's (it runs as a callback of the loop, so it may cancel), set
+    without a task group: one would wrap the proxy's own errors (an upstream that cannot be
+    reached) in an exception group."""
+    serving = anyio.CancelScope()
+    loop = _main_loop() if enabled else None
+    if loop is None:
+        yield serving
+        return
+    received = 0
+
+    def stop(sig: signal.Signals) -> None:
+        nonlocal received
+        received += 1
+        hard = received > 1
+        sent = signal_upstreams(signal.SIGKILL if hard else signal.SIGTERM)
+        groups = f"{sent} upstream process group{'' if sent == 1 else 's'}"
+        what = "killed" if hard else "stopped"
+        logger.info("%s received: %s %s, shutting down", sig.name, what, groups)
+        serving.cancel()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        yield serving
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
+def _main_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, when it runs on the main thread (only there can it handle
+    signals); ``None`` otherwise."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # another backend
+        return None
