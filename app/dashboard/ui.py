@@ -24,10 +24,10 @@ import streamlit as st
 from toolwatch.app.dashboard import hints
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_settings
-from toolwatch.collector.store.result_formats import counted as counted  # the pages' ui.counted
 from toolwatch.detection import ModelError, NormalModel
 from toolwatch.injection.experiment.formats import label as kind_label
 from toolwatch.injection.experiment.formats import num
+from toolwatch.words import counted as counted  # the pages' ui.counted
 
 
 def settings() -> AppSettings:

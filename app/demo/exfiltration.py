@@ -30,7 +30,7 @@ import anyio
 from toolwatch.app.demo.live import AlertWatcher, live_telemetry
 from toolwatch.app.demo.options import DemoError, DemoOptions, Emit, ExfilOutcome
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
-from toolwatch.collector.store.result_formats import counted
+from toolwatch.words import counted
 
 EXFIL_SCENARIO_FILE: Final = Path("demo") / "exfiltration.json"
 RUN: Final = "exfil"

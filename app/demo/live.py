@@ -30,7 +30,7 @@ from toolwatch.app.demo.options import (
     LiveOutcome,
 )
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
-from toolwatch.collector.store.result_formats import counted
+from toolwatch.words import counted
 
 # --------------------------------------------------------------------------------- stage 4
 

@@ -39,7 +39,7 @@ from toolwatch.app.demo.exfiltration import exfiltration_stage
 from toolwatch.app.demo.live import live_stage
 from toolwatch.app.demo.options import STAGES, Console, DemoError, DemoOptions, DemoResult, Emit
 from toolwatch.app.demo.stages import experiment_stage, simulate_stage, train_stage
-from toolwatch.collector.store.result_formats import counted
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 

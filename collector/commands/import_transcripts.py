@@ -35,10 +35,10 @@ from toolwatch.collector.sources.delivery import (
     send_otlp_report,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
-from toolwatch.collector.store.result_formats import counted
 from toolwatch.instrumentation.export.otlp import traces_url
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from toolwatch.collector.sources.claude_code.parsing import FORK_AGENTS
 from toolwatch.collector.sources.claude_code.records import SOURCE
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.parquet_store import CALLS
-from toolwatch.collector.store.result_formats import counted
+from toolwatch.words import counted
 
 #: What to do about them (the store keeps what it was given).
 REMEDY: Final = (

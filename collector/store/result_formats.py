@@ -30,6 +30,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from toolwatch.words import counted
+
 MAX_CELL = 80  # wide enough for a whole sha256 digest (64 hex digits) and any id
 
 
@@ -54,14 +56,6 @@ def _float_cell(value: float) -> str:
     if 1e5 <= abs(value) < 1e15:
         return f"{value:.1f}".removesuffix(".0")
     return f"{value:.6g}"
-
-
-def counted(n: Any, noun: str, plural: str | None = None) -> str:
-    """A count with its noun, singular for exactly one: ``1 stream``, ``0 streams``,
-    ``8,729 streams`` (``plural`` defaults to ``noun + "s"``), never "1 streams" or
-    "1 stream(s)" (the dashboard's pages and the demo's lines both use it)."""
-    value = int(n)
-    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
 
 
 def format_table(table: pa.Table, max_rows: int = 0) -> str:

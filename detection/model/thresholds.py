@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolwatch.collector.store.result_formats import counted
+from toolwatch.words import counted
 
 
 def operating_threshold(values: np.ndarray, quantile: float = 0.999) -> float:

@@ -16,7 +16,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from toolwatch.collector.store.result_formats import counted
 from toolwatch.detection import ModelConfig
 from toolwatch.detection.alerting import CLOCK_AHEAD_S
 from toolwatch.injection.experiment.config import THIN_TEST
@@ -34,6 +33,7 @@ from toolwatch.injection.experiment.replay import (
     ReplayConfig,
     ReplayResult,
 )
+from toolwatch.words import counted
 
 #: Column names of the kinds in the weekly table (the full names are long).
 SHORT: Final[dict[str, str]] = {

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from toolwatch import study
-from toolwatch.collector.store.result_formats import counted
 from toolwatch.detection import DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import label, num, pct, rate_ci, target_pct
@@ -43,6 +42,7 @@ from toolwatch.injection.experiment.validity import (
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, NOTE_READ_PAIR
 from toolwatch.injection.spans.kinds import ALL_KINDS, ANOMALY_KINDS
 from toolwatch.injection.spans.provenance_exfiltration import NOTE_PAYLOAD_CUT
+from toolwatch.words import counted
 
 SINGLE_CUES: tuple[str, ...] = ("time", "failure", "order", "size")
 

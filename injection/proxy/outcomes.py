@@ -19,6 +19,7 @@ from pathlib import Path
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.proxy.injection_log import Injection, InjectionLog, NotApplicable
+from toolwatch.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +31,6 @@ _KINDS = {
     "listing": ("tools/list answer", "tools/list answers"),
     "under_listing": ("call under the listing", "calls under the listing"),
 }
-
-
-def _counted(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 class Outcomes:
@@ -87,13 +84,13 @@ class Outcomes:
         if self.engine is None:
             return None
         made, missed = len(self.injections), len(self.not_applicable)
-        head = f"run summary: {_counted(made, 'injection')} made, {missed:,} not applicable"
+        head = f"run summary: {counted(made, 'injection')} made, {missed:,} not applicable"
         kinds = Counter(i.kind for i in self.injections)
         reasons = Counter(n.note for n in self.not_applicable)
-        parts = [_counted(n, *_KINDS.get(kind, (kind, kind))) for kind, n in sorted(kinds.items())]
+        parts = [counted(n, *_KINDS.get(kind, (kind, kind))) for kind, n in sorted(kinds.items())]
         parts += [f"{n:,} not applicable: {why}" for why, n in sorted(reasons.items())]
         rule = f"{self.engine.label} on {self.engine.fault.tool!r}"
         line = f"{head} ({rule}: {'; '.join(parts) or 'never due'})"
         if self.log is not None and self.log.failures:
-            line += f"; {_counted(self.log.failures, 'line')} not written to {self.log.path}"
+            line += f"; {counted(self.log.failures, 'line')} not written to {self.log.path}"
         return line
