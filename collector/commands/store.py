@@ -13,6 +13,7 @@ from toolwatch.collector.sources.stale_flags import format_unflagged_forks, unfl
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table
 from toolwatch.usage import positive_int
+from toolwatch.words import counted
 
 HELP = "verify, compact or describe (info) the store"
 QUARANTINE_SUFFIX = ".corrupt"
@@ -118,7 +119,7 @@ def _info(store: Store) -> int:
     sys.stdout.write(format_table(pa.Table.from_pylist(rows)))
     temp = store.temp_files()
     if temp:
-        print(f"{len(temp)} unfinished write(s) (*.parquet.tmp), invisible to readers")
+        print(f"{counted(len(temp), 'unfinished write')} (*.parquet.tmp), invisible to readers")
     summary = ingest_summary(store)
     if summary is not None:
         print("\n".join(format_ingest(summary)))

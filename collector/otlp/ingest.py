@@ -31,6 +31,7 @@ from toolwatch.collector.store import Store
 from toolwatch.collector.store.compaction import not_a_file
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
 from toolwatch.record import EPOCH, RECEIVED
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ def format_ingest(summary: dict[str, Any]) -> list[str]:
     s = summary
     unfinished = f", {s['unfinished_runs']} still running or killed" if s["unfinished_runs"] else ""
     lines = [
-        f"ingest: {s['runs']} collector run(s){unfinished}, last counted "
+        f"ingest: {counted(s['runs'], 'collector run')}{unfinished}, last counted "
         f"{s['last']:%Y-%m-%d %H:%M:%S} UTC",
         f"  {s['spans']:,} spans received in {s['requests']:,} requests: {s['stored_spans']:,} "
         f"stored ({s['calls']:,} calls, {s['tool_listings']:,} tool listings), "

@@ -37,6 +37,7 @@ from toolwatch.detection.alerting.pins import (
     status,
 )
 from toolwatch.usage import UsageError, UserError
+from toolwatch.words import counted
 
 HELP = "list, approve and export pinned tool digests (rug-pull alerts)"
 SHORT = 12
@@ -132,7 +133,10 @@ def _list(store: Store, as_json: bool) -> int:
     print(render(text_table(columns, cells)).rstrip("\n"))
     review = sum(r["status"] in ("changed", "new") for r in rows)
     if review:
-        print(f"{review} tool(s) to review: `toolwatch pins approve --tool NAME` once checked")
+        print(
+            f"{counted(review, 'tool')} to review: "
+            "`toolwatch pins approve --tool NAME` once checked"
+        )
     return 0
 
 
@@ -149,7 +153,7 @@ def _approve(store: Store, args: argparse.Namespace) -> int:
     approve(store, fresh, origin)
     for server, tool, digest in fresh:
         print(f"approved {server or '(unnamed)'}/{tool} at {digest[:SHORT]}")
-    print(f"{len(fresh)} pin(s) written, {len(items) - len(fresh)} already approved")
+    print(f"{counted(len(fresh), 'pin')} written, {len(items) - len(fresh)} already approved")
     return 0
 
 

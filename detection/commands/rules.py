@@ -25,6 +25,7 @@ from toolwatch.detection.alerting.rules import (
     load_rules,
 )
 from toolwatch.usage import UsageError
+from toolwatch.words import counted
 
 HELP = "validate and try alert rules (SQL over recent calls, a threshold)"
 
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for rule in rules:
         for row in _measure(evaluator, rule, now):
             rows.append(row)
-    print(f"{path}: {len(rules)} rule(s), valid; evaluated at {now:%Y-%m-%d %H:%M:%S} UTC")
+    print(f"{path}: {counted(len(rules), 'rule')}, valid; evaluated at {now:%Y-%m-%d %H:%M:%S} UTC")
     columns = [("rule", False), ("measured", False), ("value", True), ("test", False)]
     columns.append(("fires", False))
     print(render(text_table(columns, rows)).rstrip("\n"))

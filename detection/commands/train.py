@@ -44,6 +44,7 @@ from toolwatch.detection.model.config import ModelConfig
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE, NormalModel
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UsageError, positive_share
+from toolwatch.words import counted
 
 HELP = "fit the normal model and thresholds"
 
@@ -184,7 +185,8 @@ def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str
         unmeasured = model.data["train"].get("provenance_unmeasured", 0)
         if unmeasured:
             lines.append(
-                f"    {unmeasured:,} training call(s) without provenance measured (never alarm)"
+                f"    {counted(unmeasured, 'training call')} without provenance measured "
+                "(never alarm)"
             )
     if model.adaptive is not None:
         lines.append("  " + AdaptiveModel.from_model(model).describe())

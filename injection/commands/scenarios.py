@@ -42,6 +42,7 @@ from toolwatch.injection.faults.library import (
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, FAULT_NAMES
 from toolwatch.usage import UsageError, UserError
+from toolwatch.words import counted
 
 HELP = "list and validate fault scenarios"
 
@@ -136,7 +137,7 @@ def _list(args: argparse.Namespace) -> int:
         else:
             print(f"{s.id:32} {s.fault_type} {s.fault.action:32} {s.domain:18} {s.fault.tool}")
     if not args.json:
-        print(f"{len(shown)} scenario(s)", file=sys.stderr)
+        print(counted(len(shown), "scenario"), file=sys.stderr)
     return 1 if errors else 0
 
 

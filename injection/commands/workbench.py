@@ -53,6 +53,7 @@ from toolwatch.injection.workbench.report import (
 from toolwatch.injection.workbench.runner import RunReport, WorkbenchConfig, run_scenario
 from toolwatch.injection.workbench.suite import render_summary, run_suite
 from toolwatch.usage import non_negative_float, non_negative_int, positive_float, positive_int
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -391,7 +392,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         summary["skipped_invalid_files"] = skipped
     print(render_summary(summary))
     if skipped:
-        print(f"\n{skipped} invalid scenario file(s) left out (named above, on stderr)")
+        print(f"\n{counted(skipped, 'invalid scenario file')} left out (named above, on stderr)")
     print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
     if model is not None:
         detection = detect_suite(store, model, result)

@@ -68,7 +68,7 @@ def test_store_info_reports_the_same_counts_after_the_collector_is_gone(
             _traffic(collector)
     assert main(["store", "info", "--store", str(store.root)]) == 0
     out = capsys.readouterr().out
-    assert "ingest: 2 collector run(s)" in out
+    assert "ingest: 2 collector runs" in out
     assert (
         "24 spans received in 8 requests: 6 stored (6 calls, 0 tool listings), 4 rejected, "
         "8 ignored, 6 duplicates dropped" in out

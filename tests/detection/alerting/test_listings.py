@@ -171,7 +171,7 @@ def test_pins_list_approve_and_export(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["pins", "export", "-o", str(out), *s]) == 0
     assert read_export(out) == [("docs", "search", D_SEARCH)]
     assert main(["pins", "approve", "--all", *s]) == 0
-    assert "2 pin(s) written, 0 already approved" in capsys.readouterr().out
+    assert "2 pins written, 0 already approved" in capsys.readouterr().out
     assert {k: p.digest for k, p in load_pins(store).items()} == {
         ("docs", "fetch"): D_FETCH,
         ("docs", "search"): D_SEARCH_POISONED,

@@ -605,7 +605,7 @@ def test_a_param_of_the_wrong_type_is_an_invalid_template_not_a_crash(
     assert cli_main(["scenarios", "show", str(path)]) == 1
     assert cli_main(["scenarios", "list", "--path", str(path)]) == 1
     line = f"{path}: /fault_spec/params/{key}: {value!r} is not of type {kind}"
-    assert capsys.readouterr().err.splitlines() == [line, line, line, "0 scenario(s)"]
+    assert capsys.readouterr().err.splitlines() == [line, line, line, "0 scenarios"]
 
 
 def test_a_fractional_timeout_is_still_a_hold() -> None:

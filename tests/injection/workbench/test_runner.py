@@ -446,7 +446,7 @@ def test_a_suite_with_invalid_files_is_refused_in_one_line_or_run_without_them(
     assert len(skipped) == 2
     assert any("broken.json" in line for line in skipped)
     assert any("duplicate id" in line for line in skipped)
-    assert "2 invalid scenario file(s) left out" in out.out
+    assert "2 invalid scenario files left out" in out.out
     assert json.loads(summary.read_text())["skipped_invalid_files"] == 2
 
 
