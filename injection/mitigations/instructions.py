@@ -48,7 +48,7 @@ from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.results import iter_strings
 from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of, hosts_in
-from toolwatch.injection.mitigations.wording import CUES, SEND_TO_ADDRESS, SENSITIVE, STATED_SEND
+from toolwatch.injection.mitigations.wording import CUES, SENSITIVE, STATABLE, STATED_SEND
 
 # --------------------------------------------------------------------------------------------
 # Listing context
@@ -117,10 +117,11 @@ def _context_cues(sentence: str, context: ListingContext | None) -> str | None:
 def _unstated(text: str, allowlist: Collection[str]) -> str:
     """``text`` without the sentences in which a description says what its tool sends
     (:data:`~wording.STATED_SEND`: "Envía una copia a https://…" is "it sends" as much as
-    "send"), where every address is on the deployment's allowlist and nothing sensitive is
-    named: what :data:`~wording.SEND_TO_ADDRESS` reads in a description. Without an
-    allowlist nothing is left out: by wording alone, "it sends a copy to a stranger" and the
-    order to do so are one sentence, and reading it as a statement cost recall."""
+    "send"; "Sends a copy to https://…"), where every address is on the deployment's
+    allowlist and nothing sensitive is named: what the cues of :data:`~wording.STATABLE` and
+    the classifier read in a description. Without an allowlist nothing is left out: by
+    wording alone, "it sends a copy to a stranger" and the order to do so are one sentence,
+    and reading it as a statement cost recall."""
 
     def kept(m: re.Match[str]) -> str:
         hosts = hosts_in(m.group(0))
@@ -260,11 +261,12 @@ def categories(
     and the classifier vetoes them (:meth:`~classifier.TextModel.vetoes`; listing-context cues
     stand). The named variants ``benchmarks/bench_scanner.py`` measures beside it:
     ``classifier=False``, the rules alone; ``veto=False``, the classifier without its veto."""
-    found, listed, stated = _rule_categories(text, context)
+    found, listed = _rule_categories(text, context)
     if classifier and not listed:
         model = shipped_model()
-        # what the rules read as a description's statement of its job is not judged again
-        judged = _unstated(text, context.allowlist) if stated and context else text
+        judged = text  # a description's statement of what its tool sends is not judged again
+        if context is not None and context.description:
+            judged = _unstated(text, context.allowlist)
         if not found and model.flags(judged):
             found.add(CLASSIFIER)
         elif found and veto and model.vetoes(text):
@@ -272,12 +274,9 @@ def categories(
     return sorted(found | listed)
 
 
-def _rule_categories(
-    text: str, context: ListingContext | None
-) -> tuple[set[str], set[str], set[str]]:
-    """The categories of the wording cues, apart those of the listing-context cues, and those
-    of cues read as a description's statement (:func:`_unstated`; counted among the first
-    when any other cue fires)."""
+def _rule_categories(text: str, context: ListingContext | None) -> tuple[set[str], set[str]]:
+    """The categories of the wording cues and, apart, of the listing-context cues; a cue read
+    as a description's statement (:func:`_unstated`) counts only when another cue fires."""
     found: set[str] = set()
     listed: set[str] = set()
     stated: set[str] = set()  # a description's "it sends … to <address>": counted beside others
@@ -291,11 +290,7 @@ def _rule_categories(
             target = unquoted if category in _QUOTE_BLIND else reading
             if not pattern.search(target):
                 continue
-            if (
-                allowed
-                and pattern is SEND_TO_ADDRESS
-                and not pattern.search(_unstated(target, allowed))
-            ):
+            if allowed and pattern in STATABLE and not pattern.search(_unstated(target, allowed)):
                 stated.add(category)
             else:
                 found.add(category)
@@ -305,7 +300,7 @@ def _rule_categories(
                 listed.add(cue)
     if found or listed:  # other cues: the statement may be the order it reads like
         found |= stated
-    return found, listed, stated
+    return found, listed
 
 
 def find_instructions(text: str, context: ListingContext | None = None) -> list[InstructionHit]:

@@ -91,15 +91,26 @@ SEND_TO_ADDRESS: Final = re.compile(
     r".{0,80}(?:https?://|@)",
     re.I,
 )
+#: "Send … to a URL": a cue of its own, since a description's "Sends a copy to https://…" says
+#: what its tool does
+SEND_TO_URL: Final = re.compile(
+    r"(?<!could you )(?<!can you )(?<!would you )"
+    r"\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
+    r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.)",
+    re.I,
+)
+_OPENS = r"(?:^|(?<=[.!?;])[ \t]+|\n)[ \t]*[¡¿\"'«“(*•–-]*[ \t]*"
+_TO_SENTENCE_END = r"\b(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))*"
 #: A sending verb that is also the third person singular ("Envía una copia a https://…": it
 #: sends a copy; "Invia", "Envia", "Envoie") opening its sentence, as the workbench's agents
 #: read a description (orders_lexicon.THIRD_PERSON; the scanner keeps its own words), or
-#: after an object pronoun anywhere ("… y lo envía a …", "se envía": no imperative), to the
-#: sentence's end
+#: after an object pronoun anywhere ("… y lo envía a …", "se envía": no imperative), or an
+#: English third person opening its sentence ("Sends a copy to https://…", never "Send"),
+#: to the sentence's end
 STATED_SEND: Final = re.compile(
-    r"(?:(?:^|(?<=[.!?;])[ \t]+|\n)[ \t]*[¡¿\"'«“(*•–-]*[ \t]*"
-    r"|\b(?:se|lo|la|los|las|le|les|li|gli|ne|lhe|lhes|o|os|as)[ \t]+|\b[ls]['’])"
-    r"(?:envía|envia|invia|envoie)\b(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))*",
+    rf"(?:{_OPENS}|\b(?:se|lo|la|los|las|le|les|li|gli|ne|lhe|lhes|o|os|as)[ \t]+|\b[ls]['’])"
+    rf"(?:envía|envia|invia|envoie){_TO_SENTENCE_END}"
+    rf"|{_OPENS}(?:sends|posts|uploads|forwards|copies|transmits){_TO_SENTENCE_END}",
     re.I,
 )
 #: What no tool's statement of what it sends would name: the conversation, the user's data,
@@ -260,9 +271,6 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "exfiltration",
         re.compile(
             rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
-            rf"|(?<!could you )(?<!can you )(?<!would you )"
-            r"\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
-            r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.)"
             rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
             rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
             rf"field|header)\b[^.!?\n]{{0,40}}\b{_DATA}"
@@ -531,5 +539,9 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             re.I,
         ),
     ),
+    ("exfiltration", SEND_TO_URL),
     ("multilingual", SEND_TO_ADDRESS),
 )
+#: The cues a description's statement of what its tool sends (:data:`STATED_SEND`) may
+#: account for
+STATABLE: Final = (SEND_TO_URL, SEND_TO_ADDRESS)
