@@ -37,6 +37,15 @@ VARIANT_LABELS = {
 }
 #: Points per ROC curve drawn (the areas use every threshold).
 ROC_POINTS = 400
+#: What the main table's short headers mean (their help, and the caption under the table).
+LATENCY_HELP = (
+    "the median number of calls from the insertion point to the first alarm (1 = the inserted "
+    "call itself), over the detected runs"
+)
+AUC_HELP = (
+    "per call, the study's measure: how well the all-cue score ranks each inserted call above "
+    "every other call (0.5 = chance)"
+)
 MODE_TARGET = "target false-alarm rate"
 MODE_OPERATING = "operating point"
 #: URL value of the threshold mode -> its label
@@ -379,7 +388,8 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
     picked = v.pick(cells).set_index("kind")
     kinds = dv.kind_order(list(picked.index))
     upper = v.pick(upper_cells).set_index("kind")
-    next_column = f"at the next level, {_level(v, upper_cells)}"
+    next_level = _level(v, upper_cells)
+    next_column = f"at {next_level.removesuffix(' streams')}"
     rows = []
     bars = []
     for kind in kinds:
@@ -391,8 +401,8 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
                 "detected (95% CI)": rate_ci(c["rate"], c["ci_low"], c["ci_high"]),
                 "runs": f"{int(c['detected'])}/{int(c['runs'])}",
                 **({next_column: _rate_text(upper, kind)} if not upper.empty else {}),
-                "median latency (calls)": ui.number(c.get("median_latency"), "{:g}"),
-                "per-call AUC": ui.number(c.get("auc"), "{:.2f}"),
+                "latency": ui.number(c.get("median_latency"), "{:g}"),
+                "AUC": ui.number(c.get("auc"), "{:.2f}"),
                 "study: detected": dv.study_rate(kind, cue_set, detector) or "–",
                 "study: AUC": ui.number(study_auc, "{:.2f}"),
                 "study: latency": dv.study_latency(kind) or "–",
@@ -423,24 +433,23 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
         f"Every row at the same threshold; false alarms reached: "
         f"{dv.pct(float(picked['fa_reached'].iloc[0]), 1) if len(picked) else '–'} (above)."
     )
-    ui.facts_table(  # on a phone a block per kind: "runs" was off the table's right edge
+    # on a phone a block per kind ("runs" was off the table's right edge); on a desktop every
+    # column in the 940 px main column of a 1,400 px window: short headers (the "study: …"
+    # columns were off the right edge), their meaning in the help and the caption below
+    ui.facts_table(
         pd.DataFrame(rows),
         "kind",
         key="kinds",
         column_config={
-            "kind": st.column_config.TextColumn("kind", width="medium"),
-            "per-call AUC": st.column_config.TextColumn(
-                "per-call AUC",
-                help="the study's measure: how well the all-cue score ranks each inserted "
-                "call above every other call (0.5 = chance)",
+            next_column: st.column_config.TextColumn(
+                help=f"detection at the next reachable false-alarm level above the target, "
+                f"{next_level} (the test split is thin), with the runs detected",
             ),
-            "median latency (calls)": st.column_config.TextColumn(
-                "median latency (calls)",
-                help="calls from the insertion point to the first alarm (1 = the inserted "
-                "call itself), over the detected runs",
-            ),
+            "latency": st.column_config.TextColumn(help=LATENCY_HELP),
+            "AUC": st.column_config.TextColumn(help=AUC_HELP),
         },
     )
+    st.caption(f"latency: {LATENCY_HELP}. AUC: {AUC_HELP}.")
     if bars:
         ui.chart(
             charts.detection_bars(

@@ -111,6 +111,11 @@ def test_detection_page_shows_the_stored_experiment(app: dict[str, Any]) -> None
     assert interval(runaway["rate"], runaway["ci_low"], runaway["ci_high"]) in row
     assert f"{runaway['detected']}/{runaway['runs']}" in row
     assert page.charts >= 3  # bars, ROC, latency
+    # every column in the window: "study: AUC" and "study: latency" were off the table's right
+    # edge (its columns 1,136 px wide in a 938 px main column), with no scroll bar in sight
+    (main,) = [t for t in app["page"].evaluate(SHOWN_TABLES) if "runs" in t["rows"][0]]
+    assert main["rows"][0][-1] == "study: latency", main["rows"][0]
+    assert main["right"] <= VIEWPORT["width"] and main["scroll"] <= main["shown"] + 1, main
     light = open_page(app["page"], app["base"], "workbench")
     assert page.painted_s <= PAINT_RATIO_GUARD * light.painted_s, (page.painted_s, light)
 
@@ -423,12 +428,13 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
         }
 
 
-#: Each visible table: its edges on the screen, the width its grid scrolls over and shows,
-#: and the cells of its rendered rows (header first, as :func:`support.browser.open_page`).
+#: Each visible table (drawn: not in a folded expander): its edges on the screen, the width
+#: its grid scrolls over and shows, and the cells of its rendered rows (header first, as
+#: :func:`support.browser.open_page`).
 SHOWN_TABLES = (
     "() => Array.from(document.querySelectorAll('[data-testid=\"stDataFrame\"]'))"
-    ".filter(t => t.offsetParent).map(t => { const r = t.getBoundingClientRect();"
-    " const s = t.querySelector('.dvn-scroller');"
+    ".filter(t => t.offsetParent && t.querySelector('.dvn-scroller'))"  # drawn (not folded)
+    ".map(t => { const r = t.getBoundingClientRect(); const s = t.querySelector('.dvn-scroller');"
     " return {left: r.left, right: r.right, top: r.top,"
     " scroll: s.scrollWidth, shown: s.clientWidth,"
     " rows: Array.from(t.querySelectorAll('table tr')).map(tr => Array.from("
@@ -623,8 +629,8 @@ def test_thin_split_levels_follow_the_target_shown(
         printed_rows[cells[0]] = dict(zip(header, cells, strict=False))
     table = next(t for t in tables if t and "detected (95% CI)" in t[0])
     shown = {r[0]: dict(zip(table[0], r, strict=False)) for r in table[1:]}
-    assert table[0][3] == "at the next level, 28.6% = 2/7 streams", table[0]
+    assert table[0][3] == "at 28.6% = 2/7", table[0]
     for kind, cells in printed_rows.items():
         assert shown[kind]["detected (95% CI)"] == cells["at 14.3% = 1/7 streams"], kind
-        up = shown[kind]["at the next level, 28.6% = 2/7 streams"]
+        up = shown[kind]["at 28.6% = 2/7"]
         assert up.startswith(cells["at 28.6% = 2/7 streams"] + " "), (kind, up)

@@ -119,7 +119,7 @@ def test_detection_table_matches_the_stored_experiment(
         row = table.loc[label(kind)]
         assert row["detected (95% CI)"] == interval(c["rate"], c["ci_low"], c["ci_high"])
         assert row["runs"] == f"{c['detected']}/{c['runs']}"
-        assert row["per-call AUC"] == f"{c['auc']:.2f}"
+        assert row["AUC"] == f"{c['auc']:.2f}"
     # one threshold for every row: the false-alarm rate is said once, not in every row
     assert "false alarms reached" not in table.columns
     rate, lo, hi = study.DETECTION_ALL_CUSUM["burst"]
