@@ -65,7 +65,7 @@ def render() -> None:
         )
         ui.chart(
             time_charts.alerts_per_hour_chart(
-                per_hour, f"Alerts per hour ({BY[by]}, UTC)", pd.Timestamp(now)
+                per_hour, "Alerts per hour", pd.Timestamp(now), subtitle=f"{BY[by]}, UTC"
             ),
         )
         st.subheader("Most recent alerts")

@@ -20,13 +20,18 @@ from toolwatch.app.dashboard.charts import (
     legend_colour,
 )
 
+#: The alerts-per-hour plot's height (px).
+HOURS_PLOT_PX = 220
+
 
 def alerts_per_hour_chart(
-    per_hour: pd.DataFrame, title: str, now: pd.Timestamp | None = None
+    per_hour: pd.DataFrame, title: str, now: pd.Timestamp | None = None, subtitle: str = ""
 ) -> Spec:
     """Alerts per UTC hour, stacked by the explaining cue; each bar spans its hour. With
     ``now``, the axis runs to the current hour and covers at least the last 24 hours, so quiet
-    hours show as gaps rather than vanishing."""
+    hours show as gaps rather than vanishing. The title's detail goes in ``subtitle``, a line
+    of its own, and the legend under the plot (:func:`bottom_legend`): on a 390 px phone a
+    one-line title ran off the screen and a legend on the right took a third of the plot."""
     scale: alt.Scale | Any = alt.Undefined
     if now is not None:
         end = pd.Timestamp(now).floor("h") + pd.Timedelta(hours=1)
@@ -47,7 +52,10 @@ def alerts_per_hour_chart(
             ),
             y=alt.Y("alerts:Q", title="alerts per hour", axis=alt.Axis(tickMinStep=1, format="d")),
             color=alt.Color(
-                "cue:N", title="explaining cue", scale=category_scale(sorted(set(per_hour["cue"])))
+                "cue:N",
+                title="explaining cue",
+                scale=category_scale(sorted(set(per_hour["cue"]))),
+                legend=bottom_legend(),
             ),
             tooltip=[
                 alt.Tooltip("utcyearmonthdatehours(hour):T", format="%Y-%m-%d %H:00", title="hour"),
@@ -55,7 +63,12 @@ def alerts_per_hour_chart(
                 "alerts:Q",
             ],
         )
-        .properties(title=title, height=220)
+        .properties(
+            title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined, anchor="start"),
+            height=HOURS_PLOT_PX,
+            # the plot keeps its height under a legend stacked one entry a row on a phone
+            autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+        )
     )
 
 

@@ -46,7 +46,8 @@ from support.browser import (
     screenshot,
 )
 from support.paths import REPO
-from toolwatch.app.dashboard.time_charts import WEEKS_PLOT_PX, WEEKS_Y_PAD_PX
+from toolwatch.app.dashboard.live_page import BY
+from toolwatch.app.dashboard.time_charts import HOURS_PLOT_PX, WEEKS_PLOT_PX, WEEKS_Y_PAD_PX
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.report import label
@@ -367,6 +368,39 @@ def test_the_timeline_and_calls_per_day_fit_a_phone(app: dict[str, Any]) -> None
         assert len(bars) >= 10
         for (_, right), (left, _) in itertools.pairwise(bars):
             assert right <= left + 0.5, bars  # side by side, not overlapping
+
+
+#: The Live page's alerts-per-hour chart as drawn: its box, its plot (the root frame), its
+#: title's lines with their edges, and its legend's box.
+HOURLY_CHART = (
+    "() => { const s = Array.from(document.querySelectorAll("
+    "'[data-testid=\"stVegaLiteChart\"] svg')).find(s => s.textContent.includes('per hour'));"
+    " const box = e => { const r = e.getBoundingClientRect();"
+    " return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };"
+    " return {chart: box(s), plot: box(s.querySelector('.role-frame.root > g > path.background')),"
+    " title: Array.from(s.querySelectorAll('.role-title text')).map(t => ({...box(t),"
+    " text: t.textContent})), legend: box(s.querySelector('.role-legend'))}; }"
+)
+
+
+def test_the_alerts_chart_fits_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px the Live chart's title ("Alerts per hour (when the alert was raised, UTC)")
+    ran off the screen and its legend, on the right, took a third of the width from the bars.
+    The title is now two lines inside the screen and the legend is under the plot, which spans
+    the chart's width but for its y axis."""
+    page = app["page"]
+    for by, said in BY.items():
+        with phone(page):
+            visit(app, f"live?by={by}" if by != "alert_time" else "live", f"live-chart-{by}")
+            drawn = page.evaluate(HOURLY_CHART)
+        chart, plot, legend = drawn["chart"], drawn["plot"], drawn["legend"]
+        assert chart["left"] >= 0 and chart["right"] <= PHONE["width"], drawn
+        assert [t["text"] for t in drawn["title"]] == ["Alerts per hour", f"{said}, UTC"], drawn
+        for line in drawn["title"]:
+            assert chart["left"] - 1 <= line["left"] and line["right"] <= chart["right"], drawn
+        assert legend["top"] >= plot["bottom"], drawn  # under the plot, not beside it
+        assert plot["right"] - plot["left"] >= chart["right"] - chart["left"] - 80, drawn
+        assert plot["bottom"] - plot["top"] >= HOURS_PLOT_PX - 1, drawn  # its height kept
 
 
 #: Each visible fact block of the Corpus page's phone layout: its name and its (key, value,
