@@ -93,6 +93,18 @@ def jsonrpc(method: str, params: dict[str, Any] | None, mid: Any = None) -> dict
     return message
 
 
+#: A handshake-era client's ``initialize`` (id 1, no capabilities), as a raw probe sends it.
+PROBE_INITIALIZE: dict[str, Any] = jsonrpc(
+    "initialize",
+    {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+    1,
+)
+
+
 def legacy_headers(session: str | None = None) -> dict[str, str]:
     headers = {"Accept": BOTH, "Content-Type": "application/json"}
     if session is not None:

@@ -13,20 +13,12 @@ import httpx2
 from mcp.server.mcpserver import MCPServer
 from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 
+from support.proxy_fuzz_http import PROBE_INITIALIZE
 from toolwatch.injection.proxy.http_checks import MAX_BODY, SUPPORTED
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 
 BOTH = {"accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
+INIT = PROBE_INITIALIZE
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 Probe = Callable[[httpx2.AsyncClient, str, dict[str, str]], Awaitable[Any]]
 

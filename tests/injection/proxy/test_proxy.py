@@ -30,6 +30,7 @@ from mcp_types import (
     TextContent,
 )
 
+from support.proxy_fuzz_http import PROBE_INITIALIZE
 from toolwatch.cli import main as cli_main
 from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.codec import scenario_to_json
@@ -774,17 +775,8 @@ def test_a_get_asking_to_resume_gets_a_fresh_stream_not_a_500() -> None:
         s = find_scenario("a3-ops-01")
         async with http_server(ScenarioServer(s)) as front, httpx2.AsyncClient(timeout=5) as c:
             h = {"accept": "application/json, text/event-stream"}
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "probe", "version": "1"},
-                },
-            }
-            sid = (await c.post(front.url, json=init, headers=h)).headers["mcp-session-id"]
+            opened = await c.post(front.url, json=PROBE_INITIALIZE, headers=h)
+            sid = opened.headers["mcp-session-id"]
             h |= {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
             note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
             assert (await c.post(front.url, json=note, headers=h)).status_code == 202

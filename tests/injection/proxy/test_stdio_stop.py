@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from support.proxy_fuzz_http import PROBE_INITIALIZE
 from support.proxy_process import ProxyProcess, gone_within
 
 #: An upstream that notes its pid and lingers a minute after its client leaves.
@@ -83,16 +84,7 @@ def test_a_client_that_leaves_leaves_no_upstream_behind(
     assert "Traceback" not in log
 
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
+INIT = PROBE_INITIALIZE
 
 
 @pytest.mark.parametrize("stdin", ["open", "closed"])

@@ -56,17 +56,22 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def _docs_never_faulted(scenario_id: str) -> dict[str, Any]:
-    """The docs scenario as a document whose fault never comes due (call #99)."""
+def _docs_faulted_at(scenario_id: str, nth: int) -> dict[str, Any]:
+    """The docs scenario as a document whose A2 fault on search_docs comes due at call #nth."""
     doc = copy.deepcopy(DOCS)
     doc.update(id=scenario_id, fault_type="A2")
     doc["fault"] = {
         "tool": "search_docs",
         "action": "replace_with_error",
-        "occurrence": {"nth": 99},
+        "occurrence": {"nth": nth},
         "params": {},
     }
     return doc
+
+
+def _docs_never_faulted(scenario_id: str) -> dict[str, Any]:
+    """The docs scenario as a document whose fault never comes due (call #99)."""
+    return _docs_faulted_at(scenario_id, 99)
 
 
 def _with_document_text(text: str) -> Any:
@@ -91,14 +96,7 @@ def test_plan_derives_arguments_from_earlier_responses_and_skips_sinks() -> None
 
 
 def test_plan_calls_an_action_only_when_the_task_asks_for_it() -> None:
-    base = copy.deepcopy(DOCS)
-    base.update(id="act", fault_type="A2")
-    base["fault"] = {
-        "tool": "search_docs",
-        "action": "replace_with_error",
-        "occurrence": {"nth": 1},
-        "params": {},
-    }
+    base = _docs_faulted_at("act", 1)
     base["tools"].append(
         {
             "name": "archive_doc",
@@ -142,14 +140,7 @@ def test_plan_reads_whether_a_tool_acts_from_what_it_says_not_a_word_list(
     """``trip_breaker`` counted as read-only because "trip" is in no write-verb list, so both
     reference agents tripped a breaker the task never asked about; MCP's readOnlyHint /
     destructiveHint and the description now decide what the name's word cannot."""
-    base = copy.deepcopy(DOCS)
-    base.update(id="acts", fault_type="A2")
-    base["fault"] = {
-        "tool": "search_docs",
-        "action": "replace_with_error",
-        "occurrence": {"nth": 1},
-        "params": {},
-    }
+    base = _docs_faulted_at("acts", 1)
     tool: dict[str, Any] = {
         "name": name,
         "description": description,
