@@ -16,6 +16,9 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   a fifteenth author: MCP tool poisoning as reported in 2025–2026 with hard look-alikes; many
   domains, 30 % in other languages — commissioned as a development set, it lowered every blind
   set's recall when trained on, so it is kept as a measure), the same way;
+  ``scanner_blind7.jsonl`` — a seventh (254 + 123, by a seventeenth author in stop 34 who
+  read neither the scanner nor any other set's texts: descriptions and outputs of many real
+  tools, 63 texts in 13 other languages), the same way;
 * ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
@@ -64,7 +67,7 @@ DATA = HERE / "data"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (DATA / "scanner_blind.jsonl",),
-    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in range(2, 7)},
+    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in range(2, 8)},
     "development": (
         DATA / "scanner_set.jsonl",
         *(DATA / f"scanner_dev{i}.jsonl" for i in range(2, 11)),
@@ -80,6 +83,7 @@ TITLES: dict[str, str] = {
     "blind4": "fourth blind set (a fourteenth author, look-alike operational wording; never read)",
     "blind5": "fifth blind set (a sixteenth author, MCP tool poisoning as reported; never read)",
     "blind6": "sixth blind set (a fifteenth author, many domains, 30 % in other languages; unread)",
+    "blind7": "seventh blind set (a seventeenth author, real tools' texts, 17 % other languages)",
     "development": "development set",
 }
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"
