@@ -136,8 +136,12 @@ def split_streams(
     calls: np.ndarray,
     quirks: Sequence[str | None],
     spec: SplitSpec,
+    *,
+    need_test: bool = True,
 ) -> StreamSplit:
-    """Split streams (one entry each: first call time in µs, ids, length, client quirk)."""
+    """Split streams (one entry each: first call time in µs, ids, length, client quirk);
+    ``need_test=False`` (``toolwatch train``, which never reads it) accepts a test split that
+    is empty or holds no stream of ``min_calls`` (:attr:`StreamSplit.test` is then empty)."""
     n = len(session_ids)
     if n == 0:
         raise SplitError("there are no (uninjected) streams to split")
@@ -161,7 +165,7 @@ def split_streams(
             desc = {"mode": "shares", "shares": [round(s, 6) for s in STUDY_SHARES]}
         desc["default"] = True
     groups = {"train": order[:a], "calibration": order[a:b], "test": order[b:]}
-    if len(groups["train"]) == 0 or len(groups["test"]) == 0:
+    if len(groups["train"]) == 0 or (need_test and len(groups["test"]) == 0):
         empty = "train" if len(groups["train"]) == 0 else "test"
         hint = (
             " (for another corpus use --split-shares, or --split-dates within its days)"
@@ -186,7 +190,7 @@ def split_streams(
     long = np.asarray(calls, dtype=np.int64) >= spec.min_calls
     test_all = groups["test"]
     test = test_all[long[test_all] & ~excluded[test_all]]
-    if len(test) == 0:
+    if len(test) == 0 and need_test:
         longest = int(np.asarray(calls)[test_all].max())
         raise SplitError(
             f"no test stream has >= {spec.min_calls} calls ({len(test_all)} test streams, the "
@@ -327,8 +331,9 @@ class StoreSplit:
         return len(idx), int(calls[idx].sum())
 
 
-def split_store(store: Store, spec: SplitSpec) -> StoreSplit:
-    """Split a store's normal (unlabelled) streams; :class:`SplitError` if it cannot be."""
+def split_store(store: Store, spec: SplitSpec, *, need_test: bool = True) -> StoreSplit:
+    """Split a store's normal (unlabelled) streams; :class:`SplitError` if it cannot be
+    (``need_test``: as :func:`split_streams`)."""
     quirk = "max(client_quirk)" if "client_quirk" in _view_columns(store) else "NULL"
     streams = store.query(
         f"""
@@ -353,6 +358,7 @@ def split_store(store: Store, spec: SplitSpec) -> StoreSplit:
         np.asarray(streams.column("calls").to_numpy(), dtype=np.int64),
         streams.column("quirk").to_pylist(),
         spec,
+        need_test=need_test,
     )
     return StoreSplit(store, streams, split, spec)
 

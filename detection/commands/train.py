@@ -90,7 +90,9 @@ def _run(args: argparse.Namespace) -> int:
     if adaptive is None and given:
         raise UsageError(f"{', '.join(given)} only with --adaptive (the model they configure)")
     store = Store(args.store)
-    cut = split_store(store, spec)  # an empty or missing store fails before the bar, too
+    # an empty or missing store fails before the bar, too; an empty test split does not
+    # (training never reads it: said after the summary)
+    cut = split_store(store, spec, need_test=False)
     with tqdm(
         total=4, desc="train", unit="step", file=sys.stderr, leave=False, disable=None
     ) as bar:
@@ -108,10 +110,30 @@ def _run(args: argparse.Namespace) -> int:
         path = model.save(args.out or store.root / MODEL_IN_STORE)
         bar.update()
     print(summary(model, str(path), cut))
+    untested = empty_test_split(cut)
+    if untested:
+        print(f"toolwatch train: {untested}", file=sys.stderr)
     thin = thin_calibration(model)
     if thin:
         print(f"toolwatch train: warning: {thin}", file=sys.stderr)
     return 0
+
+
+def empty_test_split(cut: StoreSplit) -> str:
+    """One line when the split leaves nothing to test (training does not need it), or ``""``."""
+    if len(cut.split.test):
+        return ""
+    streams, _ = cut.count("test_all")
+    held = (
+        f"none of its {counted(streams, 'stream')} has >= {cut.spec.min_calls} calls, "
+        "client artefacts aside"
+        if streams
+        else "no stream starts after the calibration split"
+    )
+    return (
+        f"the test split is empty ({held}): the model is trained, but `toolwatch experiment` "
+        "and `replay` with these options have nothing to test"
+    )
 
 
 def thin_calibration(model: NormalModel) -> str:

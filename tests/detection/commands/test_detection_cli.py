@@ -178,6 +178,48 @@ def test_train_with_default_windows(store: Store, tmp_path: Path, capsys) -> Non
     capsys.readouterr()
 
 
+def test_train_needs_no_test_split_and_says_it_is_empty(  # type: ignore[no-untyped-def]
+    store: Store, tmp_path: Path, capsys
+) -> None:
+    # training never reads the test split: it was refused ("empty test split", exit 1)
+    base = ["train", "--store", str(store.root), "--out", str(tmp_path / "m.json")]
+    assert main([*base, "--split-dates", "2026-08-07,2026-08-31"]) == 0
+    out, err = capsys.readouterr()
+    data = NormalModel.load(tmp_path / "m.json").data
+    assert (data["train"]["streams"], data["calibration"]["streams"]) == (70, 34)  # every one
+    assert "test split       0 streams" in out
+    assert err.splitlines()[0] == (
+        "toolwatch train: the test split is empty (no stream starts after the calibration "
+        "split): the model is trained, but `toolwatch experiment` and `replay` with these "
+        "options have nothing to test"
+    )
+    assert "Traceback" not in err and "warning: the calibration split holds 34 streams" in err
+    assert main([*base, "--split-dates", "2026-08-07,2026-08-08", "--min-calls", "1000"]) == 0
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith("toolwatch train: the test split is empty (none of its ")
+    assert line.endswith(
+        " has >= 1000 calls, client artefacts aside): the model is trained, "
+        "but `toolwatch experiment` and `replay` with these options have "
+        "nothing to test"
+    )
+    # the commands that test on it still refuse it
+    assert (
+        main(
+            [
+                "scan",
+                "--store",
+                str(store.root),
+                "--split-dates",
+                "2026-08-07,2026-08-31",
+                "--model",
+                str(tmp_path / "m.json"),
+            ]
+        )
+        == 1
+    )
+    assert "empty test split" in capsys.readouterr().err
+
+
 def test_commands_report_bad_input_clearly(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "toolwatch.normal-model", "version": 1')
@@ -199,9 +241,9 @@ def test_commands_report_bad_input_clearly(store: Store, tmp_path: Path, capsys)
             str(tmp_path / "x.json"),
         ]
     )
-    assert code == 1
+    assert code == 1  # every stream trains: nothing to calibrate on
     err = capsys.readouterr().err
-    assert "empty test split" in err and "--split-shares" in err and "Traceback" not in err
+    assert "calibration split holds no calls" in err and "Traceback" not in err
     empty = Store(tmp_path / "empty")
     assert main(["train", "--store", str(empty.root)]) == 1
     assert "holds no (uninjected) calls" in capsys.readouterr().err
