@@ -11,6 +11,13 @@ statistics* of the cues instead of their fitted parameters, with old behaviour f
   add-one, the size cue's minimum count, the failure prior) use the *effective* counts, stored ×
   ``2^(−(now − t_ref)/H)``. Every 20 half-lives the statistics are renormalised and entries
   below 10⁻³ pruned, which bounds them.
+* **Decay floor** (``floor_streams`` F, 0 = off). On a quiet deployment time decay alone leaves
+  the model resting on the last few streams it folded (months-old training counts for little).
+  With a floor, weights follow a *decay clock* instead of event time: between two folded streams
+  it advances by their time apart, but by at most ``H / (F·ln 2)`` — the model forgets at most
+  a factor ``e^(−1/F)`` per stream it learns, so its effective weight never falls below about
+  F streams (once it has learnt them) however slowly traffic comes, and without new streams it
+  forgets nothing. A busy deployment (streams closer than that in time) decays as before.
 * **Statistics.** Unigram and bigram counts over a tool registry whose ids never change (new
   tools are appended, so open streams keep valid keys when a snapshot is swapped in); per tool the
   weighted moments of ``log1p`` input and result bytes and the weighted calls and failures; a
@@ -64,9 +71,16 @@ _PRUNE: Final = 1e-3
 class DecayedStats:
     """The cues' sufficient statistics with exponential decay (module docstring)."""
 
-    def __init__(self, half_life_s: float) -> None:
+    def __init__(self, half_life_s: float, floor_streams: float = 0.0) -> None:
         self.half_life_s = float(half_life_s)
-        self.t_ref = 0.0  # seconds since the epoch; weights are 2^((t - t_ref)/H)
+        #: the decay floor in streams (0: off, weights follow event time)
+        self.floor_streams = float(floor_streams)
+        #: decay time of the weights' reference: weights are 2^((d - t_ref)/H), d the decay
+        #: time (event seconds since the epoch without a floor, the decay clock with one)
+        self.t_ref = 0.0
+        #: with a floor: the last stream end the decay clock has seen (s) and the clock there
+        self.clock_t = 0.0
+        self.clock_d = 0.0
         self.tools: list[str] = []  # the registry: index = stable id
         self.unigram: dict[int, float] = {}
         self.bigram: dict[tuple[int, int], float] = {}  # (prev id or -1 for <s>, next id)
@@ -80,21 +94,62 @@ class DecayedStats:
 
     # --------------------------------------------------------------- weights
 
+    @property
+    def floored(self) -> bool:
+        """Whether weights follow the decay clock (a floor and a finite half-life)."""
+        return self.floor_streams > 0 and not math.isinf(self.half_life_s)
+
+    @property
+    def clock_step_s(self) -> float:
+        """The most the decay clock advances per folded stream: ``H / (F·ln 2)`` seconds, so
+        one stream multiplies older weights by at least ``e^(−1/F)``."""
+        return self.half_life_s / (self.floor_streams * math.log(2.0))
+
+    def decay_time(self, now_s: float) -> float:
+        """The decay time at event time ``now_s`` (with a floor: the clock stands still
+        between folds, as nothing new was learnt)."""
+        return self.clock_d if self.floored else now_s
+
+    @property
+    def learnt_until_s(self) -> float:
+        """The event time of the latest learnt stream end (the initial snapshot's time)."""
+        return self.clock_t if self.floored else self.t_ref
+
     def factor(self, now_s: float) -> float:
         """Stored → effective counts at ``now_s``."""
         if math.isinf(self.half_life_s):
             return 1.0
-        return float(2.0 ** (-(now_s - self.t_ref) / self.half_life_s))
+        return float(2.0 ** (-(self.decay_time(now_s) - self.t_ref) / self.half_life_s))
+
+    def _clock(self, frame: CallFrame, t_s: np.ndarray) -> np.ndarray:
+        """Each call's decay time: its stream's, as the clock reads when that stream (in order
+        of its last call) is folded; the clock moves by ``min(time apart, clock_step_s)``."""
+        ends = np.flatnonzero(np.append(frame.start[1:], True))
+        end_t = t_s[ends]
+        d_stream = np.empty(ends.size)
+        step = self.clock_step_s
+        fresh = self.t_ref == 0.0 and not self.tools
+        for j in np.argsort(end_t, kind="stable").tolist():
+            t = float(end_t[j])
+            if fresh:
+                self.clock_t = self.clock_d = t
+                fresh = False
+            else:
+                self.clock_d += min(max(t - self.clock_t, 0.0), step)
+                self.clock_t = max(self.clock_t, t)
+            d_stream[j] = self.clock_d
+        return np.asarray(d_stream[frame.stream], dtype=np.float64)
 
     def _weights(self, t_s: np.ndarray) -> np.ndarray:
         if math.isinf(self.half_life_s):
             return np.ones(t_s.shape[0])
         return np.asarray(2.0 ** ((t_s - self.t_ref) / self.half_life_s), dtype=np.float64)
 
-    def _renormalise(self, now_s: float) -> None:
-        """Rescale to ``t_ref = now_s`` and prune what decayed away (bounds every dict)."""
-        f = self.factor(now_s)
-        self.t_ref = now_s
+    def _renormalise(self, d: float) -> None:
+        """Rescale to ``t_ref = d`` (a decay time) and prune what decayed away (bounds every
+        dict)."""
+        f = float(2.0 ** (-(d - self.t_ref) / self.half_life_s))
+        self.t_ref = d
         if f == 1.0:
             return
         tables: tuple[dict[Any, float], ...] = (self.unigram, self.bigram, self.streams)
@@ -118,6 +173,8 @@ class DecayedStats:
         if frame.n == 0:
             return
         t_s = frame.start_us / 1e6
+        if self.floored:
+            t_s = self._clock(frame, t_s)  # decay time, not event time
         t_max = float(t_s.max())
         if self.t_ref == 0.0 and not self.tools:
             self.t_ref = t_max
@@ -262,7 +319,9 @@ class DecayedStats:
     # --------------------------------------------------------------- artifact
 
     def to_dict(self) -> dict[str, Any]:
+        clock = {"clock": [self.clock_t, self.clock_d]} if self.floored else {}
         return {
+            **clock,
             "t_ref": self.t_ref,
             "tools": list(self.tools),
             "unigram": [[i, c] for i, c in sorted(self.unigram.items())],
@@ -276,9 +335,13 @@ class DecayedStats:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], half_life_s: float) -> DecayedStats:
-        stats = cls(half_life_s)
+    def from_dict(
+        cls, data: Mapping[str, Any], half_life_s: float, floor_streams: float = 0.0
+    ) -> DecayedStats:
+        stats = cls(half_life_s, floor_streams)
         stats.t_ref = float(data["t_ref"])
+        # a model learnt without the floor starts its clock where its event time stood
+        stats.clock_t, stats.clock_d = (float(x) for x in data.get("clock", (stats.t_ref,) * 2))
         stats.tools = [str(t) for t in data["tools"]]
         stats._ids = {t: i for i, t in enumerate(stats.tools)}
         if len(stats._ids) != len(stats.tools):
@@ -362,7 +425,7 @@ class AdaptiveModel:
             )
         try:
             config = AdaptiveConfig.from_dict(doc["config"])
-            stats = DecayedStats.from_dict(doc["stats"], config.half_life_s)
+            stats = DecayedStats.from_dict(doc["stats"], config.half_life_s, config.floor_streams)
             std = {k: (float(v[0]), float(v[1])) for k, v in doc["standardisation"].items()}
             pool = {k: [float(x) for x in v] for k, v in doc["pool"].items()}
         except (KeyError, TypeError, ValueError) as exc:
@@ -379,7 +442,9 @@ class AdaptiveModel:
 
     def with_config(self, config: AdaptiveConfig) -> AdaptiveModel:
         """The same statistics under other knobs (``toolwatch replay`` overrides)."""
-        stats = DecayedStats.from_dict(self.stats.to_dict(), config.half_life_s)
+        stats = DecayedStats.from_dict(
+            self.stats.to_dict(), config.half_life_s, config.floor_streams
+        )
         return AdaptiveModel(config, self.base, stats, dict(self.standardisation), self.pool)
 
     def fold(self, calls: pa.Table | CallFrame) -> None:
@@ -426,6 +491,8 @@ class AdaptiveModel:
     def describe(self) -> str:
         c = self.config
         half = "no decay" if math.isinf(c.half_life_days) else f"half-life {c.half_life_days:g} d"
+        if c.floor_streams and not math.isinf(c.half_life_days):
+            half += f" (floor {c.floor_streams:g} streams)"
         pooled = ", ".join(f"{k} {len(v)}" for k, v in self.pool.items())
         return (
             f"adaptive model: {half}, quarantine {c.quarantine_h:g} h, novelty until "
@@ -448,7 +515,7 @@ def attach_adaptive(
     frame = prepare(train)
     if frame.n == 0:
         raise ModelError("the training split has no calls: nothing to learn from")
-    stats = DecayedStats(config.half_life_s)
+    stats = DecayedStats(config.half_life_s, config.floor_streams)
     stats.fold(frame)
     now = float(frame.start_us.max()) / 1e6
     draft = AdaptiveModel(config, model, stats, dict(model.standardisation), {})

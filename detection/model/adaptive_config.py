@@ -31,6 +31,9 @@ class AdaptiveConfig:
 
     #: half-life of old behaviour, days (``inf``: no decay)
     half_life_days: float = 14.0
+    #: the decay floor, streams (0: off): old behaviour fades at most a factor e^(-1/F) per
+    #: stream learnt, so the model keeps about F streams' weight however slow the traffic
+    floor_streams: float = 0.0
     #: a closed stream waits this long before it is folded (an attack is not learnt the moment
     #: it starts: an on-call engineer can look first)
     quarantine_h: float = 24.0
@@ -59,6 +62,7 @@ class AdaptiveConfig:
         hours, minutes = MAX_SPAN_DAYS * 24, MAX_SPAN_DAYS * 1440
         checks = {
             "half_life_days": (self.half_life_days > 0, "> 0"),
+            "floor_streams": (0 <= self.floor_streams < math.inf, ">= 0, finite"),
             "quarantine_h": (0 <= self.quarantine_h <= hours, f"from 0 to {hours:,.0f}"),
             "idle_min": (0 < self.idle_min <= minutes, f"> 0, at most {minutes:,.0f}"),
             "novelty_streams": (self.novelty_streams >= 0, ">= 0"),
@@ -114,6 +118,7 @@ class AdaptiveConfig:
 #: (``--target-fa`` is the command's own: ``train`` and ``replay`` both have one).
 ADAPTIVE_OPTIONS: Final = (
     ("half-life-days", "half_life_days"),
+    ("floor-streams", "floor_streams"),
     ("quarantine-hours", "quarantine_h"),
     ("novelty-streams", "novelty_streams"),
     ("target-fa", "target_fa"),
@@ -136,6 +141,12 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("adaptive model")
     group.add_argument(
         "--half-life-days", type=positive_float, help="old behaviour fades with this half-life (14)"
+    )
+    group.add_argument(
+        "--floor-streams",
+        type=non_negative_float,
+        help="... but never faster than e^(-1/N) per stream learnt: the model keeps about N "
+        "streams' weight however slow the traffic (0: off, the default)",
     )
     group.add_argument(
         "--quarantine-hours",

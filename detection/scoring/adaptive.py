@@ -138,7 +138,7 @@ class StreamScorer:
         else:
             cfg = adaptive.config
             self.idle_us = int(cfg.idle_min * 60e6)
-            self.snapshot_s = adaptive.stats.t_ref
+            self.snapshot_s = adaptive.stats.learnt_until_s
             self.online = OnlineScorer(adaptive.snapshot(self.snapshot_s))
             start = int(self.snapshot_s * 1e6)  # the calibration maxima: as of training's end
             self.pools = [
@@ -398,7 +398,9 @@ class StreamScorer:
         try:
             if self.adaptive is not None:
                 cfg = self.adaptive.config
-                self.adaptive.stats = DecayedStats.from_dict(state["adaptive"], cfg.half_life_s)
+                self.adaptive.stats = DecayedStats.from_dict(
+                    state["adaptive"], cfg.half_life_s, cfg.floor_streams
+                )
                 self.pools = [
                     deque([(int(t), _finite(x)) for t, x in p][-cfg.window :], cfg.window)
                     for p in state["pools"]

@@ -2,8 +2,8 @@
 
     toolwatch replay [--store PATH] [--split-shares 0.44,0.07 | --split-dates A,B]
         [--min-calls 30] [--target-fa 0.05] [--seeds 5] [--kinds burst,runaway_retry,...]
-        [--model-config KEY=VALUE]... [--half-life-days 14] [--quarantine-hours 24]
-        [--novelty-streams 3] [--rerun RUN_ID] [--no-save] [--json]
+        [--model-config KEY=VALUE]... [--half-life-days 14] [--floor-streams 0]
+        [--quarantine-hours 24] [--novelty-streams 3] [--rerun RUN_ID] [--no-save] [--json]
 
 What false-alarm rate will alerts give, week after week, and does the adaptive model hold it
 while it still catches bursts and runaway loops? The test split is replayed as if it arrived

@@ -283,6 +283,8 @@ def header(data: Mapping[str, Any]) -> list[str]:
     target = cfg.experiment.target_fa
     a = cfg.adaptive
     half = "no decay" if math.isinf(a.half_life_days) else f"half-life {a.half_life_days:g} d"
+    if a.floor_streams and not math.isinf(a.half_life_days):
+        half += f" (floor {a.floor_streams:g} streams)"
     kept_apart = sum(groups.get("test", [0])[0] for groups in split.get("artefacts", {}).values())
     lines = [
         f"toolwatch replay — {split['replayed_streams']:,} test-split streams "

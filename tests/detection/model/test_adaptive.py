@@ -24,8 +24,10 @@ from toolwatch.detection.model.adaptive import (
 from toolwatch.detection.model.adaptive_config import MAX_SPAN_DAYS, AdaptiveConfig
 from toolwatch.detection.model.config import ModelError
 from toolwatch.detection.scoring.adaptive import StreamScorer
+from toolwatch.injection.experiment.replay import ReplayConfig
 
 DAY = 86_400.0
+HOUR = 3_600.0
 
 
 def trained(config: AdaptiveConfig) -> tuple[NormalModel, AdaptiveModel]:
@@ -172,3 +174,81 @@ def test_time_spans_are_bounded_and_the_bound_scores() -> None:
         scorer.score(Call.from_mapping(row))
     assert len(scorer.advance(scorer.now_us + 10**12)) == 1  # closes; the fold waits a century
     assert len(scorer.pending) == 1 and scorer.counts["folded"] == 0
+
+
+# ------------------------------------------------------------------ the decay floor
+
+
+def weight(stats: DecayedStats, tool: str, now_s: float) -> float:
+    """The effective count of ``tool``'s calls at ``now_s``."""
+    return stats.unigram[stats.tools.index(tool)] * stats.factor(now_s)
+
+
+def test_a_stream_learnt_a_month_later_costs_old_behaviour_at_most_e_to_the_minus_one_over_f() -> (
+    None
+):
+    stats = DecayedStats(half_life_s=7 * DAY, floor_streams=10)
+    stats.fold(prepare(table(session(["A", "A", "A"], name="old"))))
+    assert stats.clock_step_s == pytest.approx(7 * DAY / (10 * math.log(2)))
+    stats.fold(prepare(table(session(["B"], name="new", start=30 * DAY))))
+    now = T0.timestamp() + 30 * DAY
+    assert weight(stats, "A", now) == pytest.approx(3 * math.exp(-0.1), rel=1e-12)
+    assert weight(stats, "B", now) == pytest.approx(1.0, rel=1e-12)
+    # without a floor, 30 days are 30/7 half-lives
+    plain = DecayedStats(half_life_s=7 * DAY)
+    plain.fold(prepare(table(session(["A", "A", "A"], name="old"))))
+    plain.fold(prepare(table(session(["B"], name="new", start=30 * DAY))))
+    assert weight(plain, "A", now) == pytest.approx(3 * 2 ** (-30 / 7), rel=1e-4)  # own times
+    # nothing learnt, nothing forgotten: a year without traffic leaves the weights as they are
+    assert stats.factor(now + 365 * DAY) == stats.factor(now)
+    assert stats.learnt_until_s == pytest.approx(now)
+
+
+def test_streams_closer_than_the_clock_step_decay_by_event_time() -> None:
+    stats = DecayedStats(half_life_s=7 * DAY, floor_streams=10)  # step ≈ 1.01 days
+    stats.fold(prepare(table(session(["A"], name="a") + session(["B"], name="b", start=HOUR))))
+    now = T0.timestamp() + HOUR
+    assert weight(stats, "A", now) == pytest.approx(2 ** (-HOUR / (7 * DAY)), rel=1e-12)
+
+
+def test_the_effective_weight_settles_at_the_floor_of_streams() -> None:
+    stats = DecayedStats(half_life_s=14 * DAY, floor_streams=20)
+    rows = [row for i in range(400) for row in session(["A"], name=f"s{i}", start=i * 3 * DAY)]
+    stats.fold(prepare(table(rows)))  # one stream every 3 days: time alone would keep ~6.7
+    total = weight(stats, "A", T0.timestamp() + 399 * 3 * DAY)
+    assert total == pytest.approx((1 - math.exp(-20)) / (1 - math.exp(-1 / 20)), rel=1e-9)  # 20.5
+    off = DecayedStats(half_life_s=14 * DAY)
+    off.fold(prepare(table(rows)))
+    assert weight(off, "A", T0.timestamp() + 399 * 3 * DAY) == pytest.approx(
+        1 / (1 - 2 ** (-3 / 14)), rel=1e-9
+    )
+
+
+def test_no_decay_means_no_floor_and_a_bad_floor_is_refused() -> None:
+    stats = DecayedStats(half_life_s=math.inf, floor_streams=10)
+    assert not stats.floored
+    stats.fold(prepare(table(session(["A"]) + session(["A"], name="b", start=99 * DAY))))
+    assert weight(stats, "A", T0.timestamp()) == 2.0
+    for bad in (-1.0, math.inf):
+        with pytest.raises(ModelError, match="floor_streams"):
+            AdaptiveConfig(floor_streams=bad)
+
+
+def test_the_floor_is_saved_and_loaded_with_the_model_and_the_replay(tmp_path: Path) -> None:
+    model, adaptive = trained(AdaptiveConfig(half_life_days=5, floor_streams=30))
+    assert adaptive.stats.floored
+    loaded = AdaptiveModel.from_model(NormalModel.load(model.save(tmp_path / "m.json")))
+    assert loaded.config.floor_streams == 30
+    assert (loaded.stats.clock_t, loaded.stats.clock_d) == (
+        adaptive.stats.clock_t,
+        adaptive.stats.clock_d,
+    )
+    now = adaptive.stats.learnt_until_s + 40 * DAY
+    assert loaded.stats.factor(now) == adaptive.stats.factor(now)
+    assert "floor 30 streams" in loaded.describe()
+    replay = ReplayConfig(adaptive=AdaptiveConfig(floor_streams=30))
+    assert ReplayConfig.from_dict(replay.to_dict()).adaptive.floor_streams == 30
+    # a model learnt without the floor, loaded with one: the clock starts at its reference
+    _, plain = trained(AdaptiveConfig(half_life_days=5))
+    floored = plain.with_config(AdaptiveConfig(half_life_days=5, floor_streams=30))
+    assert floored.stats.clock_t == floored.stats.clock_d == plain.stats.t_ref
