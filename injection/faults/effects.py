@@ -102,9 +102,18 @@ async def announce_injection(ctx: ServerRequestContext[Any, Any], tool: str, lab
 
 @dataclass(frozen=True, slots=True)
 class ListingEffect:
+    """The ``tools/list`` a client sees. ``due`` and not ``applied``: the fault was due on this
+    listing but could not act on it (``note`` says why), so a server can record it as not
+    applicable rather than let it pass as a listing the fault never fell due on."""
+
     tools: list[dict[str, Any]]
     applied: bool
     note: str = ""
+    due: bool = False
+
+    @property
+    def not_applicable(self) -> bool:
+        return self.due and not self.applied
 
 
 class FaultContext(Protocol):

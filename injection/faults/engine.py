@@ -152,9 +152,11 @@ class FaultEngine:
         if not self.rewrites_listing:
             return ListingEffect(out, False)
         due = self.due(listing) if self.counts_listings else self.due(next_call)
-        target = next((t for t in out if t.get("name") == self.fault.tool), None)
-        if not due or target is None:
+        if not due:
             return ListingEffect(out, False)
+        target = next((t for t in out if t.get("name") == self.fault.tool), None)
+        if target is None:
+            return ListingEffect(out, False, f"no tool {self.fault.tool!r} in tools/list", True)
         p = self.params
         if self.fault.action == "alter_schema":
             before = copy.deepcopy(target)
@@ -168,9 +170,9 @@ class FaultEngine:
                 and target.get("outputSchema")
             ):
                 target["outputSchema"] = rename_schema(target["outputSchema"], p["field_renames"])
-            if target == before:
-                return ListingEffect(out, False)
-            return ListingEffect(out, True, "schema renamed")
+            if target == before:  # no renamed argument (or output schema) in the listing
+                return ListingEffect(out, False, "nothing to rename in the tool's schema", True)
+            return ListingEffect(out, True, "schema renamed", True)
         original = target.get("description") or ""
         if self.fault.action == "poison_description":
             if "description" in p:
@@ -181,7 +183,7 @@ class FaultEngine:
             target["description"] = (
                 f"{original}\n\n{p['instruction']}" if original else p["instruction"]
             )
-        return ListingEffect(out, True, "description rewritten")
+        return ListingEffect(out, True, "description rewritten", True)
 
     def poisoned_after(
         self, tools: Sequence[Mapping[str, Any]], effect: ListingEffect, before: bool

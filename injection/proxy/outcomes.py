@@ -6,7 +6,10 @@ may lack the field. Such a due call is forwarded unchanged and unlabelled. It us
 a WARNING, nothing in the injection log, so a run whose log stayed empty could not be told from
 one where the fault never fell due. Now it is a log line of its own (``"outcome":
 "not_applicable"``, :class:`.injection_log.NotApplicable`) and :meth:`Outcomes.summary` counts
-both outcomes, by rule, for ``toolwatch proxy``'s last line.
+both outcomes, by rule, for ``toolwatch proxy``'s last line. A ``tools/list`` rewrite (C2, C4
+in a description, A4's renamed schema) due on a listing it cannot act on — the upstream no
+longer lists the tool, its schema has nothing to rename — is recorded the same way (it used to
+pass as a listing the fault never fell due on).
 """
 
 from __future__ import annotations
@@ -59,8 +62,9 @@ class Outcomes:
         if self.log is not None:
             self.log.append(event)
 
-    def skipped(self, tool: str, occurrence: int, reason: str) -> None:
-        """Record a due call the fault could not act on (forwarded unchanged and unlabelled)."""
+    def skipped(self, tool: str, occurrence: int, reason: str, unit: str = "call") -> None:
+        """Record a due call (``unit`` ``tools/list``: a due listing) the fault could not act
+        on, forwarded unchanged and unlabelled."""
         assert self.engine is not None and self.scenario is not None
         fault = self.engine.fault
         event = NotApplicable(
@@ -69,8 +73,9 @@ class Outcomes:
         )  # fmt: skip
         self.not_applicable.append(event)
         logger.warning(
-            "fault %s due on call #%d of %r but not applicable (%s); forwarded unchanged",
+            "fault %s due on %s #%d of %r but not applicable (%s); forwarded unchanged",
             self.engine.label,
+            unit,
             occurrence,
             tool,
             reason,

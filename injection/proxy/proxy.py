@@ -40,6 +40,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from toolwatch.conventions import LABEL_META_KEY
+from toolwatch.injection.faults.edits import tool_in
 from toolwatch.injection.faults.effects import CallPlan, announce_injection
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.fit import upstream_problems
@@ -317,6 +318,10 @@ class FaultProxy(Server[Any]):
             self.outcomes.injected(target, self.listings, "listing", effect.note)
             update["tools"] = [types.Tool.model_validate(t) for t in effect.tools]
             update["meta"] = {**(result.meta or {}), LABEL_META_KEY: engine.label}
+        elif effect.not_applicable and (tool_in(wire, target) or not _paged(params, result)):
+            # due, but the listing lacks what it rewrites (a page of a paged one may lack the
+            # tool: it can be on another page)
+            self.outcomes.skipped(target, self.listings, effect.note, unit="tools/list")
         return result.model_copy(update=update)
 
     async def _call_tool(
@@ -498,6 +503,11 @@ def _unstamp(result: _R) -> _R:
         return result
     rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
     return result.model_copy(update={"meta": rest or None})
+
+
+def _paged(params: types.PaginatedRequestParams | None, result: types.ListToolsResult) -> bool:
+    """Whether ``result`` is one page of a listing in several."""
+    return bool(params is not None and params.cursor) or result.next_cursor is not None
 
 
 def _dump(result: types.CallToolResult) -> dict[str, Any]:

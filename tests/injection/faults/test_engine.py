@@ -264,6 +264,23 @@ def test_schema_drift_output_schema_renamed_only_when_the_scenario_says_so() -> 
     assert not kept.applied and kept.tools == TOOLS
 
 
+def test_a_due_listing_rewrite_that_cannot_act_says_why() -> None:
+    """Due but not applied (the proxy records it as not applicable); not due says nothing."""
+    renames = engine("alter_schema", {"argument_renames": {"town": "place"}}, {"nth": 2})
+    assert not renames.rewrite_listing(TOOLS, listing=1, next_call=1).not_applicable
+    nothing = renames.rewrite_listing(TOOLS, listing=1, next_call=2)
+    assert (nothing.applied, nothing.due, nothing.note, nothing.tools) == (
+        False,
+        True,
+        "nothing to rename in the tool's schema",
+        TOOLS,
+    )
+    poison = engine("poison_description", {"append": "IGNORE"}, {"from": 1})
+    gone = poison.rewrite_listing([], listing=1, next_call=1)
+    assert gone.not_applicable and gone.note == f"no tool {poison.fault.tool!r} in tools/list"
+    assert not poison.rewrite_listing(TOOLS, listing=1, next_call=1).not_applicable
+
+
 # -------------------------------------------------------------------------------- B: data
 
 

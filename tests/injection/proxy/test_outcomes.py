@@ -14,10 +14,15 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp_types import PaginatedRequestParams, Tool
 
+from support.paged_server import paged_upstream
 from toolwatch.conventions import LABEL_META_KEY
-from toolwatch.injection.faults.library import parse_scenario
+from toolwatch.injection.faults.library import find_scenario, parse_scenario
+from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.proxy.injection_log import Injection, NotApplicable
+from toolwatch.injection.proxy.proxy import FaultProxy, run_proxy
 
 SERVER = '''
 from typing import Any
@@ -143,3 +148,65 @@ def test_a_due_call_whose_real_answer_lacks_the_field_is_logged_and_summed_up(
         + "run summary: 1 injection made, 1 not applicable (B1:shop-b1-status on 'get_order': "
         "1 call; 1 not applicable: no field at /status in the result)"
     ]
+
+
+class Vanishing(ScenarioServer):
+    """The scenario server, whose listing leaves out the faulty tool while ``hidden``."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self.hidden = False
+
+    async def list_tools(self) -> list[Tool]:
+        listed = await super().list_tools()
+        return [t for t in listed if not (self.hidden and t.name == self.scenario.fault.tool)]
+
+
+def test_a_due_listing_rewrite_without_its_tool_is_logged_and_summed_up(tmp_path: Path) -> None:
+    """C2 poisons from the 2nd listing; the upstream stops listing the tool after the proxy
+    started (a server that reloaded its tools): the due listing used to pass unrecorded, as if
+    the fault had never fallen due."""
+    s = find_scenario("c2-ops-01")
+    tool = s.fault.tool
+    upstream = Vanishing(s)
+    log = tmp_path / "injections.jsonl"
+
+    async def main() -> tuple[list[list[str]], str | None]:
+        async with run_proxy(s, upstream, injection_log=log) as proxy, Client(proxy) as client:
+            names = [[t.name for t in (await client.list_tools()).tools]]  # #1: not due
+            upstream.hidden = True
+            names.append([t.name for t in (await client.list_tools()).tools])  # #2: due, no tool
+            upstream.hidden = False
+            names.append([t.name for t in (await client.list_tools()).tools])  # #3: injected
+            return names, proxy.outcomes.summary()
+
+    names, summary = anyio.run(main)
+    assert tool in names[0] and tool not in names[1] and tool in names[2]
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["outcome"], r["kind"], r["occurrence"], r["label"], r["note"]) for r in rows] == [
+        ("not_applicable", "not_applicable", 2, None, f"no tool {tool!r} in tools/list"),
+        ("injected", "listing", 3, s.label, "description rewritten"),
+    ]
+    assert summary == (
+        f"run summary: 1 injection made, 1 not applicable ({s.label} on {tool!r}: "
+        f"1 tools/list answer; 1 not applicable: no tool {tool!r} in tools/list)"
+    )
+
+
+def test_a_page_without_the_tool_is_not_a_due_listing_missed() -> None:
+    """A paged listing: the tool is on one page only, so a due page lacking it is no miss."""
+    s = find_scenario("c2-ops-01")  # poisons from the 2nd listing (each page is one)
+    tool = s.fault.tool
+    page_2 = PaginatedRequestParams(cursor="1")
+
+    async def main() -> FaultProxy:
+        upstream = paged_upstream(["other", tool])
+        async with run_proxy(s, upstream) as proxy, Client(proxy) as client:
+            await client.session.list_tools()  # #1: page 1, not due
+            await client.session.list_tools(params=page_2)  # #2: page 2, poisoned
+            await client.session.list_tools()  # #3: page 1, due, the tool on page 2
+            return proxy
+
+    proxy = anyio.run(main)
+    assert [(i.kind, i.occurrence) for i in proxy.injections] == [("listing", 2)]
+    assert proxy.outcomes.not_applicable == []

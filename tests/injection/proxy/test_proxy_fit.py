@@ -6,41 +6,18 @@ armed; a tool listed on a later page counts."""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 
+from support.paged_server import paged_upstream
 from toolwatch.cli import main as cli_main
 from toolwatch.conventions import LABEL_META_KEY
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import ScenarioError
 from toolwatch.injection.proxy.proxy import run_proxy
-
-
-def paged_upstream(names: list[str], page: int = 1) -> Server[Any]:
-    """A low-level server listing ``names`` ``page`` tools a page (cursor = next index); every
-    tool answers a fixed text."""
-
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
-        start = int(params.cursor) if params and params.cursor else 0
-        end = start + page
-        tools = [
-            types.Tool(name=n, description=n, input_schema={"type": "object"})
-            for n in names[start:end]
-        ]
-        return types.ListToolsResult(
-            tools=tools, next_cursor=str(end) if end < len(names) else None
-        )
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
-        return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
-
-    return Server("paged", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def test_a_faulty_tool_on_a_later_page_is_found_and_faulted() -> None:
