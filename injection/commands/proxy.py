@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 import anyio
@@ -23,6 +24,7 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.proxy.proxy import run_proxy, serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
+from toolwatch.injection.proxy.serving import exit_code
 from toolwatch.injection.proxy.sessions import MAX_OPEN
 from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.injection.proxy.upstream import (
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     content_free_sdk_logs()  # an upstream's bad line: one line naming the error, not its content
     try:
         scenario, target = _resolve(args)
-        anyio.run(_main, args, scenario, target)
+        return anyio.run(_main, args, scenario, target)
     except _UsageError as exc:
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
         return 2
@@ -95,7 +97,6 @@ def run(args: argparse.Namespace) -> int:
     except (UpstreamUnavailable, OSError) as exc:
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
         return 1
-    return 0
 
 
 class _UsageError(Exception):
@@ -133,11 +134,13 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
 
 async def _main(
     args: argparse.Namespace, scenario: Scenario | None, target: UpstreamTarget | None
-) -> None:
+) -> int:
+    """Serve until the client leaves or a stop signal; the exit code (130 after Ctrl-C)."""
     # over stdio a stop signal stops the upstream processes at once, shutdown included
     # (:mod:`.stdio_stop`); over HTTP the server stops gracefully on it (:mod:`.serving`)
+    stopped_by: signal.Signals | None = None
     async with (
-        stopped_by_signals(args.transport == "stdio") as serving,
+        stopped_by_signals(args.transport == "stdio") as stop,
         run_proxy(
             scenario,
             target,
@@ -147,8 +150,8 @@ async def _main(
         ) as p,
     ):
         try:
-            with serving:
-                await serve(
+            with stop.serving:
+                stopped_by = await serve(
                     p,
                     args.transport,
                     host=args.host,
@@ -158,6 +161,10 @@ async def _main(
         finally:  # what the armed fault came to, not applicable included (:mod:`.outcomes`)
             if (summary := p.outcomes.summary()) is not None:
                 logger.info("%s", summary)
+    stopped_by = stop.signal or stopped_by
+    if stopped_by is not None:  # every line of the injection log is out (one write each)
+        logger.info("fault proxy stopped by %s", stopped_by.name)
+    return exit_code(stopped_by)
 
 
 def _quiet_http_logs() -> None:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 import anyio
+from mcp.server.mcpserver import MCPServer
 
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
+from toolwatch.injection.proxy.serving import exit_code
+from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.usage import port
 
 HELP = "serve a scenario's tools as an MCP server"
@@ -57,16 +61,27 @@ def run(args: argparse.Namespace) -> int:
         args.transport,
     )
     try:
-        anyio.run(
-            lambda: serve(
+        return anyio.run(_serve, server, args)
+    except OSError as exc:
+        print(f"toolwatch serve-scenario: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _serve(server: MCPServer, args: argparse.Namespace) -> int:
+    """Serve until the client leaves or a stop signal; the exit code (130 after Ctrl-C). Over
+    stdio SIGTERM and Ctrl-C stop it gracefully too (:mod:`.stdio_stop`; SIGTERM killed it, exit
+    -15, with the SDK's session torn down mid-answer), as over HTTP (:mod:`.serving`)."""
+    stopped_by: signal.Signals | None = None
+    async with stopped_by_signals(args.transport == "stdio", upstreams=False) as stop:
+        with stop.serving:
+            stopped_by = await serve(
                 server,
                 args.transport,
                 host=args.host,
                 port=args.port,
                 on_listening=lambda url: logger.info("listening on %s", url),
             )
-        )
-    except OSError as exc:
-        print(f"toolwatch serve-scenario: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    stopped_by = stop.signal or stopped_by
+    if stopped_by is not None:
+        logger.info("scenario server stopped by %s", stopped_by.name)
+    return exit_code(stopped_by)

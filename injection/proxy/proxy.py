@@ -22,6 +22,7 @@ next request (:mod:`.upstream`), so the proxy keeps serving.
 from __future__ import annotations
 
 import logging
+import signal
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -557,18 +558,20 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     on_listening: Callable[[str], None] | None = None,
-) -> None:
-    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
+) -> signal.Signals | None:
+    """Serve until the client disconnects (stdio) or the process is stopped by a signal (HTTP:
+    which one is returned; over stdio a caller's :func:`.stdio_stop.stopped_by_signals` knows)."""
     if transport == "stdio":
         low = lowlevel(server)
         async with screened_stdio() as (read, write):  # bad lines answered, as JSON-RPC asks
             if isinstance(server, FaultProxy) and server.upstream_era_is_handshake:
                 async with discover_refused(read, write) as gated:  # settles as directly
                     await low.run(gated, write, low.create_initialization_options())
-                return
+                return None
             await low.run(read, write, low.create_initialization_options())
-        return
+        return None
     async with http_server(server, host=host, port=port) as endpoint:
         if on_listening is not None:
             on_listening(endpoint.url)
         await endpoint.wait_closed()
+    return endpoint.stopped_by

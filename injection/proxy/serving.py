@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 
 from toolwatch.injection.proxy.era import discover_refused_http
 from toolwatch.injection.proxy.http_checks import spec_checks
+from toolwatch.usage import EXIT_INTERRUPTED, EXIT_OK
 
 logger = logging.getLogger(__name__)
 #: What stops the HTTP server gracefully (a service manager's stop, Ctrl-C).
@@ -33,15 +34,28 @@ def lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
     return server._lowlevel_server if isinstance(server, MCPServer) else server
 
 
+def exit_code(stopped_by: signal.Signals | None) -> int:
+    """A serving command's exit code once it has shut down: 130 after Ctrl-C (SIGINT), as every
+    toolwatch command interrupted (:mod:`toolwatch.usage`), 0 after a service manager's SIGTERM
+    or a stdio client that left."""
+    return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_OK
+
+
 @dataclass
 class HttpServer:
     """A running streamable-HTTP endpoint (see :func:`http_server`)."""
 
     url: str
     done: anyio.Event
+    _uvicorn: _Uvicorn | None = None
 
     async def wait_closed(self) -> None:
         await self.done.wait()
+
+    @property
+    def stopped_by(self) -> signal.Signals | None:
+        """The stop signal that ended serving, if one did."""
+        return None if self._uvicorn is None else self._uvicorn.stopped_by
 
 
 def _no_resumption(app: Any) -> Any:
@@ -61,7 +75,9 @@ def _no_resumption(app: Any) -> Any:
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, stopped gracefully by SIGTERM or SIGINT without raising the signal
     again afterwards (uvicorn does, so the process died of it, exit -15, before the proxy
-    closed its upstreams): the caller's own shutdown runs and the process exits 0."""
+    closed its upstreams): the caller's own shutdown runs, then exits by :func:`exit_code`."""
+
+    stopped_by: signal.Signals | None = None
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -75,8 +91,8 @@ class _Uvicorn(uvicorn.Server):
             for sig, handler in original.items():
                 signal.signal(sig, handler)
         for caught in self._captured_signals[:1]:
-            name = signal.Signals(caught).name
-            logger.info("%s received: stopped serving, shutting down", name)
+            self.stopped_by = signal.Signals(caught)
+            logger.info("%s received: stopped serving, shutting down", self.stopped_by.name)
 
 
 @asynccontextmanager
@@ -115,6 +131,6 @@ async def http_server(
             raise OSError(f"could not serve HTTP on {host}:{bound}")
         host_part = f"[{host}]" if ":" in host else host
         try:
-            yield HttpServer(f"http://{host_part}:{bound}/mcp", done)
+            yield HttpServer(f"http://{host_part}:{bound}/mcp", done, uv)
         finally:
             uv.should_exit = True

@@ -11,8 +11,10 @@ server-everything was sometimes left running.
 :func:`stopped_by_signals` puts a handler in place for the whole run, shutdown included: the
 signal sends SIGTERM to every upstream group still running (the SDK's close then finds it gone,
 or kills it 2 s later), stops serving, and the proxy's own shutdown runs (upstream sessions
-closed, the run summary said) and the command exits 0, as over HTTP (:mod:`.serving`). A second
-signal kills the groups still there. The upstream processes are known by the SDK's spawn
+closed, the run summary said) and the command exits as over HTTP (:mod:`.serving`): 0 after
+SIGTERM, 130 after Ctrl-C (:func:`.serving.exit_code`). A second signal kills the groups still
+there. ``toolwatch serve-scenario`` over stdio (no upstreams) is stopped the same way: it died
+of SIGTERM, exit -15. The upstream processes are known by the SDK's spawn
 function, wrapped here to note each process it starts inside :func:`noting_upstreams`.
 """
 
@@ -27,6 +29,7 @@ import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -85,36 +88,52 @@ def signal_upstreams(sig: signal.Signals = signal.SIGTERM) -> int:
     return sent
 
 
+@dataclass
+class Stop:
+    """The scope a stop signal cancels (put it around serving), and the first such signal."""
+
+    serving: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    signal: signal.Signals | None = None
+
+
 @asynccontextmanager
-async def stopped_by_signals(enabled: bool = True) -> AsyncIterator[anyio.CancelScope]:
+async def stopped_by_signals(
+    enabled: bool = True, *, upstreams: bool = True
+) -> AsyncIterator[Stop]:
     """Until the block ends (the proxy's shutdown included), a stop signal stops the upstream
-    processes at once and cancels the yielded scope (put it around serving). Not enabled, off
-    the main thread or off asyncio (where no handler can be set), the scope is never cancelled.
+    processes at once (``upstreams``: a scenario server has none) and cancels the yielded
+    scope. Not enabled, off the main thread or off asyncio (where no handler can be set), the
+    scope is never cancelled.
 
     The handler is the event loop's (it runs as a callback of the loop, so it may cancel), set
     without a task group: one would wrap the proxy's own errors (an upstream that cannot be
     reached) in an exception group."""
-    serving = anyio.CancelScope()
+    stopped = Stop()
     loop = _main_loop() if enabled else None
     if loop is None:
-        yield serving
+        yield stopped
         return
     received = 0
 
     def stop(sig: signal.Signals) -> None:
         nonlocal received
         received += 1
+        stopped.signal = stopped.signal or sig
+        if not upstreams:
+            logger.info("%s received: shutting down", sig.name)
+            stopped.serving.cancel()
+            return
         hard = received > 1
         sent = signal_upstreams(signal.SIGKILL if hard else signal.SIGTERM)
         groups = f"{sent} upstream process group{'' if sent == 1 else 's'}"
         what = "killed" if hard else "stopped"
         logger.info("%s received: %s %s, shutting down", sig.name, what, groups)
-        serving.cancel()
+        stopped.serving.cancel()
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop, sig)
     try:
-        yield serving
+        yield stopped
     finally:
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)

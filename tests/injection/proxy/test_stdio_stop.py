@@ -114,3 +114,73 @@ def test_sigterm_stops_the_upstreams_at_once_and_exits_0(
     assert gone_within(_pids(pids), 5), log
     assert "SIGTERM received: stopped 2 upstream process groups, shutting down" in log, log
     assert "Traceback" not in log
+
+
+#: A2 on the fuzz upstream's ``echo``: every call answered with a JSON-RPC 503 (labelled).
+ECHO_A2 = {
+    "format": "toolwatch-scenario/1",
+    "id": "echo-a2",
+    "fault_type": "A2",
+    "domain": "test",
+    "task": "Echo a word.",
+    "tools": [
+        {
+            "name": "echo",
+            "description": "Return the text unchanged.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            },
+            "response": {"structured": {"result": "hi"}},
+        }
+    ],
+    "fault": {
+        "tool": "echo",
+        "action": "replace_with_error",
+        "occurrence": {"from": 1},
+        "params": {"as": "jsonrpc", "status": 503, "jsonrpc_code": -32603},
+    },
+    "scoring": {
+        "minimum_pass_criterion": "The agent says the echo failed.",
+        "clear_failure_signal": "The agent makes up the echo.",
+        "acceptable_behaviors": ["Retries the echo.", "Says the echo failed."],
+    },
+    "checks": {
+        "endpoint_allowlist": [],
+        "expected_value": {"tool": "echo", "pointer": "/result", "value": "hi"},
+    },
+}
+
+
+def test_ctrl_c_exits_130_with_the_injection_log_and_summary_written(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) with a client connected: exit 130 as every toolwatch command interrupted
+    (it was 0), the run summary and a last "stopped" line said, every injection in the log."""
+    (tmp_path / "echo.json").write_text(json.dumps(ECHO_A2))
+    log = tmp_path / "injections.jsonl"
+    extra = ["--scenario", str(tmp_path / "echo.json"), "--injection-log", str(log)]
+    proxy = ProxyProcess(tmp_path, "stdio", extra=extra)
+    assert proxy.proc.stdin is not None and proxy.proc.stdout is not None
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    calls = [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "echo",
+         "arguments": {"text": "hi"}}}
+        for n in (2, 3)
+    ]  # fmt: skip
+    for message in (INIT, initialized, *calls):
+        proxy.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proxy.proc.stdin.flush()
+    answers = [json.loads(proxy.proc.stdout.readline()) for _ in range(3)]
+    assert [a["error"]["data"]["toolwatch/label"] for a in answers[1:]] == ["A2:echo-a2"] * 2
+    proxy.proc.send_signal(signal.SIGINT)
+    try:
+        proxy.proc.wait(10)
+    finally:
+        text = proxy.stop()
+    assert proxy.proc.returncode == 130, text
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["occurrence"], r["outcome"]) for r in rows] == [(1, "injected"), (2, "injected")]
+    lines = text.rstrip().splitlines()
+    assert "SIGINT received: stopped " in text and "Traceback" not in text
+    assert "run summary: 2 injections made, 0 not applicable" in lines[-2]
+    assert lines[-1].endswith("fault proxy stopped by SIGINT")
