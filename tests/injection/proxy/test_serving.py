@@ -10,10 +10,25 @@ import signal
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 
+from support.proxy_fuzz_http import PROBE_INITIALIZE
 from support.proxy_process import ProxyProcess, gone_within
+from toolwatch.injection.proxy.proxy import http_server, run_proxy
+from toolwatch.injection.proxy.serving import RETRY_AFTER_S
+
+
+def upstream() -> MCPServer:
+    server = MCPServer("plain")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    return server
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -40,3 +55,29 @@ def test_a_stop_signal_is_a_clean_exit_with_the_upstreams_closed(
     assert log.rstrip().splitlines()[-1].endswith(f"fault proxy stopped by {stop.name}")
     assert "Traceback" not in log
     assert gone_within(tree[1:], 10)  # no upstream left behind
+
+
+def test_a_session_past_the_bound_is_503_with_retry_after() -> None:
+    """The SDK refuses a session past ``max_sessions`` with a bare 503; a client told nothing
+    of when to come back retried at once or gave up. Those open are served as before."""
+    both = {"accept": "application/json, text/event-stream"}
+
+    async def main() -> tuple[list[httpx2.Response], int]:
+        async with (
+            run_proxy(None, upstream()) as proxy,
+            http_server(proxy, max_sessions=1) as front,
+            httpx2.AsyncClient(timeout=10) as http,
+        ):
+            opened = [await http.post(front.url, json=PROBE_INITIALIZE, headers=both)]
+            opened.append(await http.post(front.url, json=PROBE_INITIALIZE, headers=both))
+            session = {**both, "mcp-session-id": opened[0].headers["mcp-session-id"]}
+            listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            still = await http.post(front.url, json=listing, headers=session)
+            return opened, still.status_code
+
+    (first, refused), still = anyio.run(main)
+    assert first.status_code == 200 and "retry-after" not in first.headers
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == str(RETRY_AFTER_S) == "5"
+    assert refused.json()["error"]["message"] == "Too many open sessions"
+    assert still == 200
