@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import re
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -43,6 +44,12 @@ EXIT_USAGE: Final = 2
 EXIT_BUG: Final = 70
 EXIT_INTERRUPTED: Final = 130
 EXIT_BROKEN_PIPE: Final = 141
+
+
+def exit_code(stopped_by: signal.Signals | None) -> int:
+    """A serving command's exit code once it has shut down: 130 after Ctrl-C (SIGINT), as every
+    toolwatch command interrupted, 0 after a service manager's SIGTERM or a client that left."""
+    return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_OK
 
 
 class UserError(Exception):

@@ -42,6 +42,7 @@ from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path
 from toolwatch.usage import (
     UsageError,
     UserError,
+    exit_code,
     non_negative_float,
     port,
     positive_int,
@@ -311,9 +312,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"toolwatch collector: {exc}", file=sys.stderr)
         return 1
     stop = threading.Event()
+    stopped_by: list[signal.Signals] = []
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("received %s", signal.Signals(signum).name)
+        stopped_by.append(signal.Signals(signum))
         stop.set()
         if rules is not None:
             rules.interrupt()  # a long rule query must not hold off the shutdown
@@ -333,4 +336,4 @@ def run(args: argparse.Namespace) -> int:
             rules.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return 0
+    return exit_code(stopped_by[0] if stopped_by else None)

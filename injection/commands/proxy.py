@@ -24,7 +24,6 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.proxy.proxy import run_proxy, serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.proxy.serving import exit_code
 from toolwatch.injection.proxy.sessions import MAX_OPEN
 from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.injection.proxy.upstream import (
@@ -32,7 +31,7 @@ from toolwatch.injection.proxy.upstream import (
     UpstreamUnavailable,
     upstream_command,
 )
-from toolwatch.usage import non_negative_int, port, positive_int
+from toolwatch.usage import exit_code, non_negative_int, port, positive_int
 
 HELP = "MCP fault-injection proxy"
 logger = logging.getLogger(__name__)

@@ -20,9 +20,8 @@ from toolwatch.injection.faults.scenario import ScenarioError
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.proxy.serving import exit_code
 from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
-from toolwatch.usage import port
+from toolwatch.usage import exit_code, port
 
 HELP = "serve a scenario's tools as an MCP server"
 logger = logging.getLogger(__name__)

@@ -23,7 +23,6 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS
 
 from toolwatch.injection.proxy.era import discover_refused_http
 from toolwatch.injection.proxy.http_checks import spec_checks
-from toolwatch.usage import EXIT_INTERRUPTED, EXIT_OK
 
 logger = logging.getLogger(__name__)
 #: What stops the HTTP server gracefully (a service manager's stop, Ctrl-C).
@@ -33,13 +32,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
     """The low-level ``Server`` that runs ``server``."""
     return server._lowlevel_server if isinstance(server, MCPServer) else server
-
-
-def exit_code(stopped_by: signal.Signals | None) -> int:
-    """A serving command's exit code once it has shut down: 130 after Ctrl-C (SIGINT), as every
-    toolwatch command interrupted (:mod:`toolwatch.usage`), 0 after a service manager's SIGTERM
-    or a stdio client that left."""
-    return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_OK
 
 
 @dataclass
@@ -99,7 +91,8 @@ def _retry_after(app: Any) -> Any:
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, stopped gracefully by SIGTERM or SIGINT without raising the signal
     again afterwards (uvicorn does, so the process died of it, exit -15, before the proxy
-    closed its upstreams): the caller's own shutdown runs, then exits by :func:`exit_code`."""
+    closed its upstreams): the caller's own shutdown runs, then exits by
+    :func:`toolwatch.usage.exit_code`."""
 
     stopped_by: signal.Signals | None = None
 

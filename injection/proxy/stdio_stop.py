@@ -12,9 +12,9 @@ server-everything was sometimes left running.
 signal sends SIGTERM to every upstream group still running (the SDK's close then finds it gone,
 or kills it 2 s later), stops serving, and the proxy's own shutdown runs (upstream sessions
 closed, the run summary said) and the command exits as over HTTP (:mod:`.serving`): 0 after
-SIGTERM, 130 after Ctrl-C (:func:`.serving.exit_code`). A second signal kills the groups still
-there. ``toolwatch serve-scenario`` over stdio (no upstreams) is stopped the same way: it died
-of SIGTERM, exit -15. The upstream processes are known by the SDK's spawn
+SIGTERM, 130 after Ctrl-C (:func:`toolwatch.usage.exit_code`). A second signal kills the
+groups still there. ``toolwatch serve-scenario`` over stdio (no upstreams) is stopped the same
+way: it died of SIGTERM, exit -15. The upstream processes are known by the SDK's spawn
 function, wrapped here to note each process it starts inside :func:`noting_upstreams`.
 """
 

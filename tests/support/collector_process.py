@@ -95,9 +95,10 @@ class Server:
                 return int(line.split()[1]) / 1024
         return 0.0
 
-    def stop(self, timeout: float = 120) -> str:
-        """SIGTERM, wait for the exit (``proc.returncode``), and return the log."""
-        self.proc.send_signal(signal.SIGTERM)
+    def stop(self, timeout: float = 120, sig: signal.Signals = signal.SIGTERM) -> str:
+        """Send ``sig`` (a service manager's SIGTERM by default), wait for the exit
+        (``proc.returncode``), and return the log."""
+        self.proc.send_signal(sig)
         self.proc.wait(timeout)
         return self.log.read_text()
 
