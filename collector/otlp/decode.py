@@ -103,18 +103,25 @@ _OTHER_SIGNAL_ADVICE: Final = (
 _GZIP_STEP: Final = 256 * 1024  # compressed bytes fed to zlib at a time
 
 # google.rpc.Code values used in error bodies
+RPC_UNKNOWN: Final = 2
 RPC_INVALID_ARGUMENT: Final = 3
+RPC_DEADLINE_EXCEEDED: Final = 4
 RPC_RESOURCE_EXHAUSTED: Final = 8
-RPC_UNAUTHENTICATED: Final = 16
-RPC_UNAVAILABLE: Final = 14
 RPC_UNIMPLEMENTED: Final = 12
+RPC_INTERNAL: Final = 13
+RPC_UNAVAILABLE: Final = 14
+RPC_UNAUTHENTICATED: Final = 16
+#: the code in the ``google.rpc.Status`` body of each HTTP status the collector answers with
+#: (a status missing here read as INVALID_ARGUMENT: a 408 or a 500 said "your data is bad")
 RPC_CODE_BY_HTTP: Final = {
     400: RPC_INVALID_ARGUMENT,
     401: RPC_UNAUTHENTICATED,
     404: RPC_UNIMPLEMENTED,
     405: RPC_UNIMPLEMENTED,
+    408: RPC_DEADLINE_EXCEEDED,
     413: RPC_RESOURCE_EXHAUSTED,
     415: RPC_INVALID_ARGUMENT,
+    500: RPC_INTERNAL,
     503: RPC_UNAVAILABLE,
 }
 
@@ -484,7 +491,7 @@ def success_body(content_type: str, rejected: int = 0, message: str = "") -> byt
 
 def status_body(content_type: str, http_status: int, message: str) -> bytes:
     """A ``google.rpc.Status`` error body in the request's encoding."""
-    code = RPC_CODE_BY_HTTP.get(http_status, RPC_INVALID_ARGUMENT)
+    code = RPC_CODE_BY_HTTP.get(http_status, RPC_UNKNOWN)
     if content_type == PROTOBUF:
         return status_pb2.Status(code=code, message=message).SerializeToString()
     return json.dumps({"code": code, "message": message}).encode()

@@ -401,6 +401,22 @@ def test_a_logs_or_metrics_export_to_the_traces_path_is_400_saying_so(
     assert post(collector.url, json.dumps(both).encode(), JS).status == 200  # traces win
 
 
+def test_an_internal_error_is_500_with_code_internal(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Status body's code followed a table that lacked 500 (and 408), so an internal
+    error read as INVALID_ARGUMENT (3): "your data is bad" for a fault of the collector's."""
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(collector, "_decode", broken)
+    for ctype in (PB, JS):
+        reply = post(collector.url, b"{}" if ctype == JS else b"", ctype)
+        assert reply.status == 500 and reply.content_type == ctype
+        assert decode_status(ctype, reply.body) == (13, "internal error")  # INTERNAL
+
+
 def test_wrong_content_type_or_encoding_is_415(collector: Collector) -> None:
     reply = post(collector.url, pb_request([SpanSpec(call())]), "text/plain")
     assert reply.status == 415 and "text/plain" in _status(reply, JS)
@@ -540,8 +556,8 @@ def test_a_body_trickling_in_gets_408_at_the_whole_body_deadline(store: Store) -
         status, _, body = answer.partition(b"\r\n")
         assert status == b"HTTP/1.1 408 Request Timeout", answer
         assert b"connection: close" in answer.lower()
-        message = decode_status(PB, body.partition(b"\r\n\r\n")[2])[1]
-        assert message == "body not complete within 2 s"
+        code, message = decode_status(PB, body.partition(b"\r\n\r\n")[2])
+        assert (code, message) == (4, "body not complete within 2 s")  # DEADLINE_EXCEEDED
         assert 1.9 < took < 5
 
         silent = socket.create_connection(("127.0.0.1", c.port), timeout=10)
