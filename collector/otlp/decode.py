@@ -41,6 +41,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from toolwatch.collector.otlp import signals
+
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 CONTENT_TYPES: Final = (PROTOBUF, JSON)
@@ -85,21 +87,6 @@ _PROTO_NAMES: Final = {
     )
 }
 _JSON_NAMES: Final = {proto: camel for camel, proto in _PROTO_NAMES.items()}
-#: The top-level fields of the other signals' OTLP/JSON exports (both spellings): an SDK whose
-#: logs or metrics exporter points at /v1/traces sends these, which a trace parser reads as
-#: unknown fields, so they were answered 200 with nothing stored and nothing said.
-_OTHER_SIGNAL_KEYS: Final = (
-    "resourceLogs",
-    "resource_logs",
-    "resourceMetrics",
-    "resource_metrics",
-    "resourceProfiles",
-    "resource_profiles",
-)
-_OTHER_SIGNAL_ADVICE: Final = (
-    "this endpoint receives traces only (resourceSpans); send logs and metrics elsewhere or "
-    "turn their exporters off (OTEL_LOGS_EXPORTER=none, OTEL_METRICS_EXPORTER=none)"
-)
 _GZIP_STEP: Final = 256 * 1024  # compressed bytes fed to zlib at a time
 
 # google.rpc.Code values used in error bodies
@@ -211,12 +198,21 @@ def gunzip_bounded(data: bytes, limit: int) -> bytes:
 
 
 def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
-    """Parse (and so validate) a protobuf ``ExportTraceServiceRequest``; 400 if malformed."""
+    """Parse (and so validate) a protobuf ``ExportTraceServiceRequest``; 400 if malformed, or
+    if it is a logs or metrics export (:mod:`~toolwatch.collector.otlp.signals`): those either
+    failed the parse with a message naming no signal or were spans that are none, 200."""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except DecodeError as exc:
+        other = signals.protobuf_signal(body)
+        if other is not None:
+            raise OtlpError(400, signals.protobuf_message(other)) from None
         raise OtlpError(400, f"malformed protobuf ExportTraceServiceRequest: {exc}") from exc
+    if not signals.looks_like_spans(request):
+        other = signals.protobuf_signal(body)
+        if other is not None:
+            raise OtlpError(400, signals.protobuf_message(other))
     return request
 
 
@@ -281,9 +277,9 @@ def decode_json(body: bytes) -> list[SpanData]:
     except orjson.JSONDecodeError as exc:  # also: nesting past 1,024, lone surrogates
         raise OtlpError(400, f"malformed JSON: {exc}") from exc
     if isinstance(doc, dict) and _get(doc, "resourceSpans") is None:
-        other = next((key for key in _OTHER_SIGNAL_KEYS if key in doc), None)
+        other = next((key for key in signals.JSON_KEYS if key in doc), None)
         if other is not None:  # read as unknown fields it was a silent empty export
-            raise OtlpError(400, f"{other} is not a trace export: {_OTHER_SIGNAL_ADVICE}")
+            raise OtlpError(400, f"{other} is not a trace export: {signals.ADVICE}")
     try:
         return list(_json_spans(doc))
     except _JsonShapeError as exc:

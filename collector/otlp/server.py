@@ -44,6 +44,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from toolwatch.collector.otlp import signals
 from toolwatch.collector.otlp.columnar import warm_up
 from toolwatch.collector.otlp.connections import (
     ACCEPT_BACKLOG,
@@ -221,6 +222,7 @@ class Collector:
                 (TRACES_PATH, "POST"): self._traces,
                 ("/health", "GET"): self._health,
                 ("/metrics", "GET"): self._metrics,
+                **{(path, "POST"): self._other_signal for path in signals.PATHS},
             }
         )
         config = uvicorn.Config(
@@ -400,6 +402,15 @@ class Collector:
         body_out = success_body(reply, mapped.rejected, mapped.message())
         return Response(body_out, media_type=reply)
 
+    async def _other_signal(self, request: Request) -> Response:
+        """``POST /v1/logs`` or ``/v1/metrics``: a 404 whose ``google.rpc.Status`` (in the
+        request's encoding, as OTLP wants of every 4xx) names the signal and how to turn its
+        exporter off; counted as refused, like any request not taken."""
+        ctype = media_type(request.headers.get("content-type"))
+        reply = ctype if ctype in CONTENT_TYPES else JSON
+        signal = signals.PATHS[request.url.path]
+        return self._refuse(request, reply, OtlpError(404, signals.other_path_message(signal)))
+
     def _authorize(self, request: Request) -> None:
         if self.token is None:
             return
@@ -495,16 +506,6 @@ class Collector:
 # ---------------------------------------------------------------------- helpers
 
 
-#: OTLP paths of the signals this collector does not receive: an SDK pointed at it for every
-#: signal (``OTEL_EXPORTER_OTLP_ENDPOINT``) logs the answer, so it says what to do.
-OTHER_SIGNALS: Final = frozenset({"/v1/metrics", "/v1/logs"})
-OTHER_SIGNAL_ANSWER: Final = (
-    b"not found: this collector receives traces only (POST /v1/traces); send metrics and logs "
-    b"elsewhere or turn their exporters off (OTEL_METRICS_EXPORTER=none, "
-    b"OTEL_LOGS_EXPORTER=none)\n"
-)
-
-
 class _Router:
     """The collector's three routes as a bare ASGI app: a dict lookup, no middleware stack.
 
@@ -524,8 +525,6 @@ class _Router:
             known = scope["path"] in self.paths
             if known:
                 body, status = b"method not allowed\n", 405
-            elif scope["path"] in OTHER_SIGNALS:
-                body, status = OTHER_SIGNAL_ANSWER, 404
             else:
                 body, status = b"not found\n", 404
             response = Response(body, status, media_type="text/plain")

@@ -379,28 +379,6 @@ def test_malformed_json_is_400_naming_the_field(
     assert expected in _status(reply, JS)
 
 
-@pytest.mark.parametrize(
-    "key", ["resourceLogs", "resource_logs", "resourceMetrics", "resource_metrics"]
-)
-def test_a_logs_or_metrics_export_to_the_traces_path_is_400_saying_so(
-    collector: Collector, key: str
-) -> None:
-    """An SDK whose logs or metrics exporter points at /v1/traces sends an OTLP/JSON export of
-    that signal: read as a trace export with unknown fields, it got 200 and was dropped
-    without a word. It is a 400 naming the signal and what to do; counted as refused."""
-    doc = {key: [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "x"}}]}]}]}
-    reply = post(collector.url, json.dumps(doc).encode(), JS)
-    assert reply.status == 400
-    assert _status(reply, JS) == (
-        f"{key} is not a trace export: this endpoint receives traces only (resourceSpans); "
-        "send logs and metrics elsewhere or turn their exporters off "
-        "(OTEL_LOGS_EXPORTER=none, OTEL_METRICS_EXPORTER=none)"
-    )
-    assert collector.stats.refused == {400: 1} and collector.stats.spans == 0
-    both = {key: [], "resourceSpans": json.loads(json_request([SpanSpec(call())]))["resourceSpans"]}
-    assert post(collector.url, json.dumps(both).encode(), JS).status == 200  # traces win
-
-
 def test_an_internal_error_is_500_with_code_internal(
     collector: Collector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -476,13 +454,8 @@ def test_bearer_token(store: Store) -> None:
 
 
 def test_other_paths_and_methods(collector: Collector) -> None:
-    # an SDK sending every signal here logs the answer: it says traces only, and what to do
-    for signal in ("/v1/metrics", "/v1/logs"):
-        reply = post(collector.url, b"", path=signal)
-        assert reply.status == 404
-        assert reply.body.startswith(b"not found: this collector receives traces only")
-        assert b"OTEL_METRICS_EXPORTER=none" in reply.body
     assert post(collector.url, b"", path="/v2/other").body == b"not found\n"
+    assert post(collector.url, b"", path="/health").status == 405
     import urllib.request
 
     with urllib.request.urlopen(collector.url + "/health") as resp:
