@@ -392,6 +392,7 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     candidate = is_call | slow
     cols = _Columns(ws, candidate, scope_resource)
     slow |= candidate & ((ws.trace_len != 16) | (ws.span_len != 8) | (ws.start_ns == 0))
+    slow |= candidate & (ws.end_ns != 0) & (ws.end_ns < ws.start_ns)  # the reference rejects
     # (protobuf times are u64 nanoseconds, at most year 2554: always below MAX_TIME_NS)
     maybe = np.flatnonzero(candidate & ~slow)
     zero = all_zero(ws.buf, ws.trace_pos[maybe], 16) | all_zero(ws.buf, ws.span_pos[maybe], 8)

@@ -26,9 +26,9 @@ Which spans are tool calls (:func:`span_role`):
   counted by reason (:data:`IGNORE_REASONS`), never stored.
 
 A tool span that cannot be mapped (a required attribute missing, a value of the wrong type or
-out of range, a malformed id, a time outside 1970..9999) is *rejected*: counted by category and
-named in the OTLP ``partial_success`` message, never half-stored. A request's other spans are
-unaffected.
+out of range, a malformed id, a time outside 1970..9999, an end before its start) is
+*rejected*: counted by category and named in the OTLP ``partial_success`` message, never
+half-stored. A request's other spans are unaffected.
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ INT64_MAX: Final = 2**63 - 1
 MAX_REASONS: Final = 5
 #: Span times toolwatch can store: from the epoch (exclusive) to the end of year 9999.
 MAX_TIME_NS: Final = 253_402_300_800 * 10**9
+#: the rejection category of a span whose end is before its start
+ENDS_BEFORE_START: Final = "before_start:endTimeUnixNano"
 
 # why a span was ignored (a closed set: they are metric labels)
 IGNORED_SDK: Final = "mcp_sdk_span"
@@ -368,6 +370,12 @@ def call_row(span: SpanData) -> dict[str, Any]:
     _check_time(span.start_ns, "startTimeUnixNano")
     if span.end_ns:
         _check_time(span.end_ns, "endTimeUnixNano")
+        if span.end_ns < span.start_ns:  # OTel: end >= start; a null duration hid the error
+            raise Rejected(
+                f"span ends before it starts (endTimeUnixNano {span.end_ns} < "
+                f"startTimeUnixNano {span.start_ns})",
+                ENDS_BEFORE_START,
+            )
     row: dict[str, Any] = {}
     mask = 0
     for i, plans in enumerate(KEY_PLANS):
@@ -380,7 +388,7 @@ def call_row(span: SpanData) -> dict[str, Any]:
     row["trace_id"] = trace_id
     row["span_id"] = span_id
     row["start_time"] = span.start_ns // 1000
-    unknown = span.end_ns < span.start_ns or span.attributes.get(ATTR_DURATION_UNKNOWN) is True
+    unknown = not span.end_ns or span.attributes.get(ATTR_DURATION_UNKNOWN) is True
     row["duration_us"] = None if unknown else (span.end_ns - span.start_ns) // 1000
     row["failed"] = row[ERROR_FIELD] is not None or span.status_code == STATUS_CODE_ERROR
     row["fields_present"] = fields_present_text(mask)

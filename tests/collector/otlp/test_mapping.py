@@ -313,6 +313,27 @@ def test_the_unknown_duration_marker_gives_null_on_both_paths() -> None:
     assert fast.calls.column("duration_us").to_pylist() == [None, 0, 3, 0]
 
 
+def test_a_span_ending_before_it_starts_is_rejected_on_both_paths() -> None:
+    """OTel expects end >= start; such a span was stored with a null duration, silently, as
+    if its time were unknown. It is rejected, named and counted by its own reason; a span with
+    no end time still gets a null duration (absent, not wrong)."""
+    specs = [
+        SpanSpec(call(seq=0), end_ns=T0 - 1),  # ends 1 ns before it starts
+        SpanSpec(call(seq=1), end_ns=0),
+        SpanSpec(call(seq=2), end_ns=T0 + 3_000),
+    ]
+    body = pb_request(specs)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert fast.calls.column("seq").to_pylist() == [1, 2]
+    assert fast.calls.column("duration_us").to_pylist() == [None, 3]
+    assert fast.rejected_by == {"before_start:endTimeUnixNano": 1}
+    assert fast.message() == (
+        f"rejected 1 span(s): span {specs[0].span_id.hex()}: span ends before it starts "
+        f"(endTimeUnixNano {T0 - 1} < startTimeUnixNano {T0})"
+    )
+
+
 def test_malformed_protobuf_raises_400() -> None:
     good = pb_request([SpanSpec(call())])
     for body in (good[:-3], b"\x0a\x05abc", b"\xff\xff\xff"):

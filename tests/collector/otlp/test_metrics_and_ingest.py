@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from support.collector import SpanSpec, call, pb_request, post, scrape_metrics
+from support.collector import PB, T0, SpanSpec, call, pb_request, post, scrape_metrics
 from toolwatch.cli import main
 from toolwatch.collector.otlp import Collector
+from toolwatch.collector.otlp.decode import decode_success
 from toolwatch.collector.store import Store
 from toolwatch.conventions import ATTR_CONVERSATION_ID
 
@@ -118,3 +119,23 @@ def test_store_info_says_why_semconv_tool_spans_of_another_kind_gave_no_calls(
     out = capsys.readouterr().out
     assert f"ignored by reason: {reason} 1" in out
     assert f"  {reason}: " in out and says in out
+
+
+def test_a_span_ending_before_it_starts_is_counted_in_the_answer_and_the_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Such a span was stored with a null duration and nothing said: it is rejected in
+    ``partial_success`` and counted by its reason on ``/metrics`` and in ``store info``."""
+    store = Store(tmp_path / "store")
+    backwards = SpanSpec(call(seq=1), end_ns=T0 - 2_000_000)
+    with Collector(store, compact_interval=None) as collector:
+        reply = post(collector.url, pb_request([SpanSpec(call(seq=0)), backwards]))
+        assert reply.status == 200
+        rejected, message = decode_success(PB, reply.body)
+        assert rejected == 1 and "span ends before it starts" in message
+        text = scrape_metrics(collector.port)[1]
+    line = 'toolwatch_collector_spans_rejected_total{reason="before_start:endTimeUnixNano"} 1.0'
+    assert line in text.splitlines()
+    assert store.query("SELECT seq FROM calls").to_pylist() == [{"seq": 0}]
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    assert "rejected by reason: before_start:endTimeUnixNano 1" in capsys.readouterr().out
