@@ -5,8 +5,8 @@ package cannot run on toolwatch's mcp 2.x). Its tool spans follow conventions of
 (INTERNAL ``<tool>.tool`` with ``traceloop.*``, no ``gen_ai.*``, no session), so none is a call:
 each span is counted as ignored by reason, the progress line counts them, and ``store info``
 says why there are no calls and what to do. The arguments and results those spans carry (a
-fresh canary put in place of the recorded placeholder) reach no file of the store, no answer
-and no log line.
+fresh canary put in place of the recorded placeholder) reach no file of the store, no answer,
+no log line and no metric.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from support.canary import assert_absent, assert_store_clean, make_canary
-from support.collector import PB, post, rows
+from support.collector import PB, post, rows, scrape_metrics
 from toolwatch.cli import main
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
@@ -70,6 +70,8 @@ def test_openllmetry_tool_spans_are_counted_explained_and_their_content_kept_out
         total = sum(SPANS.values())
         assert collector.stats.spans == total and collector.stats.calls == 0
         assert collector.stats.ignored_by == {"not_a_tool_call": total}
+        status, metrics = scrape_metrics(collector.port)
+        assert status == 200 and f'ignored_total{{reason="not_a_tool_call"}} {total}.0' in metrics
     assert rows(store) == []
     progress = [r.getMessage() for r in caplog.records if "from 9 spans" in r.getMessage()]
     assert progress and "9 ignored" in progress[0], progress
@@ -84,5 +86,6 @@ def test_openllmetry_tool_spans_are_counted_explained_and_their_content_kept_out
     assert_store_clean(store, canary)
     assert_absent(caplog.text, canary, "the collector's log")
     assert_absent(out, canary, "store info")
+    assert_absent(metrics, canary, "/metrics")
     for answer in answers:
         assert_absent(answer, canary, "an OTLP answer")
