@@ -119,6 +119,10 @@ METHOD_TOOLS_CALL: Final = "tools/call"
 METHOD_TOOLS_LIST: Final = "tools/list"
 ERROR_TYPE_TOOL_ERROR: Final = "tool_error"
 ERROR_TYPE_TIMEOUT: Final = "timeout"
+#: An imported call whose result was written but cut off (a transcript truncated mid-line):
+#: not a success, and no failure the tool reported either; ``failed`` is set so that it is
+#: never counted as a normal success.
+ERROR_TYPE_NO_RESULT: Final = "no_result"
 
 #: A span is a toolwatch tool-call span when it carries this marker attribute with this value.
 #: The MCP SDK's own spans carry ``gen_ai.operation.name`` too, but never the size attributes,

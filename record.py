@@ -179,7 +179,11 @@ class CallRecord:
     output_bytes: Annotated[int | None, Col("UTF-8 bytes of the result content", ATTR_RESULT_SIZE)]
     failed: Annotated[bool, Col("the call failed (error.type set)")]
     error_type: Annotated[
-        str | None, Col("tool_error, timeout, JSON-RPC code, ...", ATTR_ERROR_TYPE)
+        str | None,
+        Col(
+            "tool_error, timeout, no_result (imported: result cut off), JSON-RPC code, ...",
+            ATTR_ERROR_TYPE,
+        ),
     ]
     response_id: Annotated[str | None, Col("model response that issued the call", ATTR_RESPONSE_ID)]
     call_id: Annotated[str | None, Col("tool call id (e.g. toolu_...)", ATTR_TOOL_CALL_ID)]

@@ -35,6 +35,7 @@ from toolwatch.collector.sources.delivery import (
     send_otlp_report,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.conventions import ERROR_TYPE_NO_RESULT
 from toolwatch.instrumentation.export.otlp import traces_url
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
@@ -309,7 +310,8 @@ def format_summary(outcome: ImportOutcome) -> str:
     if r.result_cut:
         lines.append(
             f"  {counted(r.result_cut, 'call')} without result because it is in a cut last line "
-            "(still being written?): no size or duration; failed false, as no failure was seen"
+            "(still being written?): no size or duration; stored as failed, error_type "
+            f"{ERROR_TYPE_NO_RESULT} (in the failed count above), as no success was seen"
         )
     if r.quirks:
         flagged = ", ".join(

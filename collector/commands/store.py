@@ -9,7 +9,12 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
-from toolwatch.collector.sources.stale_flags import format_unflagged_forks, unflagged_forks
+from toolwatch.collector.sources.stale_flags import (
+    cut_results,
+    format_cut_results,
+    format_unflagged_forks,
+    unflagged_forks,
+)
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.result_formats import format_table
 from toolwatch.usage import positive_int
@@ -124,5 +129,7 @@ def _info(store: Store) -> int:
     if summary is not None:
         print("\n".join(format_ingest(summary)))
     for line in format_unflagged_forks(unflagged_forks(store)):
+        print(line)
+    for line in format_cut_results(cut_results(store)):
         print(line)
     return 0

@@ -7,6 +7,10 @@ transcripts are imported into a fresh store; ``toolwatch store info`` says so.
 The agent-id patterns are the importer's own
 (:data:`~toolwatch.collector.sources.claude_code.parsing.FORK_AGENTS`), run by DuckDB in one
 grouped query over the rows with ``source = 'import'``, an agent id and no flag.
+
+``store info`` also counts the imported calls stored failed with ``error_type = "no_result"``
+(their result line was cut off: :func:`cut_results`), as the import summary did, so a store
+read later says why those calls count as failures.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from toolwatch.collector.sources.claude_code.parsing import FORK_AGENTS
 from toolwatch.collector.sources.claude_code.records import SOURCE
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.parquet_store import CALLS
+from toolwatch.conventions import ERROR_TYPE_NO_RESULT
 from toolwatch.words import counted
 
 #: What to do about them (the store keeps what it was given).
@@ -61,4 +66,26 @@ def format_unflagged_forks(found: dict[str, tuple[int, int]]) -> list[str]:
         f"unflagged forks: {counted(streams, 'imported stream')} ({counted(calls, 'call')}) "
         f"look like client forks but carry no client_quirk ({each})",
         f"  {REMEDY}",
+    ]
+
+
+def cut_results(store: Store) -> int:
+    """Imported calls stored failed with ``error_type = "no_result"`` (0 without a calls
+    table)."""
+    if CALLS not in store.tables():
+        return 0
+    table = store.query(
+        f"SELECT count(*) AS n FROM {CALLS} WHERE source = $source AND error_type = $type",
+        {"source": SOURCE, "type": ERROR_TYPE_NO_RESULT},
+    )
+    return int(table.column("n")[0].as_py() or 0)
+
+
+def format_cut_results(n: int) -> list[str]:
+    """``toolwatch store info``'s line for :func:`cut_results` (none when 0)."""
+    if not n:
+        return []
+    return [
+        f"imported calls whose result was cut off: {n:,} (a transcript's last line cut short), "
+        f"stored as failed, error_type {ERROR_TYPE_NO_RESULT}: no size, no duration"
     ]

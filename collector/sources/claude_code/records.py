@@ -30,7 +30,7 @@ from toolwatch.collector.sources.claude_code.provenance import (
     measure_provenance,
 )
 from toolwatch.collector.sources.claude_code.transcripts import scan_transcripts
-from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
+from toolwatch.conventions import ERROR_TYPE_NO_RESULT, ERROR_TYPE_TOOL_ERROR
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG, ProvenanceConfig
 from toolwatch.record import CallRecord, fit_string, split_mcp_name
 
@@ -64,7 +64,8 @@ class ImportReport:
     failed: int = 0
     without_result: int = 0
     #: of ``without_result``: calls whose result was in a file's cut last line (a session
-    #: being written): no size, duration or failure is known, none is claimed
+    #: being written, a truncated copy): no size or duration is known; not a success either,
+    #: so they are ``failed`` with ``error_type = "no_result"`` (and counted in ``failed``)
     result_cut: int = 0
     subagent_calls: int = 0
     mcp_calls: int = 0
@@ -150,9 +151,9 @@ def build_records(
             if result is None:
                 result, result_file = elsewhere.get(call.call_id, (None, None))
             used.add((result_file, call.call_id))
-            if result is None and call.call_id in cut:
-                report.result_cut += 1
-            record = _record(call, result, seq, trace_id)
+            lost = result is None and call.call_id in cut
+            report.result_cut += lost
+            record = _record(call, result, seq, trace_id, lost)
             records.append(record)
             when = None if result is None else parse_time(result.stamp)
             measured.append(Measured(record, call, result_file, when))
@@ -218,14 +219,19 @@ def _record(
     result: TranscriptResult | None,
     seq: int,
     trace_id: str,
+    lost: bool = False,
 ) -> CallRecord:
+    """``lost``: the call's result was written but cut off (a truncated last line): it did
+    not succeed as far as anyone can tell, so it is failed with ``no_result``, not a success."""
     server, _ = split_mcp_name(call.tool)
     duration: int | None = None
-    failed = False
+    failed = lost
+    error_type = ERROR_TYPE_NO_RESULT if lost else None
     output_bytes: int | None = None
     truncated = False
     if result is not None:
         failed = result.failed
+        error_type = ERROR_TYPE_TOOL_ERROR if failed else None
         output_bytes = result.output_bytes
         truncated = result.truncated
         if not call.restamped and not result.restamped:
@@ -250,7 +256,7 @@ def _record(
         input_bytes=call.input_bytes,
         output_bytes=output_bytes,
         failed=failed,
-        error_type=ERROR_TYPE_TOOL_ERROR if failed else None,
+        error_type=error_type,
         response_id=_fit(call.response_id),
         call_id=fit_string(call.call_id),
         source=SOURCE,

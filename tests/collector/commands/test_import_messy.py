@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import json
 import lzma
+import math
 import zipfile
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import pytest
 from support.disk import unprivileged, world_readable_dir
 from support.transcripts import SESSION, call_line, jsonl, result_line
 from toolwatch.cli import main
+from toolwatch.collector.store import Store
+from toolwatch.detection.calls.frame import prepare
+from toolwatch.detection.cues.failure import FailureCue
 
 
 def _import(store: Path, *paths: Path, extra: tuple[str, ...] = ()) -> int:
@@ -55,19 +59,47 @@ def test_a_directory_that_cannot_be_listed_is_in_both_summaries(
         assert "(1 directory could not be listed, e.g." in err and str(locked) in err
 
 
-def test_a_result_cut_off_is_counted_in_both_summaries(
+def test_a_result_cut_off_is_a_failure_in_summaries_store_info_and_detection(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A call whose result line was cut off was stored ``failed`` false, a success, while the
+    summary said it had no result. It is stored failed, ``error_type = "no_result"``; the
+    summary, ``--json``, ``store info`` say so alike, and the failure cue scores it as the
+    failure it is stored as (no crash on its unknown size and duration)."""
     cut = json.dumps(result_line("toolu_1", "2026-03-01T10:00:01Z", "r" * 200))[:250]
     path = tmp_path / "s.jsonl"
-    path.write_text(jsonl([call_line("toolu_1", "2026-03-01T10:00:00Z")]) + cut)
+    lines = [call_line("toolu_0", "2026-03-01T09:59:00Z", "msg_0")]
+    lines += [result_line("toolu_0", "2026-03-01T09:59:01Z", "fine")]
+    path.write_text(jsonl([*lines, call_line("toolu_1", "2026-03-01T10:00:00Z")]) + cut)
     assert _import(tmp_path / "s", path) == 0
     out = capsys.readouterr().out
-    assert "  failed: 0   without result: 1   " in out
-    assert "  1 call without result because it is in a cut last line (still being" in out
+    assert "  failed: 1   without result: 1   " in out
+    assert (
+        "  1 call without result because it is in a cut last line (still being written?): no "
+        "size or duration; stored as failed, error_type no_result (in the failed count above), "
+        "as no success was seen\n"
+    ) in out
     assert _import(tmp_path / "s", path, extra=("--json",)) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert (doc["without_result"], doc["result_cut_off"], doc["failed"]) == (1, 1, 0)
+    assert (doc["without_result"], doc["result_cut_off"], doc["failed"]) == (1, 1, 1)
+    assert main(["store", "info", "--store", str(tmp_path / "s")]) == 0
+    assert (
+        "imported calls whose result was cut off: 1 (a transcript's last line cut short), "
+        "stored as failed, error_type no_result: no size, no duration\n"
+    ) in capsys.readouterr().out
+    calls = Store(tmp_path / "s").query("SELECT * FROM calls ORDER BY seq")
+    assert calls.select(["call_id", "failed", "error_type", "output_bytes"]).to_pylist() == [
+        {"call_id": "toolu_0", "failed": False, "error_type": None, "output_bytes": 4},
+        {"call_id": "toolu_1", "failed": True, "error_type": "no_result", "output_bytes": None},
+    ]
+    frame = prepare(calls)
+    cue = FailureCue().fit(frame)  # 1 failure in 2 calls: p = (1 + 2·0.5) / 4
+    assert frame.failed.tolist() == [False, True]
+    assert cue.score_many(frame).tolist() == pytest.approx([-math.log(0.5), -math.log(0.5)])
+    path.write_text(jsonl(lines))
+    assert _import(tmp_path / "clean", path, extra=("--quiet",)) == 0
+    assert main(["store", "info", "--store", str(tmp_path / "clean")]) == 0
+    assert "result was cut off" not in capsys.readouterr().out
 
 
 def test_a_damaged_backup_is_counted_and_named(

@@ -65,10 +65,12 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
     tmp_path: Path,
 ) -> None:
     """A session being written whose last line, a result, is cut: its call was counted only
-    among the calls without result, like one whose result was never written. It is still
-    imported as such (no size, no duration, no failure seen; the store is append-only, so a
-    later re-import does not add the result) and now counted apart: ``result_cut``. A cut
-    line that quotes a result id inside its text does not count that call."""
+    among the calls without result, like one whose result was never written, and stored with
+    ``failed`` false: a success. A result written but lost is no success: the call is now
+    failed with ``error_type = "no_result"`` (no size, no duration; the store is append-only,
+    so a later re-import does not add the result), counted in ``failed`` and apart as
+    ``result_cut``; a call whose result is not written at all stays unfailed. A cut line that
+    quotes a result id inside its text does not count that call."""
     quoting = result_line("toolu_1", "2026-03-01T10:00:01.500Z", 'x "tool_use_id":"toolu_2" y')
     lines = [call_line("toolu_1", "2026-03-01T10:00:00.000Z", "msg_1")]
     lines += [call_line("toolu_2", "2026-03-01T10:00:01.000Z", "msg_2")]
@@ -77,12 +79,14 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
     path = tmp_path / f"{SID}.jsonl"
     path.write_text(jsonl(lines) + json.dumps(quoting)[:-20])
     records, report = import_transcripts([path])
-    assert [(r.call_id, r.output_bytes, r.duration_us, r.failed) for r in records] == [
-        ("toolu_1", None, None, False),
-        ("toolu_2", None, None, False),
-        ("toolu_3", None, None, False),
+    assert [
+        (r.call_id, r.output_bytes, r.duration_us, r.failed, r.error_type) for r in records
+    ] == [
+        ("toolu_1", None, None, True, "no_result"),
+        ("toolu_2", None, None, False, None),
+        ("toolu_3", None, None, False, None),
     ]
-    assert (report.without_result, report.result_cut) == (3, 1)  # toolu_1's, not toolu_2's
+    assert (report.without_result, report.result_cut, report.failed) == (3, 1, 1)  # not toolu_2
     assert [str(s) for s in report.skipped] == [f"{path}:4: {INCOMPLETE_LINE}"]
     path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut[: len(cut) // 2])
     records, report = import_transcripts([path])
@@ -91,11 +95,11 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
         ("toolu_2", None, None),
         ("toolu_3", None, None),
     ]
-    assert (report.without_result, report.result_cut, report.failed) == (2, 1, 0)
-    assert [r.error_type for r in records] == [None, None, None]
+    assert (report.without_result, report.result_cut, report.failed) == (2, 1, 1)
+    assert [r.error_type for r in records] == [None, None, "no_result"]
     path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut + "\n")  # written since
     records, report = import_transcripts([path])
-    assert (report.without_result, report.result_cut) == (1, 0)
+    assert (report.without_result, report.result_cut, report.failed) == (1, 0, 0)
 
 
 def test_zstd_transcripts_are_read_and_a_broken_one_says_why(tmp_path: Path) -> None:
