@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from toolwatch.collector.sources.claude_code import (
+    SKIPPED_MEMBER_WHY,
     SOURCE,
     TRANSCRIPT_NAMES,
     ImportReport,
@@ -211,6 +212,7 @@ def import_claude_code(
             not_read=scan.not_read,
             unlisted_dirs=scan.unlisted_dirs,
             damaged_archives=scan.damaged_archives,
+            skipped_members=scan.skipped_members,
         )
     outcome = ImportOutcome(
         report=report,
@@ -270,6 +272,7 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "unreadable_files": [{"path": p, "error": e} for p, e in r.unreadable_files],
         "damaged_files": r.damaged_files,
         "unlisted_directories": [{"path": p, "error": e} for p, e in r.unlisted_dirs],
+        "skipped_members": [{"path": p, "kind": k} for p, k in r.skipped_members],
         "bytes": r.bytes,
         "lines": r.lines,
         "sessions": r.sessions,
@@ -353,6 +356,7 @@ def format_summary(outcome: ImportOutcome) -> str:
         )
     for path, error in r.unreadable_files:
         lines.append(f"  unreadable file {path}: {error}")
+    lines.extend(_skipped_members_lines(r.skipped_members))
     if r.unlisted_dirs:
         lines.append(
             f"  {counted(len(r.unlisted_dirs), 'directory', 'directories')} not searched "
@@ -368,6 +372,19 @@ def format_summary(outcome: ImportOutcome) -> str:
     else:
         lines.append("  skipped lines: 0")
     return "\n".join(lines)
+
+
+def _skipped_members_lines(members: Sequence[tuple[str, str]]) -> list[str]:
+    """Per kind of zip member not read: how many, why, and the first names."""
+    lines = []
+    for kind, why in SKIPPED_MEMBER_WHY.items():
+        names = [path for path, k in members if k == kind]
+        if not names:
+            continue
+        lines.append(f"  skipped {counted(len(names), kind)} ({why}): " + ", ".join(names[:5]))
+        if len(names) > 5:
+            lines[-1] += f" … and {len(names) - 5:,} more (--json lists all)"
+    return lines
 
 
 def _size_text(n: int) -> str:

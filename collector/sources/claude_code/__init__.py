@@ -60,6 +60,7 @@ from toolwatch.collector.sources.claude_code.records import (
     import_transcripts,
 )
 from toolwatch.collector.sources.claude_code.transcripts import (
+    SKIPPED_MEMBER_WHY,
     TRANSCRIPT_NAMES,
     TranscriptPathError,
     find_transcripts,
@@ -68,6 +69,7 @@ from toolwatch.collector.sources.claude_code.transcripts import (
 
 __all__ = [
     "SERVICE",
+    "SKIPPED_MEMBER_WHY",
     "SOURCE",
     "TRANSCRIPT_NAMES",
     "FileParse",

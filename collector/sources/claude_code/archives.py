@@ -4,8 +4,9 @@ extracted to disk.
 
 A whole archive is listed by its central directory (the member list at its end). A cut one
 (a download stopped short) has none: its members are then found one after another by their
-local headers from the start, as far as the data goes, and the archive is named damaged; the
-member the cut falls in reads up to the cut. A member is read from its local header on, so a
+local headers from the start, as far as the data goes (ZIP64 and data-descriptor members
+too: :mod:`.zip_descriptors`), and the archive is named damaged; the member the cut falls in
+reads up to the cut. A member is read from its local header on, so a
 thousand-member archive is not listed again for each member. Messages name members and what
 happened, never their bytes (zipfile's own CRC message quotes nothing of the content, but is
 not shown either).
@@ -23,13 +24,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Final
 
+from toolwatch.collector.sources.claude_code.zip_descriptors import data_descriptor, zip64_sizes
+
 ZIP_SUFFIX: Final = ".zip"
 ZIP_MAGIC: Final = b"PK\x03\x04"
 #: A local file header: signature, version, flags, method, time, date, CRC, sizes, name and
 #: extra field lengths (APPNOTE 4.3.7).
 _LOCAL: Final = struct.Struct("<4sHHHHHLLLHH")
 _ENCRYPTED: Final = 0x1
-_DATA_DESCRIPTOR: Final = 0x8  # sizes after the data: the next header cannot be found
+_DATA_DESCRIPTOR: Final = 0x8  # sizes after the data (a zip written to a pipe)
 _UTF8_NAME: Final = 0x800
 _ZIP64: Final = 0xFFFFFFFF
 #: Text a member gives at most per read: a failed CRC, found at the member's end, drops the text
@@ -75,10 +78,14 @@ def list_members(disk: IO[bytes]) -> Listing:
 
 def _by_local_headers(disk: IO[bytes]) -> list[zipfile.ZipInfo]:
     """Members found header after header from the start, up to the first thing that is not a
-    local header (the central directory, the cut, damage) or a header whose sizes are not in it
-    (written after the data: where the next member starts is unknown)."""
+    local header (the central directory, the cut, damage). ZIP64 sizes are read from the
+    header's extra field; a member whose sizes follow its data (a data descriptor, as a zip
+    written to a pipe has) is passed by finding where its data ends (:mod:`.zip_descriptors`).
+    The member the cut falls in is listed to be read up to the cut; a member whose end cannot
+    be found ends the search after it."""
     found: list[zipfile.ZipInfo] = []
     offset = 0
+    end_of_file = disk.seek(0, io.SEEK_END)
     while True:
         disk.seek(offset)
         head = disk.read(_LOCAL.size)
@@ -86,16 +93,30 @@ def _by_local_headers(disk: IO[bytes]) -> list[zipfile.ZipInfo]:
             return found
         _, _, flags, method, _, _, crc, packed, size, name_len, extra_len = _LOCAL.unpack(head)
         raw_name = disk.read(name_len)
-        if len(raw_name) < name_len:
+        extra = disk.read(extra_len)
+        if len(raw_name) < name_len or len(extra) < extra_len:
             return found
         info = zipfile.ZipInfo(raw_name.decode("utf-8" if flags & _UTF8_NAME else "cp437"))
         info.header_offset, info.flag_bits, info.compress_type = offset, flags, method
-        info.CRC, info.compress_size, info.file_size = crc, packed, size
+        data = offset + _LOCAL.size + name_len + extra_len
+        wide = zip64_sizes(extra)
+        if _ZIP64 in (packed, size) and wide is not None:
+            size, packed = wide
+        after: tuple[int, int, int, int] | int | None = (crc, packed, size, data + packed)
+        if flags & _DATA_DESCRIPTOR:
+            after = data_descriptor(disk, data, method, wide is not None)
+        elif _ZIP64 in (packed, size):  # ZIP64 without its sizes: where it ends is unknown
+            after = None
+        if not isinstance(after, tuple):  # the last member found: the cut is in it or after
+            # read to its data's end if known (its descriptor is cut), else past the file's
+            # end, so that a cut reads as one; the CRC left unset: none to check it by
+            info.compress_size = end_of_file - data + 1 if after is None else after - data
+            info.file_size = 1 << 62
+            found.extend(() if info.is_dir() else (info,))
+            return found
+        info.CRC, info.compress_size, info.file_size, offset = after
         if not info.is_dir():
             found.append(info)
-        if flags & _DATA_DESCRIPTOR or _ZIP64 in (packed, size):
-            return found
-        offset += _LOCAL.size + name_len + extra_len + packed
 
 
 def open_member(disk: IO[bytes], info: zipfile.ZipInfo) -> io.BufferedReader:

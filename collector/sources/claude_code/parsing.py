@@ -13,7 +13,7 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePath, PurePosixPath
+from pathlib import Path, PurePath
 from typing import Any, Final
 
 from toolwatch.collector.sources.claude_code.decoding import TranscriptLines, TranscriptReadError
@@ -25,7 +25,7 @@ from toolwatch.collector.sources.claude_code.measure import (
     result_content_size,
     text_field,
 )
-from toolwatch.collector.sources.claude_code.transcripts import transcript_stem
+from toolwatch.collector.sources.claude_code.transcripts import member_path, transcript_stem
 from toolwatch.conventions import (
     QUIRK_ASIDE_QUESTION_FORK,
     QUIRK_COMPACTION_FORK,
@@ -143,7 +143,7 @@ class FileParse:
     def name_path(self) -> PurePath:
         """The transcript's own path, its name and folders naming agent and session: the
         member's path inside its archive, else the file's."""
-        return self.path if self.member is None else PurePosixPath(self.member.filename)
+        return self.path if self.member is None else member_path(self.member.filename)
 
 
 def parse_file(

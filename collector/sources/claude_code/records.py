@@ -53,6 +53,9 @@ class ImportReport:
     unlisted_dirs: list[tuple[str, str]] = field(default_factory=list)
     #: of ``unreadable_files``, those read in part: their stream broke after some lines (kept)
     damaged_files: list[str] = field(default_factory=list)
+    #: (archive!member, kind): zip members not read, kind a key of
+    #: :data:`.transcripts.SKIPPED_MEMBER_WHY` (a nested archive, macOS metadata)
+    skipped_members: list[tuple[str, str]] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
     sessions: int = 0
@@ -98,6 +101,7 @@ def build_records(
     not_read: Sequence[tuple[str, str]] = (),
     unlisted_dirs: Sequence[tuple[str, str]] = (),
     damaged_archives: Sequence[str] = (),
+    skipped_members: Sequence[tuple[str, str]] = (),
 ) -> tuple[list[CallRecord], ImportReport]:
     """Deduplicate, match results, number calls per session; records sorted by session, seq.
 
@@ -106,9 +110,13 @@ def build_records(
     ``not_read``: the scan's entries not read (:class:`.transcripts.TranscriptScan`), reported
     with the files that failed to read; ``unlisted_dirs``: its directories not listed;
     ``damaged_archives``: its zip archives read in part (counted damaged unless one of their
-    members is: one cut download is one damaged file)."""
+    members is: one cut download is one damaged file); ``skipped_members``: its zip members
+    not read (nested archives, macOS metadata), reported as such."""
     report = ImportReport(
-        files=len(parses), unreadable_files=list(not_read), unlisted_dirs=list(unlisted_dirs)
+        files=len(parses),
+        unreadable_files=list(not_read),
+        unlisted_dirs=list(unlisted_dirs),
+        skipped_members=list(skipped_members),
     )
     by_index = {p.file_index: p for p in parses}
     kept: dict[str, TranscriptCall] = {}
@@ -294,4 +302,5 @@ def import_transcripts(
         not_read=scan.not_read,
         unlisted_dirs=scan.unlisted_dirs,
         damaged_archives=scan.damaged_archives,
+        skipped_members=scan.skipped_members,
     )

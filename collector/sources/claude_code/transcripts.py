@@ -15,6 +15,7 @@ import io
 import os
 import stat
 import zipfile
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -25,6 +26,7 @@ from toolwatch.collector.sources.claude_code.archives import (
     ZIP_SUFFIX,
     list_members,
 )
+from toolwatch.words import counted
 
 TRANSCRIPT_SUFFIX: Final = ".jsonl"
 #: A gzip'd transcript's name (a backup's): read, decompressed, when its first bytes are gzip.
@@ -42,6 +44,15 @@ FILE_NAMES: Final = tuple(f"*{s}" for s in (TRANSCRIPT_SUFFIX, *COMPRESSED_TRANS
 TRANSCRIPT_NAMES: Final = (*FILE_NAMES, f"*{ZIP_SUFFIX}")
 #: Why a zip archive adds no transcript.
 NO_TRANSCRIPT_MEMBER: Final = "zip archive holding no transcript member ({})"
+#: Members of a zip archive named like a transcript (or an archive) that are not read, each
+#: kind with why: an archive inside the archive (not opened: one level, no zip bomb to bound),
+#: and macOS Finder's metadata (``__MACOSX/…``, ``._name``: resource forks, not JSON Lines).
+NESTED_ARCHIVE: Final = "nested archive"
+MACOS_METADATA: Final = "macOS metadata member"
+SKIPPED_MEMBER_WHY: Final = {
+    NESTED_ARCHIVE: "a zip inside a zip is not opened; unzip the outer one and import the folder",
+    MACOS_METADATA: "__MACOSX/ and ._* entries are Finder's resource forks, not transcripts",
+}
 #: Why a FIFO, a device or a socket is not read (opening a FIFO would wait for a writer).
 NOT_REGULAR: Final = "not a regular file"
 #: First bytes of files that are not UTF-8 JSON Lines, what they are and what to do: read line
@@ -96,6 +107,9 @@ class TranscriptScan:
     #: of ``not_read``, the zip archives whose member list was unreadable (cut, damaged): the
     #: members found before the damage are in ``files``
     damaged_archives: list[str] = field(default_factory=list)
+    #: ``(archive!member, kind)``: members of the zip archives not read, kind a key of
+    #: :data:`SKIPPED_MEMBER_WHY` (a nested archive, macOS metadata), in archive order
+    skipped_members: list[tuple[str, str]] = field(default_factory=list)
 
 
 def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
@@ -142,12 +156,13 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
             raise TranscriptPathError(f"{NOT_REGULAR}: {path}")
     files: list[Transcript] = []
     damaged: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for resolved in sorted(found, key=str):
         shown = found[resolved]
         if not _is_zip(resolved.name):
             files.append(Transcript(resolved, shown))
             continue
-        members, problem, broken = _archive_members(resolved, shown)
+        members, problem, broken = _archive_members(resolved, shown, skipped)
         files.extend(members)
         if problem is not None:
             not_read[shown] = problem
@@ -158,6 +173,7 @@ def scan_transcripts(paths: Iterable[str | Path]) -> TranscriptScan:
         not_read=sorted(not_read.items()),
         unlisted_dirs=sorted(unlisted.items()),
         damaged_archives=damaged,
+        skipped_members=skipped,
     )
 
 
@@ -165,25 +181,52 @@ def _is_zip(name: str) -> bool:
     return name.lower().endswith(ZIP_SUFFIX)
 
 
-def _archive_members(path: Path, shown: str) -> tuple[list[Transcript], str | None, bool]:
+def _archive_members(
+    path: Path, shown: str, skipped: list[tuple[str, str]]
+) -> tuple[list[Transcript], str | None, bool]:
     """The transcript members of the zip archive at ``path`` (by name, in archive order); why
     the archive is named among the files not read (none found, cut, unreadable), else None;
-    whether it is damaged (its member list unreadable)."""
+    whether it is damaged (its member list unreadable). Members not read for a reason of
+    their own (:data:`SKIPPED_MEMBER_WHY`) are added to ``skipped``."""
     try:
         with open_transcript(path) as disk:
             listing = list_members(disk)
     except OSError as exc:
         return [], exc.strerror or str(exc), False
-    members = [
-        Transcript(path, f"{shown}!{info.filename}", info)
-        for info in listing.members
-        if transcript_stem(PurePosixPath(info.filename).name) is not None
-    ]
+    members = []
+    passed: list[tuple[str, str]] = []
+    for info in listing.members:
+        kind = _skipped_kind(member_path(info.filename))
+        if kind is not None:
+            passed.append((f"{shown}!{info.filename}", kind))
+        elif transcript_stem(member_path(info.filename).name) is not None:
+            members.append(Transcript(path, f"{shown}!{info.filename}", info))
+    skipped.extend(passed)
     if listing.damaged:
         return members, NO_DIRECTORY.format(len(members)), True
     if not members:
-        return [], NO_TRANSCRIPT_MEMBER.format(", ".join(FILE_NAMES)), False
+        problem = NO_TRANSCRIPT_MEMBER.format(", ".join(FILE_NAMES))
+        kinds = Counter(kind for _, kind in passed)
+        if kinds:
+            problem += " but " + ", ".join(counted(n, k) for k, n in kinds.items())
+            problem += ", not read (listed with the skipped members)"
+        return [], problem, False
     return members, None, False
+
+
+def member_path(name: str) -> PurePosixPath:
+    """A member's path inside its archive; a backslash is a folder separator (zips made by
+    old Windows tools write ``project\\s.jsonl``), so its folders name session and agent."""
+    return PurePosixPath(name.replace("\\", "/"))
+
+
+def _skipped_kind(path: PurePosixPath) -> str | None:
+    """Why a member is not read though its name might say transcript (or archive), else None."""
+    if "__MACOSX" in path.parts[:-1] or path.name.startswith("._"):
+        if transcript_stem(path.name) is not None or _is_zip(path.name):
+            return MACOS_METADATA
+        return None
+    return NESTED_ARCHIVE if _is_zip(path.name) else None
 
 
 def _walk(root: Path, unlisted: dict[str, str]) -> Iterator[Path]:
@@ -198,7 +241,7 @@ def _walk(root: Path, unlisted: dict[str, str]) -> Iterator[Path]:
 
     for top, dirs, files in os.walk(root, onerror=failed):
         for name in (*dirs, *files):
-            if TRANSCRIPT_SUFFIX in name or _is_zip(name):
+            if TRANSCRIPT_SUFFIX in name.lower() or _is_zip(name):
                 yield Path(top, name)
 
 
@@ -233,9 +276,11 @@ def foreign_format(head: bytes) -> str | None:
 
 def transcript_stem(name: str) -> str | None:
     """A transcript's file name without ``.jsonl`` / ``.jsonl.gz`` / ``.bz2`` / ``.xz`` /
-    ``.zst`` (what names its agent or session), None for another name."""
+    ``.zst`` (what names its agent or session), None for another name. The suffix in any case
+    (``S.JSONL``, a copy through a case-folding tool), as ``.zip`` is."""
+    lowered = name.lower()
     for suffix in (*COMPRESSED_TRANSCRIPT_SUFFIXES, TRANSCRIPT_SUFFIX):
-        if name.endswith(suffix):
+        if lowered.endswith(suffix):
             return name[: -len(suffix)]
     return None
 

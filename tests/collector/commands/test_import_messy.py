@@ -148,3 +148,34 @@ def test_a_zip_backup_is_imported_and_a_cut_one_counted_damaged(
     doc = json.loads(capsys.readouterr().out)
     assert doc["files"] == 2 and doc["damaged_files"] == [f"{cut}!p/t.jsonl"]
     assert 2 < doc["calls"] < 200 and doc["written"] == 0  # all stored by the first run
+
+
+def test_zip_members_not_read_are_counted_and_named_in_both_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A zip inside the zip and Finder's metadata were passed over without a word: the summary
+    now says how many of each, why, and names them; --json lists them by kind."""
+    inner = tmp_path / "inner.zip"
+    with zipfile.ZipFile(inner, "w") as archive:
+        archive.writestr("c.jsonl", jsonl(SESSION))
+    outer = tmp_path / "in" / "a.zip"
+    outer.parent.mkdir()
+    with zipfile.ZipFile(outer, "w") as archive:
+        archive.writestr("p/s.jsonl", jsonl(SESSION))
+        archive.write(inner, "inner.zip")
+        archive.writestr("__MACOSX/p/._s.jsonl", b"\x00\x05\x16\x07")
+    assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet",)) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"  skipped 1 nested archive (a zip inside a zip is not opened; unzip the outer one and "
+        f"import the folder): {outer}!inner.zip\n"
+        f"  skipped 1 macOS metadata member (__MACOSX/ and ._* entries are Finder's resource "
+        f"forks, not transcripts): {outer}!__MACOSX/p/._s.jsonl\n"
+    ) in out
+    assert _import(tmp_path / "s", tmp_path / "in", extra=("--quiet", "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["skipped_members"] == [
+        {"path": f"{outer}!inner.zip", "kind": "nested archive"},
+        {"path": f"{outer}!__MACOSX/p/._s.jsonl", "kind": "macOS metadata member"},
+    ]
+    assert (doc["calls"], doc["skipped_lines"]) == (2, 0)
