@@ -13,7 +13,12 @@ in a temporary directory, then measures in the same run:
 Each is printed in MB/s and as a ratio to the baseline. No target is set: the figures are for
 comparing runs (``docs/ARCHITECTURE.md``, *Importer*).
 
-Run: ``.venv/bin/python benchmarks/bench_import.py [--mb 120] [--seed 7]``.
+``--tiny N`` measures instead a folder of N tiny sessions (one call and its result each), where
+the per-stream set-up dominates: ms per session with provenance (windows made at a stream's
+first result), with every window made up front as before that change (the before), and
+without provenance; the before/after ratio is printed.
+
+Run: ``.venv/bin/python benchmarks/bench_import.py [--mb 120] [--seed 7] [--tiny 10000]``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.claude_code import import_transcripts
+from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 
 TOOLS = ["Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite", "WebFetch"]
 MCP_TOOLS = ["mcp__github__create_pull_request", "mcp__plugin_playwright_playwright__browser_click"]
@@ -181,11 +187,70 @@ def baseline(files: list[Path]) -> None:
                 loads(line)
 
 
+def tiny_sessions(root: Path, n: int) -> None:
+    """``n`` session files of one call and its result each."""
+    root.mkdir(parents=True)
+    for i in range(n):
+        session = f"tiny-{i:06d}"
+        when = datetime(2026, 8, 4, 9, tzinfo=UTC) + timedelta(minutes=i)
+        call = _envelope("assistant", session, None, when, None)
+        call["message"] = {
+            "id": f"msg_{i}",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": {}}],
+        }
+        result = _envelope("user", session, call["uuid"], when + timedelta(seconds=1), None)
+        block = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}
+        result["message"] = {"role": "user", "content": [block]}
+        (root / f"{session}.jsonl").write_text(json.dumps(call) + "\n" + json.dumps(result) + "\n")
+
+
+def run_tiny(n: int) -> int:
+    """The ``--tiny`` figures (see the module docs)."""
+    from toolwatch.instrumentation.provenance.window import FingerprintWindow
+
+    init = FingerprintWindow.__init__
+
+    def made_up_front(self: FingerprintWindow, config: Any) -> None:
+        init(self, config)
+        self._allocate()  # as before windows were made at their first result
+
+    with tempfile.TemporaryDirectory(prefix="toolwatch-bench-import-") as tmp:
+        root = Path(tmp) / "tiny"
+        tiny_sessions(root, n)
+        timings: dict[str, float] = {}
+        for label, provenance, eager in (
+            ("provenance (windows at first result)", True, False),
+            ("provenance, windows made up front", True, True),
+            ("--no-provenance", False, False),
+        ):
+            setattr(FingerprintWindow, "__init__", made_up_front if eager else init)  # noqa: B010
+            try:
+                c0 = time.process_time()
+                import_transcripts([root], provenance=DEFAULT_CONFIG if provenance else None)
+                timings[label] = time.process_time() - c0
+            finally:
+                setattr(FingerprintWindow, "__init__", init)  # noqa: B010
+            print(f"{label:38}  {timings[label] / n * 1e3:7.3f} ms/session CPU")
+        after = timings["provenance (windows at first result)"]
+        before = timings["provenance, windows made up front"]
+        print(f"{n:,} tiny sessions: before/after {before / after:.1f}x (CPU, same run)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=120.0, help="transcript size to generate")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--tiny",
+        type=int,
+        metavar="N",
+        help="measure N tiny sessions instead (per-stream set-up, before/after ratio)",
+    )
     args = parser.parse_args(argv)
+    if args.tiny is not None:
+        return run_tiny(args.tiny)
     with tempfile.TemporaryDirectory(prefix="toolwatch-bench-import-") as tmp:
         root = Path(tmp) / "projects"
         t0 = time.perf_counter()

@@ -19,6 +19,9 @@ offsets. The content is no new exposure (the agent holds it anyway); it stays in
   entry each slot displaced. A query probes *every* shingle of the view, so any common run of
   ``w + k - 1`` bytes contains an indexed shingle and is found (MOSS's guarantee, at density
   ``1/w``).
+* **Allocated at the first result**: buffer and tables are made when the first result arrives,
+  not with the window: an importer replays thousands of streams whose calls never see a result
+  (a tiny session), and allocating then zeroing 4 MiB of tables for each was ≈ 2 ms a stream.
 * **Lazily**: results are only copied in when they arrive; they are hashed when the next check
   needs the index. In a stream whose calls rarely send anything out, bytes that leave the
   window before any check are never hashed at all.
@@ -69,14 +72,14 @@ class FingerprintWindow:
     def __init__(self, config: ProvenanceConfig) -> None:
         self._cfg = config
         self._cap = config.buffer_bytes
-        self._buf = bytearray(self._cap)  # fixed: appends and drops never reallocate
+        self._buf = bytearray()  # _cap bytes from the first append on: never reallocated
         self._fill = 0  # bytes of _buf in use
         self._base = 0  # absolute offset of _buf[0]
         self._start = 0  # absolute offset where the window begins (>= _base; see _drop_before)
         self._total = 0  # absolute offset of the end of the data
         slots = 1 << config.table_bits
-        self._table = array("I", [0]) * slots
-        self._older = array("I", [0]) * slots if config.ways == 2 else None
+        self._table = array("I")  # 2**table_bits slots (per way) from the first append on
+        self._older = array("I") if config.ways == 2 else None
         self._mask = slots - 1
         self._seg_start = array("Q")
         self._seg_source = array("H")
@@ -94,6 +97,8 @@ class FingerprintWindow:
         """Keep one result (``data``, at most ``max_result_bytes``) from source ``source``."""
         if not data:
             return
+        if not self._buf:
+            self._allocate()
         size = len(data)
         self._make_room(size + 1)
         fill = self._fill
@@ -104,6 +109,13 @@ class FingerprintWindow:
         self._fill = fill + size + 1
         self._total += size + 1
 
+    def _allocate(self) -> None:
+        slots = self._mask + 1
+        self._buf = bytearray(self._cap)
+        self._table = array("I", [0]) * slots
+        if self._older is not None:
+            self._older = array("I", [0]) * slots
+
     def clear(self) -> None:
         """Forget every result (and overwrite the retained bytes)."""
         self._buf[: self._fill] = bytes(self._fill)
@@ -111,6 +123,8 @@ class FingerprintWindow:
         self._fill = 0
         del self._seg_start[:], self._seg_source[:]
         self._indexed = 0
+        if not self._buf:  # no result ever arrived: nothing allocated, nothing to overwrite
+            return
         self._table[:] = array("I", [0]) * len(self._table)
         if self._older is not None:
             self._older[:] = array("I", [0]) * len(self._older)
@@ -260,10 +274,10 @@ class FingerprintWindow:
             i = buf.find(needle, i + 1, fill)
 
     def memory_bytes(self) -> int:
-        """Bytes allocated now: buffer, tables, segment arrays."""
+        """Bytes allocated from the first result on: buffer, tables, segment arrays."""
         return (
             self._cap
-            + self._table.buffer_info()[1] * 4 * self._cfg.ways
+            + (self._mask + 1) * 4 * self._cfg.ways
             + self._seg_start.buffer_info()[1] * 8
             + self._seg_source.buffer_info()[1] * 2
             + sys.getsizeof(self)
