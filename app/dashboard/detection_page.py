@@ -389,7 +389,7 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
     kinds = dv.kind_order(list(picked.index))
     upper = v.pick(upper_cells).set_index("kind")
     next_level = _level(v, upper_cells)
-    next_column = f"at {next_level.removesuffix(' streams')}"
+    next_column = f"at {next_level}"
     rows = []
     bars = []
     for kind in kinds:
@@ -434,8 +434,9 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
         f"{dv.pct(float(picked['fa_reached'].iloc[0]), 1) if len(picked) else '–'} (above)."
     )
     # on a phone a block per kind ("runs" was off the table's right edge); on a desktop every
-    # column in the 940 px main column of a 1,400 px window: short headers (the "study: …"
-    # columns were off the right edge), their meaning in the help and the caption below
+    # column in the 968 px main column of a 1,366 px laptop (main.PAGE_CSS): short headers
+    # (the "study: …" columns were off the right edge), their meaning in the help and the
+    # caption below; the next level with its unit, "at 10.0% = 1/10 streams", as the report
     ui.facts_table(
         pd.DataFrame(rows),
         "kind",

@@ -20,7 +20,8 @@ LANE_LABEL_PX = 260
 #: Characters of a long MCP server name a lane label keeps before its "…".
 SERVER_CHARS = 10
 #: The whole timeline fits this many pixels: the main column beside the sidebar in a 1,400 px
-#: window is 940 px wide (the legends on the right were cut at 640 px panels + 260 px labels).
+#: window was 940 px wide, 968 px at 1,366 px since main.PAGE_CSS (the legends on the right
+#: were cut at 640 px panels + 260 px labels).
 TIMELINE_PX = 900
 #: The timeline's parts beside its panels and lane labels: the axis title, the legends on the
 #: right ("same response", "output_bytes") and the padding between them.

@@ -121,6 +121,32 @@ def test_detection_page_shows_the_stored_experiment(app: dict[str, Any]) -> None
     assert page.painted_s <= PAINT_RATIO_GUARD * light.painted_s, (page.painted_s, light)
 
 
+#: A common laptop's window, narrower than the desktop :data:`VIEWPORT`.
+LAPTOP = {"width": 1366, "height": 1800}
+
+
+def test_the_detection_table_fits_a_laptop(app: dict[str, Any]) -> None:
+    """The next level's header said "at 10.0% = 1/10" without its unit, and at 1,366 px (a
+    common laptop) the table's columns were up to 936 px in a 904 px main column: "study:
+    latency" off its right edge, no scroll bar in sight (2 px to spare at 1,400 px). The header
+    now says "streams", as the report, and every column fits at both widths, also at time·ewma
+    (the widest: the study's "(best detector)" rates)."""
+    page = app["page"]
+    for size in (VIEWPORT, LAPTOP):
+        page.set_viewport_size(size)
+        try:
+            for query in ("", "?cue_set=time&detector=ewma"):
+                visit(app, query, f"detection-{size['width']}" + ("-time-ewma" if query else ""))
+                (main,) = [t for t in page.evaluate(SHOWN_TABLES) if "runs" in t["rows"][0]]
+                header = main["rows"][0]
+                assert header[3] == "at 10.0% = 1/10 streams", header
+                assert header[-1] == "study: latency", header
+                assert main["right"] <= size["width"], (size, query, main)
+                assert main["scroll"] <= main["shown"] + 1, (size, query, main)
+        finally:
+            page.set_viewport_size(VIEWPORT)
+
+
 def test_detection_opens_at_its_own_path(app: dict[str, Any]) -> None:
     """`/detection`, the path main.py gives the default page, opens it (it was Streamlit's
     "Page not found" dialog over the page at `/`); so does a link with parameters."""
@@ -663,8 +689,8 @@ def test_thin_split_levels_follow_the_target_shown(
         printed_rows[cells[0]] = dict(zip(header, cells, strict=False))
     table = next(t for t in tables if t and "detected (95% CI)" in t[0])
     shown = {r[0]: dict(zip(table[0], r, strict=False)) for r in table[1:]}
-    assert table[0][3] == "at 28.6% = 2/7", table[0]
+    assert table[0][3] == "at 28.6% = 2/7 streams", table[0]  # as printed, with its unit
     for kind, cells in printed_rows.items():
         assert shown[kind]["detected (95% CI)"] == cells["at 14.3% = 1/7 streams"], kind
-        up = shown[kind]["at 28.6% = 2/7"]
+        up = shown[kind]["at 28.6% = 2/7 streams"]
         assert up.startswith(cells["at 28.6% = 2/7 streams"] + " "), (kind, up)
