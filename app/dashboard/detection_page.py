@@ -480,7 +480,9 @@ def _grid(cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> 
         pivot = grid.pivot_table(index="label", columns="cell", values="text", aggfunc="first")
         pivot = pivot.reindex(columns=[c for c in order if c in pivot.columns])
         pivot = pivot.reindex([ui.label(k) for k in dv.kind_order(list(cells["kind"].unique()))])
-        st.dataframe(pivot)
+        # on a phone a block per kind (the grid showed its first two of seven columns)
+        frame = pivot.reset_index().rename(columns={"label": "kind"}).fillna("")
+        ui.facts_table(frame, "kind", key="grid")
         if breached:
             st.caption(
                 "Controls detected above the false-alarm level (these statistics react to the "

@@ -142,7 +142,8 @@ def _weeks(data: dict[str, Any]) -> None:
     rows.append(total)
     target = _target(data)
     st.subheader("Per week")
-    ui.dataframe(pd.DataFrame(rows).fillna(""))
+    # on a phone a block per week (the table showed its first three of ten columns)
+    ui.facts_table(pd.DataFrame(rows).fillna(""), "week", key="weeks")
     st.caption(
         f"Weeks of the streams' first call (Monday, UTC); a week marked thin has fewer than "
         f"{THIN_WEEK} streams (one alarm there is already 1/n). Alarming: normal long streams "
@@ -188,7 +189,7 @@ def _models(data: dict[str, Any]) -> None:
             )
         rows.append(row)
     st.subheader("Adaptive beside frozen")
-    ui.dataframe(pd.DataFrame(rows).fillna(""))
+    ui.facts_table(pd.DataFrame(rows).fillna(""), "model", key="models")
     st.caption(
         "One threshold: the experiment's rule applied to the replayed scores — the one "
         "threshold for the whole replay at which at most the target of the normal streams "

@@ -198,7 +198,10 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
         )
     else:
         ui.chart(charts.trajectories_chart(step_frame, divergence))
-        ui.dataframe(_side_by_side(unit, step_frame).reset_index(), hide_index=True)
+        table = _side_by_side(unit, step_frame).reset_index()
+        # on a phone a block per step, its runs' calls as pairs (the table showed two runs)
+        cards = table.assign(step=[f"step {s}" for s in table["step"]])
+        ui.facts_table(table, "step", key="steps", cards=cards)
         st.caption(
             "One column per run, one row per tool call: ✓ ok, ✗ failed (error class), "
             "⚑ the fault's label on an injected response, ◀ the run's first divergence from "

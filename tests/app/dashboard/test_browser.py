@@ -694,3 +694,66 @@ def test_thin_split_levels_follow_the_target_shown(
         assert shown[kind]["detected (95% CI)"] == cells["at 14.3% = 1/7 streams"], kind
         up = shown[kind]["at 28.6% = 2/7 streams"]
         assert up.startswith(cells["at 28.6% = 2/7 streams"] + " "), (kind, up)
+
+
+#: Every drawn table's right edge and the widths its grid scrolls over and shows, and the
+#: page's own width: what a phone must hold without scrolling sideways.
+PAGE_WIDTH = "() => document.documentElement.scrollWidth"
+
+
+def _cards(page: Any, key: str) -> list[dict[str, Any]]:
+    return list(page.evaluate(FACT_CARDS.replace(".tw-fact'", f".st-key-{key} .tw-fact'")))
+
+
+def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
+    app: dict[str, Any],
+) -> None:
+    """At 390 px the Replay page's weekly and models tables showed 3 of their 10 and 2 of
+    their 7 columns, Detection's cue set × detector grid its kind and one cell, the Workbench's
+    side-by-side steps two runs, the rest off each table's own horizontal scroll with no scroll
+    bar in sight. A phone now gets a block per row (week, model, kind, step) with every cell
+    as a pair on the screen; a 1,400 px window keeps the tables."""
+    root, page = app["root"], app["page"]
+    if "No replay results" in open_page(page, app["base"], "replay").text:
+        run_replay(root)
+    grid_label = "Every cue set × detector"
+    shown: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for size in (VIEWPORT, PHONE):
+        page.set_viewport_size(size)
+        found = shown.setdefault(str(size["width"]), {})
+        try:
+            for path, keys in (("replay", ("weeks", "models")), ("", ("grid",)),
+                               ("workbench", ("steps",))):  # fmt: skip
+                visit(app, path, f"{path or 'detection'}-tables-{size['width']}")
+                if path == "":
+                    page.get_by_text(grid_label).click()
+                    page.wait_for_timeout(500)
+                assert page.evaluate(PAGE_WIDTH) <= size["width"], (path, size)
+                for key in keys:
+                    wide = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
+                    assert wide.is_visible() == (size is VIEWPORT), (key, size)
+                    found[key] = _cards(page, key)
+                    found[f"{key}_table"] = wide.evaluate(
+                        "el => Array.from(el.querySelectorAll('table tr')).map(tr => Array.from("
+                        "tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))"
+                    )
+        finally:
+            page.set_viewport_size(VIEWPORT)
+    desktop, phone_ = shown[str(VIEWPORT["width"])], shown[str(PHONE["width"])]
+    for key, first in (("weeks", "week"), ("models", "model"), ("grid", "kind"), ("steps", "step")):
+        assert desktop[key] == [], key  # no blocks beside a desktop's table
+        table, cards = desktop[f"{key}_table"], phone_[key]
+        assert table[0][0] == first, table[0]
+        names = [r[0] for r in table[1:]]
+        assert [c["name"] for c in cards] == (
+            [f"step {n}" for n in names] if key == "steps" else names
+        ), key
+        for card, row in zip(cards, table[1:], strict=True):
+            # every cell the table drew (its grid draws the columns in view) is in the block
+            pairs = {k: v for k, v, *_ in card["pairs"]}
+            drawn = dict(zip(table[0][1:], row[1:], strict=False))
+            assert {k: pairs[k] for k in drawn} == drawn, (key, card)
+            for _, _, left, right in card["pairs"]:
+                assert left >= 0 and right <= PHONE["width"], (key, card)
+    assert "adaptive: alarming (95% CI)" in {k for k, *_ in phone_["weeks"][0]["pairs"]}
+    assert {k for k, *_ in phone_["grid"][0]["pairs"]} >= {"all·cusum", "time·ewma"}
