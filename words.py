@@ -14,4 +14,10 @@ def counted(n: Any, noun: str, plural: str | None = None) -> str:
     ``8,729 streams`` (``plural`` defaults to ``noun + "s"``), never "1 streams" or
     "1 stream(s)"."""
     value = int(n)
-    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
+    return f"{value:,} {noun_for(value, noun, plural)}"
+
+
+def noun_for(n: Any, noun: str, plural: str | None = None) -> str:
+    """The noun alone for a count of ``n`` (singular for exactly one), for a message that lists
+    the things instead of counting them: ``unknown fields 'a', 'b'``, ``unknown field 'a'``."""
+    return noun if int(n) == 1 else plural or noun + "s"

@@ -25,6 +25,7 @@ from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.collector.sources.claude_code.transcripts import TranscriptPathError
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 from toolwatch.record import CallRecord
+from toolwatch.words import counted
 
 #: reference column -> record field
 FIELDS = {
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     joined, differ, examples = compare(records, args.csv)
     print(f"joined {joined:,} of {len(records):,} calls to {args.csv.name}")
     for column in FIELDS:
-        print(f"  {column:<16} differs on {differ[column]:,} call(s)")
+        print(f"  {column:<16} differs on {counted(differ[column], 'call')}")
     for what in ("not in the reference", "reference rows not imported"):
         print(f"  {what}: {differ[what]:,}")
     for line in examples:

@@ -230,10 +230,10 @@ def import_claude_code(
         outcome.seq_overlap_sessions = overlap
         if overlap:
             log.warning(
-                "%d session(s) already hold imported calls from files not read in this run: "
+                "%s already hold imported calls from files not read in this run: "
                 "seq of the new calls counts only this run's files (import all files of a "
                 "session together)",
-                overlap,
+                counted(overlap, "session"),
             )
         to_send = appended.calls
     if otlp:

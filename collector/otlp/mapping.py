@@ -70,6 +70,7 @@ from toolwatch.conventions import (
     TOOL_CALL_MARKER,
 )
 from toolwatch.record import CALL_FIELDS, MAX_STRING_BYTES, TOOL_LIST_FIELDS, Field
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -510,7 +511,9 @@ class Mapped:
             return ""
         text = "; ".join(self.reasons[:MAX_REASONS])
         more = self.rejected - min(len(self.reasons), MAX_REASONS)
-        return f"rejected {self.rejected} span(s): {text}" + (f"; and {more} more" if more else "")
+        return f"rejected {counted(self.rejected, 'span')}: {text}" + (
+            f"; and {more} more" if more else ""
+        )
 
 
 class Reasons:

@@ -43,6 +43,7 @@ from toolwatch.collector.store.compaction import (
 from toolwatch.collector.store.durable import fsync_path
 from toolwatch.collector.store.read_only import lock_down
 from toolwatch.usage import UserError
+from toolwatch.words import noun_for
 
 log = logging.getLogger(__name__)
 
@@ -558,7 +559,8 @@ def _explain_duckdb_error(exc: Exception, root: Path, store: Store | None = None
         names = ", ".join(str(p) for p, _ in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         return (
-            f"damaged Parquet file(s) in the store {root}: {names}{more} ({bad[0][1]}); "
+            f"damaged Parquet {noun_for(len(bad), 'file')} in the store {root}: {names}{more} "
+            f"({bad[0][1]}); "
             f"run `toolwatch store {how}` to move them aside"
         )
     lower = text.lower()

@@ -36,6 +36,7 @@ from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection.alerting.pins import PINS_TABLE, Pin, PinKey, load_pins, server_key
 from toolwatch.detection.alerting.webhook import WebhookPoster
+from toolwatch.words import counted, noun_for
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,12 @@ class ListingWatcher:
         self._refresh_pins()
         missing = [c for c in ("tool", "digest", "listed_time") if c not in table.column_names]
         if missing:
-            log.error("listing watcher: batch lacks column(s) %s; %d rows", missing, len(table))
+            log.error(
+                "listing watcher: batch lacks %s %s; %s",
+                noun_for(len(missing), "column"),
+                missing,
+                counted(len(table), "row"),
+            )
             return []
         cols = {
             c: table.column(c).to_pylist() if c in table.column_names else [None] * len(table)
@@ -225,6 +231,6 @@ class ListingWatcher:
         try:
             self.store.append(LISTING_ALERTS_TABLE, list(alerts))
         except Exception as exc:  # never break ingest over an alert write
-            log.error("could not store %d listing alert(s): %s", len(alerts), exc)
+            log.error("could not store %s: %s", counted(len(alerts), "listing alert"), exc)
         if self.poster is not None:
             self.poster.post(list(alerts))

@@ -91,6 +91,7 @@ from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, Stre
 from toolwatch.detection.scoring.online import Scores, StreamKey
 from toolwatch.log_limits import RateLimiter
 from toolwatch.record import RECEIVED
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -348,10 +349,10 @@ class LiveScorer:
             self.calls_ahead += ahead
             log.log(
                 logging.WARNING if clock_us is None else logging.DEBUG,  # a replay counts them
-                "live scoring: %d call(s) stamped up to %.0f s after %s (+%g s allowed): "
+                "live scoring: %s stamped up to %.0f s after %s (+%g s allowed): "
                 "scored, but their time moves no stream's clock and their streams are never "
                 "learnt",
-                ahead,
+                counted(ahead, "call"),
                 ahead_us / 1e6 + (self.clock_ahead_s or 0.0),
                 "this machine's clock" if clock_us is None else "their arrival",
                 self.clock_ahead_s,
@@ -361,10 +362,10 @@ class LiveScorer:
             self._limited.log(
                 logging.WARNING,
                 "evicted",
-                "live scoring: %d open stream(s) evicted, the least recently active, to hold "
+                "live scoring: %s evicted, the least recently active, to hold "
                 "max_open_streams = %d (%d evicted since start): each closed as if idle; a sender "
                 "inventing a session id per call?",
-                evicted,
+                counted(evicted, "open stream"),
                 self.scorer.max_open,
                 self.streams_evicted,
             )
@@ -461,9 +462,9 @@ class LiveScorer:
                 self.novelty.streams = {}
             return
         log.info(
-            "live scoring resumed from %s: %d open stream(s), %d in quarantine",
+            "live scoring resumed from %s: %s, %d in quarantine",
             path,
-            len(self.scorer.tracks),
+            counted(len(self.scorer.tracks), "open stream"),
             len(self.scorer.pending),
         )
 
@@ -502,10 +503,10 @@ class LiveScorer:
                 self.save_state()
             if missed:
                 log.info(
-                    "live scoring caught up %d call(s) stored after its state was last saved "
-                    "(%d alert(s) raised, %d raised before the restart not repeated)",
-                    missed,
-                    self.alerts_raised - raised,
+                    "live scoring caught up %s stored after its state was last saved "
+                    "(%s raised, %d raised before the restart not repeated)",
+                    counted(missed, "call"),
+                    counted(self.alerts_raised - raised, "alert"),
                     len(self._raised),
                 )
         except Exception as exc:  # the collector starts anyway, as before catch-up existed

@@ -22,6 +22,7 @@ from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.normal_model import VERSION
 from toolwatch.detection.scoring.explain import dominant_cue
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def deliver(alerts: list[dict[str, Any]], store: Store | None, poster: WebhookPo
         store.append(ALERTS_TABLE, alerts, schema=ALERTS_SCHEMA, partition_by="alert_time")
     except Exception as exc:  # never break ingest over an alert write
         unstored = len(alerts)
-        log.error("could not store %d alert(s) in %s: %s", len(alerts), store.root, exc)
+        log.error("could not store %s in %s: %s", counted(len(alerts), "alert"), store.root, exc)
     if poster is not None:
         poster.post(alerts)
     return unstored

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from toolwatch.detection.calls.frame import REQUIRED_COLUMNS, SCORING_COLUMNS
 from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
 from toolwatch.detection.cues.base import Call
+from toolwatch.words import counted, noun_for
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +34,10 @@ def batch_calls(table: pa.Table) -> tuple[list[BatchCall], int]:
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         log.error(
-            "live scoring: batch lacks column(s) %s; %d call(s) not scored",
+            "live scoring: batch lacks %s %s; %s not scored",
+            noun_for(len(missing), "column"),
             missing,
-            table.num_rows,
+            counted(table.num_rows, "call"),
         )
         return [], table.num_rows
     try:
@@ -57,7 +59,7 @@ def batch_calls(table: pa.Table) -> tuple[list[BatchCall], int]:
             else:
                 cols[name] = table.column(name).to_pylist()
     except (pa.ArrowException, ValueError, TypeError) as exc:
-        log.error("live scoring: unreadable batch of %d call(s): %s", table.num_rows, exc)
+        log.error("live scoring: unreadable batch of %s: %s", counted(table.num_rows, "call"), exc)
         return [], table.num_rows
     out: list[BatchCall] = []
     skipped = 0

@@ -56,6 +56,7 @@ from toolwatch.collector.store.read_only import lock_down
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.documents import loads_toml
 from toolwatch.usage import UserError, one_line
+from toolwatch.words import counted, noun_for
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,8 @@ def load_rules(path: Path, store: Store) -> list[Rule]:
     extra = sorted(set(document) - {"rule"})
     if extra:
         raise RuleError(
-            f"rules file {path}: unknown top-level key(s) {extra}; rules go in [[rule]]"
+            f"rules file {path}: unknown top-level {noun_for(len(extra), 'key')} {extra}; "
+            "rules go in [[rule]]"
         )
     entries = document.get("rule", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
@@ -165,7 +167,8 @@ def _rule(entry: Mapping[str, Any], where: str) -> Rule:
     unknown = sorted(set(entry) - FIELDS)
     if unknown:
         raise RuleError(
-            f"{where}: unknown field(s) {unknown} (fields: {', '.join(sorted(FIELDS))})"
+            f"{where}: unknown {noun_for(len(unknown), 'field')} {unknown} "
+            f"(fields: {', '.join(sorted(FIELDS))})"
         )
     for required in ("name", "sql", "window", "threshold"):
         if required not in entry:
@@ -372,7 +375,10 @@ class RuleEvaluator:
             )
         except Exception as exc:  # never stop the collector over an alert write
             log.error(
-                "could not store %d rule alert(s) in %s: %s", len(alerts), self.store.root, exc
+                "could not store %s in %s: %s",
+                counted(len(alerts), "rule alert"),
+                self.store.root,
+                exc,
             )
         if self.poster is not None:
             self.poster.post([{"kind": "rule", **a} for a in alerts])

@@ -31,6 +31,7 @@ import urllib3
 from urllib3.util import Retry
 
 from toolwatch.detection.alerting.alerts import alert_json
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,9 @@ class WebhookPoster:
             self._queue.put_nowait([alert_json(a) for a in alerts])
         except queue.Full:
             self.stats["dropped"] += 1
-            log.error("webhook queue full: dropped %d alert(s) for %s", len(alerts), self.url)
+            log.error(
+                "webhook queue full: dropped %s for %s", counted(len(alerts), "alert"), self.url
+            )
             return False
         return True
 
@@ -156,7 +159,9 @@ class WebhookPoster:
             self.stats["retries"] += self.max_attempts - 1
             self.stats["failed"] += 1
             reason = getattr(exc, "reason", None) or exc
-            log.error("webhook %s: gave up on %d alert(s): %s", self.url, len(batch), reason)
+            log.error(
+                "webhook %s: gave up on %s: %s", self.url, counted(len(batch), "alert"), reason
+            )
             return
         try:
             self._count(response, len(batch))
@@ -176,7 +181,15 @@ class WebhookPoster:
         self.stats["failed"] += 1
         if response.status in RETRY_STATUSES:
             log.error(
-                "webhook %s: gave up on %d alert(s): HTTP %d", self.url, alerts, response.status
+                "webhook %s: gave up on %s: HTTP %d",
+                self.url,
+                counted(alerts, "alert"),
+                response.status,
             )
         else:
-            log.error("webhook %s rejected %d alert(s): HTTP %d", self.url, alerts, response.status)
+            log.error(
+                "webhook %s rejected %s: HTTP %d",
+                self.url,
+                counted(alerts, "alert"),
+                response.status,
+            )

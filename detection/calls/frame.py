@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from toolwatch.conventions import EGRESS_CLASSES
 from toolwatch.usage import UserError
+from toolwatch.words import counted, noun_for
 
 #: Columns a calls table must have; the rest of the record is optional here.
 REQUIRED_COLUMNS: tuple[str, ...] = ("session_id", "tool", "start_time", "input_bytes", "failed")
@@ -116,14 +117,17 @@ def prepare(calls: pa.Table) -> CallFrame:
     missing = [c for c in REQUIRED_COLUMNS if c not in calls.column_names]
     if missing:
         raise CallsError(
-            f"calls table lacks the column(s) {', '.join(map(repr, missing))} "
+            f"calls table lacks the {noun_for(len(missing), 'column')} "
+            f"{', '.join(map(repr, missing))} "
             "(see toolwatch.record.CALL_FIELDS)"
         )
     for name in NOT_NULL_COLUMNS:
         nulls = calls.column(name).null_count
         if nulls:
             first = _first_null(calls.column(name))
-            raise CallsError(f"column {name!r} has {nulls} null value(s), first at row {first}")
+            raise CallsError(
+                f"column {name!r} has {counted(nulls, 'null value')}, first at row {first}"
+            )
     table = _with_optional_columns(calls)
     try:
         start_col = table.column("start_time").cast(pa.timestamp("us", tz="UTC"), safe=False)

@@ -26,6 +26,7 @@ from toolwatch import study
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.usage import EXIT_USAGE, UserError
+from toolwatch.words import counted
 
 TRAIN_SHARE: Final = study.TRAIN_SHARE
 CALIBRATE_SHARE: Final = study.CALIBRATE_SHARE
@@ -148,8 +149,8 @@ def default_windows(
     )
     if len(firsts) < 2:
         raise WindowError(
-            f"the store {store.root} has {len(firsts)} normal session(s); at least 2 are needed "
-            "to train and calibrate"
+            f"the store {store.root} has {counted(len(firsts), 'normal session')}; at least 2 "
+            "are needed to train and calibrate"
         )
     first_day = _day_start(firsts[0])
     days = (_day_start(firsts[-1]) - first_day).days + 1

@@ -48,6 +48,7 @@ from toolwatch.usage import (
     positive_int,
     unmet_line,
 )
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
     if args.no_listing_alerts:
         return None
     watcher = ListingWatcher(store, webhook=args.webhook)
-    log.info("listing alerts: on (%d pinned tool(s); `toolwatch pins`)", len(watcher.pins))
+    log.info("listing alerts: on (%s; `toolwatch pins`)", counted(len(watcher.pins), "pinned tool"))
     return watcher
 
 

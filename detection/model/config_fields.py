@@ -15,6 +15,8 @@ from typing import Any, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
+from toolwatch.words import noun_for
+
 
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
@@ -40,7 +42,9 @@ def checked_fields(cls: type, values: Mapping[str, Any]) -> tuple[dict[str, Any]
     hints = _hints(cls)
     unknown = sorted(set(values) - set(hints))
     if unknown:
-        return {}, [f"has no field(s) {unknown} (its fields: {', '.join(hints)})"]
+        return {}, [
+            f"has no {noun_for(len(unknown), 'field')} {unknown} (its fields: {', '.join(hints)})"
+        ]
     out: dict[str, Any] = {}
     problems: list[str] = []
     for name, value in values.items():

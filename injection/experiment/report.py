@@ -442,7 +442,8 @@ def _artefact_notes(result: ExperimentResult) -> list[str]:
         if scored.get("long"):
             text += (
                 f"; of the {scored['long']} with ≥ {result.config.min_calls} calls, "
-                f"{scored['alarming_fa_target']} alarm(s) at the all·CUSUM threshold above and "
+                f"{counted(scored['alarming_fa_target'], 'alarm')} at the all·CUSUM threshold "
+                "above and "
                 f"{scored['alarming_operating_point']} at the operating point (largest "
                 f"all·CUSUM {scored['largest_all_cusum']:.1f})"
             )

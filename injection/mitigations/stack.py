@@ -11,6 +11,7 @@ from toolwatch.injection.mitigations.scan import InjectionScanner
 from toolwatch.injection.mitigations.schema import SchemaValidation
 from toolwatch.injection.mitigations.verify import OutputVerifier
 from toolwatch.injection.mitigations.wrapper import EventSink, Mitigation
+from toolwatch.words import noun_for
 
 MITIGATION_NAMES: Final[tuple[str, ...]] = ("retry", "schema", "scan", "verify")
 
@@ -35,7 +36,8 @@ def parse_mitigations(spec: str | Sequence[str] | None) -> tuple[str, ...]:
     unknown = [s for s in items if s not in _ORDER]
     if unknown:
         raise ValueError(
-            f"unknown mitigation(s) {', '.join(unknown)}; choose from {', '.join(_ORDER)} or all"
+            f"unknown {noun_for(len(unknown), 'mitigation')} {', '.join(unknown)}; "
+            f"choose from {', '.join(_ORDER)} or all"
         )
     return tuple(m for m in _ORDER if m in items)
 

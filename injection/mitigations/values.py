@@ -14,6 +14,7 @@ import jsonschema
 
 from toolwatch.injection.mitigations.keys import ANCHOR_KEYS, IDENTIFIER_NAME
 from toolwatch.injection.mitigations.results import iter_leaves
+from toolwatch.words import counted, noun_for
 
 _DATE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
@@ -222,6 +223,19 @@ def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
     return [describe_schema_error(err) for err in errors[:8]]
 
 
+def _additional(err: jsonschema.ValidationError) -> list[str]:
+    """The fields of an ``additionalProperties`` violation that the schema does not allow."""
+    if not isinstance(err.instance, Mapping):
+        return []
+    named = err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else {}
+    patterns = err.schema.get("patternProperties", {}) if isinstance(err.schema, Mapping) else {}
+    return [
+        str(k)
+        for k in err.instance
+        if k not in named and not any(re.search(p, str(k)) for p in patterns)
+    ]
+
+
 def describe_schema_error(err: jsonschema.ValidationError) -> str:
     """One schema violation by field path and rule only: never the offending value, which is
     result content (jsonschema's own message quotes it)."""
@@ -232,9 +246,9 @@ def describe_schema_error(err: jsonschema.ValidationError) -> str:
             for r in err.validator_value
             if isinstance(err.instance, Mapping) and r not in err.instance
         ]
-        return f"{where}: missing required field(s) {', '.join(missing)}"
-    if err.validator == "additionalProperties":
-        return f"{where}: unexpected field(s)"
+        return f"{where}: missing required {noun_for(len(missing), 'field')} {', '.join(missing)}"
+    if err.validator == "additionalProperties":  # counted, never named: the names are content
+        return f"{where}: {counted(len(_additional(err)), 'unexpected field')}"
     return f"{where}: expected {err.validator} {err.validator_value!r}"
 
 

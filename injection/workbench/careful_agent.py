@@ -35,6 +35,7 @@ from toolwatch.injection.workbench.planning import (
     tolerant_lookup,
 )
 from toolwatch.instrumentation import model_response
+from toolwatch.words import counted
 
 
 class CarefulAgent(Agent):
@@ -187,7 +188,7 @@ def _failure_caveat(tool: str, failure: FailureClass | None, attempts: int) -> s
             f"Access to '{tool}' was denied (permission denied); I did not retry. You may need to "
             "grant access."
         )
-    tries = f" after {attempts} attempt(s)" if attempts > 1 else ""
+    tries = f" after {counted(attempts, 'attempt')}" if attempts > 1 else ""
     return f"'{tool}' failed ({kind}){tries}; I could not get this information."
 
 

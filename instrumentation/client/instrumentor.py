@@ -68,6 +68,7 @@ from toolwatch.instrumentation.client.provenance import ProvenanceHook, Provenan
 from toolwatch.instrumentation.client.sdk_hooks import IN_FLIGHT, OPEN_CALLS, InFlight
 from toolwatch.instrumentation.export.otlp import TRACER_NAME, fallback_provider
 from toolwatch.record import arguments_size
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -205,11 +206,11 @@ def _count_unrecorded(what: str, method: str, exc: Exception) -> None:
     # the exception's type only: its message could quote an argument or a result
     log.log(
         logging.WARNING if count == 1 else logging.DEBUG,
-        "toolwatch: could not %s the span of a %s (%s); %d span(s) unrecorded so far",
+        "toolwatch: could not %s the span of a %s (%s); %s unrecorded so far",
         what,
         method,
         type(exc).__name__,
-        count,
+        counted(count, "span"),
     )
 
 

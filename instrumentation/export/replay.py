@@ -66,6 +66,7 @@ from toolwatch.record import (
     fit_string,
     utf8_size,
 )
+from toolwatch.words import counted, noun_for
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,8 @@ class ReplayReport:
             return None
         fields = ", ".join(f"{name} {n:,}" for name, n in sorted(self.cut.items()))
         return (
-            f"{sum(self.cut.values()):,} string(s) longer than {MAX_STRING_BYTES:,} bytes cut "
+            f"{counted(sum(self.cut.values()), 'string')} longer than {MAX_STRING_BYTES:,} "
+            "bytes cut "
             f"as the instrumentation cuts them, ending {TRUNCATION_MARK!r} ({fields})"
         )
 
@@ -346,7 +348,7 @@ def replay_records(
         if rejected:
             report.rejected += rejected
             if len(report.messages) < 5:
-                report.messages.append(message or f"{rejected} span(s) rejected")
+                report.messages.append(message or f"{counted(rejected, 'span')} rejected")
         pending.clear()
         if on_progress is not None:
             on_progress(report.sent)
@@ -416,7 +418,10 @@ def _prepare(
         raise TypeError(f"expected a CallRecord or a mapping, got {type(record).__name__}")
     missing: Sequence[str] = [n for n in _REQUIRED if _value(record, n) is None]
     if missing:
-        raise ValueError(f"missing required field(s) {', '.join(repr(m) for m in missing)}")
+        raise ValueError(
+            f"missing required {noun_for(len(missing), 'field')} "
+            f"{', '.join(repr(m) for m in missing)}"
+        )
     trace_id, span_id = str(_value(record, "trace_id")), str(_value(record, "span_id"))
     if not _TRACE_ID.match(trace_id) or int(trace_id, 16) == 0:
         raise ValueError(f"field 'trace_id' must be 32 hex digits, not all zero: {trace_id!r}")

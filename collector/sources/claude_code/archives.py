@@ -41,7 +41,7 @@ STEP: Final = 1 << 12
 #: What happened to an archive whose member list is unreadable (a cut download).
 NO_DIRECTORY: Final = (
     "zip archive cut short or damaged: its member list (at the end) is unreadable; "
-    "{} transcript member(s) found by their local headers before the damage were read"
+    "{} found by their local headers before the damage were read"
 )
 MEMBER_CUT: Final = "zip member cut short"
 MEMBER_CORRUPT: Final = "corrupt zip member"

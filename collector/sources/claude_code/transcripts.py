@@ -203,7 +203,7 @@ def _archive_members(
             members.append(Transcript(path, f"{shown}!{info.filename}", info))
     skipped.extend(passed)
     if listing.damaged:
-        return members, NO_DIRECTORY.format(len(members)), True
+        return members, NO_DIRECTORY.format(counted(len(members), "transcript member")), True
     if not members:
         problem = NO_TRANSCRIPT_MEMBER.format(", ".join(FILE_NAMES))
         kinds = Counter(kind for _, kind in passed)

@@ -104,7 +104,7 @@ def test_session_split_across_runs_is_warned(
     assert _import(store, proj / f"{sid}.jsonl") == 0
     assert "already hold imported calls" not in caplog.text
     assert _import(store, proj / sid / "subagents") == 0
-    assert "1 session(s) already hold imported calls from files not read in this run" in caplog.text
+    assert "1 session already hold imported calls from files not read in this run" in caplog.text
     assert len(_rows(store)) == 8
 
 

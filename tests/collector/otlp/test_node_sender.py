@@ -68,7 +68,7 @@ def test_node_stdio_client_without_a_session_is_one_stream_per_process(
     base = [node, "send.js", "--endpoint", collector.traces_url, "--protocol", protocol]
     base += ["--count", "4", "--session", ""]
     bare = subprocess.run(base, cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
-    assert "rejected 4 span(s)" in bare.stdout + bare.stderr
+    assert "rejected 4 spans" in bare.stdout + bare.stderr
     assert "OTEL_RESOURCE_ATTRIBUTES=session.id=" in bare.stdout + bare.stderr
     assert rows(store) == []
     assert collector.stats.rejected_by == {"missing:gen_ai.conversation.id": 4}

@@ -276,7 +276,7 @@ def test_a_damaged_zip_keeps_what_was_read_and_is_counted_damaged(tmp_path: Path
         (
             str(cut),
             "zip archive cut short or damaged: its member list (at the end) is unreadable; "
-            "2 transcript member(s) found by their local headers before the damage were read",
+            "2 transcript members found by their local headers before the damage were read",
         ),
         (
             f"{cut}!b.jsonl",

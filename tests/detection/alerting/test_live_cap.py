@@ -45,7 +45,7 @@ def test_the_cap_evicts_counts_and_logs_once_per_burst(
     assert live.streams_evicted == 17 and live.scorer.counts["closed"] == 17
     lines = [r.getMessage() for r in caplog.records if "evicted, the least" in r.getMessage()]
     assert lines == [
-        "live scoring: 7 open stream(s) evicted, the least recently active, to hold "
+        "live scoring: 7 open streams evicted, the least recently active, to hold "
         "max_open_streams = 3 (7 evicted since start): each closed as if idle; a sender inventing "
         "a session id per call?"
     ]

@@ -204,7 +204,7 @@ def test_a_value_that_is_not_a_number_at_run_time_is_logged_not_raised(
     [
         ("[[rule]\n", "not valid TOML"),
         ("rule = 1\n", "'rule' must be a list of tables"),
-        ("[other]\nx = 1\n", "unknown top-level key(s) ['other']"),
+        ("[other]\nx = 1\n", "unknown top-level key ['other']"),
         ('[[rule]]\nname = "a"\n', "rule 1: the field 'sql' is missing"),
         (
             '[[rule]]\nname = "a"\nsql = "SELECT 1 AS value"\nwindow = "1m"\nthreshold = 1\n'
@@ -214,7 +214,7 @@ def test_a_value_that_is_not_a_number_at_run_time_is_logged_not_raised(
         ('[[rule]]\nname = "a b"\nsql = "x"\nwindow = "1m"\nthreshold = 1\n', "name must be"),
         (
             OK + "limit = 3\n",
-            "unknown field(s) ['limit']",
+            "unknown field ['limit']",
         ),
         (
             '[[rule]]\nname = "a"\nsql = "SELECT 1 AS value"\nwindow = "ten"\nthreshold = 1\n',

@@ -18,6 +18,7 @@ from support.detection import T0, session, table, workload
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel
 from toolwatch.instrumentation.export.replay import send_records
+from toolwatch.words import counted
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,7 @@ def test_a_collector_killed_before_its_periodic_save_resumes_as_if_never_stopped
     finally:
         log = again.stop()
     assert again.proc.returncode == 0
-    assert f"caught up {len(head)} call(s) stored after its state was last saved" in log
+    assert f"caught up {counted(len(head), 'call')} stored after its state was last saved" in log
     assert _outcome(again.store) == expected
 
 
@@ -164,7 +165,7 @@ def test_a_stream_idle_inside_the_caught_up_calls_closes_as_it_did_live(
         _send(again, tail, len(head) + len(tail))
     finally:
         log = again.stop()
-    assert f"caught up {len(head)} call(s)" in log
+    assert f"caught up {counted(len(head), 'call')}" in log
     assert _outcome(again.store) == expected
 
 
@@ -224,7 +225,8 @@ def test_calls_arriving_long_after_their_start_are_caught_up_after_a_kill(
     expected, _ = runs["straight"]
     assert [(a[0], a[3]) for a in expected[3] if a[0] == "late"] == [("late", 20)]
     assert (
-        f"caught up {len(late)} call(s) stored after its state was last saved" in runs["killed"][1]
+        f"caught up {counted(len(late), 'call')} stored after its state was last saved"
+        in runs["killed"][1]
     )
     assert runs["killed"][0] == expected
     marked = Store(third.store).query("SELECT count(received_time) AS n FROM calls")

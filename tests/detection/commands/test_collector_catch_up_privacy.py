@@ -26,6 +26,7 @@ from toolwatch.cli import main
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel
 from toolwatch.instrumentation.export.replay import record_attributes
+from toolwatch.words import counted
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_no_canary_through_a_killed_collectors_catch_up(
     finally:
         log = again.stop()
     assert again.proc.returncode == 0
-    assert f"caught up {len(head)} call(s) stored after its state was last saved" in log
+    assert f"caught up {counted(len(head), 'call')} stored after its state was last saved" in log
     said.append(("the second run's log", log))
     store = Store(again.store)
     assert store.query("SELECT count(*) AS n FROM calls").column("n")[0].as_py() == len(rows)

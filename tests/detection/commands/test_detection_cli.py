@@ -331,7 +331,7 @@ def test_scan_of_the_simulated_corpus_ranks_the_retry_loop_first(
 
 def test_a_store_of_calls_without_sizes_trains_scores_and_scans(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     # plain semantic-conventions spans store null sizes (ARCHITECTURE, "Senders"): every
-    # command refused the whole store ("column 'input_bytes' has N null value(s)")
+    # command refused the whole store ("column 'input_bytes' has N null values")
     calls = pa.concat_tables(
         [workload(1, 40, tools=8), workload(2, 30, tools=8, start=T0 + timedelta(days=3))]
     )

@@ -319,8 +319,22 @@ def test_schema_validation_handles_text_only_results_of_a_tool_with_a_schema() -
 def test_schema_problems_name_the_fields() -> None:
     assert schema_problems({"doc_id": "d", "text": "t"}, SCHEMA) == []
     problems = schema_problems({"document_id": "d", "text": 3}, SCHEMA)
-    assert any("missing required field(s) doc_id" in p for p in problems)
+    assert any("missing required field doc_id" in p for p in problems)
     assert any(p.startswith("text:") for p in problems)
+
+
+def test_unexpected_fields_are_counted_never_named() -> None:
+    """An ``additionalProperties`` violation said "unexpected field(s)" however many there
+    were; it now counts them (their names are the result's content, never repeated)."""
+    closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
+    assert schema_problems({"a": 1, "secret_x": 2}, closed) == ["(top level): 1 unexpected field"]
+    assert schema_problems({"secret_x": 1, "secret_y": 2}, closed) == [
+        "(top level): 2 unexpected fields"
+    ]
+    patterned = {**closed, "patternProperties": {"^x_": {}}}
+    assert schema_problems({"x_1": 1, "secret_y": 2}, patterned) == [
+        "(top level): 1 unexpected field"
+    ]
 
 
 def test_schema_validation_passes_valid_results_untouched() -> None:

@@ -315,7 +315,7 @@ def test_naive_never_retries_and_stays_silent_careful_retries_then_reports() -> 
     assert "fail" not in naive.final_answer.lower()
     careful = run(go(CarefulAgent(AgentConfig(attempts=3, base_delay=0.001))))
     assert [s.tool for s in careful.steps] == ["search_docs"] * 3
-    assert "failed (server error) after 3 attempt(s)" in careful.final_answer
+    assert "failed (server error) after 3 attempts" in careful.final_answer
     assert "could not call 'get_doc'" in careful.final_answer
 
 

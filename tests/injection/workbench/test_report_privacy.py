@@ -126,5 +126,5 @@ def test_hosts_the_agent_wrote_are_counted_only_the_scenarios_named() -> None:
     found = foreign_hosts(steps, ["ok.example.net"], "exfil.example.com")
     assert found == [
         "step 0 send: host exfil.example.com (the scenario's)",
-        "step 0 send: 1 other host(s) outside the list",
+        "step 0 send: 1 other host outside the list",
     ]
