@@ -140,7 +140,7 @@ def render() -> None:
                 "tool": tools["tool"],
                 "MCP server": tools["server"],
                 "calls": tools["calls"].map(ui.count),
-                "failure rate": [f"{100 * r:.1f}%" for r in tools["failure_rate"]],
+                "failure rate": [ui.pct(r, 1) for r in tools["failure_rate"]],
             }
         ),
         column_config={

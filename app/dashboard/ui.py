@@ -27,6 +27,7 @@ from toolwatch.app.dashboard.settings import MODEL_IN_STORE, AppSettings, load_s
 from toolwatch.detection import ModelError, NormalModel
 from toolwatch.injection.experiment.formats import label as kind_label
 from toolwatch.injection.experiment.formats import num
+from toolwatch.injection.experiment.formats import pct as pct  # a share: 13% for 1/8, as the CLI
 from toolwatch.words import counted as counted  # the pages' ui.counted
 
 

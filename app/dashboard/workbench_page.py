@@ -78,7 +78,7 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
     cells = []
     for agent, row in summary["pass_matrix"].items():
         for fault, c in row.items():
-            text = f"{ui.number(c['pass_rate'], '{:.0%}')} {c['passed']}/{c['exercised']}"
+            text = f"{ui.pct(c['pass_rate'])} {c['passed']}/{c['exercised']}"
             if c["not_exercised"]:
                 text += f" (n.e. {c['not_exercised']})"
             cells.append(
@@ -86,7 +86,7 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
                     "agent": agent,
                     "fault": fault,
                     "rate": math.nan if c["pass_rate"] is None else float(c["pass_rate"]),
-                    "short": f"{ui.number(c['pass_rate'], '{:.0%}')}",
+                    "short": f"{ui.pct(c['pass_rate'])}",
                     "text": text,
                 }
             )
@@ -124,7 +124,7 @@ def _impact(summary: dict[str, Any]) -> None:
                         "fault": fault,
                         "mitigation": mitigation_name(mitigation),
                         "rate": math.nan if c["pass_rate"] is None else float(c["pass_rate"]),
-                        "text": f"{ui.number(c['pass_rate'], '{:.0%}')}{fixed}",
+                        "text": f"{ui.pct(c['pass_rate'])}{fixed}",
                     }
                 )
         frame = pd.DataFrame(cells)

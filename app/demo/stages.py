@@ -39,6 +39,7 @@ def train_stage(store: Store, out: Emit) -> Path:
     from toolwatch.collector.sources.simulator import SPLIT_DATES
     from toolwatch.detection import NormalModel
     from toolwatch.detection.calls.windows import load_window, parse_window
+    from toolwatch.injection.experiment.formats import pct
 
     windows = {
         name: parse_window("..".join(SPLIT_DATES[name])) for name in ("train", "calibration")
@@ -66,7 +67,7 @@ def train_stage(store: Store, out: Emit) -> Path:
     cue, det = stat.rsplit("_", 1)
     out(
         f"  model {model.model_id} saved to {path}; live alerts on {cue}·{det.upper()} > "
-        f"{model.threshold(cue, det):.2f} (top {1 - model.config.operating_quantile:.1%} "
+        f"{model.threshold(cue, det):.2f} (top {pct(1 - model.config.operating_quantile, 1)} "
         "of calibration calls)"
     )
     scan_stage(store, model, out)

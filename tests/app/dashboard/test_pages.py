@@ -48,6 +48,7 @@ from toolwatch.collector.stats.corpus import corpus_stats
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
 from toolwatch.detection.alerting.live import LiveScorer
+from toolwatch.injection.experiment.formats import pct
 from toolwatch.injection.experiment.report import label
 from toolwatch.injection.spans.kinds import KINDS as KINDS_ALL
 
@@ -663,7 +664,7 @@ def test_workbench_matrix_impact_and_trajectories(
     )
     assert len(faulted) == 4
     for r in faulted:
-        rate = f"{r['p'] / r['e']:.0%}" if r["e"] else "–"
+        rate = pct(r["p"] / r["e"]) if r["e"] else "–"
         assert matrix.loc[r["agent"], r["fault_type"]].startswith(f"{rate} {r['p']}/{r['e']}")
     impact = {t.value.index.name: t.value for t in at.table[1:3]}
     mitigated = rows(
@@ -682,7 +683,7 @@ def test_workbench_matrix_impact_and_trajectories(
     for r in mitigated:
         fixed = f" +{r['fixed']}" if r["fixed"] else ""
         texts = {t.loc[r["fault_type"], names[r["mitigation"]]] for t in tables}
-        assert f"{r['rate']:.0%}{fixed}" in texts
+        assert f"{pct(r['rate'])}{fixed}" in texts
     assert impact  # both agents have a tab
     at.selectbox(key="w_scenario").set_value("c1-support-01").run()
     at.selectbox(key="agent").set_value("naive").run()

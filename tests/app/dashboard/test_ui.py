@@ -7,7 +7,10 @@ import re
 import numpy as np
 import pandas as pd
 
+from support.paths import REPO
 from toolwatch.app.dashboard import ui
+
+APP = REPO / "app"
 
 
 def test_a_count_of_one_names_its_noun_in_the_singular() -> None:
@@ -44,3 +47,26 @@ def test_fact_cards_name_a_detail_by_its_fact_and_escape_the_cells() -> None:
     pairs = re.findall(r"<dt>([^<]*)</dt><dd>([^<]*)</dd>", cards)
     assert pairs[:2] == [("otlp", "4"), ("a&lt;b", "1")]
     assert ("otlp", "—") in pairs and len(pairs) == 8
+
+
+def test_a_share_rounds_a_half_up_as_the_cli_does() -> None:
+    """The Workbench's pass rates and the Corpus page's failure rates were formatted by
+    Python's own ``{:.0%}`` / ``{:.1f}%``, which round a half to even: 1/8 of the runs read
+    12% on the page and 13% in ``toolwatch workbench``; they now share ``formats.pct``."""
+    assert ui.pct(1 / 8) == "13%"
+    assert ui.pct(0.0125, 1) == "1.3%"
+    assert ui.pct(0.145) == "15%"  # 14.4999… in binary: the half it stands for
+    assert ui.pct(None) == "–" and ui.pct(float("nan")) == "–"
+
+
+def test_no_page_formats_a_percent_on_its_own() -> None:
+    """Every percent a page writes goes through ``ui.pct`` (a half rounded up): no format of
+    its own, ``{:.0%}`` or ``{100 * x:.1f}%``, in the dashboard or the demo."""
+    own = re.compile(r"""\{[^{}]*:[^{}]*%\}|:\.?\d*f\}\s?%""")
+    found = [
+        f"{path.relative_to(APP)}:{n}: {line.strip()}"
+        for path in sorted(APP.rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if own.search(line) and "strftime" not in line
+    ]
+    assert not found, "use ui.pct (formats.pct):\n" + "\n".join(found)
