@@ -23,6 +23,7 @@ functions return, and the tests call them directly.
 from __future__ import annotations
 
 import contextlib
+import io
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.collector.store.read_only import check_statement, lock_down
+from toolwatch.collector.store.result_formats import write_csv
 from toolwatch.usage import one_line
 
 DEFAULT_LIMIT: Final = 1_000
@@ -132,6 +134,8 @@ class QueryResult:
     error: str = ""
     size_capped: bool = False
     notes: tuple[str, ...] = ()
+    #: the rows shown, as Arrow: the CSV download is written from them (:func:`csv_bytes`)
+    table: pa.Table | None = None
 
     @property
     def ok(self) -> bool:
@@ -225,7 +229,18 @@ def _showable(table: pa.Table, limit: int, max_bytes: int, started: float) -> Qu
         seconds=seconds,
         size_capped=size_capped,
         notes=notes,
+        table=shown,
     )
+
+
+def csv_bytes(result: QueryResult) -> bytes:
+    """The rows shown as ``toolwatch sql --format csv`` writes them (times ``+00:00``, NaN
+    ``nan`` rather than an empty NULL, a FLOAT as stored), not as pandas does."""
+    if result.table is None:
+        return result.frame.to_csv(index=False).encode("utf-8")
+    out = io.StringIO()
+    write_csv(result.table, out)
+    return out.getvalue().encode("utf-8")
 
 
 def _rows_within(table: pa.Table, max_bytes: int) -> int:

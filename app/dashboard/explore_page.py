@@ -103,7 +103,7 @@ def _result(result: ex.QueryResult, limit: int) -> None:
         ui.dataframe(frame, height=min(560, 38 + 35 * max(1, len(frame))))
         st.download_button(
             "Download CSV",
-            frame.to_csv(index=False).encode("utf-8"),
+            ex.csv_bytes(result),
             file_name="toolwatch-query.csv",
             mime="text/csv",
             key="csv",

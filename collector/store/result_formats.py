@@ -3,9 +3,10 @@ JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` i
 
 JSON writes NaN and ±Infinity as ``null`` (strict JSON, as every JSON output of the project);
 CSV writes them as DuckDB's ``COPY … TO`` does, ``nan``, ``inf``, ``-inf`` (NULL is empty), and
-times as the table does, ``2026-08-04 09:00:00+00:00``. A single-precision column (``FLOAT``)
-is written as the value stored, ``0.1``, in both (not the same float widened to a double,
-``0.10000000149011612``).
+times as the table does, ``2026-08-04 09:00:00+00:00`` (every CSV the product writes: ``toolwatch
+score --out x.csv`` and the app's Explore download too). A single-precision value (``FLOAT``),
+a column or nested in a list, struct or map, is written as the value stored, ``0.1``, in both
+(not the same float widened to a double, ``0.10000000149011612``).
 
 Tables are drawn by ``rich`` (:func:`text_table`, :func:`render`), shared by every command that
 prints one (``scan``, ``stats``, ...): never wrapped or cut to the terminal's width, so an id
@@ -24,6 +25,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from rich import box
@@ -101,7 +103,7 @@ def write_csv(table: pa.Table, out: TextIO) -> None:
     (:func:`_csv_cell`), so a reader treats ``toolwatch sql --format csv`` and a COPY alike."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.column_names)
-    for row in _stored_floats(table).to_pylist():
+    for row in _rows(table):
         writer.writerow([_csv_cell(v) for v in row.values()])
 
 
@@ -135,22 +137,65 @@ def _copy_time(value: datetime) -> str:
 def write_json(table: pa.Table, out: TextIO) -> None:
     """The rows as a JSON array of objects. NaN and ±Infinity are written as ``null`` (JSON has
     no such numbers; the experiment results do the same), nested ones too."""
-    rows = _finite(_stored_floats(table).to_pylist())
+    rows = _finite(_rows(table))
     json.dump(rows, out, default=_plain, ensure_ascii=False, indent=1, allow_nan=False)
     out.write("\n")
 
 
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows as Python values, every single- or half-precision float (a column's or one
+    nested in a list, struct or map) as the double its shortest decimal reads as: Python has
+    only doubles, and FLOAT 0.1 widened is 0.10000000149011612, a number nobody stored."""
+    rows = _stored_floats(table).to_pylist()
+    walked = [  # half precision: Arrow's text of a float16 is its exact value, 0.0999755859375
+        f
+        for f in table.schema
+        if pa.types.is_float16(f.type) or (pa.types.is_nested(f.type) and _has_narrow(f.type))
+    ]
+    for row in rows:
+        for f in walked:
+            row[f.name] = _narrowed(row[f.name], f.type)
+    return rows
+
+
 def _stored_floats(table: pa.Table) -> pa.Table:
-    """Single- and half-precision columns as the doubles their shortest decimal reads as:
-    Python has only doubles, and FLOAT 0.1 widened is 0.10000000149011612, a number nobody
-    stored (Arrow's cast to text gives the shortest decimal that reads back as the float)."""
+    """Single-precision columns as the doubles their shortest decimal reads as (Arrow's cast
+    to text gives the shortest decimal that reads back as the float32), in one pass each."""
     for i, field in enumerate(table.schema):
-        if pa.types.is_float32(field.type) or pa.types.is_float16(field.type):
+        if pa.types.is_float32(field.type):
             decimal = pc.cast(table.column(i), pa.string())
             table = table.set_column(
                 i, field.with_type(pa.float64()), pc.cast(decimal, pa.float64())
             )
     return table
+
+
+def _is_narrow(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_float32(kind) or pa.types.is_float16(kind))
+
+
+def _has_narrow(kind: pa.DataType) -> bool:
+    """Whether a single- or half-precision float is anywhere in ``kind``."""
+    return _is_narrow(kind) or any(_has_narrow(kind.field(i).type) for i in range(kind.num_fields))
+
+
+def _narrowed(value: Any, kind: pa.DataType) -> Any:
+    """``value`` (of Arrow type ``kind``, as ``to_pylist`` gives it) with each narrow float as
+    the shortest decimal that reads back as it (numpy's repr of the float32 or float16)."""
+    if value is None:
+        return None
+    if _is_narrow(kind):
+        narrow = np.float16 if pa.types.is_float16(kind) else np.float32
+        return float(str(narrow(value)))
+    if not _has_narrow(kind):
+        return value
+    if pa.types.is_map(kind):
+        return [(_narrowed(k, kind.key_type), _narrowed(v, kind.item_type)) for k, v in value]
+    if pa.types.is_struct(kind):
+        return {f.name: _narrowed(value.get(f.name), f.type) for f in kind}
+    if isinstance(kind, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
+        return [_narrowed(v, kind.value_type) for v in value]
+    return value
 
 
 def _finite(value: Any) -> Any:

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.result_formats import write_csv
 from toolwatch.detection.calls.windows import bounded, load_window
 from toolwatch.detection.cues.base import CUE_SETS, SCORE_COLUMNS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
@@ -99,7 +99,10 @@ def summary(model: NormalModel, scored: pa.Table) -> str:
 
 
 def write_scores(scored: pa.Table, path: Path) -> None:
+    """Parquet, or CSV as ``toolwatch sql --format csv`` writes it (times ``+00:00``, as the
+    product's every CSV: Arrow's own writer gave ``2026-08-04 09:00:00.000000Z``)."""
     if path.suffix.lower() == ".csv":
-        pacsv.write_csv(scored, path)
+        with path.open("w", encoding="utf-8", newline="") as out:
+            write_csv(scored, out)
     else:
         pq.write_table(scored, path, compression="zstd")

@@ -156,3 +156,18 @@ def test_the_page_says_a_result_was_cut_by_size(
         c.startswith(f"the first {shown:,} rows (the 1 MB the page shows at most;")
         for c in captions(at)
     ), captions(at)
+
+
+def test_the_csv_download_writes_cells_as_toolwatch_sql_does(store: Path) -> None:
+    """The download was pandas' CSV: a time ``2026-08-04 09:30:00.250000+00:00``, NaN as an
+    empty cell (read back as NULL), a nested FLOAT widened; it is now the rows as
+    ``toolwatch sql --format csv`` writes them."""
+    result = ex.run_query(
+        store,
+        "SELECT TIMESTAMPTZ '2026-08-04 09:30:00.25+00' AS t, 'nan'::DOUBLE AS d, "
+        "0.1::FLOAT AS f, [0.1::FLOAT] AS l, NULL::INTEGER AS n",
+    )
+    assert result.ok
+    assert ex.csv_bytes(result).decode() == (
+        "t,d,f,l,n\n2026-08-04 09:30:00.25+00:00,nan,0.1,[0.1],\n"
+    )

@@ -189,3 +189,38 @@ def test_json_writes_single_precision_floats_as_stored() -> None:
     write_json(table, out)
     assert '"f": 0.1' in out.getvalue()
     assert json.loads(out.getvalue()) == [{"f": 0.1}, {"f": None}, {"f": 16777216.0}]
+
+
+def test_nested_single_precision_floats_are_written_as_stored() -> None:
+    """A FLOAT inside a list, struct or map (``[0.1::FLOAT]``, ``{'x': 0.1::FLOAT}``) was
+    widened on the way out, ``0.10000000149011612``, in JSON and CSV alike: only top-level
+    columns were read back as stored. Every nested one is now the float32's shortest
+    decimal, as is a half-precision value (0.1, not its exact 0.0999755859375)."""
+    import duckdb
+
+    con = duckdb.connect()
+    table = con.sql(
+        "SELECT [0.1::FLOAT, NULL, 0.33333334::FLOAT] AS l, "
+        "{'x': 0.1::FLOAT, 'y': [16777217::FLOAT]} AS s, MAP {'a': 0.2::FLOAT} AS m, "
+        "[0.1::DOUBLE] AS d"
+    ).to_arrow_table()
+    out = io.StringIO()
+    write_json(table, out)
+    assert "0.1000000" not in out.getvalue() and "0.2000000" not in out.getvalue()
+    assert json.loads(out.getvalue()) == [
+        {
+            "l": [0.1, None, 0.33333334],
+            "s": {"x": 0.1, "y": [16777216.0]},
+            "m": [["a", 0.2]],
+            "d": [0.1],
+        }
+    ]
+    out = io.StringIO()
+    write_csv(table, out)
+    assert out.getvalue().splitlines()[1] == (
+        "\"[0.1, None, 0.33333334]\",\"{'x': 0.1, 'y': [16777216.0]}\",\"[('a', 0.2)]\",[0.1]"
+    )
+    half = pa.table({"h": pa.array([0.1, None], pa.float16())})
+    out = io.StringIO()
+    write_json(half, out)
+    assert json.loads(out.getvalue()) == [{"h": 0.1}, {"h": None}]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -138,6 +140,12 @@ def test_train_score_scan_end_to_end(store: Store, tmp_path: Path, capsys) -> No
     assert "above the operating point" in text
     written = pacsv.read_csv(scores)
     assert set(written.column("session_id").to_pylist()) >= {"retry-loop"}
+    # times as every CSV of the product writes them (``toolwatch sql --format csv``): a space
+    # and ``+00:00``, where Arrow's own writer wrote ``…09:00:00.000000000Z``
+    header, first = scores.read_text().splitlines()[:2]
+    stamp = next(csv.reader([first]))[header.split(",").index("start_time")]
+    assert re.fullmatch(r"2026-08-\d\d \d\d:\d\d:\d\d(\.\d*[1-9])?\+00:00", stamp), stamp
+    assert pa.types.is_timestamp(written.column("start_time").type)  # still read as a time
     assert "all_cusum" in written.column_names
 
     code = main(["scan", "--model", str(out), "--store", str(store.root), "--json"])
