@@ -56,6 +56,8 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -248,12 +250,21 @@ def _tool_name_rule() -> re.Pattern[str]:
 
 def mcp_tool_name(tool_id: str) -> str:
     """A template's ``tool_id`` as an MCP tool name (SEP-986's letters, digits, ``_ - .``, at
-    most 64 characters, as the scenario schema requires): every run of other characters
-    becomes ``_``. AgentCheck allows any non-empty id; its own templates are all valid names
-    already and stay as they are."""
+    most 64 characters, as the scenario schema requires): accents dropped
+    (``température`` → ``temperature``), then every run of other characters becomes ``_``.
+    Letters no accent-stripping makes ASCII (``物性検索``, ``get_天気``) would be lost, so two
+    such ids would share a name and the suite could not run: the name then ends in the crc32
+    of the id (``tool_9a1f03c2``), one per id. AgentCheck allows any non-empty id; its own
+    templates are all valid names already and stay as they are."""
     if _tool_name_rule().fullmatch(tool_id):
         return tool_id
-    return (re.sub(r"[^A-Za-z0-9_.-]+", "_", tool_id).strip("_") or "tool")[:64]
+    folded = "".join(
+        c for c in unicodedata.normalize("NFKD", tool_id) if not unicodedata.combining(c)
+    )
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", folded).strip("_") or "tool"
+    if any(c.isalnum() and not c.isascii() for c in folded):
+        return f"{name[:55]}_{zlib.crc32(tool_id.encode()):08x}"
+    return name[:64]
 
 
 def _target(raw: Mapping[str, Any], names: Mapping[str, str], tool: str) -> str:

@@ -27,6 +27,7 @@ from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 
 TEMPLATES = FIXTURES / "agentcheck" / "templates"
+PEER = FIXTURES / "agentcheck" / "peer"  # a suite of our own in its format (see README)
 FILES = sorted(TEMPLATES.glob("*.json"))
 RAW: dict[str, dict[str, Any]] = {p.stem: json.loads(p.read_text()) for p in FILES}
 CONVERTED: dict[str, Scenario] = {sid: load_scenario(TEMPLATES / f"{sid}.json") for sid in RAW}
@@ -55,6 +56,21 @@ def test_fixture_is_agentchecks_suite_valid_under_their_schema() -> None:
     assert all(not list(validator.iter_errors(r)) for r in RAW.values())
     assert "MIT License" in (TEMPLATES / "LICENSE").read_text()
     assert all(p.stem == r["scenario_id"] for p, r in zip(FILES, RAW.values(), strict=True))
+
+
+def test_our_peer_suite_is_valid_under_their_schema_and_converts_but_one() -> None:
+    """The hand-written suite in ``peer/`` is AgentCheck's format (their schema), and all of
+    it converts but the template that marks two tools faulty, refused at its pointer."""
+    schema = json.loads((FIXTURES / "agentcheck/schema/scenario_template.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    files = sorted(PEER.glob("*.json"))
+    assert len(files) == 12
+    refused = []
+    for path in files:
+        assert not list(validator.iter_errors(json.loads(path.read_text()))), path.name
+        if convert(json.loads(path.read_text())).problems:
+            refused.append(path.stem)
+    assert refused == ["A3_two_marked_tools"]
 
 
 # ------------------------------------------------------------------------------ common fields
@@ -670,6 +686,25 @@ def test_tool_ids_that_are_no_mcp_names_get_one_everywhere_and_are_recorded() ->
     }
     assert recorded["params"]["target_tool"] == old[target]  # the template's own, verbatim
     assert "tools/*/name" in recorded["derived"]
+
+
+def test_tool_ids_in_other_scripts_keep_a_name_of_their_own() -> None:
+    """Every non-ASCII letter became ``_``, so two Japanese ids were both ``tool`` and a
+    suite written in Japanese could not run ("is not the only tool named that");
+    ``température`` lost its accented letter (``temp_rature``)."""
+    raw = json.loads((PEER / "C2_unicode_tool_names.json").read_text())
+    raw["tools"][1]["tool_id"] = "温度変換"  # both ids now wholly Japanese
+    s = parse_scenario(raw, "c2.json")
+    names = [t.name for t in s.tools]
+    assert len(set(names)) == 2
+    assert all(re.fullmatch(r"tool_[0-9a-f]{8}", n) for n in names)
+    assert s.checks.target_tool == names[0] and s.fault.tool == names[1]
+    assert scenario_to_json(s)["origin"]["tool_names"] == {
+        names[0]: "物性検索",
+        names[1]: "温度変換",
+    }
+    mixed = load_scenario(PEER / "C2_unicode_tool_names.json")
+    assert [t.name for t in mixed.tools][1] == "temperature_convertir"
 
 
 def test_two_tool_ids_that_become_one_mcp_name_are_refused() -> None:
