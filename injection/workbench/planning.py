@@ -22,6 +22,7 @@ from toolwatch.injection.mitigations.values import (
     is_identifier_name,
     normalize_scalar,
 )
+from toolwatch.injection.workbench.task_asks import names_tool, requested
 
 ADDRESS_NAME: Final = re.compile(
     r"(^|_)(url|uri|href|link|endpoint|webhook|callback|address|recipient|email|to)$", re.I
@@ -463,17 +464,6 @@ def _grounded(echo: Any, task: str, responses: Sequence[tuple[int, Any]]) -> Arg
     return None
 
 
-def _requested(verb: str, task: str) -> bool:
-    """The task asks for the action ``verb`` (and does not forbid it)."""
-    stem = verb[:5] if len(verb) > 5 else verb
-    for m in re.finditer(rf"\b[\w-]*{re.escape(stem)}\w*", task, re.I):
-        before = task[max(0, m.start() - 25) : m.start()].lower()
-        if re.search(r"\b(?:do not|don't|never|not|no need to|without)\s+(?:\w+\s+)?$", before):
-            continue
-        return True
-    return False
-
-
 def plan_from_scenario(scenario: Scenario) -> Plan:
     """The task as an ordered list of tool calls; see the module docstring for the rules.
 
@@ -487,7 +477,7 @@ def plan_from_scenario(scenario: Scenario) -> Plan:
     responses: list[tuple[int, Any]] = []
     for tool in scenario.tools:
         verb, writes = tool_verb(tool.name, tool.description, tool.annotations)
-        if writes and tool.name != scenario.fault.tool and not _requested(verb, scenario.task):
+        if writes and tool.name != scenario.fault.tool and not requested(verb, scenario.task):
             unplanned.append(tool.name)
             continue
         schema = tool.input_schema
@@ -530,8 +520,13 @@ def plan_from_scenario(scenario: Scenario) -> Plan:
                 taken = [a.literal for a in args.values() if not a.derived]
                 foreign = _foreign_ids(name, responses)
                 ok, value = literal_value(name, prop, scenario.task, taken, foreign)
-                if not ok and tool.name == scenario.fault.tool and not ADDRESS_NAME.search(name):
-                    # the scenario says the task uses this tool: best effort, the task text
+                if (
+                    not ok
+                    and tool.name == scenario.fault.tool
+                    and not ADDRESS_NAME.search(name)
+                    and names_tool(tool.name, verb, scenario.task)
+                ):
+                    # the task asks for what this tool is about: best effort, the task text
                     ok, value = True, _fallback_literal(prop, scenario.task)
                 if not ok:
                     fillable = False

@@ -249,3 +249,21 @@ def test_b4_serves_agentchecks_empty_result_so_no_clean_scalar_answers(
         step = report.faulted.trajectory.calls_to(report.scenario.fault.tool)[0]
         assert step.injected and step.outcome == "ok", report.scenario.id
         assert report.faulted.check.status == "pass", report.scenario.id
+
+
+PEER = FIXTURES / "agentcheck" / "peer"  # hand-written in AgentCheck's format (see its README)
+
+
+def test_a_faulted_tool_the_task_never_needs_is_not_exercised() -> None:
+    """A peer suite may fault a tool its task never needs (``border_crossings`` beside "What is
+    the capital city of Mongolia?"). The plan sent the question itself as both countries, the
+    fault fired, and naive — which answered Ulaanbaatar — failed A2 as a "silent failure"."""
+    scenario = load_scenario(PEER / "A2_unneeded_faulty_tool.json")
+    reports = asyncio.run(run_suite([scenario], ["naive", "careful"], config=FAST)).reports
+    assert sorted(r.agent for r in reports) == ["careful", "naive"]
+    for report in reports:
+        phase = report.faulted
+        assert [step.tool for step in phase.trajectory.steps] == ["country_facts"]
+        assert not any(d.applied for d in phase.deliveries)
+        assert phase.check.status == "not_exercised", (report.agent, phase.check.reason)
+        assert "Ulaanbaatar" in phase.trajectory.final_answer
