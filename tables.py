@@ -308,6 +308,9 @@ INGEST_FIELDS: Final[tuple[Field, ...]] = (
     _f("refused_by", "string", "refused requests by HTTP status, JSON", nullable=False),
     _f("files", "int64", "Parquet files written", nullable=False),
     _f("compacted_files", "int64", "small files merged away", nullable=False),
+    # null in rows written before these existed (read as 0 and {})
+    _f("flagged_spans", "int64", "stored calls kept without a duration (times flawed)"),
+    _f("flagged_by", "string", "flagged calls by reason (end_before_start, no_end_time), JSON"),
 )
 
 CALLS: Final = Table(

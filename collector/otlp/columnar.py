@@ -34,6 +34,7 @@ from toolwatch.collector.otlp.decode import (
     parse_protobuf,
     span_data,
 )
+from toolwatch.collector.otlp.flaws import flaw_code, flaw_codes
 from toolwatch.collector.otlp.mapping import (
     ATTRIBUTE_PLANS,
     CALL_ATTRIBUTES,
@@ -392,7 +393,6 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     candidate = is_call | slow
     cols = _Columns(ws, candidate, scope_resource)
     slow |= candidate & ((ws.trace_len != 16) | (ws.span_len != 8) | (ws.start_ns == 0))
-    slow |= candidate & (ws.end_ns != 0) & (ws.end_ns < ws.start_ns)  # the reference rejects
     # (protobuf times are u64 nanoseconds, at most year 2554: always below MAX_TIME_NS)
     maybe = np.flatnonzero(candidate & ~slow)
     zero = all_zero(ws.buf, ws.trace_pos[maybe], 16) | all_zero(ws.buf, ws.span_pos[maybe], 8)
@@ -408,6 +408,7 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
     first = np.concatenate([[0], np.cumsum(np.bincount(ws.scope, minlength=len(names)))])
     slow_rows: list[dict[str, Any]] = []
     slow_at: list[int] = []
+    slow_flaws: list[int] = []
     q_count = len(requests)
     lists: list[list[dict[str, Any]]] = [[] for _ in range(q_count)]
     reasons = [Reasons() for _ in range(q_count)]
@@ -433,14 +434,17 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
         if call is not None:
             slow_rows.append(call)
             slow_at.append(i)
+            slow_flaws.append(flaw_code(data.start_ns, data.end_ns))
         lists[q].extend(listed)
     at = fast
+    flaws = flaw_codes(ws.start_ns[fast], ws.end_ns[fast])
     if slow_rows:
         both = pa.concat_tables([calls, rows_table(slow_rows, CALLS_SCHEMA)])
         at = np.concatenate([fast, np.array(slow_at, np.int64)])
         order = np.argsort(at, kind="stable")
         calls = both.take(pa.array(order))
         at = at[order]
+        flaws = np.concatenate([flaws, np.array(slow_flaws, np.int8)])[order]
     # rows are in span order and each request's spans are contiguous: split by request
     bounds = np.searchsorted(owner[at], np.arange(q_count + 1)) if at.size else [0] * (q_count + 1)
     totals = np.bincount(owner, minlength=q_count) if n else np.zeros(q_count, np.int64)
@@ -454,6 +458,7 @@ def _map(requests: Sequence[ExportTraceServiceRequest], ws: WireSpans) -> list[M
             columnar=int(columnar[q]),
             rejected_by=reasons[q].counts,
             ignored_by=ignored_by[q],
+            flaws=flaws[int(bounds[q]) : int(bounds[q + 1])],
         )
         for q in range(q_count)
     ]

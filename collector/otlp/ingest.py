@@ -3,8 +3,9 @@
 :class:`IngestLog` appends one row of :func:`~toolwatch.collector.otlp.stats.ingest_row` to the
 ``ingest`` table every progress interval (when something changed) and at a clean stop, so
 ``toolwatch store info`` can report received / stored / rejected / ignored counts by reason
-long after the collector is gone. :func:`prime_recent_spans` loads the span ids of the newest
-files into the retry filter at start, so an exporter re-sending across a restart is caught.
+(and the calls kept without a duration, by flaw) long after the collector is gone.
+:func:`prime_recent_spans` loads the span ids of the newest files into the retry filter at
+start, so an exporter re-sending across a restart is caught.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def ingest_summary(store: Store) -> dict[str, Any] | None:
     totals: dict[str, Any] = {"runs": len(rows), "last": max(r["time"] for r in rows)}
     for name in _COUNTS:
         totals[name] = sum(int(r[name] or 0) for r in rows)
-    for name in ("rejected_by", "ignored_by", "refused_by"):
+    for name in ("rejected_by", "ignored_by", "refused_by", "flagged_by"):
         merged: dict[str, int] = {}
         for r in rows:
             for key, n in json.loads(r[name] or "{}").items():
@@ -178,6 +179,7 @@ _COUNTS: Final = (
     "rejected_spans",
     "ignored_spans",
     "duplicate_spans",
+    "flagged_spans",  # null in rows written before it existed: 0
     "refused_requests",
     "client_disconnects",
 )
@@ -197,6 +199,7 @@ def format_ingest(summary: dict[str, Any]) -> list[str]:
     ]
     for label, key in (
         ("rejected by reason", "rejected_by"),
+        ("calls kept without a duration by reason", "flagged_by"),
         ("ignored by reason", "ignored_by"),
         ("refused requests by status", "refused_by"),
     ):

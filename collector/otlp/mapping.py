@@ -26,9 +26,10 @@ Which spans are tool calls (:func:`span_role`):
   counted by reason (:data:`IGNORE_REASONS`), never stored.
 
 A tool span that cannot be mapped (a required attribute missing, a value of the wrong type or
-out of range, a malformed id, a time outside 1970..9999, an end before its start) is
-*rejected*: counted by category and named in the OTLP ``partial_success`` message, never
-half-stored. A request's other spans are unaffected.
+out of range, a malformed id, a time outside 1970..9999) is *rejected*: counted by category
+and named in the OTLP ``partial_success`` message, never half-stored. A request's other spans
+are unaffected. A call whose times give no duration (an end before its start, no end) is kept
+and *flagged* instead (:mod:`toolwatch.collector.otlp.flaws`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+import numpy as np
 import pyarrow as pa
 
 from toolwatch.collector.otlp.decode import (
@@ -50,6 +52,7 @@ from toolwatch.collector.otlp.decode import (
     EventData,
     SpanData,
 )
+from toolwatch.collector.otlp.flaws import flaw_code, flaw_counts, flaw_message
 from toolwatch.collector.store import CALLS_SCHEMA
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.conventions import (
@@ -105,8 +108,6 @@ INT64_MAX: Final = 2**63 - 1
 MAX_REASONS: Final = 5
 #: Span times toolwatch can store: from the epoch (exclusive) to the end of year 9999.
 MAX_TIME_NS: Final = 253_402_300_800 * 10**9
-#: the rejection category of a span whose end is before its start
-ENDS_BEFORE_START: Final = "before_start:endTimeUnixNano"
 
 # why a span was ignored (a closed set: they are metric labels)
 IGNORED_SDK: Final = "mcp_sdk_span"
@@ -371,12 +372,6 @@ def call_row(span: SpanData) -> dict[str, Any]:
     _check_time(span.start_ns, "startTimeUnixNano")
     if span.end_ns:
         _check_time(span.end_ns, "endTimeUnixNano")
-        if span.end_ns < span.start_ns:  # OTel: end >= start; a null duration hid the error
-            raise Rejected(
-                f"span ends before it starts (endTimeUnixNano {span.end_ns} < "
-                f"startTimeUnixNano {span.start_ns})",
-                ENDS_BEFORE_START,
-            )
     row: dict[str, Any] = {}
     mask = 0
     for i, plans in enumerate(KEY_PLANS):
@@ -389,7 +384,8 @@ def call_row(span: SpanData) -> dict[str, Any]:
     row["trace_id"] = trace_id
     row["span_id"] = span_id
     row["start_time"] = span.start_ns // 1000
-    unknown = not span.end_ns or span.attributes.get(ATTR_DURATION_UNKNOWN) is True
+    # end < start (a clock step mid-call) or no end: kept, flagged by map_spans (flaws.py)
+    unknown = span.end_ns < span.start_ns or span.attributes.get(ATTR_DURATION_UNKNOWN) is True
     row["duration_us"] = None if unknown else (span.end_ns - span.start_ns) // 1000
     row["failed"] = row[ERROR_FIELD] is not None or span.status_code == STATUS_CODE_ERROR
     row["fields_present"] = fields_present_text(mask)
@@ -490,6 +486,8 @@ class Mapped:
     rejected_by: dict[str, int] = field(default_factory=dict)  # category -> spans
     ignored_by: dict[str, int] = field(default_factory=dict)  # reason -> spans
     duplicates: int = 0  # spans already stored (an exporter's retry); set by the writer
+    #: each calls row's flaw code (flaws.FLAW_REASONS; the writer drops a duplicate's too)
+    flaws: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
 
     @property
     def rejected(self) -> int:
@@ -502,18 +500,26 @@ class Mapped:
         return sum(self.ignored_by.values())
 
     @property
+    def flagged_by(self) -> dict[str, int]:
+        """Calls stored without a duration, by flaw reason (a subset of the stored)."""
+        return flaw_counts(self.flaws)
+
+    @property
     def rows(self) -> int:
         return self.calls.num_rows + self.tool_lists.num_rows
 
     def message(self) -> str:
-        """The ``partial_success.error_message``: the first reasons, then a count."""
+        """The ``partial_success.error_message``: the first reasons, then a count; then the
+        calls kept with a flaw (a warning: OTLP lets it stand with ``rejected_spans`` 0)."""
+        flagged = flaw_message(self.flagged_by)
         if not self.rejected:
-            return ""
+            return flagged
         text = "; ".join(self.reasons[:MAX_REASONS])
         more = self.rejected - min(len(self.reasons), MAX_REASONS)
-        return f"rejected {counted(self.rejected, 'span')}: {text}" + (
+        text = f"rejected {counted(self.rejected, 'span')}: {text}" + (
             f"; and {more} more" if more else ""
         )
+        return f"{text}; {flagged}" if flagged else text
 
 
 class Reasons:
@@ -546,6 +552,7 @@ def rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 def map_spans(spans: Iterable[SpanData]) -> Mapped:
     """Map decoded spans one by one (JSON requests, and the columnar path's leftovers)."""
     calls: list[dict[str, Any]] = []
+    flaws: list[int] = []
     lists: list[dict[str, Any]] = []
     reasons = Reasons()
     ignored: dict[str, int] = {}
@@ -563,6 +570,7 @@ def map_spans(spans: Iterable[SpanData]) -> Mapped:
         call, listed = out
         if call is not None:
             calls.append(call)
+            flaws.append(flaw_code(span.start_ns, span.end_ns))
         lists.extend(listed)
     return Mapped(
         rows_table(calls, CALLS_SCHEMA),
@@ -571,4 +579,5 @@ def map_spans(spans: Iterable[SpanData]) -> Mapped:
         reasons=reasons.items,
         rejected_by=reasons.counts,
         ignored_by=ignored,
+        flaws=np.array(flaws, np.int8),
     )

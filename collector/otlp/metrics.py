@@ -5,7 +5,7 @@ set of numbers, no double bookkeeping), through a private registry, so several c
 process never collide and no process metrics are mixed in; ``extra`` adds the numbers of what
 the collector feeds (the live scorer's, which this package may not import). Counts only: no
 attribute value, no span id, no client address. Label values are closed sets (rejection
-categories name record attributes; ignore reasons and HTTP statuses are fixed lists).
+categories name record attributes; ignore and flaw reasons and HTTP statuses are fixed lists).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class _StatsCollector:
             }
             rejected = dict(s.rejected_by)
             ignored = dict(s.ignored_by)
+            flagged = dict(s.flagged_by)
             refused = dict(s.refused)
             unavailable = dict(s.unavailable_by)
             timed_out = dict(s.timed_out_by)
@@ -74,6 +75,12 @@ class _StatsCollector:
         for name, doc, label, values in (
             ("spans_rejected", "tool spans rejected, by reason", "reason", rejected),
             ("spans_ignored", "spans that are no tool call, by reason", "reason", ignored),
+            (
+                "spans_flagged",
+                "tool calls stored without a duration (times flawed), by reason",
+                "reason",
+                flagged,
+            ),
             ("requests_refused", "requests refused, by HTTP status", "status", refused),
             (
                 "requests_unavailable",

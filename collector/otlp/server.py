@@ -6,7 +6,8 @@ byte reservation (503 + ``Retry-After`` when the collector holds too much alread
 :data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_DEADLINE` in all (408), and the size
 limit (413) → gunzip and decode *off the event loop*, on a small pool (400: protobuf is parsed as
 ``ExportTraceServiceRequest``, JSON by ``orjson``) → admission against the write queue (503 +
-``Retry-After``) → wait for the write → 200, with ``partial_success`` when spans were rejected.
+``Retry-After``) → wait for the write → 200, with ``partial_success`` when spans were rejected
+(or, ``rejected_spans`` 0, a warning naming calls kept without a duration).
 Responses use the request's encoding; errors carry a ``google.rpc.Status``. ``GET /health``
 answers at once whatever the load; ``GET /metrics`` gives the counters to Prometheus (behind
 the token when there is one).
@@ -284,14 +285,16 @@ class Collector:
         s = self.stats
         log.info(
             "collector stopped: %d requests, %d spans received, %d calls and %d tool listings "
-            "stored in %d files (%d spans), %d spans rejected%s, %d ignored%s, %d duplicates "
-            "dropped, refused requests %s%s",
+            "stored in %d files (%d spans, %d kept without a duration%s), %d spans "
+            "rejected%s, %d ignored%s, %d duplicates dropped, refused requests %s%s",
             s.requests,
             s.spans,
             s.calls,
             s.tool_listings,
             s.files,
             s.stored_spans,
+            s.flagged_spans,
+            _by_reason(s.flagged_by),
             s.rejected_spans,
             _by_reason(s.rejected_by),
             s.ignored_spans,
@@ -397,6 +400,14 @@ class Collector:
                 _client(request),
                 mapped.rejected,
                 mapped.spans,
+                mapped.message(),
+            )
+        elif mapped.flaws.any():  # kept, but a sender whose clock steps should hear of it
+            self._limited.log(
+                logging.WARNING,
+                "flagged",
+                "request from %s: %s",
+                _client(request),
                 mapped.message(),
             )
         body_out = success_body(reply, mapped.rejected, mapped.message())

@@ -5,7 +5,8 @@ lock; read by the log lines, the Prometheus ``/metrics`` endpoint
 (:mod:`toolwatch.collector.otlp.metrics`), the tests, and the ``ingest`` table
 (:func:`ingest_row`), so ``toolwatch store info`` reports the same counts from the store.
 Every span received ends in exactly one of: stored (a call or a tools/list span), rejected,
-ignored or duplicate.
+ignored or duplicate; a stored call whose times give no duration is also counted as flagged,
+by reason (:mod:`toolwatch.collector.otlp.flaws`).
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ class CollectorStats:
     rejected_spans: int = 0
     ignored_spans: int = 0
     duplicate_spans: int = 0
+    flagged_spans: int = 0  # stored calls kept without a duration (of stored_spans)
     refused: dict[int, int] = field(default_factory=dict)  # HTTP status -> requests
     unavailable_by: dict[str, int] = field(default_factory=dict)  # 503 reason -> requests
     timed_out_by: dict[str, int] = field(default_factory=dict)  # 408 reason -> requests
     rejected_by: dict[str, int] = field(default_factory=dict)  # category -> spans
     ignored_by: dict[str, int] = field(default_factory=dict)  # reason -> spans
+    flagged_by: dict[str, int] = field(default_factory=dict)  # flaw reason -> stored calls
     client_disconnects: int = 0
     batches: int = 0
     files: int = 0
@@ -75,6 +78,7 @@ class CollectorStats:
         rejected: dict[str, int],
         ignored: dict[str, int],
         duplicates: int,
+        flagged: dict[str, int] | None = None,
     ) -> None:
         self.requests += 1
         self.spans += spans
@@ -84,6 +88,8 @@ class CollectorStats:
         self.duplicate_spans += duplicates
         _add(self.rejected_by, rejected)
         _add(self.ignored_by, ignored)
+        self.flagged_spans += sum((flagged or {}).values())
+        _add(self.flagged_by, flagged or {})
 
     def count_refusal(self, status: int, reason: str | None = None) -> None:
         """One refused request; a 503 also by its ``reason`` (a full queue, a failed write,
@@ -115,11 +121,13 @@ def ingest_row(
         "rejected_spans": stats.rejected_spans,
         "ignored_spans": stats.ignored_spans,
         "duplicate_spans": stats.duplicate_spans,
+        "flagged_spans": stats.flagged_spans,
         "refused_requests": sum(stats.refused.values()),
         "client_disconnects": stats.client_disconnects,
         "rejected_by": json.dumps(dict(sorted(stats.rejected_by.items()))),
         "ignored_by": json.dumps(dict(sorted(stats.ignored_by.items()))),
         "refused_by": json.dumps({str(k): v for k, v in sorted(stats.refused.items())}),
+        "flagged_by": json.dumps(dict(sorted(stats.flagged_by.items()))),
         "files": stats.files,
         "compacted_files": stats.compacted_files,
     }

@@ -309,7 +309,9 @@ class GroupCommitWriter:
             s.commit_latency.observe(elapsed)
             for _, m in ok:
                 stored = m.spans - m.rejected - m.ignored - m.duplicates
-                s.count_request(m.spans, stored, m.rejected_by, m.ignored_by, m.duplicates)
+                s.count_request(
+                    m.spans, stored, m.rejected_by, m.ignored_by, m.duplicates, m.flagged_by
+                )
         self._release(group)  # before answering: a client that got its 200 may send again
         for item, m in ok:
             _resolve(item, result=m)
@@ -489,6 +491,7 @@ def _drop_seen(
         at += ck.size
         if dup_calls.any():
             m.calls = m.calls.filter(pa.array(~dup_calls))
+            m.flaws = m.flaws[~dup_calls]  # a retry's flawed call was flagged when stored
             call_keys[i] = ck[~dup_calls]
             m.duplicates += int(dup_calls.sum())
     for i, m in enumerate(mapped):

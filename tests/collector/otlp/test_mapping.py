@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from support.collector import T0, SpanSpec, call, pb_request, pb_span
+from support.collector import T0, SpanSpec, call, json_request, pb_request, pb_span
 from toolwatch.collector.otlp.columnar import map_parsed, map_protobuf
 from toolwatch.collector.otlp.decode import (
     OtlpError,
@@ -60,6 +60,7 @@ def _assert_same(fast: Mapped, ref: Mapped) -> None:
     assert fast.tool_lists.to_pylist() == ref.tool_lists.to_pylist()
     assert (fast.spans, fast.rejected, fast.ignored) == (ref.spans, ref.rejected, ref.ignored)
     assert fast.reasons == ref.reasons
+    assert fast.flagged_by == ref.flagged_by
 
 
 def test_plan_covers_every_record_field() -> None:
@@ -313,24 +314,56 @@ def test_the_unknown_duration_marker_gives_null_on_both_paths() -> None:
     assert fast.calls.column("duration_us").to_pylist() == [None, 0, 3, 0]
 
 
-def test_a_span_ending_before_it_starts_is_rejected_on_both_paths() -> None:
-    """OTel expects end >= start; such a span was stored with a null duration, silently, as
-    if its time were unknown. It is rejected, named and counted by its own reason; a span with
-    no end time still gets a null duration (absent, not wrong)."""
+def test_a_span_ending_before_it_starts_is_kept_and_flagged_on_every_path() -> None:
+    """The call happened (a wall-clock step mid-call gives end < start) and dropping it would
+    reorder its stream: it is stored with a null duration, as is a span with no end time, and
+    both are counted by flaw and named in a warning; the columnar, reference and JSON paths
+    agree, and the columnar path maps them itself."""
     specs = [
         SpanSpec(call(seq=0), end_ns=T0 - 1),  # ends 1 ns before it starts
         SpanSpec(call(seq=1), end_ns=0),
         SpanSpec(call(seq=2), end_ns=T0 + 3_000),
+        SpanSpec(call(seq=3), end_ns=T0 - 5_000_000),
     ]
     body = pb_request(specs)
     fast = map_protobuf(body)
     _assert_same(fast, _reference(body))
-    assert fast.calls.column("seq").to_pylist() == [1, 2]
-    assert fast.calls.column("duration_us").to_pylist() == [None, 3]
-    assert fast.rejected_by == {"before_start:endTimeUnixNano": 1}
+    assert fast.columnar == 4
+    via_json = map_spans(decode_json(json_request(specs)))
+    for mapped in (fast, via_json):
+        assert mapped.calls.column("seq").to_pylist() == [0, 1, 2, 3]
+        assert mapped.calls.column("duration_us").to_pylist() == [None, None, 3, None]
+        assert mapped.rejected == 0 and mapped.rejected_by == {}
+        assert mapped.flagged_by == {"end_before_start": 2, "no_end_time": 1}
+        assert mapped.message() == (
+            "2 spans end before they start: stored without a duration (did the sender's "
+            "clock step back during the call?); 1 span has no end time: stored without a "
+            "duration (end each span before exporting it)"
+        )
+
+
+def test_json_times_past_the_protobuf_range_are_flagged_too() -> None:
+    """OTLP/JSON may carry times past 2**64 ns (year 2554, still before 9999): the flaw is
+    decided on Python integers, not 64-bit arrays, so such a span is kept and flagged."""
+    late = 2**64 + 10_000
+    specs = [SpanSpec(call(seq=0), start_ns=late, end_ns=late - 1), SpanSpec(call(seq=1))]
+    mapped = map_spans(decode_json(json_request(specs)))
+    assert mapped.calls.column("duration_us").to_pylist() == [None, 2500]
+    assert (mapped.rejected, mapped.flagged_by) == (0, {"end_before_start": 1})
+
+
+def test_a_flagged_warning_follows_the_rejections_of_its_request() -> None:
+    """A request with both: rejected_spans counts the rejected only, the message names both."""
+    bad = SpanSpec(call(seq=0, **{ATTR_TOOL_NAME: ""}))
+    specs = [bad, SpanSpec(call(seq=1), end_ns=T0 - 1)]
+    body = pb_request(specs)
+    fast = map_protobuf(body)
+    _assert_same(fast, _reference(body))
+    assert (fast.rejected, fast.flagged_by) == (1, {"end_before_start": 1})
     assert fast.message() == (
-        f"rejected 1 span(s): span {specs[0].span_id.hex()}: span ends before it starts "
-        f"(endTimeUnixNano {T0 - 1} < startTimeUnixNano {T0})"
+        f"rejected 1 span(s): span {bad.span_id.hex()}: attribute gen_ai.tool.name (tool) is "
+        "empty; 1 span ends before it starts: stored without a duration (did the sender's "
+        "clock step back during the call?)"
     )
 
 

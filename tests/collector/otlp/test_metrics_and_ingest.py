@@ -4,15 +4,31 @@ same numbers: received, stored, rejected and ignored by reason, duplicates, refu
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from support.collector import PB, T0, SpanSpec, call, pb_request, post, scrape_metrics
+from support.collector import (
+    JS,
+    PB,
+    T0,
+    SpanSpec,
+    call,
+    json_request,
+    pb_request,
+    post,
+    scrape_metrics,
+)
 from toolwatch.cli import main
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
+from toolwatch.collector.otlp.ingest import ingest_summary
+from toolwatch.collector.otlp.stats import CollectorStats, ingest_row
 from toolwatch.collector.store import Store
+from toolwatch.collector.store.parquet_store import INGEST
 from toolwatch.conventions import ATTR_CONVERSATION_ID
 
 
@@ -121,21 +137,84 @@ def test_store_info_says_why_semconv_tool_spans_of_another_kind_gave_no_calls(
     assert f"  {reason}: " in out and says in out
 
 
-def test_a_span_ending_before_it_starts_is_counted_in_the_answer_and_the_metrics(
+_FLAGGED = (
+    "2 spans end before they start: stored without a duration (did the sender's clock step "
+    "back during the call?); 1 span has no end time: stored without a duration (end each "
+    "span before exporting it)"
+)
+
+
+@pytest.mark.parametrize("content_type", [PB, JS])
+def test_a_span_ending_before_it_starts_is_stored_and_counted_as_flagged(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    content_type: str,
+) -> None:
+    """A clock step mid-call gives end < start: the call is stored (null duration, the
+    stream's order intact), the answer warns with rejected_spans 0, and the flaw is counted by
+    reason in the stats, /metrics, the ingest row and store info, once (a retry is a
+    duplicate); a span with no end time likewise."""
+    store = Store(tmp_path / "store")
+    specs = [
+        SpanSpec(call(seq=0)),
+        SpanSpec(call(seq=1), end_ns=T0 - 2_000_000),
+        SpanSpec(call(seq=2), end_ns=T0 - 1),
+        SpanSpec(call(seq=3), end_ns=0),
+    ]
+    body = (pb_request if content_type == PB else json_request)(specs)
+    with Collector(store, compact_interval=None) as collector:
+        first, retry = (post(collector.url, body, content_type) for _ in range(2))
+        assert (first.status, retry.status) == (200, 200)
+        assert decode_success(content_type, first.body) == (0, _FLAGGED)
+        assert decode_success(content_type, retry.body) == (0, "")  # all duplicates
+        assert collector.stats.flagged_by == {"end_before_start": 2, "no_end_time": 1}
+        assert (collector.stats.flagged_spans, collector.stats.rejected_spans) == (3, 0)
+        lines = set(scrape_metrics(collector.port)[1].splitlines())
+    for line in (
+        'toolwatch_collector_spans_flagged_total{reason="end_before_start"} 2.0',
+        'toolwatch_collector_spans_flagged_total{reason="no_end_time"} 1.0',
+        "toolwatch_collector_spans_stored_total 4.0",
+        "toolwatch_collector_spans_duplicate_total 4.0",
+    ):
+        assert line in lines, line
+    assert not any(line.startswith("toolwatch_collector_spans_rejected_total{") for line in lines)
+    warned = [m for m in caplog.messages if "stored without a duration" in m]
+    assert len(warned) == 1 and warned[0].endswith(f": {_FLAGGED}")  # "request from <client>"
+    rows = store.query("SELECT seq, duration_us FROM calls ORDER BY seq").to_pylist()
+    assert [(r["seq"], r["duration_us"]) for r in rows] == [
+        (0, 2500),
+        (1, None),
+        (2, None),
+        (3, None),
+    ]
+    ingest = store.query("SELECT flagged_spans, flagged_by FROM ingest WHERE final").to_pylist()
+    assert ingest == [
+        {"flagged_spans": 3, "flagged_by": '{"end_before_start": 2, "no_end_time": 1}'}
+    ]
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert "8 spans received in 2 requests: 4 stored (4 calls, 0 tool listings), 0 rejected" in out
+    assert "  calls kept without a duration by reason: end_before_start 2, no_end_time 1\n" in out
+
+
+def test_store_info_reads_ingest_rows_written_before_the_flagged_counts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Such a span was stored with a null duration and nothing said: it is rejected in
-    ``partial_success`` and counted by its reason on ``/metrics`` and in ``store info``."""
+    """An older collector's ingest row has no flagged columns: it reads as none flagged, and
+    the totals with a newer run's row are the newer run's flags."""
     store = Store(tmp_path / "store")
-    backwards = SpanSpec(call(seq=1), end_ns=T0 - 2_000_000)
-    with Collector(store, compact_interval=None) as collector:
-        reply = post(collector.url, pb_request([SpanSpec(call(seq=0)), backwards]))
-        assert reply.status == 200
-        rejected, message = decode_success(PB, reply.body)
-        assert rejected == 1 and "span ends before it starts" in message
-        text = scrape_metrics(collector.port)[1]
-    line = 'toolwatch_collector_spans_rejected_total{reason="before_start:endTimeUnixNano"} 1.0'
-    assert line in text.splitlines()
-    assert store.query("SELECT seq FROM calls").to_pylist() == [{"seq": 0}]
+    started = datetime(2026, 8, 1, tzinfo=UTC)
+    old = ingest_row(CollectorStats(requests=1, spans=2), "old", "u", started, final=True)
+    del old["flagged_spans"], old["flagged_by"]
+    part = store.root / INGEST / "date=2026-08-01"
+    part.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([old]), part / "part-old.parquet")
+    new = CollectorStats(requests=1, spans=1, flagged_spans=1, flagged_by={"no_end_time": 1})
+    store.append(INGEST, [ingest_row(new, "new", "u", started, final=True)])
+    summary = ingest_summary(store)
+    assert summary is not None
+    assert (summary["runs"], summary["spans"], summary["flagged_spans"]) == (2, 3, 1)
+    assert summary["flagged_by"] == {"no_end_time": 1}
     assert main(["store", "info", "--store", str(store.root)]) == 0
-    assert "rejected by reason: before_start:endTimeUnixNano 1" in capsys.readouterr().out
+    assert "calls kept without a duration by reason: no_end_time 1" in capsys.readouterr().out
