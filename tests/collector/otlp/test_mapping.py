@@ -361,7 +361,7 @@ def test_a_flagged_warning_follows_the_rejections_of_its_request() -> None:
     _assert_same(fast, _reference(body))
     assert (fast.rejected, fast.flagged_by) == (1, {"end_before_start": 1})
     assert fast.message() == (
-        f"rejected 1 span(s): span {bad.span_id.hex()}: attribute gen_ai.tool.name (tool) is "
+        f"rejected 1 span: span {bad.span_id.hex()}: attribute gen_ai.tool.name (tool) is "
         "empty; 1 span ends before it starts: stored without a duration (did the sender's "
         "clock step back during the call?)"
     )
