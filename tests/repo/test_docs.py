@@ -1,4 +1,5 @@
-"""docs/ARCHITECTURE.md stays in step with the code it describes (tables, rooms, arrows)."""
+"""docs/ARCHITECTURE.md stays in step with the code it describes (tables, rooms, arrows), and
+every command line README.md and docs/*.md show is one the CLI takes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from unittest.mock import MagicMock
 
 import pytest
 
+from support.parsers import all_parsers, command_parsers
 from support.paths import REPO
 from toolwatch import cli, tables
 from toolwatch.collector.otlp import metrics
@@ -111,44 +113,101 @@ def test_every_environment_variable_the_code_reads_is_documented_and_no_other() 
     assert documented == code
 
 
-def _parsers(command: str) -> dict[tuple[str, ...], argparse.ArgumentParser]:
-    """A subcommand's parser and its sub-actions' (``store verify``), keyed by their path."""
-    top = cli.build_parser([command])
-    found: dict[tuple[str, ...], argparse.ArgumentParser] = {}
-
-    def walk(path: tuple[str, ...], parser: argparse.ArgumentParser) -> None:
-        found[path] = parser
-        for action in parser._actions:  # argparse has no public way to list sub-actions
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    walk((*path, name), child)
-
-    walk((), top)
-    return {path[1:]: parser for path, parser in found.items() if path[:1] == (command,)}
+#: a command line in backticks, as a user copies it: `[.venv/bin/]toolwatch CMD …`, `python -m …`
+INLINE = r"`(?:\.venv/bin/|python3? -m )?toolwatch ([a-z][^`]*)`"
+#: a fenced block: its language and body
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+#: options the docs name that belong to another program: why each is there
+FOREIGN_OPTIONS = {
+    "--browser": "Streamlit's `--browser.gatherUsageStats`, passed by `toolwatch app`"
+}
 
 
-def test_every_option_a_documented_command_line_shows_exists() -> None:
+def _user_docs() -> dict[str, str]:
+    """README.md and every docs/*.md (the scenario guide's commands too)."""
+    paths = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return {str(p.relative_to(REPO)): p.read_text() for p in paths}
+
+
+def _command_lines(text: str) -> list[str]:
+    """Every `toolwatch …` command a doc shows, after the word toolwatch: in backticks in the
+    prose, and on the lines of its shell code blocks (a comment after `#` dropped, each
+    command of a `&&` chain or a pipe apart)."""
+    lines = re.findall(INLINE, FENCE.sub("", text))
+    for language, body in FENCE.findall(text):
+        if language not in ("bash", "sh", "shell", ""):
+            continue
+        for line in body.splitlines():
+            for part in re.split(r"&&|\|", line.split(" #", 1)[0]):
+                found = re.match(r"\s*(?:\.venv/bin/|python3? -m )?toolwatch ([a-z].*)", part)
+                if found:
+                    lines.append(found.group(1).strip())
+    return lines
+
+
+def _wrong_words(line: str, known: dict[tuple[str, ...], argparse.ArgumentParser]) -> list[str]:
+    """The sub-action or options of one command line its parsers do not know."""
+    words, path, wrong = line.split()[1:], (), []
+    actions = {p[0] for p in known if len(p) == 1}
+    first = re.sub(r"[\\()\[\]]", "", words[0]) if words else ""
+    if actions and re.fullmatch(r"[a-z][a-z|-]*", first):  # not FILE, "SQL", --x, …
+        wrong += [a for a in first.split("|") if a and a not in actions]
+    pieces = [piece for word in words for piece in re.split(r"\\?\|", word) if piece]
+    # `verify [--quarantine]\|compact [--table T]`: each alternative read on its own
+    for word in (piece.rstrip("])") for piece in pieces):
+        if (*path[:-1], word) in known or (*path, word) in known:
+            # `pins list | approve (--server S …)`: the sub-action named last
+            path = (*path[:-1], word) if (*path[:-1], word) in known else (*path, word)
+        option = re.match(r"\(?\[?(--[a-z][\w-]*)", word)
+        if option:
+            valid = {
+                o
+                for i in range(len(path) + 1)
+                for a in known[path[:i]]._actions
+                for o in a.option_strings
+            }
+            if option.group(1) not in valid:
+                wrong.append(" ".join((*path, option.group(1))))
+    return wrong
+
+
+def test_every_sub_action_and_option_a_documented_command_line_shows_exists() -> None:
     wrong = []
-    parsers = {name: _parsers(name) for name in cli.COMMANDS}
-    guide = (REPO / "docs" / "SCENARIOS.md").read_text()  # the scenario guide's commands too
-    for doc in (DOC, (REPO / "README.md").read_text(), guide):
-        for span in re.findall(r"`(?:\.venv/bin/)?toolwatch ([a-z][^`]*)`", doc):
-            words = span.split()
-            if words[0] not in parsers:
-                continue
-            known, path = parsers[words[0]], ()
-            for word in words[1:]:
-                if (*path[:-1], word) in known or (*path, word) in known:
-                    # `pins list | approve (--server S …)`: the sub-action named last
-                    path = (*path[:-1], word) if (*path[:-1], word) in known else (*path, word)
-                option = re.match(r"\(?\[?(--[a-z][\w-]*)", word)
-                if option:
-                    valid = {
-                        o
-                        for i in range(len(path) + 1)
-                        for a in known[path[:i]]._actions
-                        for o in a.option_strings
-                    }
-                    if option.group(1) not in valid:
-                        wrong.append(f"toolwatch {words[0]} {' '.join(path)} {option.group(1)}")
+    parsers = {name: command_parsers(name) for name in cli.COMMANDS}
+    for doc, text in _user_docs().items():
+        for line in _command_lines(text):
+            command = line.split()[0]
+            if command in parsers:
+                wrong += [
+                    f"{doc}: toolwatch {command} {w}" for w in _wrong_words(line, parsers[command])
+                ]
+    assert wrong == []
+
+
+def test_the_command_lines_in_shell_blocks_are_read() -> None:
+    """The check above reads the fenced blocks a user copies from, not only the prose."""
+    text = "`toolwatch sql --nope`\n```bash\nx && .venv/bin/toolwatch demo --quick  # --old\n```\n"
+    assert _command_lines(text) == ["sql --nope", "demo --quick"]
+    parsers = command_parsers("store")
+    assert _wrong_words("store verify --deep", parsers) == []
+    assert _wrong_words("store check --deep", parsers) == ["check", "--deep"]
+    assert _wrong_words("store verify|tidy", parsers) == ["tidy"]
+    assert _wrong_words("store verify [--deep]\\|compact [--min-files N]", parsers) == []
+    assert _wrong_words("store verify [--deep]\\|compact [--quarantine]", parsers) == [
+        "compact --quarantine"
+    ]
+
+
+def test_every_option_the_docs_name_belongs_to_a_command_or_a_script() -> None:
+    """An option named on its own (`--split-shares 0.44,0.07` beside a command in prose) is one
+    a toolwatch command or a benchmark script takes, so a renamed option cannot linger."""
+    known = {o for p in all_parsers().values() for a in p._actions for o in a.option_strings}
+    for script in (REPO / "benchmarks").glob("*.py"):
+        known |= set(re.findall(r"[\"'](--[a-z][\w-]*)[\"']", script.read_text()))
+    wrong = []
+    for doc, text in _user_docs().items():
+        for span in re.findall(r"`([^`]+)`", FENCE.sub("", text)):
+            for option in re.findall(r"(?<![\w-])--[a-z][\w-]*", span):
+                if option not in known and option not in FOREIGN_OPTIONS:
+                    wrong.append(f"{doc}: {option} in `{span}`")
     assert wrong == []
