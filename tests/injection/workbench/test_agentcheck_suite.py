@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from support.paths import FIXTURES
+from support.paths import FIXTURES, REPO
 from toolwatch.injection.faults.library import iter_scenario_paths, load_scenario, parse_scenario
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.mitigations import instructions
@@ -267,3 +267,33 @@ def test_a_faulted_tool_the_task_never_needs_is_not_exercised() -> None:
         assert not any(d.applied for d in phase.deliveries)
         assert phase.check.status == "not_exercised", (report.agent, phase.check.reason)
         assert "Ulaanbaatar" in phase.trajectory.final_answer
+
+
+# ------------------------------------------------------------------------------ the docs' figures
+
+
+def test_the_naive_fixes_are_the_ones_the_architecture_states() -> None:
+    """docs/ARCHITECTURE.md (*What the reference agents show*) gives, per mitigation, how many
+    of naive's faulted runs on the templates it fixes; C2's scan read 9/10 long after the
+    suite fixed all 10 (`toolwatch workbench suite --scenarios` on the templates prints +10)."""
+    stated = {
+        ("retry", "A1"): 10, ("retry", "A2"): 10, ("schema", "A4"): 10, ("schema", "B4"): 10,
+        ("scan", "C1"): 10, ("scan", "C2"): 10, ("scan", "C4"): 10,
+        ("verify", "B1"): 10, ("verify", "B2"): 7, ("verify", "B3"): 4,
+    }  # fmt: skip
+    types = {fault for _, fault in stated}
+    scenarios = [s for s in SCENARIOS if s.fault_type in types]
+    result = asyncio.run(
+        run_suite(scenarios, ["naive"], mitigations=sorted({m for m, _ in stated}), config=FAST)
+    )
+    fixed: Counter[tuple[str, str]] = Counter()
+    for report in result.reports:
+        for mitigation in report.mitigated:
+            if report.fix_verdict(mitigation)[0]:
+                fixed[(mitigation, report.scenario.fault_type)] += 1
+    assert dict(fixed) == stated
+    text = " ".join((REPO / "docs" / "ARCHITECTURE.md").read_text().split())
+    assert (
+        "fixes for naive: retry A1/A2 10/10, schema A4 10/10 and B4 10/10, scan C1 10/10, "
+        "C2 10/10, C4 10/10, verify B1 10/10, B2 7/10, B3 4/10" in text
+    )
