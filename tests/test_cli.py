@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from support.parsers import all_parsers
 from toolwatch import cli, usage
 from toolwatch.cli import main
 from toolwatch.collector.sources.simulator import simulate
@@ -309,6 +310,25 @@ def test_help_names_defaults_and_transport(capsys: pytest.CaptureFixture[str]) -
         cli.build_parser(["serve-scenario"]).parse_args(["serve-scenario", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--transport {stdio,http} stdio: speak MCP on stdin/stdout" in text
+
+
+def _stated(default: object) -> str:
+    """How a help text writes a default: ``60.0`` as ``60``."""
+    return f"{default:g}" if isinstance(default, float) else str(default)
+
+
+def test_every_option_with_a_default_says_it_in_its_help() -> None:
+    """A user reads a default in ``--help`` before trusting the docs; `proxy --port` (8000)
+    and the workbench's `--seed`, `--call-timeout` and `--think-time` said none."""
+    silent = []
+    for path, parser in all_parsers().items():
+        for action in parser._actions:
+            if not action.option_strings or action.nargs == 0 or action.default in (None, []):
+                continue  # flags, options without a default and repeatable ones given none
+            text = " ".join((action.help or "").split())
+            if "default" not in text and f"({_stated(action.default)})" not in text:
+                silent.append(f"{' '.join(path)} {action.option_strings[-1]}")
+    assert silent == []
 
 
 @pytest.mark.parametrize(

@@ -57,8 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="stdio",
         help="how clients reach the proxy (default: stdio)",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
-    parser.add_argument("--port", type=port, default=8000, help="HTTP port (0: any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=port, default=8000, help="HTTP port (0: any free port; default 8000)"
+    )
     parser.add_argument(
         "--seed",
         type=non_negative_int,

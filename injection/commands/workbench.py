@@ -74,20 +74,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         add_store_argument(p)
         p.add_argument(
-            "--seed", type=non_negative_int, default=0, help="seed for occurrence draws and jitter"
+            "--seed",
+            type=non_negative_int,
+            default=0,
+            help="seed for occurrence draws and jitter (default 0)",
         )
         p.add_argument(
             "--call-timeout",
             type=positive_float,
             default=AgentConfig.call_timeout,
-            help="the agent's deadline per tool call, seconds (A1 delays must exceed it)",
+            help="the agent's deadline per tool call, seconds (A1 delays must exceed it; "
+            f"default {AgentConfig.call_timeout:g})",
         )
         p.add_argument(
             "--think-time",
             type=non_negative_float,
             default=0.0,
             metavar="S",
-            help="seconds each model step takes (0: machine speed; about 1.5 or more makes "
+            help="seconds each model step takes (default 0: machine speed; about 1.5 or more makes "
             "the runs' timing look like a model's to the detector's time cue)",
         )
         p.add_argument(
