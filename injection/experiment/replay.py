@@ -6,9 +6,11 @@ soon drift would wear it down. The split is the one every command shares
 ``toolwatch train`` does; then **every** test-split stream (any length) is fed call by call, in
 global time order, through :class:`~toolwatch.detection.alerting.live.LiveScorer` — the code the
 collector runs — in batches of ``batch_s`` of event time, under the collector's future-clock
-guard: a call stamped more than 5 min after a later call of its own stream is stamped ahead of
-the corpus, arrives with that call and is distrusted as the collector distrusts one (counted:
-``split["stamped_ahead"]``; :mod:`.replay_clock`):
+guard: a call stamped more than 5 min after its arrival mark (``received_time``, where the
+collector stored it) arrives at its mark, and one without a mark stamped more than 5 min after
+a later call of its own stream is stamped ahead of the corpus and arrives with that call; both
+are distrusted as the collector distrusts one (counted: ``split["stamped_ahead_of_arrival"]``
+and ``split["stamped_ahead"]``; :mod:`.replay_clock`):
 
 * **adaptive**: the model trained with its adaptive part (``toolwatch train --adaptive``): the
   threshold held at ``target_fa`` of recent stream maxima, streams that did not alarm folded in
@@ -197,8 +199,9 @@ def run_replay(
 
     test_streams = split.test_split
     normal_table = to_table(test_streams)
-    # when each call reached the replay: its stamp, unless stamped ahead of its own stream
-    normal_arrive, ahead = stamped_ahead(test_streams, guard_us)
+    # when each call reached the replay: its stamp, unless stamped ahead of its arrival mark
+    # or (without one) of its own stream
+    normal_arrive, ahead, ahead_of_arrival = stamped_ahead(test_streams, guard_us)
     replay = pa.concat_tables([normal_table, to_table(shadows)]) if shadows else normal_table
     arrive = np.concatenate([normal_arrive, *shadow_arrive])
     order = pc.sort_indices(
@@ -234,6 +237,7 @@ def run_replay(
     summary["replayed_streams"] = len(test_streams)
     summary["injected_copies"] = len(shadows)
     summary["stamped_ahead"] = ahead
+    summary["stamped_ahead_of_arrival"] = ahead_of_arrival
     return ReplayResult(
         run_id=run_id or uuid.uuid4().hex[:12],
         created=datetime.now(UTC),

@@ -311,20 +311,33 @@ def header(data: Mapping[str, Any]) -> list[str]:
 
 
 def ahead_lines(split: Mapping[str, Any]) -> list[str]:
-    """The calls stamped ahead of the corpus, as the collector's guard treats them (none for
-    a run without any, or saved before they were counted)."""
+    """The calls stamped ahead of their arrival mark or of the corpus, as the collector's guard
+    treats them (none for a run without any, or saved before they were counted)."""
+    lines = []
+    guard = f"{CLOCK_AHEAD_S / 60:g} min"
+    marked = split.get("stamped_ahead_of_arrival", 0)
+    if marked:
+        one = marked == 1
+        lines.append(
+            f"{counted(marked, 'call')} stamped ahead of {'its' if one else 'their'} arrival "
+            f"(more than {guard} after the collector received {'it' if one else 'them'}, "
+            f"received_time): replayed when {'it' if one else 'they'} arrived and handled as "
+            "the collector handles a call stamped ahead of its clock — scored, "
+            f"{'its' if one else 'their'} time moving no stream's clock, "
+            f"{'its stream' if one else 'their streams'} never learnt"
+        )
     ahead = split.get("stamped_ahead", 0)
-    if not ahead:
-        return []
-    one = ahead == 1
-    return [
-        f"{counted(ahead, 'call')} stamped ahead of the corpus (more than "
-        f"{CLOCK_AHEAD_S / 60:g} min after a later call of {'its' if one else 'their'} own "
-        f"stream): replayed where {'it' if one else 'they'} arrived and handled as the "
-        "collector handles a call stamped ahead of its clock — scored, "
-        f"{'its' if one else 'their'} time moving no stream's clock, "
-        f"{'its stream' if one else 'their streams'} never learnt"
-    ]
+    if ahead:
+        one = ahead == 1
+        lines.append(
+            f"{counted(ahead, 'call')} stamped ahead of the corpus (more than "
+            f"{guard} after a later call of {'its' if one else 'their'} own "
+            f"stream): replayed where {'it' if one else 'they'} arrived and handled as the "
+            "collector handles a call stamped ahead of its clock — scored, "
+            f"{'its' if one else 'their'} time moving no stream's clock, "
+            f"{'its stream' if one else 'their streams'} never learnt"
+        )
+    return lines
 
 
 def render(data: ReplayResult | Mapping[str, Any]) -> str:

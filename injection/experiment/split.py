@@ -17,6 +17,7 @@ from toolwatch import study
 from toolwatch.detection.calls.split import SplitError, SplitSpec, split_streams
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import INJECTION_COLUMNS, SessionCalls, split_sessions
+from toolwatch.record import RECEIVED
 
 
 @dataclass
@@ -54,8 +55,10 @@ class Split:
 
 
 def normal_sessions(calls: pa.Table) -> list[SessionCalls]:
-    """Streams of a call table, dropping any stream that holds injected (labelled) calls."""
-    sessions = split_sessions(calls, INJECTION_COLUMNS)
+    """Streams of a call table, dropping any stream that holds injected (labelled) calls; with
+    the injection columns and the arrival mark (``received_time``: NaN without one), which the
+    replay needs to tell a call stamped ahead of its arrival."""
+    sessions = split_sessions(calls, (*INJECTION_COLUMNS, RECEIVED))
     return [s for s in sessions if all(v is None for v in s["label"])]
 
 

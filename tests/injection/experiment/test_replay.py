@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from toolwatch.collector.sources.simulator import simulate
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.formats import percent
 from toolwatch.injection.experiment.replay import ReplayConfig, run_replay
@@ -16,6 +19,9 @@ from toolwatch.injection.experiment.replay_report import (
     render,
     summary,
 )
+from toolwatch.injection.experiment.split import stream_name
+from toolwatch.injection.experiment.storage import load_calls
+from toolwatch.injection.spans.session_arrays import split_sessions
 
 
 def test_the_replay_names_the_target_it_was_given() -> None:
@@ -236,3 +242,69 @@ def test_a_call_stamped_two_days_ahead_of_its_stream_is_distrusted_as_the_collec
     assert (
         skewed.models["adaptive"].counts["pooled"] == base.models["adaptive"].counts["pooled"] - 1
     )
+
+
+def _received(corpus: pa.Table, fast: str = "", hours: float = 0.0) -> pa.Table:
+    """``corpus`` as the collector stores it: each call received 2 s after its stamp; the
+    calls of stream ``fast`` stamped ``hours`` later than that (a client clock that fast)."""
+    t = corpus.column("start_time").cast(pa.int64()).to_numpy().copy()
+    received = pa.array(t + 2_000_000, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    corpus = corpus.set_column(
+        corpus.schema.get_field_index("received_time"), "received_time", received
+    )
+    if not fast:
+        return corpus
+    session, _, agent = fast.partition("/")
+    mine = np.array(
+        [
+            s == session and a == (agent or None)
+            for s, a in zip(
+                corpus.column("session_id").to_pylist(),
+                corpus.column("agent_id").to_pylist(),
+                strict=True,
+            )
+        ]
+    )
+    t[mine] += int(hours * 3600e6)
+    column = pa.array(t, pa.int64()).cast(corpus.schema.field("start_time").type)
+    return corpus.set_column(corpus.schema.get_field_index("start_time"), "start_time", column)
+
+
+def test_a_stream_whose_client_is_an_hour_fast_arrives_at_its_arrival_marks(
+    tmp_path: Path,
+) -> None:
+    """A store the collector wrote (every call with its received_time), one test stream's
+    client clock an hour fast: its stamps agree with each other, so the replay fed the whole
+    stream an hour late, learnt and pooled it, in batches of its own. Now each call arrives at
+    its mark, is counted as stamped ahead of its arrival (text and --json), and the
+    collector's guard handles it: the batches and closed streams are the unskewed store's, the
+    stream never learnt (one maximum fewer pooled)."""
+    corpus = simulate(seed=2, scale=0.25)
+    config = ReplayConfig(experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)))
+    base_store = Store(tmp_path / "base")
+    base_store.append("calls", _received(corpus))
+    base = run_replay(load_calls(base_store), config)
+    stream = sorted(n for n, alarmed in base.models["adaptive"].alarmed.items() if not alarmed)[0]
+    calls = next(len(s) for s in split_sessions(corpus) if stream_name(s) == stream)
+    store = Store(tmp_path / "fast")
+    store.append("calls", _received(corpus, stream, 1.0))
+    fast = run_replay(load_calls(store), config)
+
+    assert base.split["stamped_ahead_of_arrival"] == 0
+    assert fast.split["stamped_ahead_of_arrival"] == calls > 30
+    assert fast.split["stamped_ahead"] == 0
+    assert summary(fast)["split"]["stamped_ahead_of_arrival"] == calls  # --json
+    assert (
+        f"{calls} calls stamped ahead of their arrival (more than 5 min after the collector "
+        "received them, received_time): replayed when they arrived"
+    ) in render(fast)
+    assert "stamped ahead" not in render(base)
+    for model in ("adaptive", "frozen"):
+        before, after = base.models[model], fast.models[model]
+        minute = 60_000_000
+        assert [t // minute for t, _ in after.thresholds] == [
+            t // minute for t, _ in before.thresholds
+        ]
+        assert after.counts["closed"] == before.counts["closed"]
+        assert after.calls == before.calls
+    assert fast.models["adaptive"].counts["pooled"] == base.models["adaptive"].counts["pooled"] - 1
