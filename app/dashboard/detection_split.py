@@ -10,6 +10,7 @@ import streamlit as st
 
 from toolwatch import study
 from toolwatch.app.dashboard import hints, ui
+from toolwatch.detection.calls.split import placed_by_arrival_line
 from toolwatch.injection.experiment.split import split_rows
 
 
@@ -32,6 +33,9 @@ def show(
             for r in split_rows(split, min_calls)
         ]
         st.table(pd.DataFrame(rows).set_index("split"))
+        placed = placed_by_arrival_line(split)
+        if placed:
+            st.caption(placed[:1].upper() + placed[1:] + ".")
         st.json(config, expanded=False)
         st.caption(
             "Re-run exactly: `toolwatch experiment --store "

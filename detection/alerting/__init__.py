@@ -9,7 +9,10 @@ The names below load on first use: importing a sibling (``alerting.rules``, ``al
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
+
+# the guard lives with the calls, which the split by time reads too (it may not import alerting)
+from toolwatch.detection.calls.clock import CLOCK_AHEAD_S
 
 if TYPE_CHECKING:
     from toolwatch.detection.alerting.live import LiveScorer
@@ -20,11 +23,6 @@ _PUBLIC: dict[str, str] = {
     "WebhookPoster": "toolwatch.detection.alerting.webhook",
 }
 __all__ = ["CLOCK_AHEAD_S", "LiveScorer", "WebhookPoster"]
-#: How far after its arrival a call may be stamped before the live scorer distrusts its time:
-#: the collector's guard against a skewed client clock (after this machine's clock), and the
-#: replay's (after a later call of its own stream:
-#: :mod:`~toolwatch.injection.experiment.replay_clock`).
-CLOCK_AHEAD_S: Final = 300.0
 
 
 def __getattr__(name: str) -> Any:

@@ -15,6 +15,13 @@ shuffled. ``toolwatch train``, ``experiment``, ``scan`` and ``replay`` take the 
   that leaves a split empty (few days, traffic in bursts), the study's proportions of streams;
 * ``--min-calls N``: test streams need at least ``N`` calls (the study: 30).
 
+**A client clock ahead.** A stream's first call is its first stamp, unless the stream has an
+arrival mark (``received_time``: the collector's clock when it stored the call) and its first
+stamp is more than :data:`~toolwatch.detection.calls.clock.CLOCK_AHEAD_S` after its first mark:
+then it is placed by its first mark (a client a year fast would otherwise put its stream in the
+test split, and stretch the default rule's days by a year). The description counts such
+streams (``placed_by_arrival``; :func:`placed_by_arrival_line` says it in one line).
+
 **Client artefacts.** Streams an importer flagged as a Claude Code warm-up subagent
 (``client_quirk = warmup_agent``: the client's own start-up probe, every call answered by an
 error) are not the user's behaviour: they are kept out of training, calibration and the normal
@@ -28,7 +35,7 @@ another agent id and stay normal streams everywhere.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
@@ -40,8 +47,11 @@ from toolwatch import study
 from toolwatch.collector.store.arrow_schema import CALLS_SCHEMA
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import QUIRK_WARMUP_AGENT
+from toolwatch.detection.calls.clock import CLOCK_AHEAD_S
 from toolwatch.detection.calls.windows import call_columns_sql
+from toolwatch.record import RECEIVED
 from toolwatch.usage import EXIT_USAGE, UserError, positive_int
+from toolwatch.words import counted
 
 #: Client quirks kept out of learning and out of the normal test streams by default.
 LEARNING_EXCLUDED_QUIRKS: Final[tuple[str, ...]] = (QUIRK_WARMUP_AGENT,)
@@ -138,14 +148,17 @@ def split_streams(
     spec: SplitSpec,
     *,
     need_test: bool = True,
+    arrived_us: np.ndarray | None = None,
 ) -> StreamSplit:
     """Split streams (one entry each: first call time in µs, ids, length, client quirk);
     ``need_test=False`` (``toolwatch train``, which never reads it) accepts a test split that
-    is empty or holds no stream of ``min_calls`` (:attr:`StreamSplit.test` is then empty)."""
+    is empty or holds no stream of ``min_calls`` (:attr:`StreamSplit.test` is then empty);
+    ``arrived_us``: each stream's first arrival mark (µs, NaN: none), which places a stream
+    whose first stamp is ahead of it (module docstring)."""
     n = len(session_ids)
     if n == 0:
         raise SplitError("there are no (uninjected) streams to split")
-    first = np.asarray(first_us, dtype=np.int64)
+    first, placed = placed_first(first_us, arrived_us)
     agents = np.array(["" if a is None else "\x01" + a for a in agent_ids], dtype=object)
     order = np.lexsort((agents, np.asarray(session_ids, dtype=object), first))
     first_sorted = first[order]
@@ -197,6 +210,7 @@ def split_streams(
             f"longest has {longest}); lower --min-calls or give the test split more streams"
         )
     desc["streams_span"] = f"{_day(first_sorted[0])}..{_day(first_sorted[-1])}"
+    desc["placed_by_arrival"] = placed
     return StreamSplit(
         train=groups["train"][~excluded[groups["train"]]],
         calibration=groups["calibration"][~excluded[groups["calibration"]]],
@@ -204,6 +218,34 @@ def split_streams(
         test=test,
         artefacts=artefacts,
         description=desc,
+    )
+
+
+def placed_first(first_us: np.ndarray, arrived_us: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Each stream's place in time (µs): its first stamp, or its first arrival mark when the
+    stamp is more than the guard after it; and how many streams are placed by their mark."""
+    first = np.asarray(first_us, dtype=np.int64)
+    if arrived_us is None:
+        return first, 0
+    arrived = np.asarray(arrived_us, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ahead = ~np.isnan(arrived) & (first > arrived + CLOCK_AHEAD_S * 1e6)
+    if not ahead.any():
+        return first, 0
+    return np.where(ahead, np.nan_to_num(arrived).astype(np.int64), first), int(ahead.sum())
+
+
+def placed_by_arrival_line(description: Mapping[str, Any]) -> str:
+    """One line naming the streams placed by their arrival (a split's description), or ``""``."""
+    n = int(description.get("placed_by_arrival", 0))
+    if not n:
+        return ""
+    one = n == 1
+    clock = "its client's clock" if one else "their clients' clocks"
+    return (
+        f"{counted(n, 'stream')} placed by {'its' if one else 'their'} arrival, not "
+        f"{'its' if one else 'their'} first stamp: stamped more than {CLOCK_AHEAD_S / 60:g} min "
+        f"after the collector received {'it' if one else 'them'} (received_time), {clock} ahead"
     )
 
 
@@ -334,11 +376,13 @@ class StoreSplit:
 def split_store(store: Store, spec: SplitSpec, *, need_test: bool = True) -> StoreSplit:
     """Split a store's normal (unlabelled) streams; :class:`SplitError` if it cannot be
     (``need_test``: as :func:`split_streams`)."""
-    quirk = "max(client_quirk)" if "client_quirk" in _view_columns(store) else "NULL"
+    present = _view_columns(store)
+    quirk = "max(client_quirk)" if "client_quirk" in present else "NULL"
+    arrived = f"min({RECEIVED})" if RECEIVED in present else "CAST(NULL AS TIMESTAMPTZ)"
     streams = store.query(
         f"""
         SELECT session_id, agent_id, min(start_time) AS first, count(*) AS calls,
-               {quirk} AS quirk
+               {quirk} AS quirk, {arrived} AS arrived
         FROM calls GROUP BY session_id, agent_id HAVING count(label) = 0
         ORDER BY session_id, agent_id NULLS FIRST
         """
@@ -359,6 +403,11 @@ def split_store(store: Store, spec: SplitSpec, *, need_test: bool = True) -> Sto
         streams.column("quirk").to_pylist(),
         spec,
         need_test=need_test,
+        arrived_us=streams.column("arrived")
+        .cast(pa.timestamp("us", tz="UTC"))
+        .cast(pa.int64())
+        .cast(pa.float64())
+        .to_numpy(zero_copy_only=False),
     )
     return StoreSplit(store, streams, split, spec)
 

@@ -25,6 +25,7 @@ from toolwatch.collector.store.parquet_store import Store, add_store_argument
 from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.calls.split import (
     add_split_arguments,
+    placed_by_arrival_line,
     spec_from_args,
     split_store,
 )
@@ -85,9 +86,12 @@ def run(args: argparse.Namespace) -> int:
     if not model.calibrated:
         raise ModelError(f"model file {path} has no thresholds (never calibrated)")
     with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False, disable=None) as bar:
+        placed = ""
         if window is None:
             assert spec is not None
-            calls = split_store(Store(args.store), spec).calls("test_all")
+            cut = split_store(Store(args.store), spec)
+            calls = cut.calls("test_all")
+            placed = placed_by_arrival_line(cut.split.description)
         else:
             calls = load_window(Store(args.store), window, normal_only=False)
         bar.update()
@@ -111,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(provenance_note(calls))
+        if placed:
+            print(f"split: {placed}")
         print(format_result(result, args.top))
         if not args.no_save:
             print(f"scores of {result.streams:,} streams saved (table {STREAM_SCORES_TABLE})")

@@ -28,6 +28,7 @@ from toolwatch.detection.calls.split import (
     SplitError,
     StoreSplit,
     add_split_arguments,
+    placed_by_arrival_line,
     spec_from_args,
     split_store,
 )
@@ -183,6 +184,9 @@ def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str
         for quirk, groups in cut.split.artefacts.items():
             kept = ", ".join(f"{len(v)} in {k}" for k, v in groups.items() if len(v))
             lines.append(f"  kept apart   {quirk} streams (client artefacts): {kept}")
+        placed = placed_by_arrival_line(cut.split.description)
+        if placed:
+            lines.append(f"  clock ahead  {placed}")
     share = 1 - model.config.operating_quantile
     lines.append(f"  operating-point thresholds (top {share:.2%} of calibration calls):")
     lines.append("    " + f"{'cue set':<9}" + "".join(f"{d:>10}" for d in DETECTORS))

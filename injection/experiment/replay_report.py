@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from toolwatch.detection import ModelConfig
 from toolwatch.detection.alerting import CLOCK_AHEAD_S
+from toolwatch.detection.calls.split import placed_by_arrival_line
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import (
     num,
@@ -307,7 +308,8 @@ def header(data: Mapping[str, Any]) -> list[str]:
         f"of the last {a.window} stream maxima (river RollingQuantile); frozen: the same model at "
         "its operating point (what the collector alerts on without --adaptive)",
     ]
-    return lines[:1] + ahead_lines(split) + lines[1:]
+    placed = [line for line in [placed_by_arrival_line(split)] if line]
+    return lines[:1] + placed + ahead_lines(split) + lines[1:]
 
 
 def ahead_lines(split: Mapping[str, Any]) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from toolwatch import study
 from toolwatch.detection import DETECTORS
+from toolwatch.detection.calls.split import placed_by_arrival_line
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import label, num, pct, rate_ci, target_pct
 from toolwatch.injection.experiment.levels import (
@@ -213,6 +214,7 @@ def render(result: ExperimentResult) -> str:
         f"toolwatch experiment {result.run_id} — streams starting "
         f"{split.get('streams_span', '?')}, "
         f"split {how}{' (the default rule)' if split.get('default') else ''}\n"
+        + "".join(f"{line}\n" for line in [placed_by_arrival_line(split)] if line)
         + _table(["split", "ours (streams / calls)", "study (sessions / calls)"], rows)
     )
     fa_all = fa_sentence(result, *HEADLINE)

@@ -6,6 +6,7 @@ and a fingerprint of the data the split was cut from.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +64,8 @@ def normal_sessions(calls: pa.Table) -> list[SessionCalls]:
 
 
 def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) -> Split:
-    """Assign whole streams to train / calibration / test by their first call's time."""
+    """Assign whole streams to train / calibration / test by their first call's time (by
+    their first arrival mark when that is more than the guard before it)."""
     if not sessions:
         raise ExperimentError("the store holds no (uninjected) calls")
     spec = config.split_spec()
@@ -75,6 +77,7 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
             np.array([len(s) for s in sessions], dtype=np.int64),
             [_quirk(s) for s in sessions],
             spec,
+            arrived_us=np.array([_first_mark(s) for s in sessions], dtype=np.float64),
         )
     except SplitError as exc:
         raise ExperimentError(str(exc)) from None
@@ -98,6 +101,14 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
         },
         test_split=test_all,
     )
+
+
+def _first_mark(s: SessionCalls) -> float:
+    """A stream's first arrival mark (µs), NaN when none of its calls has one."""
+    marks = s.columns.get(RECEIVED)
+    if marks is None or np.isnan(marks).all():
+        return math.nan
+    return float(np.nanmin(marks))
 
 
 def _quirk(s: SessionCalls) -> str | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
+from support.clock import received
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.config import ExperimentConfig
@@ -244,32 +244,6 @@ def test_a_call_stamped_two_days_ahead_of_its_stream_is_distrusted_as_the_collec
     )
 
 
-def _received(corpus: pa.Table, fast: str = "", hours: float = 0.0) -> pa.Table:
-    """``corpus`` as the collector stores it: each call received 2 s after its stamp; the
-    calls of stream ``fast`` stamped ``hours`` later than that (a client clock that fast)."""
-    t = corpus.column("start_time").cast(pa.int64()).to_numpy().copy()
-    received = pa.array(t + 2_000_000, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-    corpus = corpus.set_column(
-        corpus.schema.get_field_index("received_time"), "received_time", received
-    )
-    if not fast:
-        return corpus
-    session, _, agent = fast.partition("/")
-    mine = np.array(
-        [
-            s == session and a == (agent or None)
-            for s, a in zip(
-                corpus.column("session_id").to_pylist(),
-                corpus.column("agent_id").to_pylist(),
-                strict=True,
-            )
-        ]
-    )
-    t[mine] += int(hours * 3600e6)
-    column = pa.array(t, pa.int64()).cast(corpus.schema.field("start_time").type)
-    return corpus.set_column(corpus.schema.get_field_index("start_time"), "start_time", column)
-
-
 def test_a_stream_whose_client_is_an_hour_fast_arrives_at_its_arrival_marks(
     tmp_path: Path,
 ) -> None:
@@ -282,12 +256,12 @@ def test_a_stream_whose_client_is_an_hour_fast_arrives_at_its_arrival_marks(
     corpus = simulate(seed=2, scale=0.25)
     config = ReplayConfig(experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)))
     base_store = Store(tmp_path / "base")
-    base_store.append("calls", _received(corpus))
+    base_store.append("calls", received(corpus))
     base = run_replay(load_calls(base_store), config)
     stream = sorted(n for n, alarmed in base.models["adaptive"].alarmed.items() if not alarmed)[0]
     calls = next(len(s) for s in split_sessions(corpus) if stream_name(s) == stream)
     store = Store(tmp_path / "fast")
-    store.append("calls", _received(corpus, stream, 1.0))
+    store.append("calls", received(corpus, stream, 1.0))
     fast = run_replay(load_calls(store), config)
 
     assert base.split["stamped_ahead_of_arrival"] == 0

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from support.clock import received
 from toolwatch import study
+from toolwatch.collector.sources.simulator import simulate
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
+from toolwatch.injection.experiment.protocol import run_experiment
+from toolwatch.injection.experiment.report import render
 from toolwatch.injection.experiment.results import ExperimentResult
 from toolwatch.injection.experiment.runs import build_runs
-from toolwatch.injection.experiment.split import normal_sessions, split_by_time
+from toolwatch.injection.experiment.split import Split, normal_sessions, split_by_time, stream_name
+from toolwatch.injection.experiment.storage import load_calls
 from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.session_arrays import to_table
 
@@ -94,3 +101,34 @@ def test_labelled_sessions_in_the_store_are_not_used_as_normal(corpus: pa.Table)
     injected = injected.replace(session_id=np.full(len(injected), "injected-copy", dtype=object))
     mixed = pa.concat_tables([corpus, to_table([injected])])
     assert len(normal_sessions(mixed)) == len(sessions)
+
+
+def test_a_stream_whose_client_is_a_year_fast_is_placed_by_its_arrival(tmp_path: Path) -> None:
+    """The experiment's split placed streams by their first stamp: a training stream whose
+    client clock is a year fast went to the test split (injected into, counted as a test
+    stream). Now it is placed by its first arrival mark, where the unskewed store has it, and
+    the report says so above the split table."""
+    corpus = simulate(seed=2, scale=0.25)
+    config = ExperimentConfig(split_shares=(0.44, 0.07))
+
+    def split_of(table: pa.Table, name: str) -> Split:
+        store = Store(tmp_path / name)
+        store.append("calls", table)
+        return split_by_time(normal_sessions(load_calls(store)), config)
+
+    base = split_of(received(corpus), "base")
+    stream = stream_name(base.train[len(base.train) // 2])
+    fast = split_of(received(corpus, stream, 365 * 24.0), "fast")
+    for group in ("train", "calibration", "test", "test_split"):
+        names = [stream_name(s) for s in getattr(fast, group)]
+        assert names == [stream_name(s) for s in getattr(base, group)]
+    assert (base.summary()["placed_by_arrival"], fast.summary()["placed_by_arrival"]) == (0, 1)
+
+    result = run_experiment(
+        received(corpus, stream, 365 * 24.0),
+        ExperimentConfig(
+            split_shares=(0.44, 0.07), seeds=(0,), kinds=("burst",), ablation=False, bootstrap=0
+        ),
+    )
+    text = render(result)
+    assert text.splitlines()[1].startswith("1 stream placed by its arrival, not its first stamp")
