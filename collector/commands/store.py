@@ -16,6 +16,7 @@ from toolwatch.collector.sources.stale_flags import (
     unflagged_forks,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.parquet_store import check_table_name
 from toolwatch.collector.store.result_formats import format_table
 from toolwatch.usage import positive_int
 from toolwatch.words import counted
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"rename unreadable files to *{QUARANTINE_SUFFIX} so queries work again (kept)",
     )
     compact = actions.add_parser("compact", help="merge small files (safe while collecting)")
-    compact.add_argument("--table", help="only this table (default: all)")
+    compact.add_argument("--table", type=_table_name, help="only this table (default: all)")
     compact.add_argument(
         "--min-files",
         type=positive_int,
@@ -91,6 +92,16 @@ def _verify(store: Store, quarantine: bool, deep: bool) -> int:
         + (f", {len(foreign)} foreign entries in table folders" if foreign else "")
     )
     return 1 if (bad and not quarantine) or foreign else 0
+
+
+def _table_name(text: str) -> str:
+    """``--table``: a name that can be no table (``../elsewhere``) is bad usage, refused when
+    the command line is parsed (exit 2); one this store lacks is found out later (exit 1)."""
+    try:
+        check_table_name(text)
+    except StoreError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
 
 
 def _compact(store: Store, table: str | None, min_files: int) -> int:

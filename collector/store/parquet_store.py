@@ -113,7 +113,7 @@ class Store:
         comes from the record time; for other tables from ``partition_by`` (a timestamp or
         date column) or today's date when not given.
         """
-        _check_table_name(table_name)
+        check_table_name(table_name)
         schema = SCHEMAS.get(table_name, schema)
         table = _to_table(rows, schema)
         if table.num_rows == 0:
@@ -150,7 +150,7 @@ class Store:
     def table_dir(self, table_name: str) -> Path:
         """``<root>/<table>``; :class:`StoreError` for a name that is no table name (so a
         ``--table ../elsewhere`` never reaches outside the store)."""
-        _check_table_name(table_name)
+        check_table_name(table_name)
         return self.root / table_name
 
     def tables(self) -> list[str]:
@@ -507,7 +507,8 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _check_table_name(name: str) -> None:
+def check_table_name(name: str) -> None:
+    """:class:`StoreError` for a name that is no table name (a path, an upper-case name)."""
     if not _TABLE_NAME.match(name):
         raise StoreError(
             f"invalid table name {name!r} (lower-case letters, digits and _, starting with a "
