@@ -315,31 +315,40 @@ def header(data: Mapping[str, Any]) -> list[str]:
 def ahead_lines(split: Mapping[str, Any]) -> list[str]:
     """The calls stamped ahead of their arrival mark or of the corpus, as the collector's guard
     treats them (none for a run without any, or saved before they were counted)."""
-    lines = []
     guard = f"{CLOCK_AHEAD_S / 60:g} min"
-    marked = split.get("stamped_ahead_of_arrival", 0)
+    marked, ahead = split.get("stamped_ahead_of_arrival", 0), split.get("stamped_ahead", 0)
+    lines = []
     if marked:
         one = marked == 1
         lines.append(
-            f"{counted(marked, 'call')} stamped ahead of {'its' if one else 'their'} arrival "
-            f"(more than {guard} after the collector received {'it' if one else 'them'}, "
-            f"received_time): replayed when {'it' if one else 'they'} arrived and handled as "
-            "the collector handles a call stamped ahead of its clock — scored, "
-            f"{'its' if one else 'their'} time moving no stream's clock, "
-            f"{'its stream' if one else 'their streams'} never learnt"
+            _ahead_line(
+                marked,
+                f"{'its' if one else 'their'} arrival (more than {guard} after the collector "
+                f"received {'it' if one else 'them'}, received_time): replayed when "
+                f"{'it' if one else 'they'} arrived",
+            )
         )
-    ahead = split.get("stamped_ahead", 0)
     if ahead:
         one = ahead == 1
         lines.append(
-            f"{counted(ahead, 'call')} stamped ahead of the corpus (more than "
-            f"{guard} after a later call of {'its' if one else 'their'} own "
-            f"stream): replayed where {'it' if one else 'they'} arrived and handled as the "
-            "collector handles a call stamped ahead of its clock — scored, "
-            f"{'its' if one else 'their'} time moving no stream's clock, "
-            f"{'its stream' if one else 'their streams'} never learnt"
+            _ahead_line(
+                ahead,
+                f"the corpus (more than {guard} after a later call of {'its' if one else 'their'}"
+                f" own stream): replayed where {'it' if one else 'they'} arrived",
+            )
         )
     return lines
+
+
+def _ahead_line(n: int, ahead_of: str) -> str:
+    """One kind of call stamped ahead: ``n`` calls stamped ahead of ``ahead_of``, then what the
+    replay does with them, which is the collector's guard whichever clock caught them."""
+    one = n == 1
+    return (
+        f"{counted(n, 'call')} stamped ahead of {ahead_of} and handled as the collector handles "
+        f"a call stamped ahead of its clock — scored, {'its' if one else 'their'} time moving no "
+        f"stream's clock, {'its stream' if one else 'their streams'} never learnt"
+    )
 
 
 def render(data: ReplayResult | Mapping[str, Any]) -> str:
