@@ -13,22 +13,12 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
 
+from support.mcp_test_server import build_server
 from support.proxy_fuzz_http import PROBE_INITIALIZE
 from support.proxy_process import ProxyProcess, gone_within
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.proxy.serving import RETRY_AFTER_S
-
-
-def upstream() -> MCPServer:
-    server = MCPServer("plain")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        return text
-
-    return server
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -64,7 +54,7 @@ def test_a_session_past_the_bound_is_503_with_retry_after() -> None:
 
     async def main() -> tuple[list[httpx2.Response], int]:
         async with (
-            run_proxy(None, upstream()) as proxy,
+            run_proxy(None, build_server()) as proxy,
             http_server(proxy, max_sessions=1) as front,
             httpx2.AsyncClient(timeout=10) as http,
         ):
