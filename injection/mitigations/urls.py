@@ -11,12 +11,18 @@ from urllib.parse import urlsplit
 
 from toolwatch.injection.mitigations.results import iter_strings
 
-_URL = re.compile(r"(?:https?://|www\.)[^\s\"'<>)\]}]+", re.I)
+#: a URL runs to a space, a bracket or a quotation mark of any language ("«https://…»",
+#: "“https://…”"): none is a URL's own character unescaped
+_URL = re.compile(r"(?:https?://|www\.)[^\s\"'<>)\]}«»“”‘’„‹›「」『』]+", re.I)
 _EMAIL = re.compile(r"\b[\w.+-]+@([\w-]+(?:\.[\w-]+)+)\b")
+#: the sentence's punctuation after a URL, not part of it ("… https://x.example/in!")
+_TRAILING = ".,;:!?…"
 
 
 def find_urls(text: str) -> list[str]:
-    return [m.group(0).rstrip(".,;:") for m in _URL.finditer(text)]
+    """The URLs written in ``text``, without the punctuation of the sentence around them: a
+    host read as "x.example!" would be taken for a stranger's."""
+    return [m.group(0).rstrip(_TRAILING) for m in _URL.finditer(text)]
 
 
 def host_of(url_or_email: str) -> str | None:
