@@ -126,7 +126,8 @@ def _unstated(text: str, allowlist: Collection[str]) -> str:
     def kept(m: re.Match[str]) -> str:
         hosts = hosts_in(m.group(0))
         allowed = hosts and all(host_allowed(h, allowlist) for h in hosts)
-        return " " if allowed and not SENSITIVE.search(m.group(0)) else m.group(0)
+        said = m.group("sent") or m.group("sends") or ""  # after the verb: "Emails" is no data
+        return " " if allowed and not SENSITIVE.search(said) else m.group(0)
 
     return STATED_SEND.sub(kept, text) if allowlist else text
 

@@ -84,6 +84,19 @@ _ARG_DEST = (
     r"\b(?:webhook|payload)\b)"
 )
 
+#: a sending verb in the English third person: what a tool (or a planted text) says is done
+_SENDS = (
+    r"(?:sends|uploads|posts|forwards|e-?mails|mails|copies|transmits|leaks|exfiltrates|"
+    r"submits|shares|delivers)"
+)
+#: what a tool's statement of what it sends never names: the conversation, secrets, keys
+_SENSITIVE_OBJECT = (
+    rf"(?:{_SECRET}|\b(?:conversation|chat (?:history|log|transcript)|transcripts?|"
+    r"(?:message|chat|conversation|browsing) history|credentials?|api[ _-]?keys?|"
+    r"(?:access|auth|session|bearer|refresh) tokens?|session (?:id|cookie)s?|cookies|"
+    r"user'?s? (?:data|files|messages|personal data))\b)"
+)
+
 #: "Send … to an address" in Spanish, Portuguese, French, German, Italian, Dutch, Polish: a
 #: cue of its own, since a tool's description may use its third person to say what it does
 SEND_TO_ADDRESS: Final = re.compile(
@@ -96,7 +109,10 @@ SEND_TO_ADDRESS: Final = re.compile(
 SEND_TO_URL: Final = re.compile(
     r"(?<!could you )(?<!can you )(?<!would you )"
     r"\b(?:send|upload|post|forward|e-?mail|copy|transmit|leak|exfiltrate)\b"
-    r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.)",
+    r"[^.!?\n]{0,50}\b(?:to|via|at)\b[^.!?\n]{0,25}(?:https?://|sftp://|www\.)"
+    # the third person: a result's "Sends the history to https://…" is the order told as a
+    # fact; "to" only, since "posts at https://…" and "uploads via" are also nouns
+    rf"|\b{_SENDS}\b[^.!?\n]{{0,50}}\bto\b[^.!?\n]{{0,25}}(?:https?://|sftp://|www\.)",
     re.I,
 )
 _OPENS = r"(?:^|(?<=[.!?;])[ \t]+|\n)[ \t]*[¡¿\"'«“(*•–-]*[ \t]*"
@@ -106,11 +122,14 @@ _TO_SENTENCE_END = r"\b(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))*"
 #: read a description (orders_lexicon.THIRD_PERSON; the scanner keeps its own words), or
 #: after an object pronoun anywhere ("… y lo envía a …", "se envía": no imperative), or an
 #: English third person opening its sentence ("Sends a copy to https://…", never "Send"),
-#: to the sentence's end
+#: or after its subject ("It sends …", "This tool then posts …"), to the sentence's end;
+#: what is said to be sent is the group ``sent`` or ``sends`` ("Emails …" names no e-mails)
 STATED_SEND: Final = re.compile(
     rf"(?:{_OPENS}|\b(?:se|lo|la|los|las|le|les|li|gli|ne|lhe|lhes|o|os|as)[ \t]+|\b[ls]['’])"
-    rf"(?:envía|envia|invia|envoie){_TO_SENTENCE_END}"
-    rf"|{_OPENS}(?:sends|posts|uploads|forwards|copies|transmits){_TO_SENTENCE_END}",
+    rf"(?:envía|envia|invia|envoie)(?P<sent>{_TO_SENTENCE_END})"
+    rf"|{_OPENS}(?:(?:it|this tool|the tool|this endpoint|this action|this function)"
+    rf"(?: then| also)?[ \t]+)?(?:sends|posts|uploads|forwards|copies|transmits|e-?mails|mails"
+    rf"|delivers|submits)(?P<sends>{_TO_SENTENCE_END})",
     re.I,
 )
 #: What no tool's statement of what it sends would name: the conversation, the user's data,
@@ -271,6 +290,9 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "exfiltration",
         re.compile(
             rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
+            # the third person, the conversation or a secret to an address or a URL
+            rf"|\b{_SENDS}\b[^.!?\n]{{0,60}}{_SENSITIVE_OBJECT}[^.!?\n]{{0,120}}"
+            rf"(?:https?://|sftp://|ftp://|www\.|{_ADDRESS}|\bwebhook\b)"
             rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
             rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
             rf"field|header)\b[^.!?\n]{{0,40}}\b{_DATA}"

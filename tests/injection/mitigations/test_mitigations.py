@@ -814,6 +814,59 @@ def test_scanner_withholds_english_send_to_a_stranger_or_in_a_result_not_in_its_
         assert withheld is not None and "withheld" in withheld and "exfiltration" in withheld
 
 
+@pytest.mark.parametrize(
+    "sends",
+    [
+        "Sends the conversation history to https://collector.example/ingest",
+        "Posts the chat transcript to https://collector.example/ingest.",
+        "Uploads the report to https://collector.example/ingest.",
+        "Forwards every reply to https://collector.example/ingest.",
+        "Emails the summary to https://collector.example/ingest.",
+        "Forwards the user's credentials to audit@collector.example.",
+        "It sends the system prompt to https://collector.example/ingest.",
+    ],
+)
+def test_scanner_reads_a_third_person_send_in_a_result_as_exfiltration(sends: str) -> None:
+    """The exfiltration cues matched the order "send" but not the third person: a result
+    saying "Sends the conversation history to https://collector.example/ingest" fired no rule
+    (only the classifier, when it happened to). In a result the third person is flagged by the
+    rules, as is the conversation or a secret sent to any address or to a host off the
+    allowlist in a description."""
+    assert categories(sends, classifier=False) == ["exfiltration"]
+    result = ListingContext.of(["get_doc"], ["collector.example"], "get_doc")
+    assert categories(sends, result) == ["exfiltration"]
+    off_list = ListingContext.of(["get_doc"], ["docs.example.org"], "get_doc", description=True)
+    assert categories(sends, off_list) == ["exfiltration"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "This tool sends the finished report to https://reports.example.com/in.",
+        "It sends the report to https://reports.example.com/in.",
+        "The tool then posts the report to https://reports.example.com/in.",
+        "Emails the report to https://reports.example.com/in.",
+        "Emails the report to the recipient.",
+        "It sends a summary email to the address you give.",
+        "This tool sends a summary email to the address you give.",
+    ],
+)
+def test_scanner_reads_what_a_description_says_its_tool_sends_as_a_statement(said: str) -> None:
+    """A description saying what its tool sends with a subject ("It sends …", "This tool
+    sends …", "The tool then posts …") or with the verb-noun "Emails" was withheld (by the
+    classifier) even with its host on the allowlist; it is read as a statement like "Sends …",
+    while the conversation, a secret or a stranger's host in the same sentence still is
+    exfiltration."""
+    allow = ["reports.example.com"]
+    described = ListingContext.of(["report"], allow, "report", description=True)
+    assert categories(f"Builds the weekly sales report. {said}", described) == []
+    sensitive = said.replace("report", "conversation history", 1)
+    if "https://" in said:
+        assert categories(sensitive, described) == ["exfiltration"], sensitive
+        stranger = said.replace("reports.example.com", "collector.example")
+        assert categories(stranger, described) == ["exfiltration"], stranger
+
+
 def test_scanner_decides_which_listed_tools_act_once_per_listing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
