@@ -15,7 +15,10 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    or a JSON example object (``Input: {"country": "India"}``); an item that declares its type
    names a parameter even when the name is a type word (``number (integer, required)``,
    ``text (string, required)``); each item keeps its own words (``default 3``, ``— the stock
-   symbol``) as its ``description``, which an agent reads ("max 3");
+   symbol``) as its ``description``, which an agent reads ("max 3"); the marker, the words
+   for required and optional, the parenthesis's type words and the returns that end the list
+   are read in Spanish, French, German, Portuguese and Italian too (:mod:`prose_lexicon`:
+   ``Parámetros: nombre (cadena, obligatorio)``);
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too; "to return" is no such part) of a sentence that takes
    something (accepts, takes, requires, expects, parameter, argument, given, provide, by):
@@ -42,9 +45,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from toolwatch.injection.faults.prose_lexicon import TYPE_WORDS, words
+
 DERIVED_COMMENT: Final = "derived by toolwatch from the tool's description (none was declared)"
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
+#: A parameter's name: letters of any script ("año", "código_postal"), digits, ``_`` and ``-``.
+_NAME = r"[^\W\d]\w*(?:-\w+)*"
 _TYPES: Final[dict[str, str]] = {
     "string": "string",
     "str": "string",
@@ -62,15 +68,21 @@ _TYPES: Final[dict[str, str]] = {
     "list": "array",
 }
 _TYPE_WORD = r"(?:" + "|".join(_TYPES) + r")s?"
+#: The type words of a listed parameter's parenthesis, in every language of :mod:`prose_lexicon`.
+_LISTED_TYPES: Final = {**_TYPES, **TYPE_WORDS}
+_LISTED_TYPE_WORD = r"(?:" + "|".join(sorted(_LISTED_TYPES, key=len, reverse=True)) + r")s?"
+_REQUIRED_WORD = rf"(?:{words('required')})"
+_OPTIONAL_WORD = rf"(?:{words('optional')})"
 _MARKER = re.compile(
-    r"\b(?:(?:takes|required|optional)\s+)?(?:parameters?|arguments?|args|input|inputs)\s*:\s*",
+    rf"\b(?:(?:takes|required|optional)\s+)?(?:{words('marker')})\s*:\s*",
     re.I,
 )
 _NO_ARGS = re.compile(r"\bno (?:parameters|arguments|args|inputs?)\b|\btakes no\b", re.I)
 #: ``name (type, ...)`` at the start of a list item (after the marker, a comma, a semicolon,
-#: "and", or a taking verb with its article).
+#: "and" in any language of the lexicon, or a taking verb with its article).
 _ITEM = re.compile(
-    rf"(?:^|[,;:]|\band\b|\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?)\b)"
+    rf"(?:^|[,;:]|\b(?:and|y|e|et|und|ed)\b"
+    rf"|\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?)\b)"
     rf"\s*(?:(?:an?|the|single)\s+)*({_NAME})\s*\(([^)]*)\)",
     re.I,
 )
@@ -80,9 +92,7 @@ _RETURNS = re.compile(r"(?<!\bto )\b(?:returns?|returning|outputs?|responds?)\b"
 #: The start of the returns section of a parameter list: a sentence (or a list item) that
 #: opens with it ("… top_k (integer). Returns a list"), not a return inside a parameter's
 #: own words ("hours (integer) — hours of data it returns, max 48; unit (string)").
-_RETURNS_SECTION = re.compile(
-    r"(?:^|(?<=[.!?;])\s+|\n)\s*(?:returns?|returning|outputs?|responds?)\b", re.I
-)
+_RETURNS_SECTION = re.compile(rf"(?:^|(?<=[.!?;])\s+|\n)\s*(?:{words('returns')})\b", re.I)
 _TAKES = re.compile(
     r"\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?|given|provide|providing|"
     r"by|for|with|specif\w+|named)\b",
@@ -160,13 +170,14 @@ _STOP: Final = frozenset(
 )
 
 
-def _type_of(text: str) -> dict[str, Any]:
-    """JSON Schema type of a parameter from the words describing it."""
+def _type_of(text: str, types: Mapping[str, str] = _TYPES) -> dict[str, Any]:
+    """JSON Schema type of a parameter from the words describing it (``types``: the words read
+    as types; a listed parameter's parenthesis reads every language's)."""
     if re.search(r"YYYY-MM-DD", text):
         return {"type": "string", "format": "date"}
-    for word in re.findall(r"[A-Za-z]+", text.lower()):
-        if word in _TYPES:
-            return {"type": _TYPES[word]}
+    for word in re.findall(r"[^\W\d_]+", text.lower()):
+        if word in types:
+            return {"type": types[word]}
     return {"type": "string"}
 
 
@@ -214,7 +225,9 @@ Found = list[tuple[str, dict[str, Any], bool]]
 #: The end of a parameter's own words: a sentence end that is no "e.g." or "i.e." (or a
 #: semicolon, which ends a list item).
 _WORDS_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.(?:\s|$)")
-_TYPING = re.compile(rf"(?:\s*\b(?:{_TYPE_WORD}|required|optional)\b)+\s*", re.I)
+_TYPING = re.compile(
+    rf"(?:\s*\b(?:{_LISTED_TYPE_WORD}|{_REQUIRED_WORD}|{_OPTIONAL_WORD})\b)+\s*", re.I
+)
 
 
 def _described(inside: str, after: str) -> str:
@@ -236,7 +249,12 @@ def _items(
     found = list(_ITEM.finditer(segment))
     for k, item in enumerate(found):
         name, inside = item.group(1), item.group(2)
-        typed = re.search(rf"\b{_TYPE_WORD}\b|required|optional", inside, re.I) is not None
+        typed = (
+            re.search(
+                rf"\b(?:{_LISTED_TYPE_WORD}|{_REQUIRED_WORD}|{_OPTIONAL_WORD})\b", inside, re.I
+            )
+            is not None
+        )
         # "number (integer, required)", "text (string, required)": a list item that declares
         # its type names a parameter even when the name is a type word ("a string (query)"
         # is a type, not a parameter called string)
@@ -247,9 +265,9 @@ def _items(
             continue
         following = segment[item.end() : item.end() + 40]
         optional = all_optional or bool(
-            re.search(r"\boptional\b", inside + " " + following.split(",")[0], re.I)
+            re.search(rf"\b{_OPTIONAL_WORD}\b", inside + " " + following.split(",")[0], re.I)
         )
-        schema = _type_of(inside)
+        schema = _type_of(inside, _LISTED_TYPES)
         if text:
             end = found[k + 1].start() if k + 1 < len(found) else len(text)
             if described := _described(inside, text[item.end() : end]):

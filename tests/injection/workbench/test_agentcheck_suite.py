@@ -269,6 +269,26 @@ def test_a_faulted_tool_the_task_never_needs_is_not_exercised() -> None:
         assert "Ulaanbaatar" in phase.trajectory.final_answer
 
 
+@pytest.mark.parametrize(
+    ("peer", "sent"),
+    [
+        ("C1_horario_museo_inyeccion", {"nombre": "Museo del Prado"}),
+    ],
+)
+def test_peer_tools_get_the_arguments_their_prose_lists(peer: str, sent: dict[str, Any]) -> None:
+    """``buscar_museo`` ("Parámetros: nombre (string, obligatorio)") was called with no
+    arguments; it now gets what its list requires, in the clean, faulted and mitigated runs
+    alike."""
+    scenario = load_scenario(PEER / f"{peer}.json")
+    result = asyncio.run(run_suite([scenario], ["naive"], mitigations=["all"], config=FAST))
+    (report,) = result.reports
+    runs = [report.clean, report.faulted.trajectory]
+    runs += [phase.trajectory for phase in report.mitigated.values()]
+    assert len(runs) == 3
+    for trajectory in runs:
+        assert [step.arguments for step in trajectory.steps] == [sent]
+
+
 # ------------------------------------------------------------------------------ the docs' figures
 
 
