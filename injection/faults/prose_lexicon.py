@@ -4,8 +4,8 @@
 A suite we do not see writes "Parámetros: nombre (string, obligatorio)" as readily as
 "Parameters: name (string, required)"; without these words the reader finds no parameter and the
 tool is called with ``{}``. One table of words, not per-template code: a marker that opens the
-list, the words that say required or optional, the type words a parenthesis may use, and the
-verbs that open the returns (ending the list).
+list, the words that say required or optional, the type words a parenthesis may use, the verbs
+that open the returns (ending the list), and the phrases that say an object's keys follow.
 """
 
 from __future__ import annotations
@@ -13,43 +13,50 @@ from __future__ import annotations
 from typing import Final
 
 #: Per language: ``marker`` (a list opens with it and a colon), ``required``, ``optional``,
-#: ``returns`` (a sentence opening with one ends the list).
+#: ``returns`` (a sentence opening with one ends the list), ``keys`` (an object parameter's
+#: keys follow).
 LEXICON: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "en": {
         "marker": ("parameters?", "arguments?", "args", "inputs?"),
         "required": ("required",),
         "optional": ("optional",),
         "returns": ("returns?", "returning", "outputs?", "responds?"),
+        "keys": ("with (?:the )?(?:keys|fields|properties)", "containing", "keys", "fields"),
     },
     "es": {
         "marker": ("par[áa]metros?", "argumentos?", "entradas?"),
         "required": ("obligatori[oa]", "requerid[oa]"),
         "optional": ("opcional",),
         "returns": ("devuelve", "retorna", "regresa", "salida"),
+        "keys": ("con (?:las )?(?:claves|campos)",),
     },
     "fr": {
         "marker": ("param[èe]tres?", "arguments?", "entr[ée]es?"),
         "required": ("obligatoire", "requise?"),
         "optional": ("facultati(?:f|ve)", "optionnel(?:le)?"),
         "returns": ("renvoie", "retourne", "sortie"),
+        "keys": ("avec (?:les )?(?:cl[ée]s|champs)",),
     },
     "de": {
         "marker": ("parameter", "argumente", "eingaben?"),
         "required": ("erforderlich", "pflicht(?:feld)?"),
         "optional": ("optional", "fakultativ"),
         "returns": ("gibt", "liefert", "ausgabe"),
+        "keys": ("mit (?:den )?(?:schl[üu]sseln|feldern)",),
     },
     "pt": {
         "marker": ("par[âa]metros?", "argumentos?", "entradas?"),
         "required": ("obrigat[óo]ri[oa]",),
         "optional": ("opcional",),
         "returns": ("devolve", "retorna", "sa[íi]da"),
+        "keys": ("com (?:as )?(?:chaves|campos)",),
     },
     "it": {
         "marker": ("parametr[io]", "argoment[io]", "input"),
         "required": ("obbligatori[oa]", "richiest[oa]"),
         "optional": ("facoltativ[oa]", "opzionale"),
         "returns": ("restituisce", "ritorna", "uscita"),
+        "keys": ("con (?:le )?(?:chiavi|campi)",),
     },
 }
 

@@ -18,7 +18,9 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    symbol``) as its ``description``, which an agent reads ("max 3"); the marker, the words
    for required and optional, the parenthesis's type words and the returns that end the list
    are read in Spanish, French, German, Portuguese and Italian too (:mod:`prose_lexicon`:
-   ``Parámetros: nombre (cadena, obligatorio)``);
+   ``Parámetros: nombre (cadena, obligatorio)``); an object's keys listed after it
+   (``filters (object) with keys status (string) and age_groups (array)``) are its
+   ``properties``, not parameters;
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too; "to return" is no such part) of a sentence that takes
    something (accepts, takes, requires, expects, parameter, argument, given, provide, by):
@@ -79,9 +81,10 @@ _MARKER = re.compile(
 )
 _NO_ARGS = re.compile(r"\bno (?:parameters|arguments|args|inputs?)\b|\btakes no\b", re.I)
 #: ``name (type, ...)`` at the start of a list item (after the marker, a comma, a semicolon,
-#: "and" in any language of the lexicon, or a taking verb with its article).
+#: "and" in any language of the lexicon, an object's "with keys", or a taking verb with its
+#: article).
 _ITEM = re.compile(
-    rf"(?:^|[,;:]|\b(?:and|y|e|et|und|ed)\b"
+    rf"(?:^|[,;:]|\b(?:and|y|e|et|und|ed|{words('keys')})\b"
     rf"|\b(?:accepts?|takes?|requires?|expects?|parameters?|arguments?)\b)"
     rf"\s*(?:(?:an?|the|single)\s+)*({_NAME})\s*\(([^)]*)\)",
     re.I,
@@ -228,6 +231,10 @@ _WORDS_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.(?:\s|$)")
 _TYPING = re.compile(
     rf"(?:\s*\b(?:{_LISTED_TYPE_WORD}|{_REQUIRED_WORD}|{_OPTIONAL_WORD})\b)+\s*", re.I
 )
+#: An object parameter's keys follow its parenthesis ("filters (object) with keys status
+#: (string) and age_groups (array of strings)") up to the end of its list item.
+_KEYS_FOLLOW = re.compile(rf"\s*[-–—:,]?\s*(?:{words('keys')})\b\s*:?", re.I)
+_ITEM_END = re.compile(rf";|\n|{_WORDS_END.pattern}")
 
 
 def _described(inside: str, after: str) -> str:
@@ -240,13 +247,37 @@ def _described(inside: str, after: str) -> str:
     return "; ".join(w for w in (extra, words) if w)
 
 
+def _holders(segment: str, found: list[re.Match[str]]) -> dict[int, int]:
+    """Which listed items are keys of an object item before them (item index → the object's
+    index): those after "with keys" (any language of :mod:`prose_lexicon`) up to the end of
+    the object's list item, a semicolon, a line or a sentence end."""
+    holder: dict[int, int] = {}
+    for k, item in enumerate(found):
+        if k in holder or _type_of(item.group(2), _LISTED_TYPES)["type"] != "object":
+            continue
+        keys = _KEYS_FOLLOW.match(segment, item.end())
+        if keys is None:
+            continue
+        stop = _ITEM_END.search(segment, keys.end())
+        end = stop.start() if stop else len(segment)
+        for j in range(k + 1, len(found)):
+            if found[j].start() >= end:
+                break
+            holder[j] = k
+    return holder
+
+
 def _items(
     segment: str, *, all_optional: bool = False, typed_only: bool = False, text: str = ""
 ) -> Found:
     """Parameters listed in ``segment``, each described by its own words when ``text`` (the
-    text ``segment`` starts, with what follows it) is given."""
+    text ``segment`` starts, with what follows it) is given. An object's keys are its
+    ``properties``, not parameters of their own; a key is required only when its own
+    parenthesis says so (they say what the object may hold, not what a call must send)."""
     out: Found = []
     found = list(_ITEM.finditer(segment))
+    holder = _holders(segment, found)
+    schemas: dict[int, dict[str, Any]] = {}
     for k, item in enumerate(found):
         name, inside = item.group(1), item.group(2)
         typed = (
@@ -269,10 +300,19 @@ def _items(
         )
         schema = _type_of(inside, _LISTED_TYPES)
         if text:
-            end = found[k + 1].start() if k + 1 < len(found) else len(text)
+            end = next(
+                (f.start() for j, f in enumerate(found) if j > k and holder.get(j) != k), len(text)
+            )
             if described := _described(inside, text[item.end() : end]):
                 schema["description"] = described
-        out.append((name, schema, not optional))
+        schemas[k] = schema
+        parent = schemas.get(holder.get(k, -1))
+        if parent is None:
+            out.append((name, schema, not optional))
+            continue
+        parent.setdefault("properties", {}).setdefault(name, schema)
+        if re.search(rf"\b{_REQUIRED_WORD}\b", inside, re.I):
+            parent.setdefault("required", []).append(name)
     return out
 
 

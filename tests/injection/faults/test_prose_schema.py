@@ -1,6 +1,6 @@
 """The input schema read from a tool's prose (``prose_schema``) on the forms a peer suite writes
-that AgentCheck's own templates do not: parameter lists in other languages. (The 120
-templates' schemas: test_agentcheck.py.)"""
+that AgentCheck's own templates do not: parameter lists in other languages, and an object
+parameter whose keys are listed after it. (The 120 templates' schemas: test_agentcheck.py.)"""
 
 from __future__ import annotations
 
@@ -75,3 +75,38 @@ def test_the_spanish_peer_tool_takes_its_listed_name() -> None:
     )
     assert schema["properties"] == {"nombre": {"type": "string"}}
     assert schema["required"] == ["nombre"]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    ["with keys", "con claves", "avec les clés", "mit den Feldern", "com as chaves", "con chiavi"],
+)
+def test_keys_of_an_object_parameter_are_its_properties(keys: str) -> None:
+    """ "filters (object, optional) with keys status (string) and age_groups (array of
+    strings)" gave a required top-level ``age_groups`` (filled with the task sentence) and lost
+    ``status``; the keys are now the object's properties, required only when their own
+    parenthesis says so, and the next item of the list is top-level again."""
+    schema = derive_input_schema(
+        "Searches a trial registry. Parameters: condition (string, required); filters "
+        f"(object, optional) {keys} status (string) and age_groups (array of strings); "
+        "sort (array of objects, optional), each {field, order}."
+    )
+    assert _types(schema) == {"condition": "string", "filters": "object", "sort": "array"}
+    assert schema["required"] == ["condition"]
+    filters = schema["properties"]["filters"]
+    assert _types(filters) == {"status": "string", "age_groups": "array"}
+    assert "required" not in filters
+    assert filters["description"] == f"{keys} status (string) and age_groups (array of strings)"
+
+
+def test_a_key_says_itself_whether_it_is_required_and_the_object_ends_with_its_item() -> None:
+    schema = derive_input_schema(
+        "Books a room. Parameters: guest (object, required) with fields name (string, "
+        "required) and phone (string); nights (integer, required). Returns a booking id (string)."
+    )
+    assert _types(schema) == {"guest": "object", "nights": "integer"}
+    assert schema["required"] == ["guest", "nights"]
+    assert schema["properties"]["guest"]["required"] == ["name"]
+    assert _types(schema["properties"]["guest"]) == {"name": "string", "phone": "string"}
+    flat = derive_input_schema("Parameters: filters (object), limit (integer).")
+    assert _types(flat) == {"filters": "object", "limit": "integer"}

@@ -273,12 +273,14 @@ def test_a_faulted_tool_the_task_never_needs_is_not_exercised() -> None:
     ("peer", "sent"),
     [
         ("C1_horario_museo_inyeccion", {"nombre": "Museo del Prado"}),
+        ("B3_trial_search_nested_filters", {"condition": "migraine"}),
     ],
 )
 def test_peer_tools_get_the_arguments_their_prose_lists(peer: str, sent: dict[str, Any]) -> None:
     """``buscar_museo`` ("Parámetros: nombre (string, obligatorio)") was called with no
-    arguments; it now gets what its list requires, in the clean, faulted and mitigated runs
-    alike."""
+    arguments, and ``search_trials`` got a required top-level ``age_groups`` — a key of its
+    optional ``filters`` object — filled with the whole task sentence; each now gets what its
+    list requires, in the clean, faulted and mitigated runs alike."""
     scenario = load_scenario(PEER / f"{peer}.json")
     result = asyncio.run(run_suite([scenario], ["naive"], mitigations=["all"], config=FAST))
     (report,) = result.reports
