@@ -119,6 +119,9 @@ METHOD_TOOLS_CALL: Final = "tools/call"
 METHOD_TOOLS_LIST: Final = "tools/list"
 ERROR_TYPE_TOOL_ERROR: Final = "tool_error"
 ERROR_TYPE_TIMEOUT: Final = "timeout"
+#: A call the agent cancelled before its answer (an anyio cancel scope, ``asyncio`` task
+#: cancellation): one class whatever the event loop calls its cancellation exception.
+ERROR_TYPE_CANCELLED: Final = "cancelled"
 #: An imported call whose result was written but cut off (a transcript truncated mid-line):
 #: not a success, and no failure the tool reported either; ``failed`` is set so that it is
 #: never counted as a normal success.

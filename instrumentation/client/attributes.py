@@ -10,6 +10,8 @@ as delivered).
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -22,6 +24,7 @@ from toolwatch.conventions import (
     ATTR_ERROR_TYPE,
     ATTR_LABEL,
     ATTR_RESULT_SIZE,
+    ERROR_TYPE_CANCELLED,
     ERROR_TYPE_TIMEOUT,
     LABEL_META_KEY,
     span_name,
@@ -35,12 +38,25 @@ _MAX_SPAN_NAMES: Final = 4_096
 
 
 def error_type_of(exc: BaseException) -> str:
-    """``error.type`` of a failed call: ``timeout``, the JSON-RPC code, or the class name."""
+    """``error.type`` of a failed call: ``timeout``, ``cancelled``, the JSON-RPC code, or the
+    class name.
+
+    A cancelled call is ``cancelled`` rather than its class name: the class is the event
+    loop's (``CancelledError`` on asyncio, ``Cancelled`` on trio), not the call's.
+    """
     if isinstance(exc, MCPError):
         return ERROR_TYPE_TIMEOUT if exc.code == REQUEST_TIMEOUT else str(exc.code)
     if isinstance(exc, TimeoutError):
         return ERROR_TYPE_TIMEOUT
+    if isinstance(exc, asyncio.CancelledError) or _trio_cancelled(exc):
+        return ERROR_TYPE_CANCELLED
     return type(exc).__name__
+
+
+def _trio_cancelled(exc: BaseException) -> bool:
+    """``trio.Cancelled`` (anyio's trio backend), without importing trio when nobody has."""
+    trio = sys.modules.get("trio")
+    return trio is not None and isinstance(exc, trio.Cancelled)
 
 
 def fit_strings(attrs: dict[str, Any]) -> dict[str, Any]:

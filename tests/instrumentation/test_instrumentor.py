@@ -7,6 +7,7 @@ content when there are no blocks), not through ``toolwatch.record``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -491,6 +492,9 @@ def test_error_classes() -> None:
     assert error_type_of(MCPError(code=-32001, message="t")) == "timeout"
     assert error_type_of(MCPError(code=-32000, message="closed")) == "-32000"
     assert error_type_of(TimeoutError()) == "timeout"
+    assert (
+        error_type_of(asyncio.CancelledError()) == "cancelled"
+    )  # the loop's class, not the call's
     assert error_type_of(RuntimeError("x")) == "RuntimeError"
 
 
