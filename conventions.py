@@ -122,6 +122,10 @@ ERROR_TYPE_TIMEOUT: Final = "timeout"
 #: A call the agent cancelled before its answer (an anyio cancel scope, ``asyncio`` task
 #: cancellation): one class whatever the event loop calls its cancellation exception.
 ERROR_TYPE_CANCELLED: Final = "cancelled"
+#: A call whose connection to its server closed before the answer (the server process died,
+#: the pipe broke): the MCP SDK's own error, apart from a server's JSON-RPC error of the same
+#: code (-32000, which servers also use for errors of their own).
+ERROR_TYPE_CONNECTION_CLOSED: Final = "connection_closed"
 #: An imported call whose result was written but cut off (a transcript truncated mid-line):
 #: not a success, and no failure the tool reported either; ``failed`` is set so that it is
 #: never counted as a normal success.

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from mcp.shared.exceptions import MCPError
-from mcp.types import REQUEST_TIMEOUT, CallToolResult
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 
 from toolwatch.conventions import (
     ATTR_AGENT_ID,
@@ -25,6 +25,7 @@ from toolwatch.conventions import (
     ATTR_LABEL,
     ATTR_RESULT_SIZE,
     ERROR_TYPE_CANCELLED,
+    ERROR_TYPE_CONNECTION_CLOSED,
     ERROR_TYPE_TIMEOUT,
     LABEL_META_KEY,
     span_name,
@@ -35,17 +36,27 @@ from toolwatch.record import MAX_STRING_BYTES, fit_string, result_size
 #: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
 _SPAN_NAMES: dict[str, str] = {}
 _MAX_SPAN_NAMES: Final = 4_096
+#: the message of the error the mcp SDK raises itself when the connection closes (its code is
+#: -32000, which servers also send): compared, never exported
+_SDK_CLOSED_MESSAGE: Final = "Connection closed"
 
 
 def error_type_of(exc: BaseException) -> str:
-    """``error.type`` of a failed call: ``timeout``, ``cancelled``, the JSON-RPC code, or the
-    class name.
+    """``error.type`` of a failed call: ``timeout``, ``cancelled``, ``connection_closed``, the
+    JSON-RPC code, or the class name.
 
     A cancelled call is ``cancelled`` rather than its class name: the class is the event
-    loop's (``CancelledError`` on asyncio, ``Cancelled`` on trio), not the call's.
+    loop's (``CancelledError`` on asyncio, ``Cancelled`` on trio), not the call's. The SDK's
+    own "Connection closed" error is told from a server's JSON-RPC error of the same code by
+    its fixed message (a server that sends that very message is taken at its word).
     """
     if isinstance(exc, MCPError):
-        return ERROR_TYPE_TIMEOUT if exc.code == REQUEST_TIMEOUT else str(exc.code)
+        code = exc.code
+        if code == REQUEST_TIMEOUT:
+            return ERROR_TYPE_TIMEOUT
+        if code == CONNECTION_CLOSED and exc.message == _SDK_CLOSED_MESSAGE:
+            return ERROR_TYPE_CONNECTION_CLOSED
+        return str(code)
     if isinstance(exc, TimeoutError):
         return ERROR_TYPE_TIMEOUT
     if isinstance(exc, asyncio.CancelledError) or _trio_cancelled(exc):

@@ -491,6 +491,7 @@ def test_bad_declarations_are_refused() -> None:
 def test_error_classes() -> None:
     assert error_type_of(MCPError(code=-32001, message="t")) == "timeout"
     assert error_type_of(MCPError(code=-32000, message="closed")) == "-32000"
+    assert error_type_of(MCPError(code=-32000, message="Connection closed")) == "connection_closed"
     assert error_type_of(TimeoutError()) == "timeout"
     assert (
         error_type_of(asyncio.CancelledError()) == "cancelled"

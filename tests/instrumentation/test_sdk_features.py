@@ -150,3 +150,45 @@ def test_a_call_cancelled_or_timed_out_is_one_span_of_its_own_class(
         assert WAIT_S * 0.9 <= seconds(span) < WAIT_S + 1.5
         assert span.status.status_code is StatusCode.ERROR and span.status.description is None
         assert ATTR_RESULT_SIZE not in attrs_of(span)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_tool_error_jsonrpc_error_and_a_dead_server_are_three_classes(
+    exporter: InMemorySpanExporter, transport: str
+) -> None:
+    """``is_error`` → ``tool_error`` (with its result size); a server's JSON-RPC error → its
+    code, -32000 included; the server process dying mid-call → ``connection_closed`` over
+    stdio (it was ``-32000``, the same as the server's own error), and so every later call;
+    over streamable HTTP the SDK cancels the client instead: ``cancelled``."""
+    raised: list[str] = []
+
+    async def body(client: Client) -> None:
+        assert (await client.call_tool("fail", {"text": "no"})).is_error
+        for code in (-32602, -32000):
+            with pytest.raises(MCPError) as error:
+                await client.call_tool("reject", {"text": "no", "code": code})
+            assert error.value.code == code
+        try:
+            await client.call_tool("die", {"text": "bye"}, read_timeout_seconds=10)
+        except BaseException as exc:  # what the SDK raises is the point
+            raised.append(type(exc).__name__)
+            if transport == "http":
+                raise
+        with pytest.raises(MCPError):
+            await client.call_tool("typed", {"text": "after"}, read_timeout_seconds=10)
+
+    if transport == "http":  # the HTTP transport's error ends the client's task group
+        with pytest.raises(BaseExceptionGroup):
+            run(transport, body)
+    else:
+        run(transport, body)
+    classes = [attrs_of(s).get(ATTR_ERROR_TYPE) for s in tool_spans(exporter)]
+    if transport == "stdio":
+        assert raised == ["MCPError"]
+        assert classes == ["tool_error", "-32602", "-32000"] + ["connection_closed"] * 2
+    else:
+        assert raised == ["CancelledError"]
+        assert classes == ["tool_error", "-32602", "-32000", "cancelled"]
+    fail = attrs_of(tool_spans(exporter)[0])
+    assert fail[ATTR_RESULT_SIZE] == len(b"no")  # a tool error has a result; the others none
+    assert all(ATTR_RESULT_SIZE not in attrs_of(s) for s in tool_spans(exporter)[1:])
