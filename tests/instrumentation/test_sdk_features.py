@@ -10,29 +10,42 @@ arguments; the text blocks' UTF-8 bytes, else the structured content's compact J
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, MCPError
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 from support.feature_server import (
+    LONG_NAME,
     build_feature_server,
     feature_server_over_http,
     feature_server_over_stdio,
 )
 from toolwatch.conventions import (
+    ATTR_AGENT_ID,
     ATTR_ARGUMENTS_SIZE,
     ATTR_ERROR_TYPE,
+    ATTR_JSONRPC_REQUEST_ID,
+    ATTR_RESPONSE_ID,
     ATTR_RESULT_SIZE,
     ATTR_SESSION_POSITION,
+    ATTR_TOOL_NAME,
 )
+from toolwatch.instrumentation import conversation, instrument, model_response, uninstrument
+from toolwatch.instrumentation.client.provenance import LIVE_CONFIG
+from toolwatch.instrumentation.client.sdk_hooks import OPEN_CALLS
+from toolwatch.instrumentation.provenance import ProvenanceTracker
 
 TRANSPORTS = ["memory", "stdio", "http"]
 WAIT_S = 0.3  # the client's patience in the timeout and cancel cases
@@ -192,3 +205,123 @@ def test_tool_error_jsonrpc_error_and_a_dead_server_are_three_classes(
     fail = attrs_of(tool_spans(exporter)[0])
     assert fail[ATTR_RESULT_SIZE] == len(b"no")  # a tool error has a result; the others none
     assert all(ATTR_RESULT_SIZE not in attrs_of(s) for s in tool_spans(exporter)[1:])
+
+
+# ------------------------------------------------------------------------------ sessions
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_fifty_concurrent_calls_on_one_session_keep_their_own_numbers(
+    exporter: InMemorySpanExporter, transport: str
+) -> None:
+    """asyncio.gather of 50 calls, answers out of order, each under its model response: 50
+    spans, each with its own sizes, response id and (over JSON-RPC) request id."""
+
+    async def one(client: Client, i: int) -> Any:
+        with model_response(f"resp-{i}"):
+            return await client.call_tool("sized", {"n": i, "text": "é"})
+
+    async def body(client: Client) -> list[Any]:
+        with conversation(f"gather-{transport}"):
+            return await asyncio.gather(*(one(client, i) for i in range(50)))
+
+    results = run(transport, body)
+    assert [r.content[0].text for r in results] == ["é" * i for i in range(50)]
+    spans = tool_spans(exporter)
+    assert len(spans) == 50
+    request_ids = set()
+    for span in spans:
+        attrs = attrs_of(span)
+        i = attrs[ATTR_RESULT_SIZE] // 2  # "é" is 2 bytes: the answer says which call it was
+        assert attrs[ATTR_RESPONSE_ID] == f"resp-{i}"
+        assert attrs[ATTR_ARGUMENTS_SIZE] == compact({"n": i, "text": "é"})
+        assert ATTR_ERROR_TYPE not in attrs and seconds(span) < 30
+        request_ids.add(attrs.get(ATTR_JSONRPC_REQUEST_ID))
+    assert sorted(attrs_of(s)[ATTR_RESULT_SIZE] for s in spans) == [2 * i for i in range(50)]
+    assert len(request_ids) == (1 if transport == "memory" else 50)  # direct dispatch: none
+
+
+def test_one_session_shared_by_two_agents_and_a_long_unicode_tool_name(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """Two agents take turns on one client, each response declared: each span names its own
+    agent and response, positions run through the conversation; a 300-character non-ASCII
+    tool name is kept whole on the span and in its name."""
+
+    async def agent(client: Client, name: str) -> None:
+        for turn in range(2):
+            with model_response(f"{name}-{turn}", conversation_id="shared", agent_id=name):
+                await client.call_tool("typed", {"text": name})
+                await anyio.sleep(0.01)
+
+    async def body(client: Client) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent, client, "planner")
+            tg.start_soon(agent, client, "coder")
+        with model_response("long", conversation_id="shared"):
+            await client.call_tool(LONG_NAME, {"text": "x"})
+
+    run("memory", body)
+    spans = tool_spans(exporter)
+    assert [attrs_of(s)[ATTR_SESSION_POSITION] for s in spans][-1] == len(spans) - 1 == 4
+    seen = {(attrs_of(s).get(ATTR_AGENT_ID), attrs_of(s)[ATTR_RESPONSE_ID]) for s in spans[:4]}
+    assert seen == {(a, f"{a}-{t}") for a in ("planner", "coder") for t in range(2)}
+    for span in spans[:4]:  # each call's own argument: the agent's name
+        attrs = attrs_of(span)
+        assert attrs[ATTR_ARGUMENTS_SIZE] == compact({"text": attrs[ATTR_AGENT_ID]})
+    long = attrs_of(spans[-1])
+    assert long[ATTR_TOOL_NAME] == LONG_NAME and len(LONG_NAME) == 300
+    assert spans[-1].name == f"tools/call {LONG_NAME}" and ATTR_AGENT_ID not in long
+
+
+# ------------------------------------------------------------------------------ memory
+
+
+class _Counting(SpanExporter):
+    """Counts tool spans and keeps none (10,000 kept spans would be the test's own growth)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.calls += sum(s.name.startswith("tools/call") for s in spans)
+        return SpanExportResult.SUCCESS
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads Linux's /proc")
+def test_ten_thousand_calls_on_one_session_stay_within_bounded_memory() -> None:
+    """Past the window's 8,192 results the oldest go: the provenance window holds at most
+    its bound (allocated at the first result), no per-call state is left behind, and the
+    process grows by less than 16 MiB from call 1,000 to call 10,000 (measured ≈ 0.3)."""
+    counting, tracker = _Counting(), ProvenanceTracker(LIVE_CONFIG)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(counting))
+    instrument(tracer_provider=provider, provenance=tracker)
+    sizes: list[int] = []
+
+    async def body(client: Client) -> None:
+        with conversation("long-session"):
+            for i in range(10_000):
+                if i == 1_000:
+                    gc.collect()
+                    sizes.append(_rss())
+                with model_response(f"r{i}"):
+                    await client.call_tool("sized", {"n": 8 + i % 40, "text": f"row {i} "})
+        assert not OPEN_CALLS.get(client.session)
+
+    try:
+        run("memory", body)
+    finally:
+        uninstrument()
+        provider.shutdown()
+    gc.collect()
+    assert counting.calls == 10_000
+    assert tracker.stats().results == 10_000 and tracker.stats().streams == 1
+    assert 0 < tracker.memory_bytes() <= LIVE_CONFIG.memory_bound
+    assert _rss() - sizes[0] < 16 * 2**20
