@@ -50,6 +50,7 @@ TOOLWATCH_SCOPES: tuple[str, ...] = (TRACER_NAME,)
 
 _fallback_lock = threading.Lock()
 _fallback: TracerProvider | None = None
+_fallback_error = False  # the environment's endpoint was refused (and said so) already
 _processors: weakref.WeakKeyDictionary[TracerProvider, ToolwatchSpanProcessor] = (
     weakref.WeakKeyDictionary()
 )
@@ -120,7 +121,7 @@ def _scope_name(span: ReadableSpan) -> str | None:
 
 
 def toolwatch_span_processor(
-    endpoint: str = DEFAULT_ENDPOINT,
+    endpoint: str | None = None,
     *,
     headers: Mapping[str, str] | None = None,
     token: str | None = None,
@@ -138,11 +139,13 @@ def toolwatch_span_processor(
         provider.add_span_processor(toolwatch_span_processor("http://127.0.0.1:4318"))
         instrument(tracer_provider=provider)
 
-    ``endpoint``: base URL or the full ``/v1/traces`` URL. ``token``: the collector's bearer
-    token (or pass ``headers``). ``only_toolwatch``: export toolwatch's spans only (default).
-    ``block``: when the queue is full, wait for room instead of dropping (for runs that must
-    not lose a span; it slows the caller instead). ``processor.flush()`` exports what is queued
-    and returns the :class:`~toolwatch.instrumentation.export.processor.Delivery` counts.
+    ``endpoint``: base URL or the full ``/v1/traces`` URL; ``None``: the standard
+    ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``, else ``http://127.0.0.1:4318``. ``token``: the
+    collector's bearer token (or pass ``headers``). ``only_toolwatch``: export toolwatch's
+    spans only (default). ``block``: when the queue is full, wait for room instead of dropping
+    (for runs that must not lose a span; it slows the caller instead). ``processor.flush()``
+    exports what is queued and returns the
+    :class:`~toolwatch.instrumentation.export.processor.Delivery` counts.
     ``shutdown_timeout``: seconds the provider's shutdown — its exit hook — spends delivering
     what is left before counting it as lost (a dead or hung collector must not hold up the
     agent's exit; call ``flush()`` first to wait longer); ``None``:
@@ -152,7 +155,7 @@ def toolwatch_span_processor(
     if token:
         all_headers["Authorization"] = f"Bearer {token}"
     exporter = OTLPSpanExporter(
-        endpoint=traces_url(endpoint), headers=all_headers or None, timeout=timeout
+        endpoint=resolve_endpoint(endpoint), headers=all_headers or None, timeout=timeout
     )
     return ToolwatchSpanProcessor(
         exporter,
@@ -171,8 +174,8 @@ def delivery(provider: TracerProvider) -> Delivery | None:
 
 
 def configure_otlp(
-    endpoint: str = DEFAULT_ENDPOINT,
-    service_name: str = DEFAULT_SERVICE_NAME,
+    endpoint: str | None = None,
+    service_name: str | None = None,
     headers: Mapping[str, str] | None = None,
     *,
     set_global: bool = False,
@@ -184,7 +187,11 @@ def configure_otlp(
 ) -> TracerProvider:
     """An SDK tracer provider exporting (batched) to an OTLP/HTTP protobuf endpoint.
 
-    ``endpoint`` is a base URL (``/v1/traces`` is appended) or the full traces URL;
+    ``endpoint`` is a base URL (``/v1/traces`` is appended) or the full traces URL; ``None``
+    reads ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` as every
+    OTLP exporter does, else ``http://127.0.0.1:4318`` (a bad value raises ``ValueError``
+    naming the variable); ``service_name`` ``None``: ``$OTEL_SERVICE_NAME``, else
+    ``toolwatch-agent``;
     ``headers`` e.g. ``{"Authorization": "Bearer <token>"}`` for a collector with a token.
     ``only_toolwatch`` drops every span but toolwatch's own (see the module docstring);
     ``set_global`` also makes it the process-wide provider; ``block``, ``token`` and
@@ -199,7 +206,8 @@ def configure_otlp(
         from toolwatch.instrumentation import configure_otlp, instrument
         instrument(tracer_provider=configure_otlp(service_name="my-agent"))
     """
-    url = traces_url(endpoint)
+    url = resolve_endpoint(endpoint)
+    service_name = resolve_service_name(service_name)
     # fitted as a record's string is: the collector rejects every span of a longer name
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: fit_string(service_name)}))
     processor = toolwatch_span_processor(
@@ -219,12 +227,37 @@ def configure_otlp(
     return provider
 
 
-def _env_endpoint() -> str:
-    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-    if traces:
-        return traces  # used as given, per the OTLP exporter spec
-    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    return traces_url(base) if base else traces_url(DEFAULT_ENDPOINT)
+ENV_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENV_SERVICE_NAME = "OTEL_SERVICE_NAME"
+
+
+def resolve_endpoint(endpoint: str | None = None) -> str:
+    """The traces URL to export to: ``endpoint`` when the code gives one, else the standard
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``, else
+    ``http://127.0.0.1:4318`` — so an agent deployed with those variables set reaches its
+    collector whether it is instrumented in code or zero-code. A value that is no http(s) URL
+    raises ``ValueError`` naming the variable it came from."""
+    if endpoint is not None:
+        return traces_url(endpoint)
+    for name in (ENV_TRACES_ENDPOINT, ENV_ENDPOINT):
+        value = os.environ.get(name, "").strip()
+        if value:
+            try:
+                return traces_url(value)
+            except ValueError:
+                raise ValueError(
+                    f"{name}={value!r} is not an http:// or https:// URL "
+                    "(e.g. http://127.0.0.1:4318)"
+                ) from None
+    return traces_url(DEFAULT_ENDPOINT)
+
+
+def resolve_service_name(service_name: str | None = None) -> str:
+    """``service_name``, else ``$OTEL_SERVICE_NAME``, else ``toolwatch-agent``."""
+    if service_name is not None:
+        return service_name
+    return os.environ.get(ENV_SERVICE_NAME, "").strip() or DEFAULT_SERVICE_NAME
 
 
 def fallback_provider() -> TracerProvider | None:
@@ -241,12 +274,22 @@ def fallback_provider() -> TracerProvider | None:
         return None
     if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
         return None
+    global _fallback_error
     with _fallback_lock:
         if _fallback is None:
-            service = os.environ.get("OTEL_SERVICE_NAME", "").strip() or DEFAULT_SERVICE_NAME
-            _fallback = configure_otlp(_env_endpoint(), service)
+            try:
+                url = resolve_endpoint()
+            except ValueError as exc:
+                if not _fallback_error:  # said once; every call's span is still counted
+                    _fallback_error = True
+                    log.warning(
+                        "toolwatch: %s; tool-call spans are not exported (counted by "
+                        "unrecorded_spans())",
+                        exc,
+                    )
+                raise
+            _fallback = configure_otlp(url, resolve_service_name())
             log.info(
-                "toolwatch: no OpenTelemetry SDK configured; exporting tool-call spans to %s",
-                _env_endpoint(),
+                "toolwatch: no OpenTelemetry SDK configured; exporting tool-call spans to %s", url
             )
         return _fallback

@@ -130,6 +130,59 @@ def test_configure_otlp_counts_and_suppression_is_honoured(collector: OTLPSink) 
     provider.shutdown()
 
 
+def test_configure_otlp_without_an_endpoint_follows_the_standard_variables(
+    collector: OTLPSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's ``configure_otlp(service_name="my-agent")`` sent to 127.0.0.1:4318 whatever
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` said (only the zero-code path read it): an agent deployed
+    with the variable set lost every span to connection-refused retries. The code's values
+    still win over the variables."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    from_env = configure_otlp()
+    named = configure_otlp(service_name="my-agent")
+    for provider in (from_env, named):
+        instrument(tracer_provider=provider)
+        try:
+            _calls(1)
+        finally:
+            uninstrument()
+        provider.force_flush()
+        sent = delivery(provider)
+        assert sent is not None and (sent.exported, sent.failed) == (2, 0)  # call + tools/list
+        provider.shutdown()
+    services = [c["resource"]["service.name"] for c in _tool_calls(collector)]
+    assert services == ["from-env", "my-agent"]
+    processor = toolwatch_span_processor(only_toolwatch=False)  # beside an app's provider
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    _ended_spans(provider, 2)
+    assert processor.flush().exported == 2
+    assert len(collector.spans()) == 2 + 4
+    provider.shutdown()
+
+
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+)
+def test_an_endpoint_variable_that_is_no_url_is_named(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """It was "OTLP endpoint 'collector:4318' is not an http:// or https:// URL" — which
+    endpoint, set where, the agent's author had to guess."""
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.setenv(variable, "collector:4318")
+    with pytest.raises(ValueError) as refused:
+        configure_otlp()
+    assert str(refused.value) == (
+        f"{variable}='collector:4318' is not an http:// or https:// URL "
+        "(e.g. http://127.0.0.1:4318)"
+    )
+    configure_otlp("http://127.0.0.1:9").shutdown()  # the code's endpoint needs no variable
+
+
 class _SlowExporter(SpanExporter):
     """Holds each export until released (to fill a processor's queue), then succeeds."""
 

@@ -52,11 +52,15 @@ configure_otlp(sys.argv[1], "app-configured", set_global=True, only_toolwatch=Fa
 """
 
 
-def run_agent(tmp_path: Path, sink: OTLPSink, setup: str = "", **env: str) -> None:
+def run_agent(tmp_path: Path, sink: OTLPSink, setup: str = "", **env: str) -> str:
+    """Run the agent zero-code against ``sink`` (``env`` adds or overrides variables); its
+    stderr."""
     script = tmp_path / "agent.py"
     script.write_text(textwrap.dedent(AGENT.format(tests=str(TESTS), setup=setup)))
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLWATCH_"))}
-    environ.update(OTEL_EXPORTER_OTLP_ENDPOINT=sink.url, OTEL_SERVICE_NAME="zero-code-agent", **env)
+    environ.update(
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url, "OTEL_SERVICE_NAME": "zero-code-agent", **env}
+    )
     proc = subprocess.run(
         [str(OTEL_INSTRUMENT), sys.executable, str(script), sink.url],
         env=environ,
@@ -67,6 +71,7 @@ def run_agent(tmp_path: Path, sink: OTLPSink, setup: str = "", **env: str) -> No
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "agent done" in proc.stdout
+    return proc.stderr
 
 
 def calls(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,3 +121,15 @@ def test_an_application_provider_is_used_and_sdk_spans_nest(tmp_path: Path, sink
     )
     assert sdk_send["attributes"][ATTR_MCP_METHOD] == "tools/call"
     assert ATTR_TOOL_NAME not in sdk_send["attributes"]
+
+
+def test_an_endpoint_variable_that_is_no_url_is_named_once(tmp_path: Path, sink: OTLPSink) -> None:
+    """``OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318`` (no scheme) gave only "could not start
+    the span of a tools/call (ValueError)": the agent ran on, its spans gone, and nothing said
+    which setting was wrong. Now one line names the variable; the spans are counted."""
+    # COLUMNS: mcp's server logging (rich, in the dev venv) must not wrap the line
+    err = run_agent(tmp_path, sink, OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318", COLUMNS="500")
+    named = "OTEL_EXPORTER_OTLP_ENDPOINT='collector:4318' is not an http:// or https:// URL"
+    assert err.count(named) == 1, err
+    assert "tool-call spans are not exported (counted by unrecorded_spans())" in err
+    assert sink.received == []
