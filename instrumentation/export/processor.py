@@ -42,6 +42,9 @@ DEFAULT_DELAY_S: Final = 0.5
 #: collector: a dead or hung one must not hold up the agent's exit (the SDK's 30 s flush and
 #: the exporter's retries held it 7-40 s).
 DEFAULT_SHUTDOWN_S: Final = 5.0
+#: At most one WARNING per this many seconds while the collector cannot be reached: the OTLP
+#: exporter logged each retry of each batch (a line every 1-2 s for as long as it was down).
+WARN_INTERVAL_S: Final = 60.0
 #: Seconds for that budget when the code gives none (``shutdown_timeout=None``): an agent's
 #: operator sets it without touching code, as the OTel SDK's own settings are set.
 ENV_SHUTDOWN_TIMEOUT: Final = "TOOLWATCH_SHUTDOWN_TIMEOUT"
@@ -110,7 +113,9 @@ class ToolwatchSpanProcessor(SpanProcessor):
     ``scopes=None`` keeps every span. ``block``: wait for room when the queue is full (up to
     ``block_timeout`` seconds, then drop) instead of dropping at once. ``shutdown_timeout``:
     what :meth:`shutdown` (the provider's exit hook) spends delivering before it counts the
-    rest as lost; ``None``: ``$TOOLWATCH_SHUTDOWN_TIMEOUT``, else 5 s.
+    rest as lost; ``None``: ``$TOOLWATCH_SHUTDOWN_TIMEOUT``, else 5 s. ``warn_interval``: a
+    failed export is one WARNING at most this often (seconds), the exporter's own log lines of
+    it kept back (:class:`_ExporterLogGate`).
     """
 
     def __init__(
@@ -124,6 +129,7 @@ class ToolwatchSpanProcessor(SpanProcessor):
         block: bool = False,
         block_timeout: float = 30.0,
         shutdown_timeout: float | None = None,
+        warn_interval: float = WARN_INTERVAL_S,
     ) -> None:
         if shutdown_timeout is None:
             shutdown_timeout = shutdown_timeout_from_env()
@@ -147,6 +153,10 @@ class ToolwatchSpanProcessor(SpanProcessor):
         self._closed = False
         self._abandoned = False  # the batch in flight at shutdown was counted as failed then
         self._warned_full = False
+        self.warn_interval = warn_interval
+        self._warned_at: float | None = None  # monotonic time of the last failure warning
+        self._unsaid = 0  # spans failed since then
+        self._reason: str | None = None  # what the exporter logged of the last failure
         self._worker: threading.Thread | None = None
         _live.add(self)
 
@@ -226,6 +236,12 @@ class ToolwatchSpanProcessor(SpanProcessor):
                 self._failed += sending
                 self._in_flight = 0
                 self._abandoned = True
+        if self._unsaid:  # failed since the last warning: said before the process goes
+            log.warning(
+                "toolwatch: %d more spans failed to reach the collector since the last warning",
+                self._unsaid,
+            )
+            self._unsaid = 0
         if queued or sending:
             log.warning(
                 "toolwatch: %d spans not delivered at shutdown (the collector did not take them "
@@ -300,13 +316,87 @@ class ToolwatchSpanProcessor(SpanProcessor):
                 self._cond.notify_all()
 
     def _export(self, batch: Sequence[ReadableSpan]) -> bool:
+        _GATE.install()
+        _exporting.processor = self  # the exporter's log lines of this export come to us
+        self._reason = None
         # suppressed: an instrumented HTTP client must not trace the export's own request
         with suppress_instrumentation():
             try:
-                return self.exporter.export(batch) is SpanExportResult.SUCCESS
-            except Exception:  # an exporter raising (old versions, on a refused connection)
-                log.warning("toolwatch: exporting %d spans failed", len(batch), exc_info=True)
-                return False
+                ok = self.exporter.export(batch) is SpanExportResult.SUCCESS
+            except Exception as exc:  # an exporter raising (old versions, on a refused connection)
+                self._reason = type(exc).__name__
+                ok = False
+            finally:
+                _exporting.processor = None
+        if not ok:
+            self._say_failed(len(batch))
+        return ok
+
+    def _say_failed(self, spans: int) -> None:
+        """One WARNING per ``warn_interval`` for the failed exports, with the spans they held
+        and the exporter's last word on why (a collector down for hours is a few lines)."""
+        self._unsaid += spans
+        now = time.monotonic()
+        if self._warned_at is not None and now - self._warned_at < self.warn_interval:
+            return
+        since = "" if self._warned_at is None else f" in the last {now - self._warned_at:.0f} s"
+        log.warning(
+            "toolwatch: could not deliver %d spans to the collector%s (%s); counted as failed, "
+            "said at most every %g s",
+            self._unsaid,
+            since,
+            self._reason or "the export failed",
+            self.warn_interval,
+        )
+        self._warned_at = now
+        self._unsaid = 0
+
+    def _heard(self, record: logging.LogRecord) -> None:
+        """A log line of the exporter during this processor's export: the first is kept as the
+        reason (it names the cause; the last only says the retries ran out)."""
+        if self._reason is not None:
+            return
+        message = record.getMessage()
+        self._reason = message if len(message) <= 300 else message[:297] + "..."
+
+
+#: The processor whose export the current thread is running (the exporter's logs are its).
+_exporting = threading.local()
+
+
+class _ExporterLogGate(logging.Filter):
+    """Keeps back the OTLP exporter's log lines of toolwatch's own exports (each retry of each
+    batch was a WARNING) and hands them to the processor, which says it once per interval.
+    Installed on every ``opentelemetry.exporter`` logger (their names differ between
+    OpenTelemetry releases); lines of other threads — the application's own exporters — pass.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen = -1  # how many loggers existed at the last scan
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        processor = getattr(_exporting, "processor", None)
+        if processor is None:
+            return True
+        processor._heard(record)
+        return False
+
+    def install(self) -> None:
+        loggers = logging.Logger.manager.loggerDict
+        if len(loggers) == self._seen:
+            return
+        self._seen = len(loggers)
+        for name, logger in list(loggers.items()):
+            if (
+                name.startswith("opentelemetry.exporter")
+                and isinstance(logger, logging.Logger)
+                and self not in logger.filters
+            ):
+                logger.addFilter(self)
+
+
+_GATE = _ExporterLogGate()
 
 
 _live: weakref.WeakSet[ToolwatchSpanProcessor] = weakref.WeakSet()

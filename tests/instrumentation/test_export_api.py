@@ -257,6 +257,54 @@ def test_an_unreachable_collector_is_counted_as_failed() -> None:
     provider.shutdown()
 
 
+def test_a_collector_that_is_down_is_one_warning_per_interval_not_a_line_per_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The OTLP exporter logged every retry of every batch at WARNING: an agent whose
+    collector was down wrote a line every 1-2 s (19 in 30 s) for as long as it was down. Now one
+    toolwatch line per interval with the spans it lost and the exporter's first word on why;
+    the application's own exporters (other threads) still log as they did."""
+    import logging
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    processor = toolwatch_span_processor(
+        f"http://127.0.0.1:{port}", timeout=1.0, only_toolwatch=False
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    caplog.set_level(logging.INFO)
+    for _ in range(3):
+        _ended_spans(provider, 2)
+        processor.flush(timeout=20)
+    assert processor.delivery().failed == 6
+    theirs = [r for r in caplog.records if r.name.startswith("opentelemetry.exporter")]
+    assert theirs == []
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("toolwatch")]
+    assert len(said) == 1, said
+    assert said[0].startswith("toolwatch: could not deliver 2 spans to the collector (")
+    assert said[0].endswith("); counted as failed, said at most every 60 s")
+    processor.warn_interval = 0  # the interval has passed: the spans since are counted in
+    _ended_spans(provider, 2)
+    processor.flush(timeout=20)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("toolwatch")]
+    assert len(said) == 2 and said[1].startswith(
+        "toolwatch: could not deliver 6 spans to the collector in the last "
+    )
+    logging.getLogger(theirs_name := "opentelemetry.exporter.otlp.proto.http").warning("app's")
+    assert [r.getMessage() for r in caplog.records if r.name == theirs_name] == ["app's"]
+    processor.warn_interval = 60
+    _ended_spans(provider, 2)
+    processor.flush(timeout=20)
+    caplog.clear()
+    provider.shutdown()  # what failed since the last warning is said before the exit
+    assert [r.getMessage() for r in caplog.records] == [
+        "toolwatch: 2 more spans failed to reach the collector since the last warning"
+    ]
+
+
 def test_shutdown_gives_a_hung_collector_its_budget_only_and_counts_the_rest(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
