@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
-from support.paths import REPO
+from support.paths import MCP_TEST_SERVER, REPO
 from toolwatch.cli import COMMANDS
 
 ROOT = REPO
@@ -41,16 +43,6 @@ def test_production_install_is_instrumentation_only() -> None:
     assert {"collector", "detection", "app", "all", "dev"} <= set(project["optional-dependencies"])
 
 
-def test_importing_toolwatch_loads_no_heavy_dependency() -> None:
-    code = (
-        "import sys, toolwatch, toolwatch.instrumentation, toolwatch.record;"
-        "print(','.join(m for m in ('duckdb','pyarrow','streamlit','river','numpy','numba')"
-        " if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
-
-
 #: the modules only an extra brings, by the smallest extra that brings them (mcp's own
 #: dependencies, starlette, uvicorn, pydantic, urllib3, are in the production install too)
 EXTRA_ONLY_MODULES = {
@@ -67,6 +59,51 @@ EXTRA_ONLY_MODULES = {
     "detection": ("river", "scipy"),
     "app": ("streamlit", "altair"),
 }
+#: every module an extra brings, and zstandard (`toolwatch[zstd]`)
+HEAVY = (*(m for mods in EXTRA_ONLY_MODULES.values() for m in mods), "zstandard")
+_PRINT_HEAVY = f"import sys; print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+#: what an agent in production does: every public name, a provider, instrument(), a call to
+#: a server over stdio (a server of its own process would bring mcp's server logging: rich)
+_AGENT = (
+    "import anyio, sys, toolwatch, toolwatch.instrumentation as ti, toolwatch.record\n"
+    "from mcp import Client, StdioServerParameters\n"
+    "for name in ti.__all__: getattr(ti, name)\n"
+    "ti.instrument(tracer_provider=ti.configure_otlp('http://127.0.0.1:9', shutdown_timeout=0))\n"
+    f"server = StdioServerParameters(command=sys.executable, args=[{str(MCP_TEST_SERVER)!r}])\n"
+    "async def main():\n"
+    "    async with Client(server) as client:\n"
+    "        with ti.model_response('r1'):\n"
+    "            await client.call_tool('echo', {'text': 'x'})\n"
+    "anyio.run(main)\n"
+)
+
+
+def test_importing_toolwatch_loads_no_heavy_dependency() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "import toolwatch, toolwatch.instrumentation\n" + _PRINT_HEAVY],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("how", ["code", "opentelemetry-instrument"])
+def test_an_instrumented_agent_loads_no_module_of_an_extra(how: str) -> None:
+    """Importing the package was all that was checked: every public instrumentation name,
+    configure_otlp, instrument() and a call — in code or zero-code, where the entry point
+    loads the instrumentor at start-up — must need nothing but the production install (this
+    venv has every extra, so an import of one would go unnoticed by pip)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_TRACES_EXPORTER"] = "none"
+    command = [sys.executable, "-c", _AGENT + _PRINT_HEAVY]
+    if how != "code":
+        command.insert(0, str(Path(sys.executable).with_name("opentelemetry-instrument")))
+    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "", out.stdout
+
+
 #: the extras each extra includes (pyproject's optional-dependencies)
 INCLUDED = {"": set(), "collector": {"collector"}, "detection": {"collector", "detection"}}
 
