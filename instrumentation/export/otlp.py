@@ -56,8 +56,10 @@ _processors: weakref.WeakKeyDictionary[TracerProvider, ToolwatchSpanProcessor] =
 )
 
 
-def traces_url(endpoint: str) -> str:
-    """The ``/v1/traces`` URL of an OTLP/HTTP endpoint given as a base URL or the full URL."""
+def traces_url(endpoint: str, *, as_is: bool = False) -> str:
+    """The ``/v1/traces`` URL of an OTLP/HTTP endpoint given as a base URL or the full URL;
+    ``as_is``: the URL itself, only checked (OTLP's rule for a signal's own endpoint,
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, whatever its path)."""
     url = endpoint.strip()
     try:
         parts = urlsplit(url)
@@ -67,7 +69,7 @@ def traces_url(endpoint: str) -> str:
         usable = False
     if not usable:
         raise ValueError(f"OTLP endpoint {endpoint!r} is not an http:// or https:// URL")
-    if parts.path.rstrip("/").endswith(TRACES_PATH):
+    if as_is or parts.path.rstrip("/").endswith(TRACES_PATH):
         return url
     return url.rstrip("/") + TRACES_PATH
 
@@ -236,15 +238,17 @@ def resolve_endpoint(endpoint: str | None = None) -> str:
     """The traces URL to export to: ``endpoint`` when the code gives one, else the standard
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``, else
     ``http://127.0.0.1:4318`` — so an agent deployed with those variables set reaches its
-    collector whether it is instrumented in code or zero-code. A value that is no http(s) URL
-    raises ``ValueError`` naming the variable it came from."""
+    collector whether it is instrumented in code or zero-code. As the OTLP exporter spec says,
+    the traces variable is the URL used as it is (``http://gw/otlp/traces`` gets no
+    ``/v1/traces``), the general one a base URL the traces path is appended to. A value that
+    is no http(s) URL raises ``ValueError`` naming the variable it came from."""
     if endpoint is not None:
         return traces_url(endpoint)
     for name in (ENV_TRACES_ENDPOINT, ENV_ENDPOINT):
         value = os.environ.get(name, "").strip()
         if value:
             try:
-                return traces_url(value)
+                return traces_url(value, as_is=name == ENV_TRACES_ENDPOINT)
             except ValueError:
                 raise ValueError(
                     f"{name}={value!r} is not an http:// or https:// URL "

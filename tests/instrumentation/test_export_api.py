@@ -38,6 +38,7 @@ from toolwatch.instrumentation import (
     uninstrument,
     without_toolwatch_spans,
 )
+from toolwatch.instrumentation.export.otlp import resolve_endpoint
 from toolwatch.instrumentation.export.processor import DEFAULT_SHUTDOWN_S, ENV_SHUTDOWN_TIMEOUT
 
 
@@ -161,6 +162,21 @@ def test_configure_otlp_without_an_endpoint_follows_the_standard_variables(
     assert processor.flush().exported == 2
     assert len(collector.spans()) == 2 + 4
     provider.shutdown()
+
+
+def test_the_traces_variable_is_used_as_it_is_the_general_one_as_a_base(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OTLP's exporter spec: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is the URL itself, whatever
+    its path; ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base the traces path is appended to. The
+    traces variable ``http://gw:4318/otlp/traces`` was sent to ``…/otlp/traces/v1/traces``, a
+    path the user's gateway does not serve; the traces variable wins over the general one."""
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://gw:4318/otlp")
+    assert resolve_endpoint() == "http://gw:4318/otlp/v1/traces"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://gw:4318/otlp/traces")
+    assert resolve_endpoint() == "http://gw:4318/otlp/traces"
+    assert resolve_endpoint("http://gw:4318/otlp/traces") == "http://gw:4318/otlp/traces/v1/traces"
 
 
 @pytest.mark.parametrize(
