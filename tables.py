@@ -156,7 +156,13 @@ REPLAY_FIELDS: Final[tuple[Field, ...]] = (
     _f("run_id", "string", "replay run id", nullable=False),
     _f("created", "timestamp", "when the replay finished, UTC", nullable=False),
     _f("model", "string", "adaptive, or frozen (the operating point)", nullable=False),
-    _f("week", "date", "the week (its Monday, UTC) of the streams' first call", nullable=False),
+    _f(
+        "week",
+        "date",
+        "the week (its Monday, UTC) of the streams' first call (their first arrival mark "
+        "when stamped more than 5 min after it)",
+        nullable=False,
+    ),
     _f(
         "kind",
         "string",

@@ -25,7 +25,8 @@ the moment, and — being labelled — are never folded nor pooled. A copy is de
 of its detection window (``max(#inserted, 10) + 10`` calls from the insertion point) is above
 the threshold, as in the experiment.
 
-**Per week** (of each stream's first call, Monday to Sunday, UTC): the normal long streams that
+**Per week** (of each stream's first call, Monday to Sunday, UTC; of its first arrival mark
+when stamped more than 5 min after it, as the split places it): the normal long streams that
 alarmed (k/n, with a 95 % Wilson interval), the threshold at the end of the week, and the
 detection of the copies of that week's streams. Weeks of fewer than :data:`THIN_WEEK` streams
 are marked thin: one alarm there is already 1/n.
@@ -67,7 +68,12 @@ from toolwatch.injection.experiment.metrics import (
 from toolwatch.injection.experiment.replay_clock import copy_arrivals, stamped_ahead
 from toolwatch.injection.experiment.runs import build_runs
 from toolwatch.injection.experiment.scoring import fit_model
-from toolwatch.injection.experiment.split import normal_sessions, split_by_time, stream_name
+from toolwatch.injection.experiment.split import (
+    normal_sessions,
+    placed_at,
+    split_by_time,
+    stream_name,
+)
 from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.session_arrays import SessionCalls, to_table
 
@@ -410,7 +416,8 @@ def _weekly(
     config: ReplayConfig,
     runs_kinds: tuple[str, ...],
 ) -> tuple[list[WeekRow], dict[str, dict[str, Any]]]:
-    week = {stream_name(s): week_of(int(s["start_time"][0])) for s in test}
+    # a stream's week is where the split placed it (its arrival, when stamped ahead of it)
+    week = {stream_name(s): week_of(int(t)) for s, t in zip(test, placed_at(test), strict=True)}
     weeks = sorted(set(week.values()))
     rows = []
     for w in weeks:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from toolwatch import study
-from toolwatch.detection.calls.split import SplitError, SplitSpec, split_streams
+from toolwatch.detection.calls.split import SplitError, SplitSpec, placed_first, split_streams
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import INJECTION_COLUMNS, SessionCalls, split_sessions
 from toolwatch.record import RECEIVED
@@ -71,13 +71,13 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
     spec = config.split_spec()
     try:
         cut = split_streams(
-            np.array([int(s["start_time"][0]) for s in sessions], dtype=np.int64),
+            _first_stamps(sessions),
             [s.session_id for s in sessions],
             [s["agent_id"][0] for s in sessions],
             np.array([len(s) for s in sessions], dtype=np.int64),
             [_quirk(s) for s in sessions],
             spec,
-            arrived_us=np.array([_first_mark(s) for s in sessions], dtype=np.float64),
+            arrived_us=_first_marks(sessions),
         )
     except SplitError as exc:
         raise ExperimentError(str(exc)) from None
@@ -101,6 +101,22 @@ def split_by_time(sessions: Sequence[SessionCalls], config: ExperimentConfig) ->
         },
         test_split=test_all,
     )
+
+
+def placed_at(sessions: Sequence[SessionCalls]) -> np.ndarray:
+    """Each stream's place in time (µs) as :func:`split_by_time` places it: its first stamp, or
+    its first arrival mark when stamped more than the guard after it (the replay's weeks)."""
+    if not sessions:
+        return np.empty(0, dtype=np.int64)
+    return placed_first(_first_stamps(sessions), _first_marks(sessions))[0]
+
+
+def _first_stamps(sessions: Sequence[SessionCalls]) -> np.ndarray:
+    return np.array([int(s["start_time"][0]) for s in sessions], dtype=np.int64)
+
+
+def _first_marks(sessions: Sequence[SessionCalls]) -> np.ndarray:
+    return np.array([_first_mark(s) for s in sessions], dtype=np.float64)
 
 
 def _first_mark(s: SessionCalls) -> float:

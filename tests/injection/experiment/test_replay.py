@@ -12,7 +12,7 @@ from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.formats import percent
-from toolwatch.injection.experiment.replay import ReplayConfig, run_replay
+from toolwatch.injection.experiment.replay import ReplayConfig, ReplayResult, run_replay
 from toolwatch.injection.experiment.replay_report import (
     alarm_text,
     detection_text,
@@ -282,3 +282,32 @@ def test_a_stream_whose_client_is_an_hour_fast_arrives_at_its_arrival_marks(
         assert after.counts["closed"] == before.counts["closed"]
         assert after.calls == before.calls
     assert fast.models["adaptive"].counts["pooled"] == base.models["adaptive"].counts["pooled"] - 1
+
+
+def test_a_stream_whose_client_is_a_year_fast_is_in_the_week_its_arrival_places_it(
+    tmp_path: Path,
+) -> None:
+    """A test stream whose client clock is a year fast is placed in the split, and fed, by its
+    arrival marks; its week was still that of its first stamp, a thin week of its own a year
+    ahead in the weekly table. Now it counts in the week its arrival places it: the weeks and
+    their streams and copies are the unskewed store's."""
+    corpus = simulate(seed=2, scale=0.25)
+    config = ReplayConfig(
+        experiment=ExperimentConfig(split_shares=(0.44, 0.07), seeds=(0,)),
+        replay_kinds=("burst",),
+    )
+    base_store = Store(tmp_path / "base")
+    base_store.append("calls", received(corpus))
+    base = run_replay(load_calls(base_store), config)
+    stream = sorted(base.models["frozen"].alarmed)[-1]
+    store = Store(tmp_path / "fast")
+    store.append("calls", received(corpus, stream, 365 * 24.0))
+    fast = run_replay(load_calls(store), config)
+
+    assert fast.split["placed_by_arrival"] == 1
+    assert len(base.weeks) > 1
+
+    def table(result: ReplayResult) -> list[tuple[str, int, tuple[int, int]]]:
+        return [(r.week, r.normal, r.detection["frozen"]["burst"]) for r in result.weeks]
+
+    assert table(fast) == table(base)
