@@ -366,6 +366,11 @@ class StoreSplit:
         )
         return table.cast(CALLS_SCHEMA) if table.num_rows else CALLS_SCHEMA.empty_table()
 
+    def placed_us(self) -> np.ndarray:
+        """Each stream's place in time (µs) as the split placed it (:func:`placed_first`): its
+        first stamp, or its first arrival mark when stamped more than the guard after it."""
+        return placed_first(_micros(self.streams, "first"), _marks(self.streams))[0]
+
     def count(self, group: str) -> tuple[int, int]:
         """(streams, calls) of a group."""
         idx: np.ndarray = getattr(self.split, group)
@@ -389,27 +394,38 @@ def split_store(store: Store, spec: SplitSpec, *, need_test: bool = True) -> Sto
     )
     if streams.num_rows == 0:
         raise SplitError(f"the store {store.root} holds no (uninjected) calls")
-    first = (
-        streams.column("first")
-        .cast(pa.timestamp("us", tz="UTC"))
-        .cast(pa.int64())
-        .to_numpy(zero_copy_only=False)
-    )
     split = split_streams(
-        first,
+        _micros(streams, "first"),
         streams.column("session_id").to_pylist(),
         streams.column("agent_id").to_pylist(),
         np.asarray(streams.column("calls").to_numpy(), dtype=np.int64),
         streams.column("quirk").to_pylist(),
         spec,
         need_test=need_test,
-        arrived_us=streams.column("arrived")
+        arrived_us=_marks(streams),
+    )
+    return StoreSplit(store, streams, split, spec)
+
+
+def _micros(streams: pa.Table, column: str) -> np.ndarray:
+    """A time column of the streams table in µs (int64)."""
+    return (
+        streams.column(column)
+        .cast(pa.timestamp("us", tz="UTC"))
+        .cast(pa.int64())
+        .to_numpy(zero_copy_only=False)
+    )
+
+
+def _marks(streams: pa.Table) -> np.ndarray:
+    """Each stream's first arrival mark in µs (float64, NaN: none)."""
+    return (
+        streams.column("arrived")
         .cast(pa.timestamp("us", tz="UTC"))
         .cast(pa.int64())
         .cast(pa.float64())
-        .to_numpy(zero_copy_only=False),
+        .to_numpy(zero_copy_only=False)
     )
-    return StoreSplit(store, streams, split, spec)
 
 
 def _view_columns(store: Store) -> set[str]:

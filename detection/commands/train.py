@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tqdm import tqdm
@@ -145,10 +145,11 @@ def thin_calibration(model: NormalModel) -> str:
 
 
 def describe(cut: StoreSplit, group: str) -> dict[str, Any]:
-    """What a group of the split is, for the artifact: the rule, its first-call range, counts."""
+    """What a group of the split is, for the artifact: the rule, its first-call range (each
+    stream where the split placed it: by its arrival when its client clock is ahead), counts."""
     idx = getattr(cut.split, group)
-    firsts = cut.streams.column("first").to_pylist()
-    starts = sorted(firsts[i] for i in idx.tolist())
+    placed = cut.placed_us()
+    starts = sorted(_at(int(placed[i])) for i in idx.tolist())
     d = cut.split.description
     given = (
         f"--split-shares {d['shares'][0]},{d['shares'][1]}"
@@ -217,6 +218,11 @@ def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str
     if model.adaptive is not None:
         lines.append("  " + AdaptiveModel.from_model(model).describe())
     return "\n".join(lines)
+
+
+def _at(us: int) -> datetime:
+    """A time in µs as a UTC datetime, to the microsecond."""
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
 
 
 def _moment(iso: str | None) -> str:
