@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -76,7 +76,7 @@ from toolwatch.collector.otlp.decode import (
 from toolwatch.collector.otlp.ingest import IngestLog, newest_received_us, prime_recent_spans
 from toolwatch.collector.otlp.metrics import CONTENT_TYPE as METRICS_TYPE
 from toolwatch.collector.otlp.metrics import ExtraMetrics, metrics_renderer
-from toolwatch.collector.otlp.stats import CollectorStats
+from toolwatch.collector.otlp.stats import CollectorStats, by_reason
 from toolwatch.collector.otlp.writer import GroupCommitWriter, PendingRequest, WriteFailed
 from toolwatch.collector.store import Store, StoreError
 from toolwatch.collector.store.compaction import probe_writable
@@ -294,14 +294,14 @@ class Collector:
             s.files,
             s.stored_spans,
             s.flagged_spans,
-            _by_reason(s.flagged_by),
+            by_reason(s.flagged_by),
             s.rejected_spans,
-            _by_reason(s.rejected_by),
+            by_reason(s.rejected_by),
             s.ignored_spans,
-            _by_reason(s.ignored_by),
+            by_reason(s.ignored_by),
             s.duplicate_spans,
             dict(sorted(s.refused.items())) or "none",
-            _by_reason(s.unavailable_by),  # the 503s: which limit said "later"
+            by_reason(s.unavailable_by),  # the 503s: which limit said "later"
         )
         self._server = None
 
@@ -566,8 +566,3 @@ def _bind(host: str, port: int) -> socket.socket:
 def _client(request: Request) -> str:
     client = request.client
     return f"{client.host}:{client.port}" if client else "unknown client"
-
-
-def _by_reason(counts: Mapping[str, int]) -> str:
-    """`` (reason: n, ...)`` for a log line, or nothing when no span was counted."""
-    return f" ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})" if counts else ""

@@ -12,6 +12,7 @@ by reason (:mod:`toolwatch.collector.otlp.flaws`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -34,6 +35,11 @@ class Histogram:
         self.counts[i] += 1
         self.total += seconds
         self.count += 1
+
+
+def by_reason(counts: Mapping[str, int]) -> str:
+    """`` (reason: n, ...)`` for a log line, or nothing when no span was counted."""
+    return f" ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})" if counts else ""
 
 
 def _add(counts: dict[Any, int], more: dict[Any, int]) -> None:

@@ -43,7 +43,7 @@ from toolwatch.collector.otlp.columnar import map_parsed
 from toolwatch.collector.otlp.decode import OtlpError, SpanData
 from toolwatch.collector.otlp.dedup import LISTING_SALT, RecentSpans, span_keys
 from toolwatch.collector.otlp.mapping import Mapped, map_spans
-from toolwatch.collector.otlp.stats import CollectorStats
+from toolwatch.collector.otlp.stats import CollectorStats, by_reason
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
@@ -387,15 +387,29 @@ class GroupCommitWriter:
                 "rejected_spans",
                 "ignored_spans",
                 "duplicate_spans",
+                "flagged_spans",
             )
             delta = {name: getattr(s, name) - getattr(last, name) for name in names}
-            self._logged = CollectorStats(**{name: getattr(s, name) for name in delta})
+            flagged_by = {
+                reason: n - last.flagged_by.get(reason, 0)
+                for reason, n in s.flagged_by.items()
+                if n > last.flagged_by.get(reason, 0)
+            }
+            self._logged = CollectorStats(
+                **{name: getattr(s, name) for name in delta}, flagged_by=dict(s.flagged_by)
+            )
             total_calls = s.calls
         since = f"in the last {now - self._logged_at:.0f} s" if self._logged_at else "first batch"
         self._logged_at = now
+        # calls kept with a flaw in their times, as the stop line counts them: only when any
+        flagged = (
+            f", {delta['flagged_spans']} kept without a duration{by_reason(flagged_by)}"
+            if delta["flagged_spans"]
+            else ""
+        )
         log.info(
             "stored %d calls and %d tool listings from %d spans in %d requests (%s; "
-            "%d spans rejected, %d ignored, %d duplicates dropped); %d calls since start",
+            "%d spans rejected, %d ignored, %d duplicates dropped%s); %d calls since start",
             delta["calls"],
             delta["tool_listings"],
             delta["spans"],
@@ -404,6 +418,7 @@ class GroupCommitWriter:
             delta["rejected_spans"],
             delta["ignored_spans"],
             delta["duplicate_spans"],
+            flagged,
             total_calls,
         )
 

@@ -543,3 +543,23 @@ def test_a_body_trickling_in_gets_408_at_the_whole_body_deadline(store: Store) -
         assert 'toolwatch_collector_requests_timed_out_total{reason="body_deadline"} 1.0' in text
         assert post(c.url, pb_request([SpanSpec(call())])).status == 200  # still serving
     assert len(rows(store)) == 1
+
+
+def test_the_progress_line_counts_calls_kept_without_a_duration(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stop line counted calls kept with a flaw in their times, the periodic line did not:
+    an operator watching it never heard of them. Now it does, by reason, when there are any."""
+    caplog.set_level(logging.INFO, logger="toolwatch.collector.otlp")
+    with Collector(store, progress_interval=0.0) as c:
+        _ok(post(c.url, pb_request([SpanSpec(call(seq=0))])))
+        flawed = [SpanSpec(call(seq=1), end_ns=T0 - 1), SpanSpec(call(seq=2), end_ns=0)]
+        _ok(post(c.url, pb_request([*flawed, SpanSpec(call(seq=3), end_ns=T0 - 5)])))
+        _ok(post(c.url, pb_request([SpanSpec(call(seq=4))])))
+    stored = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stored ")]
+    assert len(stored) == 3
+    assert "kept without a duration" not in stored[0] + stored[2]
+    assert stored[1].endswith(
+        "0 duplicates dropped, 3 kept without a duration (end_before_start: 2, no_end_time: 1)); "
+        "4 calls since start"
+    )
