@@ -12,7 +12,9 @@ by service).
 
 Spans are exported synchronously in batches (no queue that could drop spans), as OTLP/HTTP
 protobuf, gzipped, on one keep-alive connection. Each response is read: spans the endpoint
-rejects through ``partial_success`` are counted with its message (:class:`ReplayReport`), a
+rejects through ``partial_success`` are counted with its message (:class:`ReplayReport`); a
+batch accepted whole with a warning (``rejected_spans`` 0 and a message, OTLP's warning form)
+is counted, and each distinct warning logged once; a
 503/429/502/504 or a dropped connection is retried (``Retry-After`` honoured) until
 ``timeout``, and any other refusal stops the replay with :class:`ReplayError` saying how many
 were accepted. A fields-less record (``fields_present`` and other intrinsic columns) travels in
@@ -84,6 +86,9 @@ _SPAN_ID = re.compile(r"^[0-9a-fA-F]{16}$")
 
 
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: distinct endpoint warnings said (and kept in the report), and how much of each
+MAX_WARNINGS = 5
+MAX_WARNING_CHARS = 500
 
 
 class ReplayError(ValueError):
@@ -99,6 +104,10 @@ class ReplayReport:
     rejected: int = 0
     messages: list[str] = field(default_factory=list)  # the endpoint's, first few
     cut: dict[str, int] = field(default_factory=dict)  # field name -> strings cut
+    #: batches accepted whole with a warning (``partial_success`` with rejected 0 and a
+    #: message, e.g. spans ending before they start, stored without a duration)
+    warned: int = 0
+    warnings: list[str] = field(default_factory=list)  # the distinct warnings, first few
 
     @property
     def accepted(self) -> int:
@@ -349,6 +358,8 @@ def replay_records(
             report.rejected += rejected
             if len(report.messages) < 5:
                 report.messages.append(message or f"{counted(rejected, 'span')} rejected")
+        elif message:
+            _warned(report, url, message)
         pending.clear()
         if on_progress is not None:
             on_progress(report.sent)
@@ -400,7 +411,14 @@ def replay_records(
             "; ".join(report.messages),
         )
     else:
-        log.info("replayed %d call records to %s", report.sent, url)
+        log.info(
+            "replayed %d call records to %s%s",
+            report.sent,
+            url,
+            f" ({counted(report.warned, 'batch', 'batches')} accepted with a warning)"
+            if report.warned
+            else "",
+        )
     if report.cut:
         log.warning(
             "replayed %d call records to %s: %s",
@@ -409,6 +427,17 @@ def replay_records(
             report.cut_text(),
         )
     return report
+
+
+def _warned(report: ReplayReport, url: str, message: str) -> None:
+    """Count a batch the endpoint accepted whole with a warning; say each distinct warning
+    once (the first :data:`MAX_WARNINGS`), however many batches repeat it."""
+    report.warned += 1
+    text = message[:MAX_WARNING_CHARS]
+    if text in report.warnings or len(report.warnings) >= MAX_WARNINGS:
+        return
+    report.warnings.append(text)
+    log.warning("%s accepted every span but warned (said once): %s", url, text)
 
 
 def _prepare(
