@@ -17,6 +17,7 @@ import argparse
 import logging
 import signal
 import sys
+from contextlib import nullcontext
 
 import anyio
 
@@ -138,10 +139,12 @@ async def _main(
 ) -> int:
     """Serve until the client leaves or a stop signal; the exit code (130 after Ctrl-C)."""
     # over stdio a stop signal stops the upstream processes at once, shutdown included
-    # (:mod:`.stdio_stop`); over HTTP the server stops gracefully on it (:mod:`.serving`)
+    # (:mod:`.stdio_stop`); over HTTP the server stops gracefully on it (:mod:`.serving`), and
+    # one during the shutdown after it stops (a second Ctrl-C kills) the upstreams
     stopped_by: signal.Signals | None = None
+    http = args.transport != "stdio"
     async with (
-        stopped_by_signals(args.transport == "stdio") as stop,
+        stopped_by_signals() as stop,
         run_proxy(
             scenario,
             target,
@@ -151,7 +154,7 @@ async def _main(
         ) as p,
     ):
         try:
-            with stop.serving:
+            with stop.serving, stop.deferring() if http else nullcontext():
                 stopped_by = await serve(
                     p,
                     args.transport,

@@ -1,4 +1,4 @@
-"""A stdio proxy stopped by a signal (SIGTERM, SIGINT) stops its upstream processes at once.
+"""A proxy stopped by a signal (SIGTERM, SIGINT) stops its upstream processes at once.
 
 The upstream commands the proxy starts run in process groups of their own (the SDK starts
 each with ``start_new_session``), so a signal to the proxy never reaches them, and the SDK
@@ -14,8 +14,18 @@ or kills it 2 s later), stops serving, and the proxy's own shutdown runs (upstre
 closed, the run summary said) and the command exits as over HTTP (:mod:`.serving`): 0 after
 SIGTERM, 130 after Ctrl-C (:func:`toolwatch.usage.exit_code`). A second signal kills the
 groups still there. ``toolwatch serve-scenario`` over stdio (no upstreams) is stopped the same
-way: it died of SIGTERM, exit -15. The upstream processes are known by the SDK's spawn
-function, wrapped here to note each process it starts inside :func:`noting_upstreams`.
+way: it died of SIGTERM, exit -15.
+
+Over HTTP uvicorn's own handlers stop serving gracefully, but only while it serves: a signal
+during the proxy's shutdown afterwards (upstream sessions closing, 2 s each for one that lingers)
+met the default handler, exit -15, upstreams left and the run summary unwritten. The proxy holds
+this handler around the whole HTTP run too, :meth:`Stop.deferring` while uvicorn serves (a
+signal then is only noted): a SIGTERM during the shutdown stops the upstream groups and the
+shutdown finishes; a second Ctrl-C (SIGINT after the one that stopped serving), or any signal
+after that, kills them, so it ends at once; the exit code is the first signal's, as over stdio.
+
+The upstream processes are known by the SDK's spawn function, wrapped here to note each process
+it starts inside :func:`noting_upstreams`.
 """
 
 from __future__ import annotations
@@ -94,6 +104,20 @@ class Stop:
 
     serving: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     signal: signal.Signals | None = None
+    #: a stop signal is only noted (:meth:`deferring`)
+    deferred: bool = False
+    #: a stop signal came while deferred (the one that stopped serving over HTTP)
+    noted: bool = False
+
+    @contextmanager
+    def deferring(self) -> Iterator[None]:
+        """Within it a stop signal is only noted: the server stops serving gracefully on it by
+        its own handler (uvicorn's, over HTTP); this one acts on those after it."""
+        self.deferred = True
+        try:
+            yield
+        finally:
+            self.deferred = False
 
 
 @asynccontextmanager
@@ -117,17 +141,23 @@ async def stopped_by_signals(
 
     def stop(sig: signal.Signals) -> None:
         nonlocal received
-        received += 1
         stopped.signal = stopped.signal or sig
+        if stopped.deferred:  # the server's own handler stops serving on it
+            stopped.noted = True
+            return
+        received += 1
+        again = " again" if stopped.noted else ""
         if not upstreams:
-            logger.info("%s received: shutting down", sig.name)
+            logger.info("%s received%s: shutting down", sig.name, again)
             stopped.serving.cancel()
             return
-        hard = received > 1
+        # a second signal kills; after a deferred one, so does a second Ctrl-C
+        hard = received > 1 or (stopped.noted and sig == signal.SIGINT)
         sent = signal_upstreams(signal.SIGKILL if hard else signal.SIGTERM)
         groups = f"{sent} upstream process group{'' if sent == 1 else 's'}"
         what = "killed" if hard else "stopped"
-        logger.info("%s received: %s %s, shutting down", sig.name, what, groups)
+        then = "finishing the shutdown" if stopped.noted else "shutting down"
+        logger.info("%s received%s: %s %s, %s", sig.name, again, what, groups, then)
         stopped.serving.cancel()
 
     for sig in STOP_SIGNALS:

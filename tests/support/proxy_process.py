@@ -12,10 +12,32 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 UPSTREAM = Path(__file__).with_name("proxy_fuzz_upstream.py")
+#: An upstream that notes its pid and lingers a minute after its client leaves (as a Node
+#: server-everything with timers sometimes did): the SDK's close waits 2 s for it, then
+#: SIGTERMs its group.
+LINGERING = """
+import os, time
+from collections.abc import Iterator
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+Path(__file__).with_name("pids").joinpath(str(os.getpid())).touch()
+server = MCPServer("lingering")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    return text
+
+
+server.run("stdio")
+time.sleep(60)
+"""
 _LISTENING = re.compile(r"fault proxy listening on (\S+)")
 
 
@@ -105,6 +127,27 @@ class ProxyProcess:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def lingering_upstream(tmp: Path) -> Iterator[tuple[Path, Path]]:
+    """The :data:`LINGERING` upstream script and the directory of its pids
+    (:func:`noted_pids`); any still running at the end is killed (a failing test leaves them
+    behind)."""
+    script, pids = tmp / "lingering.py", tmp / "pids"
+    script.write_text(LINGERING)
+    pids.mkdir()
+    try:
+        yield script, pids
+    finally:
+        for pid in noted_pids(pids):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def noted_pids(pids: Path) -> list[int]:
+    """The pids the :data:`LINGERING` upstreams noted in ``pids``."""
+    return [int(p.name) for p in pids.iterdir()]
 
 
 def alive(pid: int) -> bool:

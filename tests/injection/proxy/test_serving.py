@@ -6,7 +6,9 @@ Ctrl-C is exit 130, as for every toolwatch command (it was 0, as if nothing had 
 
 from __future__ import annotations
 
+import re
 import signal
+import time
 from pathlib import Path
 
 import anyio
@@ -16,7 +18,7 @@ from mcp import Client
 
 from support.mcp_test_server import build_server
 from support.proxy_fuzz_http import PROBE_INITIALIZE
-from support.proxy_process import ProxyProcess, gone_within
+from support.proxy_process import ProxyProcess, gone_within, lingering_upstream, noted_pids
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.proxy.serving import RETRY_AFTER_S
 
@@ -45,6 +47,53 @@ def test_a_stop_signal_is_a_clean_exit_with_the_upstreams_closed(
     assert log.rstrip().splitlines()[-1].endswith(f"fault proxy stopped by {stop.name}")
     assert "Traceback" not in log
     assert gone_within(tree[1:], 10)  # no upstream left behind
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_second_signal_during_the_shutdown_is_noted_and_the_shutdown_finishes(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    """uvicorn's handlers are in place only while it serves: a second SIGTERM while the proxy
+    then closed its upstreams (one that lingers: 2 s each) met the default handler, exit -15,
+    its upstreams left running and the last lines unwritten. Now the proxy's own handler is
+    held around the whole run: a SIGTERM then stops the upstreams and the shutdown finishes, a
+    second Ctrl-C kills them; the exit code is the first signal's (0, or 130 after Ctrl-C)."""
+    with lingering_upstream(tmp_path) as (script, pids):
+        proxy = ProxyProcess(tmp_path, "http", upstream=script)
+        stopping = f"{stop.name} received: stopped serving, shutting down"
+        try:
+            assert anyio.run(_echo, proxy.url) == "hi"
+            started = noted_pids(pids)
+            assert len(started) == 2  # the shared upstream and the client's own
+            proxy.proc.send_signal(stop)
+            assert _logged(proxy.log, stopping), proxy.log.read_text()
+            proxy.proc.send_signal(stop)  # while the upstreams close
+            proxy.proc.wait(30)
+        finally:
+            log = proxy.stop()
+        assert proxy.proc.returncode == (130 if stop == signal.SIGINT else 0), log
+        what = "killed" if stop == signal.SIGINT else "stopped"
+        again = f"{stop.name} received again: {what} [12] upstream process groups?, finishing "
+        assert re.search(again + "the shutdown", log), log
+        assert log.rstrip().splitlines()[-1].endswith(f"fault proxy stopped by {stop.name}")
+        assert "Traceback" not in log
+        assert gone_within(started, 10), log
+
+
+async def _echo(url: str) -> str:
+    async with Client(url, mode="legacy") as client:  # its own upstream process too
+        result = await client.call_tool("echo", {"text": "hi"})
+        return result.content[0].text  # type: ignore[union-attr]
+
+
+def _logged(log: Path, line: str, timeout: float = 30.0) -> bool:
+    """Whether ``line`` is in the ``log`` file within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while line not in log.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_a_session_past_the_bound_is_503_with_retry_after() -> None:

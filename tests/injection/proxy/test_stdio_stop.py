@@ -5,9 +5,7 @@ the signal never reaches) were left running."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -19,44 +17,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from support.proxy_fuzz_http import PROBE_INITIALIZE
-from support.proxy_process import ProxyProcess, gone_within
-
-#: An upstream that notes its pid and lingers a minute after its client leaves.
-LINGERING = """
-import os, time
-from collections.abc import Iterator
-from pathlib import Path
-from mcp.server.mcpserver import MCPServer
-
-Path(__file__).with_name("pids").joinpath(str(os.getpid())).touch()
-server = MCPServer("lingering")
-
-
-@server.tool()
-def echo(text: str) -> str:
-    return text
-
-
-server.run("stdio")
-time.sleep(60)
-"""
+from support.proxy_process import ProxyProcess, gone_within, lingering_upstream, noted_pids
 
 
 @pytest.fixture
 def lingering(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """The upstream script and the directory of its pids; any still running at the end is
-    killed (a failing test leaves them behind)."""
-    script, pids = tmp_path / "lingering.py", tmp_path / "pids"
-    script.write_text(LINGERING)
-    pids.mkdir()
-    yield script, pids
-    for pid in _pids(pids):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _pids(pids: Path) -> list[int]:
-    return [int(p.name) for p in pids.iterdir()]
+    """The lingering upstream script and the directory of its pids (killed at the end)."""
+    with lingering_upstream(tmp_path) as found:
+        yield found
 
 
 def test_a_client_that_leaves_leaves_no_upstream_behind(
@@ -76,7 +44,7 @@ def test_a_client_that_leaves_leaves_no_upstream_behind(
             return (await client.call_tool("echo", {"text": "hi"})).content[0].text  # type: ignore[union-attr]
 
     assert anyio.run(main) == "hi"
-    started = _pids(pids)
+    started = noted_pids(pids)
     log = (tmp_path / "proxy.err").read_text()
     assert len(started) == 2, log  # the shared upstream and the client's own
     assert gone_within(started, 10), log
@@ -102,7 +70,7 @@ def test_sigterm_stops_the_upstreams_at_once_and_exits_0(
         proxy.proc.stdin.write(json.dumps(message).encode() + b"\n")
         proxy.proc.stdin.flush()
     answers = [json.loads(proxy.proc.stdout.readline()) for _ in range(2)]
-    assert [a["id"] for a in answers] == [1, 2] and len(_pids(pids)) == 2
+    assert [a["id"] for a in answers] == [1, 2] and len(noted_pids(pids)) == 2
     if stdin == "closed":
         proxy.proc.stdin.close()
     proxy.proc.send_signal(signal.SIGTERM)
@@ -111,7 +79,7 @@ def test_sigterm_stops_the_upstreams_at_once_and_exits_0(
     finally:
         log = proxy.stop()
     assert proxy.proc.returncode == 0, log
-    assert gone_within(_pids(pids), 5), log
+    assert gone_within(noted_pids(pids), 5), log
     assert "SIGTERM received: stopped 2 upstream process groups, shutting down" in log, log
     assert "Traceback" not in log
 
