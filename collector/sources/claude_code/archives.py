@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Final
 
 from toolwatch.collector.sources.claude_code.zip_descriptors import data_descriptor, zip64_sizes
+from toolwatch.words import counted
 
 ZIP_SUFFIX: Final = ".zip"
 ZIP_MAGIC: Final = b"PK\x03\x04"
@@ -38,11 +39,19 @@ _ZIP64: Final = 0xFFFFFFFF
 #: Text a member gives at most per read: a failed CRC, found at the member's end, drops the text
 #: of the read that found it (zipfile raises instead of returning it), so reads stay small.
 STEP: Final = 1 << 12
-#: What happened to an archive whose member list is unreadable (a cut download).
-NO_DIRECTORY: Final = (
-    "zip archive cut short or damaged: its member list (at the end) is unreadable; "
-    "{} found by their local headers before the damage were read"
-)
+
+
+def no_directory(found: int) -> str:
+    """What happened to an archive whose member list is unreadable (a cut download), with the
+    number of transcript members read all the same."""
+    one = found == 1
+    return (
+        "zip archive cut short or damaged: its member list (at the end) is unreadable; "
+        f"{counted(found, 'transcript member')} found by {'its' if one else 'their'} local "
+        f"header{'' if one else 's'} before the damage {'was' if one else 'were'} read"
+    )
+
+
 MEMBER_CUT: Final = "zip member cut short"
 MEMBER_CORRUPT: Final = "corrupt zip member"
 

@@ -22,9 +22,9 @@ from pathlib import Path, PurePosixPath
 from typing import Final, cast
 
 from toolwatch.collector.sources.claude_code.archives import (
-    NO_DIRECTORY,
     ZIP_SUFFIX,
     list_members,
+    no_directory,
 )
 from toolwatch.words import counted
 
@@ -203,7 +203,7 @@ def _archive_members(
             members.append(Transcript(path, f"{shown}!{info.filename}", info))
     skipped.extend(passed)
     if listing.damaged:
-        return members, NO_DIRECTORY.format(counted(len(members), "transcript member")), True
+        return members, no_directory(len(members)), True
     if not members:
         problem = NO_TRANSCRIPT_MEMBER.format(", ".join(FILE_NAMES))
         kinds = Counter(kind for _, kind in passed)

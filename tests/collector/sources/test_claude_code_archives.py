@@ -13,7 +13,7 @@ import pytest
 
 from support.transcripts import call_line, jsonl, result_line
 from toolwatch.collector.sources.claude_code import import_transcripts
-from toolwatch.collector.sources.claude_code.archives import NO_DIRECTORY
+from toolwatch.collector.sources.claude_code.archives import no_directory
 
 
 def _session(name: str, calls: int, session: str | None = "") -> bytes:
@@ -89,7 +89,7 @@ def test_a_cut_zip64_or_descriptor_archive_keeps_every_member_before_the_cut(
     kept = [r for r in records if r.session_id == "c"]
     member = f"{cut}!p/c.jsonl"
     assert report.unreadable_files == [
-        (str(cut), NO_DIRECTORY.format(3)),
+        (str(cut), no_directory(3)),
         (
             member,
             f"zip member cut short after line {report.lines - 240:,} "
@@ -110,7 +110,7 @@ def test_a_cut_in_a_descriptor_members_header_region_reads_what_is_whole(tmp_pat
     cut.write_bytes(whole[: second - 8])  # inside a's 16-byte descriptor
     records, report = import_transcripts([cut])
     assert len(records) == 20 and {r.session_id for r in records} == {"a"}
-    assert report.unreadable_files[0] == (str(cut), NO_DIRECTORY.format(1))
+    assert report.unreadable_files[0] == (str(cut), no_directory(1))
     assert report.damaged_files == [str(cut)]
 
 
