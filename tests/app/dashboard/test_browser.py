@@ -50,6 +50,7 @@ from toolwatch.app.dashboard.live_page import BY
 from toolwatch.app.dashboard.time_charts import HOURS_PLOT_PX, WEEKS_PLOT_PX, WEEKS_Y_PAD_PX
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.injection.experiment.formats import pct
 from toolwatch.injection.experiment.report import label
 
 pytestmark = pytest.mark.browser
@@ -484,7 +485,7 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
         assert shown[t["tool"]] == {
             "MCP server": t["server"] or "(built-in)",
             "calls": f"{t['calls']:,}",
-            "failure rate": f"{100 * t['rate']:.1f}%",
+            "failure rate": pct(t["rate"], 1),  # a half rounded up, as the CLI prints it
         }
 
 
