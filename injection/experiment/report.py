@@ -405,11 +405,15 @@ def _ablation(result: ExperimentResult, breached: Collection[tuple[str, str]]) -
     for kind in ("burst", "control_same_response_burst", "runaway_retry"):
         if kind not in result.config.kinds:
             continue
-        for cue, det_std, det_abl in (
-            ("time", std_time_det, time_det),
-            ("time", "point", "point"),
-            ("all", "cusum", "cusum"),
-        ):
+        # time·point's own row, unless the best time detectors already are point
+        shown_rows = dict.fromkeys(
+            (
+                ("time", std_time_det, time_det),
+                ("time", "point", "point"),
+                ("all", "cusum", "cusum"),
+            )
+        )
+        for cue, det_std, det_abl in shown_rows:
             a = result.cell(kind, cue, det_std)
             b = result.cell(kind, cue, det_abl, variant="no_response_ids")
             shown = det_std if det_std == det_abl else f"{det_std} / {det_abl}"

@@ -253,3 +253,28 @@ def test_the_split_table_adds_up_to_the_data() -> None:
     )
     assert counts["client artefacts (kept apart)"][0] > 0
     assert counts["test (< 30 calls, not injected)"][0] > 0
+
+
+def test_the_ablation_lists_each_time_detector_once() -> None:
+    """When time·point was the best time detector with and without response ids, the ablation
+    printed its 'time·point' rows twice per kind (the best detector's row, then time·point's
+    own), identical: a reader looked for the difference between them."""
+    from support.detection import session, table
+    from toolwatch.injection.experiment.config import ExperimentConfig
+    from toolwatch.injection.experiment.protocol import run_experiment
+    from toolwatch.injection.experiment.report import best_detector_per_cue
+
+    calls = table(
+        session(["a", "b", "c"] * 20, name="s1")
+        + session(["a", "c", "b"] * 20, name="s2", start=3 * 86400.0)
+    )
+    kinds = ("burst", "runaway_retry", "control_same_response_burst")
+    small = run_experiment(
+        calls, ExperimentConfig(seeds=(0,), bootstrap=20, ablation=True, kinds=kinds)
+    )
+    assert best_detector_per_cue(small, "no_response_ids")["time"] == "point"
+    text = render(small)
+    rows = text[text.index("Ablation") :].splitlines()
+    for kind in ("burst (different responses)", "runaway retry", "control: same-response burst"):
+        named = [r.split("  ")[0] for r in rows if r.startswith(f"{kind}, ")]
+        assert named == [f"{kind}, time·point", f"{kind}, all·cusum"]
