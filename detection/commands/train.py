@@ -94,6 +94,9 @@ def _run(args: argparse.Namespace) -> int:
     # an empty or missing store fails before the bar, too; an empty test split does not
     # (training never reads it: said after the summary)
     cut = split_store(store, spec, need_test=False)
+    nothing = empty_calibration(cut)
+    if nothing:  # said before the fit, not after it
+        raise SplitError(nothing)
     with tqdm(
         total=4, desc="train", unit="step", file=sys.stderr, leave=False, disable=None
     ) as bar:
@@ -102,8 +105,6 @@ def _run(args: argparse.Namespace) -> int:
         model = NormalModel.fit(train, config, window=describe(cut, "train"))
         bar.update()
         calib = cut.calls("calibration")
-        if calib.num_rows == 0:
-            raise SplitError("the calibration split holds no calls: give it a share or days")
         model.calibrate(calib, window=describe(cut, "calibration"))
         if adaptive is not None:
             attach_adaptive(model, train, calib, adaptive)
@@ -134,6 +135,22 @@ def empty_test_split(cut: StoreSplit) -> str:
     return (
         f"the test split is empty ({held}): the model is trained, but `toolwatch experiment` "
         "and `replay` with these options have nothing to test"
+    )
+
+
+def empty_calibration(cut: StoreSplit) -> str:
+    """Why the split leaves nothing to calibrate on, with the split it made and the days the
+    streams start on (dates beyond the data put every stream in training), or ``""``."""
+    streams, calls = cut.count("calibration")
+    if streams and calls:
+        return ""
+    test = counted(cut.count("test_all")[0], "test stream")
+    given = describe(cut, "calibration")["given"]
+    return (
+        f"the calibration split holds no calls: {cut.count('train')[0]} train, 0 calibration, "
+        f"{test} by {given}; the streams start {cut.split.description['streams_span']}: "
+        "give calibration a share (--split-shares) "
+        "or days (--split-dates) within them"
     )
 
 

@@ -278,9 +278,8 @@ def test_no_progress_bar_reaches_a_stderr_that_is_no_terminal(  # type: ignore[n
         assert not any(line.startswith(f"{args[0]}:") for line in err.splitlines())
     # an error raised while the bar runs: one line, nothing before it
     assert main(["train", "--store", root, "--split-shares", "0.6,0", "--out", model]) == 1
-    assert capsys.readouterr().err.splitlines() == [
-        "toolwatch train: the calibration split holds no calls: give it a share or days"
-    ]
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("toolwatch train: the calibration split holds no calls: ")
 
 
 def test_scored_window_round_trips_to_parquet(store: Store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -447,3 +446,28 @@ def test_collector_usage_errors_exit_2_and_data_errors_exit_1(
     assert (got, err.count("\n")) == (code, 1), err
     assert err.startswith(f"toolwatch collector: {message.format(**where)}"), err
     assert "s3cret" not in err
+
+
+def test_an_empty_calibration_split_names_the_split_and_the_days(  # type: ignore[no-untyped-def]
+    store: Store, tmp_path: Path, capsys
+) -> None:
+    """Split dates after the data put every stream in training, and train said only 'the
+    calibration split holds no calls: give it a share or days' (after fitting), where split
+    dates before the data named the split and the days the streams start on."""
+    out = tmp_path / "x.json"
+    root = str(store.root)
+    normal = store.query(
+        "SELECT count(DISTINCT (session_id, agent_id)) AS n FROM calls WHERE label IS NULL"
+    )["n"][0].as_py()
+    after = ["train", "--store", root, "--split-dates", "2030-01-01,2030-01-02", "--out", str(out)]
+    assert main(after) == 1 and not out.exists()
+    assert capsys.readouterr().err.splitlines() == [
+        f"toolwatch train: the calibration split holds no calls: {normal} train, 0 calibration, "
+        "0 test streams by --split-dates 2030-01-01,2030-01-02; the streams start "
+        "2026-08-04..2026-08-10: give calibration a share (--split-shares) or days "
+        "(--split-dates) within them"
+    ]
+    shares = ["train", "--store", root, "--split-shares", "0.5,0", "--out", str(out)]
+    assert main(shares) == 1
+    err = capsys.readouterr().err
+    assert f"{normal // 2} train, 0 calibration, " in err and "by --split-shares 0.5,0.0;" in err
