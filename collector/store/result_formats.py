@@ -46,7 +46,12 @@ def _cell(value: Any) -> str:
         return _float_cell(value)
     if isinstance(value, datetime):
         return value.isoformat(sep=" ")
-    text = str(value)
+    return cut_cell(str(value))
+
+
+def cut_cell(text: str) -> str:
+    """``text`` in at most :data:`MAX_CELL` characters, a longer one ending with "…" (a table
+    that prints a name whole would push every column after it that far right)."""
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 

@@ -9,7 +9,9 @@ session), the tool, the cue that explains the excursion, the peak against the th
 many calls were above it; the header compares the flagged streams with the study's count (the
 study counted each subagent as a session of its own). With the split options every command
 shares, only the test split is scanned — the streams a model trained with the same options
-never saw; ``--min-calls`` scans only streams that long (default: every stream).
+never saw; ``--min-calls`` scans only streams that long (default: every stream). Ids are
+printed whole; a tool name longer than a cell is cut (and counted under the table), since one
+4 KiB name would push every row's numbers 4,000 characters right; ``--json`` keeps it whole.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.parquet_store import Store, add_store_argument
-from toolwatch.collector.store.result_formats import render, text_table
+from toolwatch.collector.store.result_formats import MAX_CELL, cut_cell, render, text_table
 from toolwatch.detection.calls.split import (
     add_split_arguments,
     placed_by_arrival_line,
@@ -43,6 +45,7 @@ from toolwatch.detection.scoring.scan import ScanResult, scan
 from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
 from toolwatch.usage import positive_int
+from toolwatch.words import counted
 
 HELP = "rank sessions flagged at the operating point"
 
@@ -140,7 +143,7 @@ def format_result(result: ScanResult, top: int) -> str:
             f"{f.call_index:,}",
             f"{f.stream_calls:,}",
             "-" if f.seq is None else f"{f.seq:,}",
-            f.tool,
+            cut_cell(f.tool),
             f.statistic,
             f.cue,
             f"{f.peak:.2f}",
@@ -164,6 +167,12 @@ def format_result(result: ScanResult, top: int) -> str:
         ("over", True),
     ]
     lines.append(render(text_table(columns, rows)).rstrip("\n"))
+    long = sum(len(f.tool) > MAX_CELL for f in result.flags[:top])
+    if long:
+        lines.append(
+            f"({counted(long, 'tool name')} longer than {MAX_CELL} characters cut to it; "
+            "--json gives them whole)"
+        )
     if len(result.flags) > top:
         lines.append(f"... {len(result.flags) - top} more (--top)")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from support.detection import T0, session, table, workload
 from toolwatch import study
 from toolwatch.cli import main
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.collector.store.result_formats import MAX_CELL
 from toolwatch.detection import NormalModel
 from toolwatch.detection.calls.windows import (
     WindowError,
@@ -24,6 +25,7 @@ from toolwatch.detection.calls.windows import (
     parse_window,
 )
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.record import MAX_STRING_BYTES
 
 
 @pytest.fixture(scope="module")
@@ -471,3 +473,34 @@ def test_an_empty_calibration_split_names_the_split_and_the_days(  # type: ignor
     assert main(shares) == 1
     err = capsys.readouterr().err
     assert f"{normal // 2} train, 0 calibration, " in err and "by --split-shares 0.5,0.0;" in err
+
+
+def test_scan_cuts_a_long_tool_name_and_says_so(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A stream calling a tool with a 4 KiB name (the longest a record holds) made every row of
+    scan's table 4 KiB wide: the statistic, cue, peak and threshold of each flagged stream
+    stood 4,000 characters right of its session. The cell is cut as `toolwatch sql` cuts one,
+    a line says so, and --json keeps the name whole."""
+    name = "x" * MAX_STRING_BYTES
+    store = Store(tmp_path / "long")
+    day = timedelta(days=1)
+    store.append("calls", workload(1, 40, tools=8))
+    store.append("calls", workload(2, 20, tools=8, start=T0 + 3 * day, prefix="c"))
+    store.append("calls", workload(3, 20, tools=8, start=T0 + 5 * day, prefix="t"))
+    start = (6 * day + timedelta(hours=2)).total_seconds()
+    store.append(
+        "calls", table(session([name] * 30, name="loop", gap=2.0, failed=True, start=start))
+    )
+    model = str(tmp_path / "m.json")
+    split = ["--split-dates", "2026-08-05,2026-08-08"]
+    assert main(["train", "--store", str(store.root), *split, "--out", model]) == 0
+    capsys.readouterr()
+    scan = ["scan", "--store", str(store.root), "--model", model, "--no-save"]
+    assert main(scan) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (row,) = [line for line in lines if " loop " in line]
+    cell = "x" * (MAX_CELL - 1) + "…"
+    assert f" {cell} " in row and name not in row and len(row) < 250
+    assert "(1 tool name longer than 80 characters cut to it; --json gives them whole)" in lines
+    assert main([*scan, "--json"]) == 0
+    flagged = json.loads(capsys.readouterr().out)["flagged"]
+    assert [f["tool"] for f in flagged if f["session_id"] == "loop"] == [name]
