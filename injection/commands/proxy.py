@@ -17,7 +17,6 @@ import argparse
 import logging
 import signal
 import sys
-from contextlib import nullcontext
 
 import anyio
 
@@ -142,7 +141,6 @@ async def _main(
     # (:mod:`.stdio_stop`); over HTTP the server stops gracefully on it (:mod:`.serving`), and
     # one during the shutdown after it stops (a second Ctrl-C kills) the upstreams
     stopped_by: signal.Signals | None = None
-    http = args.transport != "stdio"
     async with (
         stopped_by_signals() as stop,
         run_proxy(
@@ -154,7 +152,7 @@ async def _main(
         ) as p,
     ):
         try:
-            with stop.serving, stop.deferring() if http else nullcontext():
+            with stop.around(args.transport):
                 stopped_by = await serve(
                     p,
                     args.transport,

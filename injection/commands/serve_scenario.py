@@ -69,10 +69,12 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(server: MCPServer, args: argparse.Namespace) -> int:
     """Serve until the client leaves or a stop signal; the exit code (130 after Ctrl-C). Over
     stdio SIGTERM and Ctrl-C stop it gracefully too (:mod:`.stdio_stop`; SIGTERM killed it, exit
-    -15, with the SDK's session torn down mid-answer), as over HTTP (:mod:`.serving`)."""
+    -15, with the SDK's session torn down mid-answer), as over HTTP (:mod:`.serving`); over
+    HTTP the handler is held for the whole run too, so a signal during the shutdown after
+    uvicorn stopped serving (its handlers gone) no longer meets the default one (exit -15)."""
     stopped_by: signal.Signals | None = None
-    async with stopped_by_signals(args.transport == "stdio", upstreams=False) as stop:
-        with stop.serving:
+    async with stopped_by_signals(upstreams=False) as stop:
+        with stop.around(args.transport):
             stopped_by = await serve(
                 server,
                 args.transport,

@@ -13,16 +13,19 @@ signal sends SIGTERM to every upstream group still running (the SDK's close then
 or kills it 2 s later), stops serving, and the proxy's own shutdown runs (upstream sessions
 closed, the run summary said) and the command exits as over HTTP (:mod:`.serving`): 0 after
 SIGTERM, 130 after Ctrl-C (:func:`toolwatch.usage.exit_code`). A second signal kills the
-groups still there. ``toolwatch serve-scenario`` over stdio (no upstreams) is stopped the same
-way: it died of SIGTERM, exit -15.
+groups still there. ``toolwatch serve-scenario`` (no upstreams) is stopped the same way, on
+either transport: over stdio it died of SIGTERM, exit -15, and over HTTP so did a SIGTERM during
+its shutdown (below), the last line unwritten.
 
 Over HTTP uvicorn's own handlers stop serving gracefully, but only while it serves: a signal
 during the proxy's shutdown afterwards (upstream sessions closing, 2 s each for one that lingers)
 met the default handler, exit -15, upstreams left and the run summary unwritten. The proxy holds
 this handler around the whole HTTP run too, :meth:`Stop.deferring` while uvicorn serves (a
-signal then is only noted): a SIGTERM during the shutdown stops the upstream groups and the
-shutdown finishes; a second Ctrl-C (SIGINT after the one that stopped serving), or any signal
-after that, kills them, so it ends at once; the exit code is the first signal's, as over stdio.
+signal is only noted while uvicorn's handler is in place; :meth:`Stop.around` puts either
+transport's shape around serving): a SIGTERM during the shutdown stops the upstream groups and
+the shutdown finishes; a second Ctrl-C (SIGINT after the one that stopped serving), or any
+signal after that, kills them, so it ends at once; the exit code is the first signal's, as over
+stdio.
 
 The upstream processes are known by the SDK's spawn function, wrapped here to note each process
 it starts inside :func:`noting_upstreams`.
@@ -37,7 +40,7 @@ import signal
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,13 +114,22 @@ class Stop:
 
     @contextmanager
     def deferring(self) -> Iterator[None]:
-        """Within it a stop signal is only noted: the server stops serving gracefully on it by
-        its own handler (uvicorn's, over HTTP); this one acts on those after it."""
+        """Within it a stop signal is only noted while the server's own handler is in place
+        (uvicorn's, over HTTP, while it serves): that one stops serving gracefully on it; this
+        one acts on those after it, the shutdown after uvicorn's included."""
         self.deferred = True
         try:
             yield
         finally:
             self.deferred = False
+
+    @contextmanager
+    def around(self, transport: str) -> Iterator[None]:
+        """Put around serving: the scope a stop signal cancels, and over HTTP
+        :meth:`deferring` (uvicorn stops serving on the signal itself), so the proxy and
+        ``serve-scenario`` are stopped alike on either transport."""
+        with self.serving, self.deferring() if transport != "stdio" else nullcontext():
+            yield
 
 
 @asynccontextmanager
@@ -142,13 +154,16 @@ async def stopped_by_signals(
     def stop(sig: signal.Signals) -> None:
         nonlocal received
         stopped.signal = stopped.signal or sig
-        if stopped.deferred:  # the server's own handler stops serving on it
+        if stopped.deferred and signal.getsignal(sig) is not ours[sig]:
+            # the server's own handler is in place (uvicorn's, while it serves) and stops
+            # serving on it; once restored (the shutdown after), this one acts
             stopped.noted = True
             return
         received += 1
         again = " again" if stopped.noted else ""
+        then = "finishing the shutdown" if stopped.noted else "shutting down"
         if not upstreams:
-            logger.info("%s received%s: shutting down", sig.name, again)
+            logger.info("%s received%s: %s", sig.name, again, then)
             stopped.serving.cancel()
             return
         # a second signal kills; after a deferred one, so does a second Ctrl-C
@@ -156,12 +171,12 @@ async def stopped_by_signals(
         sent = signal_upstreams(signal.SIGKILL if hard else signal.SIGTERM)
         groups = f"{sent} upstream process group{'' if sent == 1 else 's'}"
         what = "killed" if hard else "stopped"
-        then = "finishing the shutdown" if stopped.noted else "shutting down"
         logger.info("%s received%s: %s %s, %s", sig.name, again, what, groups, then)
         stopped.serving.cancel()
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop, sig)
+    ours = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}  # the loop's, set just now
     try:
         yield stopped
     finally:

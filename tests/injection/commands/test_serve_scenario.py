@@ -28,9 +28,34 @@ CALL = {
 }
 
 
-def _start(tmp_path: Path, transport: str) -> tuple[subprocess.Popen[bytes], Path]:
+#: ``toolwatch serve-scenario`` whose shutdown after uvicorn stopped serving takes 30 s (its
+#: own is too brief to reach), so a signal sent then finds whatever handler is in place.
+SLOW_SHUTDOWN = """
+import logging, sys, anyio
+import toolwatch.injection.commands.serve_scenario as command
+from toolwatch.cli import main
+
+served = command.serve
+
+
+async def slow(*args, **kwargs):
+    stopped_by = await served(*args, **kwargs)
+    logging.getLogger("test").info("uvicorn stopped serving; shutting down slowly")
+    await anyio.sleep(30)
+    return stopped_by
+
+
+command.serve = slow
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _start(
+    tmp_path: Path, transport: str, *, slow_shutdown: bool = False
+) -> tuple[subprocess.Popen[bytes], Path]:
     log = tmp_path / "serve.err"
-    cmd = [sys.executable, "-m", "toolwatch", "serve-scenario", "a2-legal-01"]
+    start = ["-c", SLOW_SHUTDOWN] if slow_shutdown else ["-m", "toolwatch"]
+    cmd = [sys.executable, *start, "serve-scenario", "a2-legal-01"]
     cmd += ["--transport", transport, "--port", "0"]
     with open(log, "wb") as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
@@ -91,3 +116,42 @@ def test_over_http_ctrl_c_is_exit_130(tmp_path: Path) -> None:
     assert proc.returncode == 130, text
     assert "SIGINT received: stopped serving, shutting down" in text
     assert text.rstrip().splitlines()[-1].endswith("scenario server stopped by SIGINT")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_over_http_a_signal_during_the_shutdown_finishes_it(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    """uvicorn's handlers are in place only while it serves: a second SIGTERM during the
+    shutdown after it met the default handler (exit -15, the last line unwritten), a second
+    Ctrl-C a KeyboardInterrupt wherever it landed. The proxy's handler (``Stop.around``) is now
+    held for the whole run: the shutdown finishes at once and the exit code is the first
+    signal's (0, or 130 after Ctrl-C)."""
+    proc, log = _start(tmp_path, "http", slow_shutdown=True)
+    try:
+        _wait_for(proc, log, r"listening on (\S+)")
+        proc.send_signal(stop)
+        _wait_for(proc, log, "shutting down slowly")
+        sent = time.monotonic()
+        proc.send_signal(stop)
+        proc.wait(10)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    text = log.read_text()
+    assert proc.returncode == (130 if stop == signal.SIGINT else 0), text
+    assert took < 5, text  # not the 30 s shutdown
+    assert f"{stop.name} received again: finishing the shutdown" in text, text
+    assert "Traceback" not in text
+    assert text.rstrip().splitlines()[-1].endswith(f"scenario server stopped by {stop.name}")
+
+
+def _wait_for(proc: subprocess.Popen[bytes], log: Path, pattern: str) -> re.Match[str]:
+    """The first match of ``pattern`` in the server's log, within 60 s while it runs."""
+    deadline = time.monotonic() + 60
+    while not (found := re.search(pattern, log.read_text())):
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    return found
