@@ -361,8 +361,6 @@ def test_bad_values_are_one_line_usage_errors(
         (["collector", "--port", "0"], 1, "store path {file} is not a directory"),
         (["stats"], 1, "store path {file} is not a directory"),
         (["store", "info"], 1, "store path {file} is not a directory"),
-        (["scenarios", "validate", "{missing}"], 2, "no such file or directory: {missing}"),
-        (["scenarios", "list", "--path", "{missing}"], 2, "no such file or directory: {missing}"),
         (["score", "--out", "{missing}/x.csv"], 2, "--out {missing}/x.csv: no directory"),
         (["simulate", "--otlp", "notaurl"], 2, "--otlp notaurl: give an http(s)://host:port URL"),
         (["simulate", "--otlp", "http://[::1"], 2, "--otlp http://[::1: give an http(s)://"),
@@ -390,6 +388,52 @@ def test_mistakes_found_by_a_review_are_one_line_before_any_work(
     assert got == code and out == "", (got, out, err)
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     assert needle.format(**where) in err
+    assert not missing.exists()
+
+
+#: Every command that reads an input path, with the path missing ({m}). By the convention
+#: (:mod:`toolwatch.usage`) that is "could not do its job with what it found", exit 1, as a
+#: missing store or model always was; ``scenarios``, ``import``, ``workbench``,
+#: ``serve-scenario`` and ``proxy --scenario`` said 2 (bad usage) for the same mistake.
+MISSING_INPUTS = [
+    ["sql", "SELECT 1", "--store", "{m}"],
+    ["stats", "--store", "{m}"],
+    ["store", "info", "--store", "{m}"],
+    ["store", "verify", "--store", "{m}"],
+    ["pins", "list", "--store", "{m}"],
+    ["train", "--store", "{m}"],
+    ["experiment", "--store", "{m}"],
+    ["replay", "--store", "{m}"],
+    ["score", "--model", "{m}"],
+    ["scan", "--model", "{m}"],
+    ["collector", "--port", "0", "--model", "{m}"],
+    ["collector", "--port", "0", "--rules", "{m}"],
+    ["collector", "--port", "0", "--token-file", "{m}"],
+    ["rules", "check", "{m}"],
+    ["import", "claude-code", "{m}"],
+    ["scenarios", "validate", "{m}"],
+    ["scenarios", "list", "--path", "{m}"],
+    ["scenarios", "show", "{m}"],
+    ["serve-scenario", "{m}"],
+    ["proxy", "--scenario", "{m}"],
+    ["workbench", "run", "{m}"],
+    ["workbench", "suite", "--scenarios", "{m}"],
+    ["workbench", "suite", "--detect", "--model", "{m}"],
+    ["app", "--model", "{m}"],
+]
+
+
+@pytest.mark.parametrize("argv", MISSING_INPUTS, ids=lambda a: " ".join(a[:-1]))
+def test_a_missing_input_path_is_exit_1_in_every_command(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.json"
+    argv = [a.format(m=missing) for a in argv]
+    if "--store" not in argv and argv[0] not in ("scenarios", "serve-scenario", "proxy"):
+        argv += ["--store", str(tmp_path)]  # never the user's own
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (1, ""), (code, out, err)
+    one_error(err, argv[0], str(missing))
     assert not missing.exists()
 
 

@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             provenance=not args.no_provenance,
         )
-    except TranscriptPathError as exc:
+    except TranscriptPathError as exc:  # what it found: exit 1, as every missing input
         print(f"toolwatch import: {exc}", file=sys.stderr)
-        return 2
+        return 1
     except (StoreError, OSError) as exc:
         print(f"toolwatch import: cannot write the store: {exc}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ import sys
 import anyio
 
 from toolwatch.injection.faults.library import find_scenario
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError, ScenarioNotFound
 from toolwatch.injection.proxy.proxy import run_proxy, serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.proxy.sessions import MAX_OPEN
@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     except _UsageError as exc:
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
         return 2
+    except ScenarioNotFound:
+        raise  # --scenario names nothing: one line, exit 1 (toolwatch.usage)
     except ScenarioError as exc:  # the upstream's listing says the fault could never act
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
         return 2
@@ -110,6 +112,8 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
     if args.scenario:
         try:
             scenario = find_scenario(args.scenario)
+        except ScenarioNotFound:
+            raise
         except ScenarioError as exc:
             raise _UsageError(f"invalid scenario\n{exc}") from exc
     if args.injection_log:  # before any upstream starts: not at the first injection

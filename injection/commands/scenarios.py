@@ -8,7 +8,7 @@ Lines, or several one after another). Every problem is printed as
 ``show --json`` prints scenarios in toolwatch's format (an AgentCheck template comes out
 converted), one JSON document each: the packaged library with no argument, else every file,
 directory or packaged id given. Exit codes as ``validate``'s: 1 when a file is invalid (the
-valid ones are still shown), 2 when an argument names no file, directory or packaged id.
+valid ones are still shown) or an argument names no file, directory or packaged id.
 Its output validates, so a round trip is one pipe::
 
     toolwatch scenarios show --json tests/fixtures/agentcheck/templates \\
@@ -41,7 +41,7 @@ from toolwatch.injection.faults.library import (
 )
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, FAULT_NAMES
-from toolwatch.usage import UsageError, UserError
+from toolwatch.usage import UserError
 from toolwatch.words import counted
 
 HELP = "list and validate fault scenarios"
@@ -82,12 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _require_paths(paths: list[str] | None) -> None:
-    """Bad usage when a path argument names nothing (it is not a scenario that fails); a
-    directory without a scenario file in it is refused as ``show`` refuses it, not passed over
-    as if it had held valid scenarios."""
+    """A path argument that names nothing is refused naming it (it is not a scenario that
+    fails), exit 1 as a missing input is for every command; a directory without a scenario file
+    in it is refused as ``show`` refuses it, not passed over as if it had held valid scenarios."""
     missing = [raw for raw in paths or () if raw != "-" and not Path(raw).exists()]
     if missing:
-        raise UsageError(f"no such file or directory: {', '.join(missing)}")
+        raise UserError(f"no such file or directory: {', '.join(missing)}")
     empty = [
         raw
         for raw in paths or ()
@@ -193,8 +193,9 @@ def _validate(paths: list[str]) -> int:
 
 
 def _require_refs(refs: list[str]) -> None:
-    """Bad usage when a reference names nothing: no such path and no packaged id (a file that
-    exists but is invalid is a data problem, exit 1, as ``validate`` says it)."""
+    """A reference that names nothing (no such path and no packaged id) is refused naming it,
+    exit 1 as a missing input is (a file that exists but is invalid is exit 1 too, as
+    ``validate`` says it)."""
     missing = []
     for ref in refs:
         if Path(ref).exists():
@@ -204,7 +205,7 @@ def _require_refs(refs: list[str]) -> None:
         except ScenarioError:
             missing.append(ref)
     if missing:
-        raise UsageError(
+        raise UserError(
             f"no such file, directory or packaged scenario id: {', '.join(missing)} "
             "(`toolwatch scenarios list` shows the ids)"
         )

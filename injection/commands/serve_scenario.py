@@ -16,7 +16,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from toolwatch.injection.faults.library import find_scenario
-from toolwatch.injection.faults.scenario import ScenarioError
+from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     content_free_sdk_logs()  # the SDK logs a failed call's message: the caller's arguments
     try:
         scenario = find_scenario(args.scenario)
+    except ScenarioNotFound:
+        raise  # nothing to serve: one line, exit 1 (toolwatch.usage), not an invalid scenario
     except ScenarioError as exc:
         print(f"toolwatch serve-scenario: invalid scenario\n{exc}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ from toolwatch.injection.faults.library import (
     load_library,
     load_scenario,
 )
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError
+from toolwatch.injection.faults.scenario import Scenario, ScenarioError, ScenarioNotFound
 from toolwatch.injection.mitigations.stack import parse_mitigations
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.workbench.agent import AgentConfig
@@ -52,7 +52,13 @@ from toolwatch.injection.workbench.report import (
 )
 from toolwatch.injection.workbench.runner import RunReport, WorkbenchConfig, run_scenario
 from toolwatch.injection.workbench.suite import render_summary, run_suite
-from toolwatch.usage import non_negative_float, non_negative_int, positive_float, positive_int
+from toolwatch.usage import (
+    UserError,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
@@ -179,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:  # the store could not be written or read: 1, not bad usage
         print(f"toolwatch workbench: {exc}", file=sys.stderr)
         return exc.code
+    except ScenarioNotFound:
+        raise  # a scenario that names nothing: one line, exit 1 (toolwatch.usage)
     except (CommandError, ScenarioError) as exc:
         print(f"toolwatch workbench: {exc}", file=sys.stderr)
         return 2
@@ -319,15 +327,15 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
         if not library:
             raise CommandError("the packaged scenario library is empty; pass --scenarios")
         return library, 0
-    # A path that names nothing, or a directory without a scenario file, is the command line's
-    # mistake (it was "1 of 1 scenario files are not valid", offering --skip-invalid), and an
-    # empty directory beside full ones was passed over without a word.
+    # A path that names nothing, or a directory without a scenario file, is refused naming it,
+    # exit 1 as a missing input is for every command (it was "1 of 1 scenario files are not
+    # valid", offering --skip-invalid), and an empty directory beside full ones was passed over.
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
-        raise CommandError(f"--scenarios: no such file or directory: {', '.join(missing)}")
+        raise UserError(f"--scenarios: no such file or directory: {', '.join(missing)}")
     empty = [p for p in paths if next(iter_scenario_paths([p]), None) is None]
     if empty:
-        raise CommandError(f"--scenarios: no scenario files (*.json) found in {', '.join(empty)}")
+        raise UserError(f"--scenarios: no scenario files (*.json) found in {', '.join(empty)}")
     files = list(iter_scenario_paths(paths))
     scenarios: list[Scenario] = []
     bad: list[str] = []
@@ -414,8 +422,8 @@ def _run_suite(args: argparse.Namespace) -> int:
 def _detectors(store: Any, model: Any, pins: str) -> LiveDetectors:
     try:
         return LiveDetectors(store, model, pins)
-    except ModelError as exc:
-        raise CommandError(f"--detect: {exc}") from exc
+    except ModelError as exc:  # a missing or unusable model: exit 1, as every command says it
+        raise UserError(f"--detect: {exc}") from exc
 
 
 def _load_model(store: Any, explicit: Path | None) -> Any:
@@ -431,5 +439,5 @@ def _load_model(store: Any, explicit: Path | None) -> Any:
         raise CommandError(
             "--detect: the detector (toolwatch.detection) is not available yet"
         ) from exc
-    except (ModelError, OSError) as exc:
-        raise CommandError(f"--detect: {exc}") from exc
+    except (ModelError, OSError) as exc:  # a missing or unusable model: exit 1
+        raise UserError(f"--detect: {exc}") from exc

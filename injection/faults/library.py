@@ -21,6 +21,7 @@ from toolwatch.injection.faults.scenario import (
     Problem,
     Scenario,
     ScenarioError,
+    ScenarioNotFound,
 )
 from toolwatch.injection.faults.validation import validate_data
 
@@ -46,6 +47,8 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ScenarioNotFound(str(path), "no such file or directory") from exc
     except OSError as exc:
         raise ScenarioError(str(path), [Problem("", f"cannot read file: {exc.strerror}")]) from exc
     except UnicodeDecodeError as exc:
@@ -68,8 +71,8 @@ def find_scenario(ref: str | Path) -> Scenario:
         with contextlib.suppress(ValueError):
             if loads_json(text).get("id") == str(ref):
                 return parse_text(text, f"scenarios/{traversable.name}")
-    raise ScenarioError(
-        str(ref), [Problem("", "no such file and no packaged scenario with this id")]
+    raise ScenarioNotFound(
+        str(ref), "no such file or packaged scenario id", "`toolwatch scenarios list` shows the ids"
     )
 
 

@@ -77,6 +77,16 @@ class ScenarioError(UserError, ValueError):
         super().__init__("\n".join(p.render(source) for p in self.problems))
 
 
+class ScenarioNotFound(ScenarioError):
+    """A scenario reference that names nothing (no such file, nor for an id a packaged
+    scenario): what the command found, exit 1 as for a missing store or model
+    (:mod:`toolwatch.usage`), said in one line; not a scenario that fails validation."""
+
+    def __init__(self, ref: str, what: str, hint: str = "") -> None:
+        super().__init__(ref, [Problem("", what)])
+        self.args = (f"{what}: {ref}" + (f" ({hint})" if hint else ""),)
+
+
 # --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------

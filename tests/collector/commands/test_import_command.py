@@ -236,13 +236,13 @@ def test_progress_bar_on_directories_only(
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _import(tmp_path / "s", tmp_path / "nowhere") == 2
+    assert _import(tmp_path / "s", tmp_path / "nowhere") == 1
     err = capsys.readouterr().err
     assert "no such file or directory" in err and "nowhere" in err
     assert "Traceback" not in err
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert _import(tmp_path / "s", empty) == 2
+    assert _import(tmp_path / "s", empty) == 1
     assert capsys.readouterr().err == (  # every name looked for, not only *.jsonl
         "toolwatch import: no transcript (*.jsonl, *.jsonl.gz, *.jsonl.bz2, *.jsonl.xz, "
         f"*.jsonl.zst, *.zip) found under {empty}\n"
@@ -257,12 +257,12 @@ def test_a_path_that_is_not_a_regular_file_is_named_as_such(
     fifo = tmp_path / "x.jsonl"
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/null")):
-        assert _import(tmp_path / "s", path) == 2
+        assert _import(tmp_path / "s", path) == 1
         assert capsys.readouterr().err == f"toolwatch import: not a regular file: {path}\n"
     only = tmp_path / "only"
     only.mkdir()
     os.mkfifo(only / "y.jsonl")
-    assert _import(tmp_path / "s", only) == 2
+    assert _import(tmp_path / "s", only) == 1
     assert f"1 file not read, e.g. {only / 'y.jsonl'}: not a regular file" in (
         capsys.readouterr().err
     )

@@ -276,7 +276,7 @@ def test_library_output_schemas_make_schema_drift_visible() -> None:
 def test_bad_json_and_missing_file(tmp_path: Path) -> None:
     bad = write(tmp_path, "bad.json", '{"id": "x",\n  "tools": [}\n')
     assert validate_path(bad) == [f"{bad}: /: invalid JSON at line 2, column 13: Expecting value"]
-    assert "cannot read file" in validate_path(tmp_path / "missing.json")[0]
+    assert "no such file or directory" in validate_path(tmp_path / "missing.json")[0]
 
 
 def test_a_file_nested_too_deeply_or_not_utf8_is_an_invalid_file_not_a_bug(tmp_path: Path) -> None:
@@ -403,7 +403,7 @@ def test_cli_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["scenarios", "show", "b1-finance-01"]) == 0
     out = capsys.readouterr().out
     assert "inject_stale_data on tool 'get_fx_rate'" in out and "label B1:b1-finance-01" in out
-    assert cli_main(["scenarios", "show", "no-such-scenario"]) == 2
+    assert cli_main(["scenarios", "show", "no-such-scenario"]) == 1
 
 
 def test_show_names_the_faults_parameters_as_the_proxy_armed_line_does(
@@ -446,7 +446,8 @@ def test_show_and_validate_agree_on_exit_codes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``show`` exited 2 for an invalid file where ``validate`` exited 1: an invalid file is
-    a data problem (1, the valid ones still shown); a name that is nothing is bad usage (2)."""
+    a data problem (1, the valid ones still shown); a name that is nothing is 1 too, as a
+    missing input is for every command (it was 2, bad usage)."""
     bad = library_doc("a2-travel-01")
     bad["fault"]["params"]["status"] = 404
     write(tmp_path, "bad.json", bad)
@@ -461,7 +462,7 @@ def test_show_and_validate_agree_on_exit_codes(
     capsys.readouterr()
     missing = tmp_path / "missing.json"
     for argv in (["validate", str(missing)], ["show", str(missing)], ["show", "nope-01"]):
-        assert cli_main(["scenarios", *argv]) == 2, argv
+        assert cli_main(["scenarios", *argv]) == 1, argv  # what it found: exit 1
         out, err = capsys.readouterr()
         assert out == "" and len(err.splitlines()) == 1, err
         assert err.startswith("toolwatch scenarios: no such file"), err
@@ -564,5 +565,5 @@ def test_find_scenario_by_id_or_path(tmp_path: Path) -> None:
     assert find_scenario("c2-hr-01").fault_type == "C2"
     path = write(tmp_path, "mine.json", library_doc("c2-hr-01"))
     assert isinstance(find_scenario(str(path)), Scenario)
-    with pytest.raises(ScenarioError, match="no packaged scenario"):
+    with pytest.raises(ScenarioError, match="no such file or packaged scenario id: zz-none"):
         find_scenario("zz-none")

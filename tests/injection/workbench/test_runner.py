@@ -406,7 +406,7 @@ def test_cli_run_prints_the_report_and_saves_rows(
 
 def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = str(tmp_path / "s")
-    assert cli_main(["workbench", "run", str(tmp_path / "nope.json"), "--store", store]) == 2
+    assert cli_main(["workbench", "run", str(tmp_path / "nope.json"), "--store", store]) == 1
     assert "nope.json" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": "toolwatch-scenario/1", "id": "x"}')
@@ -415,7 +415,7 @@ def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
     file = _write(scenario("A2"), tmp_path / "a2.json")
     assert cli_main(["workbench", "run", str(file), "--mitigation", "pray", "--store", store]) == 2
     assert "unknown mitigation" in capsys.readouterr().err
-    assert cli_main(["workbench", "suite", "--detect", "--store", store]) == 2
+    assert cli_main(["workbench", "suite", "--detect", "--store", store]) == 1
     assert "--model" in capsys.readouterr().err
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
@@ -450,7 +450,7 @@ def test_a_suite_with_invalid_files_is_refused_in_one_line_or_run_without_them(
     assert json.loads(summary.read_text())["skipped_invalid_files"] == 2
 
 
-def test_a_suite_path_that_holds_no_scenario_is_a_usage_error_naming_it(
+def test_a_suite_path_that_holds_no_scenario_is_refused_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A missing path was "1 of 1 scenario files are not valid … --skip-invalid runs the 0
@@ -464,7 +464,7 @@ def test_a_suite_path_that_holds_no_scenario_is_a_usage_error_naming_it(
         ([tmp_path / "nope"], f"no such file or directory: {tmp_path / 'nope'}"),
         ([full, empty], f"no scenario files (*.json) found in {empty}"),
     ):
-        assert cli_main([*base, *map(str, paths)]) == 2
+        assert cli_main([*base, *map(str, paths)]) == 1  # what it found, as a missing store
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err == f"toolwatch workbench: --scenarios: {said}\n"
