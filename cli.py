@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": (
         "toolwatch.app.commands.demo",
         "all",
-        "simulate, train, experiment, then a live alert",
+        "simulate, train, experiment, then two live alerts",
     ),
     "collector": (
         "toolwatch.detection.commands.collector",
@@ -68,7 +68,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "collector",
         "write a simulated workload (labelled simulated)",
     ),
-    "stats": ("toolwatch.collector.commands.stats", "collector", "corpus facts beside the study's"),
+    "stats": (
+        "toolwatch.collector.commands.stats",
+        "collector",
+        "show the corpus's facts beside the study's",
+    ),
     "train": (
         "toolwatch.detection.commands.train",
         "detection",
@@ -83,24 +87,28 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "pins": (
         "toolwatch.detection.commands.pins",
         "collector",
-        "list, approve and export pinned tool digests (rug-pull alerts)",
+        "list, approve and export pinned tool digests",
     ),
     "rules": (
         "toolwatch.detection.commands.rules",
         "collector",
-        "validate and try alert rules (SQL over recent calls, a threshold)",
+        "validate and try alert rules (SQL with a threshold)",
     ),
     "experiment": (
         "toolwatch.injection.commands.experiment",
         "detection",
-        "the study's injection experiment",
+        "run the study's injection experiment on the store",
     ),
     "replay": (
         "toolwatch.injection.commands.replay",
         "detection",
         "replay a stored corpus through the live scorer, week by week",
     ),
-    "proxy": ("toolwatch.injection.commands.proxy", "", "MCP fault-injection proxy"),
+    "proxy": (
+        "toolwatch.injection.commands.proxy",
+        "",
+        "run the MCP fault-injection proxy in front of a server",
+    ),
     "serve-scenario": (
         "toolwatch.injection.commands.serve_scenario",
         "",
@@ -109,12 +117,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "scenarios": (
         "toolwatch.injection.commands.scenarios",
         "",
-        "list and validate fault scenarios",
+        "list, validate and show fault scenarios",
     ),
     "workbench": (
         "toolwatch.injection.commands.workbench",
         "detection",
-        "reproduce -> intervene -> mitigate runs",
+        "run scenarios against agents: reproduce, intervene, mitigate",
     ),
     "app": ("toolwatch.app.commands.app", "app", "open the Streamlit dashboard"),
 }

@@ -19,7 +19,7 @@ from toolwatch.app.demo.options import DEFAULT_STORE, FULL, QUICK, DemoError, De
 from toolwatch.app.demo.pipeline import run_demo
 from toolwatch.usage import non_negative_int, positive_int
 
-HELP = "simulate, train, experiment, then live alerts (a runaway loop, an exfiltration)"
+HELP = "simulate, train, experiment, then two live alerts"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

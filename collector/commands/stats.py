@@ -17,7 +17,7 @@ from toolwatch.collector.stats.report import format_report, stats_document
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
 
-HELP = "corpus facts beside the study's"
+HELP = "show the corpus's facts beside the study's"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

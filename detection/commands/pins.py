@@ -39,7 +39,7 @@ from toolwatch.detection.alerting.pins import (
 from toolwatch.usage import UsageError, UserError
 from toolwatch.words import counted
 
-HELP = "list, approve and export pinned tool digests (rug-pull alerts)"
+HELP = "list, approve and export pinned tool digests"
 SHORT = 12
 
 

@@ -27,7 +27,7 @@ from toolwatch.detection.alerting.rules import (
 from toolwatch.usage import UsageError
 from toolwatch.words import counted
 
-HELP = "validate and try alert rules (SQL over recent calls, a threshold)"
+HELP = "validate and try alert rules (SQL with a threshold)"
 
 EXAMPLE = '''# toolwatch alert rules: evaluated by `toolwatch collector` on their schedule
 # (this file in the store is found by default; `toolwatch rules check` tries it)

@@ -23,7 +23,7 @@ from toolwatch.injection.experiment.saved_runs import (
 )
 from toolwatch.usage import UserError, non_negative_int, positive_int, share
 
-HELP = "the study's injection experiment"
+HELP = "run the study's injection experiment on the store"
 log = logging.getLogger(__name__)
 
 

@@ -33,7 +33,7 @@ from toolwatch.injection.proxy.upstream import (
 )
 from toolwatch.usage import exit_code, non_negative_int, port, positive_int
 
-HELP = "MCP fault-injection proxy"
+HELP = "run the MCP fault-injection proxy in front of a server"
 logger = logging.getLogger(__name__)
 
 

@@ -44,7 +44,7 @@ from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, FAULT_NAMES
 from toolwatch.usage import UserError
 from toolwatch.words import counted
 
-HELP = "list and validate fault scenarios"
+HELP = "list, validate and show fault scenarios"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -63,7 +63,7 @@ from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
-HELP = "reproduce -> intervene -> mitigate runs"
+HELP = "run scenarios against agents: reproduce, intervene, mitigate"
 #: One run per mitigation, AgentCheck's "+All" (retry+schema+scan, no verifier) and the full
 #: stack with the verifier ("all").
 DEFAULT_SUITE_MITIGATIONS = "retry,schema,scan,verify,retry+schema+scan,all"
