@@ -35,7 +35,10 @@ C4         ``poisoned_description``,                   ``params.instruction`` in
 all        ``endpoint_allowlist``                      ``checks.endpoint_allowlist``
 all        ``tool_id``                                 ``tools/*/name``: an MCP tool name (an id
                                                        that is none gets one: :func:`mcp_tool_name`,
-                                                       mapped back in ``origin.tool_names``)
+                                                       mapped back in ``origin.tool_names``), and
+                                                       every mention of such an id in the task,
+                                                       the descriptions, the planted text and the
+                                                       scoring under that name (:func:`mentions_of`)
 =========  ==========================================  =========================================
 
 The template's own params, its ``fault_category`` and which tools it marks faulty are kept
@@ -59,7 +62,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final
@@ -265,6 +268,56 @@ def mcp_tool_name(tool_id: str) -> str:
     if any(c.isalnum() and not c.isascii() for c in folded):
         return f"{name[:55]}_{zlib.crc32(tool_id.encode()):08x}"
     return name[:64]
+
+
+#: the fault's params that are prose the agent reads: a planted text, a claim, an error message
+_PROSE_PARAMS: Final = ("description", "instruction", "text", "claim", "message")
+
+
+def _unspaced(c: str) -> bool:
+    """Whether ``c`` is of a script written without spaces between words (CJK), where a name
+    has no word boundary: ``物性検索を使う``."""
+    return unicodedata.east_asian_width(c) in ("W", "F")
+
+
+def mentions_of(renames: Mapping[str, str]) -> Callable[[str], str]:
+    """A rewrite of prose naming tools by their template ids (``renames``: id -> MCP name), so
+    a listing-based check can tie "before calling 物性検索 …" to the tool the agent sees as
+    ``tool_20d266da``. An id counts as a whole name only: the longest first, never beside a
+    letter, digit, ``_`` or ``-`` except at an end written in a script without spaces."""
+
+    def one(old: str) -> str:
+        head = "" if _unspaced(old[0]) else r"(?<![\w.-])"
+        tail = "" if _unspaced(old[-1]) else r"(?![\w-]|\.\w)"
+        return head + re.escape(old) + tail
+
+    pattern = re.compile("|".join(one(o) for o in sorted(renames, key=len, reverse=True)))
+    return lambda text: pattern.sub(lambda m: renames[m.group(0)], text)
+
+
+def _rename_mentions(doc: dict[str, Any], renames: Mapping[str, str]) -> list[str]:
+    """Every mention of a renamed tool id in ``doc``'s prose (task, descriptions, the fault's
+    prose params, the claim's aliases, scoring) under its MCP name; the fields changed, for
+    ``origin.derived`` (the template's own text stays in ``origin.params``)."""
+    rename = mentions_of(renames)
+    fields: list[tuple[str, Any, Any]] = [("task", doc, "task")]  # (field, holder, key)
+    fields += [("tools/*/description", t, "description") for t in doc["tools"]]
+    fields += [(f"fault/params/{key}", doc["fault"]["params"], key) for key in _PROSE_PARAMS]
+    aliases = doc["checks"].get("false_claim_aliases") or []
+    fields += [("checks/false_claim_aliases/*", aliases, i) for i in range(len(aliases))]
+    scoring = doc["scoring"]
+    fields += [
+        (f"scoring/{k}", scoring, k) for k in ("minimum_pass_criterion", "clear_failure_signal")
+    ]
+    behaviors = scoring.get("acceptable_behaviors") or []
+    fields += [("scoring/acceptable_behaviors/*", behaviors, i) for i in range(len(behaviors))]
+    changed: list[str] = []
+    for where, holder, key in fields:
+        value = holder[key] if isinstance(holder, list) else holder.get(key)
+        if isinstance(value, str) and (new := rename(value)) != value:
+            holder[key] = new
+            changed.append(where)
+    return list(dict.fromkeys(changed))
 
 
 def _target(raw: Mapping[str, Any], names: Mapping[str, str], tool: str) -> str:
@@ -493,6 +546,9 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         "origin": {k: v for k, v in origin.items() if v is not None},
         "metadata": dict(data.get("metadata") or {}),
     }
+    if renamed:
+        doc["scoring"]["acceptable_behaviors"] = list(doc["scoring"]["acceptable_behaviors"])
+        derived += _rename_mentions(doc, {old: new for new, old in renamed.items()})
     return Conversion(doc, problems)
 
 
