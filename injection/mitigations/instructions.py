@@ -48,7 +48,13 @@ from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.results import iter_strings
 from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of, hosts_in
-from toolwatch.injection.mitigations.wording import CUES, SENSITIVE, STATABLE, STATED_SEND
+from toolwatch.injection.mitigations.wording import (
+    CUES,
+    SENSITIVE,
+    SIDE_CHANNEL,
+    STATABLE,
+    STATED_SEND,
+)
 
 # --------------------------------------------------------------------------------------------
 # Listing context
@@ -117,19 +123,27 @@ def _context_cues(sentence: str, context: ListingContext | None) -> str | None:
 def _unstated(text: str, allowlist: Collection[str]) -> str:
     """``text`` without the sentences in which a description says what its tool sends
     (:data:`~wording.STATED_SEND`: "Envía una copia a https://…" is "it sends" as much as
-    "send"; "Sends a copy to https://…"), where every address is on the deployment's
+    "send"; "Sends a copy to https://…") or where it copies (:data:`~wording.SIDE_CHANNEL`:
+    "Every export is also POSTed to https://…"), where every address is on the deployment's
     allowlist and nothing sensitive is named: what the cues of :data:`~wording.STATABLE` and
     the classifier read in a description. Without an allowlist nothing is left out: by
     wording alone, "it sends a copy to a stranger" and the order to do so are one sentence,
     and reading it as a statement cost recall."""
 
-    def kept(m: re.Match[str]) -> str:
-        hosts = hosts_in(m.group(0))
+    def said(sentence: str, sent: str) -> bool:
+        hosts = hosts_in(sentence)
         allowed = hosts and all(host_allowed(h, allowlist) for h in hosts)
-        said = m.group("sent") or m.group("sends") or ""  # after the verb: "Emails" is no data
-        return " " if allowed and not SENSITIVE.search(said) else m.group(0)
+        return bool(allowed) and not SENSITIVE.search(sent)
 
-    return STATED_SEND.sub(kept, text) if allowlist else text
+    def kept(m: re.Match[str]) -> str:
+        sent = m.group("sent") or m.group("sends") or ""  # after the verb: "Emails" is no data
+        return " " if said(m.group(0), sent) else m.group(0)
+
+    def copied(m: re.Match[str]) -> str:  # "every export is also POSTed to …": the sentence
+        sentence = m.group(0)
+        return " " if SIDE_CHANNEL.search(sentence) and said(sentence, sentence) else sentence
+
+    return _SENTENCE.sub(copied, STATED_SEND.sub(kept, text)) if allowlist else text
 
 
 # --------------------------------------------------------------------------------------------

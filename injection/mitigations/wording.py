@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from toolwatch.injection.mitigations.wording_languages import MULTILINGUAL
+
 # --------------------------------------------------------------------------------------------
 # Vocabulary
 # --------------------------------------------------------------------------------------------
@@ -54,13 +56,6 @@ _SEND = (
     r"include|attach|append|pass|put|submit|leak|exfiltrate)"
 )
 _REPLY = r"(?:answer|reply|respond|return|print|output|say|write|state)"
-#: "… in the user's language" after an order to answer: a reply-format note, not a dictated
-#: reply (fr, es, de, pt, nl, it).
-_IN_LANGUAGE = (
-    r"(?!(?: à l'utilisateur| al usuario| dem nutzer| ao usuário| de gebruiker| all'utente)?"
-    r" (?:dans|en|in|no|na|nella) (?:la |el |der |de |o |a |sa |seiner |su )?"
-    r"(?:langue|idioma|sprache|taal|língua|lingua)\b)"
-)
 _MODAL = (
     r"(?:must|should|shall|need(?:s)? to|has to|have to|is required to|are required to|"
     r"required|mandatory|is to|will now)"
@@ -134,6 +129,19 @@ STATED_SEND: Final = re.compile(
     rf"|{_OPENS}(?:(?:it|this tool|the tool|this endpoint|this action|this function)"
     rf"(?: then| also)?[ \t]+)?(?:sends|posts|uploads|forwards|copies|transmits|e-?mails|mails"
     rf"|delivers|submits)(?P<sends>{_TO_SENTENCE_END})",
+    re.I,
+)
+#: A copy to a fixed place beside what the tool does, told in the passive ("every export is
+#: also POSTed to https://…", "… must also be mirrored to the webhook https://…") or as a
+#: recipient always added ("always add x@y as an attendee", "also include x@y in BCC"): a cue of
+#: its own, since a description may say so of its own allowed host (:data:`STATABLE`); told
+#: as done in secret ("is silently forwarded to") it is the exfiltration cue's
+SIDE_CHANNEL: Final = re.compile(
+    r"\b(?:must|should|shall|is|are|gets?|will)\s+(?:be\s+)?(?:also|additionally)\s+(?:be\s+)?"
+    r"(?:posted|sent|uploaded|forwarded|mirrored|copied|relayed|synced|cc'?d|bcc'?d)\b"
+    rf"[^.!?\n]{{0,30}}\bto\b[^.!?\n]{{0,30}}(?:https?://|www\.|{_ADDRESS})"
+    r"|\b(?:also|always|automatically)\s+(?:forward|send|cc|bcc|copy|e-?mail|post|add|include|"
+    rf"invite)\b[^.!?\n]{{0,80}}{_ADDRESS}",
     re.I,
 )
 #: What no tool's statement of what it sends would name: the conversation, the user's data,
@@ -313,7 +321,7 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"keys?|tokens?|secrets?|passwords?|history|conversation|messages)"
             r"|\b(?:header|parameter|argument|field|cookie) [\w-]{2,40} (?:set )?to the (?:value|"
             r"contents?) of\b"
-            r"|\b(?:also|always|automatically|silently|quietly|secretly)\s+(?:forward|send|cc|bcc|"
+            r"|\b(?:silently|quietly|secretly)\s+(?:forward|send|cc|bcc|"
             rf"copy|e-?mail|post|add|include|invite)\b[^.!?\n]{{0,80}}{_ADDRESS}"
             r"|\b(?:send|forward|e-?mail|post|upload|copy)\b[^.!?\n]{0,60}\b(?:to|at)\b[^.!?\n]{0,25}"
             rf"{_ADDRESS}[^.!?\n]{{0,40}}\b(?:using|with|via) (?:the )?{_TOOL}"
@@ -321,9 +329,8 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"{_ADDRESS}"
             r"|\bmust (?:first )?be (?:posted|sent|uploaded|forwarded|mirrored|copied) to "
             r"(?:https?://|[\w.+-]+@)"
-            # a side channel told in the passive: "… must also be POSTed to https://…", "every
-            # message is also forwarded to x@y", "mirrored to the webhook https://…"
-            r"|\b(?:must|should|shall|is|are|gets?|will)\s+(?:be\s+)?(?:also|additionally|silently|"
+            # a side channel told in the passive, in secret (the open one: SIDE_CHANNEL)
+            r"|\b(?:must|should|shall|is|are|gets?|will)\s+(?:be\s+)?(?:silently|"
             r"quietly|secretly)\s+(?:be\s+)?(?:posted|sent|uploaded|forwarded|mirrored|copied|"
             r"relayed|synced|cc'?d|bcc'?d)\b[^.!?\n]{0,30}\bto\b[^.!?\n]{0,30}"
             rf"(?:https?://|www\.|{_ADDRESS})"
@@ -512,69 +519,11 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             re.I,
         ),
     ),
-    (
-        "multilingual",
-        re.compile(
-            r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
-            r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"
-            r"indicaciones|vorgaben|instrukcje|instructies)\b"
-            r"|игнорируй|забудь (?:все|предыдущие)|"
-            r"(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
-            r"以前の指示|前の指示を無視"
-            r"|отправь.{0,80}(?:https?://|@)"
-            r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
-            r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
-            rf"|\bréponds? (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
-            rf"|\brépondez (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
-            r"|\bdile al usuario\b|\bdígale al usuario\b|\bresponde (?:solo|únicamente)"
-            r"|\brispondi (?:soltanto|solo|sempre)\b|\bdi' all'utente\b|\bdiga ao usuário\b"
-            r"|\b(?:ne (?:dites|dis) pas à l'utilisateur|no le digas al usuario|"
-            r"non dire all'utente|não diga ao usuário|sag dem nutzer nicht|"
-            r"verrate dem nutzer nicht|zeg de gebruiker niet)\b"
-            r"|\b(?:responde siempre|antworte immer|responda sempre|antwoord altijd)\b"
-            rf"{_IN_LANGUAGE}"
-            r"|не говори пользователю|скажи пользователю|사용자에게 말하지|무시하고|指示を無視|"
-            r"지시를 무시|이전 지시"
-            r"|\bantes de usar cualquier otra herramienta\b"
-            r"|不要告诉用户|不要让用户知道|只回复|只回答|(?:助手|アシスタント).{0,10}(?:必须|しなければ|必ず)"
-            r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b"
-            # fr
-            r"|\b(?:ignore[sz]?|oublie[sz]?)\b.{0,20}\b(?:consignes|instructions)\b"
-            r"|\bnote (?:importante )?pour (?:le modèle|l'assistant|l'ia)\b|\bdis à l'utilisateur\b"
-            # de
-            r"|\bhinweis für (?:den|die) (?:assistenten|ki)\b|\b(?:der )?nutzer muss davon nichts\b"
-            # es, pt, it
-            r"|\bnota para (?:el|o) (?:asistente|assistente)\b|\bnota per l'assistente\b"
-            r"|\bignora(?:r)? (?:todas |tutte )?(?:las|as|le) "
-            r"(?:instrucciones|instruções|istruzioni)\b"
-            r"|\binstrução obrigatória\b|\bsem avisá-l[oa]\b|\bsin avisar(?:le)? al usuario\b"
-            # nl, pl, tr, vi
-            r"|\bopmerking voor de ai\b|\bnegeer (?:alle )?(?:eerdere|vorige) instructies\b"
-            r"|\bniet ter controle voorleggen\b"
-            r"|\binstrukcja dla asystenta\b|\bnie informuj\b.{0,10}\bużytkownika\b"
-            r"|\bzignoruj (?:wszystkie )?poprzednie\b"
-            r"|\basistana not\b|\btalimatları yok say\b|\bkullanıcıya bundan bahsetme\b"
-            r"|\byapay zeka asistanı\b"
-            r"|\blưu ý cho trợ lý\b|\bbỏ qua mọi hướng dẫn\b|\bkhông được nói với người dùng\b"
-            # zh, ja, ko
-            r"|给\s*ai\s*助手|忽略.{0,8}(?:要求|指令|指示|说明)|不要(?:向|对|跟)用户(?:提及|透露|说)"
-            r"|调用本工具前.{0,10}请先|ユーザーには.{0,12}伝えないで|この指示を伝えないで"
-            r"|시스템 지시|사용자에게는?\s*(?:절대\s*)?알리지\s*마"
-            # ar, hi
-            r"|تجاهل (?:جميع|كل) التعليمات|تعليمات للمساعد|إلى المساعد الذكي|دون إبلاغه"
-            r"|निर्देशों को अनदेखा करें|सहायक के लिए|को इसके बारे में न बताएं"
-            r"|\bhinweis (?:an|für) (?:den|die) (?:ki-?)?assistent|\berwähne das dem nutzer\b"
-            r"|\bobservação para o assistente\b|\byapay zek[aâ] asistan|\bkullanıcıya söyleme\b"
-            r"|\bvoor de assistent\b|\bvermeld (?:dit|het) niet\b"
-            r"|замените\b.{0,30}получател|пользователю (?:не )?(?:говорите|сообщайте|показывайте)"
-            r"|@?ai\s*アシスタント|管理者からの指示|他の人には言わないで"
-            r"|사용자에게는?\s*(?:\S+\s*){0,2}알리지\s*마",
-            re.I,
-        ),
-    ),
+    ("multilingual", MULTILINGUAL),
     ("exfiltration", SEND_TO_URL),
+    ("exfiltration", SIDE_CHANNEL),
     ("multilingual", SEND_TO_ADDRESS),
 )
-#: The cues a description's statement of what its tool sends (:data:`STATED_SEND`) may
-#: account for
-STATABLE: Final = (SEND_TO_URL, SEND_TO_ADDRESS)
+#: The cues a description's statement of what its tool sends (:data:`STATED_SEND`) or copies
+#: (:data:`SIDE_CHANNEL`) may account for
+STATABLE: Final = (SEND_TO_URL, SEND_TO_ADDRESS, SIDE_CHANNEL)

@@ -1,0 +1,74 @@
+"""The scanner's multilingual cue: the usual phrasings of an injection in other languages
+(overrides, dictated or withheld replies, notes to the assistant, sends to an address), kept
+apart from :mod:`wording`'s English cues, which place it under category ``multilingual``."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+#: "… in the user's language" after an order to answer: a reply-format note, not a dictated
+#: reply (fr, es, de, pt, nl, it).
+_IN_LANGUAGE = (
+    r"(?!(?: à l'utilisateur| al usuario| dem nutzer| ao usuário| de gebruiker| all'utente)?"
+    r" (?:dans|en|in|no|na|nella) (?:la |el |der |de |o |a |sa |seiner |su )?"
+    r"(?:langue|idioma|sprache|taal|língua|lingua)\b)"
+)
+
+MULTILINGUAL: Final = re.compile(
+    r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
+    r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"
+    r"indicaciones|vorgaben|instrukcje|instructies)\b"
+    r"|игнорируй|забудь (?:все|предыдущие)|"
+    r"(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
+    r"以前の指示|前の指示を無視"
+    r"|отправь.{0,80}(?:https?://|@)"
+    r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
+    r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
+    rf"|\bréponds? (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
+    rf"|\brépondez (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
+    r"|\bdile al usuario\b|\bdígale al usuario\b|\bresponde (?:solo|únicamente)"
+    r"|\brispondi (?:soltanto|solo|sempre)\b|\bdi' all'utente\b|\bdiga ao usuário\b"
+    r"|\b(?:ne (?:dites|dis) pas à l'utilisateur|no le digas al usuario|"
+    r"non dire all'utente|não diga ao usuário|sag dem nutzer nicht|"
+    r"verrate dem nutzer nicht|zeg de gebruiker niet)\b"
+    r"|\b(?:responde siempre|antworte immer|responda sempre|antwoord altijd)\b"
+    rf"{_IN_LANGUAGE}"
+    r"|не говори пользователю|скажи пользователю|사용자에게 말하지|무시하고|指示を無視|"
+    r"지시를 무시|이전 지시"
+    r"|\bantes de usar cualquier otra herramienta\b"
+    r"|不要告诉用户|不要让用户知道|只回复|只回答|(?:助手|アシスタント).{0,10}(?:必须|しなければ|必ず)"
+    r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b"
+    # fr
+    r"|\b(?:ignore[sz]?|oublie[sz]?)\b.{0,20}\b(?:consignes|instructions)\b"
+    r"|\bnote (?:importante )?pour (?:le modèle|l'assistant|l'ia)\b|\bdis à l'utilisateur\b"
+    # de
+    r"|\bhinweis für (?:den|die) (?:assistenten|ki)\b|\b(?:der )?nutzer muss davon nichts\b"
+    # es, pt, it
+    r"|\bnota para (?:el|o) (?:asistente|assistente)\b|\bnota per l'assistente\b"
+    r"|\bignora(?:r)? (?:todas |tutte )?(?:las|as|le) "
+    r"(?:instrucciones|instruções|istruzioni)\b"
+    r"|\binstrução obrigatória\b|\bsem avisá-l[oa]\b|\bsin avisar(?:le)? al usuario\b"
+    # nl, pl, tr, vi
+    r"|\bopmerking voor de ai\b|\bnegeer (?:alle )?(?:eerdere|vorige) instructies\b"
+    r"|\bniet ter controle voorleggen\b"
+    r"|\binstrukcja dla asystenta\b|\bnie informuj\b.{0,10}\bużytkownika\b"
+    r"|\bzignoruj (?:wszystkie )?poprzednie\b"
+    r"|\basistana not\b|\btalimatları yok say\b|\bkullanıcıya bundan bahsetme\b"
+    r"|\byapay zeka asistanı\b"
+    r"|\blưu ý cho trợ lý\b|\bbỏ qua mọi hướng dẫn\b|\bkhông được nói với người dùng\b"
+    # zh, ja, ko
+    r"|给\s*ai\s*助手|忽略.{0,8}(?:要求|指令|指示|说明)|不要(?:向|对|跟)用户(?:提及|透露|说)"
+    r"|调用本工具前.{0,10}请先|ユーザーには.{0,12}伝えないで|この指示を伝えないで"
+    r"|시스템 지시|사용자에게는?\s*(?:절대\s*)?알리지\s*마"
+    # ar, hi
+    r"|تجاهل (?:جميع|كل) التعليمات|تعليمات للمساعد|إلى المساعد الذكي|دون إبلاغه"
+    r"|निर्देशों को अनदेखा करें|सहायक के लिए|को इसके बारे में न बताएं"
+    r"|\bhinweis (?:an|für) (?:den|die) (?:ki-?)?assistent|\berwähne das dem nutzer\b"
+    r"|\bobservação para o assistente\b|\byapay zek[aâ] asistan|\bkullanıcıya söyleme\b"
+    r"|\bvoor de assistent\b|\bvermeld (?:dit|het) niet\b"
+    r"|замените\b.{0,30}получател|пользователю (?:не )?(?:говорите|сообщайте|показывайте)"
+    r"|@?ai\s*アシスタント|管理者からの指示|他の人には言わないで"
+    r"|사용자에게는?\s*(?:\S+\s*){0,2}알리지\s*마",
+    re.I,
+)
