@@ -28,17 +28,28 @@ _OBJ = (
     r"(?:instructions?|directions?|directives?|guidance|prompts?|rules|guidelines|policies|"
     r"task|question|request|constraints|commands?|orders|settings|budget|role|system prompt)"
 )
-_DATA = (
-    r"(?:conversation|chat|history|messages?|context|session(?:'s)? (?:token|id|cookie)|"
+#: the user's data an order to send names, beside e-mails, messages and contents, which may
+#: be the medium instead ("sends a summary email": :data:`_MAIL_DATA`)
+_HELD = (
+    r"(?:conversation|chat|history|context|session(?:'s)? (?:token|id|cookie)|"
     r"access tokens?|auth tokens?|tokens?|credentials?|passwords?|passphrases?|secrets?|"
     r"api[ _-]?keys?|private keys?|ssh|id_rsa|id_ed25519|\.env\b|\.aws|hosts\.yml|"
     r"clipboard|files? (?:it|you|they) (?:have )?(?:opens?|reads?|read)|each file|every file|"
-    r"the files? (?:you|it) (?:have )?(?:read|opened)|contents?|customer list|e-?mails?|"
+    r"the files? (?:you|it) (?:have )?(?:read|opened)|customer list|"
     r"user'?s? (?:full )?(?:name|e-?mail|address|question|query|request|location|files?|card|"
     r"login|data|details|prompt|input)|card numbers?|address details|original (?:question|query|"
     r"request|input)|printenv|environment variables?|prior answers|previous answers|"
     r"the (?:full|entire|whole) (?:conversation|history)|(?:full|entire|whole) (?:document|file|"
     r"page|email|message) (?:text|contents?|body)|(?:previous|earlier|prior) (?:messages|turns))"
+)
+_DATA = rf"(?:{_HELD}|messages?|contents?|e-?mails?)"
+#: e-mails and messages as someone's data, not the medium a tool sends ("a summary email"):
+#: the user's, a mailbox's, their contents
+_MAIL_DATA = (
+    r"(?:(?:user'?s?|their|your|his|her|other people'?s?|incoming|received|unread|private|"
+    r"stored) (?:\w+ ){0,2}?(?:e-?mails?|messages?|mail|inbox|mailbox)|inbox|mailbox|"
+    r"(?:e-?mails?|messages?|mail|chat) (?:contents?|bod(?:y|ies)|text)|contents? of (?:the |"
+    r"their |your |its |each |every |all )?(?:e-?mails?|messages?|mail|inbox|mailbox|chats?))"
 )
 #: a tool's name as text names one: snake_case in any script (``substance_lookup``,
 #: ``wyszukaj_właściwości``, ``tool_20d266da``) or a word of a script other than Latin
@@ -93,7 +104,8 @@ _SENSITIVE_OBJECT = (
     rf"(?:{_SECRET}|\b(?:conversation|chat (?:history|log|transcript)|transcripts?|"
     r"(?:message|chat|conversation|browsing) history|credentials?|api[ _-]?keys?|"
     r"(?:access|auth|session|bearer|refresh) tokens?|session (?:id|cookie)s?|cookies|"
-    r"user'?s? (?:data|files|messages|personal data))\b)"
+    r"user'?s? (?:data|files|messages|personal data)|"
+    rf"(?:user'?s?|their|your) (?:\w+ )?(?:e-?mails|messages|inbox|mailbox))\b)"
 )
 
 #: "Send … to an address" in Spanish, Portuguese, French, German, Italian, Dutch, Polish: a
@@ -147,7 +159,7 @@ SIDE_CHANNEL: Final = re.compile(
 #: What no tool's statement of what it sends would name: the conversation, the user's data,
 #: secrets (es, pt, fr, it, and the English words)
 SENSITIVE: Final = re.compile(
-    rf"{_SECRET}|\b{_DATA}\b|\b(?:historial|historique|histórico|historico|cronologia|"
+    rf"{_SECRET}|\b{_HELD}\b|\b{_MAIL_DATA}|\b(?:historial|historique|histórico|historico|cronologia|"
     r"conversaci[oó]n|conversa(?:ção|cao|zione)?|chat|mensajes|mensagens|messaggi|"
     r"contraseñas?|contrasenas?|senhas?|mots? de passe|credenciales|credenciais|credenziali|"
     r"identifiants|claves? (?:de )?api|chaves? (?:de )?api|chiavi api|secretos?|segredos?|"
