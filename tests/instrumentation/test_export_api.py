@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from support.collector_process import free_port
 from support.mcp_test_server import build_server
 from support.otlp_sink import OTLPSink
 from toolwatch.conventions import ATTR_TOOL_NAME
@@ -254,17 +255,18 @@ def test_a_full_queue_drops_and_counts_or_waits_when_blocking() -> None:
     provider.shutdown()
 
 
-def test_an_unreachable_collector_is_counted_as_failed() -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def _unreachable() -> tuple[ToolwatchSpanProcessor, TracerProvider]:
+    """A processor exporting to a port nobody listens on, on a provider of its own."""
     processor = toolwatch_span_processor(
-        f"http://127.0.0.1:{port}", timeout=1.0, only_toolwatch=False
+        f"http://127.0.0.1:{free_port()}", timeout=1.0, only_toolwatch=False
     )
     provider = TracerProvider()
     provider.add_span_processor(processor)
+    return processor, provider
+
+
+def test_an_unreachable_collector_is_counted_as_failed() -> None:
+    processor, provider = _unreachable()
     _ended_spans(provider, 3)
     sent = processor.flush(timeout=20)
     assert (sent.ended, sent.exported, sent.failed) == (3, 0, 3)
@@ -281,16 +283,8 @@ def test_a_collector_that_is_down_is_one_warning_per_interval_not_a_line_per_ret
     toolwatch line per interval with the spans it lost and the exporter's first word on why;
     the application's own exporters (other threads) still log as they did."""
     import logging
-    import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    processor = toolwatch_span_processor(
-        f"http://127.0.0.1:{port}", timeout=1.0, only_toolwatch=False
-    )
-    provider = TracerProvider()
-    provider.add_span_processor(processor)
+    processor, provider = _unreachable()
     caplog.set_level(logging.INFO)
     for _ in range(3):
         _ended_spans(provider, 2)

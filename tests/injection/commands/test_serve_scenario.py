@@ -75,14 +75,9 @@ def test_over_stdio_a_stop_signal_is_a_prompt_clean_exit(
             proc.stdin.flush()
         answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
         assert answers[1]["result"]["structuredContent"]["renewal_date"] == "2027-02-28"
-        sent = time.monotonic()
-        proc.send_signal(stop)
-        proc.wait(10)
-        took = time.monotonic() - sent
+        took = _stop_timed(proc, stop)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        _kill(proc)
         proc.stdout.close()
         proc.stdin.close()
     text = log.read_text()
@@ -106,12 +101,9 @@ def test_over_http_ctrl_c_is_exit_130(tmp_path: Path) -> None:
                 return str(result.structured_content["renewal_date"])  # type: ignore[index]
 
         assert anyio.run(call) == "2027-02-28"
-        proc.send_signal(signal.SIGINT)
-        proc.wait(10)
+        _stop_timed(proc, signal.SIGINT)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        _kill(proc)
     text = log.read_text()
     assert proc.returncode == 130, text
     assert "SIGINT received: stopped serving, shutting down" in text
@@ -132,20 +124,30 @@ def test_over_http_a_signal_during_the_shutdown_finishes_it(
         _wait_for(proc, log, r"listening on (\S+)")
         proc.send_signal(stop)
         _wait_for(proc, log, "shutting down slowly")
-        sent = time.monotonic()
-        proc.send_signal(stop)
-        proc.wait(10)
-        took = time.monotonic() - sent
+        took = _stop_timed(proc, stop)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        _kill(proc)
     text = log.read_text()
     assert proc.returncode == (130 if stop == signal.SIGINT else 0), text
     assert took < 5, text  # not the 30 s shutdown
     assert f"{stop.name} received again: finishing the shutdown" in text, text
     assert "Traceback" not in text
     assert text.rstrip().splitlines()[-1].endswith(f"scenario server stopped by {stop.name}")
+
+
+def _stop_timed(proc: subprocess.Popen[bytes], stop: signal.Signals) -> float:
+    """Send ``stop`` and wait for the exit: the seconds it took."""
+    sent = time.monotonic()
+    proc.send_signal(stop)
+    proc.wait(10)
+    return time.monotonic() - sent
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """A process a failed test left running is killed, not leaked."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
 
 
 def _wait_for(proc: subprocess.Popen[bytes], log: Path, pattern: str) -> re.Match[str]:
