@@ -16,6 +16,8 @@ from typing import Final
 
 import numpy as np
 
+from toolwatch.words import counted
+
 END_BEFORE_START: Final = "end_before_start"
 NO_END_TIME: Final = "no_end_time"
 #: why a stored call has no duration; a span's flaw code is 1 + its index here (0: none)
@@ -60,6 +62,6 @@ def flaw_message(counts: Mapping[str, int]) -> str:
         n = counts.get(reason, 0)
         if n:
             one, many, hint = _SAID[reason]
-            parts.append(f"{n} span {one}" if n == 1 else f"{n:,} spans {many}")
-            parts[-1] += f": stored without a duration ({hint})"
+            said = one if n == 1 else many
+            parts.append(f"{counted(n, 'span')} {said}: stored without a duration ({hint})")
     return "; ".join(parts)

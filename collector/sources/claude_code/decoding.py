@@ -68,8 +68,6 @@ UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 #: shown): "gzip stream cut short", "corrupt xz stream"...
 CUT: Final = "{} stream cut short"
 CORRUPT: Final = "corrupt {} stream"
-GZIP_CUT: Final = CUT.format("gzip")
-GZIP_CORRUPT: Final = CORRUPT.format("gzip")
 #: What a break means for the lines read before it: a cut loses only what follows; damage is
 #: found at the checksum, the end, so the lines decoded from it were read (mostly as invalid).
 KEPT: Final = "(the lines before it were read)"
