@@ -18,7 +18,10 @@ Data (see ``benchmarks/data/README.md``), none taken from AgentCheck:
   set's recall when trained on, so it is kept as a measure), the same way;
   ``scanner_blind7.jsonl`` — a seventh (254 + 123, by a seventeenth author in stop 34 who
   read neither the scanner nor any other set's texts: descriptions and outputs of many real
-  tools, 63 texts in 13 other languages), the same way;
+  tools, 63 texts in 13 other languages), the same way; ``scanner_blind8.jsonl`` — an eighth
+  (230 + 121, by an eighteenth author in stop 35 under the same rules: indirect injection as a
+  small part of everyday tools' outputs, instruction-like benign texts, 76 texts in 10 other
+  languages), the same way;
 * ``scanner_set.jsonl``, ``scanner_dev2.jsonl`` and ``scanner_dev3.jsonl`` — the development
   sets the rules were written against (263 benign + 157 injections by the first author, both
   halves, ``dev`` and ``heldout``, since the held-out half's misses were read; 309 + 180 and
@@ -67,7 +70,7 @@ DATA = HERE / "data"
 #: the sets :func:`labelled` reads: name -> the files it takes
 SETS: dict[str, tuple[Path, ...]] = {
     "blind": (DATA / "scanner_blind.jsonl",),
-    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in range(2, 8)},
+    **{f"blind{i}": (DATA / f"scanner_blind{i}.jsonl",) for i in range(2, 9)},
     "development": (
         DATA / "scanner_set.jsonl",
         *(DATA / f"scanner_dev{i}.jsonl" for i in range(2, 11)),
@@ -84,6 +87,7 @@ TITLES: dict[str, str] = {
     "blind5": "fifth blind set (a sixteenth author, MCP tool poisoning as reported; never read)",
     "blind6": "sixth blind set (a fifteenth author, many domains, 30 % in other languages; unread)",
     "blind7": "seventh blind set (a seventeenth author, real tools' texts, 17 % other languages)",
+    "blind8": "eighth blind set (an eighteenth author, injections inside everyday outputs)",
     "development": "development set",
 }
 TEMPLATES = HERE.parent / "tests" / "fixtures" / "agentcheck" / "templates"

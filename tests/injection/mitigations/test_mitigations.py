@@ -1081,6 +1081,7 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
         "blind5": (342, 0.806, 0.035),  # 4 of 116
         "blind6": (378, 0.841, 0.009),  # 1 of 121
         "blind7": (377, 0.959, 0.022),  # 3 of 142
+        "blind8": (351, 0.934, 0.044),  # 5 of 113
     }
     assert tuple(floors) == bench_scanner.BLIND_SETS
     sets = {name: bench_scanner.labelled(name) for name in floors}
@@ -1093,8 +1094,8 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     assert blind["output"]["false_positive_rate"] <= 0.023  # 3 of 129
     pooled = bench_scanner.pooled_blind(sets)
     assert pooled["texts"] == sum(texts for texts, _, _ in floors.values())
-    assert pooled["all"]["injection_recall"] >= 0.853
-    assert pooled["description"]["false_positive_rate"] <= 0.029  # 30 of 1,057
+    assert pooled["all"]["injection_recall"] >= 0.861
+    assert pooled["description"]["false_positive_rate"] <= 0.030  # 35 of 1,170
     # the classifier's measured effect: the rules alone catch less at more false positives,
     # and without its veto it adds recall but keeps the rules' false positives
     for name, rules_recall, rules_fpr in (("blind", 0.809, 0.028), ("blind2", 0.655, 0.020)):
