@@ -126,9 +126,10 @@ ERROR_TYPE_CANCELLED: Final = "cancelled"
 #: the pipe broke): the MCP SDK's own error, apart from a server's JSON-RPC error of the same
 #: code (-32000, which servers also use for errors of their own).
 ERROR_TYPE_CONNECTION_CLOSED: Final = "connection_closed"
-#: An imported call whose result was written but cut off (a transcript truncated mid-line):
-#: not a success, and no failure the tool reported either; ``failed`` is set so that it is
-#: never counted as a normal success.
+#: An imported call whose result was written but cut off (a transcript truncated mid-line), or
+#: never written though its stream went on to another model response: not a success, and no
+#: failure the tool reported either; ``failed`` is set so that it is never counted as a normal
+#: success.
 ERROR_TYPE_NO_RESULT: Final = "no_result"
 
 #: A span is a toolwatch tool-call span when it carries this marker attribute with this value.

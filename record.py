@@ -181,7 +181,7 @@ class CallRecord:
     error_type: Annotated[
         str | None,
         Col(
-            "tool_error, timeout, no_result (imported: result cut off), JSON-RPC code, ...",
+            "tool_error, timeout, no_result (imported: result lost), JSON-RPC code, ...",
             ATTR_ERROR_TYPE,
         ),
     ]

@@ -284,6 +284,8 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "failed": r.failed,
         "without_result": r.without_result,
         "result_cut_off": r.result_cut,
+        "result_abandoned": r.abandoned,
+        "pending": r.pending,
         "subagent_calls": r.subagent_calls,
         "mcp_calls": r.mcp_calls,
         "client_quirks": {q: {"streams": n[0], "calls": n[1]} for q, n in r.quirks.items()},
@@ -315,6 +317,18 @@ def format_summary(outcome: ImportOutcome) -> str:
             f"  {counted(r.result_cut, 'call')} without result because it is in a cut last line "
             "(still being written?): no size or duration; stored as failed, error_type "
             f"{ERROR_TYPE_NO_RESULT} (in the failed count above), as no success was seen"
+        )
+    if r.abandoned:
+        lines.append(
+            f"  {counted(r.abandoned, 'call')} without result though its stream went on to "
+            "another model response (the result will never come): stored as failed, "
+            f"error_type {ERROR_TYPE_NO_RESULT} (in the failed count above)"
+        )
+    if r.pending:
+        lines.append(
+            f"  pending: {counted(r.pending, 'call')} of its stream's last response with no "
+            "result yet (still running, or the session stopped there): no size or duration, "
+            "stored unfailed; a re-import does not add a result later"
         )
     if r.quirks:
         flagged = ", ".join(

@@ -10,9 +10,9 @@ from tqdm import tqdm
 
 from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
 from toolwatch.collector.sources.stale_flags import (
-    cut_results,
-    format_cut_results,
+    format_unanswered,
     format_unflagged_forks,
+    unanswered,
     unflagged_forks,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
@@ -141,6 +141,6 @@ def _info(store: Store) -> int:
         print("\n".join(format_ingest(summary)))
     for line in format_unflagged_forks(unflagged_forks(store)):
         print(line)
-    for line in format_cut_results(cut_results(store)):
+    for line in format_unanswered(*unanswered(store)):
         print(line)
     return 0

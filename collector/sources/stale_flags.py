@@ -8,9 +8,10 @@ The agent-id patterns are the importer's own
 (:data:`~toolwatch.collector.sources.claude_code.parsing.FORK_AGENTS`), run by DuckDB in one
 grouped query over the rows with ``source = 'import'``, an agent id and no flag.
 
-``store info`` also counts the imported calls stored failed with ``error_type = "no_result"``
-(their result line was cut off: :func:`cut_results`), as the import summary did, so a store
-read later says why those calls count as failures.
+``store info`` also counts the imported calls without result (:func:`unanswered`): those stored
+failed with ``error_type = "no_result"`` (their result line was cut off, or never written though
+the stream went on) and those stored unfailed as pending, as the import summary did, so a store
+read later says why those calls count as failures, or do not.
 """
 
 from __future__ import annotations
@@ -69,23 +70,33 @@ def format_unflagged_forks(found: dict[str, tuple[int, int]]) -> list[str]:
     ]
 
 
-def cut_results(store: Store) -> int:
-    """Imported calls stored failed with ``error_type = "no_result"`` (0 without a calls
-    table)."""
+def unanswered(store: Store) -> tuple[int, int]:
+    """Imported calls without result: (stored failed with ``error_type = "no_result"``,
+    pending: stored unfailed with no size); (0, 0) without a calls table."""
     if CALLS not in store.tables():
-        return 0
+        return 0, 0
     table = store.query(
-        f"SELECT count(*) AS n FROM {CALLS} WHERE source = $source AND error_type = $type",
+        "SELECT count(*) FILTER (WHERE error_type = $type) AS lost,"
+        " count(*) FILTER (WHERE NOT failed AND output_bytes IS NULL) AS pending"
+        f" FROM {CALLS} WHERE source = $source",
         {"source": SOURCE, "type": ERROR_TYPE_NO_RESULT},
     )
-    return int(table.column("n")[0].as_py() or 0)
+    row = table.to_pylist()[0]
+    return int(row["lost"] or 0), int(row["pending"] or 0)
 
 
-def format_cut_results(n: int) -> list[str]:
-    """``toolwatch store info``'s line for :func:`cut_results` (none when 0)."""
-    if not n:
-        return []
-    return [
-        f"imported calls whose result was cut off: {n:,} (a transcript's last line cut short), "
-        f"stored as failed, error_type {ERROR_TYPE_NO_RESULT}: no size, no duration"
-    ]
+def format_unanswered(lost: int, pending: int) -> list[str]:
+    """``toolwatch store info``'s lines for :func:`unanswered` (none for a 0)."""
+    lines = []
+    if lost:
+        lines.append(
+            f"imported calls without result stored as failed: {lost:,}, error_type "
+            f"{ERROR_TYPE_NO_RESULT} (the result cut off in a transcript's last line, or never "
+            "written though the stream went on): no size, no duration"
+        )
+    if pending:
+        lines.append(
+            f"imported calls pending when imported: {pending:,} (no result yet in their "
+            "stream's last response), stored unfailed: no size, no duration"
+        )
+    return lines

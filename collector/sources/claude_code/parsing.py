@@ -117,6 +117,27 @@ class TranscriptResult:
 
 
 @dataclass(slots=True)
+class Turns:
+    """One stream's model responses in a file, reduced to what tells whether another response
+    came after a given line: the last response, its last line, and the last line of any other
+    (the model is called again only once every result of its previous response is in, so a
+    call without result before another response will never get one)."""
+
+    response: str
+    line: int
+    other_line: int = 0
+
+    def add(self, response: str, line: int) -> None:
+        if response != self.response:
+            self.response, self.other_line = response, self.line
+        self.line = line
+
+    def after(self, line: int, response: str | None) -> bool:
+        """Whether a response other than ``response`` was written after ``line``."""
+        return (self.line if response != self.response else self.other_line) > line
+
+
+@dataclass(slots=True)
 class FileParse:
     """What one transcript file contributes: its calls, its results, its problems."""
 
@@ -134,6 +155,9 @@ class FileParse:
     #: call ids whose result was in the cut last line (:data:`INCOMPLETE_LINE`): such a call
     #: is imported without result, as one whose result is not written yet, and counted apart
     cut_results: set[str] = field(default_factory=set)
+    #: per stream of the file (agent id; None: the main thread; not the ≤ 1.0.x inline
+    #: sidechains, whose ids are known only at the end), its model responses (:class:`Turns`)
+    turns: dict[str | None, Turns] = field(default_factory=dict)
     #: the path the user gave or reached the file by (messages name it); ``path`` when empty
     shown: str = ""
     #: the member of the zip archive at ``path`` that is the transcript (None: the file is)
@@ -269,10 +293,20 @@ class _FileParser:
                 self.results(content, stamp, line_no, side)
             return
         response_id = text_field(message.get("id"))
-        if stamp is not None and response_id is not None:
-            self.stamp_responses.setdefault(stamp, set()).add(response_id)
+        if response_id is not None:
+            if stamp is not None:
+                self.stamp_responses.setdefault(stamp, set()).add(response_id)
+            if agent_id is not None or not side:
+                self.turn(agent_id, response_id, line_no)
         if type(content) is list:
             self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict, raw)
+
+    def turn(self, agent_id: str | None, response_id: str, line_no: int) -> None:
+        turns = self.out.turns.get(agent_id)
+        if turns is None:
+            self.out.turns[agent_id] = Turns(response_id, line_no)
+        else:
+            turns.add(response_id, line_no)
 
     def other(self, obj: dict[str, Any], line_no: int) -> None:
         """A line of another type holds no call today; one that does (a new entry type) is

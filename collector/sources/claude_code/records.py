@@ -70,6 +70,13 @@ class ImportReport:
     #: being written, a truncated copy): no size or duration is known; not a success either,
     #: so they are ``failed`` with ``error_type = "no_result"`` (and counted in ``failed``)
     result_cut: int = 0
+    #: of ``without_result``: calls with no result line anywhere although their stream went on
+    #: to another model response (the model is called again only once every result is in, so
+    #: it will never come): ``failed`` with ``error_type = "no_result"`` as well
+    abandoned: int = 0
+    #: of ``without_result``: calls of their stream's last response with no result yet (a
+    #: session being written, or one that stopped while they ran): ``failed`` false
+    pending: int = 0
     subagent_calls: int = 0
     mcp_calls: int = 0
     #: client quirk -> [streams, calls] flagged (``client_quirk``; kept, not dropped)
@@ -153,6 +160,7 @@ def build_records(
     for session_id in sorted(sessions):
         calls = sorted(sessions[session_id], key=_order_key)
         trace_id = trace_id_for(session_id)
+        last: dict[str | None, list[tuple[datetime, str | None]]] | None = None
         for seq, call in enumerate(calls):
             result_file: int | None = call.file_index
             result = by_index[call.file_index].results.get(call.call_id)
@@ -161,6 +169,11 @@ def build_records(
             used.add((result_file, call.call_id))
             lost = result is None and call.call_id in cut
             report.result_cut += lost
+            if result is None and not lost:
+                last = _last_responses(calls) if last is None else last
+                lost = _went_on(call, by_index[call.file_index], last)
+                report.abandoned += lost
+                report.pending += not lost
             record = _record(call, result, seq, trace_id, lost)
             records.append(record)
             when = None if result is None else parse_time(result.stamp)
@@ -192,6 +205,36 @@ def build_records(
 
 def _order_key(call: TranscriptCall) -> tuple[datetime, int, int, int]:
     return (call.time, call.file_index, call.line_no, call.block)
+
+
+def _last_responses(
+    calls: Sequence[TranscriptCall],
+) -> dict[str | None, list[tuple[datetime, str | None]]]:
+    """Per agent of one session, its two latest responses (latest call time, response id),
+    latest last: whether a later call of another response exists is then one comparison."""
+    latest: dict[str | None, dict[str | None, datetime]] = {}
+    for call in calls:
+        times = latest.setdefault(call.agent_id, {})
+        if call.response_id not in times or times[call.response_id] < call.time:
+            times[call.response_id] = call.time
+    return {
+        agent: sorted(((t, r) for r, t in times.items()), key=lambda tr: tr[0])[-2:]
+        for agent, times in latest.items()
+    }
+
+
+def _went_on(
+    call: TranscriptCall,
+    parse: FileParse,
+    last: dict[str | None, list[tuple[datetime, str | None]]],
+) -> bool:
+    """Whether the stream of a call without result went on to another model response: one
+    written after the call's line in its file (with or without calls), or a call of another
+    response started later in any file of the run. Then the result will never come."""
+    turns = None if call.inline_side else parse.turns.get(call.agent_id)
+    if turns is not None and turns.after(call.line_no, call.response_id):
+        return True
+    return any(t > call.time and r != call.response_id for t, r in last.get(call.agent_id, []))
 
 
 def _unused_results(
@@ -229,8 +272,9 @@ def _record(
     trace_id: str,
     lost: bool = False,
 ) -> CallRecord:
-    """``lost``: the call's result was written but cut off (a truncated last line): it did
-    not succeed as far as anyone can tell, so it is failed with ``no_result``, not a success."""
+    """``lost``: the call's result was written but cut off (a truncated last line), or never
+    written though its stream went on: it did not succeed as far as anyone can tell, so it is
+    failed with ``no_result``, not a success."""
     server, _ = split_mcp_name(call.tool)
     duration: int | None = None
     failed = lost

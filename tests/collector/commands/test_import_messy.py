@@ -84,8 +84,9 @@ def test_a_result_cut_off_is_a_failure_in_summaries_store_info_and_detection(
     assert (doc["without_result"], doc["result_cut_off"], doc["failed"]) == (1, 1, 1)
     assert main(["store", "info", "--store", str(tmp_path / "s")]) == 0
     assert (
-        "imported calls whose result was cut off: 1 (a transcript's last line cut short), "
-        "stored as failed, error_type no_result: no size, no duration\n"
+        "imported calls without result stored as failed: 1, error_type no_result (the result "
+        "cut off in a transcript's last line, or never written though the stream went on): no "
+        "size, no duration\n"
     ) in capsys.readouterr().out
     calls = Store(tmp_path / "s").query("SELECT * FROM calls ORDER BY seq")
     assert calls.select(["call_id", "failed", "error_type", "output_bytes"]).to_pylist() == [
@@ -99,7 +100,56 @@ def test_a_result_cut_off_is_a_failure_in_summaries_store_info_and_detection(
     path.write_text(jsonl(lines))
     assert _import(tmp_path / "clean", path, extra=("--quiet",)) == 0
     assert main(["store", "info", "--store", str(tmp_path / "clean")]) == 0
-    assert "result was cut off" not in capsys.readouterr().out
+    assert "imported calls without result" not in capsys.readouterr().out
+
+
+def test_calls_the_stream_left_behind_and_pending_ones_agree_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A call with no result line whose stream went on to another response was stored
+    unfailed, a success, and counted only among the calls without result. It is now failed,
+    ``no_result``, and the last response's call without result is counted as pending: the
+    summary, ``--json`` and ``store info`` give the same numbers."""
+    path = tmp_path / "s.jsonl"
+    lines = [call_line("toolu_0", "2026-03-01T09:59:00Z", "msg_0")]
+    lines += [call_line("toolu_1", "2026-03-01T10:00:00Z", "msg_1")]
+    lines += [result_line("toolu_1", "2026-03-01T10:00:01Z", "fine")]
+    lines += [call_line("toolu_2", "2026-03-01T10:01:00Z", "msg_2")]
+    path.write_text(jsonl(lines))
+    store = tmp_path / "store"
+    assert _import(store, path) == 0
+    out = capsys.readouterr().out
+    assert "  failed: 1   without result: 2   " in out
+    assert (
+        "  1 call without result though its stream went on to another model response (the "
+        "result will never come): stored as failed, error_type no_result (in the failed count "
+        "above)\n"
+        "  pending: 1 call of its stream's last response with no result yet (still running, or "
+        "the session stopped there): no size or duration, stored unfailed; a re-import does not "
+        "add a result later\n"
+    ) in out
+    assert _import(tmp_path / "other", path, extra=("--json",)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [doc[k] for k in ("without_result", "result_abandoned", "pending", "failed")] == [
+        2,
+        1,
+        1,
+        1,
+    ]
+    assert doc["result_cut_off"] == 0
+    assert main(["store", "info", "--store", str(store)]) == 0
+    info = capsys.readouterr().out
+    assert "imported calls without result stored as failed: 1, error_type no_result (" in info
+    assert (
+        "imported calls pending when imported: 1 (no result yet in their stream's last "
+        "response), stored unfailed: no size, no duration\n"
+    ) in info
+    calls = Store(store).query("SELECT call_id, failed, error_type FROM calls ORDER BY seq")
+    assert calls.to_pylist() == [
+        {"call_id": "toolu_0", "failed": True, "error_type": "no_result"},
+        {"call_id": "toolu_1", "failed": False, "error_type": None},
+        {"call_id": "toolu_2", "failed": False, "error_type": None},
+    ]
 
 
 def test_a_damaged_backup_is_counted_and_named(

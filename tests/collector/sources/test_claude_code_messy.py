@@ -69,12 +69,13 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
     ``failed`` false: a success. A result written but lost is no success: the call is now
     failed with ``error_type = "no_result"`` (no size, no duration; the store is append-only,
     so a later re-import does not add the result), counted in ``failed`` and apart as
-    ``result_cut``; a call whose result is not written at all stays unfailed. A cut line that
-    quotes a result id inside its text does not count that call."""
+    ``result_cut``; a call of its stream's last response whose result is not written yet stays
+    unfailed (``pending``). A cut line that quotes a result id inside its text does not count
+    that call."""
     quoting = result_line("toolu_1", "2026-03-01T10:00:01.500Z", 'x "tool_use_id":"toolu_2" y')
     lines = [call_line("toolu_1", "2026-03-01T10:00:00.000Z", "msg_1")]
     lines += [call_line("toolu_2", "2026-03-01T10:00:01.000Z", "msg_2")]
-    lines += [call_line("toolu_3", "2026-03-01T10:00:02.000Z", "msg_3")]
+    lines += [call_line("toolu_3", "2026-03-01T10:00:02.000Z", "msg_2")]
     cut = json.dumps(result_line("toolu_3", "2026-03-01T10:00:05.000Z", "a long result " * 30))
     path = tmp_path / f"{SID}.jsonl"
     path.write_text(jsonl(lines) + json.dumps(quoting)[:-20])
@@ -87,6 +88,7 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
         ("toolu_3", None, None, False, None),
     ]
     assert (report.without_result, report.result_cut, report.failed) == (3, 1, 1)  # not toolu_2
+    assert (report.pending, report.abandoned) == (2, 0)
     assert [str(s) for s in report.skipped] == [f"{path}:4: {INCOMPLETE_LINE}"]
     path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut[: len(cut) // 2])
     records, report = import_transcripts([path])
@@ -100,6 +102,71 @@ def test_a_result_in_a_cut_last_line_leaves_its_call_without_result_and_counted(
     path.write_text(jsonl(lines) + json.dumps(quoting) + "\n" + cut + "\n")  # written since
     records, report = import_transcripts([path])
     assert (report.without_result, report.result_cut, report.failed) == (1, 0, 0)
+
+
+def _text_turn(stamp: str, msg: str, **extra: Any) -> dict[str, Any]:
+    """An assistant line of a response with no call (the model answered in words)."""
+    text = {"type": "text", "text": "done"}
+    message = {"id": msg, "content": [text]}
+    return {"type": "assistant", "sessionId": SID, "timestamp": stamp, "message": message, **extra}
+
+
+def _outcomes(*files: tuple[str, list[dict[str, Any]]], root: Path) -> list[tuple[str, bool]]:
+    for name, lines in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(jsonl(lines))
+    records, _ = import_transcripts([root])
+    assert all(r.error_type in (None, "no_result") for r in records)
+    return [(r.call_id or "", r.failed) for r in records]
+
+
+def test_a_call_whose_stream_went_on_without_its_result_is_failed_no_result(
+    tmp_path: Path,
+) -> None:
+    """A call with no result line at all was stored ``failed`` false, a success, even when the
+    session went on after it: the model is called again only once every result of its last
+    response is in, so that result will never come. Such a call is now failed with
+    ``error_type = "no_result"`` (``abandoned``): when its stream (session, agent) holds a later
+    model response, with calls or words only, in its file or a later call of another response
+    in any file of the run. The calls of a stream's last response stay unfailed (``pending``),
+    as do those followed only by a sibling's result, another stream's lines (a subagent at
+    work, a ≤ 1.0.x inline sidechain) or a line of the same response."""
+    a = call_line("toolu_a", "2026-03-01T10:00:00Z", "msg_1")
+    b = call_line("toolu_b", "2026-03-01T10:00:00Z", "msg_1")  # parallel: same response
+    b_done = result_line("toolu_b", "2026-03-01T10:00:01Z")
+    later = call_line("toolu_c", "2026-03-01T10:00:09Z", "msg_2")
+    c_done = result_line("toolu_c", "2026-03-01T10:00:10Z")
+    cases = {
+        "later call": ([a, later, c_done], [("toolu_a", True), ("toolu_c", False)]),
+        "words only": ([a, _text_turn("2026-03-01T10:00:09Z", "msg_2")], [("toolu_a", True)]),
+        "sibling answered": ([a, b, b_done], [("toolu_a", False), ("toolu_b", False)]),
+        "same response": ([a, _text_turn("2026-03-01T10:00:01Z", "msg_1")], [("toolu_a", False)]),
+        "inline sidechain": (
+            [a, call_line("toolu_s", "2026-03-01T10:00:05Z", "msg_9", isSidechain=True)],
+            [("toolu_a", False), ("toolu_s", False)],
+        ),
+    }
+    for name, (lines, expected) in cases.items():
+        assert _outcomes((f"{SID}.jsonl", lines), root=tmp_path / name) == expected, name
+    subagent = [call_line("toolu_t", "2026-03-01T10:00:01Z", "msg_7")]
+    subagent += [_text_turn("2026-03-01T10:00:08Z", "msg_8")]
+    assert _outcomes(  # the main thread waits for its subagent: pending
+        (f"{SID}.jsonl", [a]), (f"{SID}/subagents/agent-a1.jsonl", subagent), root=tmp_path / "sub"
+    ) == [("toolu_a", False), ("toolu_t", True)]
+    assert _outcomes(  # the session resumed in another file: a later call of another response
+        ("one.jsonl", [a]), ("two.jsonl", [later, c_done]), root=tmp_path / "resumed"
+    ) == [("toolu_a", True), ("toolu_c", False)]
+    (tmp_path / "all").mkdir()
+    for name in ("later call", "sibling answered"):
+        (tmp_path / "all" / f"{len(name)}.jsonl").write_text(
+            (tmp_path / name / f"{SID}.jsonl")
+            .read_text()
+            .replace(SID, name)
+            .replace("toolu_", name[:5])
+        )
+    _, report = import_transcripts([tmp_path / "all"])
+    assert (report.without_result, report.abandoned, report.pending) == (2, 1, 1)
+    assert (report.failed, report.result_cut) == (1, 0)
 
 
 def test_zstd_transcripts_are_read_and_a_broken_one_says_why(tmp_path: Path) -> None:
