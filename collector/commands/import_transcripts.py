@@ -180,6 +180,8 @@ def import_claude_code(
     from tqdm import tqdm
 
     total = sum(t.disk_size() for t in files)
+    # bytes make the ETA (files differ in size by 1,000×); the file being read is shown
+    # beside them, since on thousands of tiny files the bytes alone barely say how far it is
     with tqdm(
         total=total,
         unit="B",
@@ -189,6 +191,7 @@ def import_claude_code(
         disable=not show_bar,
     ) as bar:
         for index, transcript in enumerate(files):
+            bar.set_postfix_str(f"file {index + 1:,}/{len(files):,}", refresh=False)
             parses.append(
                 parse_file(transcript.path, index, bar.update, transcript.shown, transcript.member)
             )

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import json
 import lzma
 import os
+import re
 import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+import tqdm
 
 from support.paths import FIXTURES
+from support.transcripts import call_line, jsonl
 from toolwatch.cli import main
 from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.collector.store import Store
@@ -233,6 +237,26 @@ def test_progress_bar_on_directories_only(
     one = next((FIXTURES / "v1_inline").rglob("*.jsonl"))
     assert _import(tmp_path / "b", one) == 0
     assert "import:" not in capsys.readouterr().err
+
+
+def test_the_progress_bar_names_the_file_being_read_beside_the_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a folder of many tiny transcripts the bar counted bytes alone: it moved once a file
+    and nothing said how many files were left. Each render now shows the file being read, n of
+    N, beside the bytes (which still make the ETA)."""
+    monkeypatch.setattr("tqdm.tqdm", functools.partial(tqdm.tqdm, mininterval=0, miniters=1))
+    src = tmp_path / "projects"
+    src.mkdir()
+    for i in range(300):
+        line = call_line(f"toolu_{i}", "2026-03-01T10:00:00Z", session=f"s{i}")
+        (src / f"{i:03d}.jsonl").write_text(jsonl([line]))
+    assert _import(tmp_path / "store", src, extra=("--no-provenance",)) == 0
+    renders = [r for r in capsys.readouterr().err.split("\r") if r.startswith("import:")]
+    files = [int(m.group(1)) for r in renders if (m := re.search(r", file (\d+)/300\]", r))]
+    assert files[0] == 1 and files[-1] == 300 and files == sorted(files)
+    assert len(set(files)) == 300  # every file shown as it is read
+    assert re.search(r"import: 100%\|.*, file 300/300\]", renders[-1]), renders[-1]
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
