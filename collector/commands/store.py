@@ -12,8 +12,7 @@ from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
 from toolwatch.collector.sources.stale_flags import (
     format_unanswered,
     format_unflagged_forks,
-    unanswered,
-    unflagged_forks,
+    imported_checks,
 )
 from toolwatch.collector.store import Store, StoreError, add_store_argument
 from toolwatch.collector.store.parquet_store import check_table_name
@@ -139,8 +138,9 @@ def _info(store: Store) -> int:
     summary = ingest_summary(store)
     if summary is not None:
         print("\n".join(format_ingest(summary)))
-    for line in format_unflagged_forks(unflagged_forks(store)):
-        print(line)
-    for line in format_unanswered(*unanswered(store)):
+    checks = imported_checks(store)
+    for line in format_unflagged_forks(checks.forks) + format_unanswered(
+        checks.lost, checks.pending
+    ):
         print(line)
     return 0

@@ -5,10 +5,10 @@ stored, so such streams stay unflagged (and are learned from as ordinary subagen
 transcripts are imported into a fresh store; ``toolwatch store info`` says so.
 
 The agent-id patterns are the importer's own
-(:data:`~toolwatch.collector.sources.claude_code.parsing.FORK_AGENTS`), run by DuckDB in one
-grouped query over the rows with ``source = 'import'``, an agent id and no flag.
+(:data:`~toolwatch.collector.sources.claude_code.parsing.FORK_AGENTS`), run by DuckDB once per
+imported stream with an agent id and no flag (:func:`imported_checks`: one grouped query).
 
-``store info`` also counts the imported calls without result (:func:`unanswered`): those stored
+``store info`` also counts, in the same query, the imported calls without result: those stored
 failed with ``error_type = "no_result"`` (their result line was cut off, or never written though
 the stream went on) and those stored unfailed as pending, as the import summary did, so a store
 read later says why those calls count as failures, or do not.
@@ -16,6 +16,7 @@ read later says why those calls count as failures, or do not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Final
 
 from toolwatch.collector.sources.claude_code.parsing import FORK_AGENTS
@@ -33,29 +34,60 @@ REMEDY: Final = (
 )
 
 
-def unflagged_forks(store: Store) -> dict[str, tuple[int, int]]:
-    """Per fork quirk the importer would give today: (streams, calls) imported without a flag
-    whose agent id matches its pattern; empty when there are none (or no calls table)."""
+@dataclass(frozen=True, slots=True)
+class ImportedChecks:
+    """What ``store info`` says of the imported calls, from one scan of them."""
+
+    #: per fork quirk the importer would give today: (streams, calls) imported without a flag
+    #: whose agent id matches its pattern
+    forks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: calls stored failed with ``error_type = "no_result"`` (result cut off or never to come)
+    lost: int = 0
+    #: calls stored unfailed without result (pending when imported)
+    pending: int = 0
+
+
+def imported_checks(store: Store) -> ImportedChecks:
+    """One grouped DuckDB query over the imported calls (nothing without a calls table): per
+    unflagged subagent stream its calls, and the calls without result; the fork patterns run
+    once per stream, not once per call. One connection and one scan of seven columns: each
+    check in a query of its own took a connection and a scan each, ≈ 2× the time on a store
+    of 1 M calls (``benchmarks/bench_store_info.py``)."""
     if CALLS not in store.tables():
-        return {}
-    params: dict[str, str] = {"source": SOURCE}
+        return ImportedChecks()
+    params: dict[str, str] = {"source": SOURCE, "type": ERROR_TYPE_NO_RESULT}
     cases = []
     for i, (pattern, quirk) in enumerate(FORK_AGENTS):
         params[f"p{i}"], params[f"q{i}"] = pattern.pattern, quirk
         cases.append(f"WHEN regexp_matches(agent_id, $p{i}) THEN $q{i}")
     table = store.query(
-        "SELECT quirk, count(*) AS streams, sum(calls) AS calls FROM ("
-        f" SELECT CASE {' '.join(cases)} END AS quirk, session_id, agent_id, count(*) AS calls"
-        f" FROM {CALLS} WHERE source = $source AND client_quirk IS NULL"
-        " AND agent_id IS NOT NULL GROUP BY ALL"
-        ") WHERE quirk IS NOT NULL GROUP BY quirk ORDER BY quirk",
+        "SELECT quirk, count(*) AS streams, sum(calls) AS calls, sum(lost) AS lost,"
+        " sum(pending) AS pending FROM ("
+        f" SELECT CASE WHEN agent_id IS NOT NULL THEN CASE {' '.join(cases)} END END AS quirk,"
+        " calls, lost, pending FROM ("
+        # flagged rows and the main threads fall into one group (null ids): no hashing of
+        # every session id, and the patterns then run once per unflagged stream
+        "  SELECT CASE WHEN client_quirk IS NULL AND agent_id IS NOT NULL THEN session_id END"
+        "  AS session_id, CASE WHEN client_quirk IS NULL THEN agent_id END AS agent_id,"
+        "  count(*) AS calls,"
+        "  count(*) FILTER (WHERE error_type = $type) AS lost,"
+        "  count(*) FILTER (WHERE NOT failed AND output_bytes IS NULL) AS pending"
+        f"  FROM {CALLS} WHERE source = $source GROUP BY ALL"
+        " )) GROUP BY quirk ORDER BY quirk",
         params,
     )
-    return {row["quirk"]: (int(row["streams"]), int(row["calls"])) for row in table.to_pylist()}
+    rows = table.to_pylist()
+    return ImportedChecks(
+        forks={
+            r["quirk"]: (int(r["streams"]), int(r["calls"])) for r in rows if r["quirk"] is not None
+        },
+        lost=sum(int(r["lost"] or 0) for r in rows),
+        pending=sum(int(r["pending"] or 0) for r in rows),
+    )
 
 
 def format_unflagged_forks(found: dict[str, tuple[int, int]]) -> list[str]:
-    """``toolwatch store info``'s lines for :func:`unflagged_forks` (none when empty)."""
+    """``toolwatch store info``'s lines for :attr:`ImportedChecks.forks` (none when empty)."""
     if not found:
         return []
     streams = sum(s for s, _ in found.values())
@@ -70,23 +102,8 @@ def format_unflagged_forks(found: dict[str, tuple[int, int]]) -> list[str]:
     ]
 
 
-def unanswered(store: Store) -> tuple[int, int]:
-    """Imported calls without result: (stored failed with ``error_type = "no_result"``,
-    pending: stored unfailed with no size); (0, 0) without a calls table."""
-    if CALLS not in store.tables():
-        return 0, 0
-    table = store.query(
-        "SELECT count(*) FILTER (WHERE error_type = $type) AS lost,"
-        " count(*) FILTER (WHERE NOT failed AND output_bytes IS NULL) AS pending"
-        f" FROM {CALLS} WHERE source = $source",
-        {"source": SOURCE, "type": ERROR_TYPE_NO_RESULT},
-    )
-    row = table.to_pylist()[0]
-    return int(row["lost"] or 0), int(row["pending"] or 0)
-
-
 def format_unanswered(lost: int, pending: int) -> list[str]:
-    """``toolwatch store info``'s lines for :func:`unanswered` (none for a 0)."""
+    """``toolwatch store info``'s lines for the calls without result (none for a 0)."""
     lines = []
     if lost:
         lines.append(
