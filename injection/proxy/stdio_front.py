@@ -17,9 +17,11 @@ answers each bad one once, as JSON-RPC 2.0 asks, instead of passing it on:
 
 Not answered, but counted and said: a blank line (no message at all) and an error answer
 whose id is ``null`` (answering one could loop forever with a peer that answers ours).
-Everything else passes unchanged and the session goes on. Each bad line is counted by reason
-and said in a WARNING rate-limited per reason, and the counts once more when the client
-leaves; never the line nor any part of it (it may hold a tool's arguments).
+Everything else passes unchanged and the session goes on: the message the screen parsed is the
+one the server reads (each line is parsed once; the SDK's own reader parsed it a second time).
+Each bad line is counted by reason and said in a WARNING rate-limited per reason, and the
+counts once more when the client leaves; never the line nor any part of it (it may hold a
+tool's arguments).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import logging
 import os
 import threading
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
@@ -39,6 +41,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
@@ -99,8 +102,9 @@ class ClientLines:
                 if len(self._order) > _SENT_KEPT:
                     self._sent.discard(self._order.popleft())
 
-    def judge(self, line: str) -> Refusal | None:
-        """``None`` for a line the server should read, else what to do instead."""
+    def judge(self, line: str) -> types.JSONRPCMessage | Refusal:
+        """The line's message, parsed once (the server reads this very object), or what to
+        do instead."""
         if not line.strip():
             return Refusal(BLANK)
         try:
@@ -108,7 +112,9 @@ class ClientLines:
         except Exception:  # what the SDK's reader catches: it would drop the line
             return _unreadable(line)
         if isinstance(message, types.JSONRPCNotification):
-            raw = _loads(line)  # extra keys are dropped by the model: an invalid id is one
+            # extra keys are dropped by the model: an invalid id is one (read again only when
+            # the line can name a key "id": as written, or with an escape)
+            raw = _loads(line) if '"id"' in line or "\\u" in line else None
             if isinstance(raw, dict) and "id" in raw:
                 return Refusal(BAD_ID, types.INVALID_REQUEST)
         elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
@@ -116,24 +122,28 @@ class ClientLines:
                 return Refusal(NULL_ID_ERROR)
             if coerce_request_id(message.id) not in self._sent:
                 return Refusal(STRAY_ANSWER, types.INVALID_REQUEST)
-        return None
+        return message
 
-    async def screen(self, stdin: AsyncIterator[str]) -> AsyncIterator[str]:
-        """``stdin``'s lines the server should read; each other one answered and counted."""
-        async for line in stdin:
-            refusal = self.judge(line)
-            if refusal is None:
-                yield line
-                continue
-            self.counts[refusal.reason] += 1
-            answered = refusal.code is not None
-            self._warn(refusal.reason, f"answered {refusal.code}" if answered else "ignored")
-            if answered:
-                await self._ready.wait()
-                try:
-                    await self._write.send(refusal.answer())
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return  # the server is done: nothing will read the rest
+    async def screen(
+        self, stdin: AsyncIterable[str], read: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
+        """Each of ``stdin``'s messages the server should read, sent on ``read`` as parsed;
+        each other line answered and counted. ``read`` is closed at the client's EOF."""
+        async with read:
+            async for line in stdin:
+                judged = self.judge(line)
+                if not isinstance(judged, Refusal):
+                    await read.send(SessionMessage(judged))
+                    continue
+                self.counts[judged.reason] += 1
+                answered = judged.code is not None
+                self._warn(judged.reason, f"answered {judged.code}" if answered else "ignored")
+                if answered:
+                    await self._ready.wait()
+                    try:
+                        await self._write.send(judged.answer())
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        return  # the server is done: nothing will read the rest
 
     def _warn(self, reason: str, done: str) -> None:
         """One WARNING per reason per :data:`_WARN_EVERY` s: a client can repeat bad lines."""
@@ -243,14 +253,36 @@ def _claimed_stdin() -> Iterator[Any]:
         os.dup2(wire, 0)
 
 
+async def _no_lines() -> AsyncIterator[str]:
+    """Nothing for the SDK's own reader: the screen reads the client (it parsed each line a
+    second time)."""
+    return
+    yield  # pragma: no cover - makes this an async generator
+
+
 @asynccontextmanager
-async def screened_stdio() -> AsyncIterator[tuple[Any, WatchedWrite]]:
-    """The SDK's stdio transport with the client's unusable lines answered (module docstring)."""
+async def screened_stdio(
+    stdin: AsyncIterable[str] | None = None, stdout: Any = None
+) -> AsyncIterator[tuple[Any, WatchedWrite]]:
+    """The SDK's stdio transport with the client's unusable lines answered (module docstring):
+    the SDK writes, the screen reads. ``stdin`` / ``stdout``: the process's own by default."""
+    if stdin is None:
+        with _claimed_stdin() as claimed:
+            async with screened_stdio(claimed, stdout) as streams:
+                yield streams
+        return
     lines = ClientLines()
-    with _claimed_stdin() as stdin:
-        async with stdio_server(stdin=cast(Any, lines.screen(stdin))) as (read, write):
-            lines.answer_on(write)
-            try:
-                yield read, WatchedWrite(write, lines)
-            finally:
-                lines.summary()
+    send, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    async with (
+        stdio_server(stdin=cast(Any, _no_lines()), stdout=stdout) as (unread, write),
+        anyio.create_task_group() as screening,
+    ):
+        unread.close()
+        lines.answer_on(write)
+        screening.start_soon(lines.screen, stdin, send)
+        try:
+            yield read, WatchedWrite(write, lines)
+        finally:
+            screening.cancel_scope.cancel()  # the session is over: no more lines wanted
+            read.close()
+            lines.summary()
