@@ -13,16 +13,17 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import uvicorn
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS
+from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 
 from toolwatch.injection.proxy.era import discover_refused_http
 from toolwatch.injection.proxy.http_checks import spec_checks
+from toolwatch.injection.proxy.session_slots import SessionSlots, with_session_slots
 
 logger = logging.getLogger(__name__)
 #: What stops the HTTP server gracefully (a service manager's stop, Ctrl-C).
@@ -65,29 +66,6 @@ def _no_resumption(app: Any) -> Any:
     return serve
 
 
-#: Seconds a client is told to wait before retrying a 503 (the SDK's "Too many open
-#: sessions": room frees up as sessions end or idle out).
-RETRY_AFTER_S: Final = 5
-
-
-def _retry_after(app: Any) -> Any:
-    """The ASGI ``app`` with ``Retry-After`` on every 503 it answers: the SDK's refusal of a
-    session past ``max_sessions`` said nothing of when to come back, so a client retried at
-    once or gave up."""
-
-    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        async def sent(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start" and message.get("status") == 503:
-                headers = [(k, v) for k, v in message.get("headers", []) if k != b"retry-after"]
-                headers.append((b"retry-after", str(RETRY_AFTER_S).encode()))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await app(scope, receive, sent if scope["type"] == "http" else send)
-
-    return serve
-
-
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, stopped gracefully by SIGTERM or SIGINT without raising the signal
     again afterwards (uvicorn does, so the process died of it, exit -15, before the proxy
@@ -119,17 +97,22 @@ async def http_server(
     host: str = "127.0.0.1",
     port: int = 0,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
 ) -> AsyncIterator[HttpServer]:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (port 0: any free
     port; the real one is in the yielded URL) until the block exits. Past ``max_sessions``
-    open sessions a new one is refused with 503 and ``Retry-After``.
+    open sessions a new one is refused with 503 and ``Retry-After``: the seconds until the
+    oldest idle session idles out (``session_idle_timeout``; :mod:`.session_slots`).
 
     A fault proxy in front of a handshake-era upstream refuses an ``auto`` client's
     ``server/discover`` probe as that upstream does (:mod:`.era`)."""
-    app = _no_resumption(server.streamable_http_app(host=host, max_sessions=max_sessions))
+    sdk = server.streamable_http_app(
+        host=host, max_sessions=max_sessions, session_idle_timeout=session_idle_timeout
+    )
+    app = _no_resumption(with_session_slots(sdk, SessionSlots(session_idle_timeout)))
     if getattr(server, "upstream_era_is_handshake", False):  # a FaultProxy (which imports this)
         app = discover_refused_http(app)
-    app = _retry_after(spec_checks(app))
+    app = spec_checks(app)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

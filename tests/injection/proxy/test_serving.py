@@ -20,7 +20,7 @@ from support.mcp_test_server import build_server
 from support.proxy_fuzz_http import PROBE_INITIALIZE
 from support.proxy_process import ProxyProcess, gone_within, lingering_upstream, noted_pids
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
-from toolwatch.injection.proxy.serving import RETRY_AFTER_S
+from toolwatch.injection.proxy.session_slots import RETRY_AFTER_MAX_S
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -98,7 +98,9 @@ def _logged(log: Path, line: str, timeout: float = 30.0) -> bool:
 
 def test_a_session_past_the_bound_is_503_with_retry_after() -> None:
     """The SDK refuses a session past ``max_sessions`` with a bare 503; a client told nothing
-    of when to come back retried at once or gave up. Those open are served as before."""
+    of when to come back retried at once or gave up. Those open are served as before. The
+    only open session has 30 idle minutes ahead (the SDK's default): a minute, the bound (a
+    fixed 5 s sent a client back 360 times before an idle slot could free)."""
     both = {"accept": "application/json, text/event-stream"}
 
     async def main() -> tuple[list[httpx2.Response], int]:
@@ -117,6 +119,41 @@ def test_a_session_past_the_bound_is_503_with_retry_after() -> None:
     (first, refused), still = anyio.run(main)
     assert first.status_code == 200 and "retry-after" not in first.headers
     assert refused.status_code == 503
-    assert refused.headers["retry-after"] == str(RETRY_AFTER_S) == "5"
+    assert refused.headers["retry-after"] == str(RETRY_AFTER_MAX_S) == "60"
     assert refused.json()["error"]["message"] == "Too many open sessions"
     assert still == 200
+
+
+def test_retry_after_is_when_the_oldest_idle_session_expires() -> None:
+    """With a 20 s idle timeout, a full server's 503 says the seconds left to its idle
+    session; while a request holds that session (an open GET stream) a slot is a whole
+    timeout away; once the client ends it (DELETE) the next client gets in."""
+    both = {"accept": "application/json, text/event-stream"}
+
+    async def main() -> tuple[list[str], int]:
+        said: list[str] = []
+        async with (
+            run_proxy(None, build_server()) as proxy,
+            http_server(proxy, max_sessions=1, session_idle_timeout=20) as front,
+            httpx2.AsyncClient(timeout=10) as http,
+        ):
+            opened = await http.post(front.url, json=PROBE_INITIALIZE, headers=both)
+            session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(front.url, json=initialized, headers={**both, **session})
+            await anyio.sleep(2.2)
+            refused = await http.post(front.url, json=PROBE_INITIALIZE, headers=both)
+            said.append(refused.headers["retry-after"])
+            sse = {"accept": "text/event-stream", **session}
+            async with http.stream("GET", front.url, headers=sse) as stream:
+                assert stream.status_code == 200
+                refused = await http.post(front.url, json=PROBE_INITIALIZE, headers=both)
+                said.append(refused.headers["retry-after"])
+            await http.delete(front.url, headers=session)
+            after = await http.post(front.url, json=PROBE_INITIALIZE, headers=both)
+            return said, after.status_code
+
+    said, after = anyio.run(main)
+    assert said[0] in {"16", "17", "18"}, said  # 20 s less the 2.2 s idle and the requests
+    assert said[1] == "20"
+    assert after == 200
