@@ -27,13 +27,16 @@ the shutdown finishes; a second Ctrl-C (SIGINT after the one that stopped servin
 signal after that, kills them, so it ends at once; the exit code is the first signal's, as over
 stdio.
 
-The upstream processes are known by the SDK's spawn function, wrapped here to note each process
-it starts inside :func:`noting_upstreams`.
+The upstream processes are known by the SDK's spawn function (private: mcp's public API hands
+a stdio client's process to no one), wrapped here to note each process it starts inside
+:func:`noting_upstreams`; an SDK without it is said in a warning when a run starts, and
+``test_stdio_stop.py`` fails naming it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import os
 import signal
@@ -43,7 +46,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import mcp.client.stdio as sdk_stdio
@@ -57,11 +60,19 @@ _noting: ContextVar[bool] = ContextVar("toolwatch_noting_upstreams", default=Fal
 _UPSTREAMS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def _wrap_spawn() -> None:
-    """Note each process the SDK's stdio client starts while :func:`noting_upstreams` is on."""
-    spawn = getattr(sdk_stdio, "_create_platform_compatible_process", None)
-    if spawn is None or getattr(spawn, "toolwatch_notes", False):
-        return  # another SDK (nothing to wrap: stopping falls back to the SDK's own close)
+#: The SDK's spawn function, wrapped to note each upstream process: mcp's public API gives a
+#: stdio client's process to no one (``stdio_client`` takes parameters only; checked on 2.3.0).
+SPAWN_FUNCTION: Final = "_create_platform_compatible_process"
+
+
+def _wrap_spawn(module: Any = sdk_stdio) -> bool:
+    """Note each process ``module``'s stdio client starts while :func:`noting_upstreams` is
+    on; whether it could (an SDK without :data:`SPAWN_FUNCTION` gives no hold on them)."""
+    spawn = getattr(module, SPAWN_FUNCTION, None)
+    if spawn is None or not callable(spawn):
+        return False
+    if getattr(spawn, "toolwatch_notes", False):
+        return True
 
     async def noted(*args: Any, **kwargs: Any) -> Any:
         process = await spawn(*args, **kwargs)
@@ -70,10 +81,32 @@ def _wrap_spawn() -> None:
         return process
 
     noted.toolwatch_notes = True  # type: ignore[attr-defined]
-    sdk_stdio._create_platform_compatible_process = noted
+    setattr(module, SPAWN_FUNCTION, noted)
+    return True
 
 
-_wrap_spawn()
+#: Whether a stop signal can reach the upstream processes (else they stop with their
+#: connections, the SDK's close: up to 2 s each, and only if the proxy lives that long).
+SPAWN_NOTED = _wrap_spawn()
+
+
+def _say_unreachable() -> None:
+    """Say once a run that a stop signal cannot reach the upstream processes (never silently:
+    a new SDK that spawns otherwise would leave them running again)."""
+    if not SPAWN_NOTED:
+        logger.warning(
+            "mcp %s's stdio client does not spawn through mcp.client.stdio.%s: a stop signal "
+            "cannot stop the upstream processes at once; each stops when its connection closes",
+            _sdk_version(),
+            SPAWN_FUNCTION,
+        )
+
+
+def _sdk_version() -> str:
+    try:
+        return importlib.metadata.version("mcp")
+    except importlib.metadata.PackageNotFoundError:
+        return "(unknown version)"
 
 
 @contextmanager
@@ -149,6 +182,8 @@ async def stopped_by_signals(
     if loop is None:
         yield stopped
         return
+    if upstreams:
+        _say_unreachable()
     received = 0
 
     def stop(sig: signal.Signals) -> None:

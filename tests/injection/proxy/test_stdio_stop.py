@@ -5,19 +5,25 @@ the signal never reaches) were left running."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import logging
 import signal
 import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.client.stdio as sdk_stdio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from support.proxy_fuzz_http import PROBE_INITIALIZE
 from support.proxy_process import ProxyProcess, gone_within, lingering_upstream, noted_pids
+from toolwatch.injection.proxy import stdio_stop
 
 
 @pytest.fixture
@@ -152,3 +158,47 @@ def test_ctrl_c_exits_130_with_the_injection_log_and_summary_written(tmp_path: P
     assert "SIGINT received: stopped " in text and "Traceback" not in text
     assert "run summary: 2 injections made, 0 not applicable" in lines[-2]
     assert lines[-1].endswith("fault proxy stopped by SIGINT")
+
+
+def test_the_sdk_still_spawns_upstreams_through_the_function_stdio_stop_wraps() -> None:
+    """mcp's public API hands a stdio client's process to no one, so ``stdio_stop`` wraps the
+    SDK's private spawn function to reach the upstreams on a stop signal. Pinned here: an SDK
+    that renames it, or spawns otherwise, fails this test by name, not deep in a stop."""
+    version = importlib.metadata.version("mcp")
+    spawn = getattr(sdk_stdio, stdio_stop.SPAWN_FUNCTION, None)
+    assert stdio_stop.SPAWN_NOTED and getattr(spawn, "toolwatch_notes", False), (
+        f"mcp {version} has no mcp.client.stdio.{stdio_stop.SPAWN_FUNCTION} to wrap: "
+        "injection/proxy/stdio_stop.py can no longer stop upstream processes on a signal"
+    )
+    idle = StdioServerParameters(command=sys.executable, args=["-c", "input()"])
+
+    async def main() -> int:
+        with stdio_stop.noting_upstreams():
+            async with stdio_client(idle):
+                return len(list(stdio_stop._UPSTREAMS))
+
+    assert anyio.run(main) >= 1, (
+        f"mcp {version}'s stdio_client no longer starts its process through "
+        f"{stdio_stop.SPAWN_FUNCTION}: injection/proxy/stdio_stop.py notes no upstream"
+    )
+
+
+def test_an_sdk_without_the_spawn_function_is_said_not_passed_over(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It used to return quietly: the upstreams then outlived a stopped proxy unannounced."""
+    assert stdio_stop._wrap_spawn(types.SimpleNamespace()) is False
+    monkeypatch.setattr(stdio_stop, "SPAWN_NOTED", False)
+
+    async def main() -> None:
+        async with stdio_stop.stopped_by_signals():
+            pass
+        async with stdio_stop.stopped_by_signals(upstreams=False):  # none to reach
+            pass
+
+    with caplog.at_level(logging.WARNING, logger=stdio_stop.__name__):
+        anyio.run(main)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1, said
+    assert said[0].startswith(f"mcp {importlib.metadata.version('mcp')}'s stdio client does ")
+    assert "_create_platform_compatible_process: a stop signal cannot stop" in said[0]
