@@ -288,3 +288,15 @@ def description_poisoned(scenario: Scenario, trajectory: Trajectory) -> bool:
             if tool.name == scenario.fault.tool and (tool.description or "") != clean:
                 return True
     return False
+
+
+def schema_renamed(scenario: Scenario, trajectory: Trajectory) -> bool:
+    """The agent read a listing in which the faulty tool's input schema names a renamed
+    argument by its new name (A4's drift, announced)."""
+    new = set((scenario.fault.params.get("argument_renames") or {}).values())
+    for listing in trajectory.listings:
+        for tool in listing:
+            properties = (tool.input_schema or {}).get("properties") or {}
+            if tool.name == scenario.fault.tool and new & set(properties):
+                return True
+    return False

@@ -23,12 +23,18 @@ from toolwatch.injection.workbench.trajectory import (
 
 @dataclass(frozen=True)
 class Delivery:
-    """One call the replay server answered: was the fault applied, and how."""
+    """One call (``unit`` ``tools/list``: a listing) the replay server answered: was the fault
+    applied, and how."""
 
     tool: str
     occurrence: int
     applied: bool
     note: str = ""
+    unit: str = "call"
+
+    def describe(self) -> str:
+        """Content-free: the unit, its number, the tool and the engine's note."""
+        return f"{self.unit} #{self.occurrence} of {self.tool!r}: {self.note}"
 
 
 def _wire(value: Any) -> dict[str, Any]:
@@ -40,9 +46,11 @@ class ReplayServer(MCPServer):
     """An ``MCPServer`` answering from a :class:`Recording`, with one fault armed (or none).
 
     Occurrences of each tool are counted from 1 for this server instance (one per run), and
-    the fault engine decides per occurrence. A call that was never recorded (the faulted agent
-    went somewhere new) is answered by ``fallback`` when given — the scenario server — or is
-    a tool error saying so.
+    the fault engine decides per occurrence. A due call or listing the fault could not act on
+    is kept in :attr:`not_applicable`, as the proxy records it (its outcomes), so a verdict can
+    say the fault was not exercised rather than judge a run it never touched. A call that was
+    never recorded (the faulted agent went somewhere new) is answered by ``fallback`` when
+    given — the scenario server — or is a tool error saying so.
     """
 
     def __init__(
@@ -61,6 +69,7 @@ class ReplayServer(MCPServer):
         self.exact: Counter[str] = Counter()
         self.listings = 0
         self.deliveries: list[Delivery] = []
+        self.not_applicable: list[Delivery] = []
         self._listing_poisoned = False  # a C2/C4 description fault is in force
 
     def _clean_listing(self) -> list[dict[str, Any]]:
@@ -79,6 +88,11 @@ class ReplayServer(MCPServer):
             self._listing_poisoned = self.engine.poisoned_after(
                 tools, effect, self._listing_poisoned
             )
+            if effect.not_applicable:
+                target = self.engine.fault.tool
+                self.not_applicable.append(
+                    Delivery(target, self.listings, False, effect.note, "tools/list")
+                )
             tools = effect.tools
         return [types.Tool.model_validate(t) for t in tools]
 
@@ -111,6 +125,8 @@ class ReplayServer(MCPServer):
             plan = engine.plan(name, arguments, n, self._clean_listing())
             clean = await self._clean(name, plan.arguments) if plan.call_upstream else None
             effect = engine.apply(plan, clean)
+            if plan.due and not effect.applied:
+                self.not_applicable.append(Delivery(name, n, False, effect.note))
         self.deliveries.append(Delivery(name, n, effect.applied, effect.note))
         try:
             request = None if context is None else context.request_context

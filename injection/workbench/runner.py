@@ -149,6 +149,8 @@ async def run_agent(
         root = _root_cause(exc)
         traj.error = _crash(root)  # its text may quote a tool's result or an argument
         log.warning("%s/%s %s run crashed: %s", scenario.id, agent.name, mode, traj.error)
+    if isinstance(server, ReplayServer):
+        traj.not_applicable = [d.describe() for d in server.not_applicable]
     return traj
 
 

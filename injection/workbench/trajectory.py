@@ -119,6 +119,8 @@ class Trajectory:
     final_answer: str = ""
     conversation_id: str = ""
     error: str | None = None  # the agent itself crashed (not a tool failure)
+    #: due calls and listings the fault could not act on (content-free, from the server)
+    not_applicable: list[str] = field(default_factory=list)
 
     def calls_to(self, tool: str) -> list[Step]:
         return [s for s in self.steps if s.tool == tool]

@@ -22,7 +22,7 @@ from toolwatch.injection.faults.library import load_library, load_scenario
 from toolwatch.injection.faults.server import ScenarioServer
 from toolwatch.injection.mitigations.wrapper import MitigationEvent
 from toolwatch.injection.workbench.agent import AgentConfig
-from toolwatch.injection.workbench.checks import CheckResult
+from toolwatch.injection.workbench.checks import CheckResult, check
 from toolwatch.injection.workbench.labels import Labels
 from toolwatch.injection.workbench.naive_agent import NaiveAgent
 from toolwatch.injection.workbench.replay import ReplayServer
@@ -193,6 +193,51 @@ def test_a1_delay_is_real_and_the_client_deadline_expires() -> None:
     assert first.outcome == "timeout" and first.injected
     assert 0.2 <= first.duration_s < 1.5  # the client gave up at its deadline ...
     assert elapsed < 4.0  # ... and nobody waited out the 5 s delay
+
+
+def _listed_without(recording: Recording, tool: str, argument: str | None = None) -> None:
+    """The recorded listing without ``tool`` (``argument``: without that argument of it), as
+    a real upstream's could be."""
+    assert recording.tools is not None
+    kept = []
+    for t in recording.tools.tools:
+        if t.name == tool and argument is None:
+            continue
+        if t.name == tool:
+            schema = json.loads(json.dumps(t.input_schema))
+            schema["properties"].pop(argument)
+            schema["required"] = [r for r in schema.get("required", []) if r != argument]
+            t = t.model_copy(update={"input_schema": schema})
+        kept.append(t)
+    recording.tools = recording.tools.model_copy(update={"tools": kept})
+
+
+@pytest.mark.parametrize(
+    ("fault", "argument", "note"),
+    [
+        ("A4", "doc_id", "tools/list #1 of 'get_doc': nothing to rename in the tool's schema"),
+        ("C2", None, "tools/list #1 of 'get_doc': no tool 'get_doc' in tools/list"),
+    ],
+)
+def test_a_listing_fault_that_could_not_act_is_not_exercised_never_a_failure(
+    fault: str, argument: str | None, note: str
+) -> None:
+    """A tools/list rewrite due on a listing it cannot act on is the proxy's not_applicable
+    outcome; the replay server kept none, so an A4 whose renamed schema was never listed
+    failed the agent for an argument it was never told had been renamed, and a C2 said only
+    that the description was never read. The verdict now says the fault could not act."""
+    sc = scenario(fault)
+    recording, clean = _record(sc)
+    _listed_without(recording, "get_doc", argument)
+    server = ReplayServer(
+        recording, engine=FaultEngine.for_scenario(sc), fallback=ScenarioServer(sc)
+    )
+    traj = run(run_agent(sc, NaiveAgent(), server, mode="faulted", conversation_id="na"))
+    assert [d.describe() for d in server.not_applicable] == [note]
+    assert traj.not_applicable == [note]
+    verdict = check(sc, traj, clean)
+    assert verdict.status == "not_exercised"
+    assert verdict.reason == f"the fault fell due but could not act: {note}"
 
 
 # ============================================================================== full runs
