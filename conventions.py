@@ -122,9 +122,10 @@ ERROR_TYPE_TIMEOUT: Final = "timeout"
 #: A call the agent cancelled before its answer (an anyio cancel scope, ``asyncio`` task
 #: cancellation): one class whatever the event loop calls its cancellation exception.
 ERROR_TYPE_CANCELLED: Final = "cancelled"
-#: A call whose connection to its server closed before the answer (the server process died,
-#: the pipe broke): the MCP SDK's own error, apart from a server's JSON-RPC error of the same
-#: code (-32000, which servers also use for errors of their own).
+#: A call whose connection to its server closed before the answer (the server process died or
+#: was killed, the pipe broke, the HTTP stream ended): the MCP SDK's own error or its transport
+#: ending the call, apart from a server's JSON-RPC error of the same code (-32000, which
+#: servers also use for errors of their own).
 ERROR_TYPE_CONNECTION_CLOSED: Final = "connection_closed"
 #: An imported call whose result was written but cut off (a transcript truncated mid-line), or
 #: never written though its stream went on to another model response: not a success, and no

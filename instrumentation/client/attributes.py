@@ -41,7 +41,7 @@ _MAX_SPAN_NAMES: Final = 4_096
 _SDK_CLOSED_MESSAGE: Final = "Connection closed"
 
 
-def error_type_of(exc: BaseException) -> str:
+def error_type_of(exc: BaseException, *, lost: bool = False) -> str:
     """``error.type`` of a failed call: ``timeout``, ``cancelled``, ``connection_closed``, the
     JSON-RPC code, or the class name.
 
@@ -49,17 +49,21 @@ def error_type_of(exc: BaseException) -> str:
     loop's (``CancelledError`` on asyncio, ``Cancelled`` on trio), not the call's. The SDK's
     own "Connection closed" error is told from a server's JSON-RPC error of the same code by
     its fixed message (a server that sends that very message is taken at its word).
+    ``lost``: the transport lost the call's connection (``sdk_hooks.InFlight.lost``), so its
+    cancel, or the -32000 the transport answered it with, is ``connection_closed``.
     """
     if isinstance(exc, MCPError):
         code = exc.code
         if code == REQUEST_TIMEOUT:
             return ERROR_TYPE_TIMEOUT
-        if code == CONNECTION_CLOSED and exc.message == _SDK_CLOSED_MESSAGE:
+        if code == CONNECTION_CLOSED and (lost or exc.message == _SDK_CLOSED_MESSAGE):
             return ERROR_TYPE_CONNECTION_CLOSED
         return str(code)
     if isinstance(exc, TimeoutError):
         return ERROR_TYPE_TIMEOUT
     if isinstance(exc, asyncio.CancelledError) or _trio_cancelled(exc):
+        if lost:
+            return ERROR_TYPE_CONNECTION_CLOSED
         return ERROR_TYPE_CANCELLED
     return type(exc).__name__
 
@@ -111,10 +115,10 @@ def result_attributes(result: object, attrs: dict[str, Any]) -> bool:
     return bool(result.is_error)
 
 
-def error_attributes(exc: BaseException, attrs: dict[str, Any]) -> None:
-    """``error.type`` of a raised call, and the ground-truth label a fault proxy put in a
-    JSON-RPC error's ``data`` (never the message)."""
-    attrs[ATTR_ERROR_TYPE] = error_type_of(exc)
+def error_attributes(exc: BaseException, attrs: dict[str, Any], *, lost: bool = False) -> None:
+    """``error.type`` of a raised call (``lost``: see :func:`error_type_of`), and the
+    ground-truth label a fault proxy put in a JSON-RPC error's ``data`` (never the message)."""
+    attrs[ATTR_ERROR_TYPE] = error_type_of(exc, lost=lost)
     data = exc.data if isinstance(exc, MCPError) else None
     label = data.get(LABEL_META_KEY) if isinstance(data, Mapping) else None
     if isinstance(label, str):

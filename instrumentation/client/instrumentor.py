@@ -294,7 +294,7 @@ def _failed(in_flight: InFlight, exc: BaseException, late: dict[str, Any]) -> No
         except Exception as err:
             log.debug("toolwatch: could not measure a refused result (%s)", type(err).__name__)
     try:
-        error_attributes(exc, late)  # after: a JSON-RPC error's own label wins
+        error_attributes(exc, late, lost=in_flight.lost)  # after: its own label wins
     except Exception:
         late[ATTR_ERROR_TYPE] = type(exc).__name__
 

@@ -13,6 +13,11 @@ fails loudly when one is gone, and :func:`install` logs a WARNING (not a silent 
 * ``ClientSession.validate_tool_result`` — sees a result *before* the output-schema check, which
   raises for a result without structured content (a B4 ``return_empty`` injection): the label
   and the result size are kept although the call then fails;
+* ``StreamableHTTPTransport._run_request_post`` — sees a request's POST fail (the server died
+  or refused the connection): the transport's task group then ends, cancelling the caller, so
+  the call (and every call open on its session) is marked as having lost its connection;
+* ``StreamableHTTPTransport._resolve_abandoned_request`` — sees the transport give a request up
+  (its SSE stream ended without the answer) with the SDK's own -32000 error;
 * ``Client._session`` (read by the instrumentor) — the unified client's session.
 """
 
@@ -27,7 +32,7 @@ from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 import wrapt
-from mcp.types import CallToolResult
+from mcp.types import CONNECTION_CLOSED, CallToolResult
 from opentelemetry.instrumentation.utils import unwrap
 
 from toolwatch.conventions import (
@@ -60,6 +65,9 @@ class InFlight:
     #: the result the SDK received before its output-schema check (see observe_validation):
     #: measured only when that check then refuses it
     received: Any = None
+    #: the connection to the server was lost before the answer (see observe_request_post and
+    #: observe_abandoned_request): the call's cancel or the SDK's -32000 is connection_closed
+    lost: bool = False
 
 
 IN_FLIGHT: ContextVar[InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
@@ -138,6 +146,42 @@ def observe_validation(
     return wrapped(*args, **kwargs)
 
 
+async def observe_request_post(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """A request's POST that raises (the server died mid-call, or is gone) ends the streamable
+    HTTP transport's task group, which cancels the calls waiting on it: mark the call that sent
+    it (the POST runs in a copy of its context) and every call open on its session as lost."""
+    try:
+        return await wrapped(*args, **kwargs)
+    except Exception:
+        in_flight = IN_FLIGHT.get()
+        if in_flight is not None:
+            in_flight.lost = True
+            for calls in list(OPEN_CALLS.values()):
+                if any(call is in_flight for call, _ in calls):
+                    for call, _ in calls:
+                        call.lost = True
+                    break
+        raise
+
+
+def observe_abandoned_request(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """The transport answers a request it gave up on with the SDK's -32000 (its SSE stream
+    ended without the answer): mark the call that sent that request as lost."""
+    request_id = args[1] if len(args) > 1 else kwargs.get("request_id")
+    in_flight = IN_FLIGHT.get()
+    if (
+        kwargs.get("code", CONNECTION_CLOSED) == CONNECTION_CLOSED
+        and in_flight is not None
+        and in_flight.request_id in (None, str(request_id))
+    ):
+        in_flight.lost = True
+    return wrapped(*args, **kwargs)
+
+
 @dataclass(frozen=True, slots=True)
 class Hook:
     """One private mcp attribute the instrumentation wraps, and what is lost without it."""
@@ -166,6 +210,18 @@ PRIVATE_HOOKS: Final[tuple[Hook, ...]] = (
         "ClientSession.validate_tool_result",
         observe_validation,
         "calls failing the output-schema check lose their label and result size",
+    ),
+    Hook(
+        "mcp.client.streamable_http",
+        "StreamableHTTPTransport._run_request_post",
+        observe_request_post,
+        "a call whose HTTP server dies before answering is cancelled, not connection_closed",
+    ),
+    Hook(
+        "mcp.client.streamable_http",
+        "StreamableHTTPTransport._resolve_abandoned_request",
+        observe_abandoned_request,
+        "a call whose SSE stream ends before the answer is -32000, not connection_closed",
     ),
 )
 #: attributes the instrumentation reads (not wraps) on SDK objects

@@ -31,6 +31,7 @@ from support.feature_server import (
     build_feature_server,
     feature_server_over_http,
     feature_server_over_stdio,
+    feature_server_process_over_http,
 )
 from toolwatch.conventions import (
     ATTR_AGENT_ID,
@@ -170,9 +171,9 @@ def test_tool_error_jsonrpc_error_and_a_dead_server_are_three_classes(
     exporter: InMemorySpanExporter, transport: str
 ) -> None:
     """``is_error`` → ``tool_error`` (with its result size); a server's JSON-RPC error → its
-    code, -32000 included; the server process dying mid-call → ``connection_closed`` over
-    stdio (it was ``-32000``, the same as the server's own error), and so every later call;
-    over streamable HTTP the SDK cancels the client instead: ``cancelled``."""
+    code, -32000 included; the server process dying mid-call → ``connection_closed`` (over
+    stdio it was ``-32000``, the same as the server's own error, and every later call is too;
+    over streamable HTTP, where the SDK cancels the call and ends the client, ``cancelled``)."""
     raised: list[str] = []
 
     async def body(client: Client) -> None:
@@ -201,10 +202,64 @@ def test_tool_error_jsonrpc_error_and_a_dead_server_are_three_classes(
         assert classes == ["tool_error", "-32602", "-32000"] + ["connection_closed"] * 2
     else:
         assert raised == ["CancelledError"]
-        assert classes == ["tool_error", "-32602", "-32000", "cancelled"]
+        assert classes == ["tool_error", "-32602", "-32000", "connection_closed"]
     fail = attrs_of(tool_spans(exporter)[0])
     assert fail[ATTR_RESULT_SIZE] == len(b"no")  # a tool error has a result; the others none
     assert all(ATTR_RESULT_SIZE not in attrs_of(s) for s in tool_spans(exporter)[1:])
+
+
+@pytest.mark.parametrize("answer_begun", [False, True], ids=["before-the-answer", "mid-answer"])
+def test_an_http_server_killed_mid_call_is_connection_closed_for_every_open_call(
+    exporter: InMemorySpanExporter, answer_begun: bool
+) -> None:
+    """The uvicorn server process is killed while two calls wait for their answers. Before an
+    answer began, the SDK's POST fails, its transport's task group cancels both calls and the
+    agent gets the transport's error from ``async with Client``: both ``connection_closed``
+    (they were ``cancelled``, as the agent's own cancel). Once a progress notification has
+    begun each answer's SSE stream, the SDK answers each call with its own -32000 ("SSE stream
+    ended without a response"): ``connection_closed`` (it was ``-32000``, as a server's error)."""
+    raised: list[str] = []
+    progress: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async def call(client: Client) -> None:
+        tool, options = (
+            ("stall", {"progress_callback": on_progress}) if answer_begun else ("slow", {})
+        )
+        try:
+            await client.call_tool(tool, {"seconds": 30}, read_timeout_seconds=60, **options)
+        except MCPError as exc:
+            raised.append(f"MCPError {exc.code}")
+        except BaseException as exc:
+            raised.append(type(exc).__name__)
+            raise
+
+    async def main() -> None:
+        with feature_server_process_over_http() as (url, proc):
+            async with Client(url) as client, anyio.create_task_group() as tg:
+                tg.start_soon(call, client)
+                tg.start_soon(call, client)
+                with anyio.fail_after(20):
+                    while len(progress if answer_begun else OPEN_CALLS.get(client.session, ())) < 2:
+                        await anyio.sleep(0.05)
+                await anyio.sleep(WAIT_S)  # the server is inside both calls
+                proc.kill()
+
+    if answer_begun:
+        anyio.run(main, backend="asyncio")
+        assert raised == ["MCPError -32000"] * 2
+    else:
+        with pytest.raises(BaseExceptionGroup):  # the transport's error ends the client
+            anyio.run(main, backend="asyncio")
+        assert raised == ["CancelledError"] * 2
+    spans = tool_spans(exporter)
+    assert [attrs_of(s).get(ATTR_ERROR_TYPE) for s in spans] == ["connection_closed"] * 2
+    for span in spans:
+        assert span.status.status_code is StatusCode.ERROR and ATTR_RESULT_SIZE not in attrs_of(
+            span
+        )
 
 
 # ------------------------------------------------------------------------------ sessions

@@ -10,6 +10,8 @@ Every result is determined by the arguments, so the tests can predict the byte s
 * ``chatty(text, n)``   → ``n`` progress notifications and ``n`` log messages quoting ``text``,
   then one text block ``text``;
 * ``slow(seconds)``     → sleeps, then ``"done"``;
+* ``stall(seconds)``    → one progress notification (to a client that asked for progress, the
+  answer's SSE stream has begun over HTTP), then as ``slow``;
 * ``fail(text)``        → ``is_error=True`` with one text block ``text``;
 * ``reject(text, code)`` → a JSON-RPC error ``code`` (-32602 by default) quoting ``text``;
 * ``die(text)``         → the server process exits mid-call (stdio and HTTP only);
@@ -71,6 +73,12 @@ def build_feature_server(name: str = FEATURE_SERVER_NAME) -> MCPServer:
         await anyio.sleep(seconds)
         return "done"
 
+    @server.tool(description="Report progress once, then sleep and answer.")
+    async def stall(seconds: float, ctx: Context) -> str:
+        await ctx.report_progress(1, 2)
+        await anyio.sleep(seconds)
+        return "done"
+
     @server.tool(description="Return a tool error (is_error).")
     def fail(text: str) -> CallToolResult:
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
@@ -96,6 +104,13 @@ def build_feature_server(name: str = FEATURE_SERVER_NAME) -> MCPServer:
 @contextmanager
 def feature_server_over_http() -> Iterator[str]:
     """The feature server in a child process over streamable HTTP; yields its MCP URL."""
+    with feature_server_process_over_http() as (url, _):
+        yield url
+
+
+@contextmanager
+def feature_server_process_over_http() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """As :func:`feature_server_over_http`, with the server's process (to kill it mid-call)."""
     from support.collector_process import free_port  # not on the child's path
 
     port = free_port()
@@ -114,7 +129,7 @@ def feature_server_over_http() -> Iterator[str]:
             except OSError:
                 assert time.monotonic() < deadline, "the HTTP feature server did not listen"
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
         proc.kill()
         proc.wait()
