@@ -118,9 +118,12 @@ OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 METHOD_TOOLS_CALL: Final = "tools/call"
 METHOD_TOOLS_LIST: Final = "tools/list"
 ERROR_TYPE_TOOL_ERROR: Final = "tool_error"
+#: A call that ran out of time: the SDK's read timeout, or a deadline of the agent's around it
+#: (``anyio.fail_after``, ``asyncio.wait_for``) that cancelled it.
 ERROR_TYPE_TIMEOUT: Final = "timeout"
-#: A call the agent cancelled before its answer (an anyio cancel scope, ``asyncio`` task
-#: cancellation): one class whatever the event loop calls its cancellation exception.
+#: A call the agent cancelled before its answer, other than by a deadline (an anyio cancel
+#: scope cancelled, ``asyncio`` task cancellation): one class whatever the event loop calls
+#: its cancellation exception.
 ERROR_TYPE_CANCELLED: Final = "cancelled"
 #: A call whose connection to its server closed before the answer (the server process died or
 #: was killed, the pipe broke, the HTTP stream ended): the MCP SDK's own error or its transport

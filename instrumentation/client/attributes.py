@@ -31,6 +31,7 @@ from toolwatch.conventions import (
     span_name,
 )
 from toolwatch.instrumentation.client.context import CallContext
+from toolwatch.instrumentation.client.deadlines import deadline_cancelled
 from toolwatch.record import MAX_STRING_BYTES, fit_string, result_size
 
 #: ``span_name(tool)`` per tool seen (bounded: names come from the agent, not from input)
@@ -46,9 +47,10 @@ def error_type_of(exc: BaseException, *, lost: bool = False) -> str:
     JSON-RPC code, or the class name.
 
     A cancelled call is ``cancelled`` rather than its class name: the class is the event
-    loop's (``CancelledError`` on asyncio, ``Cancelled`` on trio), not the call's. The SDK's
-    own "Connection closed" error is told from a server's JSON-RPC error of the same code by
-    its fixed message (a server that sends that very message is taken at its word).
+    loop's (``CancelledError`` on asyncio, ``Cancelled`` on trio), not the call's; a cancel a
+    deadline sent (``fail_after``, ``asyncio.wait_for``: :mod:`.deadlines`) is ``timeout``. The
+    SDK's own "Connection closed" error is told from a server's JSON-RPC error of the same code
+    by its fixed message (a server that sends that very message is taken at its word).
     ``lost``: the transport lost the call's connection (``sdk_hooks.InFlight.lost``), so its
     cancel, or the -32000 the transport answered it with, is ``connection_closed``.
     """
@@ -64,7 +66,7 @@ def error_type_of(exc: BaseException, *, lost: bool = False) -> str:
     if isinstance(exc, asyncio.CancelledError) or _trio_cancelled(exc):
         if lost:
             return ERROR_TYPE_CONNECTION_CLOSED
-        return ERROR_TYPE_CANCELLED
+        return ERROR_TYPE_TIMEOUT if deadline_cancelled(exc) else ERROR_TYPE_CANCELLED
     return type(exc).__name__
 
 

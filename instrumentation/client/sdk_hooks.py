@@ -1,5 +1,5 @@
-"""The mcp SDK internals the instrumentor observes (never changes), and the in-flight call state
-they feed.
+"""The mcp SDK (and asyncio) internals the instrumentor observes (never changes), and the
+in-flight call state they feed.
 
 Public ``ClientSession``/``Client`` methods are wrapped by the instrumentor itself. These hooks
 reach private parts of mcp 2.x, which may move in any release, so each is listed in
@@ -18,6 +18,8 @@ fails loudly when one is gone, and :func:`install` logs a WARNING (not a silent 
   the call (and every call open on its session) is marked as having lost its connection;
 * ``StreamableHTTPTransport._resolve_abandoned_request`` — sees the transport give a request up
   (its SSE stream ended without the answer) with the SDK's own -32000 error;
+* ``asyncio.timeouts.Timeout._on_timeout`` and ``asyncio.tasks._cancel_and_wait`` — see a
+  deadline cancel its task (see :mod:`.deadlines`);
 * ``Client._session`` (read by the instrumentor) — the unified client's session.
 """
 
@@ -43,6 +45,7 @@ from toolwatch.conventions import (
     REQUEST_META_KEY,
     TOOL_META_KEY,
 )
+from toolwatch.instrumentation.client.deadlines import observe_timeout, observe_wait_for_cancel
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +225,18 @@ PRIVATE_HOOKS: Final[tuple[Hook, ...]] = (
         "StreamableHTTPTransport._resolve_abandoned_request",
         observe_abandoned_request,
         "a call whose SSE stream ends before the answer is -32000, not connection_closed",
+    ),
+    Hook(
+        "asyncio.timeouts",
+        "Timeout._on_timeout",
+        observe_timeout,
+        "a call ended by asyncio.timeout (wait_for from 3.12) is cancelled, not timeout",
+    ),
+    Hook(
+        "asyncio.tasks",
+        "_cancel_and_wait",
+        observe_wait_for_cancel,
+        "a call ended by asyncio.wait_for on Python 3.11 is cancelled, not timeout",
     ),
 )
 #: attributes the instrumentation reads (not wraps) on SDK objects

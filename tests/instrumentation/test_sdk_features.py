@@ -145,25 +145,92 @@ def test_structured_results_and_notifications(
 def test_a_call_cancelled_or_timed_out_is_one_span_of_its_own_class(
     exporter: InMemorySpanExporter, transport: str
 ) -> None:
-    """The SDK's read timeout is ``timeout``; the agent's own cancel scope is ``cancelled`` (it
-    was ``CancelledError``, asyncio's class name: trio's is ``Cancelled``). Each call is one
-    span lasting as long as the agent waited, and the session goes on."""
+    """The SDK's read timeout is ``timeout``, per call, as the client's default or on a raw
+    session; the agent's own deadline (``move_on_after``) is ``timeout`` too, and cancelling
+    the call's scope ``cancelled`` (it was ``CancelledError``, asyncio's class name: trio's is
+    ``Cancelled``). Each call is one span lasting as long as the agent waited, and the session
+    goes on."""
 
     async def body(client: Client) -> str:
         with pytest.raises(MCPError):
             await client.call_tool("slow", {"seconds": 5}, read_timeout_seconds=WAIT_S)
+        with pytest.raises(MCPError):
+            await client.call_tool("slow", {"seconds": 5})  # the client's read_timeout_seconds
+        with pytest.raises(MCPError):
+            await client.session.call_tool("slow", {"seconds": 5}, read_timeout_seconds=WAIT_S)
+        patient = {"read_timeout_seconds": 30}  # the client's default is WAIT_S
         with anyio.move_on_after(WAIT_S) as scope:
-            await client.call_tool("slow", {"seconds": 5})
+            await client.call_tool("slow", {"seconds": 5}, **patient)
         assert scope.cancelled_caught
+        await cancelled_by_the_agent(client.call_tool("slow", {"seconds": 5}, **patient))
+        done = await client.call_tool("slow", {"seconds": 0}, **patient)
+        return done.content[0].text  # type: ignore[union-attr]
+
+    assert run(transport, body, read_timeout_seconds=WAIT_S) == "done"
+    spans = tool_spans(exporter)
+    classes = [attrs_of(s).get(ATTR_ERROR_TYPE) for s in spans]
+    assert classes == ["timeout"] * 4 + ["cancelled", None]
+    for span in spans[:5]:
+        assert WAIT_S * 0.9 <= seconds(span) < WAIT_S + 1.5
+        assert span.status.status_code is StatusCode.ERROR and span.status.description is None
+        assert ATTR_RESULT_SIZE not in attrs_of(span)
+
+
+async def cancelled_by_the_agent(call: Any) -> None:
+    """Await ``call`` in a cancel scope another task cancels after ``WAIT_S``: no deadline."""
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_later() -> None:
+                await anyio.sleep(WAIT_S)
+                scope.cancel()
+
+            tg.start_soon(cancel_later)
+            await call
+    assert scope.cancelled_caught
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_deadline_around_the_call_is_timeout_any_other_cancel_cancelled(
+    exporter: InMemorySpanExporter, transport: str
+) -> None:
+    """``anyio.fail_after``, ``asyncio.wait_for`` and ``asyncio.timeout`` cancel the call before
+    they raise TimeoutError, after its span has ended: the span reads the deadline off the cancel
+    (all three were ``cancelled``). The agent's cancels stay ``cancelled``: its scope cancelled
+    by another task, its task cancelled, a ``wait_for`` cancelled before its timeout — each
+    after a deadline has already fired in the same task, which must not count for them."""
+
+    def slow() -> Any:
+        return client_of[0].call_tool("slow", {"seconds": 5})
+
+    client_of: list[Client] = []
+
+    async def body(client: Client) -> str:
+        client_of.append(client)
+        with pytest.raises(TimeoutError):
+            with anyio.fail_after(WAIT_S):
+                await slow()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(slow(), WAIT_S)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(WAIT_S):
+                await slow()
+        await cancelled_by_the_agent(slow())
+        for waited in (slow(), asyncio.wait_for(slow(), 30)):
+            task = asyncio.ensure_future(waited)
+            await asyncio.sleep(WAIT_S)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
         return (await client.call_tool("slow", {"seconds": 0})).content[0].text  # type: ignore[union-attr]
 
     assert run(transport, body) == "done"
     spans = tool_spans(exporter)
-    assert [attrs_of(s).get(ATTR_ERROR_TYPE) for s in spans] == ["timeout", "cancelled", None]
-    for span in spans[:2]:
+    classes = [attrs_of(s).get(ATTR_ERROR_TYPE) for s in spans]
+    assert classes == ["timeout"] * 3 + ["cancelled"] * 3 + [None]
+    for span in spans[:6]:
         assert WAIT_S * 0.9 <= seconds(span) < WAIT_S + 1.5
-        assert span.status.status_code is StatusCode.ERROR and span.status.description is None
-        assert ATTR_RESULT_SIZE not in attrs_of(span)
+        assert span.status.status_code is StatusCode.ERROR
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
