@@ -22,12 +22,8 @@ import sys
 from pathlib import Path
 
 from toolwatch.app.dashboard.settings import DEFAULT_REFRESH_S, MAIN_SCRIPT, MODEL_IN_STORE
-from toolwatch.collector.store.parquet_store import (
-    Store,
-    StoreError,
-    add_store_argument,
-    resolve_store,
-)
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store, StoreError, resolve_store
 from toolwatch.usage import UsageError, UserError, port, positive_float
 
 HELP = "open the Streamlit dashboard"

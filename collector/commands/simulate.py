@@ -15,22 +15,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-
-import duckdb
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from toolwatch import study
-from toolwatch.collector.sources.delivery import (
-    ExportFailed,
-    ExportUnavailable,
-    append_new_calls,
-    send_otlp_report,
-)
-from toolwatch.collector.sources.simulator import SimulationConfig, generate
-from toolwatch.collector.sources.simulator.report import BANNER, record_simulation, summary_lines
-from toolwatch.collector.store import Store, StoreError, add_store_argument
-from toolwatch.instrumentation.export.otlp import traces_url
+from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.usage import UsageError, non_negative_int, positive_int
+
+if TYPE_CHECKING:  # imported when the command runs: `simulate --help` needs none of them
+    import pyarrow as pa
+
+    from toolwatch.collector.sources.simulator import SimulationConfig
+    from toolwatch.collector.store.parquet_store import Store
 
 HELP = "write a simulated workload (labelled simulated)"
 
@@ -67,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolwatch.collector.sources.simulator import SimulationConfig, generate
+    from toolwatch.collector.sources.simulator.report import summary_lines
+    from toolwatch.collector.store.parquet_store import Store
+
     try:
         config = SimulationConfig(
             seed=args.seed,
@@ -94,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_endpoint(url: str) -> None:
     """A usage error unless ``url`` is an OTLP endpoint the export can use (its own check)."""
+    from toolwatch.instrumentation.export.otlp import traces_url
+
     try:
         traces_url(url)
     except ValueError:
@@ -101,6 +102,11 @@ def _check_endpoint(url: str) -> None:
 
 
 def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
+    import duckdb
+
+    from toolwatch.collector.sources.delivery import append_new_calls
+    from toolwatch.collector.sources.simulator.report import BANNER, record_simulation
+
     try:
         appended = append_new_calls(store, table)
         if appended.calls.num_rows:
@@ -123,6 +129,13 @@ def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
 
 
 def _send(table: pa.Table, endpoint: str) -> int:
+    from toolwatch.collector.sources.delivery import (
+        ExportFailed,
+        ExportUnavailable,
+        send_otlp_report,
+    )
+    from toolwatch.collector.sources.simulator.report import BANNER
+
     try:
         sent = send_otlp_report(table, endpoint, progress=True)
     except ExportUnavailable as exc:

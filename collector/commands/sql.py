@@ -14,14 +14,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import TYPE_CHECKING
 
-import duckdb
-import pyarrow as pa
-
-from toolwatch.collector.store import Store, StoreError, add_store_argument
-from toolwatch.collector.store.read_only import NotReadOnly, check_statement
-from toolwatch.collector.store.result_formats import format_table, write_csv, write_json
+from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.usage import UsageError, UserError, non_negative_int, one_line
+
+if TYPE_CHECKING:  # imported when the command runs: `sql --help` needs neither
+    import pyarrow as pa
+
+    from toolwatch.collector.store.parquet_store import Store
 
 HELP = "run SQL over the store and print a table"
 
@@ -48,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolwatch.collector.store.parquet_store import Store
+    from toolwatch.collector.store.result_formats import format_table, write_csv, write_json
+
     store = Store(args.store)
     store.require_existing()
     statements = split_statements(args.sql)
@@ -71,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
 def split_statements(sql: str) -> list[str]:
     """The statements of ``sql`` (DuckDB's parser); a usage error when there is none, or when
     one would write (``COPY``, ``INSERT``, ``ATTACH``, ...: the store is read-only here)."""
+    import duckdb
+
+    from toolwatch.collector.store.read_only import NotReadOnly, check_statement
+
     try:
         parsed = [s for s in duckdb.extract_statements(sql) if s.query.strip()]
     except duckdb.Error as exc:
@@ -91,6 +99,8 @@ _MISSING_VIEW = re.compile(r"Table with name (\S+) does not exist")
 
 
 def _query(store: Store, sql: str) -> pa.Table:
+    import duckdb
+
     try:
         return store.query(sql, read_only=True)
     except StoreError as exc:

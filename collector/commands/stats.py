@@ -12,9 +12,7 @@ import argparse
 import json
 import sys
 
-from toolwatch.collector.stats import corpus_stats, injected_sessions, source_counts
-from toolwatch.collector.stats.report import format_report, stats_document
-from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
 
 HELP = "show the corpus's facts beside the study's"
@@ -32,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: `stats --help` needs neither DuckDB nor Arrow
+    from toolwatch.collector.stats import corpus_stats, injected_sessions, source_counts
+    from toolwatch.collector.stats.report import format_report, stats_document
+    from toolwatch.collector.store.parquet_store import Store
+
     store = Store(args.store)
     store.require_existing()
     try:

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-from tqdm import tqdm
-
-from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
-from toolwatch.collector.sources.stale_flags import (
-    format_unanswered,
-    format_unflagged_forks,
-    imported_checks,
-)
-from toolwatch.collector.store import Store, StoreError, add_store_argument
-from toolwatch.collector.store.parquet_store import check_table_name
-from toolwatch.collector.store.result_formats import format_table
+from toolwatch.collector.store.location import StoreError, add_store_argument, check_table_name
 from toolwatch.usage import positive_int
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `store --help` needs neither
+    from toolwatch.collector.store.parquet_store import Store
 
 HELP = "verify, compact or describe (info) the store"
 QUARANTINE_SUFFIX = ".corrupt"
@@ -55,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolwatch.collector.store.parquet_store import Store
+
     store = Store(args.store)
     store.require_existing()
     try:
@@ -69,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _verify(store: Store, quarantine: bool, deep: bool) -> int:
+    from tqdm import tqdm
+
     tables = store.tables()
     bad = []
     for name in tqdm(tables, desc="verify", unit="table", file=sys.stderr, disable=None):
@@ -104,6 +101,8 @@ def _table_name(text: str) -> str:
 
 
 def _compact(store: Store, table: str | None, min_files: int) -> int:
+    from tqdm import tqdm
+
     if table is not None:
         store.table_dir(table)  # a table name, not a path: nothing outside the store is touched
         if table not in store.tables():
@@ -126,6 +125,16 @@ def _compact(store: Store, table: str | None, min_files: int) -> int:
 
 
 def _info(store: Store) -> int:
+    import pyarrow as pa
+
+    from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
+    from toolwatch.collector.sources.stale_flags import (
+        format_unanswered,
+        format_unflagged_forks,
+        imported_checks,
+    )
+    from toolwatch.collector.store.result_formats import format_table
+
     rows = store.info()
     print(f"store {store.root}")
     if not rows:

@@ -14,7 +14,6 @@ added (dev-real's 21-column ``calls``) still reads.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -41,13 +40,17 @@ from toolwatch.collector.store.compaction import (
     write_parquet,
 )
 from toolwatch.collector.store.durable import fsync_path
+from toolwatch.collector.store.location import (
+    TABLE_NAME,
+    StoreError,
+    check_table_name,
+    resolve_store,
+)
 from toolwatch.collector.store.read_only import lock_down
-from toolwatch.usage import UserError
 from toolwatch.words import noun_for
 
 log = logging.getLogger(__name__)
 
-ENV_STORE = "TOOLWATCH_STORE"
 CALLS = tables.CALLS.name
 TOOL_LISTS = tables.TOOL_LISTS.name
 INGEST = tables.INGEST.name
@@ -58,7 +61,6 @@ PARTITION_COLUMN = "date"
 PARTITIONS = f"{PARTITION_COLUMN}=[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
 PARTITION_FILES = f"{PARTITIONS}/*.parquet"
 _PARTITION_DIR = re.compile(rf"{PARTITION_COLUMN}=\d{{4}}-\d{{2}}-\d{{2}}")
-_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 #: Column used to pick a row's date partition, per registered table; a table outside the
 #: registry (an extension's) brings its own Arrow schema and partition column.
@@ -67,27 +69,6 @@ TIME_COLUMNS: dict[str, str] = {t.name: t.time_column for t in tables.TABLES.val
 _UNIQUE_COLUMNS = ("trace_id", "span_id", "call_id")
 #: Characters DuckDB's file globbing would expand in a store path (it has no escape for them).
 _GLOB_CHARACTERS = frozenset("*?[]{}")
-
-
-class StoreError(UserError, RuntimeError):
-    """The store is missing, unreadable or holds a corrupt file; the message names it."""
-
-
-def default_store_path() -> Path:
-    """``$TOOLWATCH_STORE`` if set, else ``~/.toolwatch/store``."""
-    env = os.environ.get(ENV_STORE)
-    return Path(env).expanduser() if env else Path.home() / ".toolwatch" / "store"
-
-
-def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """The ``--store`` option every command shares (one wording, one default)."""
-    parser.add_argument(
-        "--store", help=f"store directory (default: ${ENV_STORE} or ~/.toolwatch/store)"
-    )
-
-
-def resolve_store(path: str | os.PathLike[str] | None) -> Path:
-    return Path(path).expanduser() if path else default_store_path()
 
 
 class Store:
@@ -159,7 +140,7 @@ class Store:
         return sorted(
             p.name
             for p in self.root.iterdir()
-            if p.is_dir() and _TABLE_NAME.match(p.name) and self.files(p.name)
+            if p.is_dir() and TABLE_NAME.match(p.name) and self.files(p.name)
         )
 
     def recover(self) -> int:
@@ -168,7 +149,7 @@ class Store:
             return 0
         done = 0
         for p in self.root.iterdir():
-            if p.is_dir() and _TABLE_NAME.match(p.name):
+            if p.is_dir() and TABLE_NAME.match(p.name):
                 try:
                     done += recover(p, self.root / COMMIT_LOCK)
                 except OSError as exc:
@@ -505,15 +486,6 @@ def _write_atomic(table: pa.Table, directory: Path, *, fsync: bool) -> Path:
 def quote_ident(name: str) -> str:
     """A SQL identifier, quoted (a table folder may be named like a keyword: ``order``)."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def check_table_name(name: str) -> None:
-    """:class:`StoreError` for a name that is no table name (a path, an upper-case name)."""
-    if not _TABLE_NAME.match(name):
-        raise StoreError(
-            f"invalid table name {name!r} (lower-case letters, digits and _, starting with a "
-            "letter)"
-        )
 
 
 def _duck_type(t: pa.DataType) -> str:

@@ -35,7 +35,8 @@ from toolwatch.collector.otlp.server import (
     DEFAULT_QUEUE_LIMIT,
     Collector,
 )
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store, StoreError
 from toolwatch.detection.alerting import CLOCK_AHEAD_S  # the future-clock guard
 from toolwatch.detection.alerting.listings import ListingWatcher
 from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.alerting.pins import (
     NOTHING_NAMED,

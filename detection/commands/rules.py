@@ -16,7 +16,8 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.alerting.rules import (
     Rule,

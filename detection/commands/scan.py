@@ -19,12 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
-from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
-from toolwatch.collector.store.result_formats import MAX_CELL, cut_cell, render, text_table
+from toolwatch.collector.store.location import add_store_argument
 from toolwatch.detection.calls.split import (
     add_split_arguments,
     placed_by_arrival_line,
@@ -40,12 +37,12 @@ from toolwatch.detection.model.normal_model import (
     NormalModel,
     model_path_for,
 )
-from toolwatch.detection.scoring.batch import score_calls
-from toolwatch.detection.scoring.scan import ScanResult, scan
-from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
 from toolwatch.usage import positive_int
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `scan --help` needs no scorer (scipy, river)
+    from toolwatch.detection.scoring.scan import ScanResult
 
 HELP = "rank sessions flagged at the operating point"
 
@@ -84,6 +81,14 @@ def run(args: argparse.Namespace) -> int:
         raise WindowOptionError("give --from/--to or a split option, not both")
     spec = spec_from_args(args) if by_split else None
     window = None if by_split else bounded(args.start, args.end)
+    from tqdm import tqdm
+
+    from toolwatch.collector.stats.corpus import provenance_note
+    from toolwatch.collector.store.parquet_store import Store
+    from toolwatch.detection.scoring.batch import score_calls
+    from toolwatch.detection.scoring.scan import scan
+    from toolwatch.detection.scoring.stream_scores import STREAM_SCORES_TABLE, stream_scores
+
     path = model_path_for(Store(args.store).root, args.model)
     model = NormalModel.load(path)
     if not model.calibrated:
@@ -127,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_result(result: ScanResult, top: int) -> str:
+    from toolwatch.collector.store.result_formats import MAX_CELL, cut_cell, render, text_table
+
     lines = [
         f"{result.streams_flagged} of {result.streams} streams flagged, in "
         f"{len(result.flags)} of {result.sessions} sessions ({result.calls:,} calls); "

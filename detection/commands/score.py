@@ -13,24 +13,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-from tqdm import tqdm
 
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
-from toolwatch.collector.store.result_formats import write_csv
-from toolwatch.detection.calls.windows import bounded, load_window
+from toolwatch.collector.store.location import add_store_argument
 from toolwatch.detection.cues.base import CUE_SETS, SCORE_COLUMNS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
-from toolwatch.detection.model.normal_model import (
-    MODEL_IN_STORE,
-    NormalModel,
-    model_path_for,
-)
-from toolwatch.detection.scoring.batch import score_calls
+from toolwatch.detection.model.normal_model import MODEL_IN_STORE, NormalModel, model_path_for
 from toolwatch.usage import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 HELP = "score a stored window"
 
@@ -55,6 +49,13 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out}: use a .parquet or .csv file name")
         if not out.parent.is_dir():
             raise UsageError(f"--out {args.out}: no directory {out.parent}")
+    # imported here: `score --help` needs neither the scorer (scipy, river) nor tqdm
+    from tqdm import tqdm
+
+    from toolwatch.collector.store.parquet_store import Store
+    from toolwatch.detection.calls.windows import bounded, load_window
+    from toolwatch.detection.scoring.batch import score_calls
+
     window = bounded(args.start, args.end)
     model = NormalModel.load(model_path_for(Store(args.store).root, args.model))
     with tqdm(
@@ -101,6 +102,10 @@ def summary(model: NormalModel, scored: pa.Table) -> str:
 def write_scores(scored: pa.Table, path: Path) -> None:
     """Parquet, or CSV as ``toolwatch sql --format csv`` writes it (times ``+00:00``, as the
     product's every CSV: Arrow's own writer gave ``2026-08-04 09:00:00.000000Z``)."""
+    import pyarrow.parquet as pq
+
+    from toolwatch.collector.store.result_formats import write_csv
+
     if path.suffix.lower() == ".csv":
         with path.open("w", encoding="utf-8", newline="") as out:
             write_csv(scored, out)

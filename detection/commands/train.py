@@ -23,7 +23,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection.calls.split import (
     SplitError,
     StoreSplit,

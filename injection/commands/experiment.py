@@ -11,7 +11,8 @@ from typing import Any
 
 from toolwatch.collector.sources.delivery import append_new_calls
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store, StoreError
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.injection.experiment.saved_runs import (

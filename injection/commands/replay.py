@@ -23,7 +23,8 @@ from typing import Any
 from tqdm import tqdm
 
 from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.parquet_store import Store, add_store_argument
+from toolwatch.collector.store.location import add_store_argument
+from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection.calls.split import add_split_arguments
 from toolwatch.detection.cues.base import CUE_SETS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column

@@ -20,10 +20,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolwatch.collector.store.parquet_store import StoreError, add_store_argument
-from toolwatch.detection.model.config import ModelError
+from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.injection.faults.library import (
     distinct_scenarios,
     find_scenario,
@@ -36,13 +35,6 @@ from toolwatch.injection.mitigations.stack import parse_mitigations
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.workbench.agent import AgentConfig
 from toolwatch.injection.workbench.agents import AGENT_NAMES
-from toolwatch.injection.workbench.detect import detect_suite, render_detection
-from toolwatch.injection.workbench.live_detect import (
-    PIN_POLICIES,
-    LiveDetectors,
-    live_detection,
-    render_live,
-)
 from toolwatch.injection.workbench.report import (
     RUNS_TABLE,
     render_report,
@@ -51,7 +43,7 @@ from toolwatch.injection.workbench.report import (
     runs_schema,
 )
 from toolwatch.injection.workbench.runner import RunReport, WorkbenchConfig, run_scenario
-from toolwatch.injection.workbench.suite import render_summary, run_suite
+from toolwatch.injection.workbench.suite import PIN_POLICIES, render_summary, run_suite
 from toolwatch.usage import (
     UserError,
     non_negative_float,
@@ -60,6 +52,9 @@ from toolwatch.usage import (
     positive_int,
 )
 from toolwatch.words import counted
+
+if TYPE_CHECKING:
+    from toolwatch.injection.workbench.live_detect import LiveDetectors
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +401,10 @@ def _run_suite(args: argparse.Namespace) -> int:
     if skipped:
         print(f"\n{counted(skipped, 'invalid scenario file')} left out (named above, on stderr)")
     print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
-    if model is not None:
+    if model is not None:  # imported here: `workbench --help` needs no scorer (scipy, river)
+        from toolwatch.injection.workbench.detect import detect_suite, render_detection
+        from toolwatch.injection.workbench.live_detect import live_detection, render_live
+
         detection = detect_suite(store, model, result)
         detection["live"] = live_detection(store, result, model, args.pins)
         summary["detection"] = detection
@@ -420,6 +418,9 @@ def _run_suite(args: argparse.Namespace) -> int:
 
 
 def _detectors(store: Any, model: Any, pins: str) -> LiveDetectors:
+    from toolwatch.detection.model.config import ModelError
+    from toolwatch.injection.workbench.live_detect import LiveDetectors
+
     try:
         return LiveDetectors(store, model, pins)
     except ModelError as exc:  # a missing or unusable model: exit 1, as every command says it

@@ -39,13 +39,12 @@ from toolwatch.detection.alerting.live import PROVENANCE_CUE_SET, LiveScorer
 from toolwatch.detection.alerting.pins import ORIGIN_LISTING, approve
 from toolwatch.injection.faults.scenario import Scenario
 from toolwatch.injection.workbench.runner import server_name
-from toolwatch.injection.workbench.suite import SuiteResult
+from toolwatch.injection.workbench.suite import PIN_POLICIES, SuiteResult
 from toolwatch.injection.workbench.trajectory import Trajectory
 from toolwatch.record import tool_digest
 
 log = logging.getLogger(__name__)
 
-PIN_POLICIES: Final = ("clean", "store")
 #: the live scorer's alerts of the provenance cue (cue set and cue alike)
 PROVENANCE_CUE: Final = PROVENANCE_CUE_SET
 _CUES: Final = (PROVENANCE_CUE, "listing")

@@ -1,0 +1,107 @@
+"""Benchmark: the wall time of ``toolwatch CMD --help``, before and after its heavy imports
+moved into the command's ``run``.
+
+For each command whose imports moved, in fresh interpreters (best of ``--repeat``): the after is
+``--help`` as it is; the before imports first the modules the command now imports only when it
+runs (``MOVED``: what its ``--help`` loaded until then: the scorer with scipy and river, DuckDB,
+Arrow, the OTLP server with uvicorn), then asks for ``--help``. Both are printed in seconds with
+the before/after ratio, beside a bare ``import toolwatch.cli`` (the floor). No target is set:
+the test that holds ``--help`` to its options is ``tests/repo/test_repo_contract.py``.
+
+Run: ``.venv/bin/python benchmarks/bench_cli_help.py [--repeat 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from targets import description
+
+#: command -> the modules its ``run`` imports that its ``--help`` imported before the change
+MOVED: dict[str, tuple[str, ...]] = {
+    "store": (
+        "tqdm",
+        "pyarrow",
+        "toolwatch.collector.otlp.ingest",
+        "toolwatch.collector.sources.stale_flags",
+        "toolwatch.collector.store.parquet_store",
+        "toolwatch.collector.store.result_formats",
+    ),
+    "sql": (
+        "duckdb",
+        "toolwatch.collector.store.parquet_store",
+        "toolwatch.collector.store.read_only",
+        "toolwatch.collector.store.result_formats",
+    ),
+    "stats": ("toolwatch.collector.stats", "toolwatch.collector.stats.report"),
+    "simulate": (
+        "toolwatch.collector.sources.delivery",
+        "toolwatch.collector.sources.simulator",
+        "toolwatch.instrumentation.export.otlp",
+    ),
+    "score": (
+        "tqdm",
+        "pyarrow.parquet",
+        "toolwatch.collector.store.result_formats",
+        "toolwatch.detection.calls.windows",
+        "toolwatch.detection.scoring.batch",
+    ),
+    "scan": (
+        "tqdm",
+        "toolwatch.collector.stats.corpus",
+        "toolwatch.collector.store.result_formats",
+        "toolwatch.detection.scoring.batch",
+        "toolwatch.detection.scoring.scan",
+        "toolwatch.detection.scoring.stream_scores",
+    ),
+    "workbench": (
+        "toolwatch.collector.store.parquet_store",
+        "toolwatch.detection.model.config",
+        "toolwatch.injection.workbench.detect",
+        "toolwatch.injection.workbench.live_detect",
+    ),
+}
+
+
+def _wall(code: str, repeat: int) -> float:
+    """Best wall time of ``python -c code`` in a fresh interpreter (seconds)."""
+    best = float("inf")
+    for _ in range(repeat):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def _help(command: str, preload: Sequence[str] = ()) -> str:
+    imports = "".join(f"import {m}\n" for m in preload)
+    return (
+        f"{imports}import sys\nfrom toolwatch.cli import main\n"
+        f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=description(__doc__))
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="runs of each, the best kept (default 5)"
+    )
+    args = parser.parse_args(argv)
+    floor = _wall("import toolwatch.cli", args.repeat)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"import toolwatch.cli: {floor:.3f} s (the floor); load average {load}")
+    print(f"{'command':<10} {'before s':>9} {'after s':>8} {'before/after':>13}")
+    for command, moved in MOVED.items():
+        before = _wall(_help(command, moved), args.repeat)
+        after = _wall(_help(command), args.repeat)
+        print(f"{command:<10} {before:>9.3f} {after:>8.3f} {before / after:>12.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
