@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="output format (default table; json writes NaN and ±Infinity as null; csv writes "
         "them nan, inf, -inf, NULL as an empty field, booleans true/false and times with a "
-        "space, as DuckDB's COPY TO csv does)",
+        "space, as DuckDB's COPY TO csv does, and a list, struct or map as the JSON json "
+        "writes)",
     )
     parser.add_argument(
         "--max-rows",

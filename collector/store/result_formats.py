@@ -3,8 +3,9 @@ JSON. ``toolwatch sql`` prints its results with them, ``toolwatch store info`` i
 
 JSON writes NaN and ±Infinity as ``null`` (strict JSON, as every JSON output of the project);
 CSV writes them as DuckDB's ``COPY … TO`` does, ``nan``, ``inf``, ``-inf`` (NULL is empty), and
-times as the table does, ``2026-08-04 09:00:00+00:00`` (every CSV the product writes: ``toolwatch
-score --out x.csv`` and the app's Explore download too). A single-precision value (``FLOAT``),
+times as the table does, ``2026-08-04 09:00:00+00:00``, and a list, struct or map cell as the
+JSON output writes it, ``[0.1, null]`` (every CSV the product writes: ``toolwatch score --out
+x.csv`` and the app's Explore download too). A single-precision value (``FLOAT``),
 a column or nested in a list, struct or map, is written as the value stored, ``0.1``, in both
 (not the same float widened to a double, ``0.10000000149011612``).
 
@@ -116,9 +117,11 @@ def _csv_cell(value: Any) -> Any:
     """NULL empty; NaN and ±Infinity ``nan``, ``inf``, ``-inf`` (not empty: that would read
     as NULL, and DuckDB, pandas and Python's ``float`` read these back as the same numbers);
     booleans ``true``/``false``; times ISO 8601 with a space, as the table and DuckDB's COPY
-    write them."""
+    write them; a list, struct or map as ``--format json`` writes it (:func:`_json_cell`)."""
     if value is None:
         return ""
+    if isinstance(value, list | dict):
+        return _json_cell(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, datetime):
@@ -126,6 +129,14 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return _plain(value)
+
+
+def _json_cell(value: list[Any] | dict[str, Any]) -> str:
+    """A nested value as JSON on one line, as :func:`write_json` writes it (``[0.1, null]``,
+    ``{"x": "2026-08-04T09:30:00+00:00"}``, a map as its ``[key, value]`` pairs, NaN as
+    ``null``): Python's own text (``[0.1, None]``, ``{'x': datetime.datetime(…)}``) was no
+    format a reader parses."""
+    return json.dumps(_finite(value), default=_plain, ensure_ascii=False, allow_nan=False)
 
 
 def _copy_time(value: datetime) -> str:

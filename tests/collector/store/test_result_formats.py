@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -131,6 +132,33 @@ def test_json_writes_non_finite_numbers_as_null() -> None:
     ]
 
 
+def test_csv_writes_a_list_struct_or_map_cell_as_the_json_output_does() -> None:
+    """A nested cell was Python's text, ``[0.1, None]``, ``{'t': datetime.datetime(2026, …)}``,
+    ``[('k', 1.5)]``: no reader parses it. It is now JSON on one line, the value
+    ``--format json`` writes (NULL and NaN ``null``, times ISO 8601, a map its pairs)."""
+    import duckdb
+
+    table = duckdb.sql(
+        "SELECT [0.5, NULL, 'nan'::DOUBLE] AS l, "
+        "{'t': TIMESTAMPTZ '2026-08-04 09:30:00+00', 's': 'a,\"b é', 'n': NULL} AS s, "
+        "MAP {'k': 1.5::DOUBLE} AS m, [[1, 2], []] AS ll, [true] AS b, 'x' AS plain"
+    ).to_arrow_table()
+    out = io.StringIO()
+    write_csv(table, out)
+    header, row = csv.reader(io.StringIO(out.getvalue()))
+    assert row[0] == "[0.5, null, null]"
+    assert row[1] == '{"t": "2026-08-04T09:30:00+00:00", "s": "a,\\"b é", "n": null}'
+    assert row[2:5] == ['[["k", 1.5]]', "[[1, 2], []]", "[true]"]
+    as_json = io.StringIO()
+    write_json(table, as_json)
+    (expected,) = json.loads(as_json.getvalue())
+    cells = dict(zip(header, row, strict=True))
+    assert {k: json.loads(cells[k]) for k in ("l", "s", "m", "ll", "b")} == {
+        k: expected[k] for k in ("l", "s", "m", "ll", "b")
+    }
+    assert cells["plain"] == "x"
+
+
 def _refuse(name: str) -> None:
     raise ValueError(f"not JSON: {name}")
 
@@ -218,7 +246,7 @@ def test_nested_single_precision_floats_are_written_as_stored() -> None:
     out = io.StringIO()
     write_csv(table, out)
     assert out.getvalue().splitlines()[1] == (
-        "\"[0.1, None, 0.33333334]\",\"{'x': 0.1, 'y': [16777216.0]}\",\"[('a', 0.2)]\",[0.1]"
+        '"[0.1, null, 0.33333334]","{""x"": 0.1, ""y"": [16777216.0]}","[[""a"", 0.2]]",[0.1]'
     )
     half = pa.table({"h": pa.array([0.1, None], pa.float16())})
     out = io.StringIO()
