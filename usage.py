@@ -7,8 +7,9 @@ non-zero exit; never a traceback (``toolwatch -v …`` shows one). Exit codes:
 ====  ========================================================================================
 0     done
 1     the command could not do its job with what it found (a missing store, model or input
-      file — a path that names nothing is what it found, not bad usage —, a query the store
-      cannot answer, a port already in use, …): :class:`UserError`
+      file — a path that names nothing is what it found, not bad usage —, a file whose
+      contents it cannot use: a model, rules or scenario file that does not load or validate,
+      a query the store cannot answer, a port already in use, …): :class:`UserError`
 2     bad usage, caught before any work: an unknown option or a value out of range
       (argparse, with the types below), or :class:`UsageError`
 70    an unexpected error inside toolwatch (a bug): still one line, ``-v`` for the traceback

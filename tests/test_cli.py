@@ -437,6 +437,35 @@ def test_a_missing_input_path_is_exit_1_in_every_command(
     assert not missing.exists()
 
 
+#: every command that reads a scenario file, with {f} where the file goes
+SCENARIO_READERS = [
+    ["scenarios", "validate", "{f}"],
+    ["scenarios", "show", "{f}"],
+    ["serve-scenario", "{f}"],
+    ["proxy", "--scenario", "{f}", "--upstream-url", "http://127.0.0.1:9/mcp"],
+    ["workbench", "run", "{f}", "--no-telemetry"],
+    ["workbench", "suite", "--scenarios", "{f}", "--no-telemetry"],
+]
+
+
+@pytest.mark.parametrize("argv", SCENARIO_READERS, ids=lambda a: " ".join(a[:2]))
+def test_a_scenario_file_that_does_not_validate_is_exit_1_in_every_command(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`scenarios validate` said 1 for it, `proxy`, `serve-scenario` and `workbench` 2, as if
+    the command line were wrong: a file's contents are input the command cannot use (1, as a
+    model or rules file that does not load); bad usage (2) is the command line's."""
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "toolwatch-scenario/1", "id": "x"}')
+    argv = [a.format(f=broken) for a in argv]
+    if argv[0] == "workbench":
+        argv += ["--store", str(tmp_path / "store")]  # never the user's own
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 1, (code, err)
+    assert "Traceback" not in err and "broken.json" in err
+    assert "'checks' is a required property" in err or "not valid" in err, err
+
+
 def test_verbose_works_after_a_sub_action(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``toolwatch store verify -v`` was "unrecognized arguments: -v"."""
     for argv in (["store", "verify", "-v"], ["pins", "list", "-v"], ["store", "info", "-v"]):

@@ -31,7 +31,7 @@ from toolwatch.injection.proxy.upstream import (
     UpstreamUnavailable,
     upstream_command,
 )
-from toolwatch.usage import exit_code, non_negative_int, port, positive_int
+from toolwatch.usage import EXIT_USAGE, exit_code, non_negative_int, port, positive_int
 
 HELP = "run the MCP fault-injection proxy in front of a server"
 logger = logging.getLogger(__name__)
@@ -89,21 +89,27 @@ def run(args: argparse.Namespace) -> int:
     try:
         scenario, target = _resolve(args)
         return anyio.run(_main, args, scenario, target)
-    except _UsageError as exc:
+    except _Refused as exc:
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
-        return 2
+        return exc.code
     except ScenarioNotFound:
         raise  # --scenario names nothing: one line, exit 1 (toolwatch.usage)
     except ScenarioError as exc:  # the upstream's listing says the fault could never act
-        print(f"toolwatch proxy: {exc}", file=sys.stderr)
-        return 2
+        print(f"toolwatch proxy: {exc}", file=sys.stderr)  # a line per problem
+        return exc.code  # a scenario it cannot use, as every command says: 1
     except (UpstreamUnavailable, OSError) as exc:
         print(f"toolwatch proxy: {exc}", file=sys.stderr)
         return 1
 
 
-class _UsageError(Exception):
-    """A bad command line or scenario (exit code 2)."""
+class _Refused(Exception):
+    """What the proxy refuses before it starts, said in full (a scenario's problems a line
+    each): bad usage, exit 2, unless ``code`` says otherwise (a scenario that does not
+    validate: 1, input it cannot use, as ``scenarios validate`` and every command say it)."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget | None]:
@@ -115,24 +121,24 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
         except ScenarioNotFound:
             raise
         except ScenarioError as exc:
-            raise _UsageError(f"invalid scenario\n{exc}") from exc
+            raise _Refused(f"invalid scenario\n{exc}", exc.code) from exc
     if args.injection_log:  # before any upstream starts: not at the first injection
         try:
             with open(args.injection_log, "a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            raise _UsageError(
+            raise _Refused(
                 f"--injection-log: cannot write {args.injection_log}: {exc.strerror or exc}"
             ) from exc
     if args.upstream_cmd:
         try:
             return scenario, upstream_command(args.upstream_cmd)
         except ValueError as exc:
-            raise _UsageError(f"--upstream-cmd: {exc}") from exc
+            raise _Refused(f"--upstream-cmd: {exc}") from exc
     if args.upstream_url:
         return scenario, args.upstream_url
     if scenario is None:
-        raise _UsageError("give --upstream-cmd or --upstream-url (or a --scenario to serve)")
+        raise _Refused("give --upstream-cmd or --upstream-url (or a --scenario to serve)")
     logger.info("no upstream given: serving scenario %s's own tools in process", scenario.id)
     return scenario, None
 

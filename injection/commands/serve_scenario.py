@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise  # nothing to serve: one line, exit 1 (toolwatch.usage), not an invalid scenario
     except ScenarioError as exc:
         print(f"toolwatch serve-scenario: invalid scenario\n{exc}", file=sys.stderr)
-        return 2
+        return exc.code  # input it cannot use: 1, as `scenarios validate` and every command
     server = scenario_server(scenario, name=args.name)
     logger.info(
         "serving scenario %s (%d tools: %s) over %s",

@@ -65,7 +65,8 @@ DEFAULT_SUITE_MITIGATIONS = "retry,schema,scan,verify,retry+schema+scan,all"
 
 
 class CommandError(Exception):
-    """A user-facing problem (bad scenario, agent not configured, ...): message, exit code 2."""
+    """Bad usage the command finds itself (an unknown agent or mitigation, an agent not
+    configured, ...): its message, exit code 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -182,7 +183,10 @@ def run(args: argparse.Namespace) -> int:
         return exc.code
     except ScenarioNotFound:
         raise  # a scenario that names nothing: one line, exit 1 (toolwatch.usage)
-    except (CommandError, ScenarioError) as exc:
+    except ScenarioError as exc:  # a scenario that does not validate: input, 1, not usage
+        print(f"toolwatch workbench: {exc}", file=sys.stderr)
+        return exc.code
+    except CommandError as exc:
         print(f"toolwatch workbench: {exc}", file=sys.stderr)
         return 2
 
@@ -339,8 +343,8 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
             bad.append(str(problem).splitlines()[0])
         else:
             scenarios.append(scenario)
-    if bad and not skip_invalid:
-        raise CommandError(
+    if bad and not skip_invalid:  # input it cannot use: 1, as `scenarios validate` says it
+        raise UserError(
             f"{len(bad)} of {len(files)} scenario files are not valid (the first: {bad[0]}); "
             "`toolwatch scenarios validate` lists every problem, --skip-invalid runs the "
             f"{len(scenarios)} valid ones"
@@ -348,7 +352,7 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
     for line in bad:
         print(f"toolwatch workbench: skipped {line}", file=sys.stderr)
     if not scenarios:
-        raise CommandError(f"none of the {len(files)} scenario files is valid")
+        raise UserError(f"none of the {len(files)} scenario files is valid")
     return scenarios, len(bad)
 
 

@@ -711,13 +711,13 @@ def test_cli_rejects_a_broken_scenario(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text(json.dumps(doc))
     assert (
         cli_main(["proxy", "--scenario", str(path), "--upstream-url", "http://127.0.0.1:9/mcp"])
-        == 2
+        == 1
     )
     assert (
         f"{path}: /fault/occurrence/every: 0 is less than the minimum of 1"
         in capsys.readouterr().err
     )
-    assert cli_main(["serve-scenario", str(path)]) == 2
+    assert cli_main(["serve-scenario", str(path)]) == 1
 
 
 def test_cli_proxy_over_stdio_to_serve_scenario_over_stdio(tmp_path: Path) -> None:

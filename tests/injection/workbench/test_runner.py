@@ -455,7 +455,7 @@ def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "nope.json" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": "toolwatch-scenario/1", "id": "x"}')
-    assert cli_main(["workbench", "run", str(broken), "--store", store, "--no-telemetry"]) == 2
+    assert cli_main(["workbench", "run", str(broken), "--store", store, "--no-telemetry"]) == 1
     assert "broken.json" in capsys.readouterr().err
     file = _write(scenario("A2"), tmp_path / "a2.json")
     assert cli_main(["workbench", "run", str(file), "--mitigation", "pray", "--store", store]) == 2
@@ -480,7 +480,7 @@ def test_a_suite_with_invalid_files_is_refused_in_one_line_or_run_without_them(
     (suite / "broken.json").write_text('{"format": "toolwatch-scenario/1", "id": "x"}')
     base = ["workbench", "suite", "--scenarios", str(suite), "--store", str(tmp_path / "s"),
             "--no-telemetry", "--agents", "careful", "--mitigations", "none"]  # fmt: skip
-    assert cli_main(base) == 2
+    assert cli_main(base) == 1  # input it cannot use, as `scenarios validate` says it
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "2 of 3 scenario files are not valid" in err
     assert "--skip-invalid runs the 1 valid ones" in err
