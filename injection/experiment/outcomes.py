@@ -1,16 +1,17 @@
 """Steps 5 and 6 per kind: whether each run was detected within its window and how soon, at
-every threshold, with bootstrap intervals and per-call AUC (:mod:`.metrics`).
+every threshold, with bootstrap intervals and per-call AUC (:mod:`.metrics`); one seed at a
+time (:func:`evaluate_seed`), then the seeds merged (:func:`merge_kind`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 import toolwatch.injection.experiment.metrics as M
 from toolwatch.injection.experiment.config import MODES, ExperimentConfig
+from toolwatch.injection.experiment.pooled_auc import Alignment, PooledAUC
 from toolwatch.injection.experiment.results import NORMAL, CellResult, RunOutcomes, Threshold
 from toolwatch.injection.experiment.runs import KindRuns
 from toolwatch.injection.experiment.scoring import STATISTICS, Statistic
@@ -53,62 +54,34 @@ def normal_outcomes(
     )
 
 
-def evaluate_kind(
+def evaluate_seed(
     variant: str,
     runs: KindRuns,
     stats: Mapping[str, np.ndarray],
     thresholds: Mapping[tuple[str, str, str, str], Threshold],
-    weights: np.ndarray,
-    n_sessions: int,
-    config: ExperimentConfig,
+    aucs: Mapping[str, PooledAUC],
+    normal_lengths: np.ndarray,
     statistics: Sequence[Statistic] = STATISTICS,
-) -> tuple[list[CellResult], RunOutcomes]:
-    """One kind's cells (per cue set × detector × threshold mode) and per-run outcomes."""
+) -> RunOutcomes:
+    """One seed's runs of a kind: per run detected and latency at every threshold and the
+    window maxima; its calls' point scores go into ``aucs`` (per cue set). Only these
+    summaries outlive the seed's scores."""
     layout = runs.layout
-    positive = layout.injected_mask()
-    keys: list[tuple[str, str, str]] = []
-    pending: list[dict[str, Any]] = []
+    starts = np.concatenate([[0], np.cumsum(normal_lengths)[:-1]]).astype(np.int64)
+    alignment = Alignment.build(layout, runs.session_index, starts, normal_lengths)
+    for cue, pooled in aucs.items():
+        pooled.add(stats[f"{cue}_point"], alignment, runs.session_index)
     detected_out: dict[tuple[str, str, str], np.ndarray] = {}
     latency_out: dict[tuple[str, str, str], np.ndarray] = {}
-    cue_sets = dict.fromkeys(cue for cue, _ in statistics)  # each once: an AUC sorts every call
-    aucs = {cue: M.auc(stats[f"{cue}_point"], positive) for cue in cue_sets}
     for cue, det in statistics:
-        col = f"{cue}_{det}"
         for mode in MODES:
             if (variant, cue, det, mode) not in thresholds:
                 continue  # fa_next: only for a thin test split
-            thr = thresholds[(variant, cue, det, mode)]
-            detected, latency = M.window_outcomes(stats[col], layout, thr.value)
+            thr = thresholds[(variant, cue, det, mode)].value
+            detected, latency = M.window_outcomes(stats[f"{cue}_{det}"], layout, thr)
             detected_out[(cue, det, mode)] = detected
             latency_out[(cue, det, mode)] = latency
-            keys.append((cue, det, mode))
-            pending.append(
-                {
-                    "threshold": thr.value,
-                    "fa_reached": thr.fa_reached,
-                    "runs": len(detected),
-                    "detected": int(detected.sum()),
-                    "median_latency": M.median_or_nan(latency[detected]),
-                    "auc": aucs[cue],
-                }
-            )
-    flags = [detected_out[k] for k in keys]
-    rates, lo, hi = M.stream_rates(flags, [runs.session_index] * len(flags), n_sessions, weights)
-    cells = [
-        CellResult(
-            variant=variant,
-            kind=runs.kind,
-            cue_set=cue,
-            detector=det,
-            mode=mode,
-            rate=float(rates[j]),
-            ci_low=float(lo[j]),
-            ci_high=float(hi[j]),
-            **pending[j],
-        )
-        for j, (cue, det, mode) in enumerate(keys)
-    ]
-    out = RunOutcomes(
+    return RunOutcomes(
         variant=variant,
         kind=runs.kind,
         session_ids=[stream_name(s) for s in runs.sessions],
@@ -122,4 +95,56 @@ def evaluate_kind(
         latency=latency_out,
         window_max={(c, d): M.window_max(stats[f"{c}_{d}"], layout) for c, d in statistics},
     )
+
+
+def merge_kind(
+    pieces: Sequence[RunOutcomes],
+    aucs: Mapping[str, PooledAUC],
+    thresholds: Mapping[tuple[str, str, str, str], Threshold],
+    weights: np.ndarray,
+    n_sessions: int,
+) -> tuple[list[CellResult], RunOutcomes]:
+    """One kind's cells (per cue set × detector × threshold mode) and its runs, from its
+    seeds' outcomes in seed order (the runs' order had they been evaluated at once)."""
+    first = pieces[0]
+    out = RunOutcomes(
+        variant=first.variant,
+        kind=first.kind,
+        session_ids=[s for p in pieces for s in p.session_ids],
+        agent_ids=[a for p in pieces for a in p.agent_ids],
+        streams=np.concatenate([p.streams for p in pieces]),
+        seed=np.concatenate([p.seed for p in pieces]),
+        positions=np.concatenate([p.positions for p in pieces]),
+        inserted=np.concatenate([p.inserted for p in pieces]),
+        notes=[n for p in pieces for n in p.notes],
+        detected={k: np.concatenate([p.detected[k] for p in pieces]) for k in first.detected},
+        latency={k: np.concatenate([p.latency[k] for p in pieces]) for k in first.latency},
+        window_max={k: np.concatenate([p.window_max[k] for p in pieces]) for k in first.window_max},
+    )
+    auc = {cue: pooled.value() for cue, pooled in aucs.items()}
+    keys = list(out.detected)
+    flags = [out.detected[k] for k in keys]
+    rates, lo, hi = M.stream_rates(flags, [out.streams] * len(flags), n_sessions, weights)
+    cells = []
+    for j, (cue, det, mode) in enumerate(keys):
+        thr = thresholds[(out.variant, cue, det, mode)]
+        detected, latency = out.detected[(cue, det, mode)], out.latency[(cue, det, mode)]
+        cells.append(
+            CellResult(
+                variant=out.variant,
+                kind=out.kind,
+                cue_set=cue,
+                detector=det,
+                mode=mode,
+                threshold=thr.value,
+                fa_reached=thr.fa_reached,
+                runs=len(detected),
+                detected=int(detected.sum()),
+                rate=float(rates[j]),
+                ci_low=float(lo[j]),
+                ci_high=float(hi[j]),
+                median_latency=M.median_or_nan(latency[detected]),
+                auc=auc[cue],
+            )
+        )
     return cells, out

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
+import pytest
 
+import toolwatch.injection.experiment.metrics as M
+import toolwatch.injection.experiment.protocol as protocol
 from toolwatch.collector.sources.simulator import simulate
-from toolwatch.detection import CUE_SETS, DETECTORS
+from toolwatch.detection import CUE_SETS, DETECTORS, NormalModel
 from toolwatch.injection.experiment.config import VARIANTS, ExperimentConfig
 from toolwatch.injection.experiment.protocol import run_experiment
 from toolwatch.injection.experiment.results import ExperimentResult
-from toolwatch.injection.experiment.scoring import NOVELTY, STUDY_STATISTICS
+from toolwatch.injection.experiment.runs import build_runs
+from toolwatch.injection.experiment.scoring import (
+    NOVELTY,
+    STUDY_STATISTICS,
+    fit_model,
+    score_groups,
+)
+from toolwatch.injection.experiment.split import normal_sessions, split_by_time
+from toolwatch.injection.spans.context import InjectionContext
 from toolwatch.injection.spans.kinds import CONTROL_KINDS, KINDS
+from toolwatch.injection.spans.session_arrays import SessionCalls
 
 
 def test_burst_and_runaway_are_detected_far_above_the_controls(
@@ -114,3 +129,38 @@ def test_experiment_runs_on_an_imported_style_corpus() -> None:
     # hold fast "different-response" gaps too (the ablation's point)
     burst = result.cell("burst", "time", "point")
     assert burst is not None and burst.auc > 0.7
+
+
+def test_seeds_are_scored_one_at_a_time_with_the_figures_of_all_at_once(
+    corpus: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory stays one seed's (every seed's runs held to the end took 3.5x the one-seed peak
+    on a 100,000-call stream): each batch holds one seed's runs, and every cell is what all
+    seeds' runs scored in one batch give (rank AUC over every call, detections, runs)."""
+    config = ExperimentConfig(
+        seeds=(0, 1, 2), kinds=("burst", "sequence_hijack"), bootstrap=50, ablation=True
+    )
+    batches: list[int] = []
+
+    def recording(model: NormalModel, groups: Sequence[Sequence[SessionCalls]]) -> Any:
+        batches.append(sum(len(g) for g in groups))
+        return score_groups(model, groups)
+
+    monkeypatch.setattr(protocol, "score_groups", recording)
+    result = run_experiment(corpus, config)
+    split = split_by_time(normal_sessions(corpus), config)
+    n_test = len(split.test)
+    artefacts = sum(len(s) for g in split.artefacts.values() for s in g.values())
+    assert len(batches) == 3 * 2  # a batch per seed and variant
+    assert max(batches) <= n_test + artefacts + 2 * n_test  # one seed's runs of two kinds
+    runs = build_runs(split.test, InjectionContext.from_sessions(split.train), config)
+    model = fit_model(split.train, split.calibration, config)
+    stats = score_groups(model, [r.sessions for r in runs.values()])
+    for (kind, kind_runs), kind_stats in zip(runs.items(), stats, strict=True):
+        layout = kind_runs.layout
+        for cue, det in STUDY_STATISTICS:
+            cell = result.cell(kind, cue, det)
+            assert cell is not None and cell.runs == len(kind_runs.sessions)
+            assert cell.auc == M.auc(kind_stats[f"{cue}_point"], layout.injected_mask())
+            detected, _ = M.window_outcomes(kind_stats[f"{cue}_{det}"], layout, cell.threshold)
+            assert cell.detected == int(detected.sum())
