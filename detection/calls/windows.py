@@ -77,8 +77,13 @@ def bounded(start: str | None, end: str | None) -> Window:
     return parse_window(f"{start or ''}..{end or ''}")
 
 
-def load_window(store: Store, window: Window, *, normal_only: bool = True) -> pa.Table:
-    """Calls of the sessions whose first call is in ``window`` (``CALLS_SCHEMA`` columns)."""
+def load_window(
+    store: Store, window: Window, *, normal_only: bool = True, need_calls: bool = False
+) -> pa.Table:
+    """Calls of the sessions whose first call is in ``window`` (``CALLS_SCHEMA`` columns);
+    ``need_calls``: a window selecting none is a :class:`WindowError` naming the days the
+    store's sessions start on (``score`` and ``scan``: "0 calls scored" and exit 0 read as a
+    clean result)."""
     where = []
     params: list[Any] = []
     if window.start is not None:
@@ -100,7 +105,31 @@ def load_window(store: Store, window: Window, *, normal_only: bool = True) -> pa
         SELECT {columns} FROM calls c JOIN f USING (session_id) {clause}
     """
     table = store.query(sql, params)
-    return table.cast(CALLS_SCHEMA) if table.num_rows else CALLS_SCHEMA.empty_table()
+    if table.num_rows:
+        return table.cast(CALLS_SCHEMA)
+    if need_calls:
+        raise _empty_window(store, window, normal_only)
+    return CALLS_SCHEMA.empty_table()
+
+
+def _empty_window(store: Store, window: Window, normal_only: bool) -> WindowError:
+    """What a window selecting no session says: the window as given and the store's days."""
+    left, _, right = (part.strip() for part in window.text.partition(".."))
+    asked = " ".join([f"from {left}"] * bool(left) + [f"up to {right}"] * bool(right))
+    kept = "HAVING count(label) = 0" if normal_only else ""
+    days = store.query(
+        f"""
+        SELECT min(first)::DATE AS a, max(first)::DATE AS b, count(*) AS n FROM (
+            SELECT min(start_time AT TIME ZONE 'UTC') AS first FROM calls
+            GROUP BY session_id {kept})
+        """
+    ).to_pylist()[0]
+    held = (
+        f"the store's {counted(days['n'], 'session')} start {days['a']}..{days['b']}"
+        if days["n"]
+        else f"the store {store.root} holds no {'normal ' if normal_only else ''}session"
+    )
+    return WindowError(f"no session starts {asked or 'at all'} (--from/--to): {held}")
 
 
 #: DuckDB types of the call columns a store written before they existed may lack (nullable).

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             calls = cut.calls("test_all")
             placed = placed_by_arrival_line(cut.split.description)
         else:
-            calls = load_window(Store(args.store), window, normal_only=False)
+            calls = load_window(Store(args.store), window, normal_only=False, need_calls=True)
         bar.update()
         scored = score_calls(model, calls)
         bar.update()

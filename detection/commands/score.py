@@ -4,7 +4,8 @@
         [--out scores.parquet|scores.csv]
 
 Every call of the sessions whose first call is in the window is scored (batch scorer);
-labelled (injected) sessions are included. The summary gives, per cue set × detector, how
+labelled (injected) sessions are included. A window no session starts in is an error (exit 1)
+naming the days the store's sessions start on. The summary gives, per cue set × detector, how
 many calls and sessions are above the model's operating point.
 """
 
@@ -22,6 +23,7 @@ from toolwatch.detection.cues.base import CUE_SETS, SCORE_COLUMNS
 from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.model.normal_model import MODEL_IN_STORE, NormalModel, model_path_for
 from toolwatch.usage import UsageError
+from toolwatch.words import counted
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         total=3, desc="score", unit="step", file=sys.stderr, leave=False, disable=None
     ) as bar:
         bar.update()
-        calls = load_window(Store(args.store), window, normal_only=False)
+        calls = load_window(Store(args.store), window, normal_only=False, need_calls=True)
         bar.update()
         scored = score_calls(model, calls)
         bar.update()
@@ -78,7 +80,9 @@ def summary(model: NormalModel, scored: pa.Table) -> str:
     n = scored.num_rows
     sessions = np.asarray(scored.column("session_id").to_pylist(), dtype=object)
     n_sessions = len(set(sessions.tolist()))
-    lines = [f"{n} calls, {n_sessions} sessions scored with model {model.model_id}"]
+    lines = [
+        f"{counted(n, 'call')}, {counted(n_sessions, 'session')} scored with model {model.model_id}"
+    ]
     if n == 0:
         return "\n".join(lines)
     means = ", ".join(
@@ -94,7 +98,7 @@ def summary(model: NormalModel, scored: pa.Table) -> str:
         cells = []
         for d in DETECTORS:
             over = scored.column(stat_column(s, d)).to_numpy() > model.threshold(s, d)
-            cells.append(f"{int(over.sum())} / {len(set(sessions[over].tolist()))}")
+            cells.append(f"{int(over.sum()):,} / {len(set(sessions[over].tolist())):,}")
         lines.append("    " + f"{s:<9}" + "".join(f"{c:>16}" for c in cells))
     return "\n".join(lines)
 

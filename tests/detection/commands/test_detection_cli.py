@@ -352,7 +352,7 @@ def test_a_store_of_calls_without_sizes_trains_scores_and_scans(tmp_path: Path, 
     assert main(["train", "--store", root, "--split-shares", "0.5,0.2", "--adaptive"]) == 0
     assert "operating-point thresholds" in capsys.readouterr().out
     assert main(["score", "--store", root]) == 0
-    assert f"{calls.num_rows} calls" in capsys.readouterr().out
+    assert f"{calls.num_rows:,} calls" in capsys.readouterr().out
     assert main(["scan", "--store", root, "--json", "--no-save"]) == 0
     assert json.loads(capsys.readouterr().out)["calls"] == calls.num_rows
 
