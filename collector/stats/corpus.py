@@ -171,6 +171,18 @@ def _float(value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+def source_counts_of(calls: pa.Table) -> dict[str, int]:
+    """Calls per ``source`` of a table of calls, by source name (what :func:`provenance_note`
+    says in words; ``{}`` without the column)."""
+    if "source" not in calls.column_names or calls.num_rows == 0:
+        return {}
+    rows = pc.value_counts(calls.column("source")).to_pylist()
+    return {
+        str(row["values"]): int(row["counts"])
+        for row in sorted(rows, key=lambda r: str(r["values"]))
+    }
+
+
 def provenance_note(calls: pa.Table) -> str:
     """One line saying where a table of calls came from, loud when any of it is simulated.
 
@@ -179,10 +191,7 @@ def provenance_note(calls: pa.Table) -> str:
     """
     if "source" not in calls.column_names or calls.num_rows == 0:
         return f"data: {calls.num_rows:,} calls"
-    counts = {
-        str(row["values"]): int(row["counts"])
-        for row in pc.value_counts(calls.column("source")).to_pylist()
-    }
+    counts = source_counts_of(calls)
     parts = ", ".join(f"{source} {n:,}" for source, n in sorted(counts.items()))
     line = f"data: {calls.num_rows:,} calls ({parts})"
     if counts.get("simulated"):

@@ -235,6 +235,18 @@ def placed_first(first_us: np.ndarray, arrived_us: np.ndarray | None) -> tuple[n
     return np.where(ahead, np.nan_to_num(arrived).astype(np.int64), first), int(ahead.sum())
 
 
+def rule_given(description: Mapping[str, Any]) -> str:
+    """The option a split's description stands for (``--split-shares 0.44,0.07``), marked
+    when it is the default rule: how ``train`` and ``scan`` name the split they used."""
+    d = description
+    given = (
+        f"--split-shares {d['shares'][0]},{d['shares'][1]}"
+        if d["mode"] == "shares"
+        else f"--split-dates {d['train_end']},{d['calibration_end']}"
+    )
+    return given + (" (the default rule)" if d.get("default") else "")
+
+
 def placed_by_arrival_line(description: Mapping[str, Any]) -> str:
     """One line naming the streams placed by their arrival (a split's description), or ``""``."""
     n = int(description.get("placed_by_arrival", 0))

@@ -12,6 +12,9 @@ shares, only the test split is scanned — the streams a model trained with the 
 never saw; ``--min-calls`` scans only streams that long (default: every stream). Ids are
 printed whole; a tool name longer than a cell is cut (and counted under the table), since one
 4 KiB name would push every row's numbers 4,000 characters right; ``--json`` keeps it whole.
+The text and ``--json`` carry the same facts: the data's sources, the model, the window or the
+split scanned (and the streams it placed by their arrival), the counts, the flagged streams and
+where the scores were saved.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.store.location import add_store_argument
 from toolwatch.detection.calls.split import (
     add_split_arguments,
     placed_by_arrival_line,
+    rule_given,
     spec_from_args,
     split_store,
 )
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     window = None if by_split else bounded(args.start, args.end)
     from tqdm import tqdm
 
-    from toolwatch.collector.stats.corpus import provenance_note
+    from toolwatch.collector.stats.corpus import provenance_note, source_counts_of
     from toolwatch.collector.store.parquet_store import Store
     from toolwatch.detection.scoring.batch import score_calls
     from toolwatch.detection.scoring.scan import scan
@@ -94,12 +98,17 @@ def run(args: argparse.Namespace) -> int:
     if not model.calibrated:
         raise ModelError(f"model file {path} has no thresholds (never calibrated)")
     with tqdm(total=3, desc="scan", unit="step", file=sys.stderr, leave=False, disable=None) as bar:
-        placed = ""
+        split: dict[str, Any] | None = None
         if window is None:
             assert spec is not None
             cut = split_store(Store(args.store), spec)
             calls = cut.calls("test_all")
-            placed = placed_by_arrival_line(cut.split.description)
+            split = {
+                "scanned": "test",
+                "given": rule_given(cut.split.description),
+                "streams_span": cut.split.description["streams_span"],
+                "placed_by_arrival": int(cut.split.description.get("placed_by_arrival", 0)),
+            }
         else:
             calls = load_window(Store(args.store), window, normal_only=False, need_calls=True)
         bar.update()
@@ -111,9 +120,14 @@ def run(args: argparse.Namespace) -> int:
                 STREAM_SCORES_TABLE, stream_scores(model, scored, args.statistic)
             )
         bar.update()
+    saved = None if args.no_save else STREAM_SCORES_TABLE
     if args.json:
         doc = {
             "model_id": model.model_id,
+            "data": {"calls": calls.num_rows, "sources": source_counts_of(calls)},
+            "window": None if window is None else window.describe(),
+            "split": split,
+            "saved_to": saved,
             "sessions": result.sessions,
             "streams": result.streams,
             "calls": result.calls,
@@ -123,10 +137,18 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(provenance_note(calls))
-        if placed:
-            print(f"split: {placed}")
+        print(f"model: {model.model_id}")
+        if window is not None and window.text != "..":
+            print(f"window: the sessions starting {window.text} (--from/--to)")
+        if split is not None:
+            print(
+                f"split: the test split of {split['given']} (streams start {split['streams_span']})"
+            )
+            placed = placed_by_arrival_line(split)
+            if placed:
+                print(f"split: {placed}")
         print(format_result(result, args.top))
-        if not args.no_save:
+        if saved:
             print(f"scores of {result.streams:,} streams saved (table {STREAM_SCORES_TABLE})")
     return 0
 

@@ -30,6 +30,7 @@ from toolwatch.detection.calls.split import (
     StoreSplit,
     add_split_arguments,
     placed_by_arrival_line,
+    rule_given,
     spec_from_args,
     split_store,
 )
@@ -168,16 +169,10 @@ def describe(cut: StoreSplit, group: str) -> dict[str, Any]:
     idx = getattr(cut.split, group)
     placed = cut.placed_us()
     starts = sorted(_at(int(placed[i])) for i in idx.tolist())
-    d = cut.split.description
-    given = (
-        f"--split-shares {d['shares'][0]},{d['shares'][1]}"
-        if d["mode"] == "shares"
-        else f"--split-dates {d['train_end']},{d['calibration_end']}"
-    )
     return {
         "from": starts[0].isoformat() if starts else None,
         "to": starts[-1].isoformat() if starts else None,
-        "given": given + (" (the default rule)" if d.get("default") else ""),
+        "given": rule_given(cut.split.description),
         "streams": len(idx),
     }
 

@@ -3,6 +3,7 @@ selects no session is said, with the days the store holds, instead of "0 calls s
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -61,3 +62,29 @@ def test_a_window_with_no_session_is_an_error_naming_the_stores_days(  # type: i
         f"toolwatch {command[0]}: no session starts {said} (--from/--to): the store's 70 "
         "sessions start 2026-08-04..2026-08-08"
     )
+
+
+def test_scan_text_and_json_carry_the_same_facts(root: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The text named the split's clock-ahead streams and the data's sources, the JSON neither
+    (nor the split or window scanned); both now say all of it."""
+    capsys.readouterr()
+    for options, said in [
+        (["--split-shares", "0.5,0.2"], "split: the test split of --split-shares 0.5,0.2"),
+        (["--from", "2026-08-07"], "window: the sessions starting 2026-08-07.. (--from/--to)"),
+    ]:
+        assert main(["scan", "--store", root, "--no-save", *options]) == 0
+        text = capsys.readouterr().out
+        assert main(["scan", "--store", root, "--no-save", "--json", *options]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert said in text.splitlines()[2]
+        assert f"model: {doc['model_id']}" in text.splitlines()
+        sources = ", ".join(f"{k} {n:,}" for k, n in doc["data"]["sources"].items())
+        assert text.startswith(f"data: {doc['data']['calls']:,} calls ({sources})")
+        assert doc["saved_to"] is None and "saved" not in text
+        if doc["split"] is not None:
+            assert doc["window"] is None
+            assert doc["split"]["given"] == "--split-shares 0.5,0.2"
+            assert doc["split"]["placed_by_arrival"] == 0
+            assert f"(streams start {doc['split']['streams_span']})" in text
+        else:
+            assert doc["window"]["given"] == "2026-08-07.."
