@@ -1,5 +1,6 @@
 """Explore: SQL over the store's views in the app (read-only, bounded), beside the views and
-their columns, with a results table, a quick chart, a CSV download and saved questions.
+their columns, with a results table (:mod:`~toolwatch.app.dashboard.html_table`, a page of
+rows at a time), a quick chart, a CSV download and saved questions.
 
 The query is in the URL (``?sql=…&limit=…``), so a link opens the same result; the sidebar's
 time range narrows ``calls`` and ``alerts`` (and the ``sessions``/``streams`` built on them)
@@ -15,7 +16,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import charts, html_table, ui
 from toolwatch.app.dashboard import explore as ex
 from toolwatch.app.dashboard import url_state as url
 
@@ -100,7 +101,7 @@ def _result(result: ex.QueryResult, limit: int) -> None:
     st.caption(" · ".join([note, *result.notes, f"{result.seconds:.2f} s"]))
     table, chart = st.tabs(["Table", "Chart"])
     with table:
-        ui.dataframe(frame, height=min(560, 38 + 35 * max(1, len(frame))))
+        _rows(frame)
         st.download_button(
             "Download CSV",
             ex.csv_bytes(result),
@@ -110,6 +111,37 @@ def _result(result: ex.QueryResult, limit: int) -> None:
         )
     with chart:
         _chart(frame)
+
+
+#: The result's rows on the page at a time: a table of 100,000 rows in the browser's DOM is
+#: slow to draw; the rest are a page away (and all in the CSV).
+PAGE_ROWS = 1_000
+
+
+def pages(total: int, size: int = PAGE_ROWS) -> list[tuple[int, int]]:
+    """The (first, end) row slices of a result of ``total`` rows, ``size`` at a time."""
+    return [(i, min(i + size, total)) for i in range(0, max(total, 1), size)]
+
+
+def _rows(frame: pd.DataFrame) -> None:
+    """The result as the responsive table, a page of :data:`PAGE_ROWS` at a time; whole
+    numbers as the query returned them (a year or an id is no count: 2024, not 2,024)."""
+    slices = pages(len(frame))
+    first, end = slices[0]
+    if len(slices) > 1:
+        first, end = st.selectbox(
+            "Rows",
+            slices,
+            format_func=lambda s: f"{s[0] + 1:,}–{s[1]:,} of {len(frame):,}",
+            key="result_page",
+            help="a page at a time; Download CSV holds every row",
+        )
+    plain = {
+        str(c): html_table.Col(fmt="{}")
+        for c, dtype in frame.dtypes.items()
+        if pd.api.types.is_integer_dtype(dtype)
+    }
+    html_table.table(frame.iloc[first:end], plain, key="result", height=560)
 
 
 def _chart(frame: pd.DataFrame) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from toolwatch.app.dashboard import html_table, time_charts, ui
 from toolwatch.app.dashboard import queries as q
-from toolwatch.app.dashboard import time_charts, ui
 from toolwatch.app.dashboard import url_state as url
+from toolwatch.app.dashboard.html_table import Col
 
 BY = {"alert_time": "when the alert was raised", "call_time": "when the alerted call happened"}
 
@@ -69,26 +70,8 @@ def render() -> None:
             ),
         )
         st.subheader("Most recent alerts")
-        phone = _phone_rows(recent)
         recent.insert(2, "stream", recent.pop("agent_id").map(ui.stream_name))
-        ui.phone_table(
-            recent,
-            phone,
-            "alerts",
-            phone_config=PHONE_CONFIG,
-            row_height=ui.wrapped_row_px(phone["session"], PHONE_SESSION_PX),
-            column_config={
-                "session_id": st.column_config.TextColumn("session", width=330),
-                "alert_time": st.column_config.DatetimeColumn(
-                    "raised (UTC)", format="YYYY-MM-DD HH:mm:ss"
-                ),
-                "call_time": st.column_config.DatetimeColumn(
-                    "call time (UTC)", format="YYYY-MM-DD HH:mm:ss"
-                ),
-                "score": st.column_config.NumberColumn(format="%.2f"),
-                "threshold": st.column_config.NumberColumn(format="%.2f"),
-            },
-        )
+        html_table.table(recent, RECENT_COLUMNS, key="alerts")
         st.caption(
             f"Checked at {now:%H:%M:%S} UTC, {span.label}. Each alert is one excursion of a "
             "stream above the model's operating point; `cue` is the cue that explains it. "
@@ -98,22 +81,21 @@ def render() -> None:
     panel()
 
 
-PHONE_SESSION_PX = 150
-#: The latest alerts on a phone: when (the date over the time), the whole session id wrapped
-#: (a subagent's stream named after it), the cue and the score, in 390 px.
-PHONE_CONFIG = {
-    "raised": st.column_config.TextColumn("raised (UTC)", width=84),
-    "session": st.column_config.TextColumn("session", width=PHONE_SESSION_PX),
-    "cue": st.column_config.TextColumn("cue", width=58),
-    "score": st.column_config.NumberColumn("score", format="%.2f", width=56),
+TIME = "%Y-%m-%d %H:%M:%S"
+#: The latest alerts: the whole session id kept on one line on a desktop (a phone wraps it).
+RECENT_COLUMNS = {
+    "session_id": Col("session", whole=True),
+    "alert_time": Col("raised (UTC)", TIME),
+    "call_time": Col("call time (UTC)", TIME),
 }
-
-
-def _phone_rows(recent: pd.DataFrame) -> pd.DataFrame:
-    """The latest alerts for a phone (:data:`PHONE_CONFIG`), in the same order."""
-    session = ui.stream_cells(recent["session_id"], recent["agent_id"])
-    raised = [f"{pd.Timestamp(t):%Y-%m-%d %H:%M:%S}" for t in recent["alert_time"]]
-    return recent.assign(raised=raised, session=session)[list(PHONE_CONFIG)]
+#: A rule's numbers as the rule wrote them (``%g``: 3, 0.25, 1e+06).
+RULE_COLUMNS = {
+    "alert_time": Col("raised (UTC)", TIME),
+    "key": Col("measured", help="the query's other columns"),
+    "value": Col("value", "{:g}"),
+    "threshold": Col("threshold", "{:g}"),
+    "window_s": Col("window (s)", "{:g}"),
+}
 
 
 def _rule_alerts(con: Any, start: datetime | None) -> None:
@@ -125,18 +107,7 @@ def _rule_alerts(con: Any, start: datetime | None) -> None:
     if recent.empty:
         st.caption("No rule alert in the time range.")
         return
-    ui.dataframe(
-        recent,
-        column_config={
-            "alert_time": st.column_config.DatetimeColumn(
-                "raised (UTC)", format="YYYY-MM-DD HH:mm:ss"
-            ),
-            "key": st.column_config.TextColumn("measured", help="the query's other columns"),
-            "value": st.column_config.NumberColumn("value", format="%g"),
-            "threshold": st.column_config.NumberColumn("threshold", format="%g"),
-            "window_s": st.column_config.NumberColumn("window (s)", format="%g"),
-        },
-    )
+    html_table.table(recent, RULE_COLUMNS, key="rule_alerts")
     st.caption(
         "Rules are SQL over the calls of a recent window with a threshold (STORE/rules.toml, "
         "`toolwatch rules check`), evaluated by the collector on their schedule."

@@ -7,8 +7,8 @@ parent and its subagents interleaved.
 
 The list is one DuckDB query (:mod:`toolwatch.app.dashboard.streams`): the ``streams`` view in
 the global time range, its live alerts, and the per-stream scores ``toolwatch scan`` stored for
-the model in use — no session is scored on page load. Clicking a row opens its timeline, and
-the URL then names it (``?session=…&agent=…``; no ``agent`` = the main agent), so a stream has
+the model in use — no session is scored on page load. A row's session id links to its
+timeline: the URL names it (``?session=…&agent=…``; no ``agent`` = the main agent), so a stream has
 a link of its own. The timeline scores that one stream with the batch scorer
 (:func:`toolwatch.detection.score_calls`): every stream starts afresh, so one stream scored
 alone gets exactly the scores it gets inside the whole store.
@@ -16,6 +16,7 @@ alone gets exactly the scores it gets inside the whole store.
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,11 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from toolwatch.app.dashboard import charts, hints, ui
+from toolwatch.app.dashboard import charts, hints, html_table, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import streams as sl
 from toolwatch.app.dashboard import url_state as url
+from toolwatch.app.dashboard.html_table import Col
 from toolwatch.detection import CUE_NAMES, CUE_SETS, DETECTORS, NormalModel, score_calls
 from toolwatch.detection.detectors.base import parse_statistic
 
@@ -67,13 +69,13 @@ def render() -> None:
         )
         listed = sl.stream_list(con, chosen, model_id, statistic, detail=more)
         _scores_note(con, s.store, model, problem, statistic)
-        picked = _stream_table(listed, span.label, more)
+        _stream_table(listed, span.label, more)
         ui.flush()  # the list paints before the timeline is scored
-        stream = picked or _stream_from_url(con)
+        stream = _stream_from_url(con)
         if stream is not None:
             _timeline(con, stream, model)
         elif listed.matched:
-            st.caption("Click a row to follow that stream call by call.")
+            st.caption("Click a session id to follow that stream call by call.")
 
 
 def _filters(con: Any) -> sl.StreamFilter:
@@ -165,74 +167,51 @@ def scan_caption(listed: sl.StreamList) -> str:
     )
 
 
-#: The list on a phone: the whole session id wrapped (a subagent's stream named after it),
-#: why it is flagged, the scan's margin and the live alerts, in 390 px.
-PHONE_SESSION_PX = 152
-PHONE_CONFIG = {
-    "session": st.column_config.TextColumn("session", width=PHONE_SESSION_PX),
-    "flagged_by": st.column_config.TextColumn("flagged", width=62),
-    "scan_margin": st.column_config.NumberColumn("margin", format="%.2f", width=58),
-    "alerts": st.column_config.NumberColumn("alerts", width=50),
+HOUR = "%Y-%m-%d %H:%M"
+#: The list's columns as shown (the whole session id on one line on a desktop; a phone wraps
+#: it in the row's block).
+LIST_SHOWN = {
+    "session_id": Col("session", whole=True),
+    "stream": Col("stream", whole=True),
+    "flagged_by": Col("flagged by"),
+    "scan_cue": Col("scan cue"),
+    "scan_margin": Col(
+        "margin", help="the stream's peak minus the operating-point threshold (scan)"
+    ),
+    "first_time": Col("first call (UTC)", HOUR),
+    "failures": Col("failed"),
+    "labelled_calls": Col("injected"),
+    "last_time": Col("last call (UTC)", HOUR),
 }
 
 
-def _phone_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """The list's rows for a phone (:data:`PHONE_CONFIG`), in the same order."""
-    session = ui.stream_cells(rows["session_id"], rows["agent_id"])
-    return rows.assign(session=session)[list(PHONE_CONFIG)]
+def stream_links(rows: pd.DataFrame) -> list[str | None]:
+    """Each row's link to its stream on this page, the other parameters (the time range, the
+    filters) kept: a row's session id opens its timeline, on a phone as on a desktop."""
+    kept = {k: v for k, v in st.query_params.to_dict().items() if k not in ("session", "agent")}
+    links: list[str | None] = []
+    for sid, agent in zip(rows["session_id"], rows["agent_id"], strict=True):
+        chosen = {"session": str(sid), **({"agent": a} if (a := ui.agent_of(agent)) else {})}
+        links.append("?" + urllib.parse.urlencode({**kept, **chosen}))
+    return links
 
 
-def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> Stream | None:
-    """The list; returns the stream of a row the user just clicked (also put in the URL)."""
+def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> None:
+    """The list, each session id a link to its stream (``?session=…&agent=…``)."""
     st.caption(list_caption(listed, range_label))
     if listed.scanned:
         st.caption(scan_caption(listed))
     if listed.rows.empty:
         st.info("No stream matches these filters and this time range.")
-        return None
+        return
     rows = listed.rows.assign(stream=listed.rows["agent_id"].map(ui.stream_name))
-    phone = _phone_rows(rows)
-    event = ui.phone_table(
+    html_table.table(
         rows[LIST_COLUMNS + (MORE_COLUMNS if more else [])],
-        phone,
-        "streams",
-        phone_config=PHONE_CONFIG,
-        row_height=ui.wrapped_row_px(phone["session"], PHONE_SESSION_PX),
-        height=min(420, 38 + 35 * len(rows)),
-        key="streams_table",
-        on_select="rerun",
-        selection_mode="single-row",
-        column_config={
-            "session_id": st.column_config.TextColumn("session", width=318),
-            "stream": st.column_config.TextColumn("stream", width=118),
-            "flagged_by": st.column_config.TextColumn("flagged by", width=85),
-            "scan_cue": st.column_config.TextColumn("scan cue", width=62),
-            "scan_margin": st.column_config.NumberColumn(
-                "margin",
-                format="%.2f",
-                width=62,
-                help="the stream's peak minus the operating-point threshold (scan)",
-            ),
-            "alerts": st.column_config.NumberColumn("alerts", width=50),
-            "source": st.column_config.TextColumn("source", width=72),
-            "first_time": st.column_config.DatetimeColumn(
-                "first call (UTC)", format="YYYY-MM-DD HH:mm", width=128
-            ),
-            "calls": st.column_config.NumberColumn("calls", format="localized", width=55),
-            "failures": st.column_config.NumberColumn("failed", format="localized"),
-            "labelled_calls": st.column_config.NumberColumn("injected", format="localized"),
-            "last_time": st.column_config.DatetimeColumn(
-                "last call (UTC)", format="YYYY-MM-DD HH:mm"
-            ),
-        },
+        LIST_SHOWN,
+        key="streams",
+        links=stream_links(rows),
+        link_column="session_id",
     )
-    chosen = ui.selected_rows(event)
-    if not chosen:
-        return None
-    row = rows.iloc[int(chosen[0])]
-    stream = (str(row["session_id"]), ui.agent_of(row["agent_id"]))
-    url.set_params(session=stream[0], agent=stream[1])
-    return stream
 
 
 def _stream_from_url(con: Any) -> Stream | None:
@@ -310,27 +289,26 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
         "failed",
         "error_type",
     ]
-    ui.dataframe(
-        view[list(dict.fromkeys(shown))],
-        column_config={
-            "index": st.column_config.NumberColumn("call", width=45),
-            "seq": st.column_config.NumberColumn("seq", width=45),
-            "tool": st.column_config.TextColumn("tool", width="medium"),
-            "alert_by": st.column_config.TextColumn("alert", width=170),
-            "start_time": st.column_config.DatetimeColumn(
-                "start (UTC)", format="YYYY-MM-DD HH:mm:ss.SSS"
-            ),
-            "gap_s": st.column_config.NumberColumn("gap (s)", format="%.3f"),
-            "response_group": st.column_config.NumberColumn("response", width=70),
-            "server": st.column_config.TextColumn("MCP server", help="blank: a built-in tool"),
-            "input_bytes": st.column_config.NumberColumn("input (B)", format="localized"),
-            "output_bytes": st.column_config.NumberColumn("output (B)", format="localized"),
-            **{
-                c: st.column_config.NumberColumn(format="%.2f")
-                for c in [statistic or "all_cusum", "all", *CUE_NAMES]
-            },
-        },
-    )
+    html_table.table(view[list(dict.fromkeys(shown))], TIMELINE_SHOWN, key="timeline")
+
+
+def _millis(t: Any) -> str:
+    return pd.Timestamp(t).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+#: The timeline's calls as shown (scores with two decimals, by type); ``failed`` says so only
+#: for a failed call (a phone's block has no "failed: false" line for every call).
+TIMELINE_SHOWN = {
+    "index": Col("call"),
+    "alert_by": Col("alert"),
+    "start_time": Col("start (UTC)", _millis, whole=True),
+    "gap_s": Col("gap (s)", "{:.3f}"),
+    "response_group": Col("response"),
+    "server": Col("MCP server", help="blank: a built-in tool"),
+    "input_bytes": Col("input (B)"),
+    "output_bytes": Col("output (B)"),
+    "failed": Col("failed", lambda failed: "yes" if failed else ""),
+}
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

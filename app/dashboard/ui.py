@@ -4,8 +4,8 @@ One number format on every page: counts with thousands separators (``8,729``; ta
 browser's locale, text :func:`count`), shares as percentages with one decimal (``4.3%``),
 scores with two decimals. Tables (:func:`dataframe`) leave missing values blank (never the word
 "None"), keep whole ids and never hide columns off the right edge without a scroll bar; on a
-phone (:data:`NARROW_PX`) a table turns into blocks (:func:`facts_table`) or a compact table of
-its key columns (:func:`phone_table`).
+phone (:data:`NARROW_PX`) a table turns into blocks (:func:`facts_table`), and a list whose rows
+are sent once is the responsive HTML table of :mod:`~toolwatch.app.dashboard.html_table`.
 """
 
 from __future__ import annotations
@@ -223,81 +223,6 @@ def facts_table(
             dataframe(frame, **kwargs)
         with st.container(key=f"{key}_narrow"):
             st.html(fact_cards(frame if cards is None else cards, name))
-
-
-#: A phone table's rows: taller than 4rem, the height from which Streamlit wraps a cell's text
-#: (a whole session id over two or three lines of a narrow column), up to three lines.
-PHONE_ROW_PX = 68
-#: A wrapped cell's line (px) and the widest character of an id (hex digits, 14 px font), and
-#: a cell's horizontal padding: what :func:`wrapped_row_px` reckons with.
-LINE_PX, ID_CHAR_PX, CELL_PAD_PX = 20, 7.2, 18
-
-
-def wrapped_row_px(texts: Any, width: int, most: int = 5) -> int:
-    """The row height that shows the longest of ``texts`` whole in a column ``width`` px wide
-    (at most ``most`` lines; at least :data:`PHONE_ROW_PX`, where wrapping starts): the longer
-    ids of a workbench run took four lines and lost the fourth in a three-line row."""
-    per_line = max(1, int((width - CELL_PAD_PX) // ID_CHAR_PX))
-    longest = max((len(str(t)) for t in texts), default=0)
-    lines = min(most, -(-longest // per_line))
-    return max(PHONE_ROW_PX, 8 + LINE_PX * lines)
-
-
-#: The height a phone table grows to before it scrolls (about eight rows).
-PHONE_TABLE_PX = 600
-
-
-def phone_table(
-    frame: pd.DataFrame,
-    phone: pd.DataFrame,
-    name: str,
-    column_config: dict[str, Any] | None = None,
-    phone_config: dict[str, Any] | None = None,
-    row_height: int = PHONE_ROW_PX,
-    **kwargs: Any,
-) -> Any:
-    """A table with a compact layout below :data:`NARROW_PX`: ``frame`` as the
-    :func:`dataframe` in a wide container; on a phone ``phone`` instead — the same rows in the
-    same order, only the columns that matter, narrow and wrapped in rows ``row_height`` px
-    high (:func:`wrapped_row_px`). A
-    phone's table showed only its first one or two columns, the rest off its own horizontal
-    scroll with no scroll bar in sight. ``name`` names the containers (one a page).
-
-    With ``on_select`` both tables select (the phone's widget key is ``key + "_phone"``); the
-    selection returned is that of the table the user touched last (or the only one holding a
-    selection), rows counted alike in both.
-    """
-    on_select = kwargs.pop("on_select", "ignore")
-    key = kwargs.pop("key", None)
-    last = f"{name}_touched"
-    selects = on_select != "ignore"
-
-    def touched(which: str) -> Any:
-        return (lambda: st.session_state.__setitem__(last, which)) if selects else "ignore"
-
-    with st.container(key=name):
-        st.html(_switch_css(name))
-        with st.container(key=f"{name}_wide"):
-            wide = dataframe(frame, column_config, key=key, on_select=touched("wide"), **kwargs)
-        with st.container(key=f"{name}_narrow"):
-            kwargs.pop("height", None)
-            narrow = dataframe(
-                phone,
-                phone_config,
-                key=None if key is None else f"{key}_phone",
-                on_select=touched("phone"),
-                row_height=row_height,
-                height=min(PHONE_TABLE_PX, 40 + row_height * len(phone)),
-                **kwargs,
-            )
-    if st.session_state.get(last) == "phone" or not selected_rows(wide):
-        return narrow
-    return wide
-
-
-def selected_rows(event: Any) -> list[int]:
-    """The rows a selectable table's event holds (none for a table that does not select)."""
-    return list(getattr(getattr(event, "selection", None), "rows", []) or [])
 
 
 def chart(spec: Any) -> None:

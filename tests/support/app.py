@@ -8,6 +8,8 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +183,63 @@ def frame_with(at: AppTest, column: str, index: str | None = None) -> pd.DataFra
         if column in value.columns:
             return value.set_index(index) if index else value
     raise AssertionError(f"no table with a {column!r} column")
+
+
+@dataclass
+class ShownTable:
+    """A responsive table (``toolwatch.app.dashboard.html_table``) as drawn: its cells' text
+    under the frame's own column names (``data-col``), and each row's link (or None)."""
+
+    frame: pd.DataFrame
+    links: list[str | None] = field(default_factory=list)
+
+
+class _TableReader(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: dict[str, tuple[list[str], list[list[str]], list[str | None]]] = {}
+        self.key: str | None = None
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "div" and "tw-table" in classes:
+            self.key = next(c[9:] for c in classes if c.startswith("tw-table-"))
+            self.found[self.key] = ([], [], [])
+        elif self.key is None:
+            return
+        elif tag == "th":
+            self.found[self.key][0].append(a.get("data-col") or "")
+        elif tag == "tr" and self.found[self.key][0]:
+            self.found[self.key][1].append([])
+            self.found[self.key][2].append(None)
+        elif tag == "td":
+            self.cell = []
+        elif tag == "a" and self.cell is not None:
+            self.found[self.key][2][-1] = a.get("href")
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self.key is not None and self.cell is not None:
+            self.found[self.key][1][-1].append("".join(self.cell))
+            self.cell = None
+        elif tag == "table":
+            self.key = None
+
+
+def shown_tables(at: AppTest) -> dict[str, ShownTable]:
+    """Every responsive table the page drew, by key (``.tw-table-KEY``)."""
+    reader = _TableReader()
+    for element in at.get("html"):
+        reader.feed(element.proto.body)  # type: ignore[attr-defined]
+    return {
+        key: ShownTable(pd.DataFrame(body, columns=head), links)
+        for key, (head, body, links) in reader.found.items()
+    }
 
 
 def metric(at: AppTest, name: str) -> str:

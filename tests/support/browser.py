@@ -38,10 +38,13 @@ CHROMIUM_FLAGS = (
 VIEWPORT = {"width": 1400, "height": 1800}
 #: Elements that carry a page's data (the first one visible = first paint).
 DATA = (
-    '[data-testid="stDataFrame"], [data-testid="stTable"], [data-testid="stMetric"], '
+    '[data-testid="stDataFrame"], [data-testid="stTable"], .tw-table, [data-testid="stMetric"], '
     '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
     '[data-testid="stAlert"]'
 )
+#: The tables :func:`open_page` reads: Streamlit's grid and table, and the app's responsive
+#: HTML table (``toolwatch.app.dashboard.html_table``).
+TABLES = '[data-testid="stDataFrame"], [data-testid="stTable"], .tw-table'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
@@ -136,7 +139,7 @@ def open_page(page: Any, base: str, path: str, timeout_s: float = 120) -> Loaded
             "el => Array.from(el.querySelectorAll('table tr')).map("
             "tr => Array.from(tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))"
         )
-        for t in page.locator('[data-testid="stDataFrame"], [data-testid="stTable"]').all()
+        for t in page.locator(TABLES).all()
     ]
     return Loaded(
         path=path,
@@ -150,6 +153,28 @@ def open_page(page: Any, base: str, path: str, timeout_s: float = 120) -> Loaded
         ).count(),
         exceptions=page.locator('[data-testid="stException"]').all_inner_texts(),
     )
+
+
+#: Each responsive table drawn (``.tw-table-KEY``): its key, its box's edges, the widths it
+#: scrolls over and shows, its rows in the DOM, and each row's shown cells as
+#: (label, text, left, right) — the label its ``data-label``, as a phone writes it before the
+#: value.
+RESPONSIVE_TABLES = (
+    "() => Array.from(document.querySelectorAll('.tw-table')).filter(t => t.offsetParent)"
+    ".map(t => { const r = t.getBoundingClientRect(); return {"
+    " key: Array.from(t.classList).find(c => c.startsWith('tw-table-')).slice(9),"
+    " left: r.left, right: r.right, scroll: t.scrollWidth, shown: t.clientWidth,"
+    " header: Array.from(t.querySelectorAll('thead th')).map(c => c.textContent.trim()),"
+    " rows: Array.from(t.querySelectorAll('tbody tr')).map(tr => Array.from("
+    "tr.querySelectorAll('td')).filter(c => c.offsetParent).map(c => {"
+    " const b = c.getBoundingClientRect(); return [c.dataset.label || '',"
+    " c.textContent.trim(), b.left, b.right]; }))}; })"
+)
+
+
+def responsive_tables(page: Any) -> dict[str, dict[str, Any]]:
+    """The drawn :data:`RESPONSIVE_TABLES` by key."""
+    return {t["key"]: t for t in page.evaluate(RESPONSIVE_TABLES)}
 
 
 def screenshot(page: Any, folder: Path, name: str) -> Path:

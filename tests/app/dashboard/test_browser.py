@@ -42,6 +42,7 @@ from support.browser import (
     browser,
     chromium_path,
     open_page,
+    responsive_tables,
     running_app,
     screenshot,
 )
@@ -50,6 +51,7 @@ from toolwatch.app.dashboard.live_page import BY
 from toolwatch.app.dashboard.time_charts import HOURS_PLOT_PX, WEEKS_PLOT_PX, WEEKS_Y_PAD_PX
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection.alerting.rules import RULE_ALERTS_SCHEMA, RULE_ALERTS_TABLE
 from toolwatch.injection.experiment.formats import pct
 from toolwatch.injection.experiment.report import label
 
@@ -503,20 +505,13 @@ SHOWN_TABLES = (
 )
 
 
-def _phone_table(page: Any) -> dict[str, Any]:
-    """The one table a phone shows on the page, every column of it on the screen."""
-    (table,) = page.evaluate(SHOWN_TABLES)
-    assert table["left"] >= 0 and table["right"] <= PHONE["width"], table
-    assert table["scroll"] <= table["shown"] + 1, table  # nothing off its right edge
-    return dict(table)
-
-
 def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
     """At 390 px the Sessions list showed only its session column, the Live table "raised" and
     "session", Detection's kind and detected with "runs" cut off, the rest off each table's
-    own horizontal scroll with no scroll bar in sight. A phone now gets a compact table of the
-    columns that matter, whole ids wrapped (a row still opens its stream), and Detection's
-    tables as a block per kind, every figure on the screen."""
+    own horizontal scroll with no scroll bar in sight. The list and the Live table are now one
+    HTML table each, sent once, whose rows a phone shows as blocks (every cell a "column value"
+    line, whole ids wrapped; a session id still opens its stream), and Detection's tables a
+    block per kind, every figure on the screen."""
     root, page = app["root"], app["page"]
     top = rows(
         root,
@@ -524,30 +519,30 @@ def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
     )[0]
     latest = rows(root, "SELECT session_id, agent_id FROM alerts ORDER BY alert_time DESC, "
                   "call_time DESC LIMIT 1")[0]  # fmt: skip
+    (streams,) = rows(root, "SELECT count(*) AS n FROM streams")
+    (alerts,) = rows(root, "SELECT count(*) AS n FROM alerts")
     desktop = visit(app, "", "detection")
     kinds = {r[0]: r for r in table_with(desktop, "detected (95% CI)")[1:]}
     header = table_with(desktop, "detected (95% CI)")[0]
     with phone(page):
         visit(app, "sessions", "sessions-phone")
-        listed = _phone_table(page)
-        assert listed["rows"][0] == ["session", "flagged", "margin", "alerts"]
-        first = listed["rows"][1]
-        named = top["session_id"] + (f" · subagent {top['agent_id']}" if top["agent_id"] else "")
-        assert first[0] == named, first  # the whole id (and its stream), ranked first
-        assert first[1] in ("alert + scan", "scan") and float(first[2]) > 0
-        # a row opens its stream: tick the first row's box
-        page.mouse.click(listed["left"] + 16, listed["top"] + 56)
+        listed = _fits_a_phone(page, "streams", streams["n"])
+        first = dict(pair[:2] for pair in listed["rows"][0])
+        assert first["session"] == top["session_id"], first  # the whole id, ranked first
+        assert first["stream"] == stream_label(top["agent_id"]), first
+        assert first["flagged by"] in ("alert + scan", "scan") and float(first["margin"]) > 0
+        # a row opens its stream: its session id is a link
+        page.locator(".tw-table-streams tbody tr").first.locator("a").click()
         page.wait_for_timeout(500)
         page.wait_for_selector(IDLE, timeout=60_000)
         page.get_by_text("Timeline").first.wait_for(timeout=60_000)
         assert f"session={urllib.parse.quote(top['session_id'])}" in page.url
         visit(app, "live", "live-phone")
-        recent = _phone_table(page)
-        assert recent["rows"][0] == ["raised (UTC)", "session", "cue", "score"]
-        agent = latest["agent_id"]
-        assert recent["rows"][1][1] == latest["session_id"] + (
-            f" · subagent {agent}" if agent else ""
-        )
+        recent = _fits_a_phone(page, "alerts", min(50, alerts["n"]))
+        newest = dict(pair[:2] for pair in recent["rows"][0])
+        assert newest["session"] == latest["session_id"], newest
+        assert newest["stream"] == stream_label(latest["agent_id"]), newest
+        assert {"raised (UTC)", "cue", "score"} <= set(newest), newest
         visit(app, "", "detection-phone")
         for key in ("kinds", "areas", "latencies"):
             table = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
@@ -565,10 +560,12 @@ def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
         ), card
         for _, _, left, right in card["pairs"]:
             assert left >= 0 and right <= PHONE["width"], card
-    # a desktop keeps the wide tables
+    # a desktop keeps the wide table, each row once, every column in the window
     visit(app, "sessions", "sessions")
-    (wide,) = page.evaluate(SHOWN_TABLES)
-    assert wide["rows"][0][:3] == ["session", "stream", "flagged by"]
+    wide = responsive_tables(page)["streams"]
+    assert wide["header"][:3] == ["session", "stream", "flagged by"]
+    assert len(wide["rows"]) == streams["n"] and wide["right"] <= VIEWPORT["width"], wide
+    assert wide["scroll"] <= wide["shown"] + 1, wide
 
 
 def test_legends_restack_when_the_window_narrows(app: dict[str, Any]) -> None:
@@ -758,3 +755,110 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
                 assert left >= 0 and right <= PHONE["width"], (key, card)
     assert "adaptive: alarming (95% CI)" in {k for k, *_ in phone_["weeks"][0]["pairs"]}
     assert {k for k, *_ in phone_["grid"][0]["pairs"]} >= {"all·cusum", "time·ewma"}
+
+
+def stream_label(agent_id: str | None) -> str:
+    return f"subagent {agent_id}" if agent_id else "main agent"
+
+
+def _fits_a_phone(page: Any, key: str, n_rows: int) -> dict[str, Any]:
+    """The responsive table ``key`` at a phone's width: the page no wider than the screen, the
+    table inside it with nothing off its right edge, its ``n_rows`` rows in the DOM once (not
+    twice, a layout each) and each as a block of "column value" lines on the screen, none for
+    an empty cell."""
+    assert page.evaluate(PAGE_WIDTH) <= PHONE["width"], key
+    table = responsive_tables(page)[key]
+    assert table["left"] >= 0 and table["right"] <= PHONE["width"], table
+    assert table["scroll"] <= table["shown"] + 1, table
+    sent = page.evaluate(f"() => document.querySelectorAll('.tw-table-{key} tbody tr').length")
+    assert sent == len(table["rows"]) == n_rows, (key, sent, len(table["rows"]), n_rows)
+    for row in table["rows"]:
+        for name, text, left, right in row:
+            assert name and text, (key, row)  # no "name:" without a value
+            assert left >= 0 and right <= PHONE["width"], (key, row)
+    return table
+
+
+def test_live_rule_alerts_fit_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px the Live page's rule alerts (raised, rule, measured, value, op, threshold,
+    window, description) showed two columns, the rest off the table's own horizontal scroll
+    with no scroll bar in sight. Each alert is now a block of its columns on the screen, an
+    empty description left out, the values as the rule wrote them."""
+    root, page = app["root"], app["page"]
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    written = [
+        {
+            "alert_time": now - dt.timedelta(minutes=i),
+            "rule": "tool-failing-three-times",
+            "key": json.dumps({"tool": f"search_knowledge_base_documents_{i}", "server": "kb"}),
+            "value": 3.0 + i,
+            "op": ">=",
+            "threshold": 2.5,
+            "window_s": 300.0,
+            "description": None if i == 1 else "a tool failing three times in five minutes",
+        }
+        for i in range(3)
+    ]
+    Store(root).append(
+        RULE_ALERTS_TABLE, written, schema=RULE_ALERTS_SCHEMA, partition_by="alert_time"
+    )
+    (n,) = rows(root, "SELECT count(*) AS n FROM rule_alerts")
+    with phone(page):
+        visit(app, "live", "live-rules-phone")
+        table = _fits_a_phone(page, "rule_alerts", min(50, n["n"]))
+    shown = [dict(pair[:2] for pair in row) for row in table["rows"][:3]]
+    assert [r["raised (UTC)"] for r in shown] == [
+        f"{w['alert_time']:%Y-%m-%d %H:%M:%S}" for w in written
+    ]
+    assert [(r["value"], r["threshold"], r["window (s)"]) for r in shown] == [
+        ("3", "2.5", "300"), ("4", "2.5", "300"), ("5", "2.5", "300"),
+    ]  # fmt: skip
+    assert [r["measured"] for r in shown] == [w["key"] for w in written]
+    assert "description" not in shown[1] and "description" in shown[0]
+
+
+def test_the_timeline_calls_fit_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px the Sessions timeline's call table (call, seq, tool, alert, the scores, the
+    sizes, …) showed two of its columns, the rest off its own horizontal scroll with no scroll
+    bar in sight; each call is now a block of its columns on the screen, every call once."""
+    root, page = app["root"], app["page"]
+    alert = rows(root, "SELECT session_id, agent_id FROM alerts ORDER BY alert_time LIMIT 1")[0]
+    sid, agent = alert["session_id"], alert["agent_id"]
+    calls = rows(
+        root,
+        "SELECT seq, tool, failed FROM calls WHERE session_id = ? "
+        "AND agent_id IS NOT DISTINCT FROM ? ORDER BY start_time, seq",
+        [sid, agent],
+    )
+    query = urllib.parse.urlencode({"session": sid, **({"agent": agent} if agent else {})})
+    with phone(page):
+        visit(app, f"sessions?{query}", "session-calls-phone")
+        table = _fits_a_phone(page, "timeline", len(calls))
+    shown = [dict(pair[:2] for pair in row) for row in table["rows"]]
+    assert [(r["seq"], r["tool"]) for r in shown] == [(f"{c['seq']:,}", c["tool"]) for c in calls]
+    assert [r.get("failed") for r in shown] == ["yes" if c["failed"] else None for c in calls]
+
+
+def test_explore_results_fit_a_phone(app: dict[str, Any]) -> None:
+    """At 390 px Explore's results showed their first columns, the rest off the table's own
+    horizontal scroll with no scroll bar in sight; each result row is now a block of its
+    columns on the screen, every row once."""
+    sql = (
+        "SELECT session_id, tool, server, count(*) AS calls, avg(output_bytes) AS mean_output "
+        "FROM calls GROUP BY ALL ORDER BY calls DESC, session_id, tool LIMIT 12"
+    )
+    expected = rows(app["root"], sql)
+    with phone(app["page"]):
+        visit(app, "explore?" + urllib.parse.urlencode({"sql": sql}), "explore-phone")
+        table = _fits_a_phone(app["page"], "result", len(expected))
+    shown = [dict(pair[:2] for pair in row) for row in table["rows"]]
+    assert shown == [
+        {
+            "session_id": e["session_id"],
+            "tool": e["tool"],
+            **({"server": e["server"]} if e["server"] else {}),
+            "calls": str(e["calls"]),  # as the query returned it
+            "mean_output": f"{e['mean_output']:.2f}",
+        }
+        for e in expected
+    ]

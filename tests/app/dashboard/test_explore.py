@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.app import rows
+from support.app import rows, shown_tables
 from toolwatch.app.dashboard import explore as ex
 from toolwatch.app.dashboard.settings import MAIN_SCRIPT
 from toolwatch.collector.store.parquet_store import Store
@@ -67,7 +67,7 @@ def test_repeated_column_names_are_made_unique_and_said(store: Path, explore: Ap
     )
     at = run_page(explore, joined)
     assert not at.error
-    table = at.dataframe[-1].value
+    table = shown_tables(at)["result"].frame
     assert len(table) == 5 and "session_id" in table.columns and "session_id_1" in table.columns
     assert (table["session_id"] == table["session_id_1"]).all()
     shared = [c for c in columns(store, "streams") if c in columns(store, "sessions")]
@@ -79,6 +79,20 @@ def test_repeated_column_names_are_made_unique_and_said(store: Path, explore: Ap
         )
         for c in captions(at)
     ), captions(at)
+
+
+def test_a_long_result_is_shown_a_page_at_a_time(explore: AppTest) -> None:
+    """Explore's results are one HTML table (a phone shows each row as a block); 10,000 rows
+    of it were slow to draw, so the page shows 1,000 at a time, every row a page away."""
+    at = run_page(explore, "SELECT range AS i, 'x' || range AS s FROM range(2500)", limit="10000")
+    assert not at.error
+    first = shown_tables(at)["result"].frame
+    assert list(first["i"]) == [str(i) for i in range(1_000)]  # as returned: 1000, not 1,000
+    pager = at.selectbox(key="result_page")
+    assert pager.options == ["1–1,000 of 2,500", "1,001–2,000 of 2,500", "2,001–2,500 of 2,500"]
+    pager.set_value((2_000, 2_500)).run()
+    last = shown_tables(at)["result"].frame
+    assert list(last["s"]) == [f"x{i}" for i in range(2_000, 2_500)]
 
 
 def test_a_column_name_with_a_colon_or_dot_is_charted(store: Path, explore: AppTest) -> None:
@@ -150,7 +164,7 @@ def test_the_page_says_a_result_was_cut_by_size(
     monkeypatch.setattr(ex, "MAX_BYTES", 1_000_000)
     at = run_page(explore, "SELECT repeat('x', 3000) AS s FROM range(100000)", limit="100000")
     assert not at.error
-    shown = len(at.dataframe[-1].value)
+    shown = len(shown_tables(at)["result"].frame)
     assert 300 < shown < 334
     assert any(
         c.startswith(f"the first {shown:,} rows (the 1 MB the page shows at most;")

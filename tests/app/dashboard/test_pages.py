@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shlex
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from support.app import (
     pct0,
     printed_stats,
     rows,
+    shown_tables,
 )
 from support.paths import REPO
 from toolwatch import study
@@ -362,8 +364,13 @@ def stream_key(session_id: str, agent_id: Any) -> tuple[str, str]:
     return session_id, f"subagent {agent_id}" if isinstance(agent_id, str) else "main agent"
 
 
+def listed(at: AppTest) -> pd.DataFrame:
+    """The stream list as drawn (text cells under the frame's column names)."""
+    return shown_tables(at)["streams"].frame
+
+
 def listed_streams(at: AppTest) -> set[tuple[str, str]]:
-    frame = at.dataframe[0].value
+    frame = listed(at)
     return set(zip(frame["session_id"], frame["stream"], strict=True))
 
 
@@ -384,8 +391,8 @@ def test_sessions_list_streams_filters_and_flags(
     assert subagents, "the fixture's corpus has subagents"
     # a subagent shares its parent's session id: one row per stream, not per session
     assert len({sid for sid, _ in every}) < len(every)
-    listed = at.dataframe[0].value
-    assert len(listed) == len(every) and listed_streams(at) == every
+    drawn = listed(at)
+    assert len(drawn) == len(every) and listed_streams(at) == every
     injected = len({sid for sid, _ in every} & {r["session_id"] for r in streams if r["labelled"]})
     assert injected  # the Corpus facts leave these sessions out, and the line says so
     sessions = len({sid for sid, _ in every})
@@ -395,9 +402,9 @@ def test_sessions_list_streams_filters_and_flags(
         for c in at.caption
     )
     alerts = rows(root, "SELECT session_id, agent_id, count(*) AS n FROM alerts GROUP BY ALL")
-    by_stream = listed.set_index(["session_id", "stream"])
+    by_stream = drawn.set_index(["session_id", "stream"])
     for r in alerts:
-        assert by_stream.loc[stream_key(r["session_id"], r["agent_id"]), "alerts"] == r["n"]
+        assert by_stream.loc[stream_key(r["session_id"], r["agent_id"]), "alerts"] == f"{r['n']:,}"
     # the scan's flags (read from the stored stream scores) are the streams whose statistic
     # goes above the threshold, scored here independently
     model: NormalModel = built["model"]
@@ -418,7 +425,7 @@ def test_sessions_list_streams_filters_and_flags(
     ok(at)
     assert at.query_params["flag"] == "flagged"
     assert listed_streams(at) == alerted | scanned
-    first = at.dataframe[0].value.iloc[0]
+    first = listed(at).iloc[0]
     assert first["flagged_by"] in ("scan", "alert + scan", "alert")
     at.selectbox(key="w_flag").set_value("all").run()
     at.selectbox(key="w_agents").set_value("subagents").run()
@@ -481,42 +488,38 @@ def test_sessions_scan_note_counts_each_stream_once(
     assert note.endswith(f"({streams:,} streams)."), note
 
 
-def test_clicking_a_stream_opens_its_timeline_and_link(
-    built: dict[str, Any], env: pytest.MonkeyPatch
-) -> None:
+def test_a_session_id_links_to_its_stream(built: dict[str, Any], env: pytest.MonkeyPatch) -> None:
+    """The list is one table, its rows sent once (it was sent twice, a desktop grid and a
+    phone's compact table, CSS hiding one); each row's session id links to its stream, the
+    page's other parameters kept, and the link opens that stream's timeline."""
     root = built["root"]
-    at = app(env, root, "sessions_page.py")
+    at = app(env, root, "sessions_page.py", {"flag": "flagged"})
     ok(at)
-    listed = at.dataframe[0].value
-    row = listed.iloc[2]
-    at.session_state["streams_table"] = {"selection": {"rows": [2], "columns": []}}
-    at.run()
-    ok(at)
-    assert at.query_params["session"] == row["session_id"]
-    agent = row["stream"].removeprefix("subagent ") if row["stream"] != "main agent" else None
-    assert at.query_params.get("agent") == agent
-    assert next(c.value for c in at.code) == row["session_id"]
+    assert len(at.dataframe) == 0 and list(shown_tables(at)) == ["streams"]
+    shown = shown_tables(at)["streams"]
+    (flagged,) = rows(
+        root,
+        "SELECT count(*) AS n FROM (SELECT DISTINCT session_id, agent_id FROM alerts UNION "
+        "SELECT session_id, agent_id FROM stream_scores WHERE flagged)",
+    )
+    assert len(shown.frame) == len(shown.links) == flagged["n"]
+    for i in (0, 2):  # a subagent's stream (the fixture ranks one first) and a main agent's
+        row, link = shown.frame.iloc[i], shown.links[i]
+        agent = row["stream"].removeprefix("subagent ") if row["stream"] != "main agent" else None
+        params = dict(urllib.parse.parse_qsl(str(link).removeprefix("?")))
+        assert params == {
+            "flag": "flagged", "session": row["session_id"], **({"agent": agent} if agent else {})
+        }  # fmt: skip
+        opened = app(env, root, "sessions_page.py", params)
+        ok(opened)
+        assert next(c.value for c in opened.code) == row["session_id"]
+        assert any(s.value.startswith("Timeline — ") for s in opened.subheader)
+        assert len(shown_tables(opened)["timeline"].frame) > 0
 
 
-def test_a_row_of_the_phone_list_opens_its_stream(
-    built: dict[str, Any], env: pytest.MonkeyPatch
-) -> None:
-    """A phone gets the list as a compact table of its own (``streams_table_phone``: whole ids
-    wrapped, flagged, margin, alerts); a row chosen there opens that stream, as on a desktop."""
-    at = app(env, built["root"], "sessions_page.py")
-    ok(at)
-    listed, compact = at.dataframe[0].value, at.dataframe[1].value
-    assert list(compact.columns) == ["session", "flagged_by", "scan_margin", "alerts"]
-    for (_, wide), (_, narrow) in zip(listed.iterrows(), compact.iterrows(), strict=True):
-        stream = "" if wide["stream"] == "main agent" else f" · {wide['stream']}"
-        assert narrow["session"] == wide["session_id"] + stream  # the same rows, in order
-        assert narrow["flagged_by"] == wide["flagged_by"]
-    row = listed.iloc[3]
-    at.session_state["streams_table_phone"] = {"selection": {"rows": [3], "columns": []}}
-    at.run()
-    ok(at)
-    assert at.query_params["session"] == row["session_id"]
-    assert next(c.value for c in at.code) == row["session_id"]
+def two_decimals(values: Any) -> list[str]:
+    """Scores as the timeline writes them: two decimals, blank for none."""
+    return ["" if pd.isna(x) else f"{x:.2f}" for x in values]
 
 
 def _timeline_calls(root: Path, session_id: str, agent_id: str | None) -> Any:
@@ -540,11 +543,9 @@ def test_session_timeline_scores_injected_calls_and_alerts(
     at = app(env, root, "sessions_page.py", {"session": faulted})
     ok(at)
     calls = _timeline_calls(root, faulted, None)
-    timeline = at.dataframe[-1].value
+    timeline = shown_tables(at)["timeline"].frame
     assert list(timeline["tool"]) == calls.column("tool").to_pylist()
-    assert list(timeline["label"].fillna("")) == [
-        x or "" for x in calls.column("label").to_pylist()
-    ]
+    assert list(timeline["label"]) == [x or "" for x in calls.column("label").to_pylist()]
     assert (
         metric(at, "Injected calls")
         == f"{sum(x is not None for x in calls.column('label').to_pylist()):,}"
@@ -552,15 +553,15 @@ def test_session_timeline_scores_injected_calls_and_alerts(
     expected = score_calls(model, calls).to_pandas().set_index("span_id")
     shown = timeline.assign(span=calls.column("span_id").to_pylist()).set_index("span")
     for cue in ("order", "size", "time", "failure", "all_cusum"):
-        assert np.allclose(shown[cue], expected.loc[shown.index, cue], equal_nan=True), cue
+        assert list(shown[cue]) == two_decimals(expected.loc[shown.index, cue]), cue
     assert len(at.get("vega_lite_chart")) >= 1
     # a stream with a live alert: the alerted call is marked, the count is the stream's
     alert = rows(root, "SELECT session_id, agent_id, seq FROM alerts ORDER BY call_time LIMIT 1")[0]
     link = {"session": alert["session_id"], "agent": alert["agent_id"]}
     at = app(env, root, "sessions_page.py", {k: v for k, v in link.items() if v})
     ok(at)
-    timeline = at.dataframe[-1].value.set_index("seq")
-    assert "live alert" in timeline.loc[alert["seq"], "alert_by"]
+    timeline = shown_tables(at)["timeline"].frame.set_index("seq")
+    assert "live alert" in timeline.loc[f"{alert['seq']:,}", "alert_by"]
     assert metric(at, "Live alerts (stream)") == str(
         len(
             rows(
@@ -587,13 +588,13 @@ def test_subagent_stream_is_its_own_timeline(
     at = app(env, root, "sessions_page.py", {"session": sid, "agent": agent})
     ok(at)
     calls = _timeline_calls(root, sid, agent)
-    timeline = at.dataframe[-1].value
+    timeline = shown_tables(at)["timeline"].frame
     # only the subagent's calls, in its own order, scored as a stream of its own
-    assert list(timeline["seq"]) == calls.column("seq").to_pylist()
+    assert list(timeline["seq"]) == [f"{x:,}" for x in calls.column("seq").to_pylist()]
     assert len(timeline) == sub["n"]
     assert metric(at, "Calls in stream") == f"{sub['n']:,}"
     expected = score_calls(model, calls).to_pandas()
-    assert np.allclose(timeline["all_cusum"], expected["all_cusum"], equal_nan=True)
+    assert list(timeline["all_cusum"]) == two_decimals(expected["all_cusum"])
     main_calls = rows(
         root,
         "SELECT count(*) AS n FROM calls WHERE session_id = ? AND agent_id IS NULL",
@@ -615,7 +616,7 @@ def test_live_alert_counts_match_the_store(built: dict[str, Any], env: pytest.Mo
     assert metric(at, "Alerts") == f"{totals['n']:,}"
     assert metric(at, "Sessions alerted") == f"{totals['s']:,}"
     assert metric(at, "Last 24 h") == f"{totals['n']:,}"  # raised by the fixture just now
-    recent = at.dataframe[0].value
+    recent = shown_tables(at)["alerts"].frame
     assert len(recent) == min(50, totals["n"])
     assert set(recent["session_id"]) <= {
         r["session_id"] for r in rows(root, "SELECT * FROM alerts")
@@ -903,18 +904,17 @@ def test_sessions_without_a_model_show_the_calls_only(
     at = app(env, calls_only, "sessions_page.py")
     ok(at)
     assert any("no model" in c.value for c in at.caption)
-    first = at.dataframe[0].value.iloc[0]
+    first = listed(at).iloc[0]
     sid = first["session_id"]
     agent = None if first["stream"] == "main agent" else first["stream"].removeprefix("subagent ")
     at = app(
         env, calls_only, "sessions_page.py", {"session": sid, **({"agent": agent} if agent else {})}
     )
     ok(at)
-    timeline = at.dataframe[-1].value
+    timeline = shown_tables(at)["timeline"].frame
     assert "order" not in timeline.columns and "tool" in timeline.columns
-    assert (
-        list(timeline["seq"]) == _timeline_calls(calls_only, sid, agent).column("seq").to_pylist()
-    )
+    seqs = _timeline_calls(calls_only, sid, agent).column("seq").to_pylist()
+    assert list(timeline["seq"]) == [f"{x:,}" for x in seqs]
 
 
 def test_sessions_counts_one_stream_in_the_singular(

@@ -1,0 +1,187 @@
+"""One table for every window: an HTML table whose rows turn into blocks on a phone.
+
+Streamlit's grid (``st.dataframe``) draws on a canvas at its columns' own width: on a 390 px
+phone its columns ran past their box with no scroll bar in sight, and since the server cannot
+know the window's width, the earlier fix sent every table twice (a desktop grid and a phone
+layout, CSS hiding one). This table is sent once. Each cell carries its column's name
+(``data-label``); at most :data:`PHONE_PX` wide (a CSS ``@media`` rule) a row is a block of
+``name value`` lines, an empty cell none; wider, it is a plain table whose cells wrap, in a box
+that scrolls with the browser's own scroll bars when the table is taller than ``height`` or
+wider than the page (on a phone the page itself scrolls: no box in a box).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+#: At most this window width (px) a table's rows are blocks (a phone, also turned sideways).
+PHONE_PX = 640
+#: The tallest a table's box grows (px) before its rows scroll inside it.
+HEIGHT_PX = 440
+
+
+@dataclass(frozen=True)
+class Col:
+    """How one column is shown: its header (``label``), its cells' format (a ``str.format``
+    pattern, a ``strftime`` pattern for times, or a function), a tooltip for its header, and
+    ``whole`` to keep a cell on one line on a desktop (ids, times)."""
+
+    label: str | None = None
+    fmt: str | Callable[[Any], str] | None = None
+    help: str | None = None
+    whole: bool = False
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NaT:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    try:
+        return bool(pd.isna(value)) if not isinstance(value, (list, tuple, dict)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def _default_format(dtype: Any) -> str | Callable[[Any], str]:
+    """The house formats: counts with separators, scores with two decimals, times UTC."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return lambda v: "true" if v else "false"
+    if pd.api.types.is_integer_dtype(dtype):
+        return "{:,.0f}"
+    if pd.api.types.is_float_dtype(dtype):
+        return "{:.2f}"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "%Y-%m-%d %H:%M:%S"
+    return str
+
+
+def cell_text(value: Any, fmt: str | Callable[[Any], str]) -> str:
+    """``value`` as its cell shows it: blank when missing (never "None" or "nan")."""
+    if _missing(value):
+        return ""
+    if callable(fmt):
+        return fmt(value)
+    if "%" in fmt and "{" not in fmt:
+        return pd.Timestamp(value).strftime(fmt)
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def _numeric(dtype: Any) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def table_html(
+    frame: pd.DataFrame,
+    columns: dict[str, Col] | None = None,
+    *,
+    key: str,
+    links: Sequence[str | None] | None = None,
+    link_column: str | None = None,
+    height: int = HEIGHT_PX,
+) -> str:
+    """``frame`` as the responsive table (see the module): ``columns`` name and format its
+    columns (the rest by type); ``links`` (one a row) make ``link_column``'s cells links. The
+    ``th`` carry the frame's own column names (``data-col``), for tests that read it back."""
+    columns = columns or {}
+    names = [str(c) for c in frame.columns]
+    specs = [columns.get(n, Col()) for n in names]
+    formats = [spec.fmt or _default_format(frame.dtypes.iloc[i]) for i, spec in enumerate(specs)]
+    numeric = [_numeric(frame.dtypes.iloc[i]) for i in range(len(names))]
+    whole = [
+        spec.whole or pd.api.types.is_datetime64_any_dtype(frame.dtypes.iloc[i])
+        for i, spec in enumerate(specs)
+    ]
+    labels = [html.escape(spec.label or n) for n, spec in zip(names, specs, strict=True)]
+
+    def classes(i: int) -> str:
+        found = [c for c, on in (("n", numeric[i]), ("w", whole[i])) if on]
+        return f' class="{" ".join(found)}"' if found else ""
+
+    head = "".join(
+        f'<th data-col="{html.escape(n)}"{classes(i)}'
+        + (f' title="{html.escape(specs[i].help or "")}"' if specs[i].help else "")
+        + f">{labels[i]}</th>"
+        for i, n in enumerate(names)
+    )
+    body = []
+    linked = names.index(link_column) if link_column in names else -1
+    for r, row in enumerate(frame.itertuples(index=False, name=None)):
+        cells = []
+        for i, value in enumerate(row):
+            text = html.escape(cell_text(value, formats[i]))
+            href = links[r] if links is not None and i == linked else None
+            if text and href:
+                text = f'<a href="{html.escape(href)}" target="_self">{text}</a>'
+            label = f' data-label="{labels[i]}"' if text else ""
+            cells.append(f"<td{label}{classes(i)}>{text}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'{_CSS}<div class="tw-table tw-table-{html.escape(key)}" '
+        f'style="max-height: {int(height)}px"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def table(
+    frame: pd.DataFrame,
+    columns: dict[str, Col] | None = None,
+    *,
+    key: str,
+    links: Sequence[str | None] | None = None,
+    link_column: str | None = None,
+    height: int = HEIGHT_PX,
+) -> None:
+    """Draw :func:`table_html` (``key`` names it: ``.tw-table-KEY``)."""
+    st.html(
+        table_html(frame, columns, key=key, links=links, link_column=link_column, height=height)
+    )
+
+
+_CSS = f"""<style>
+.tw-table {{
+  overflow: auto; border: 1px solid rgba(128, 128, 128, .25); border-radius: .5rem;
+  font-size: .875rem; margin-bottom: .5rem;
+}}
+.tw-table table {{
+  width: 100%; border-collapse: separate; border-spacing: 0; margin: 0;
+  font-variant-numeric: tabular-nums;
+}}
+.tw-table th, .tw-table td {{
+  padding: .3rem .55rem; border: 0; border-bottom: 1px solid rgba(128, 128, 128, .15);
+  text-align: left; vertical-align: top; overflow-wrap: normal;
+}}
+.tw-table th {{
+  position: sticky; top: 0; z-index: 1; font-weight: 400; opacity: .95;
+  background: rgba(128, 128, 128, .12); backdrop-filter: blur(12px);
+}}
+.tw-table .n {{ text-align: right; }}
+.tw-table .w {{ white-space: nowrap; }}
+.tw-table tbody tr:hover {{ background: rgba(128, 128, 128, .08); }}
+@media (max-width: {PHONE_PX}px) {{
+  .tw-table {{ overflow-x: hidden; max-height: none !important; border: 0; border-radius: 0; }}
+  .tw-table table, .tw-table tbody, .tw-table tr, .tw-table td {{ display: block; }}
+  .tw-table thead {{ display: none; }}
+  .tw-table tr {{ padding: .35rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); }}
+  .tw-table td {{
+    display: flex; gap: .6rem; padding: .05rem 0; border: 0; text-align: left;
+    white-space: normal; overflow-wrap: anywhere; min-width: 0;
+  }}
+  .tw-table td.n, .tw-table td.w {{ text-align: left; white-space: normal; }}
+  .tw-table td::before {{
+    content: attr(data-label); flex: 0 0 38%; opacity: .65; font-size: .85em;
+  }}
+  .tw-table td:first-child {{ font-weight: 600; }}
+  .tw-table td:empty {{ display: none; }}
+}}
+</style>"""

@@ -1,0 +1,81 @@
+"""The responsive HTML table (``app/dashboard/html_table.py``): one table, its rows once."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from toolwatch.app.dashboard import explore_page
+from toolwatch.app.dashboard.html_table import PHONE_PX, Col, table_html
+
+
+def _cells(text: str) -> list[list[tuple[str | None, str]]]:
+    """Each body row's cells as (data-label or None, inner HTML)."""
+    body = text.split("<tbody>", 1)[1]
+    return [
+        [
+            (label or None, inner)
+            for label, inner in re.findall(r"<td(?: data-label=\"([^\"]*)\")?[^>]*>(.*?)</td>", tr)
+        ]
+        for tr in re.findall(r"<tr>(.*?)</tr>", body)
+    ]
+
+
+def test_each_row_is_sent_once_with_its_column_names_and_no_empty_pairs() -> None:
+    """The phone layout comes from CSS over the one table (a row a block, each cell after its
+    ``data-label``); an empty cell has no label, so a phone shows no "name" without a value,
+    and missing values are blank, never "None" or "nan"."""
+    frame = pd.DataFrame(
+        {
+            "session_id": ["s-1", "s-<2>"],
+            "calls": pd.array([8729, None], dtype="Int64"),
+            "score": [0.456, np.nan],
+            "when": pd.to_datetime(["2025-01-02 03:04:05", None]),
+            "note": ["a & b", None],
+        }
+    )
+    text = table_html(frame, {"session_id": Col("session", whole=True)}, key="k")
+    rows = _cells(text)
+    assert rows == [
+        [
+            ("session", "s-1"),
+            ("calls", "8,729"),
+            ("score", "0.46"),
+            ("when", "2025-01-02 03:04:05"),
+            ("note", "a &amp; b"),
+        ],
+        [("session", "s-&lt;2&gt;"), (None, ""), (None, ""), (None, ""), (None, "")],
+    ]
+    assert text.count("<tbody>") == 1 and 'class="tw-table tw-table-k"' in text
+    assert re.findall(r'<th data-col="([^"]*)"', text) == list(frame.columns)
+    assert f"@media (max-width: {PHONE_PX}px)" in text and "td:empty" in text
+    assert "None" not in text and "nan" not in text
+
+
+def test_a_link_column_and_own_formats() -> None:
+    frame = pd.DataFrame({"id": ["a b", "c"], "v": [3.0, 0.25], "ok": [True, False]})
+    text = table_html(
+        frame,
+        {"v": Col("value", "{:g}", help="as written"), "ok": Col(fmt=lambda v: "yes" if v else "")},
+        key="x",
+        links=["?session=a+b", None],
+        link_column="id",
+    )
+    rows = _cells(text)
+    assert rows[0] == [
+        ("id", '<a href="?session=a+b" target="_self">a b</a>'),
+        ("value", "3"),
+        ("ok", "yes"),
+    ]
+    assert rows[1] == [("id", "c"), ("value", "0.25"), (None, "")]
+    assert '<th data-col="v" class="n" title="as written">value</th>' in text
+
+
+def test_explore_pages_a_long_result() -> None:
+    """A result of 100,000 rows drawn as one HTML table is slow in a browser: Explore shows
+    a page of 1,000 at a time (every row a page away, all in the CSV)."""
+    assert explore_page.pages(0) == [(0, 0)]
+    assert explore_page.pages(1_000) == [(0, 1_000)]
+    assert explore_page.pages(2_500) == [(0, 1_000), (1_000, 2_000), (2_000, 2_500)]
