@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,12 @@ def cell_text(value: Any, fmt: str | Callable[[Any], str]) -> str:
         return str(value)
 
 
+def _breakable(label: str) -> str:
+    """A header that may wrap after ``+`` too (``retry+schema+scan``: a line break there, not
+    a column as wide as the whole name)."""
+    return re.sub(r"(?<=\w)\+(?=\w)", "+<wbr>", label)
+
+
 def _numeric(dtype: Any) -> bool:
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
@@ -103,6 +110,7 @@ def table_html(
         for i, spec in enumerate(specs)
     ]
     labels = [html.escape(spec.label or n) for n, spec in zip(names, specs, strict=True)]
+    key = re.sub(r"[^A-Za-z0-9_-]", "_", key)
 
     def classes(i: int) -> str:
         found = [c for c, on in (("n", numeric[i]), ("w", whole[i])) if on]
@@ -111,7 +119,7 @@ def table_html(
     head = "".join(
         f'<th data-col="{html.escape(n)}"{classes(i)}'
         + (f' title="{html.escape(specs[i].help or "")}"' if specs[i].help else "")
-        + f">{labels[i]}</th>"
+        + f">{_breakable(labels[i])}</th>"
         for i, n in enumerate(names)
     )
     body = []
@@ -127,7 +135,7 @@ def table_html(
             cells.append(f"<td{label}{classes(i)}>{text}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return (
-        f'{_CSS}<div class="tw-table tw-table-{html.escape(key)}" '
+        f'{_CSS}<div class="tw-table tw-table-{key}" '
         f'style="max-height: {int(height)}px"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from toolwatch.app.dashboard import hints, time_charts, ui
+from toolwatch.app.dashboard import hints, html_table, time_charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.injection.experiment.formats import target_pct
@@ -117,6 +117,10 @@ def _chart(data: dict[str, Any]) -> None:
     ui.chart(time_charts.weekly_alarms_chart(pd.DataFrame(rows), target, names))
 
 
+#: A week keeps its date on one line ("2026-08-31 thin" broke after each hyphen).
+WHOLE = html_table.Col(whole=True)
+
+
 def _weeks(data: dict[str, Any]) -> None:
     """The report's weekly table, with each model's weeks above twice the target marked and
     those above it beyond chance given their p-value (the report lists them below its table)."""
@@ -133,8 +137,9 @@ def _weeks(data: dict[str, Any]) -> None:
             over, beyond = marks[model]
             cells = week_cells(data, w, model)
             row.update(_model_columns(model, kinds, cells))
-            row[f"{model}: above 2× target"] = "yes" if w["week"] in over else ""
-            row[f"{model}: beyond chance"] = beyond.get(w["week"], "")
+            chance = beyond.get(w["week"])
+            marked = (["yes"] if w["week"] in over else []) + ([f"({chance})"] if chance else [])
+            row[f"{model}: above 2× target"] = " ".join(marked)
         rows.append(row)
     total: dict[str, str] = {"week": "all", "streams": str(data["totals"]["adaptive"]["streams"])}
     for model in MODELS:
@@ -142,16 +147,16 @@ def _weeks(data: dict[str, Any]) -> None:
     rows.append(total)
     target = _target(data)
     st.subheader("Per week")
-    # on a phone a block per week (the table showed its first three of ten columns)
-    ui.facts_table(pd.DataFrame(rows).fillna(""), "week", key="weeks")
+    # one table, a block per week on a phone (a grid showed its first three of ten columns)
+    html_table.table(pd.DataFrame(rows).fillna(""), {"week": WHOLE}, key="weeks")
     st.caption(
         f"Weeks of the streams' first call (Monday, UTC); a week marked thin has fewer than "
         f"{THIN_WEEK} streams (one alarm there is already 1/n). Alarming: normal long streams "
         "that alarmed, k/n (the adaptive model's with its 95 % Wilson interval); threshold: the "
         "model's at the week's end; each kind: its injected copies detected in their window. "
         f"Above 2× target: a week after the first with more than {target_pct(2 * target)} "
-        "alarming; beyond chance: its one-sided binomial p-value with each stream alarming at "
-        f"{target_pct(2 * target)}, shown below {BEYOND_P:g}."
+        "alarming, beyond chance when its one-sided binomial p-value with each stream alarming "
+        f"at {target_pct(2 * target)} is below {BEYOND_P:g} (shown after it)."
     )
 
 
@@ -189,7 +194,7 @@ def _models(data: dict[str, Any]) -> None:
             )
         rows.append(row)
     st.subheader("Adaptive beside frozen")
-    ui.facts_table(pd.DataFrame(rows).fillna(""), "model", key="models")
+    html_table.table(pd.DataFrame(rows).fillna(""), key="models")
     st.caption(
         "One threshold: the experiment's rule applied to the replayed scores — the one "
         "threshold for the whole replay at which at most the target of the normal streams "

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import charts, html_table, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
@@ -136,7 +136,9 @@ def _impact(summary: dict[str, Any]) -> None:
             names = [mitigation_name(m) for m in summary["mitigations"]]
             order = [m for m in names if m in table.columns]
             with st.expander("As a table"):
-                st.table(table[order].fillna(""))
+                shown = table[order].fillna("").reset_index()
+                whole = {m: html_table.Col(whole=True) for m in order}  # "100% +1" one line
+                html_table.table(shown, whole, key=f"impact_{agent}")
     st.caption(
         "The published workbench: timeouts pass "
         f"{study.WORKBENCH['timeout_pass_without_retry']} without and "

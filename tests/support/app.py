@@ -177,9 +177,10 @@ def printed_weeks(text: str) -> dict[str, list[str]]:
 
 
 def frame_with(at: AppTest, column: str, index: str | None = None) -> pd.DataFrame:
-    """The first table (st.dataframe or st.table) with ``column``, indexed by ``index``."""
-    for element in [*at.dataframe, *at.table]:
-        value = element.value
+    """The first table (st.dataframe, st.table or the app's HTML table, :func:`shown_tables`)
+    with ``column``, indexed by ``index``."""
+    drawn = [t.frame for t in shown_tables(at).values()]
+    for value in [*(e.value for e in [*at.dataframe, *at.table]), *drawn]:
         if column in value.columns:
             return value.set_index(index) if index else value
     raise AssertionError(f"no table with a {column!r} column")

@@ -18,6 +18,8 @@ import itertools
 import json
 import os
 import re
+import subprocess
+import sys
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -710,23 +712,30 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
     their 7 columns, Detection's cue set × detector grid its kind and one cell, the Workbench's
     side-by-side steps two runs, the rest off each table's own horizontal scroll with no scroll
     bar in sight. A phone now gets a block per row (week, model, kind, step) with every cell
-    as a pair on the screen; a 1,400 px window keeps the tables."""
+    as a pair on the screen — Replay's tables one HTML table each, its rows sent once — and a
+    1,400 px window keeps the tables."""
     root, page = app["root"], app["page"]
     if "No replay results" in open_page(page, app["base"], "replay").text:
         run_replay(root)
     grid_label = "Every cue set × detector"
-    shown: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    shown: dict[str, dict[str, Any]] = {}
     for size in (VIEWPORT, PHONE):
         page.set_viewport_size(size)
         found = shown.setdefault(str(size["width"]), {})
         try:
-            for path, keys in (("replay", ("weeks", "models")), ("", ("grid",)),
-                               ("workbench", ("steps",))):  # fmt: skip
+            for path, keys in (("replay", ()), ("", ("grid",)), ("workbench", ("steps",))):
                 visit(app, path, f"{path or 'detection'}-tables-{size['width']}")
                 if path == "":
                     page.get_by_text(grid_label).click()
                     page.wait_for_timeout(500)
                 assert page.evaluate(PAGE_WIDTH) <= size["width"], (path, size)
+                if path == "replay":
+                    for key in ("weeks", "models"):
+                        found[key] = (
+                            responsive_tables(page)[key]
+                            if size is VIEWPORT
+                            else _fits_a_phone(page, key, len(shown["1400"][key]["rows"]))
+                        )
                 for key in keys:
                     wide = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
                     assert wide.is_visible() == (size is VIEWPORT), (key, size)
@@ -738,7 +747,15 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
         finally:
             page.set_viewport_size(VIEWPORT)
     desktop, phone_ = shown[str(VIEWPORT["width"])], shown[str(PHONE["width"])]
-    for key, first in (("weeks", "week"), ("models", "model"), ("grid", "kind"), ("steps", "step")):
+    for key, first in (("weeks", "week"), ("models", "model")):
+        table = desktop[key]
+        assert table["header"][0] == first, table["header"]
+        for wide, narrow in zip(table["rows"], phone_[key]["rows"], strict=True):
+            cells = dict(zip(table["header"], [text for _, text, *_ in wide], strict=True))
+            # every cell of the desktop's row is a pair of the phone's block, an empty one none
+            assert {k: v for k, v, *_ in narrow} == {k: v for k, v in cells.items() if v}, key
+    assert "adaptive: alarming (95% CI)" in {k for k, *_ in phone_["weeks"]["rows"][0]}
+    for key, first in (("grid", "kind"), ("steps", "step")):
         assert desktop[key] == [], key  # no blocks beside a desktop's table
         table, cards = desktop[f"{key}_table"], phone_[key]
         assert table[0][0] == first, table[0]
@@ -753,7 +770,6 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
             assert {k: pairs[k] for k in drawn} == drawn, (key, card)
             for _, _, left, right in card["pairs"]:
                 assert left >= 0 and right <= PHONE["width"], (key, card)
-    assert "adaptive: alarming (95% CI)" in {k for k, *_ in phone_["weeks"][0]["pairs"]}
     assert {k for k, *_ in phone_["grid"][0]["pairs"]} >= {"all·cusum", "time·ewma"}
 
 
@@ -862,3 +878,82 @@ def test_explore_results_fit_a_phone(app: dict[str, Any]) -> None:
         }
         for e in expected
     ]
+
+
+def _fits(table: dict[str, Any], width: int) -> None:
+    """A table whose every column is inside the window: nothing to scroll sideways."""
+    assert table["left"] >= 0 and table["right"] <= width, table
+    assert table["scroll"] <= table["shown"] + 1, table
+
+
+def test_replay_tables_fit_1400(app: dict[str, Any]) -> None:
+    """At 1,400 px Replay's weekly table (14 columns) and models table were wider than their
+    box and scrolled inside it, the last columns out of sight. Their cells and headers now
+    wrap, a week's date kept whole, and a week above 2× the target says its p-value in the
+    same cell ("yes (p = 0.0037)", the "beyond chance" column gone): every column inside the
+    window, each row once."""
+    root, page = app["root"], app["page"]
+    weeks = printed_weeks(run_replay(root)[0])  # the page shows the newest run
+    visit(app, "replay", "replay-tables-1400")
+    drawn = responsive_tables(page)
+    _fits(drawn["weeks"], VIEWPORT["width"])
+    _fits(drawn["models"], VIEWPORT["width"])
+    assert [r[0][1] for r in drawn["weeks"]["rows"]] == list(weeks)
+    assert drawn["weeks"]["header"][:3] == ["week", "streams", "adaptive: alarming (95% CI)"]
+    assert [r[0][1] for r in drawn["models"]["rows"]] == ["adaptive", "frozen"]
+
+
+#: Mitigation sets of a suite whose impact table is wide: twelve columns, combined sets named
+#: in full ("schema+scan+verify").
+MANY_SETS = (
+    "retry,schema,scan,verify,retry+schema,retry+scan,schema+scan,schema+verify,"
+    "retry+schema+scan,schema+scan+verify,all"
+)
+
+
+@pytest.fixture(scope="module")
+def wide_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding a workbench suite of :data:`MANY_SETS` (one agent, two scenarios)."""
+    root = tmp_path_factory.mktemp("suite") / "store"
+    scenarios = [str(REPO / "scenarios" / f"{s}.json") for s in ("c1-support-01", "a2-hr-01")]
+    command = ["workbench", "suite", "--store", str(root), "--agents", "naive"]
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwatch", *command, "--mitigations", MANY_SETS,
+         "--scenarios", *scenarios],
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return root
+
+
+def test_the_impact_table_fits_1400_and_a_phone(
+    app: dict[str, Any], wide_suite: Path, tmp_path: Path
+) -> None:
+    """The Workbench's mitigation impact "As a table" (a column per mitigation set) was a
+    Streamlit table: at 390 px it was 905 px wide in a 324 px box, scrolling inside it. It is
+    now the responsive table: at 1,400 px every column inside the window (headers wrap after
+    each ``+``), on a phone a block per fault with every set's rate on the screen."""
+    page = app["page"]
+    sets = ["none", "retry", "schema", "scan", "verify", "retry+schema", "retry+scan",
+            "schema+scan", "schema+verify", "all (paper)", "schema+scan+verify",
+            "all (+verify)"]  # fmt: skip
+    with running_app(wide_suite, tmp_path / "app.log") as base:
+        for size in (VIEWPORT, PHONE):
+            page.set_viewport_size(size)
+            try:
+                open_page(page, base, "workbench")
+                page.get_by_text("As a table").first.click()
+                page.wait_for_timeout(800)
+                screenshot(page, ARTIFACTS, f"workbench-impact-{size['width']}")
+                if size is VIEWPORT:
+                    wide = responsive_tables(page)["impact_naive"]
+                    _fits(wide, VIEWPORT["width"])
+                else:
+                    narrow = _fits_a_phone(page, "impact_naive", 2)
+            finally:
+                page.set_viewport_size(VIEWPORT)
+    assert wide["header"] == ["fault", *sets]
+    assert [r[0][1] for r in wide["rows"]] == ["A2", "C1"]
+    for row, block in zip(wide["rows"], narrow["rows"], strict=True):
+        cells = dict(zip(wide["header"], [text for _, text, *_ in row], strict=True))
+        assert {k: v for k, v, *_ in block} == cells  # every set's rate, as the desktop's

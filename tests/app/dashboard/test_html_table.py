@@ -73,6 +73,15 @@ def test_a_link_column_and_own_formats() -> None:
     assert '<th data-col="v" class="n" title="as written">value</th>' in text
 
 
+def test_a_header_wraps_after_a_join_of_names() -> None:
+    """A mitigation set named in full ("retry+schema+scan") made its column as wide as the
+    whole name; the header may now break after each ``+`` between names (not in "(+x)")."""
+    frame = pd.DataFrame({"retry+schema+scan": ["1"], "all (+verify)": ["2"]})
+    text = table_html(frame, key="impact")
+    assert ">retry+<wbr>schema+<wbr>scan</th>" in text and ">all (+verify)</th>" in text
+    assert 'data-label="retry+schema+scan"' in text  # a phone's label, as named
+
+
 def test_explore_pages_a_long_result() -> None:
     """A result of 100,000 rows drawn as one HTML table is slow in a browser: Explore shows
     a page of 1,000 at a time (every row a page away, all in the CSV)."""
