@@ -32,10 +32,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from toolwatch.collector.sources.claude_code.parsing import FORK_AGENTS
-from toolwatch.collector.sources.stale_flags import imported_checks
+from toolwatch.collector.sources.stale_flags import fork_cases, imported_checks
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.conventions import ERROR_TYPE_NO_RESULT, ERROR_TYPE_TOOL_ERROR
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import description
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 TOOLS = ("Bash", "Read", "Edit", "Grep", "Glob", "Write")
@@ -89,10 +91,7 @@ def build(store: Store, calls: int, files: int) -> None:
 def before(store: Store) -> tuple[dict[str, tuple[int, int]], int, int]:
     """The checks as ``store info`` ran them: a query each (the fork patterns per call)."""
     params: dict[str, str] = {"source": "import"}
-    cases = []
-    for i, (pattern, quirk) in enumerate(FORK_AGENTS):
-        params[f"p{i}"], params[f"q{i}"] = pattern.pattern, quirk
-        cases.append(f"WHEN regexp_matches(agent_id, $p{i}) THEN $q{i}")
+    cases = fork_cases(params)
     forks = store.query(
         "SELECT quirk, count(*) AS streams, sum(calls) AS calls FROM ("
         f" SELECT CASE {' '.join(cases)} END AS quirk, session_id, agent_id, count(*) AS calls"
@@ -122,7 +121,7 @@ def best(rounds: int, run: Callable[[], object]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--calls", type=int, default=1_000_000, help="calls in the store")
     parser.add_argument("--files", type=int, default=1_000, help="appends (Parquet files)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is kept")

@@ -47,6 +47,16 @@ class ImportedChecks:
     pending: int = 0
 
 
+def fork_cases(params: dict[str, str]) -> list[str]:
+    """The importer's fork patterns as SQL ``WHEN`` clauses on ``agent_id`` (``CASE``'s
+    branches, the quirk as value), their strings added to ``params`` as ``$p<i>``/``$q<i>``."""
+    cases = []
+    for i, (pattern, quirk) in enumerate(FORK_AGENTS):
+        params[f"p{i}"], params[f"q{i}"] = pattern.pattern, quirk
+        cases.append(f"WHEN regexp_matches(agent_id, $p{i}) THEN $q{i}")
+    return cases
+
+
 def imported_checks(store: Store) -> ImportedChecks:
     """One grouped DuckDB query over the imported calls (nothing without a calls table): per
     unflagged subagent stream its calls, and the calls without result; the fork patterns run
@@ -56,10 +66,7 @@ def imported_checks(store: Store) -> ImportedChecks:
     if CALLS not in store.tables():
         return ImportedChecks()
     params: dict[str, str] = {"source": SOURCE, "type": ERROR_TYPE_NO_RESULT}
-    cases = []
-    for i, (pattern, quirk) in enumerate(FORK_AGENTS):
-        params[f"p{i}"], params[f"q{i}"] = pattern.pattern, quirk
-        cases.append(f"WHEN regexp_matches(agent_id, $p{i}) THEN $q{i}")
+    cases = fork_cases(params)
     table = store.query(
         "SELECT quirk, count(*) AS streams, sum(calls) AS calls, sum(lost) AS lost,"
         " sum(pending) AS pending FROM ("
