@@ -30,14 +30,16 @@ def detection_window(
     return np.asarray(np.maximum(np.asarray(inserted), minimum) + extra)
 
 
-def _clean(stat: np.ndarray) -> np.ndarray:
+def nan_as_lowest(stat: np.ndarray) -> np.ndarray:
+    """``stat`` as float64 with NaN (a call no cue could score) as -inf: the lowest, never a
+    maximum or an alarm."""
     x = np.asarray(stat, dtype=np.float64)
     return np.where(np.isnan(x), -np.inf, x)
 
 
 def session_max(stat: np.ndarray, session_starts: np.ndarray) -> np.ndarray:
     """Maximum statistic per session (``session_starts``: index of each session's first call)."""
-    x = _clean(stat)
+    x = nan_as_lowest(stat)
     starts = np.asarray(session_starts, dtype=np.int64)
     if starts.size == 0:
         return np.zeros(0)
@@ -48,7 +50,7 @@ def first_alarm_latency(
     stat: np.ndarray, threshold: float, position: int, window: int
 ) -> int | None:
     """Latency of one session's run (reference implementation), ``None`` if not detected."""
-    x = _clean(stat)
+    x = nan_as_lowest(stat)
     for j in range(position, min(position + window, len(x))):
         if x[j] > threshold:
             return j - position + 1
@@ -125,7 +127,7 @@ def window_outcomes(
 
 def window_max(stat: np.ndarray, layout: RunLayout) -> np.ndarray:
     """Per run, the largest statistic inside its detection window (-inf if empty)."""
-    return layout._reduce(np.maximum, _clean(np.asarray(stat)[layout.index]), -np.inf)
+    return layout._reduce(np.maximum, nan_as_lowest(np.asarray(stat)[layout.index]), -np.inf)
 
 
 def false_alarm_rate(session_maxima: np.ndarray, threshold: float) -> float:
@@ -288,7 +290,7 @@ def auc(scores: np.ndarray, positive: np.ndarray) -> float:
 
     NaN scores are ranked lowest (a call the model cannot score looks normal).
     """
-    s = _clean(scores)
+    s = nan_as_lowest(scores)
     pos = np.asarray(positive, dtype=bool)
     n_pos = int(pos.sum())
     n_neg = len(pos) - n_pos

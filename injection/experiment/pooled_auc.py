@@ -94,7 +94,7 @@ class PooledAUC:
 
     def add(self, scores: np.ndarray, alignment: Alignment, streams: np.ndarray) -> None:
         """One seed's runs: ``scores`` per call of the batch, ``streams`` per run."""
-        x = M._clean(scores)
+        x = M.nan_as_lowest(scores)
         mine, theirs = x[alignment.run], self.reference[alignment.ref]
         differ = mine != theirs
         self.positives.append(x[alignment.positive])

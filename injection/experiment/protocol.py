@@ -147,7 +147,7 @@ def run_experiment(
                 )
                 if variant == "standard" and artefacts:
                     _score_artefacts(summary, artefacts, artefact_stats, thresholds, config)
-                reference = {c: M._clean(normal_stats[f"{c}_point"]) for c in cue_sets}
+                reference = {c: M.nan_as_lowest(normal_stats[f"{c}_point"]) for c in cue_sets}
                 for k in kinds:
                     aucs[(variant, k)] = {c: PooledAUC(reference[c], lengths) for c in cue_sets}
                 del normal_stats, artefact_stats

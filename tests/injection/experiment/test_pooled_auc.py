@@ -40,7 +40,7 @@ def test_pooled_auc_equals_the_rank_auc_of_all_seeds_together(seed: int) -> None
     normal = [rng.choice([0.0, 0.5, 1.0, np.nan, 3.0], size=int(n)) for n in rng.integers(0, 12, 5)]
     lengths = np.array([len(s) for s in normal])
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    pooled = PooledAUC(M._clean(np.concatenate(normal)), lengths)
+    pooled = PooledAUC(M.nan_as_lowest(np.concatenate(normal)), lengths)
     scores, masks = [], []
     for _ in range(3):
         values, layout, streams = _seed(rng, normal)
