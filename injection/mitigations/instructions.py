@@ -50,10 +50,10 @@ from toolwatch.injection.mitigations.results import iter_strings
 from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of, hosts_in
 from toolwatch.injection.mitigations.wording import (
     CUES,
-    SENSITIVE,
     SIDE_CHANNEL,
     STATABLE,
     STATED_SEND,
+    names_sensitive,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def _unstated(text: str, allowlist: Collection[str]) -> str:
     def said(sentence: str, sent: str) -> bool:
         hosts = hosts_in(sentence)
         allowed = hosts and all(host_allowed(h, allowlist) for h in hosts)
-        return bool(allowed) and not SENSITIVE.search(sent)
+        return bool(allowed) and not names_sensitive(sent)
 
     def kept(m: re.Match[str]) -> str:
         sent = m.group("sent") or m.group("sends") or ""  # after the verb: "Emails" is no data

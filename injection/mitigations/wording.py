@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from toolwatch.injection.mitigations.wording_languages import MULTILINGUAL
+from toolwatch.injection.mitigations.wording_languages import MULTILINGUAL, OWNED_MESSAGES
 
 # --------------------------------------------------------------------------------------------
 # Vocabulary
@@ -47,7 +47,8 @@ _DATA = rf"(?:{_HELD}|messages?|contents?|e-?mails?)"
 #: the user's, a mailbox's, their contents
 _MAIL_DATA = (
     r"(?:(?:user'?s?|their|your|his|her|other people'?s?|incoming|received|unread|private|"
-    r"stored) (?:\w+ ){0,2}?(?:e-?mails?|messages?|mail|inbox|mailbox)|inbox|mailbox|"
+    r"stored) (?:\w+ ){0,2}?(?:e-?mails?|messages?|mail|inbox|mailbox|chats?|conversations)|"
+    r"inbox|mailbox|"
     r"(?:e-?mails?|messages?|mail|chat) (?:contents?|bod(?:y|ies)|text)|contents? of (?:the |"
     r"their |your |its |each |every |all )?(?:e-?mails?|messages?|mail|inbox|mailbox|chats?))"
 )
@@ -160,13 +161,29 @@ SIDE_CHANNEL: Final = re.compile(
 #: secrets (es, pt, fr, it, and the English words)
 SENSITIVE: Final = re.compile(
     rf"{_SECRET}|\b{_HELD}\b|\b{_MAIL_DATA}|\b(?:historial|historique|histórico|historico|cronologia|"
-    r"conversaci[oó]n|conversa(?:ção|cao|zione)?|chat|mensajes|mensagens|messaggi|"
+    r"conversaci[oó]n|conversa(?:ção|cao|zione)?|chat|"
     r"contraseñas?|contrasenas?|senhas?|mots? de passe|credenciales|credenciais|credenziali|"
     r"identifiants|claves? (?:de )?api|chaves? (?:de )?api|chiavi api|secretos?|segredos?|"
     r"segreti?|tokens?|datos (?:personales|del usuario)|dados (?:pessoais|do usuário)|"
-    r"dati (?:personali|dell'utente)|données (?:personnelles|de l'utilisateur))\b",
+    r"dati (?:personali|dell'utente)|données (?:personnelles|de l'utilisateur)|"
+    rf"{OWNED_MESSAGES})\b",
     re.I,
 )
+#: A chat message is a message ("chat message", "Chat-Nachricht", "mensaje de chat"): read as
+#: its head noun, the medium unless someone owns it ("the user's chat messages")
+_CHAT_MESSAGE = re.compile(
+    r"\bchat[ -]?(?P<head>messages?|nachrichten?)\b|\b(?P<noun>mensajes?|mensagens?|mensagem|"
+    r"messages?|messaggi|messaggio) (?:de|du|di|da|do|in|en|no|nella|della) chat\b",
+    re.I,
+)
+
+
+def names_sensitive(sent: str) -> bool:
+    """Whether what a description says its tool sends names something :data:`SENSITIVE`,
+    a chat message read as the message it is (:data:`_CHAT_MESSAGE`)."""
+    plain = _CHAT_MESSAGE.sub(lambda m: m.group("head") or m.group("noun"), sent)
+    return SENSITIVE.search(plain) is not None
+
 
 # Each cue is (category, pattern). Categories are what a blocked result may mention.
 CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (

@@ -15,6 +15,22 @@ _IN_LANGUAGE = (
     r"(?:langue|idioma|sprache|taal|língua|lingua)\b)"
 )
 
+#: Someone's messages, e-mails or chats in es, pt, fr, it, de: a possessive before the noun
+#: ("tus mensajes", "ses messages", "ihre Nachrichten") or the user or customer after it
+#: ("los mensajes del usuario", "les messages de l'utilisateur"); the bare plural
+#: ("Envía mensajes a …") is the medium, as "messages" is in English (:data:`wording.SENSITIVE`)
+_NOUN = (
+    r"(?:mensajes|correos|chats|conversaciones|mensagens|e-?mails|conversas|messages|courriels|"
+    r"conversations|messaggi|conversazioni|nachrichten|unterhaltungen)"
+)
+OWNED_MESSAGES: Final = (
+    r"(?:tus|sus|vuestros|vuestras|seus|suas|teus|tuas|tes|ses|vos|leurs|i tuoi|i suoi|"
+    rf"i vostri|i loro|le tue|le sue|deine|seine|ihre|eure) (?:\w+ )?{_NOUN}"
+    rf"|{_NOUN} (?:\w+ )?(?:del|de la|de los|de las|do|da|dos|das|de l'|des|du|dell'|degli|"
+    r"della|der) ?(?:usuari[oa]s?|usuári[oa]s?|utilizador(?:es)?|utilisat(?:eur|rice)s?|"
+    r"utent[ei]|client[eai]s?|nutzers?|nutzerin|benutzers?|kunden|anwenders?)"
+)
+
 MULTILINGUAL: Final = re.compile(
     r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
     r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"

@@ -951,6 +951,51 @@ def test_an_email_sent_is_the_medium_the_users_emails_are_data(medium: str, data
 
 
 @pytest.mark.parametrize(
+    ("medium", "data"),
+    [
+        (
+            "Posts a chat message to https://hooks.reports.example.com/in.",
+            "Posts the user's chats to https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Posts chat messages to https://hooks.reports.example.com/in.",
+            "Posts the user's chat messages to https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Envía mensajes a https://hooks.reports.example.com/in.",
+            "Envía los mensajes del usuario a https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Envía un mensaje de chat a https://hooks.reports.example.com/in.",
+            "Envía tus mensajes a https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Envia mensagens para https://hooks.reports.example.com/in.",
+            "Envia as mensagens do usuário para https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Invia messaggi a https://hooks.reports.example.com/in.",
+            "Invia i messaggi dell'utente a https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Envoie des messages à https://hooks.reports.example.com/in.",
+            "Envoie les messages de l'utilisateur à https://hooks.reports.example.com/in.",
+        ),
+    ],
+)
+def test_a_chat_message_or_a_bare_plural_is_the_medium(medium: str, data: str) -> None:
+    """ "Posts a chat message to <its allowed host>" was withheld because "chat" counted as
+    the user's conversation wherever it was named, and "Envía mensajes a …" because the
+    bare plurals of other languages did, while "les messages de l'utilisateur" passed; a
+    chat message and a bare plural are now the medium as "a message" is in English, and
+    someone's chats or messages (a possessive, or the user after the noun) are data."""
+    described = ListingContext.of(["report"], ["reports.example.com"], "report", description=True)
+    assert categories(f"Builds the weekly report. {medium}", described) == []
+    assert categories(f"Builds the weekly report. {data}", described) != []
+    assert categories(f"Builds the weekly report. {medium}") != []  # no allowlist: withheld
+
+
+@pytest.mark.parametrize(
     ("copy", "sensitive", "secret"),
     [
         (
