@@ -80,6 +80,7 @@ from toolwatch.injection.faults.pointer import pointer_join
 from toolwatch.injection.faults.prose_schema import derive_input_schema
 from toolwatch.injection.faults.scenario import FORMAT, Problem, quote, scenario_schema
 from toolwatch.injection.faults.taxonomy import ACTION_FAULTS, FAULT_ACTIONS
+from toolwatch.injection.mitigations.acts import mention
 
 ORIGIN: Final = "agentcheck"
 
@@ -274,24 +275,12 @@ def mcp_tool_name(tool_id: str) -> str:
 _PROSE_PARAMS: Final = ("description", "instruction", "text", "claim", "message")
 
 
-def _unspaced(c: str) -> bool:
-    """Whether ``c`` is of a script written without spaces between words (CJK), where a name
-    has no word boundary: ``物性検索を使う``."""
-    return unicodedata.east_asian_width(c) in ("W", "F")
-
-
 def mentions_of(renames: Mapping[str, str]) -> Callable[[str], str]:
     """A rewrite of prose naming tools by their template ids (``renames``: id -> MCP name), so
     a listing-based check can tie "before calling 物性検索 …" to the tool the agent sees as
-    ``tool_20d266da``. An id counts as a whole name only: the longest first, never beside a
-    letter, digit, ``_`` or ``-`` except at an end written in a script without spaces."""
-
-    def one(old: str) -> str:
-        head = "" if _unspaced(old[0]) else r"(?<![\w.-])"
-        tail = "" if _unspaced(old[-1]) else r"(?![\w-]|\.\w)"
-        return head + re.escape(old) + tail
-
-    pattern = re.compile("|".join(one(o) for o in sorted(renames, key=len, reverse=True)))
+    ``tool_20d266da``. An id counts as a whole name only (:func:`acts.mention`), the longest
+    first."""
+    pattern = re.compile("|".join(mention(o) for o in sorted(renames, key=len, reverse=True)))
     return lambda text: pattern.sub(lambda m: renames[m.group(0)], text)
 
 

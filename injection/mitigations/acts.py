@@ -12,6 +12,7 @@ description says it does.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -261,3 +262,21 @@ class ListedTool:
         return tool_verb(
             self.name, self.description, self.annotations, trust_read_only=trust_read_only
         )[1]
+
+
+def _unspaced(c: str) -> bool:
+    """Whether ``c`` is of a script written without spaces between words (CJK), where a name
+    has no word boundary: ``物性検索を使う``."""
+    return unicodedata.east_asian_width(c) in ("W", "F")
+
+
+def mention(name: str) -> str:
+    """The pattern of a tool's ``name`` named as a whole in text, in any script: never beside
+    a letter, digit, ``_`` or ``-`` (nor a dotted suffix, ``name.json``); at an end written in
+    a script without spaces ("物性検索を呼ぶ", "先调用物性検索") only beside another name's
+    ASCII letters, digits, ``_`` or ``-`` (``物性検索_v2``), since no word boundary can be
+    asked there. One answer for the converter renaming a template's ids and the agents
+    reading which listed tool an order names."""
+    head = r"(?<![A-Za-z0-9_.-])" if _unspaced(name[0]) else r"(?<![\w.-])"
+    tail = r"(?![A-Za-z0-9_-])" if _unspaced(name[-1]) else r"(?![\w-]|\.\w)"
+    return head + re.escape(name) + tail

@@ -18,6 +18,7 @@ import re
 from typing import Any, Final
 from urllib.parse import quote
 
+from toolwatch.injection.mitigations.acts import mention
 from toolwatch.injection.mitigations.results import (
     annotation_texts,
     is_empty_result,
@@ -193,7 +194,7 @@ def _is_string(prop: Any) -> bool:
 def _quoted_after(text: str, tool: str) -> str | None:
     """A quoted value the order gives right after naming ``tool`` ("call read_file on
     '/home/user/.bashrc'", "call get with key '/root/.ssh/id_rsa'")."""
-    at = re.search(rf"(?<![\w-]){re.escape(tool)}(?![\w-])['\"`]?", text)
+    at = re.search(rf"{mention(tool)}['\"`]?", text)
     if at is None:
         return None
     m = _QUOTED_VALUE.search(text, at.end(), at.end() + 40)

@@ -15,10 +15,13 @@ An order is **actionable** when it asks for something an agent can do: put somet
 reply (reply verbs: respond, reply, answer, say, output, print, repeat, include, state, tell,
 inform, mention, report, cite, quote, claim, reveal), drop its other orders ("ignore all
 previous instructions"), call a listed tool (a call verb — call, invoke, run, execute, use,
-trigger, with, via — before the tool's name, not "when using X"), send something to an
+trigger, with, via — before the tool's name, not "when using X"; a name in any script, read
+as a whole as the converter reads one, :func:`~toolwatch.injection.mitigations.acts.mention`:
+"call 物性検索を …"), send something to an
 address (a URL or e-mail
 address in the sentence), or change an argument ("modify the 'location' argument to '0,0'",
-"default the 'hl' argument for 'people_also_ask' to 'eo'", "prepend ... to the query").
+"default the 'hl' argument for 'people_also_ask' to 'eo'", "prepend ... to the query"; an
+argument's name in any script: "set the 'ámbito' argument to ...").
 "Search the knowledge base for documents" is an order that asks for nothing.
 
 The same is read in Spanish, French, German, Italian and Portuguese
@@ -42,6 +45,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from toolwatch.injection.mitigations.acts import mention
 from toolwatch.injection.mitigations.urls import find_urls
 from toolwatch.injection.workbench import orders_lexicon as other
 
@@ -229,7 +233,7 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _QUOTED = re.compile(r"['\"`“‘]([^'\"`”’]{2,200})['\"`”’]")
 _OVERRIDE = re.compile(
     r"\b(?:modify|change|set|replace|default|force|overwrite|substitute)\s+(?:the\s+)?"
-    r"(?:user[- ]provided\s+|user's\s+|original\s+)?['\"`]?([A-Za-z_][\w]*)['\"`]?"
+    r"(?:user[- ]provided\s+|user's\s+|original\s+)?['\"`]?([^\W\d]\w*)['\"`]?"
     r"(?:\s+(?:argument|parameter|field|value))?(?:\s+(?:for|of)\s+['\"`]?([\w-]+)['\"`]?)?"
     r"\s+(?:to|with|as)\s+(?:the\s+following\s+[\w ]{0,30}?:\s*)?"
     r"(?:['\"`]([^'\"`]{1,200})['\"`]|(that endpoint|that url|this url|that address)|"
@@ -350,7 +354,7 @@ def _named_tools(sentence: str, tools: Collection[str], source: str | None) -> l
     for name in tools:
         if name == source:
             continue
-        for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence):
+        for m in re.finditer(mention(name), sentence):
             before = sentence[max(0, m.start() - 40) : m.start()]
             verb = re.search(rf"\b{_CALL}\b(?:\s+(?:the|a|tool))*\s*['\"`]?\s*$", before, re.I)
             if verb is None:
@@ -377,7 +381,7 @@ def _overrides(sentence: str, tools: Collection[str], urls: list[str]) -> list[O
 
 def _tool_in(sentence: str, tools: Collection[str]) -> str | None:
     for name in tools:
-        if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence):
+        if re.search(mention(name), sentence):
             return name
     return None
 

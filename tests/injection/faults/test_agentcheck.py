@@ -745,12 +745,15 @@ def test_mentions_of_a_renamed_tool_id_are_rewritten_to_its_name_everywhere() ->
 
 def test_a_renamed_id_is_rewritten_only_as_a_whole_name() -> None:
     """An id inside a longer name is not that tool; at an end written without spaces (CJK) a
-    name has no word boundary and is rewritten beside other letters."""
+    name has no word boundary and is rewritten beside other CJK letters, not beside another
+    name's ASCII letters, digits, ``_`` or ``-`` (``検索_v2`` was rewritten)."""
     rename = mentions_of({"température": "temperature_1a2b3c4d", "検索": "tool_0badc0de"})
     assert rename("Call température. Not température_v2 nor latempérature.") == (
         "Call temperature_1a2b3c4d. Not température_v2 nor latempérature."
     )
     assert rename("検索を使う; (検索)") == "tool_0badc0deを使う; (tool_0badc0de)"
+    # beside another name's ASCII letters, digits, "_" or "-" it is that other name
+    assert rename("検索_v2, x検索, 検索2") == "検索_v2, x検索, 検索2"
 
 
 def test_two_tool_ids_that_become_one_mcp_name_are_refused() -> None:
