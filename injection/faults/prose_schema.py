@@ -20,7 +20,8 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    are read in Spanish, French, German, Portuguese and Italian too (:mod:`prose_lexicon`:
    ``Parámetros: nombre (cadena, obligatorio)``); an object's keys listed after it
    (``filters (object) with keys status (string) and age_groups (array)``) are its
-   ``properties``, not parameters;
+   ``properties``, not parameters; an array's ``items`` have the type its words name
+   (``array of objects``, ``lista de cadenas``);
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too; "to return" is no such part) of a sentence that takes
    something (accepts, takes, requires, expects, parameter, argument, given, provide, by):
@@ -184,6 +185,23 @@ def _type_of(text: str, types: Mapping[str, str] = _TYPES) -> dict[str, Any]:
     return {"type": "string"}
 
 
+def _listed_type(inside: str) -> dict[str, Any]:
+    """A listed parameter's type from its parenthesis, an array's with the type of its items
+    when the words after the array word name one ("array of objects" → ``items: object``,
+    "lista de cadenas", "liste d'entiers", "Liste von Zeichenketten", "elenco di stringhe")."""
+    schema = _type_of(inside, _LISTED_TYPES)
+    if schema["type"] != "array":
+        return schema
+    words = re.findall(r"[^\W\d_]+", inside.lower())
+    at = next(i for i, w in enumerate(words) if _LISTED_TYPES.get(w) == "array")
+    for word in words[at + 1 :]:
+        # a plural's singular: objects, cadenas, Ganzzahlen, Objekte, interi, stringhe
+        for form in (word, word[:-1], word[:-2], word[:-1] + "o", word[:-2] + "a"):
+            if form in _LISTED_TYPES:
+                return {**schema, "items": {"type": _LISTED_TYPES[form]}}
+    return schema
+
+
 def _near_type(part: str, start: int, end: int) -> dict[str, Any]:
     """The type word right before (``an integer 'top_k'``) or after (``'cron' string``) a
     name, else string."""
@@ -243,7 +261,7 @@ def _described(inside: str, after: str) -> str:
     stock symbol", ": maximum number of results to return")."""
     extra = ",".join(p for p in inside.split(",") if not _TYPING.fullmatch(p)).strip(" ,;")
     words = re.split(r";", _WORDS_END.split(after, maxsplit=1)[0], maxsplit=1)[0]
-    words = re.sub(r"^[\s\-–—:]+|[\s,;.]+$|\s+(?:and|or)$", "", words).strip()
+    words = re.sub(r"^[\s\-–—:,]+|[\s,;.]+$|\s+(?:and|or)$", "", words).strip()
     return "; ".join(w for w in (extra, words) if w)
 
 
@@ -298,7 +316,7 @@ def _items(
         optional = all_optional or bool(
             re.search(rf"\b{_OPTIONAL_WORD}\b", inside + " " + following.split(",")[0], re.I)
         )
-        schema = _type_of(inside, _LISTED_TYPES)
+        schema = _listed_type(inside)
         if text:
             end = next(
                 (f.start() for j, f in enumerate(found) if j > k and holder.get(j) != k), len(text)

@@ -110,3 +110,32 @@ def test_a_key_says_itself_whether_it_is_required_and_the_object_ends_with_its_i
     assert _types(schema["properties"]["guest"]) == {"name": "string", "phone": "string"}
     flat = derive_input_schema("Parameters: filters (object), limit (integer).")
     assert _types(flat) == {"filters": "object", "limit": "integer"}
+
+
+@pytest.mark.parametrize(
+    ("listed", "items"),
+    [
+        ("Parameters: sort (array of objects, required), each {field, order}.", "object"),
+        ("Parameters: sort (list of integers, optional); limit (integer).", "integer"),
+        ("Parámetros: sort (lista de cadenas, obligatorio).", "string"),
+        ("Paramètres : sort (tableau d'entiers, obligatoire).", "integer"),
+        ("Parameter: sort (Liste von Objekten, erforderlich).", "object"),
+        ("Parametri: sort (elenco di stringhe, obbligatorio).", "string"),
+    ],
+)
+def test_an_array_parameter_gets_the_type_of_its_items(listed: str, items: str) -> None:
+    """ "sort (array of objects, required), each {field, order}" gave an array with no
+    ``items`` and the description "array of objects; , each {field, order}"; an array's items
+    now have the type its words name, in each language of the lexicon, and the words after
+    its parenthesis follow its own without a stray comma."""
+    sort = derive_input_schema(f"Sorts rows. {listed}")["properties"]["sort"]
+    assert sort["type"] == "array"
+    assert sort["items"] == {"type": items}
+    assert ", ," not in sort.get("description", "") and "; ," not in sort.get("description", "")
+    if "each" in listed:
+        assert sort["description"] == "array of objects; each {field, order}"
+
+
+def test_an_array_whose_words_name_no_item_type_gets_none() -> None:
+    schema = derive_input_schema("Tags rows. Parameters: tags (array, required), ids (list).")
+    assert schema["properties"] == {"tags": {"type": "array"}, "ids": {"type": "array"}}
