@@ -7,7 +7,8 @@ a runbook step ("Delete old WAL archives"), a usage note for the caller ("You mu
 customer_id"), a workflow hint ("Call list_projects to find the project_key") or a security
 advisory that quotes an attack is not a hit. Before matching, every text is also read
 de-obfuscated (NFKC, zero-width characters dropped, look-alike letters in mixed-script words,
-letters spaced or hyphenated apart, leetspeak, embedded base64 / hex, and rot13 or reversed
+letters spaced or hyphenated apart, any characters spaced apart with their punctuation
+("h t t p s : / / x . i o"), leetspeak, embedded base64 / hex, and rot13 or reversed
 text when the text says so), and quoted phrases do not count as an override (an advisory
 quoting "disregard prior directives" is reporting it).
 
@@ -159,6 +160,9 @@ _CONFUSABLE: Final = str.maketrans(
 _MIXED_WORD = re.compile(r"\w+")
 _LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a"})
 _SPACED = re.compile(r"\b(?:[A-Za-z][-.\s]){3,}[A-Za-z]\b")
+#: Characters of any kind written one space apart ("h t t p s : / / x . i o", "n o t e :"):
+#: a URL or a word with its punctuation spaced out, which the letters-only run cuts apart.
+_SPACED_CHARS = re.compile(r"(?<!\S)(?:\S ){3,}\S(?!\S)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _HEX = re.compile(r"(?:\b|(?<=0x))(?:[0-9a-fA-F]{2}){12,}\b")
 
@@ -185,6 +189,13 @@ def readings(text: str) -> list[str]:
     if _SPACED.search(base):
         words = re.split(r"\s{2,}", base)
         out.append(" ".join(_SPACED.sub(lambda m: _unspaced(m.group(0)), w) for w in words))
+    if _SPACED_CHARS.search(base):
+        parts = re.split(r"\s{2,}", base)
+        joined = " ".join(
+            _SPACED_CHARS.sub(lambda m: m.group(0).replace(" ", ""), w) for w in parts
+        )
+        if joined not in out:
+            out.append(joined)
     if _TAG.search(base):  # text cut up by markup: "<span>Ass</span><span>istant: ig</span>"
         out.append(_TAG.sub("", base))
     if _SNAKE_PHRASE.search(base):  # an enum value that is a sentence: ignore_all_prior_...
