@@ -180,12 +180,14 @@ def main(argv: list[str] | None = None) -> int:
         t_save = time.perf_counter() - t0
 
     test_sessions = result.split["test"][0]
-    runs = test_sessions * len(config.seeds) * len(config.kinds)
+    kinds = result.config.kinds  # as run: no provenance kinds on a corpus without provenance
+    runs = test_sessions * len(config.seeds) * len(kinds)
     passes = 2 if config.ablation else 1
     print(f"corpus: {calls.num_rows:,} simulated calls (simulate: {t_sim:.2f} s)")
     print(
         f"protocol: {test_sessions} test sessions × {len(config.seeds)} seeds × "
-        f"{len(config.kinds)} kinds = {runs:,} injected runs, {passes} scoring pass(es), "
+        f"{len(kinds)} kinds = {runs:,} injected runs, "
+        f"{counted(passes, 'scoring pass', 'scoring passes')}, "
         f"{config.bootstrap:,} bootstrap resamples"
     )
     print("stage breakdown (best run):")
