@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from mcp import Client
 from support.mcp_test_server import build_server
 from support.proxy_fuzz_http import PROBE_INITIALIZE
 from support.proxy_process import ProxyProcess, gone_within, lingering_upstream, noted_pids
+from toolwatch.cli import main as cli_main
 from toolwatch.injection.proxy.proxy import http_server, run_proxy
 from toolwatch.injection.proxy.session_slots import RETRY_AFTER_MAX_S
 
@@ -157,3 +160,64 @@ def test_retry_after_is_when_the_oldest_idle_session_expires() -> None:
     assert said[0] in {"16", "17", "18"}, said  # 20 s less the 2.2 s idle and the requests
     assert said[1] == "20"
     assert after == 200
+
+
+#: What each HTTP-serving command serves offline: a packaged scenario's own tools.
+target = {"proxy": ["--scenario", "a2-legal-01"], "serve-scenario": ["a2-legal-01"]}
+
+
+@pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
+def test_session_idle_timeout_closes_an_idle_session(tmp_path: Path, command: str) -> None:
+    """``--session-idle-timeout`` (there was no flag: the SDK's 30 min, which a full server's
+    ``Retry-After`` counts down from) closes a session idle that long: its id then answers
+    404, as the transport spec says of an expired session; a session in use stays open."""
+    log = tmp_path / "serve.err"
+    cmd = [sys.executable, "-m", "toolwatch", command, *target[command]]
+    cmd += ["--transport", "http", "--port", "0", "--session-idle-timeout", "1.5"]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=err)
+    both = {"accept": "application/json, text/event-stream"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+    async def main(url: str) -> list[int]:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            opened = await http.post(url, json=PROBE_INITIALIZE, headers=both)
+            session = {**both, "mcp-session-id": opened.headers["mcp-session-id"]}
+            await http.post(url, json=initialized, headers=session)
+            statuses = []
+            for _ in range(3):  # in use: 0.5 s apart, never idle 1.5 s
+                await anyio.sleep(0.5)
+                statuses.append((await http.post(url, json=listing, headers=session)).status_code)
+            await anyio.sleep(2.5)
+            statuses.append((await http.post(url, json=listing, headers=session)).status_code)
+            return statuses
+
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"listening on (\S+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        statuses = anyio.run(main, found.group(1))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    assert statuses == [200, 200, 200, 404], log.read_text()
+    assert proc.returncode == 0, log.read_text()
+
+
+@pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan"])
+def test_session_idle_timeout_must_be_positive_seconds(
+    capsys: pytest.CaptureFixture[str], command: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli_main([command, *target[command], "--session-idle-timeout", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--session-idle-timeout" in err, err
+    assert value in err and ("positive number" in err or "not a number" in err), err
