@@ -6,7 +6,8 @@
 Without an upstream, the scenario's own tools are served in process (fully offline). Without a
 scenario the proxy is transparent. What is armed is logged at start (stderr); a fault the
 upstream's listing says could never act as written (its tool not listed, an A4 rename of an
-argument the tool lacks, a silent fault its output schema rejects) is refused, exit 2. When it
+argument the tool lacks, a silent fault its output schema rejects) is refused, exit 1, as is an
+``--injection-log`` it cannot write (before any upstream starts). When it
 stops, one line sums up what the armed fault came to: injections made and due calls it could
 not act on (a field the real answer lacks), by kind and reason.
 """
@@ -32,7 +33,7 @@ from toolwatch.injection.proxy.upstream import (
     UpstreamUnavailable,
     upstream_command,
 )
-from toolwatch.usage import EXIT_USAGE, exit_code, non_negative_int, port, positive_int
+from toolwatch.usage import EXIT_ERROR, EXIT_USAGE, exit_code, non_negative_int, port, positive_int
 
 HELP = "run the MCP fault-injection proxy in front of a server"
 logger = logging.getLogger(__name__)
@@ -129,8 +130,9 @@ def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget 
             with open(args.injection_log, "a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            raise _Refused(
-                f"--injection-log: cannot write {args.injection_log}: {exc.strerror or exc}"
+            raise _Refused(  # output it cannot use: 1, as every command says it
+                f"--injection-log: cannot write {args.injection_log}: {exc.strerror or exc}",
+                EXIT_ERROR,
             ) from exc
     if args.upstream_cmd:
         try:

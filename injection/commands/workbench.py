@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -230,9 +231,25 @@ def _store(args: argparse.Namespace) -> Any:
     from toolwatch.collector.store.parquet_store import Store
 
     store = Store(args.store)
-    if store.root.exists() and not store.root.is_dir():
-        raise CommandError(f"--store {store.root} is not a directory")
+    if store.root.exists() and not store.root.is_dir():  # output it cannot use: 1, not usage
+        raise StoreError(f"--store {store.root} is not a directory")
     return store
+
+
+def _check_json_out(path: Path | None) -> None:
+    """``suite --json FILE`` is written after the whole suite: one it could never write is
+    said before the first run (it failed then, the summary lost), exit 1 as every output path
+    a command cannot use, without creating the file."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UserError(f"--json: cannot write {path}: it is a directory")
+    folder = path.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        why = f"{folder} is not writable" if folder.is_dir() else f"no directory {folder}"
+        raise UserError(f"--json: cannot write {path}: {why}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UserError(f"--json: cannot write {path}: permission denied")
 
 
 @contextmanager
@@ -364,6 +381,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         _check_agent(agent)
     if args.detect and args.no_telemetry:
         raise CommandError("--detect scores the runs' recorded calls: drop --no-telemetry")
+    _check_json_out(args.json)
     store = _store(args)
     model = _load_model(store, args.model) if args.detect else None
     if model is not None and args.think_time == 0:

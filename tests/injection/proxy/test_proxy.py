@@ -574,10 +574,11 @@ def test_an_injection_log_that_stops_taking_writes_does_not_fail_the_agents_call
 def test_cli_proxy_refuses_an_injection_log_it_cannot_write(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Before any upstream starts (it failed at the first injection, inside the agent's call)."""
+    """Before any upstream starts (it failed at the first injection, inside the agent's call);
+    exit 1, output it cannot use, as every command says it (it was 2, bad usage)."""
     log = tmp_path / "missing-dir" / "log.jsonl"
     argv = ["proxy", "--scenario", "a1-ops-01", "--injection-log", str(log)]
-    assert cli_main(argv) == 2
+    assert cli_main(argv) == 1
     assert capsys.readouterr().err.strip() == (
         f"toolwatch proxy: --injection-log: cannot write {log}: No such file or directory"
     )

@@ -464,7 +464,8 @@ def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "--model" in capsys.readouterr().err
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
-    assert cli_main(["workbench", "run", str(file), "--store", str(not_a_dir)]) == 2
+    # output it cannot use: 1, as every command says it (it was 2, bad usage)
+    assert cli_main(["workbench", "run", str(file), "--store", str(not_a_dir)]) == 1
     assert "is not a directory" in capsys.readouterr().err
 
 
