@@ -16,9 +16,10 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
+from toolwatch.app.dashboard import html_table, time_charts, ui
 from toolwatch.app.dashboard import queries as q
-from toolwatch.app.dashboard import time_charts, ui
 from toolwatch.app.dashboard import url_state as url
+from toolwatch.app.dashboard.html_table import Col
 from toolwatch.app.dashboard.time_range import TimeSpan
 from toolwatch.collector.stats.corpus import (
     STAT_KEYS,
@@ -104,21 +105,20 @@ def render() -> None:
             "study": "—",
         }
     ]
+    parent = ""
     for key in STAT_KEYS:
         text, kind = LABELS[key]
         if key == "sessions":
             text = "streams (session × agent: the study's 'sessions')"
         published = study.CORPUS.get(key)
-        row = {"fact": text.strip() if not text.startswith("  ") else "  · " + text.strip()}
+        # a detail ("  median") named with its fact: a phone's block stands alone
+        fact = f"{parent} · {text.strip()}" if text.startswith("  ") else text.strip()
+        parent = parent if text.startswith("  ") else fact
+        row = {"fact": fact}
         row.update({name: format_stat(stats[key], kind) for name, stats in columns.items()})
         row["study"] = format_stat(float(published), kind) if published is not None else "—"
         rows.append(row)
-    ui.facts_table(
-        pd.DataFrame(rows),
-        "fact",
-        height=38 + 35 * len(rows),
-        column_config={"fact": st.column_config.TextColumn("fact", width="large")},
-    )
+    html_table.table(pd.DataFrame(rows), key="facts", height=None)
     st.caption(
         "One column per source (each counted on its own), then all selected sources together. "
         "The study counted each subagent transcript as a session: its 'sessions' are our "
@@ -131,24 +131,13 @@ def render() -> None:
     ui.chart(time_charts.calls_per_day_chart(per_day))
     st.subheader("Most-called tools")
     tools = tools.assign(server=tools["server"].fillna("(built-in)"))
-    ui.facts_table(
+    html_table.table(
         tools,
-        "tool",
-        key="tools",
-        cards=pd.DataFrame(
-            {
-                "tool": tools["tool"],
-                "MCP server": tools["server"],
-                "calls": tools["calls"].map(ui.count),
-                "failure rate": [ui.pct(r, 1) for r in tools["failure_rate"]],
-            }
-        ),
-        column_config={
-            "tool": st.column_config.TextColumn("tool", width="large"),
-            "server": st.column_config.TextColumn("MCP server", help="(built-in): not an MCP tool"),
-            "calls": st.column_config.NumberColumn("calls", format="localized"),
-            "failure_rate": st.column_config.NumberColumn("failure rate", format="percent"),
+        {
+            "server": Col("MCP server", help="(built-in): not an MCP tool"),
+            "failure_rate": Col("failure rate", lambda r: ui.pct(r, 1)),
         },
+        key="tools",
     )
 
 

@@ -8,8 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, ui
+from toolwatch.app.dashboard import charts, html_table, ui
 from toolwatch.app.dashboard import detection_view as dv
+from toolwatch.app.dashboard.html_table import Col
 
 
 def show(lat: pd.DataFrame, statistic: str, note: str) -> None:
@@ -44,18 +45,15 @@ def show(lat: pd.DataFrame, statistic: str, note: str) -> None:
     )
     summary.index = pd.Index([ui.label(k) for k in kinds], name="kind")
     summary["study: median"] = [dv.study_latency(k) or "–" for k in kinds]
-    ui.facts_table(  # on a phone a block per kind: the table showed two of its columns
-        summary,
-        "kind",
-        key="latencies",
-        cards=_cards(summary),
-        hide_index=False,
-        column_config={
-            "detected_runs": st.column_config.NumberColumn("detected runs"),
-            "median": st.column_config.NumberColumn("median (calls)", format="%g"),
-            "p90": st.column_config.NumberColumn("90th percentile", format="%.1f"),
-            "max": st.column_config.NumberColumn("max", format="%d"),
+    html_table.table(  # on a phone a block per kind: the grid showed two of its columns
+        summary.reset_index(),
+        {
+            "detected_runs": Col("detected runs"),
+            "median": Col("median (calls)", "{:g}"),
+            "p90": Col("90th percentile", "{:.1f}"),
+            "max": Col("max", "{:.0f}"),
         },
+        key="latencies",
     )
     st.caption(
         "Calls from the insertion point to the first alarm, over the detected runs (1 = the "
@@ -64,20 +62,3 @@ def show(lat: pd.DataFrame, statistic: str, note: str) -> None:
         "black tick the median; the vermillion tick is the study's median, for the cue and "
         "detector named in the table."
     )
-
-
-#: The latency table's columns as the phone's blocks name and write them.
-CARD_COLUMNS = {
-    "detected_runs": ("detected runs", "{:,.0f}"),
-    "median": ("median (calls)", "{:g}"),
-    "p90": ("90th percentile", "{:.1f}"),
-    "max": ("max", "{:.0f}"),
-}
-
-
-def _cards(summary: pd.DataFrame) -> pd.DataFrame:
-    """The latency table as text, for :func:`ui.fact_cards`: a kind, then its figures."""
-    text = summary.reset_index()
-    for column, (_, spec) in CARD_COLUMNS.items():
-        text[column] = [ui.number(v, spec) for v in text[column]]
-    return text.rename(columns={c: name for c, (name, _) in CARD_COLUMNS.items()})

@@ -17,10 +17,18 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import charts, detection_latency, detection_split, hints, ui
+from toolwatch.app.dashboard import (
+    charts,
+    detection_latency,
+    detection_split,
+    hints,
+    html_table,
+    ui,
+)
 from toolwatch.app.dashboard import detection_view as dv
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
+from toolwatch.app.dashboard.html_table import Col
 from toolwatch.detection import CUE_SETS, DETECTORS
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import rate_ci, target_pct
@@ -433,22 +441,20 @@ def _table(v: View, cells: pd.DataFrame, upper_cells: pd.DataFrame) -> None:
         f"Every row at the same threshold; false alarms reached: "
         f"{dv.pct(float(picked['fa_reached'].iloc[0]), 1) if len(picked) else '–'} (above)."
     )
-    # on a phone a block per kind ("runs" was off the table's right edge); on a desktop every
-    # column in the 968 px main column of a 1,366 px laptop (main.PAGE_CSS): short headers
-    # (the "study: …" columns were off the right edge), their meaning in the help and the
-    # caption below; the next level with its unit, "at 10.0% = 1/10 streams", as the report
-    ui.facts_table(
+    # one table, a block per kind on a phone; on a desktop every column in the 968 px main
+    # column of a 1,366 px laptop (main.PAGE_CSS): short headers, their meaning in the help and
+    # the caption below; the next level with its unit, "at 10.0% = 1/10 streams", as the report
+    html_table.table(
         pd.DataFrame(rows),
-        "kind",
-        key="kinds",
-        column_config={
-            next_column: st.column_config.TextColumn(
+        {
+            next_column: Col(
                 help=f"detection at the next reachable false-alarm level above the target, "
                 f"{next_level} (the test split is thin), with the runs detected",
             ),
-            "latency": st.column_config.TextColumn(help=LATENCY_HELP),
-            "AUC": st.column_config.TextColumn(help=AUC_HELP),
+            "latency": Col(help=LATENCY_HELP),
+            "AUC": Col(help=AUC_HELP),
         },
+        key="kinds",
     )
     st.caption(f"latency: {LATENCY_HELP}. AUC: {AUC_HELP}.")
     if bars:
@@ -482,7 +488,7 @@ def _grid(cells: pd.DataFrame, breached: Mapping[tuple[str, str], CellLike]) -> 
         pivot = pivot.reindex([ui.label(k) for k in dv.kind_order(list(cells["kind"].unique()))])
         # on a phone a block per kind (the grid showed its first two of seven columns)
         frame = pivot.reset_index().rename(columns={"label": "kind"}).fillna("")
-        ui.facts_table(frame, "kind", key="grid")
+        html_table.table(frame, key="grid")
         if breached:
             st.caption(
                 "Controls detected above the false-alarm level (these statistics react to the "
@@ -530,20 +536,19 @@ def _roc(v: View) -> None:
                 "study: AUC per call": ui.number(dv.study_auc(kind, "all"), "{:.2f}"),
             }
         )
-    ui.facts_table(
+    html_table.table(
         pd.DataFrame(rows),
-        "kind",
-        key="areas",
-        column_config={
-            f"AUC, sessions ({cue_set}·{detector})": st.column_config.TextColumn(
+        {
+            f"AUC, sessions ({cue_set}·{detector})": Col(
                 help="P(an injected run's window maximum > a normal session's maximum): "
                 "how well this detector separates whole sessions — the curve above"
             ),
-            f"AUC per call ({cue_set})": st.column_config.TextColumn(
+            f"AUC per call ({cue_set})": Col(
                 help="the study's measure: how well the cue score ranks each inserted call "
                 "above every other call (not a detector property)"
             ),
         },
+        key="areas",
     )
     st.caption(
         "Two areas under two curves: **sessions** (this detector, alarm or not per session, "

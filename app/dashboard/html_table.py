@@ -31,13 +31,16 @@ HEIGHT_PX = 440
 @dataclass(frozen=True)
 class Col:
     """How one column is shown: its header (``label``), its cells' format (a ``str.format``
-    pattern, a ``strftime`` pattern for times, or a function), a tooltip for its header, and
-    ``whole`` to keep a cell on one line on a desktop (ids, times)."""
+    pattern, a ``strftime`` pattern for times, or a function), a tooltip for its header,
+    ``whole`` to keep a cell on one line on a desktop (ids, times), and ``wrap`` to let a cell
+    break inside a long word too (a tool id with no space), so that many such columns side by
+    side fit their box instead of running past it."""
 
     label: str | None = None
     fmt: str | Callable[[Any], str] | None = None
     help: str | None = None
     whole: bool = False
+    wrap: bool = False
 
 
 def _missing(value: Any) -> bool:
@@ -95,11 +98,12 @@ def table_html(
     key: str,
     links: Sequence[str | None] | None = None,
     link_column: str | None = None,
-    height: int = HEIGHT_PX,
+    height: int | None = HEIGHT_PX,
 ) -> str:
     """``frame`` as the responsive table (see the module): ``columns`` name and format its
     columns (the rest by type); ``links`` (one a row) make ``link_column``'s cells links. The
-    ``th`` carry the frame's own column names (``data-col``), for tests that read it back."""
+    ``th`` carry the frame's own column names (``data-col``), for tests that read it back.
+    ``height=None``: no box height, every row in the page (a short table read whole)."""
     columns = columns or {}
     names = [str(c) for c in frame.columns]
     specs = [columns.get(n, Col()) for n in names]
@@ -113,7 +117,7 @@ def table_html(
     key = re.sub(r"[^A-Za-z0-9_-]", "_", key)
 
     def classes(i: int) -> str:
-        found = [c for c, on in (("n", numeric[i]), ("w", whole[i])) if on]
+        found = [c for c, on in (("n", numeric[i]), ("w", whole[i]), ("a", specs[i].wrap)) if on]
         return f' class="{" ".join(found)}"' if found else ""
 
     head = "".join(
@@ -134,9 +138,10 @@ def table_html(
             label = f' data-label="{labels[i]}"' if text else ""
             cells.append(f"<td{label}{classes(i)}>{text}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
+    style = f' style="max-height: {int(height)}px"' if height is not None else ""
     return (
-        f'{_CSS}<div class="tw-table tw-table-{key}" '
-        f'style="max-height: {int(height)}px"><table><thead><tr>{head}</tr></thead>'
+        f'{_CSS}<div class="tw-table tw-table-{key}"{style}>'
+        f"<table><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
@@ -148,7 +153,7 @@ def table(
     key: str,
     links: Sequence[str | None] | None = None,
     link_column: str | None = None,
-    height: int = HEIGHT_PX,
+    height: int | None = HEIGHT_PX,
 ) -> None:
     """Draw :func:`table_html` (``key`` names it: ``.tw-table-KEY``)."""
     st.html(
@@ -175,6 +180,7 @@ _CSS = f"""<style>
 }}
 .tw-table .n {{ text-align: right; }}
 .tw-table .w {{ white-space: nowrap; }}
+.tw-table .a {{ overflow-wrap: anywhere; }}
 .tw-table tbody tr:hover {{ background: rgba(128, 128, 128, .08); }}
 @media (max-width: {PHONE_PX}px) {{
   .tw-table {{ overflow-x: hidden; max-height: none !important; border: 0; border-radius: 0; }}

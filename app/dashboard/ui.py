@@ -3,14 +3,13 @@
 One number format on every page: counts with thousands separators (``8,729``; tables use the
 browser's locale, text :func:`count`), shares as percentages with one decimal (``4.3%``),
 scores with two decimals. Tables (:func:`dataframe`) leave missing values blank (never the word
-"None"), keep whole ids and never hide columns off the right edge without a scroll bar; on a
-phone (:data:`NARROW_PX`) a table turns into blocks (:func:`facts_table`), and a list whose rows
-are sent once is the responsive HTML table of :mod:`~toolwatch.app.dashboard.html_table`.
+"None"), keep whole ids and never hide columns off the right edge without a scroll bar. A table
+a phone must read is the responsive HTML table of :mod:`~toolwatch.app.dashboard.html_table` (a
+block per row on a phone, its rows sent once); :func:`dataframe` is Streamlit's grid.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import time
 from collections.abc import Callable
@@ -95,15 +94,6 @@ def stream_name(agent_id: Any) -> str:
     return MAIN_AGENT if agent is None else f"subagent {agent}"
 
 
-def stream_cells(sessions: Any, agents: Any) -> list[str]:
-    """Streams as a narrow table's one cell names them: the whole session id, followed by
-    `` · subagent <id>`` for a subagent's stream."""
-    return [
-        sid if (agent := agent_of(a)) is None else f"{sid} · subagent {agent}"
-        for sid, a in zip(sessions, agents, strict=True)
-    ]
-
-
 def label(kind: str) -> str:
     return kind_label(kind)
 
@@ -149,80 +139,6 @@ def dataframe(
     kwargs.setdefault("hide_index", True)
     kwargs.setdefault("width", "stretch")
     return st.dataframe(frame, column_config=config, placeholder="", **kwargs)
-
-
-#: Below this width (a 390 px phone) :func:`facts_table` shows its key/value layout; the same
-#: breakpoint as the legends under the charts (``charts.bottom_legend``).
-NARROW_PX = 600
-
-
-def _switch_css(key: str) -> str:
-    """Which of ``key``'s two layouts (``key_wide``, ``key_narrow``) shows, by the width of its
-    container (not the window's: a sidebar takes its share)."""
-    return f"""<style>
-.st-key-{key} {{ container-type: inline-size; }}
-@container (min-width: {NARROW_PX}px) {{
-  .st-key-{key} .st-key-{key}_narrow {{ display: none; }}
-}}
-@container (max-width: {NARROW_PX - 0.02}px) {{
-  .st-key-{key} .st-key-{key}_wide {{ display: none; }}
-}}
-</style>"""
-
-
-def _facts_css(key: str) -> str:
-    """:func:`_switch_css`, and how the phone's blocks look."""
-    return (
-        _switch_css(key)
-        + """<style>
-.tw-fact {
-  padding: .4rem 0; border-bottom: 1px solid rgba(128, 128, 128, .25); overflow-wrap: anywhere;
-}
-.tw-fact dl { display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; margin: .15rem 0 0; }
-.tw-fact dl > div { display: flex; gap: .4rem; align-items: baseline; }
-.tw-fact dt { font-weight: 400; opacity: .65; font-size: .85rem; }
-.tw-fact dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
-</style>"""
-    )
-
-
-def fact_cards(frame: pd.DataFrame, name: str) -> str:
-    """``frame`` as one block per row: its ``name`` cell, then every other column as
-    ``column value`` pairs that wrap, so a phone shows every number without scrolling a table
-    sideways. A row named ``· x`` (a detail of the row above) is named ``above · x``."""
-    blocks, parent = [], ""
-    for row in frame.to_dict("records"):
-        title = str(row[name]).strip()
-        if title.startswith("·"):
-            title = f"{parent} {title}"
-        else:
-            parent = title
-        pairs = "".join(
-            f"<div><dt>{html.escape(str(col))}</dt><dd>{html.escape(str(value))}</dd></div>"
-            for col, value in row.items()
-            if col != name
-        )
-        blocks.append(f'<div class="tw-fact">{html.escape(title)}<dl>{pairs}</dl></div>')
-    return "".join(blocks)
-
-
-def facts_table(
-    frame: pd.DataFrame,
-    name: str,
-    key: str = "facts",
-    cards: pd.DataFrame | None = None,
-    **kwargs: Any,
-) -> None:
-    """A table that stays legible on a phone: the :func:`dataframe` in a wide container;
-    below :data:`NARROW_PX` its rows as :func:`fact_cards` (of ``cards``, the same rows as
-    text, when ``frame`` holds numbers). A phone's table showed only its wide first column, the
-    numbers off the table's own horizontal scroll. ``key`` names the containers (one a page)."""
-    with st.container(key=key):
-        st.html(_facts_css(key))
-        with st.container(key=f"{key}_wide"):
-            dataframe(frame, **kwargs)
-        with st.container(key=f"{key}_narrow"):
-            st.html(fact_cards(frame if cards is None else cards, name))
 
 
 def chart(spec: Any) -> None:

@@ -201,9 +201,10 @@ def _trajectories(con: Any, rows: list[dict[str, Any]]) -> None:
     else:
         ui.chart(charts.trajectories_chart(step_frame, divergence))
         table = _side_by_side(unit, step_frame).reset_index()
-        # on a phone a block per step, its runs' calls as pairs (the table showed two runs)
-        cards = table.assign(step=[f"step {s}" for s in table["step"]])
-        ui.facts_table(table, "step", key="steps", cards=cards)
+        # one table (a phone: a block per step, its runs' calls as lines), its cells wrapping
+        # inside a tool's name too, so every run's column is inside a 1,400 px window
+        runs = {str(c): html_table.Col(wrap=True) for c in table.columns if c != "step"}
+        html_table.table(table, runs, key="steps")
         st.caption(
             "One column per run, one row per tool call: ✓ ok, ✗ failed (error class), "
             "⚑ the fault's label on an injected response, ◀ the run's first divergence from "

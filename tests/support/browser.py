@@ -126,7 +126,7 @@ def open_page(page: Any, base: str, path: str, timeout_s: float = 120) -> Loaded
     started = time.monotonic()
     page.goto(base + path.lstrip("/"))
     page.wait_for_selector("h1", timeout=timeout_s * 1000)
-    # the first visible one: a table may have a hidden twin (ui.phone_table's other layout)
+    # the first visible one (a table in a folded expander is hidden)
     page.locator(DATA).filter(visible=True).first.wait_for(timeout=timeout_s * 1000)
     painted = time.monotonic() - started
     page.wait_for_selector(IDLE, timeout=timeout_s * 1000)

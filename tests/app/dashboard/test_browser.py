@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from support.app import (
@@ -49,6 +50,7 @@ from support.browser import (
     screenshot,
 )
 from support.paths import REPO
+from toolwatch.app.dashboard.html_table import Col, table_html
 from toolwatch.app.dashboard.live_page import BY
 from toolwatch.app.dashboard.time_charts import HOURS_PLOT_PX, WEEKS_PLOT_PX, WEEKS_Y_PAD_PX
 from toolwatch.collector.sources.simulator import simulate
@@ -119,9 +121,9 @@ def test_detection_page_shows_the_stored_experiment(app: dict[str, Any]) -> None
     assert page.charts >= 3  # bars, ROC, latency
     # every column in the window: "study: AUC" and "study: latency" were off the table's right
     # edge (its columns 1,136 px wide in a 938 px main column), with no scroll bar in sight
-    (main,) = [t for t in app["page"].evaluate(SHOWN_TABLES) if "runs" in t["rows"][0]]
-    assert main["rows"][0][-1] == "study: latency", main["rows"][0]
-    assert main["right"] <= VIEWPORT["width"] and main["scroll"] <= main["shown"] + 1, main
+    main = responsive_tables(app["page"])["kinds"]
+    assert main["header"][-1] == "study: latency", main["header"]
+    _fits(main, VIEWPORT["width"])
     light = open_page(app["page"], app["base"], "workbench")
     assert page.painted_s <= PAINT_RATIO_GUARD * light.painted_s, (page.painted_s, light)
 
@@ -142,12 +144,11 @@ def test_the_detection_table_fits_a_laptop(app: dict[str, Any]) -> None:
         try:
             for query in ("", "?cue_set=time&detector=ewma"):
                 visit(app, query, f"detection-{size['width']}" + ("-time-ewma" if query else ""))
-                (main,) = [t for t in page.evaluate(SHOWN_TABLES) if "runs" in t["rows"][0]]
-                header = main["rows"][0]
+                main = responsive_tables(page)["kinds"]
+                header = main["header"]
                 assert header[3] == "at 10.0% = 1/10 streams", header
                 assert header[-1] == "study: latency", header
-                assert main["right"] <= size["width"], (size, query, main)
-                assert main["scroll"] <= main["shown"] + 1, (size, query, main)
+                _fits(main, size["width"])
         finally:
             page.set_viewport_size(VIEWPORT)
 
@@ -434,15 +435,10 @@ def test_the_alerts_chart_fits_a_phone(app: dict[str, Any]) -> None:
         assert plot["bottom"] - plot["top"] >= HOURS_PLOT_PX - 1, drawn  # its height kept
 
 
-#: Each visible fact block of the Corpus page's phone layout: its name and its (key, value,
-#: left, right) pairs as drawn.
-FACT_CARDS = (
-    "() => Array.from(document.querySelectorAll('.tw-fact')).filter(f => f.offsetParent)"
-    ".map(f => ({name: f.firstChild.textContent.trim(), pairs: Array.from("
-    "f.querySelectorAll('dl > div')).map(d => { const r = d.getBoundingClientRect();"
-    " return [d.querySelector('dt').textContent, d.querySelector('dd').textContent,"
-    " r.left, r.right]; })}))"
-)
+def _blocks(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """A responsive table's rows as a phone shows them: a block named by its first cell, then
+    the other cells' (label, text, left, right)."""
+    return [{"name": row[0][1], "pairs": row[1:]} for row in table["rows"]]
 
 
 def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
@@ -454,8 +450,10 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
     root = app["root"]
     page = app["page"]
     visit(app, "corpus", "corpus")
-    assert page.evaluate(FACT_CARDS) == []
-    assert page.locator('[data-testid="stDataFrame"]').first.is_visible()
+    desktop = responsive_tables(page)
+    for key in ("facts", "tools"):  # a table on a desktop: its cells side by side in a row
+        row = desktop[key]["rows"][0]
+        assert len({left for _, _, left, _ in row}) == len(row), key
     sources = sorted(printed_stats(root)["calls_by_source"])
     expected_tools = rows(
         root,
@@ -465,11 +463,8 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
     )
     with phone(page):
         visit(app, "corpus", "corpus-facts-phone")
-        cards = page.evaluate(FACT_CARDS.replace(".tw-fact'", ".st-key-facts .tw-fact'"))
-        tools = page.evaluate(FACT_CARDS.replace(".tw-fact'", ".st-key-tools .tw-fact'"))
-        for key in ("facts", "tools"):
-            table = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
-            assert not table.is_visible(), key
+        cards = _blocks(_fits_a_phone(page, "facts", len(desktop["facts"]["rows"])))
+        tools = _blocks(_fits_a_phone(page, "tools", len(desktop["tools"]["rows"])))
     assert cards[0]["name"] == "sessions (distinct session ids, injected ones left out)"
     assert cards[2]["name"] == "calls"
     assert "inter-response gaps · median" in [c["name"] for c in cards]
@@ -491,20 +486,6 @@ def test_corpus_facts_fit_a_phone(app: dict[str, Any]) -> None:
             "calls": f"{t['calls']:,}",
             "failure rate": pct(t["rate"], 1),  # a half rounded up, as the CLI prints it
         }
-
-
-#: Each visible table (drawn: not in a folded expander): its edges on the screen, the width
-#: its grid scrolls over and shows, and the cells of its rendered rows (header first, as
-#: :func:`support.browser.open_page`).
-SHOWN_TABLES = (
-    "() => Array.from(document.querySelectorAll('[data-testid=\"stDataFrame\"]'))"
-    ".filter(t => t.offsetParent && t.querySelector('.dvn-scroller'))"  # drawn (not folded)
-    ".map(t => { const r = t.getBoundingClientRect(); const s = t.querySelector('.dvn-scroller');"
-    " return {left: r.left, right: r.right, top: r.top,"
-    " scroll: s.scrollWidth, shown: s.clientWidth,"
-    " rows: Array.from(t.querySelectorAll('table tr')).map(tr => Array.from("
-    "tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))}; })"
-)
 
 
 def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
@@ -546,12 +527,9 @@ def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
         assert newest["stream"] == stream_label(latest["agent_id"]), newest
         assert {"raised (UTC)", "cue", "score"} <= set(newest), newest
         visit(app, "", "detection-phone")
-        for key in ("kinds", "areas", "latencies"):
-            table = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
-            assert not table.is_visible(), key
-        cards = page.evaluate(FACT_CARDS.replace(".tw-fact'", ".st-key-kinds .tw-fact'"))
+        cards = _blocks(_fits_a_phone(page, "kinds", len(kinds)))
         for key in ("areas", "latencies"):
-            assert page.evaluate(FACT_CARDS.replace(".tw-fact'", f".st-key-{key} .tw-fact'"))
+            assert _fits_a_phone(page, key, len(responsive_tables(page)[key]["rows"]))["rows"]
     assert [c["name"] for c in cards] == list(kinds)
     for card in cards:
         pairs = {key: value for key, value, *_ in card["pairs"]}
@@ -667,7 +645,7 @@ def test_thin_split_levels_follow_the_target_shown(
                 "el => Array.from(el.querySelectorAll('table tr')).map("
                 "tr => Array.from(tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))"
             )
-            for t in page.locator('[data-testid="stDataFrame"]').all()
+            for t in page.locator(".tw-table").all()
         ]
         screenshot(page, ARTIFACTS, "detection-thin-at-25")
     report = printed(
@@ -701,10 +679,6 @@ def test_thin_split_levels_follow_the_target_shown(
 PAGE_WIDTH = "() => document.documentElement.scrollWidth"
 
 
-def _cards(page: Any, key: str) -> list[dict[str, Any]]:
-    return list(page.evaluate(FACT_CARDS.replace(".tw-fact'", f".st-key-{key} .tw-fact'")))
-
-
 def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
     app: dict[str, Any],
 ) -> None:
@@ -712,8 +686,8 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
     their 7 columns, Detection's cue set × detector grid its kind and one cell, the Workbench's
     side-by-side steps two runs, the rest off each table's own horizontal scroll with no scroll
     bar in sight. A phone now gets a block per row (week, model, kind, step) with every cell
-    as a pair on the screen — Replay's tables one HTML table each, its rows sent once — and a
-    1,400 px window keeps the tables."""
+    as a pair on the screen — each table one HTML table, its rows sent once — and a 1,400 px
+    window keeps the tables."""
     root, page = app["root"], app["page"]
     if "No replay results" in open_page(page, app["base"], "replay").text:
         run_replay(root)
@@ -723,31 +697,27 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
         page.set_viewport_size(size)
         found = shown.setdefault(str(size["width"]), {})
         try:
-            for path, keys in (("replay", ()), ("", ("grid",)), ("workbench", ("steps",))):
+            for path, keys in (
+                ("replay", ("weeks", "models")),
+                ("", ("grid",)),
+                ("workbench", ("steps",)),
+            ):
                 visit(app, path, f"{path or 'detection'}-tables-{size['width']}")
                 if path == "":
                     page.get_by_text(grid_label).click()
                     page.wait_for_timeout(500)
                 assert page.evaluate(PAGE_WIDTH) <= size["width"], (path, size)
-                if path == "replay":
-                    for key in ("weeks", "models"):
-                        found[key] = (
-                            responsive_tables(page)[key]
-                            if size is VIEWPORT
-                            else _fits_a_phone(page, key, len(shown["1400"][key]["rows"]))
-                        )
                 for key in keys:
-                    wide = page.locator(f'.st-key-{key}_wide [data-testid="stDataFrame"]')
-                    assert wide.is_visible() == (size is VIEWPORT), (key, size)
-                    found[key] = _cards(page, key)
-                    found[f"{key}_table"] = wide.evaluate(
-                        "el => Array.from(el.querySelectorAll('table tr')).map(tr => Array.from("
-                        "tr.querySelectorAll('th,td')).map(c => c.textContent.trim()))"
+                    found[key] = (
+                        responsive_tables(page)[key]
+                        if size is VIEWPORT
+                        else _fits_a_phone(page, key, len(shown["1400"][key]["rows"]))
                     )
         finally:
             page.set_viewport_size(VIEWPORT)
     desktop, phone_ = shown[str(VIEWPORT["width"])], shown[str(PHONE["width"])]
-    for key, first in (("weeks", "week"), ("models", "model")):
+    blocks = (("weeks", "week"), ("models", "model"), ("grid", "kind"), ("steps", "step"))
+    for key, first in blocks:
         table = desktop[key]
         assert table["header"][0] == first, table["header"]
         for wide, narrow in zip(table["rows"], phone_[key]["rows"], strict=True):
@@ -755,22 +725,37 @@ def test_replay_grid_and_workbench_tables_turn_into_blocks_on_a_phone(
             # every cell of the desktop's row is a pair of the phone's block, an empty one none
             assert {k: v for k, v, *_ in narrow} == {k: v for k, v in cells.items() if v}, key
     assert "adaptive: alarming (95% CI)" in {k for k, *_ in phone_["weeks"]["rows"][0]}
-    for key, first in (("grid", "kind"), ("steps", "step")):
-        assert desktop[key] == [], key  # no blocks beside a desktop's table
-        table, cards = desktop[f"{key}_table"], phone_[key]
-        assert table[0][0] == first, table[0]
-        names = [r[0] for r in table[1:]]
-        assert [c["name"] for c in cards] == (
-            [f"step {n}" for n in names] if key == "steps" else names
-        ), key
-        for card, row in zip(cards, table[1:], strict=True):
-            # every cell the table drew (its grid draws the columns in view) is in the block
-            pairs = {k: v for k, v, *_ in card["pairs"]}
-            drawn = dict(zip(table[0][1:], row[1:], strict=False))
-            assert {k: pairs[k] for k in drawn} == drawn, (key, card)
-            for _, _, left, right in card["pairs"]:
-                assert left >= 0 and right <= PHONE["width"], (key, card)
-    assert {k for k, *_ in phone_["grid"][0]["pairs"]} >= {"all·cusum", "time·ewma"}
+    assert {k for k, *_ in phone_["grid"]["rows"][0]} >= {"all·cusum", "time·ewma"}
+
+
+def test_the_side_by_side_steps_fit_1400(app: dict[str, Any]) -> None:
+    """At 1,400 px the Workbench's side-by-side steps (a column per run) ran past its box, its
+    last column ("mitigated: scan") cut off. It is the responsive table now, a call's text
+    wrapping (inside a tool's name too): every run's column inside the window, no scroll."""
+    page = app["page"]
+    visit(app, "workbench", "workbench-steps-1400")
+    steps = responsive_tables(page)["steps"]
+    assert steps["header"][:3] == ["step", "clean", "faulted"], steps["header"]
+    assert steps["header"][3:] and all(h.startswith("mitigated: ") for h in steps["header"][3:])
+    assert "mitigated: scan" in steps["header"], steps["header"]
+    _fits(steps, VIEWPORT["width"])
+    for row in steps["rows"]:  # every cell inside the box, the last run's too
+        for _, _, left, right in row:
+            assert steps["left"] <= left and right <= steps["right"] + 0.5, row
+
+
+def test_a_wrapping_column_breaks_a_long_tool_name(app: dict[str, Any]) -> None:
+    """A call's cell holds a tool id with no space ("mcp__github__search_repositories"), which
+    made each run's column as wide as its longest call: a few runs side by side ran past their
+    box. A column marked ``wrap`` breaks inside such a name, the table inside its box."""
+    call = "mcp__github__search_repositories_by_topic ✓"
+    frame = pd.DataFrame({"step": [0, 1], **{f"run {i}": [call, call] for i in range(5)}})
+    page = app["page"]
+    for wrap in (False, True):
+        runs = {c: Col(wrap=wrap) for c in frame.columns if c != "step"}
+        page.set_content(f'<div style="width: 900px">{table_html(frame, runs, key="w")}</div>')
+        drawn = responsive_tables(page)["w"]
+        assert (drawn["scroll"] <= drawn["shown"] + 1) == wrap, (wrap, drawn)
 
 
 def stream_label(agent_id: str | None) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from support.app import shown_tables
 from toolwatch.app.dashboard.settings import MAIN_SCRIPT
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
@@ -59,8 +60,7 @@ def page(monkeypatch: pytest.MonkeyPatch, thin: tuple[Path, ExperimentResult]) -
 
 
 def _table(at: AppTest) -> Any:
-    frame = next(d.value for d in at.dataframe if "detected (95% CI)" in d.value.columns)
-    return frame.set_index("kind")
+    return shown_tables(at)["kinds"].frame.set_index("kind")
 
 
 def test_a_thin_split_is_warned_about_in_the_reports_words(

@@ -88,3 +88,14 @@ def test_explore_pages_a_long_result() -> None:
     assert explore_page.pages(0) == [(0, 0)]
     assert explore_page.pages(1_000) == [(0, 1_000)]
     assert explore_page.pages(2_500) == [(0, 1_000), (1_000, 2_000), (2_000, 2_500)]
+
+
+def test_a_short_table_can_have_no_box_height() -> None:
+    """The Corpus facts are read whole: ``height=None`` draws no box height (the default box
+    scrolls past 440 px), and a ``wrap`` column's cells may break inside a word."""
+    frame = pd.DataFrame({"fact": ["calls"], "otlp": ["8,729"]})
+    assert 'style="max-height: 440px"' in table_html(frame, key="f")
+    text = table_html(frame, {"otlp": Col(wrap=True)}, key="f", height=None)
+    assert "max-height: 440px" not in text and '<div class="tw-table tw-table-f">' in text
+    assert '<td data-label="otlp" class="a">8,729</td>' in text
+    assert ".tw-table .a { overflow-wrap: anywhere; }" in text

@@ -249,7 +249,7 @@ def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.Monk
     for _, part in curves.groupby("kind"):
         assert part["false_alarm"].max() == pytest.approx(1.0)
         assert part["false_alarm"].min() == pytest.approx(0.0)
-    latency = frame_with(at, "detected_runs")
+    latency = frame_with(at, "detected_runs", "kind")
     expected = rows(
         root,
         "SELECT kind, count(*) AS n, median(latency) AS med FROM experiment_runs "
@@ -258,8 +258,8 @@ def test_detection_roc_areas_and_latency(built: dict[str, Any], env: pytest.Monk
     )
     assert expected
     for r in expected:
-        assert latency.loc[label(r["kind"]), "detected_runs"] == r["n"]
-        assert latency.loc[label(r["kind"]), "median"] == pytest.approx(r["med"])
+        assert latency.loc[label(r["kind"]), "detected_runs"] == f"{r['n']:,}"
+        assert latency.loc[label(r["kind"]), "median"] == f"{r['med']:g}"
     assert latency.loc[label("burst"), "study: median"] == "1 (time·point)"
 
 
@@ -716,7 +716,7 @@ def test_workbench_matrix_impact_and_trajectories(
         )
     ]
     assert any(labels)
-    side = next(d.value for d in at.dataframe if "faulted" in d.value.columns)
+    side = shown_tables(at)["steps"].frame
     assert "clean" in side.columns
     assert "mitigated: all (+verify)" in side.columns  # the run named as the table names it
     faulted_cells = list(side["faulted"])[: len(labels)]
@@ -761,6 +761,15 @@ def test_corpus_facts_beside_the_study(built: dict[str, Any], env: pytest.Monkey
     for source, n in per_source.items():
         assert table.loc["calls", source] == f"{n:,}"
     assert table.loc["calls", "study"] == f"{study.CORPUS['calls']:,.0f}"
+    # "· median" is under two facts: each detail is named with its fact (a phone's block
+    # stands alone), as the terminal's table indents it under that fact
+    details = [f for f in table.index if " · " in f]
+    assert details == [
+        "inter-response gaps · minimum", "inter-response gaps · median",
+        "inter-response gaps · share <= 1 s", "within-response gaps (parallel calls) · median",
+        "within-response gaps (parallel calls) · share <= 1 s",
+        "first use of a tool in its session (mean) · pooled over all calls",
+    ]  # fmt: skip
     with Store(root).connect() as con:
         stats = corpus_stats(con, ["simulated"])
     tools = frame_with(at, "failure_rate")
@@ -805,7 +814,7 @@ def test_corpus_chart_and_tools_count_the_calls_of_the_facts(
     expected = rows(root, f"SELECT tool, count(*) AS n {corpus} AND source = 'otlp' GROUP BY tool")
     tools = frame_with(at, "failure_rate")
     assert dict(zip(tools["tool"], tools["calls"], strict=True)) == {
-        r["tool"]: r["n"] for r in expected
+        r["tool"]: f"{r['n']:,}" for r in expected
     }
 
 

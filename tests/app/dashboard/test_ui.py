@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
 from support.paths import REPO
 from toolwatch.app.dashboard import ui
@@ -24,29 +23,6 @@ def test_a_count_of_one_names_its_noun_in_the_singular() -> None:
     assert ui.counted(3, "other stream") == "3 other streams"
     assert ui.counted(2, "child", "children") == "2 children"
     assert ui.counted(1, "child", "children") == "1 child"
-
-
-def test_fact_cards_name_a_detail_by_its_fact_and_escape_the_cells() -> None:
-    """The phone layout of a facts table: one block per row, every other column a key/value
-    pair; "· median" appears under two facts, so each detail is named with the fact above it."""
-    frame = pd.DataFrame(
-        {
-            "fact": ["inter-response gaps", "  · median", "within-response gaps", "  · median"],
-            "otlp": ["4", "0.01 s", "0", "—"],
-            "a<b": ["1", "2", "3", "4"],
-        }
-    )
-    cards = ui.fact_cards(frame, "fact")
-    names = re.findall(r'<div class="tw-fact">([^<]*)<dl>', cards)
-    assert names == [
-        "inter-response gaps",
-        "inter-response gaps · median",
-        "within-response gaps",
-        "within-response gaps · median",
-    ]
-    pairs = re.findall(r"<dt>([^<]*)</dt><dd>([^<]*)</dd>", cards)
-    assert pairs[:2] == [("otlp", "4"), ("a&lt;b", "1")]
-    assert ("otlp", "—") in pairs and len(pairs) == 8
 
 
 def test_a_share_rounds_a_half_up_as_the_cli_does() -> None:
