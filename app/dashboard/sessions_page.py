@@ -64,8 +64,11 @@ def render() -> None:
         chosen = _filters(con)
         statistic = model.config.alert_on[0] if model and model.config.alert_on else "all_cusum"
         model_id = model.model_id if model is not None else None
-        more = st.toggle(
-            "more columns (source, failures, tools, responses, injected, last call)", key="more"
+        more = url.flag(
+            st,
+            "more columns (source, failures, tools, responses, injected, last call)",
+            "more",
+            widget="toggle",
         )
         listed = sl.stream_list(con, chosen, model_id, statistic, detail=more)
         _scores_note(con, s.store, model, problem, statistic)
@@ -103,7 +106,7 @@ def _filters(con: Any) -> sl.StreamFilter:
         key="w_find",
         on_change=lambda: url.set_params(find=st.session_state.get("w_find") or None),
     )
-    injected = c4.checkbox("with injected (labelled) calls only", key="injected")
+    injected = url.flag(c4, "with injected (labelled) calls only", "injected")
     return sl.StreamFilter(
         sources=sources, flag=flag, agents=agents, injected_only=injected, session_prefix=find
     )

@@ -9,7 +9,8 @@ to page in the session as well, since a page switch starts from a bare URL.
 
 Parameters: ``range``/``from``/``to`` (every page); ``run``, ``variant``, ``cue_set``,
 ``detector``, ``mode`` (Detection); ``replay`` (Replay); ``session``, ``agent`` (Sessions:
-``agent`` absent = the main agent), ``source``, ``flag``; ``by`` (Live); ``suite``,
+``agent`` absent = the main agent), ``source``, ``flag``, ``agents``, ``find``, ``injected``,
+``more`` (:func:`flag`: ``1`` or absent); ``by`` (Live); ``suite``,
 ``scenario`` (Workbench); ``sql``, ``limit`` (Explore).
 """
 
@@ -76,6 +77,24 @@ def choice(
     if wanted is not None and wanted not in options:
         set_params(**{key: None})  # an invalid value in a pasted link is dropped
     return value
+
+
+def flag(
+    where: DeltaGenerator | Any, label: str, key: str, *, widget: str = "checkbox", **kwargs: Any
+) -> bool:
+    """A checkbox or toggle (``widget``) whose value lives in the URL parameter ``key``
+    (``1`` when on, absent when off): a link that reloads the page (a session id in the
+    Sessions list) keeps it, where the widget alone started afresh, off."""
+    state = f"w_{key}"
+
+    def sync() -> None:
+        set_params(**{key: "1" if st.session_state.get(state) else None})
+
+    draw = where.toggle if widget == "toggle" else where.checkbox
+    on = param(key) == "1"
+    if param(key) is not None and not on:
+        set_params(**{key: None})  # an invalid value in a pasted link is dropped
+    return bool(draw(label, value=on, key=state, on_change=sync, **kwargs))
 
 
 def text(

@@ -548,6 +548,35 @@ def test_tables_show_their_key_columns_on_a_phone(app: dict[str, Any]) -> None:
     assert wide["scroll"] <= wide["shown"] + 1, wide
 
 
+def test_a_session_link_keeps_the_checkbox_and_the_toggle(app: dict[str, Any]) -> None:
+    """A session id is a link that reloads the page: "with injected (labelled) calls only"
+    and "more columns" came back off. Both are in the URL now, so the opened stream's page
+    keeps them ticked, its list the injected streams with their extra columns."""
+    page = app["page"]
+    visit(app, "sessions", "sessions-before-link")
+    page.locator(".st-key-w_injected input").check(force=True)
+    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.locator(".st-key-w_more input").check(force=True)
+    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.locator(".tw-table-streams tbody tr").first.locator("a").click()
+    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.get_by_text("Timeline").first.wait_for(timeout=60_000)
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(page.url).query))
+    assert (query.get("injected"), query.get("more")) == ("1", "1"), page.url
+    assert page.locator(".st-key-w_injected input").is_checked()
+    assert page.locator(".st-key-w_more input").is_checked()
+    (labelled,) = rows(
+        app["root"],
+        "SELECT count(*) AS n FROM (SELECT DISTINCT session_id, agent_id FROM calls "
+        "WHERE label NOTNULL)",
+    )
+    listed = responsive_tables(page)["streams"]
+    assert len(listed["rows"]) == labelled["n"] and "injected" in listed["header"], listed
+
+
 def test_legends_restack_when_the_window_narrows(app: dict[str, Any]) -> None:
     """A legend under a chart stacked one entry a row only when the page loaded narrow: a window
     narrowed (a phone turned) after loading kept the desktop row, its last entries off the

@@ -436,7 +436,7 @@ def test_sessions_list_streams_filters_and_flags(
     ok(at)
     otlp = {stream_key(r["session_id"], r["agent_id"]) for r in streams if r["source"] == "otlp"}
     assert listed_streams(at) == otlp
-    at.checkbox(key="injected").check().run()
+    at.checkbox(key="w_injected").check().run()
     ok(at)
     labelled = {
         stream_key(r["session_id"], r["agent_id"])
@@ -515,6 +515,41 @@ def test_a_session_id_links_to_its_stream(built: dict[str, Any], env: pytest.Mon
         assert next(c.value for c in opened.code) == row["session_id"]
         assert any(s.value.startswith("Timeline — ") for s in opened.subheader)
         assert len(shown_tables(opened)["timeline"].frame) > 0
+
+
+def test_a_session_link_keeps_the_injected_filter_and_more_columns(
+    built: dict[str, Any], env: pytest.MonkeyPatch
+) -> None:
+    """A session id is a link that reloads the page, and the "injected only" checkbox and the
+    "more columns" toggle came back off (the list all streams again, its extra columns gone).
+    Both live in the URL now (``injected=1``, ``more=1``), so a row's link keeps them."""
+    root = built["root"]
+    at = app(env, root, "sessions_page.py")
+    ok(at)
+    assert "source" not in listed(at).columns
+    at.checkbox(key="w_injected").check().run()
+    at.toggle(key="w_more").set_value(True).run()
+    ok(at)
+    assert (at.query_params["injected"], at.query_params["more"]) == ("1", "1")
+    labelled = {
+        stream_key(r["session_id"], r["agent_id"])
+        for r in rows(root, "SELECT DISTINCT session_id, agent_id FROM calls WHERE label NOTNULL")
+    }
+    assert listed_streams(at) == labelled and "labelled_calls" in listed(at).columns
+    link = shown_tables(at)["streams"].links[0]
+    params = dict(urllib.parse.parse_qsl(str(link).removeprefix("?")))
+    assert (params["injected"], params["more"]) == ("1", "1")
+    opened = app(env, root, "sessions_page.py", params)  # the link: a fresh page
+    ok(opened)
+    assert opened.checkbox(key="w_injected").value and opened.toggle(key="w_more").value
+    assert listed_streams(opened) == labelled and "labelled_calls" in listed(opened).columns
+    assert any(s.value.startswith("Timeline — ") for s in opened.subheader)
+    # switched off, they leave the URL (a default leaves it clean)
+    opened.checkbox(key="w_injected").uncheck().run()
+    opened.toggle(key="w_more").set_value(False).run()
+    ok(opened)
+    assert "injected" not in opened.query_params and "more" not in opened.query_params
+    assert len(listed(opened)) > len(labelled) and "source" not in listed(opened).columns
 
 
 def two_decimals(values: Any) -> list[str]:
