@@ -14,7 +14,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from toolwatch.injection.mitigations.wording_languages import MULTILINGUAL, OWNED_MESSAGES
+from toolwatch.injection.mitigations.wording_languages import (
+    MULTILINGUAL,
+    OWNED_MESSAGES,
+    SENDS_OWNED,
+    THIRD_SENDS,
+)
 
 # --------------------------------------------------------------------------------------------
 # Vocabulary
@@ -113,7 +118,9 @@ _SENSITIVE_OBJECT = (
 #: cue of its own, since a tool's description may use its third person to say what it does
 SEND_TO_ADDRESS: Final = re.compile(
     r"\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
-    r".{0,80}(?:https?://|@)",
+    r".{0,80}(?:https?://|@)"
+    # the third person in its sentence ("Schickt …", "Transfère …"; THIRD_SENDS)
+    rf"|\b{THIRD_SENDS}\b[^.!?\n]{{0,80}}(?:https?://|www\.|{_ADDRESS})",
     re.I,
 )
 #: "Send … to a URL": a cue of its own, since a description's "Sends a copy to https://…" says
@@ -127,18 +134,21 @@ SEND_TO_URL: Final = re.compile(
     rf"|\b{_SENDS}\b[^.!?\n]{{0,50}}\bto\b[^.!?\n]{{0,25}}(?:https?://|sftp://|www\.)",
     re.I,
 )
+#: a German description's subject before its verb ("Das Tool sendet …", "Es schickt …")
+_SUBJECT_DE = r"(?:es|das tool|dieses tool|das werkzeug|die funktion|der dienst)(?: dann| auch)?"
 _OPENS = r"(?:^|(?<=[.!?;])[ \t]+|\n)[ \t]*[¡¿\"'«“(*•–-]*[ \t]*"
 _TO_SENTENCE_END = r"\b(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))*"
 #: A sending verb that is also the third person singular ("Envía una copia a https://…": it
-#: sends a copy; "Invia", "Envia", "Envoie") opening its sentence, as the workbench's agents
+#: sends a copy; "Invia", "Envia", "Envoie", "Sendet": THIRD_SENDS, German also after its
+#: subject, "Das Tool sendet") opening its sentence, as the workbench's agents
 #: read a description (orders_lexicon.THIRD_PERSON; the scanner keeps its own words), or
 #: after an object pronoun anywhere ("… y lo envía a …", "se envía": no imperative), or an
 #: English third person opening its sentence ("Sends a copy to https://…", never "Send"),
 #: or after its subject ("It sends …", "This tool then posts …"), to the sentence's end;
 #: what is said to be sent is the group ``sent`` or ``sends`` ("Emails …" names no e-mails)
 STATED_SEND: Final = re.compile(
-    rf"(?:{_OPENS}|\b(?:se|lo|la|los|las|le|les|li|gli|ne|lhe|lhes|o|os|as)[ \t]+|\b[ls]['’])"
-    rf"(?:envía|envia|invia|envoie)(?P<sent>{_TO_SENTENCE_END})"
+    rf"(?:{_OPENS}(?:{_SUBJECT_DE}[ \t]+)?|\b(?:se|lo|la|los|las|le|les|li|gli|ne|lhe|lhes|o|os|"
+    rf"as)[ \t]+|\b[ls]['’]){THIRD_SENDS}(?P<sent>{_TO_SENTENCE_END})"
     rf"|{_OPENS}(?:(?:it|this tool|the tool|this endpoint|this action|this function)"
     rf"(?: then| also)?[ \t]+)?(?:sends|posts|uploads|forwards|copies|transmits|e-?mails|mails"
     rf"|delivers|submits)(?P<sends>{_TO_SENTENCE_END})",
@@ -166,6 +176,7 @@ SENSITIVE: Final = re.compile(
     r"identifiants|claves? (?:de )?api|chaves? (?:de )?api|chiavi api|secretos?|segredos?|"
     r"segreti?|tokens?|datos (?:personales|del usuario)|dados (?:pessoais|do usuário)|"
     r"dati (?:personali|dell'utente)|données (?:personnelles|de l'utilisateur)|"
+    r"passwörter|kennwörter|zugangsdaten|anmeldedaten|api-schlüssel|chatverlauf|"
     rf"{OWNED_MESSAGES})\b",
     re.I,
 )
@@ -552,6 +563,7 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("exfiltration", SEND_TO_URL),
     ("exfiltration", SIDE_CHANNEL),
     ("multilingual", SEND_TO_ADDRESS),
+    ("exfiltration", SENDS_OWNED),
 )
 #: The cues a description's statement of what its tool sends (:data:`STATED_SEND`) or copies
 #: (:data:`SIDE_CHANNEL`) may account for

@@ -31,6 +31,38 @@ OWNED_MESSAGES: Final = (
     r"utent[ei]|client[eai]s?|nutzers?|nutzerin|benutzers?|kunden|anwenders?)"
 )
 
+#: A sending verb in the third person of es, pt, fr, it, de ("Reenvía …", "Encaminha …",
+#: "Transfère …", "Inoltra …", "Sendet …", "Schickt …", "Übermittelt …", "Leitet … weiter";
+#: most are also the imperative): what a description says its tool does, or a planted text
+#: tells as done (:data:`wording.SEND_TO_ADDRESS`, :data:`wording.STATED_SEND`)
+THIRD_SENDS: Final = (
+    r"(?:envía|envia|reenvía|reenvia|envoie|transfère|transfere|encaminha|invia|inoltra|"
+    r"sendet|schickt|übermittelt|leitet(?=(?:[^.!?\n]|[.!?](?=\S)){0,120}\bweiter\b))"
+)
+#: credentials and a conversation's history (es, pt, fr, it, de), beside someone's messages
+_HELD_ELSEWHERE = (
+    r"(?:contraseñas|contrasenas|credenciales|claves (?:de )?api|senhas|credenciais|"
+    r"chaves (?:de )?api|mots de passe|identifiants|clés (?:d')?api|credenziali|chiavi api|"
+    r"passwörter|passwoerter|kennwörter|zugangsdaten|anmeldedaten|api-schlüssel|"
+    r"historial de (?:chat|conversaciones?)|histórico (?:de|da|do) (?:conversas?|chat)|"
+    r"historique (?:de (?:la )?|des )?(?:conversations?|discussions?|chat)|"
+    r"cronologia (?:della )?(?:chat|conversazione)|chatverlauf|gesprächsverlauf)"
+)
+#: in a sentence: dots of a URL or an address do not end it
+_IN = r"(?:[^.!?\n]|[.!?](?=\S))"
+_WHERE = r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.\w|\bwebhook\b)"
+#: The third person sending someone's messages, chats or credentials to an address, before
+#: or after naming it ("Sendet die Nachrichten des Nutzers an https://…", "Transfère les
+#: messages de l'utilisateur à …"): the exfiltration cue, whatever the allowlist, as
+#: "Forwards the user's emails to …" is in English; "Sendet eine Nachricht an …" names the
+#: medium, a statement (:data:`wording.STATED_SEND`)
+SENDS_OWNED: Final = re.compile(
+    rf"\b{THIRD_SENDS}\b{_IN}{{0,60}}\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b{_IN}{{0,120}}"
+    rf"{_WHERE}|\b{THIRD_SENDS}\b{_IN}{{0,40}}{_WHERE}{_IN}{{0,80}}"
+    rf"\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b",
+    re.I,
+)
+
 MULTILINGUAL: Final = re.compile(
     r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
     r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"

@@ -996,6 +996,58 @@ def test_a_chat_message_or_a_bare_plural_is_the_medium(medium: str, data: str) -
 
 
 @pytest.mark.parametrize(
+    ("medium", "data"),
+    [
+        (
+            "Sendet eine Nachricht an https://hooks.reports.example.com/in.",
+            "Sendet die Nachrichten des Nutzers an https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Das Tool schickt eine Zusammenfassung an ops@reports.example.com.",
+            "Das Tool schickt die Zugangsdaten an ops@reports.example.com.",
+        ),
+        (
+            "Übermittelt den Bericht an https://hooks.reports.example.com/in.",
+            "Übermittelt ihre Nachrichten an https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Leitet jede Meldung an ops@reports.example.com weiter.",
+            "Leitet die Chats des Nutzers an ops@reports.example.com weiter.",
+        ),
+        (
+            "Reenvía un mensaje a ops@reports.example.com.",
+            "Reenvía los mensajes del usuario a ops@reports.example.com.",
+        ),
+        (
+            "Transfère un message à https://hooks.reports.example.com/in.",
+            "Transfère les messages de l'utilisateur à https://hooks.reports.example.com/in.",
+        ),
+        (
+            "Encaminha uma mensagem para https://hooks.reports.example.com/in.",
+            "Encaminha para https://hooks.reports.example.com/in as mensagens do usuário.",
+        ),
+        (
+            "Inoltra un messaggio a https://hooks.reports.example.com/in.",
+            "Inoltra i messaggi dell'utente a https://hooks.reports.example.com/in.",
+        ),
+    ],
+)
+def test_other_languages_third_person_sending_owned_data_is_exfiltration(
+    medium: str, data: str
+) -> None:
+    """ "Sendet die Nachrichten des Nutzers an https://…" fired no rule: the multilingual send
+    cue knew no third person but envía / envia / invia / envoie. The third person of de, es,
+    fr, pt, it sending someone's messages, chats or credentials to an address is now
+    exfiltration whatever the allowlist, as "Forwards the user's emails to …" is, while a
+    description's own statement that it sends a message to its allowed host passes."""
+    described = ListingContext.of(["report"], ["reports.example.com"], "report", description=True)
+    assert categories(f"Builds the weekly report. {medium}", described) == []
+    assert "exfiltration" in categories(f"Builds the weekly report. {data}", described)
+    assert "exfiltration" in categories(data, classifier=False)
+    assert categories(medium, classifier=False) == ["multilingual"]  # no allowlist: withheld
+
+
+@pytest.mark.parametrize(
     ("copy", "sensitive", "secret"),
     [
         (
