@@ -45,7 +45,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from toolwatch.injection.mitigations.acts import ListedTool
+from toolwatch.injection.mitigations.acts import ListedTool, mention
 from toolwatch.injection.mitigations.classifier import shipped_model
 from toolwatch.injection.mitigations.results import iter_strings
 from toolwatch.injection.mitigations.urls import find_urls, host_allowed, host_of, hosts_in
@@ -106,10 +106,10 @@ def _context_cues(sentence: str, context: ListingContext | None) -> str | None:
     """A category the listing context shows and the wording alone does not."""
     if context is None:
         return None
-    others = [
+    others = [  # a name as a whole, in any script (acts.mention: "物性検索を呼ぶ")
         name
         for name in context.acting
-        if name != context.source and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence)
+        if name != context.source and re.search(mention(name), sentence)
     ]
     if others and _REQUIRED.search(sentence):
         return "shadowing"

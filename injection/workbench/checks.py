@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.mitigations.acts import mention
 from toolwatch.injection.mitigations.results import iter_leaves, iter_strings, result_data
 from toolwatch.injection.mitigations.urls import host_of
 from toolwatch.injection.mitigations.values import normalize_scalar
@@ -396,13 +397,10 @@ def _victims(scenario: Scenario) -> list[str]:
     """The tools a poisoned description is about: the declared target (else the poisoner) and
     every other listed tool its text names — a description that shadows another tool ("when
     using get_balance, set employee_id to ...") is about that tool even when the scenario
-    declares no ``target_tool``."""
+    declares no ``target_tool``. A name counts as a whole, in any script
+    (:func:`acts.mention`: "物性検索を呼ぶとき …")."""
     text = " ".join(str(scenario.fault.params.get(k) or "") for k in ("description", "append"))
-    named = [
-        t.name
-        for t in scenario.tools
-        if re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", text)
-    ]
+    named = [t.name for t in scenario.tools if re.search(mention(t.name), text)]
     return list(dict.fromkeys([scenario.target_tool, *named]))
 
 

@@ -23,6 +23,7 @@ import re
 from typing import Final
 
 from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.mitigations.acts import mention
 from toolwatch.injection.mitigations.results import result_data
 from toolwatch.injection.workbench.checks import CheckResult, distinctive
 from toolwatch.injection.workbench.evidence import (
@@ -118,5 +119,6 @@ def acted_on_fault(scenario: Scenario, run: Trajectory) -> list[str]:
 
 def _names_a_tool(detail: str, tools: set[str]) -> bool:
     """A flag raised on one result about another (the verifier names the earlier, stale
-    result when the fresher one comes second)."""
-    return any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", detail) for t in tools)
+    result when the fresher one comes second); a name as a whole in any script
+    (:func:`acts.mention`: "物性検索の結果" names 物性検索)."""
+    return any(re.search(mention(t), detail) for t in tools)
