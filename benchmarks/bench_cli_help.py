@@ -46,9 +46,11 @@ MOVED: dict[str, tuple[str, ...]] = {
     ),
     "score": (
         "tqdm",
+        "numpy",
         "pyarrow.parquet",
         "toolwatch.collector.store.result_formats",
         "toolwatch.detection.calls.windows",
+        "toolwatch.detection.model.normal_model",
         "toolwatch.detection.scoring.batch",
     ),
     "scan": (
@@ -58,12 +60,47 @@ MOVED: dict[str, tuple[str, ...]] = {
         "toolwatch.detection.scoring.batch",
         "toolwatch.detection.scoring.scan",
         "toolwatch.detection.scoring.stream_scores",
+        "toolwatch.detection.calls.split",
+        "toolwatch.detection.model.normal_model",
     ),
     "workbench": (
         "toolwatch.collector.store.parquet_store",
         "toolwatch.detection.model.config",
         "toolwatch.injection.workbench.detect",
         "toolwatch.injection.workbench.live_detect",
+    ),
+    # the second round: the cue sets, detectors, split options, model path and receiver
+    # defaults moved to light modules, the rooms' __init__s load their names lazily
+    "train": (
+        "tqdm",
+        "toolwatch.collector.store.parquet_store",
+        "toolwatch.detection.calls.split",
+        "toolwatch.detection.model.adaptive",
+        "toolwatch.detection.model.normal_model",
+    ),
+    "experiment": (
+        "toolwatch.collector.sources.delivery",
+        "toolwatch.collector.stats.corpus",
+        "toolwatch.detection.calls.split",
+        "toolwatch.injection.experiment.protocol",
+        "toolwatch.injection.experiment.storage",
+    ),
+    "replay": (
+        "tqdm",
+        "toolwatch.collector.stats.corpus",
+        "toolwatch.detection.calls.split",
+        "toolwatch.detection.model.normal_model",
+        "toolwatch.injection.experiment.protocol",
+    ),
+    "pins": ("toolwatch.collector.store.parquet_store", "toolwatch.collector.store.result_formats"),
+    "rules": ("toolwatch.collector.store.result_formats", "toolwatch.detection.alerting.rules"),
+    "demo": ("toolwatch.app.demo.pipeline",),
+    "import": ("pyarrow", "toolwatch.collector.sources.delivery"),
+    "app": ("toolwatch.collector.store.parquet_store",),
+    "collector": (
+        "toolwatch.collector.otlp.server",
+        "toolwatch.detection.alerting.listings",
+        "toolwatch.detection.alerting.rules",
     ),
 }
 

@@ -18,20 +18,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS
-    from toolwatch.detection.detectors.base import DETECTORS
-    from toolwatch.detection.model.config import ModelConfig, ModelError
+    from toolwatch.detection.cues.names import CUE_NAMES, CUE_SETS
+    from toolwatch.detection.detectors.names import DETECTORS
+    from toolwatch.detection.model.config import ModelConfig
+    from toolwatch.detection.model.location import ModelError
     from toolwatch.detection.model.normal_model import NormalModel
     from toolwatch.detection.model.thresholds import session_max_stats, threshold_at_false_alarm
     from toolwatch.detection.scoring.batch import run_detector, score_calls
     from toolwatch.detection.scoring.online import OnlineScorer
 
 _PUBLIC: dict[str, str] = {
-    "CUE_NAMES": "toolwatch.detection.cues.base",
-    "CUE_SETS": "toolwatch.detection.cues.base",
-    "DETECTORS": "toolwatch.detection.detectors.base",
+    "CUE_NAMES": "toolwatch.detection.cues.names",
+    "CUE_SETS": "toolwatch.detection.cues.names",
+    "DETECTORS": "toolwatch.detection.detectors.names",
     "ModelConfig": "toolwatch.detection.model.config",
-    "ModelError": "toolwatch.detection.model.config",
+    "ModelError": "toolwatch.detection.model.location",
     "NormalModel": "toolwatch.detection.model.normal_model",
     "OnlineScorer": "toolwatch.detection.scoring.online",
     "run_detector": "toolwatch.detection.scoring.batch",

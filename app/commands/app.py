@@ -22,8 +22,7 @@ import sys
 from pathlib import Path
 
 from toolwatch.app.dashboard.settings import DEFAULT_REFRESH_S, MAIN_SCRIPT, MODEL_IN_STORE
-from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store, StoreError, resolve_store
+from toolwatch.collector.store.location import StoreError, add_store_argument, resolve_store
 from toolwatch.usage import UsageError, UserError, port, positive_float
 
 HELP = "open the Streamlit dashboard"
@@ -120,6 +119,8 @@ def check_usage(port: int, refresh: float) -> str | None:
 def check_inputs(store: Path, model: str | None) -> str | None:
     """Why the app cannot serve this store or model (exit 1, as other commands say it), or
     None."""
+    from toolwatch.collector.store.parquet_store import Store  # `app --help` needs no DuckDB
+
     try:
         Store(store).check_path()  # a file, or a name DuckDB would expand as a pattern
     except StoreError as exc:

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from toolwatch.app.demo.options import DEFAULT_STORE, FULL, QUICK, DemoError, DemoOptions
-from toolwatch.app.demo.pipeline import run_demo
 from toolwatch.usage import non_negative_int, positive_int
 
 HELP = "simulate, train, experiment, then two live alerts"
@@ -82,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     except DemoError as exc:
         print(f"toolwatch demo: {exc}", file=sys.stderr)
         return 2
+    from toolwatch.app.demo.pipeline import run_demo  # `demo --help` needs none of its stages
+
     try:
         run_demo(options)
     except DemoError as exc:

@@ -13,8 +13,9 @@ import duckdb
 from toolwatch import study
 from toolwatch.collector.store.parquet_store import CALLS
 from toolwatch.detection.alerting.alerts import ALERTS_TABLE as ALERTS
-from toolwatch.detection.calls.split import SplitError, SplitSpec, split_streams
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.detection.calls.split import split_streams
+from toolwatch.detection.calls.split_options import SplitError, SplitSpec
+from toolwatch.detection.model.location import MODEL_IN_STORE
 from toolwatch.injection.experiment.config import ExperimentConfig
 from toolwatch.injection.experiment.replay_storage import REPLAYS
 from toolwatch.injection.experiment.storage import EXPERIMENTS

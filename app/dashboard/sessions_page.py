@@ -30,7 +30,7 @@ from toolwatch.app.dashboard import streams as sl
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.app.dashboard.html_table import Col
 from toolwatch.detection import CUE_NAMES, CUE_SETS, DETECTORS, NormalModel, score_calls
-from toolwatch.detection.detectors.base import parse_statistic
+from toolwatch.detection.detectors.names import parse_statistic
 
 FLAG_LABELS = {"all": "all streams", "flagged": "flagged only", "not flagged": "not flagged"}
 AGENT_LABELS = {

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from toolwatch.collector.store.parquet_store import resolve_store
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.collector.store.location import resolve_store
+from toolwatch.detection.model.location import MODEL_IN_STORE
 
 ENV_MODEL: Final = "TOOLWATCH_MODEL"
 ENV_REFRESH: Final = "TOOLWATCH_APP_REFRESH"

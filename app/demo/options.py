@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from toolwatch import study
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.detection.model.location import MODEL_IN_STORE
 
 #: File that marks a directory as a demo store (so that a later demo may wipe it).
 MARKER: Final = "toolwatch-demo.json"

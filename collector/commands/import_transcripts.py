@@ -15,9 +15,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.sources.claude_code import (
     SKIPPED_MEMBER_WHY,
@@ -29,18 +27,18 @@ from toolwatch.collector.sources.claude_code import (
     parse_file,
     scan_transcripts,
 )
-from toolwatch.collector.sources.delivery import (
-    Calls,
-    DeliveryError,
-    append_new_calls,
-    send_otlp_report,
-)
-from toolwatch.collector.store import Store, StoreError, add_store_argument
+from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.conventions import ERROR_TYPE_NO_RESULT
 from toolwatch.instrumentation.export.otlp import traces_url
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `import --help` needs no DuckDB or Arrow
+    import pyarrow as pa
+
+    from toolwatch.collector.sources.delivery import Calls
+    from toolwatch.collector.store.parquet_store import Store
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    from toolwatch.collector.sources.delivery import DeliveryError
+    from toolwatch.collector.store.parquet_store import Store
+
     store = None if args.no_store else Store(args.store)
     try:
         if store is not None:
@@ -159,6 +160,8 @@ def import_claude_code(
 
     ``provenance``: read the files a second time to measure each call's argument provenance
     (content read locally, only the numbers kept)."""
+    from toolwatch.collector.sources.delivery import append_new_calls, send_otlp_report
+
     scan = scan_transcripts(paths)
     files = scan.files
     if not files:

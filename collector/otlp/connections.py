@@ -32,22 +32,22 @@ from typing import Any, Final
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolwatch.collector.otlp.decode import OtlpError
+from toolwatch.collector.otlp.defaults import (
+    DEFAULT_BODY_DEADLINE,
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+)
 from toolwatch.log_limits import Window
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HEADER_TIMEOUT: Final = 10.0
-DEFAULT_BODY_TIMEOUT: Final = 30.0
-#: seconds for a whole body: an OTLP exporter gives up on a request after 10 s (the SDKs'
-#: default export timeout), so two minutes is ample for a 16 MiB body on a slow link
-DEFAULT_BODY_DEADLINE: Final = 120.0
 #: connections asyncio accepts per event-loop round; it accepts a whole round (and the next
 #: ones) before the protocol sees any of them, so the cap leaves room for four rounds
 ACCEPT_BACKLOG: Final = 64
 #: descriptors kept free when sizing the connection cap: the store, logs, threads, and
 #: connections accepted but not yet seen by the guard
 FD_RESERVE: Final = 128 + 4 * ACCEPT_BACKLOG
-DEFAULT_MAX_CONNECTIONS: Final = 4096
 _SWEEP_EVERY: Final = 0.5
 
 WAITING, BODY, BUSY = "waiting", "body", "busy"

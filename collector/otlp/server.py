@@ -2,8 +2,8 @@
 
 Request path: bearer token (401) → media type and content coding (415) → body, read with a
 byte reservation (503 + ``Retry-After`` when the collector holds too much already), within
-:data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_TIMEOUT` of silence and
-:data:`~toolwatch.collector.otlp.connections.DEFAULT_BODY_DEADLINE` in all (408), and the size
+:data:`~toolwatch.collector.otlp.defaults.DEFAULT_BODY_TIMEOUT` of silence and
+:data:`~toolwatch.collector.otlp.defaults.DEFAULT_BODY_DEADLINE` in all (408), and the size
 limit (413) → gunzip and decode *off the event loop*, on a small pool (400: protobuf is parsed as
 ``ExportTraceServiceRequest``, JSON by ``orjson``) → admission against the write queue (503 +
 ``Retry-After``) → wait for the write → 200, with ``partial_success`` when spans were rejected
@@ -49,9 +49,6 @@ from toolwatch.collector.otlp import signals
 from toolwatch.collector.otlp.columnar import warm_up
 from toolwatch.collector.otlp.connections import (
     ACCEPT_BACKLOG,
-    DEFAULT_BODY_DEADLINE,
-    DEFAULT_BODY_TIMEOUT,
-    DEFAULT_HEADER_TIMEOUT,
     ConnectionGuard,
     default_max_connections,
     guarded_protocol,
@@ -73,6 +70,16 @@ from toolwatch.collector.otlp.decode import (
     status_body,
     success_body,
 )
+from toolwatch.collector.otlp.defaults import (
+    DEFAULT_BODY_DEADLINE,
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_COMPACT_INTERVAL,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_PROGRESS_INTERVAL,
+    DEFAULT_QUEUE_BYTES,
+    DEFAULT_QUEUE_LIMIT,
+)
 from toolwatch.collector.otlp.ingest import IngestLog, newest_received_us, prime_recent_spans
 from toolwatch.collector.otlp.metrics import CONTENT_TYPE as METRICS_TYPE
 from toolwatch.collector.otlp.metrics import ExtraMetrics, metrics_renderer
@@ -85,12 +92,6 @@ from toolwatch.log_limits import RateLimiter
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT: Final = 4318
-DEFAULT_MAX_BODY: Final = 16 * 1024 * 1024  # bytes, on the wire and after decompression
-DEFAULT_QUEUE_LIMIT: Final = 100_000  # spans admitted but not yet durable
-DEFAULT_QUEUE_BYTES: Final = 128 * 1024 * 1024  # bytes held by requests being read ... written
-DEFAULT_COMPACT_INTERVAL: Final = 300.0  # seconds
-DEFAULT_PROGRESS_INTERVAL: Final = 60.0  # seconds between "stored ..." log lines under traffic
 LISTEN_QUEUE: Final = 4096  # the kernel caps it at net.core.somaxconn
 DECODE_WORKERS: Final = 2  # requests gunzipped/parsed at once (each holds up to 3x its body)
 #: A plain protobuf body up to this size is parsed on the event loop itself (about 1 ms per

@@ -83,10 +83,11 @@ from toolwatch.detection.alerting.novelty_watch import NoveltyWatch
 from toolwatch.detection.alerting.readback import ScoredWindow, alert_key, store_calls_of
 from toolwatch.detection.alerting.webhook import WebhookPoster
 from toolwatch.detection.cues.base import Call
-from toolwatch.detection.detectors.base import parse_statistic
+from toolwatch.detection.detectors.names import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
-from toolwatch.detection.model.normal_model import ModelError, NormalModel
+from toolwatch.detection.model.location import ModelError
+from toolwatch.detection.model.normal_model import NormalModel
 from toolwatch.detection.scoring.adaptive import MAX_OPEN_STREAMS, CallsOf, StreamScorer
 from toolwatch.detection.scoring.online import Scores, StreamKey
 from toolwatch.log_limits import RateLimiter

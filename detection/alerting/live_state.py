@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from toolwatch.collector.store.durable import write_text_durably
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.detection.model.location import MODEL_IN_STORE
 from toolwatch.documents import loads_json
 
 log = logging.getLogger(__name__)

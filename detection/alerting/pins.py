@@ -17,11 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolwatch import tables
-from toolwatch.collector.store.parquet_store import Store
 from toolwatch.documents import loads_json
+
+if TYPE_CHECKING:  # pins are read from a store the caller opened: `pins --help` needs no DuckDB
+    from toolwatch.collector.store.parquet_store import Store
 
 PINS_TABLE: Final = tables.TOOL_PINS.name
 EXPORT_FORMAT: Final = "toolwatch-pins/1"

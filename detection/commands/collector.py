@@ -20,26 +20,20 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolwatch.collector.otlp.connections import (
+from toolwatch.collector.otlp.defaults import (
     DEFAULT_BODY_DEADLINE,
     DEFAULT_BODY_TIMEOUT,
-    DEFAULT_HEADER_TIMEOUT,
-)
-from toolwatch.collector.otlp.server import (
     DEFAULT_COMPACT_INTERVAL,
+    DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_PORT,
     DEFAULT_QUEUE_BYTES,
     DEFAULT_QUEUE_LIMIT,
-    Collector,
 )
-from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store, StoreError
+from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.detection.alerting import CLOCK_AHEAD_S  # the future-clock guard
-from toolwatch.detection.alerting.listings import ListingWatcher
-from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
 from toolwatch.usage import (
     UsageError,
     UserError,
@@ -50,6 +44,12 @@ from toolwatch.usage import (
     unmet_line,
 )
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `collector --help` needs no server
+    # (uvicorn, Arrow), store (DuckDB) or rules
+    from toolwatch.collector.store.parquet_store import Store
+    from toolwatch.detection.alerting.listings import ListingWatcher
+    from toolwatch.detection.alerting.rules import RuleEvaluator
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +211,8 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
 def _rules_file(args: argparse.Namespace, store: Store) -> Path | None:
     if args.rules is not None:
         return Path(args.rules)
+    from toolwatch.detection.alerting.rules import default_rules_path
+
     default = default_rules_path(store)
     return default if default.is_file() else None
 
@@ -221,6 +223,8 @@ def _rules(args: argparse.Namespace, store: Store) -> RuleEvaluator | None:
     path = _rules_file(args, store)
     if path is None:
         return None
+    from toolwatch.detection.alerting.rules import RuleEvaluator, load_rules
+
     rules = load_rules(path, store)
     log.info("alert rules: %d from %s", len(rules), path)
     return RuleEvaluator(rules, store, webhook=args.webhook)
@@ -230,6 +234,8 @@ def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
     """The listing watcher (rug pulls, new tools), unless --no-listing-alerts."""
     if args.no_listing_alerts:
         return None
+    from toolwatch.detection.alerting.listings import ListingWatcher
+
     watcher = ListingWatcher(store, webhook=args.webhook)
     log.info("listing alerts: on (%s; `toolwatch pins`)", counted(len(watcher.pins), "pinned tool"))
     return watcher
@@ -286,6 +292,9 @@ def run(args: argparse.Namespace) -> int:
             args.host,
             ENV_TOKEN,
         )
+    from toolwatch.collector.otlp.server import Collector
+    from toolwatch.collector.store.parquet_store import Store
+
     store = Store(args.store)
     store.check_path()  # a file or a glob name is refused before anything listens
     scorer = _scorer(args, store)

@@ -19,11 +19,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store
-from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.detection.alerting.pins import (
     NOTHING_NAMED,
     ORIGIN_FILE,
@@ -39,6 +37,9 @@ from toolwatch.detection.alerting.pins import (
 )
 from toolwatch.usage import UsageError, UserError
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `pins --help` needs no DuckDB or Arrow
+    from toolwatch.collector.store.parquet_store import Store
 
 HELP = "list, approve and export pinned tool digests"
 SHORT = 12
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(NOTHING_NAMED)
     if args.action == "approve" and args.source and (args.server or args.tool or args.all):
         raise UsageError(FROM_ALONE)
+    from toolwatch.collector.store.parquet_store import Store
+
     store = Store(args.store)
     if getattr(args, "source", None) is None:  # only `approve --from` may start one
         store.require_existing()
@@ -103,6 +106,8 @@ def _rows(store: Store) -> list[dict[str, Any]]:
 
 
 def _list(store: Store, as_json: bool) -> int:
+    from toolwatch.collector.store.result_formats import render, text_table
+
     rows = _rows(store)
     if as_json:
         print(json.dumps(rows, indent=2))

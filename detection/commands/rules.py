@@ -15,18 +15,14 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store
-from toolwatch.collector.store.result_formats import render, text_table
-from toolwatch.detection.alerting.rules import (
-    Rule,
-    RuleEvaluator,
-    default_rules_path,
-    load_rules,
-)
 from toolwatch.usage import UsageError
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `rules --help` needs no DuckDB or Arrow
+    from toolwatch.detection.alerting.rules import Rule, RuleEvaluator
 
 HELP = "validate and try alert rules (SQL with a threshold)"
 
@@ -72,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "example":
         print(EXAMPLE, end="")
         return 0
+    from toolwatch.collector.store.parquet_store import Store
+    from toolwatch.collector.store.result_formats import render, text_table
+    from toolwatch.detection.alerting.rules import RuleEvaluator, default_rules_path, load_rules
+
     store = Store(args.store)
     store.require_existing()
     path = Path(args.file) if args.file else default_rules_path(store)

@@ -25,27 +25,16 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.store.location import add_store_argument
-from toolwatch.detection.calls.split import (
-    add_split_arguments,
-    placed_by_arrival_line,
-    rule_given,
-    spec_from_args,
-    split_store,
-)
-from toolwatch.detection.calls.windows import WindowOptionError, bounded, load_window
-from toolwatch.detection.cues.base import CUE_SETS
-from toolwatch.detection.detectors.base import DETECTORS, stat_column
-from toolwatch.detection.model.normal_model import (
-    MODEL_IN_STORE,
-    ModelError,
-    NormalModel,
-    model_path_for,
-)
+from toolwatch.detection.calls.split_options import add_split_arguments, spec_from_args
+from toolwatch.detection.cues.names import CUE_SETS
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
+from toolwatch.detection.model.location import MODEL_IN_STORE, ModelError, model_path_for
 from toolwatch.study import CORPUS, SCAN_FLAGGED_SESSIONS
 from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
-if TYPE_CHECKING:  # imported when the command runs: `scan --help` needs no scorer (scipy, river)
+if TYPE_CHECKING:  # imported when the command runs: `scan --help` needs no scorer (scipy,
+    # river), numpy, Arrow or DuckDB
     from toolwatch.detection.scoring.scan import ScanResult
 
 HELP = "rank sessions flagged at the operating point"
@@ -80,6 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # the inputs first, so an error (said by cli.main: one line, its exit code) is not glued
     # to a progress bar
+    from toolwatch.detection.calls.split import placed_by_arrival_line, rule_given, split_store
+    from toolwatch.detection.calls.windows import WindowOptionError, bounded, load_window
+    from toolwatch.detection.model.normal_model import NormalModel
+
     by_split = bool(args.split_dates or args.split_shares)
     if by_split and (args.start or args.end):
         raise WindowOptionError("give --from/--to or a split option, not both")

@@ -16,17 +16,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from toolwatch.collector.store.location import add_store_argument
-from toolwatch.detection.cues.base import CUE_SETS, SCORE_COLUMNS
-from toolwatch.detection.detectors.base import DETECTORS, stat_column
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE, NormalModel, model_path_for
+from toolwatch.detection.cues.names import CUE_SETS, SCORE_COLUMNS
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
+from toolwatch.detection.model.location import MODEL_IN_STORE, model_path_for
 from toolwatch.usage import UsageError
 from toolwatch.words import counted
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when the command runs: `score --help` needs no numpy or Arrow
     import pyarrow as pa
+
+    from toolwatch.detection.model.normal_model import NormalModel
 
 HELP = "score a stored window"
 
@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     from toolwatch.collector.store.parquet_store import Store
     from toolwatch.detection.calls.windows import bounded, load_window
+    from toolwatch.detection.model.normal_model import NormalModel
     from toolwatch.detection.scoring.batch import score_calls
 
     window = bounded(args.start, args.end)
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
 
 def summary(model: NormalModel, scored: pa.Table) -> str:
     """Calls/sessions above the operating point per cue set × detector, and cue-score means."""
+    import numpy as np
+
     n = scored.num_rows
     sessions = np.asarray(scored.column("session_id").to_pylist(), dtype=object)
     n_sessions = len(set(sessions.tolist()))

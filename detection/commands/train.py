@@ -19,35 +19,25 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store
-from toolwatch.detection.calls.split import (
-    SplitError,
-    StoreSplit,
-    add_split_arguments,
-    placed_by_arrival_line,
-    rule_given,
-    spec_from_args,
-    split_store,
-)
-from toolwatch.detection.cues.base import CUE_SETS
-from toolwatch.detection.detectors.base import DETECTORS
-from toolwatch.detection.model import thresholds
-from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
+from toolwatch.detection.calls.split_options import SplitError, add_split_arguments, spec_from_args
+from toolwatch.detection.cues.names import CUE_SETS
+from toolwatch.detection.detectors.names import DETECTORS
 from toolwatch.detection.model.adaptive_config import (
     AdaptiveConfig,
     adaptive_options_given,
     add_adaptive_arguments,
 )
-from toolwatch.detection.model.config import ModelConfig
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE, NormalModel
+from toolwatch.detection.model.location import MODEL_IN_STORE
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UsageError, positive_share
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `train --help` needs no numpy, Arrow, DuckDB
+    from toolwatch.detection.calls.split import StoreSplit
+    from toolwatch.detection.model.normal_model import NormalModel
 
 HELP = "fit the normal model and thresholds"
 
@@ -83,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from toolwatch.collector.store.parquet_store import Store
+    from toolwatch.detection.calls.split import split_store
+    from toolwatch.detection.model.adaptive import attach_adaptive
+    from toolwatch.detection.model.config import ModelConfig
+    from toolwatch.detection.model.normal_model import NormalModel
+
     overrides = model_overrides(args.model_config)  # a bad option fails before any work
     if args.no_session_mix:
         overrides["order_session_mix"] = False
@@ -158,6 +156,8 @@ def empty_calibration(cut: StoreSplit) -> str:
 
 def thin_calibration(model: NormalModel) -> str:
     """Why the model's calibration split is too small for the operating point, or ``""``."""
+    from toolwatch.detection.model import thresholds
+
     d = model.data.get("calibration", {})
     streams, calls = int(d.get("streams", 0)), int(d.get("calls", 0))
     return thresholds.thin_calibration(streams, calls, model.config.operating_quantile)
@@ -166,6 +166,8 @@ def thin_calibration(model: NormalModel) -> str:
 def describe(cut: StoreSplit, group: str) -> dict[str, Any]:
     """What a group of the split is, for the artifact: the rule, its first-call range (each
     stream where the split placed it: by its arrival when its client clock is ahead), counts."""
+    from toolwatch.detection.calls.split import rule_given
+
     idx = getattr(cut.split, group)
     placed = cut.placed_us()
     starts = sorted(_at(int(placed[i])) for i in idx.tolist())
@@ -179,6 +181,9 @@ def describe(cut: StoreSplit, group: str) -> dict[str, Any]:
 
 def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str:
     """What was learnt, from which streams, and the operating point."""
+    from toolwatch.detection.calls.split import placed_by_arrival_line
+    from toolwatch.detection.model.adaptive import AdaptiveModel
+
     lines = [f"model {model.model_id} -> {path}"]
     for name in ("train", "calibration"):
         d = model.data.get(name, {})

@@ -31,13 +31,6 @@ import numpy as np
 if TYPE_CHECKING:
     from toolwatch.detection.calls.frame import CallFrame
 
-#: The four cues, in the order their scores are summed into ``all``.
-CUE_NAMES: Final[tuple[str, ...]] = ("order", "size", "time", "failure")
-#: Cue sets scored by the detectors: ``all`` first (the study's headline), then each cue.
-CUE_SETS: Final[tuple[str, ...]] = ("all", "order", "size", "time", "failure")
-#: Batch/online output columns of the per-call cue-set scores, then the detector statistics.
-SCORE_COLUMNS: Final[tuple[str, ...]] = (*CUE_NAMES, "all")
-
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
 

@@ -4,33 +4,15 @@ statistic that is compared with a threshold.
 An instance is the state of one stream (``update(x)`` returns the statistic after ``x``; ``clone()``
 gives a fresh stream with the same parameters) and ``run(x, starts)`` computes the same statistic
 for many streams at once. The statistic columns are named per cue set × detector
-(:func:`stat_column`).
+(:func:`~toolwatch.detection.detectors.names.stat_column`).
 """
 
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import ClassVar
 
 import numpy as np
-
-if TYPE_CHECKING:
-    pass
-from toolwatch.detection.cues.base import CUE_SETS
-
-DETECTORS: Final[tuple[str, ...]] = ("point", "ewma", "cusum")
-STAT_COLUMNS: Final[tuple[str, ...]] = tuple(f"{s}_{d}" for s in CUE_SETS for d in DETECTORS)
-
-
-def stat_column(cue_set: str, detector: str) -> str:
-    """Name of the column holding ``detector``'s statistic over ``cue_set`` (``all_cusum``)."""
-    return f"{cue_set}_{detector}"
-
-
-def parse_statistic(name: str) -> tuple[str, str]:
-    """``"all_cusum"`` -> ``("all", "cusum")``."""
-    cue_set, _, detector = name.rpartition("_")
-    return cue_set, detector
 
 
 class Detector(abc.ABC):

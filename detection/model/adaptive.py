@@ -54,7 +54,7 @@ from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.size import GLOBAL, SizeCue
 from toolwatch.detection.cues.timing import TimeCue, scored_gaps
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
-from toolwatch.detection.model.config import ModelError
+from toolwatch.detection.model.location import ModelError
 from toolwatch.detection.model.normal_model import NormalModel
 
 #: The gap histogram: bins of 1/50 decade from 1 ms to 10⁶ s.

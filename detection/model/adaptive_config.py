@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolwatch.detection.model.config import ModelError
 from toolwatch.detection.model.config_fields import checked_fields
+from toolwatch.detection.model.location import ModelError
 from toolwatch.usage import EXIT_USAGE, non_negative_float, positive_float, positive_int
 
 DAY_S: Final = 86_400.0

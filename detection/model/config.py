@@ -13,20 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolwatch.detection.cues.base import CUE_SETS
+from toolwatch.detection.cues.names import CUE_SETS
 from toolwatch.detection.cues.novelty import KEYS as NOVELTY_KEYS
 from toolwatch.detection.cues.novelty import UNSEEN as NOVELTY_UNSEEN
 from toolwatch.detection.cues.order import SMOOTHINGS as ORDER_SMOOTHINGS
 from toolwatch.detection.cues.provenance import RULES as PROVENANCE_RULES
 from toolwatch.detection.cues.timing import TAILS
-from toolwatch.detection.detectors.base import DETECTORS, stat_column
 from toolwatch.detection.detectors.ewma import STARTS
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
 from toolwatch.detection.model.config_fields import checked_fields
-from toolwatch.usage import UserError
-
-
-class ModelError(UserError, ValueError):
-    """A model cannot be built, used or loaded; the message names the file and the problem."""
+from toolwatch.detection.model.location import ModelError
 
 
 @dataclass(frozen=True)

@@ -45,39 +45,24 @@ import pyarrow.compute as pc
 
 from toolwatch.collector.store.durable import write_text_durably
 from toolwatch.detection.calls.frame import CallFrame, prepare
-from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Cue
+from toolwatch.detection.cues.base import Cue
 from toolwatch.detection.cues.failure import FailureCue
+from toolwatch.detection.cues.names import CUE_NAMES, CUE_SETS
 from toolwatch.detection.cues.novelty import NoveltyCue
 from toolwatch.detection.cues.order import OrderCue
 from toolwatch.detection.cues.provenance import ProvenanceCue
 from toolwatch.detection.cues.size import SizeCue
 from toolwatch.detection.cues.timing import TimeCue
-from toolwatch.detection.detectors.base import DETECTORS, Detector, stat_column
+from toolwatch.detection.detectors.base import Detector
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
 from toolwatch.detection.detectors.point import Point
-from toolwatch.detection.model.config import ModelConfig, ModelError
+from toolwatch.detection.model.config import ModelConfig
+from toolwatch.detection.model.location import ModelError
 from toolwatch.detection.model.novelty_set import NoveltySet
 from toolwatch.detection.model.thresholds import operating_threshold
 from toolwatch.documents import loads_json
-
-#: Where a store keeps its own model (relative to the store root): ``toolwatch train`` writes
-#: it there by default, and scoring, the dashboard and the demo look for it there.
-MODEL_IN_STORE: Final = Path("models") / "model.json"
-
-
-def model_path_for(store_root: Path, explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The model to use: ``explicit`` if given, else the store's own (which must exist)."""
-    if explicit:
-        return Path(explicit)
-    path = Path(store_root) / MODEL_IN_STORE
-    if not path.exists():
-        raise ModelError(
-            f"no model given and none in the store ({path}); run `toolwatch train` first "
-            "or pass --model FILE"
-        )
-    return path
-
 
 FORMAT: Final = "toolwatch.normal-model"
 VERSION: Final = 2

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwatch.detection.cues.novelty import NoveltyCue
-from toolwatch.detection.detectors.base import DETECTORS
+from toolwatch.detection.detectors.names import DETECTORS
 
 
 @dataclass

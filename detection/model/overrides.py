@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from toolwatch.detection.model.config import ModelConfig, ModelError
+from toolwatch.detection.model.location import ModelError
 from toolwatch.usage import UsageError
 
 
@@ -29,6 +29,9 @@ def add_model_config_argument(parser: argparse.ArgumentParser) -> None:
 def model_overrides(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs (``--model-config``) as ModelConfig overrides: JSON values, bare
     words as strings; checked by building the config."""
+    # imported here: the option's --help needs no cues (numpy)
+    from toolwatch.detection.model.config import ModelConfig
+
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")

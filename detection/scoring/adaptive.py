@@ -48,9 +48,9 @@ import pyarrow as pa
 from river import stats
 
 from toolwatch.detection.cues.base import Call
-from toolwatch.detection.detectors.base import parse_statistic
+from toolwatch.detection.detectors.names import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel, DecayedStats
-from toolwatch.detection.model.config import ModelError
+from toolwatch.detection.model.location import ModelError
 from toolwatch.detection.model.normal_model import NormalModel
 from toolwatch.detection.scoring.online import SCORE_NAMES, OnlineScorer, Scores, StreamKey
 

@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 
 from toolwatch.detection.calls.frame import CallsError, prepare, starts_mask
-from toolwatch.detection.detectors.base import DETECTORS
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
+from toolwatch.detection.detectors.names import DETECTORS
 from toolwatch.detection.detectors.point import Point
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from toolwatch.detection.cues.base import CUE_NAMES
-from toolwatch.detection.detectors.base import stat_column
+from toolwatch.detection.cues.names import CUE_NAMES
+from toolwatch.detection.detectors.names import stat_column
 
 
 def dominant_cue(cue_set: str, detector: str, scores: Mapping[str, float]) -> str:

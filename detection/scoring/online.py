@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from river import stats
 
-from toolwatch.detection.cues.base import CUE_NAMES, CUE_SETS, Call, StreamContext
-from toolwatch.detection.detectors.base import DETECTORS, stat_column
+from toolwatch.detection.cues.base import Call, StreamContext
+from toolwatch.detection.cues.names import CUE_NAMES, CUE_SETS
 from toolwatch.detection.detectors.cusum import CUSUM
 from toolwatch.detection.detectors.ewma import EWMA
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
 
 if TYPE_CHECKING:
     from toolwatch.detection.model.normal_model import NormalModel

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from toolwatch.detection.cues.base import CUE_NAMES
-from toolwatch.detection.detectors.base import parse_statistic, stat_column
+from toolwatch.detection.cues.names import CUE_NAMES
+from toolwatch.detection.detectors.names import parse_statistic, stat_column
 from toolwatch.detection.model.normal_model import NormalModel
 from toolwatch.detection.scoring.batch import score_calls
 from toolwatch.detection.scoring.explain import dominant_cues

@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 
 from toolwatch import tables
 from toolwatch.collector.store.arrow_schema import SCHEMAS
-from toolwatch.detection.cues.base import CUE_NAMES
-from toolwatch.detection.detectors.base import parse_statistic, stat_column
+from toolwatch.detection.cues.names import CUE_NAMES
+from toolwatch.detection.detectors.names import parse_statistic, stat_column
 from toolwatch.detection.model.normal_model import NormalModel
 from toolwatch.detection.scoring.explain import dominant_cues
 

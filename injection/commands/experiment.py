@@ -9,11 +9,8 @@ import logging
 import sys
 from typing import Any
 
-from toolwatch.collector.sources.delivery import append_new_calls
-from toolwatch.collector.stats.corpus import provenance_note
-from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store, StoreError
-from toolwatch.detection.calls.split import add_split_arguments
+from toolwatch.collector.store.location import StoreError, add_store_argument
+from toolwatch.detection.calls.split_options import add_split_arguments
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.injection.experiment.saved_runs import (
     refuse_options_beside_rerun,
@@ -93,6 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: `experiment --help` needs no numpy, Arrow, DuckDB or scorer
+    from toolwatch.collector.sources.delivery import append_new_calls
+    from toolwatch.collector.stats.corpus import provenance_note
+    from toolwatch.collector.store.parquet_store import Store
     from toolwatch.injection.experiment import (
         ExperimentConfig,
         ExperimentError,

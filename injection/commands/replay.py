@@ -20,14 +20,10 @@ import logging
 import sys
 from typing import Any
 
-from tqdm import tqdm
-
-from toolwatch.collector.stats.corpus import provenance_note
 from toolwatch.collector.store.location import add_store_argument
-from toolwatch.collector.store.parquet_store import Store
-from toolwatch.detection.calls.split import add_split_arguments
-from toolwatch.detection.cues.base import CUE_SETS
-from toolwatch.detection.detectors.base import DETECTORS, stat_column
+from toolwatch.detection.calls.split_options import add_split_arguments
+from toolwatch.detection.cues.names import CUE_SETS
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
 from toolwatch.detection.model.adaptive_config import (
     DAY_S,
     MAX_SPAN_DAYS,
@@ -106,6 +102,11 @@ def batch_seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: `replay --help` needs no tqdm, numpy, Arrow, DuckDB or scorer
+    from tqdm import tqdm
+
+    from toolwatch.collector.stats.corpus import provenance_note
+    from toolwatch.collector.store.parquet_store import Store
     from toolwatch.injection.experiment import ExperimentConfig, load_calls
     from toolwatch.injection.experiment.replay import REPLAY_KINDS, ReplayConfig, run_replay
     from toolwatch.injection.experiment.replay_report import render, summary

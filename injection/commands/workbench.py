@@ -440,7 +440,7 @@ def _run_suite(args: argparse.Namespace) -> int:
 
 
 def _detectors(store: Any, model: Any, pins: str) -> LiveDetectors:
-    from toolwatch.detection.model.config import ModelError
+    from toolwatch.detection.model.location import ModelError
     from toolwatch.injection.workbench.live_detect import LiveDetectors
 
     try:
@@ -452,7 +452,7 @@ def _detectors(store: Any, model: Any, pins: str) -> LiveDetectors:
 def _load_model(store: Any, explicit: Path | None) -> Any:
     try:
         from toolwatch.detection import ModelError, NormalModel
-        from toolwatch.detection.model.normal_model import model_path_for
+        from toolwatch.detection.model.location import model_path_for
     except ImportError as exc:  # the detection extra is missing
         raise CommandError(f"--detect needs the detection component ({exc})") from exc
     try:

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from toolwatch import study
 from toolwatch.detection import ModelConfig
-from toolwatch.detection.calls.split import SplitError, SplitSpec
+from toolwatch.detection.calls.split_options import SplitError, SplitSpec
 from toolwatch.injection.spans.kinds import (
     ALL_KINDS,
     DEFAULT_PARAMS,

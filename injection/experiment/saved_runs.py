@@ -12,17 +12,21 @@ import shlex
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolwatch.collector.store.compaction import probe_writable
-from toolwatch.collector.store.parquet_store import Store, StoreError
+from toolwatch.collector.store.location import StoreError
 from toolwatch.usage import UsageError, UserError
+
+if TYPE_CHECKING:  # `experiment` and `replay --help` need no DuckDB or Arrow
+    from toolwatch.collector.store.parquet_store import Store
 
 log = logging.getLogger(__name__)
 
 
 def require_writable(store: Store, command: str) -> None:
     """Refuse an unwritable store now, naming ``--no-save``, before the run starts."""
+    from toolwatch.collector.store.compaction import probe_writable
+
     try:
         probe_writable(store.root)
     except OSError as exc:

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from toolwatch.detection import CUE_SETS, DETECTORS, ModelConfig, NormalModel
 from toolwatch.detection.calls.frame import CallFrame, prepare
-from toolwatch.detection.detectors.base import stat_column
+from toolwatch.detection.detectors.names import stat_column
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import SCORING_COLUMNS, SessionCalls, to_table
 

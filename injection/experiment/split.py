@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from toolwatch import study
-from toolwatch.detection.calls.split import SplitError, SplitSpec, placed_first, split_streams
+from toolwatch.detection.calls.split import placed_first, split_streams
+from toolwatch.detection.calls.split_options import SplitError, SplitSpec
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import INJECTION_COLUMNS, SessionCalls, split_sessions
 from toolwatch.record import RECEIVED

@@ -22,8 +22,8 @@ from toolwatch.detection import NormalModel, score_calls
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, describe
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.alerting.webhook import WebhookPoster
-from toolwatch.detection.cues.base import CUE_NAMES
-from toolwatch.detection.detectors.base import DETECTORS, stat_column
+from toolwatch.detection.cues.names import CUE_NAMES
+from toolwatch.detection.detectors.names import DETECTORS, stat_column
 from toolwatch.detection.model.normal_model import VERSION
 from toolwatch.detection.scoring.explain import dominant_cue, dominant_cues
 

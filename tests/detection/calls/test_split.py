@@ -10,12 +10,8 @@ import pyarrow as pa
 from support.clock import received
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.detection.calls.split import (
-    SplitSpec,
-    StoreSplit,
-    placed_by_arrival_line,
-    split_store,
-)
+from toolwatch.detection.calls.split import StoreSplit, placed_by_arrival_line, split_store
+from toolwatch.detection.calls.split_options import SplitSpec
 
 YEAR_H = 365 * 24.0
 

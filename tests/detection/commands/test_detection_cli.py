@@ -24,7 +24,7 @@ from toolwatch.detection.calls.windows import (
     load_window,
     parse_window,
 )
-from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+from toolwatch.detection.model.location import MODEL_IN_STORE
 from toolwatch.record import MAX_STRING_BYTES
 
 

@@ -11,7 +11,8 @@ from support.clock import received
 from toolwatch.cli import main
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
-from toolwatch.detection.calls.split import SplitSpec, split_store
+from toolwatch.detection.calls.split import split_store
+from toolwatch.detection.calls.split_options import SplitSpec
 
 
 def _train(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, dict[str, object]]:

@@ -22,7 +22,7 @@ from toolwatch.detection.model.adaptive import (
     gap_bins,
 )
 from toolwatch.detection.model.adaptive_config import MAX_SPAN_DAYS, AdaptiveConfig
-from toolwatch.detection.model.config import ModelError
+from toolwatch.detection.model.location import ModelError
 from toolwatch.detection.scoring.adaptive import StreamScorer
 from toolwatch.injection.experiment.replay import ReplayConfig
 

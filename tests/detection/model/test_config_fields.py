@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
-from toolwatch.detection.model.config import ModelConfig, ModelError
+from toolwatch.detection.model.config import ModelConfig
+from toolwatch.detection.model.location import ModelError
 
 
 @pytest.mark.parametrize(

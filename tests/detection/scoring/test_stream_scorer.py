@@ -17,7 +17,7 @@ from toolwatch.detection import NormalModel, OnlineScorer
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
-from toolwatch.detection.model.config import ModelError
+from toolwatch.detection.model.location import ModelError
 from toolwatch.detection.scoring.adaptive import Closed, StreamScorer
 
 HOUR = 3600.0

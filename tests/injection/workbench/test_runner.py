@@ -555,7 +555,7 @@ def test_runs_reach_the_store_as_spans_and_the_detector_scores_them(
 
     # a model of these agents' clean behaviour, saved where `toolwatch train` puts it (the
     # store's own model, found without --model), then --detect against it
-    from toolwatch.detection.model.normal_model import MODEL_IN_STORE
+    from toolwatch.detection.model.location import MODEL_IN_STORE
 
     clean = store.query("SELECT * FROM calls WHERE ends_with(session_id, '-clean')")
     model_path = store_dir / MODEL_IN_STORE

@@ -1,0 +1,23 @@
+"""The detector names and the statistic columns they fill, apart from the detectors (numpy):
+``toolwatch CMD --help`` and the summaries read them without loading the scorer. Standard
+library only."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from toolwatch.detection.cues.names import CUE_SETS
+
+DETECTORS: Final[tuple[str, ...]] = ("point", "ewma", "cusum")
+STAT_COLUMNS: Final[tuple[str, ...]] = tuple(f"{s}_{d}" for s in CUE_SETS for d in DETECTORS)
+
+
+def stat_column(cue_set: str, detector: str) -> str:
+    """Name of the column holding ``detector``'s statistic over ``cue_set`` (``all_cusum``)."""
+    return f"{cue_set}_{detector}"
+
+
+def parse_statistic(name: str) -> tuple[str, str]:
+    """``"all_cusum"`` -> ``("all", "cusum")``."""
+    cue_set, _, detector = name.rpartition("_")
+    return cue_set, detector
