@@ -117,6 +117,7 @@ def test_the_classifier_vetoes_wording_hits_it_is_sure_are_benign() -> None:
     assert not model.vetoes("Ignore it.")  # a fragment is never judged
 
 
+@pytest.mark.timeout(900)  # a whole training run (11 fits): ~1 min alone, 5x that on a busy box
 def test_the_shipped_model_is_what_the_training_script_makes() -> None:
     pytest.importorskip("sklearn")
     trainer = load_benchmark("train_scanner_model")
