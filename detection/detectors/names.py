@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from toolwatch.detection.cues.names import CUE_SETS
-
 DETECTORS: Final[tuple[str, ...]] = ("point", "ewma", "cusum")
-STAT_COLUMNS: Final[tuple[str, ...]] = tuple(f"{s}_{d}" for s in CUE_SETS for d in DETECTORS)
 
 
 def stat_column(cue_set: str, detector: str) -> str:
