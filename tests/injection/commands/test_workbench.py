@@ -4,6 +4,8 @@ one line, exit 1 (output it cannot use, as every command says it), nothing run n
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,17 @@ import pytest
 from support.workbench import scenario
 from toolwatch.cli import main as cli_main
 from toolwatch.injection.faults.codec import scenario_to_json
+
+
+@pytest.fixture(autouse=True)
+def _sdk_log_level_restored() -> Iterator[None]:
+    """``workbench`` quiets the in-process servers' INFO (``mcp.server`` at WARNING) for the
+    rest of its process: run in the tests' process, that level is put back, or later tests of
+    the SDK's log lines (tests/injection/proxy) see none."""
+    logger = logging.getLogger("mcp.server")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 def test_suite_json_it_cannot_write_is_refused_before_the_first_run(
