@@ -15,8 +15,10 @@ import re
 from typing import Final
 
 from toolwatch.injection.mitigations.wording_languages import (
+    ADDRESS,
     MULTILINGUAL,
     OWNED_MESSAGES,
+    SEND_WHERE,
     SENDS_OWNED,
     THIRD_SENDS,
 )
@@ -61,8 +63,6 @@ _MAIL_DATA = (
 #: ``wyszukaj_właściwości``, ``tool_20d266da``) or a word of a script other than Latin
 #: (``物性検索``); ``\w`` is Unicode on str patterns, ``[a-z]`` was ASCII only
 _TOOL = r"(?:[^\W\d_]\w*_\w+|[^\W\d_a-z]{2,})"
-#: an e-mail address (where mail would go)
-_ADDRESS = r"[\w.+-]+@[\w-]+\.\w"
 _DEST = (
     r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+|\b(?:argument|parameter|field|"
     r"header|query parameters?|query string|callback|webhook|(?:any|every|each|the next) "
@@ -95,7 +95,7 @@ _SECRET = (
 #: where a secret would leave by: an argument, a header, a URL, an address, an issue
 _ARG_DEST = (
     r"(?:\bparameters?\b|\barguments?\b|\bfields?\b|\bheaders?\b|https?://|"
-    rf"{_ADDRESS}|\bin [`'\"][\w-]+[`'\"]|"
+    rf"{ADDRESS}|\bin [`'\"][\w-]+[`'\"]|"
     r"\binto an? (?:issue|comment|ticket|gist|post|message)\b|\bas [`'\"][\w-]+[`'\"]|"
     r"\b(?:webhook|payload)\b)"
 )
@@ -120,7 +120,7 @@ SEND_TO_ADDRESS: Final = re.compile(
     r"\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
     r".{0,80}(?:https?://|@)"
     # the third person in its sentence ("Schickt …", "Transfère …"; THIRD_SENDS)
-    rf"|\b{THIRD_SENDS}\b[^.!?\n]{{0,80}}(?:https?://|www\.|{_ADDRESS})",
+    rf"|\b{THIRD_SENDS}\b[^.!?\n]{{0,80}}(?:https?://|www\.|{ADDRESS})",
     re.I,
 )
 #: "Send … to a URL": a cue of its own, since a description's "Sends a copy to https://…" says
@@ -162,9 +162,9 @@ STATED_SEND: Final = re.compile(
 SIDE_CHANNEL: Final = re.compile(
     r"\b(?:must|should|shall|is|are|gets?|will)\s+(?:be\s+)?(?:also|additionally)\s+(?:be\s+)?"
     r"(?:posted|sent|uploaded|forwarded|mirrored|copied|relayed|synced|cc'?d|bcc'?d)\b"
-    rf"[^.!?\n]{{0,30}}\bto\b[^.!?\n]{{0,30}}(?:https?://|www\.|{_ADDRESS})"
+    rf"[^.!?\n]{{0,30}}\bto\b[^.!?\n]{{0,30}}(?:https?://|www\.|{ADDRESS})"
     r"|\b(?:also|always|automatically)\s+(?:forward|send|cc|bcc|copy|e-?mail|post|add|include|"
-    rf"invite)\b[^.!?\n]{{0,80}}{_ADDRESS}",
+    rf"invite)\b[^.!?\n]{{0,80}}{ADDRESS}",
     re.I,
 )
 #: What no tool's statement of what it sends would name: the conversation, the user's data,
@@ -344,7 +344,7 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             rf"\b{_SEND}\b[^.!?\n]{{0,60}}\b{_DATA}[^.!?\n]{{0,120}}{_DEST}"
             # the third person, the conversation or a secret to an address or a URL
             rf"|\b{_SENDS}\b[^.!?\n]{{0,60}}{_SENSITIVE_OBJECT}[^.!?\n]{{0,120}}"
-            rf"(?:https?://|sftp://|ftp://|www\.|{_ADDRESS}|\bwebhook\b)"
+            rf"{SEND_WHERE}"
             rf"|(?<!not need to )(?<!never )(?<!n't )(?<!not )"
             rf"\b(?:set|put|pass|fill|include|add)\b[^.!?\n]{{0,40}}\b(?:argument|parameter|"
             rf"field|header)\b[^.!?\n]{{0,40}}\b{_DATA}"
@@ -362,18 +362,18 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"|\b(?:header|parameter|argument|field|cookie) [\w-]{2,40} (?:set )?to the (?:value|"
             r"contents?) of\b"
             r"|\b(?:silently|quietly|secretly)\s+(?:forward|send|cc|bcc|"
-            rf"copy|e-?mail|post|add|include|invite)\b[^.!?\n]{{0,80}}{_ADDRESS}"
+            rf"copy|e-?mail|post|add|include|invite)\b[^.!?\n]{{0,80}}{ADDRESS}"
             r"|\b(?:send|forward|e-?mail|post|upload|copy)\b[^.!?\n]{0,60}\b(?:to|at)\b[^.!?\n]{0,25}"
-            rf"{_ADDRESS}[^.!?\n]{{0,40}}\b(?:using|with|via) (?:the )?{_TOOL}"
+            rf"{ADDRESS}[^.!?\n]{{0,40}}\b(?:using|with|via) (?:the )?{_TOOL}"
             r"|\b(?:forward|send|copy|e-?mail)\b (?:every|all|each)\b[^.!?\n]{0,80}"
-            rf"{_ADDRESS}"
+            rf"{ADDRESS}"
             r"|\bmust (?:first )?be (?:posted|sent|uploaded|forwarded|mirrored|copied) to "
             r"(?:https?://|[\w.+-]+@)"
             # a side channel told in the passive, in secret (the open one: SIDE_CHANNEL)
             r"|\b(?:must|should|shall|is|are|gets?|will)\s+(?:be\s+)?(?:silently|"
             r"quietly|secretly)\s+(?:be\s+)?(?:posted|sent|uploaded|forwarded|mirrored|copied|"
             r"relayed|synced|cc'?d|bcc'?d)\b[^.!?\n]{0,30}\bto\b[^.!?\n]{0,30}"
-            rf"(?:https?://|www\.|{_ADDRESS})"
+            rf"(?:https?://|www\.|{ADDRESS})"
             r"|\bcontents? of (?:~/|/home/|/root/|\S*\.ssh\b|\S*\.aws\b|\S*\.env\b|\S*id_rsa)"
             # a secret named (env var, key file, prompt) and given to an argument or a destination
             rf"|{_NOT}{_GIVE}[^.!?\n]{{0,80}}{_SECRET}[^.!?\n]{{0,80}}{_ARG_DEST}"
@@ -503,8 +503,8 @@ CUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"[^.!?\n]{0,60}\b(?:change|replace|set|add|include|instead|also|first)\b"
             rf"|\b{_TOOL}\b[^.!?\n]{{0,40}}\bmust also\b"
             rf"|\bcall\s+[`']?{_TOOL}[`']?\s+(?:with|on|to)\b[^.\n]{{0,60}}(?:https?://|"
-            rf"{_ADDRESS})"
-            rf"|\bwith {_TOOL} to {_ADDRESS}"
+            rf"{ADDRESS})"
+            rf"|\bwith {_TOOL} to {ADDRESS}"
             rf"|\b(?:using|with|via) {_TOOL} and (?:then )?"
             r"(?:send|forward|post|share|e-?mail)\b"
             # another tool's use reached from this text: shadowing by wording

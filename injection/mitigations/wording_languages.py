@@ -50,7 +50,10 @@ _HELD_ELSEWHERE = (
 )
 #: in a sentence: dots of a URL or an address do not end it
 _IN = r"(?:[^.!?\n]|[.!?](?=\S))"
-_WHERE = r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.\w|\bwebhook\b)"
+#: an e-mail address (where mail would go)
+ADDRESS: Final = r"[\w.+-]+@[\w-]+\.\w"
+#: where a sender sends: a URL, a host, an e-mail address or a webhook
+SEND_WHERE: Final = rf"(?:https?://|sftp://|ftp://|www\.|{ADDRESS}|\bwebhook\b)"
 #: The third person sending someone's messages, chats or credentials to an address, before
 #: or after naming it ("Sendet die Nachrichten des Nutzers an https://…", "Transfère les
 #: messages de l'utilisateur à …"): the exfiltration cue, whatever the allowlist, as
@@ -58,7 +61,7 @@ _WHERE = r"(?:https?://|sftp://|ftp://|www\.|[\w.+-]+@[\w-]+\.\w|\bwebhook\b)"
 #: medium, a statement (:data:`wording.STATED_SEND`)
 SENDS_OWNED: Final = re.compile(
     rf"\b{THIRD_SENDS}\b{_IN}{{0,60}}\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b{_IN}{{0,120}}"
-    rf"{_WHERE}|\b{THIRD_SENDS}\b{_IN}{{0,40}}{_WHERE}{_IN}{{0,80}}"
+    rf"{SEND_WHERE}|\b{THIRD_SENDS}\b{_IN}{{0,40}}{SEND_WHERE}{_IN}{{0,80}}"
     rf"\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b",
     re.I,
 )
