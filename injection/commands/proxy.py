@@ -25,7 +25,7 @@ from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.faults.scenario import Scenario, ScenarioError, ScenarioNotFound
 from toolwatch.injection.proxy.proxy import run_proxy, serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.proxy.serving import add_session_idle_timeout
+from toolwatch.injection.proxy.serving import add_session_options
 from toolwatch.injection.proxy.sessions import MAX_OPEN
 from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.injection.proxy.upstream import (
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=port, default=8000, help="HTTP port (0: any free port; default 8000)"
     )
-    add_session_idle_timeout(parser)
+    add_session_options(parser)
     parser.add_argument(
         "--seed",
         type=non_negative_int,
@@ -172,6 +172,7 @@ async def _main(
                     args.transport,
                     host=args.host,
                     port=args.port,
+                    max_sessions=args.max_sessions,
                     session_idle_timeout=args.session_idle_timeout,
                     on_listening=lambda url: logger.info("fault proxy listening on %s", url),
                 )

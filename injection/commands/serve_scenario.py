@@ -20,7 +20,7 @@ from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.proxy import serve
 from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.proxy.serving import add_session_idle_timeout
+from toolwatch.injection.proxy.serving import add_session_options
 from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.usage import exit_code, port
 
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=port, default=8000, help="HTTP port (0: any free port; default 8000)"
     )
-    add_session_idle_timeout(parser)
+    add_session_options(parser)
     parser.add_argument("--name", help="server name announced to clients")
 
 
@@ -84,6 +84,7 @@ async def _serve(server: MCPServer, args: argparse.Namespace) -> int:
                 args.transport,
                 host=args.host,
                 port=args.port,
+                max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
                 on_listening=lambda url: logger.info("listening on %s", url),
             )

@@ -36,7 +36,7 @@ from mcp import MCPDeprecationWarning, MCPError
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
+from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
@@ -559,11 +559,13 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     on_listening: Callable[[str], None] | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
 ) -> signal.Signals | None:
     """Serve until the client disconnects (stdio) or the process is stopped by a signal (HTTP:
     which one is returned; over stdio a caller's :func:`.stdio_stop.stopped_by_signals` knows).
-    Over HTTP a session idle ``session_idle_timeout`` seconds is closed (:func:`http_server`)."""
+    Over HTTP at most ``max_sessions`` are open at once, and one idle ``session_idle_timeout``
+    seconds is closed (:func:`http_server`)."""
     if transport == "stdio":
         low = lowlevel(server)
         async with screened_stdio() as (read, write):  # bad lines answered, as JSON-RPC asks
@@ -574,7 +576,11 @@ async def serve(
             await low.run(read, write, low.create_initialization_options())
         return None
     async with http_server(
-        server, host=host, port=port, session_idle_timeout=session_idle_timeout
+        server,
+        host=host,
+        port=port,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
     ) as endpoint:
         if on_listening is not None:
             on_listening(endpoint.url)

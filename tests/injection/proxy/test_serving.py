@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -166,16 +168,36 @@ def test_retry_after_is_when_the_oldest_idle_session_expires() -> None:
 target = {"proxy": ["--scenario", "a2-legal-01"], "serve-scenario": ["a2-legal-01"]}
 
 
+@contextmanager
+def _serving(tmp_path: Path, command: str, *flags: str) -> Iterator[tuple[str, Path]]:
+    """``toolwatch COMMAND`` over HTTP on any free port, as a real process: its URL and
+    stderr log; stopped by SIGTERM after the block, which must be a clean exit (0)."""
+    log = tmp_path / "serve.err"
+    cmd = [sys.executable, "-m", "toolwatch", command, *target[command]]
+    cmd += ["--transport", "http", "--port", "0", *flags]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"listening on (\S+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield found.group(1), log
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, log.read_text()
+
+
 @pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
 def test_session_idle_timeout_closes_an_idle_session(tmp_path: Path, command: str) -> None:
     """``--session-idle-timeout`` (there was no flag: the SDK's 30 min, which a full server's
     ``Retry-After`` counts down from) closes a session idle that long: its id then answers
     404, as the transport spec says of an expired session; a session in use stays open."""
-    log = tmp_path / "serve.err"
-    cmd = [sys.executable, "-m", "toolwatch", command, *target[command]]
-    cmd += ["--transport", "http", "--port", "0", "--session-idle-timeout", "1.5"]
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=err)
     both = {"accept": "application/json, text/event-stream"}
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -193,21 +215,48 @@ def test_session_idle_timeout_closes_an_idle_session(tmp_path: Path, command: st
             statuses.append((await http.post(url, json=listing, headers=session)).status_code)
             return statuses
 
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := re.search(r"listening on (\S+)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        statuses = anyio.run(main, found.group(1))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    with _serving(tmp_path, command, "--session-idle-timeout", "1.5") as (url, log):
+        statuses = anyio.run(main, url)
     assert statuses == [200, 200, 200, 404], log.read_text()
-    assert proc.returncode == 0, log.read_text()
+
+
+@pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
+def test_max_sessions_refuses_the_next_session_with_503(tmp_path: Path, command: str) -> None:
+    """``--max-sessions N`` (there was no flag: the SDK's 10,000, fixed) bounds the sessions
+    open at once: the N+1th is refused with 503 and a ``Retry-After`` (the seconds until the
+    oldest idle one idles out: 20 s here, so 1-20), while the N open are served as before."""
+    both = {"accept": "application/json, text/event-stream"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+    async def main(url: str) -> tuple[list[int], httpx2.Response, int]:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            opened = [await http.post(url, json=PROBE_INITIALIZE, headers=both) for _ in "ab"]
+            refused = await http.post(url, json=PROBE_INITIALIZE, headers=both)
+            session = {**both, "mcp-session-id": opened[0].headers["mcp-session-id"]}
+            still = await http.post(url, json=listing, headers=session)
+            return [o.status_code for o in opened], refused, still.status_code
+
+    flags = ("--max-sessions", "2", "--session-idle-timeout", "20")
+    with _serving(tmp_path, command, *flags) as (url, log):
+        opened, refused, still = anyio.run(main, url)
+    assert opened == [200, 200], log.read_text()
+    assert refused.status_code == 503, log.read_text()
+    assert 1 <= int(refused.headers["retry-after"]) <= 20
+    assert refused.json()["error"]["message"] == "Too many open sessions"
+    assert still == 200
+
+
+@pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5"])
+def test_max_sessions_must_be_a_whole_number_from_1(
+    capsys: pytest.CaptureFixture[str], command: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli_main([command, *target[command], "--max-sessions", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--max-sessions" in err, err
+    assert value in err and ("at least 1" in err or "not a whole number" in err), err
 
 
 @pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
