@@ -80,3 +80,15 @@ def world_readable_dir() -> Iterator[Path]:
             if sub.is_dir() and not sub.is_symlink():
                 sub.chmod(0o755)
         shutil.rmtree(path)
+
+
+def as_unprivileged(argv: list[str]) -> list[str]:
+    """``argv`` run by a normal user: as is for one, under ``setpriv`` as ``nobody`` (real and
+    effective ids, no groups) for root, whose ``os.access`` says yes to every permission bit;
+    the test is skipped, saying why, only when root has no ``setpriv`` to drop to."""
+    if os.geteuid() != 0:
+        return argv
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot run the command as a normal user")
+    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from support.disk import NOBODY, as_unprivileged, world_readable_dir
 from support.workbench import scenario
 from toolwatch.cli import main as cli_main
 from toolwatch.injection.faults.codec import scenario_to_json
@@ -46,3 +50,39 @@ def test_suite_json_it_cannot_write_is_refused_before_the_first_run(
         err = capsys.readouterr().err.strip()
         assert err == f"toolwatch workbench: --json: cannot write {out}: {why}"
     assert not store.exists()
+
+
+@pytest.mark.parametrize("what", ["read-only file", "read-only folder"])
+def test_suite_json_without_permission_is_refused_as_a_normal_user(what: str) -> None:
+    """The permission half of the check binds only for a normal user (root may write
+    anything): the command is run as one (``nobody``, when the tests run as root), so a
+    read-only ``--json`` file, or a new one in a folder it cannot write, is one line and exit
+    1 before the first run: nothing stored, no progress bar, no summary."""
+    with world_readable_dir() as root:
+        folder = root / "scenarios"
+        folder.mkdir()
+        (folder / "a2.json").write_text(json.dumps(scenario_to_json(scenario("A2"))))
+        outputs = root / "out"
+        outputs.mkdir(mode=0o755 if what == "read-only folder" else 0o777)
+        outputs.chmod(0o755 if what == "read-only folder" else 0o777)
+        out = outputs / "summary.json"
+        if what == "read-only file":
+            out.write_text("{}\n")
+            out.chmod(0o444)
+            if os.geteuid() == 0:
+                os.chown(out, NOBODY, NOBODY)  # its own file: only the mode says no
+        store = outputs / "store"
+        argv = [sys.executable, "-m", "toolwatch", "workbench", "suite", "--agents", "naive"]
+        argv += ["--scenarios", str(folder), "--store", str(store), "--no-telemetry"]
+        done = subprocess.run(
+            as_unprivileged([*argv, "--json", str(out)]),
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HOME": str(root)},
+            timeout=120,
+        )
+        why = "permission denied" if what == "read-only file" else f"{outputs} is not writable"
+        assert done.stderr == f"toolwatch workbench: --json: cannot write {out}: {why}\n"
+        assert done.returncode == 1 and done.stdout == ""
+        assert not store.exists()
+        assert not out.exists() or out.read_text() == "{}\n"
