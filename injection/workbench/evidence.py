@@ -281,13 +281,25 @@ def lives_in_listing(scenario: Scenario) -> bool:
 
 
 def description_poisoned(scenario: Scenario, trajectory: Trajectory) -> bool:
-    """The agent read a listing in which the faulty tool's description was not the clean one."""
-    clean = scenario.faulty_tool.description
-    for listing in trajectory.listings:
-        for tool in listing:
-            if tool.name == scenario.fault.tool and (tool.description or "") != clean:
-                return True
-    return False
+    """The agent read a description of the faulty tool that its upstream never listed. The
+    reference is what the upstream itself listed (the replay server sees both), so a real
+    server's own wording is never poisoned; the scenario's text stands in only where no
+    upstream listing was recorded (a trajectory made by hand)."""
+    name = scenario.fault.tool
+    own = {
+        t.description or ""
+        for listed in trajectory.upstream_listings
+        for t in listed
+        if t.name == name
+    }
+    if not trajectory.upstream_listings:
+        own = {scenario.faulty_tool.description}
+    return any(
+        (t.description or "") not in own
+        for listing in trajectory.listings
+        for t in listing
+        if t.name == name
+    )
 
 
 def schema_renamed(scenario: Scenario, trajectory: Trajectory) -> bool:

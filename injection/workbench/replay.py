@@ -70,6 +70,9 @@ class ReplayServer(MCPServer):
         self.listings = 0
         self.deliveries: list[Delivery] = []
         self.not_applicable: list[Delivery] = []
+        #: each listing as its upstream gave it, before the fault: what a poisoned
+        #: description is told from (not the scenario's text, which a real server rewords)
+        self.upstream_listings: list[list[types.Tool]] = []
         self._listing_poisoned = False  # a C2/C4 description fault is in force
 
     def _clean_listing(self) -> list[dict[str, Any]]:
@@ -81,6 +84,7 @@ class ReplayServer(MCPServer):
 
     async def list_tools(self) -> list[types.Tool]:
         tools = self._clean_listing()
+        self.upstream_listings.append([types.Tool.model_validate(t) for t in tools])
         if self.engine is not None:
             self.listings += 1
             nxt = self.calls[self.engine.fault.tool] + 1

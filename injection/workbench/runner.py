@@ -151,6 +151,9 @@ async def run_agent(
         log.warning("%s/%s %s run crashed: %s", scenario.id, agent.name, mode, traj.error)
     if isinstance(server, ReplayServer):
         traj.not_applicable = [d.describe() for d in server.not_applicable]
+        traj.upstream_listings = list(server.upstream_listings)
+    else:  # the agent read the server's own listings
+        traj.upstream_listings = list(traj.listings)
     return traj
 
 

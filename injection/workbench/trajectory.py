@@ -114,6 +114,10 @@ class Trajectory:
     mitigations: tuple[str, ...] = ()
     steps: list[Step] = field(default_factory=list)
     listings: list[list[Tool]] = field(default_factory=list)
+    #: what the server behind those listings itself listed: a replay server's upstream (the
+    #: clean run's listing) before its fault; the listings themselves when read straight
+    #: from the server (a poisoned description is one the upstream never listed)
+    upstream_listings: list[list[Tool]] = field(default_factory=list)
     events: list[AgentEvent] = field(default_factory=list)
     mitigation_events: list[MitigationEvent] = field(default_factory=list)
     final_answer: str = ""
