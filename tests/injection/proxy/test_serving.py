@@ -246,27 +246,24 @@ def test_max_sessions_refuses_the_next_session_with_503(tmp_path: Path, command:
     assert still == 200
 
 
-@pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
-@pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5"])
-def test_max_sessions_must_be_a_whole_number_from_1(
-    capsys: pytest.CaptureFixture[str], command: str, value: str
-) -> None:
-    with pytest.raises(SystemExit) as exited:
-        cli_main([command, *target[command], "--max-sessions", value])
-    assert exited.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--max-sessions" in err, err
-    assert value in err and ("at least 1" in err or "not a whole number" in err), err
+#: Each session flag, a value it refuses and the words saying why.
+_REFUSED = [
+    ("--max-sessions", v, ("at least 1", "not a whole number")) for v in ["0", "-1", "abc", "1.5"]
+]
+_REFUSED += [
+    ("--session-idle-timeout", v, ("positive number", "not a number"))
+    for v in ["0", "-1", "abc", "inf", "nan"]
+]
 
 
 @pytest.mark.parametrize("command", ["proxy", "serve-scenario"])
-@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan"])
-def test_session_idle_timeout_must_be_positive_seconds(
-    capsys: pytest.CaptureFixture[str], command: str, value: str
+@pytest.mark.parametrize(("flag", "value", "why"), _REFUSED)
+def test_a_session_flags_bad_value_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], command: str, flag: str, value: str, why: tuple[str, str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        cli_main([command, *target[command], "--session-idle-timeout", value])
+        cli_main([command, *target[command], flag, value])
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--session-idle-timeout" in err, err
-    assert value in err and ("positive number" in err or "not a number" in err), err
+    assert len(err.splitlines()) == 1 and flag in err, err
+    assert value in err and any(words in err for words in why), err
