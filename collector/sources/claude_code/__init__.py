@@ -11,6 +11,9 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
 * **Results** are matched by ``tool_use_id``, first in the call's own file, then in any other
   file of the run. ``is_error`` absent means success; failed calls get ``error_type =
   "tool_error"``. The result text is never inspected for failure words.
+* **Calls the API runs** (``server_tool_use``: web search, web fetch, code execution; and
+  ``mcp_tool_use``, named ``mcp__<server_name>__<name>``) are calls too, their results the
+  ``…_tool_result`` blocks of the model's own message; an ``…_error`` object there is a failure.
 * **Duration** = result line time − call line time; unknown (``None``) when no result, when
   either stamp is re-stamped, or when the result is stamped before its call.
 * **Subagents**: a line is a subagent's when ``isSidechain`` is true or its file is named
@@ -28,13 +31,13 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   earliest stamp is kept (ties: first file by path, then first line).
 * **Capped outputs** (2.1.x ``<persisted-output>`` stubs): ``output_truncated`` is set, the size is
   the stub's (a lower bound).
-* **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not
-  an object, tool_use line without a valid timestamp, blocks without id/name, call or result
-  blocks in a line of an unknown type) and results no call takes (an id matching no call of the
-  run, a repeated result) are skipped and reported by file and line, never fatal. A gzip'd,
-  bzip2'd, xz'd or zstd'd file (by its first bytes; zstd with the optional
-  ``toolwatch[zstd]``, else named as needing it) is decompressed, a UTF-16 one (with a BOM or
-  without) decoded, as it streams; the transcript members of a ``*.zip`` archive are read
+* **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not an
+  object, tool_use line without a valid timestamp, blocks without id/name, call or result blocks
+  in a line of an unknown type, a ``…tool_use`` block of an unknown kind) and results no call
+  takes (an id matching no call of the run, a repeated result) are skipped and reported by file
+  and line, never fatal. A gzip'd, bzip2'd, xz'd or zstd'd file (by its first bytes; zstd with the
+  optional ``toolwatch[zstd]``, else named as needing it) is decompressed, a UTF-16 one (with a
+  BOM or without) decoded, as it streams; the transcript members of a ``*.zip`` archive are read
   the same way (:mod:`.archives`), named ``archive.zip!member.jsonl``.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by

@@ -72,6 +72,14 @@ _CUT_RESULT_ID: Final = re.compile(rb'"tool_use_id"\s*:\s*"([^"\\]+)"')
 #: not read, as what the type means is unknown, but never dropped without a word.
 OTHER_TYPE_CALL: Final = "tool_use in a line not of type assistant"
 OTHER_TYPE_RESULT: Final = "tool_result in a line not of type user"
+#: The blocks that are a call the model made: Claude Code's own tools (``tool_use``), tools the
+#: API runs itself (``server_tool_use``: web search, web fetch, code execution) and tools of an
+#: MCP server the API calls (``mcp_tool_use``, named ``mcp__<server_name>__<name>`` here). The
+#: results of the last two come in the model's own message, as ``<kind>_tool_result`` blocks.
+CALL_BLOCKS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+#: A block typed ``…tool_use`` that is none of those (a kind of call a later version adds): not
+#: read, as what its fields mean is unknown, but counted.
+UNKNOWN_CALL_BLOCK: Final = "tool call block of an unknown type"
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +298,7 @@ class _FileParser:
             if self.first_prompt is None:
                 self.first_prompt = side and _is_warmup(content)
             if type(content) is list:
-                self.results(content, stamp, line_no, side)
+                self.results(content, stamp, line_no, side, kind)
             return
         response_id = text_field(message.get("id"))
         if response_id is not None:
@@ -300,6 +308,7 @@ class _FileParser:
                 self.turn(agent_id, response_id, line_no)
         if type(content) is list:
             self.calls(obj, content, stamp, response_id, side, agent_id, line_no, strict, raw)
+            self.results(content, stamp, line_no, side, kind)
 
     def turn(self, agent_id: str | None, response_id: str, line_no: int) -> None:
         turns = self.out.turns.get(agent_id)
@@ -316,9 +325,9 @@ class _FileParser:
         if type(content) is not list:
             return
         kinds = {b.get("type") for b in content if type(b) is dict}
-        if "tool_use" in kinds:
+        if not kinds.isdisjoint(CALL_BLOCKS):
             self.skip(line_no, OTHER_TYPE_CALL)
-        if "tool_result" in kinds:
+        if any(is_result_block("user", b) or is_result_block("assistant", b) for b in content):
             self.skip(line_no, OTHER_TYPE_RESULT)
 
     def calls(
@@ -337,7 +346,12 @@ class _FileParser:
         exact: list[Any] | None = None  # the content as the stdlib reads it, when needed
         session: str | None = None
         for block_index, block in enumerate(content):
-            if type(block) is not dict or block.get("type") != "tool_use":
+            if type(block) is not dict:
+                continue
+            kind = block.get("type")
+            if kind not in CALL_BLOCKS:
+                if type(kind) is str and kind.endswith("tool_use"):
+                    self.skip(line_no, UNKNOWN_CALL_BLOCK)
                 continue
             if when is None:
                 when = parse_time(stamp)
@@ -349,7 +363,7 @@ class _FileParser:
                 if self.file_session is None:
                     self.file_session = session
             call_id = text_field(block.get("id"))
-            tool = text_field(block.get("name"))
+            tool = call_name(block)
             if call_id is None:
                 self.skip(line_no, "tool_use without id")
                 continue
@@ -382,10 +396,12 @@ class _FileParser:
                 )
             )
 
-    def results(self, content: list[Any], stamp: str | None, line_no: int, side: bool) -> None:
+    def results(
+        self, content: list[Any], stamp: str | None, line_no: int, side: bool, kind: str
+    ) -> None:
         results = self.out.results
         for block in content:
-            if type(block) is not dict or block.get("type") != "tool_result":
+            if not is_result_block(kind, block):
                 continue
             call_id = text_field(block.get("tool_use_id"))
             if call_id is None:
@@ -395,7 +411,7 @@ class _FileParser:
                 self.skip(line_no, REPEATED_RESULT)
                 continue
             body = block.get("content")
-            failed = block.get("is_error") is True
+            failed = result_failed(block)
             if failed and side and not self.warmup_answer:
                 self.warmup_answer = _is_warmup(body)
             results[call_id] = TranscriptResult(
@@ -432,6 +448,38 @@ class _FileParser:
             for result in out.results.values():
                 if result.stamp in restamped:
                     result.restamped = True
+
+
+def call_name(block: dict[str, Any]) -> str | None:
+    """A call block's tool name; an API-side MCP call's as Claude Code names MCP tools
+    (``mcp__<server>__<tool>``), so its server is recorded as for any MCP call."""
+    name = text_field(block.get("name"))
+    if name is not None and block.get("type") == "mcp_tool_use":
+        server = text_field(block.get("server_name"))
+        if server is not None:
+            return f"mcp__{server}__{name}"
+    return name
+
+
+def is_result_block(kind: Any, block: Any) -> bool:
+    """Whether a content block of a line of type ``kind`` is a call's result: a user line's
+    ``tool_result``, or a ``<kind>_tool_result`` in the model's own message (a server tool's
+    or an API-side MCP call's: the API ran it within the response)."""
+    if type(block) is not dict:
+        return False
+    what = block.get("type")
+    if kind == "user":
+        return what == "tool_result"
+    return kind == "assistant" and type(what) is str and what.endswith("_tool_result")
+
+
+def result_failed(block: dict[str, Any]) -> bool:
+    """``is_error``, or a server tool's error answer: content that is one
+    ``{"type": "<kind>_tool_result_error", "error_code": …}`` object (its code is not read)."""
+    if block.get("is_error") is True:
+        return True
+    body = block.get("content")
+    return type(body) is dict and type(what := body.get("type")) is str and what.endswith("_error")
 
 
 def _fork_quirk(agent_id: str) -> str | None:
