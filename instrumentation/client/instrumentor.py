@@ -234,7 +234,7 @@ def _call_attributes(
         settings.provenance.check(where, name, arguments, attrs)
 
 
-_OpenCalls = list[tuple[InFlight, str]]
+_OpenCalls = list[tuple[InFlight, str | None]]
 _Opened = tuple[Span, otel_context.Context, ctx.CallContext, dict[str, Any], dict[str, Any]]
 
 
@@ -273,9 +273,8 @@ def _open(
 
 
 def _enter(session: Any, in_flight: InFlight, name: str | None) -> _OpenCalls | None:
-    """List an open call under its session, for injection announcements (``note_injection``)."""
-    if name is None:
-        return None
+    """List an open call (or listing: ``name`` None) under its session, for injection
+    announcements (``note_injection``) and a lost connection (``observe_request_post``)."""
     try:
         open_calls = OPEN_CALLS.get(session)
         if open_calls is None:

@@ -15,7 +15,8 @@ fails loudly when one is gone, and :func:`install` logs a WARNING (not a silent 
   and the result size are kept although the call then fails;
 * ``StreamableHTTPTransport._run_request_post`` — sees a request's POST fail (the server died
   or refused the connection): the transport's task group then ends, cancelling the caller, so
-  the call (and every call open on its session) is marked as having lost its connection;
+  the call (and every call and listing open on its session) is marked as having lost its
+  connection;
 * ``StreamableHTTPTransport._resolve_abandoned_request`` — sees the transport give a request up
   (its SSE stream ended without the answer) with the SDK's own -32000 error;
 * ``asyncio.timeouts.Timeout._on_timeout`` and ``asyncio.tasks._cancel_and_wait`` — see a
@@ -74,8 +75,9 @@ class InFlight:
 
 
 IN_FLIGHT: ContextVar[InFlight | None] = ContextVar("toolwatch_in_flight", default=None)
-#: tools/call spans open per ClientSession, with their tool name, for injection announcements
-OPEN_CALLS: WeakKeyDictionary[Any, list[tuple[InFlight, str]]] = WeakKeyDictionary()
+#: tools/call and tools/list spans open per ClientSession, with the call's tool name (None for
+#: a listing): a call's injection announcement, and every request a lost connection ends
+OPEN_CALLS: WeakKeyDictionary[Any, list[tuple[InFlight, str | None]]] = WeakKeyDictionary()
 _active = False
 
 
@@ -113,6 +115,7 @@ def note_injection(session: Any, params: Any) -> None:
     if not isinstance(label, str) or not calls:
         return
     rid = None if request_id is None or isinstance(request_id, bool) else str(request_id)
+    calls = [(c, n) for c, n in calls if n is not None]  # a listing has no label
     match = [c for c, _ in calls if rid is not None and c.request_id == rid]
     if not match:
         match = [c for c, n in calls if c.request_id is None and n == tool]
@@ -154,7 +157,8 @@ async def observe_request_post(
 ) -> Any:
     """A request's POST that raises (the server died mid-call, or is gone) ends the streamable
     HTTP transport's task group, which cancels the calls waiting on it: mark the call that sent
-    it (the POST runs in a copy of its context) and every call open on its session as lost."""
+    it (the POST runs in a copy of its context) and every call and listing open on its session
+    as lost (a listing's POST may be the one that fails first, and the calls' then never do)."""
     try:
         return await wrapped(*args, **kwargs)
     except Exception:

@@ -11,6 +11,7 @@ arguments; the text blocks' UTF-8 bytes, else the structured content's compact J
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -327,6 +328,38 @@ def test_an_http_server_killed_mid_call_is_connection_closed_for_every_open_call
         assert span.status.status_code is StatusCode.ERROR and ATTR_RESULT_SIZE not in attrs_of(
             span
         )
+
+
+def test_listings_open_when_an_http_server_is_killed_are_connection_closed(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """The uvicorn server process is killed while it holds two ``tools/list`` (it waits 30 s
+    before listing): the agent's own, and the one the SDK sends inside the first call of a
+    typed tool to check its result. Whichever listing's POST fails first, the transport's task
+    group cancels the other requests: the listings and the call are all ``connection_closed``
+    (the call and the listing whose POST did not fail first were ``cancelled``)."""
+
+    async def wait(request: Any) -> None:
+        with contextlib.suppress(anyio.get_cancelled_exc_class()):
+            await request
+        raise AssertionError("the request was not cancelled")
+
+    async def main() -> None:
+        with feature_server_process_over_http(list_delay=30) as (url, proc):
+            async with Client(url) as client, anyio.create_task_group() as tg:
+                tg.start_soon(wait, client.call_tool("typed", {"text": "t"}))
+                tg.start_soon(wait, client.list_tools())
+                with anyio.fail_after(20):
+                    while not [n for _, n in OPEN_CALLS.get(client.session, ()) if n]:
+                        await anyio.sleep(0.05)
+                await anyio.sleep(3 * WAIT_S)  # answered; the server holds both listings
+                proc.kill()
+
+    with pytest.raises(BaseExceptionGroup):  # the transport's error ends the client
+        anyio.run(main, backend="asyncio")
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("tools/")]
+    assert sorted(s.name for s in spans) == ["tools/call typed"] + ["tools/list"] * 2
+    assert [attrs_of(s).get(ATTR_ERROR_TYPE) for s in spans] == ["connection_closed"] * 3
 
 
 # ------------------------------------------------------------------------------ sessions

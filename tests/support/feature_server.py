@@ -29,7 +29,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from mcp import MCPError, StdioServerParameters
@@ -109,13 +109,20 @@ def feature_server_over_http() -> Iterator[str]:
 
 
 @contextmanager
-def feature_server_process_over_http() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """As :func:`feature_server_over_http`, with the server's process (to kill it mid-call)."""
+def feature_server_process_over_http(
+    transport: str = "http", *, list_delay: float = 0.0
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """As :func:`feature_server_over_http`, with the server's process (to kill it mid-call).
+
+    ``transport``: ``http`` (streamable HTTP, yields its ``/mcp`` URL) or ``sse`` (the legacy
+    SSE transport, yields its ``/sse`` URL); ``list_delay``: seconds each ``tools/list`` waits
+    before answering (to kill the server while a listing waits).
+    """
     from support.collector_process import free_port  # not on the child's path
 
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, __file__, "http", str(port)],
+        [sys.executable, __file__, transport, str(port), str(list_delay)],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -129,7 +136,7 @@ def feature_server_process_over_http() -> Iterator[tuple[str, subprocess.Popen[b
             except OSError:
                 assert time.monotonic() < deadline, "the HTTP feature server did not listen"
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", proc
+        yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}", proc
     finally:
         proc.kill()
         proc.wait()
@@ -140,13 +147,22 @@ def feature_server_over_stdio() -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=[__file__, "stdio"])
 
 
-if __name__ == "__main__":  # python feature_server.py stdio | http PORT
+if __name__ == "__main__":  # python feature_server.py stdio | http|sse PORT [LIST_DELAY]
     built = build_feature_server()
-    if sys.argv[1:2] == ["http"]:
+    if sys.argv[1:2] in (["http"], ["sse"]):
         import uvicorn
 
+        delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+        if delay:
+            listed = built.list_tools
+
+            async def slow_listing() -> list[Any]:
+                await anyio.sleep(delay)
+                return await listed()
+
+            built.list_tools = slow_listing  # type: ignore[method-assign]
         uvicorn.run(
-            built.streamable_http_app(),
+            built.sse_app() if sys.argv[1] == "sse" else built.streamable_http_app(),
             host="127.0.0.1",
             port=int(sys.argv[2]),
             log_level="warning",
