@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 import mcp.client.client
@@ -75,7 +76,7 @@ log = logging.getLogger(__name__)
 INSTRUMENTS: tuple[str, ...] = ("mcp >= 2.3, < 3",)
 SOURCE_OTLP = "otlp"
 TRANSPORT_PIPE = "pipe"  # stdio, per the semantic conventions
-TRANSPORT_TCP = "tcp"  # streamable HTTP
+TRANSPORT_TCP = "tcp"  # streamable HTTP and SSE
 
 
 try:
@@ -117,7 +118,8 @@ def describe_session(
     The server name declared here wins over the server's own ``serverInfo`` name (use the name
     the agent's configuration gives the server). ``transport`` is a ``network.transport``
     value: ``pipe`` for stdio, ``tcp`` for HTTP. ``mcp.Client`` sessions get the transport
-    automatically; raw ``ClientSession`` users declare it here.
+    automatically (from a URL, stdio parameters, or the SDK's ``sse_client`` /
+    ``streamable_http_client``); raw ``ClientSession`` users and other transports declare it here.
     """
     if isinstance(session, mcp.client.client.Client):
         try:
@@ -456,22 +458,49 @@ def _wrap_session_list_tools(
 # ---------------------------------------------------------------------------- transports
 
 
+#: the SDK's HTTP client transports an agent may build itself: (module, function)
+_HTTP_TRANSPORTS: Final = (
+    ("mcp.client.sse", "sse_client"),
+    ("mcp.client.streamable_http", "streamable_http_client"),
+)
+
+
+def _http_transport(target: object) -> bool:
+    """Whether ``target`` is a transport made by one of the SDK's HTTP clients
+    (``Client(sse_client(url))``): an ``@asynccontextmanager`` instance keeps the generator
+    function it runs as ``func``, and the SDK's decorated function keeps it as ``__wrapped__``.
+    A module nobody imported made no transport (and is not imported here)."""
+    func = getattr(target, "func", None)
+    if func is None:
+        return False
+    for module_name, name in _HTTP_TRANSPORTS:
+        module = sys.modules.get(module_name)
+        made_by = getattr(getattr(module, name, None), "__wrapped__", None)
+        if made_by is not None and func is made_by:
+            return True
+    return False
+
+
 async def _wrap_client_aenter(
     wrapped: Callable[..., Awaitable[Any]],
     instance: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    client = await wrapped(*args, **kwargs)
-    try:
+    try:  # before entering: an @asynccontextmanager forgets its function once entered
         target = instance.server
         transport = (
             TRANSPORT_PIPE
             if isinstance(target, StdioServerParameters)
             else TRANSPORT_TCP
-            if isinstance(target, str)
-            else None  # in-process server or a caller-built transport: unknown
+            if isinstance(target, str) or _http_transport(target)
+            else None  # in-process server or another caller-built transport: unknown
         )
+    except Exception:
+        log.debug("toolwatch: could not read the transport of a Client", exc_info=True)
+        transport = None
+    client = await wrapped(*args, **kwargs)
+    try:
         if transport is not None:
             info = _sessions.get(instance.session)
             if info is None:
