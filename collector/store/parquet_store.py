@@ -40,6 +40,7 @@ from toolwatch.collector.store.compaction import (
     write_parquet,
 )
 from toolwatch.collector.store.durable import fsync_path
+from toolwatch.collector.store.footers import footers
 from toolwatch.collector.store.location import (
     TABLE_NAME,
     StoreError,
@@ -277,10 +278,8 @@ class Store:
         files = self.files(name)
         if files:
             glob = str(self.root / name / PARTITION_FILES).replace("'", "''")
-            scan = (
-                f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true, "
-                "union_by_name = true)"
-            )
+            union = "" if _one_schema(files, schema) else ", union_by_name = true"
+            scan = f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true{union})"
             body = f"{scan} UNION ALL BY NAME ({empty})" if empty else scan
         else:
             assert empty
@@ -360,15 +359,9 @@ class Store:
         out = []
         for name in self.tables():
             files = self.files(name)
-            rows = 0
-            unreadable = 0
-            for path in files:
-                try:
-                    if not_a_file(path) is not None:
-                        raise OSError("not a regular file")
-                    rows += pq.read_metadata(path).num_rows
-                except Exception:
-                    unreadable += 1
+            read = footers(files)
+            rows = sum(f.rows for f in read if f is not None)
+            unreadable = read.count(None)
             partitions = sorted({p.parent.name for p in files})
             out.append(
                 {
@@ -413,6 +406,20 @@ SHARED_VIEWS: tuple[str, ...] = (
 
 
 # -------------------------------------------------------------------- helpers
+
+
+def _one_schema(files: Sequence[Path], schema: pa.Schema | None) -> bool:
+    """Whether every file holds exactly the registered columns, as every file
+    :meth:`Store.append` writes does (so do the files appended after the view is made): then
+    DuckDB reads them without ``union_by_name``, which reads every footer on every bind. Else
+    (an older store's fewer columns, another writer's columns, an unreadable file) it must: without
+    it, DuckDB takes the first file's columns and drops the others' extra ones."""
+    if schema is None:
+        return False
+    schemas = [f.schema if f else None for f in footers(files)]
+    distinct = {id(s): s for s in schemas}.values()  # one object per stored schema
+    want = schema.remove_metadata()
+    return all(s is not None and s.equals(want) for s in distinct)
 
 
 def _to_table(rows: pa.Table | Sequence[Mapping[str, Any]], schema: pa.Schema | None) -> pa.Table:

@@ -1,0 +1,127 @@
+"""Benchmark: what ``Store.info()`` and a query cost on a store of many Parquet files, before
+and after the footers were kept per process and a table of one schema read without
+``union_by_name``.
+
+Builds stores of ``--calls`` imported calls in each of ``--files`` appends (1,000 appends make
+1,019 files, 100 make 123: some appends span midnight) with ``bench_store_info.build``, then
+measures in the same run, the best of ``--repeat`` rounds each, footers forgotten before every
+round (a command's first read in a fresh process):
+
+* baseline: ``count(*)`` over DuckDB's ``read_parquet`` of the files, on a connection made
+  once (no views, no footer read of ours);
+* info before / after: every footer read in turn with pyarrow (the old ``Store.info``) /
+  :meth:`Store.info`;
+* query before / after: :meth:`Store.query` of the same count with every view made with
+  ``union_by_name`` (the old path) / as it is now.
+
+Both give the same answers (checked). Printed: seconds, before/after and after/baseline ratios.
+No target: the figures are for comparing runs (``docs/ARCHITECTURE.md``, *Store*).
+
+Run: ``.venv/bin/python benchmarks/bench_store_views.py [--calls 1000000] [--files 1000 100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from toolwatch.collector.store import Store, parquet_store
+from toolwatch.collector.store.footers import forget
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from bench_store_info import build
+from targets import description
+
+COUNT = "SELECT count(*) AS n FROM calls"
+
+
+def info_before(store: Store) -> int:
+    """Rows of ``calls`` as ``Store.info`` counted them: each footer read in turn."""
+    return sum(pq.read_metadata(p).num_rows for p in store.files("calls"))
+
+
+@contextmanager
+def plain_views() -> Iterator[None]:
+    """Views made as before: ``union_by_name`` whatever the files' schemas."""
+    fast = parquet_store._one_schema
+    parquet_store._one_schema = lambda files, schema: False
+    try:
+        yield
+    finally:
+        parquet_store._one_schema = fast
+
+
+def best(rounds: int, run: Callable[[], object]) -> float:
+    """The fastest of ``rounds`` wall-clock runs (the machine is shared), each from cold."""
+    times = []
+    for _ in range(rounds):
+        forget()
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def measure(store: Store, rounds: int) -> bool:
+    """Print one store's figures; False when before and after disagree."""
+    glob = str(store.root / "calls" / parquet_store.PARTITION_FILES)
+    con = duckdb.connect()
+    base = f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning = true)"
+    (rows,) = con.execute(base).fetchone() or (0,)
+    with plain_views():
+        plain = store.query(COUNT).to_pylist()
+    if (
+        not (info_before(store) == store.info()[0]["rows"] == rows)
+        or plain != store.query(COUNT).to_pylist()
+    ):
+        return False
+    t_base = best(rounds, lambda: con.execute(base).fetchall())
+    t_info_before = best(rounds, lambda: info_before(store))
+    t_info_after = best(rounds, store.info)
+    with plain_views():
+        t_query_before = best(rounds, lambda: store.query(COUNT))
+    t_query_after = best(rounds, lambda: store.query(COUNT))
+    con.close()
+    print(f"{len(store.files('calls')):,} files, {rows:,} calls")
+    print(f"  baseline read_parquet count(*): {t_base:.3f} s")
+    print(
+        f"  info: {t_info_before:.3f} s -> {t_info_after:.3f} s, "
+        f"before/after {t_info_before / t_info_after:.1f}x, "
+        f"after/baseline {t_info_after / t_base:.2f}x"
+    )
+    print(
+        f"  query count(*): {t_query_before:.3f} s -> {t_query_after:.3f} s, "
+        f"before/after {t_query_before / t_query_after:.1f}x, "
+        f"after/baseline {t_query_after / t_base:.2f}x"
+    )
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=description(__doc__))
+    parser.add_argument("--calls", type=int, default=1_000_000, help="calls in each store")
+    parser.add_argument(
+        "--files", type=int, nargs="+", default=[1_000, 100], help="appends, one store each"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is kept")
+    args = parser.parse_args(argv)
+    for files in args.files:
+        with tempfile.TemporaryDirectory(prefix="toolwatch-bench-store-views-") as tmp:
+            store = Store(Path(tmp) / "store")
+            build(store, args.calls, files)
+            if not measure(store, args.repeat):
+                print("before and after disagree", file=sys.stderr)
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
