@@ -19,7 +19,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import description
 
 #: command -> the modules its ``run`` imports that its ``--help`` imported before the change
