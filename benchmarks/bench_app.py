@@ -29,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from toolwatch.words import counted
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.browser import PAGES, browser, chromium_path, open_page, running_app
@@ -100,7 +102,7 @@ def measure(store: Path, rounds: int, executable: str) -> dict[str, list[tuple[f
 
 def report(name: str, calls: int, times: dict[str, list[tuple[float, float]]]) -> float:
     """Prints one store's times; returns its worst first paint of any page."""
-    print(f"{name}: {calls:,} calls")
+    print(f"{name}: {counted(calls, 'call')}")
     for path, found in times.items():
         painted = [p for p, _ in found]
         settled = [s for _, s in found]
@@ -115,7 +117,7 @@ def report(name: str, calls: int, times: dict[str, list[tuple[float, float]]]) -
 def check(targets: Targets, name: str, calls: int, worst: float) -> None:
     """A store's worst first paint against the target of its size."""
     target = TARGET_DEMO_S if calls <= DEMO_SIZE_CALLS else TARGET_LARGE_S
-    targets.check(f"{name} ({calls:,} calls) worst first paint", worst, "<=", target, " s")
+    targets.check(f"{name} ({counted(calls, 'call')}) worst first paint", worst, "<=", target, " s")
 
 
 def calls_in(store: Path) -> int:
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench_app: {exc}", file=sys.stderr)
             return 2
         for store, sessions in wanted:
-            print(f"{store}: {build(store, sessions)} ({sessions:,} sessions)", flush=True)
+            print(f"{store}: {build(store, sessions)} ({counted(sessions, 'session')})", flush=True)
         measured = {}
         for name, store in (("baseline", baseline), ("large", args.store)):
             calls = calls_in(store)

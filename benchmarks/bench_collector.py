@@ -66,6 +66,7 @@ from toolwatch.conventions import (
     OPERATION_EXECUTE_TOOL,
     span_name,
 )
+from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import Targets, add_no_fail, description
@@ -188,16 +189,19 @@ def _client(
 
 
 def stored_wrongly(
-    *, answered: int, sent: int, stored: int, counted: int, duplicates: int, expected: int
+    *, answered: int, sent: int, stored: int, collected: int, duplicates: int, expected: int
 ) -> str | None:
     """What is wrong with the store after the run, in one line, or None when every span sent
     was answered 200 and stored exactly once."""
     if answered != sent:
-        return f"{sent - answered} of {sent} requests not answered 200"
+        return f"{sent - answered} of {counted(sent, 'request')} not answered 200"
     if duplicates:
-        return f"{duplicates:,} spans counted as duplicates (every span is sent once)"
-    if stored != counted or stored != expected:
-        return f"{stored:,} rows read back, {counted:,} counted by the collector, {expected:,} sent"
+        return f"{counted(duplicates, 'span')} counted as duplicates (every span is sent once)"
+    if stored != collected or stored != expected:
+        return (
+            f"{counted(stored, 'row')} read back, {collected:,} counted by the collector, "
+            f"{expected:,} sent"
+        )
     return None
 
 
@@ -212,7 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     bodies = make_bodies(args.distinct)
     mib = sum(map(len, bodies)) / len(bodies) / 2**20
-    print(f"payload: {args.distinct} bodies x {SPANS_PER_REQUEST} spans, {mib:.2f} MiB each")
+    print(
+        f"payload: {counted(args.distinct, 'body', 'bodies')} x {SPANS_PER_REQUEST} spans, "
+        f"{mib:.2f} MiB each"
+    )
 
     parsed = [ExportTraceServiceRequest.FromString(b) for b in bodies]
     n_all = SPANS_PER_REQUEST * len(bodies)
@@ -257,22 +264,23 @@ def main(argv: list[str] | None = None) -> int:
     ok = statuses.count(200)
     print(
         f"HTTP -> durable Parquet:     {rate:>10,.0f} spans/s wall clock, "
-        f"{args.requests} requests x {SPANS_PER_REQUEST} spans, {args.concurrency} connections, "
+        f"{counted(args.requests, 'request')} x {SPANS_PER_REQUEST} spans, "
+        f"{counted(args.concurrency, 'connection')}, "
         f"{elapsed:.2f} s ({rate / decode:.3f}x bare decode)"
     )
     cpu_rate_server = spans / server_cpu
     print(
         f"server CPU: {server_cpu / spans * 1e6:.1f} us/span = {cpu_rate_server:,.0f} spans per "
         "server CPU-second (the wall-clock rate when the server has a core to itself); "
-        f"{stats.batches} group commits for {stats.requests} requests; "
-        f"{ok}/{args.requests} answered 200; {stats.calls - before} calls written"
+        f"{counted(stats.batches, 'group commit')} for {counted(stats.requests, 'request')}; "
+        f"{ok}/{args.requests} answered 200; {counted(stats.calls - before, 'call')} written"
     )
-    print(f"read back with DuckDB: {stored:,} rows in {files} files")
+    print(f"read back with DuckDB: {counted(stored, 'row')} in {counted(files, 'file')}")
     broken = stored_wrongly(
         answered=ok,
         sent=args.requests,
         stored=stored,
-        counted=stats.calls,
+        collected=stats.calls,
         duplicates=getattr(stats, "duplicate_spans", 0),
         expected=(args.requests + 8) * SPANS_PER_REQUEST,  # the 8 warm-up requests too
     )

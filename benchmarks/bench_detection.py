@@ -53,6 +53,7 @@ from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed, StreamScorer
+from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import Targets, add_no_fail, description
@@ -298,14 +299,14 @@ def main(argv: list[str] | None = None) -> int:
             rate("online update(dict)", n / t_online_dicts, TARGET_ONLINE),
         ),
         (
-            f"batch score_calls ({big.num_rows:,} calls)",
+            f"batch score_calls ({counted(big.num_rows, 'call')})",
             f"{batch_rate:>12,.0f} calls/s",
             f"{batch_rate / river_rate:.1f}x river rate",
             rate("batch score_calls", batch_rate, TARGET_BATCH)
             + f" (wall {big.num_rows / t_batch_wall:,.0f}/s)",
         ),
         (
-            f"memory/open stream (corpus, {len(vocab)} tools)",
+            f"memory/open stream (corpus, {counted(len(vocab), 'tool')})",
             f"{mem_stream:>12,.0f} bytes",
             "",
             size("memory/open stream (corpus)", mem_stream),
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             size("memory/open conversation", mem_session),
         ),
         (
-            f"memory/open stream ({mean_len} uniform calls)",
+            f"memory/open stream ({counted(mean_len, 'uniform call')})",
             f"{mem_uniform:>12,.0f} bytes",
             "",
             size("memory/open stream (uniform)", mem_uniform),
@@ -333,8 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{n / t_adaptive:>12,.0f} calls/s",
             f"{t_adaptive / t_frozen_live:.2f}x frozen time",
             rate("live path adaptive", n / t_adaptive, TARGET_ADAPTIVE)
-            + f" ({adaptive_counts['folded']:,} streams folded, "
-            f"{adaptive_counts['refreshes']:,} snapshots)",
+            + f" ({counted(adaptive_counts['folded'], 'stream')} folded, "
+            f"{counted(adaptive_counts['refreshes'], 'snapshot')})",
         ),
         (
             "memory/open stream, live path frozen",
@@ -350,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         ),
     ]
     print(
-        f"detection benchmark: {n:,} simulated calls, {len(vocab)} tools ({trained} in the "
+        f"detection benchmark: {counted(n, 'simulated call')}, {counted(len(vocab), 'tool')} "
+        f"({trained} in the "
         "training split); rates in CPU time of this process"
     )
     for name, value, ratio, verdict in results:

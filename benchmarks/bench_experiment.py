@@ -108,7 +108,8 @@ def memory(args: argparse.Namespace) -> int:
         )
         runs[seeds] = json.loads(out.stdout.splitlines()[-1])
     print(
-        f"corpus: the simulated corpus, its last test stream made {args.long_calls:,} calls long"
+        "corpus: the simulated corpus, its last test stream made "
+        f"{counted(args.long_calls, 'call')} long"
         f" ({'no ablation' if args.no_ablation else 'with the ablation'})"
     )
     for seeds, r in runs.items():
@@ -119,9 +120,11 @@ def memory(args: argparse.Namespace) -> int:
         )
     one, many = runs[1], runs[args.seeds]
     ratio = (many["peak_mb"] - many["corpus_mb"]) / (one["peak_mb"] - one["corpus_mb"])
-    print(f"baseline: the one-seed run; {args.seeds} seeds = {ratio:.2f}x its growth")
+    print(f"baseline: the one-seed run; {counted(args.seeds, 'seed')} = {ratio:.2f}x its growth")
     targets = Targets()
-    targets.check(f"peak memory, {args.seeds} seeds over 1", ratio, "<=", MEMORY_RATIO, "x")
+    targets.check(
+        f"peak memory, {counted(args.seeds, 'seed')} over 1", ratio, "<=", MEMORY_RATIO, "x"
+    )
     print(targets.report())
     return targets.exit_code(args.no_fail)
 
@@ -183,12 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     kinds = result.config.kinds  # as run: no provenance kinds on a corpus without provenance
     runs = test_sessions * len(config.seeds) * len(kinds)
     passes = 2 if config.ablation else 1
-    print(f"corpus: {calls.num_rows:,} simulated calls (simulate: {t_sim:.2f} s)")
+    print(f"corpus: {counted(calls.num_rows, 'simulated call')} (simulate: {t_sim:.2f} s)")
     print(
-        f"protocol: {test_sessions} test sessions × {len(config.seeds)} seeds × "
-        f"{len(kinds)} kinds = {runs:,} injected runs, "
+        f"protocol: {counted(test_sessions, 'test session')} × "
+        f"{counted(len(config.seeds), 'seed')} × "
+        f"{counted(len(kinds), 'kind')} = {counted(runs, 'injected run')}, "
         f"{counted(passes, 'scoring pass', 'scoring passes')}, "
-        f"{config.bootstrap:,} bootstrap resamples"
+        f"{counted(config.bootstrap, 'bootstrap resample')}"
     )
     print("stage breakdown (best run):")
     for stage, seconds in result.timings.items():

@@ -37,6 +37,7 @@ from typing import Any
 from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
+from toolwatch.words import counted
 
 TOOLS = ["Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite", "WebFetch"]
 MCP_TOOLS = ["mcp__github__create_pull_request", "mcp__plugin_playwright_playwright__browser_click"]
@@ -234,7 +235,7 @@ def run_tiny(n: int) -> int:
             print(f"{label:38}  {timings[label] / n * 1e3:7.3f} ms/session CPU")
         after = timings["provenance (windows at first result)"]
         before = timings["provenance, windows made up front"]
-        print(f"{n:,} tiny sessions: before/after {before / after:.1f}x (CPU, same run)")
+        print(f"{counted(n, 'tiny session')}: before/after {before / after:.1f}x (CPU, same run)")
     return 0
 
 
@@ -257,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         size = generate(root, args.mb, args.seed)
         files = sorted(root.rglob("*.jsonl"))
         mb = size / 1e6
-        print(f"generated {mb:.1f} MB in {len(files)} files ({time.perf_counter() - t0:.1f} s)")
+        print(
+            f"generated {mb:.1f} MB in {counted(len(files), 'file')} "
+            f"({time.perf_counter() - t0:.1f} s)"
+        )
 
         t0, c0 = time.perf_counter(), time.process_time()
         baseline(files)
@@ -280,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"import failed with exit code {code}", file=sys.stderr)
             return code
 
-        print(f"calls: {report.calls:,} in {report.sessions} sessions")
+        print(f"calls: {report.calls:,} in {counted(report.sessions, 'session')}")
         print(f"{'':33}  {'wall MB/s':>10}  {'CPU MB/s':>10}  {'CPU ratio':>9}  (wall s)")
         for label, wall, cpu in (
             ("baseline json.loads per line", t_base, c_base),

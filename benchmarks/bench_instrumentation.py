@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import SpanKind, Tracer
 
 from toolwatch.instrumentation import instrument, model_response, uninstrument
+from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import Targets, add_no_fail, description
@@ -177,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     provider.add_span_processor(BatchSpanProcessor(exporter))
     print(
         f"mcp {version('mcp')}, opentelemetry-sdk {version('opentelemetry-sdk')}, "
-        f"python {sys.version.split()[0]}; {args.rounds} rounds x {args.calls} calls; "
+        f"python {sys.version.split()[0]}; {counted(args.rounds, 'round')} x "
+        f"{counted(args.calls, 'call')}; "
         "medians over rounds"
     )
     print(

@@ -47,6 +47,7 @@ from toolwatch.instrumentation.provenance import (
     StreamProvenance,
 )
 from toolwatch.record import arguments_size, result_size
+from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import description
@@ -232,7 +233,7 @@ def memory() -> None:
         print(
             f"  {name:<8} traced {(current - base) / mib:5.2f} MiB, peak {(peak - base) / mib:5.2f}"
             f" MiB; bound {config.memory_bound / mib:5.2f} MiB per conversation (x "
-            f"{ProvenanceTracker().max_streams} streams by default: "
+            f"{counted(ProvenanceTracker().max_streams, 'stream')} by default: "
             f"{ProvenanceTracker(config).memory_bound / mib:.0f} MiB)"
         )
 

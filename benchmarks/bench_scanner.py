@@ -61,6 +61,7 @@ from typing import Any
 
 from toolwatch.injection.mitigations.acts import ListedTool
 from toolwatch.injection.mitigations.instructions import ListingContext, categories
+from toolwatch.words import counted
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # targets: the shared convention
@@ -380,7 +381,7 @@ def _fmt(value: float | None) -> str:
 
 
 def render(name: str, result: dict[str, Any], *, blind: bool = False) -> list[str]:
-    lines = [f"{name} ({result['texts']} texts, {result['ms_per_text']} ms/text)"]
+    lines = [f"{name} ({counted(result['texts'], 'text')}, {result['ms_per_text']} ms/text)"]
     lines.append("  kind          TP  FN  FP  TN   inj P  inj R  ben P  ben R    FPR")
     for kind in ("description", "output", "all"):
         c = result[kind]
@@ -460,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     pooled = pooled_blind(results)
     lines.append(
-        f"every blind set pooled ({pooled['texts']} texts by {len(BLIND_SETS)} authors): recall "
+        f"every blind set pooled ({counted(pooled['texts'], 'text')} by "
+        f"{counted(len(BLIND_SETS), 'author')}): recall "
         f"{_fmt(pooled['all']['injection_recall'])}, description FPR "
         f"{_fmt(pooled['description']['false_positive_rate'])}, output FPR "
         f"{_fmt(pooled['output']['false_positive_rate'])}"

@@ -35,6 +35,7 @@ import pyarrow as pa
 from toolwatch.collector.sources.stale_flags import fork_cases, imported_checks
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.conventions import ERROR_TYPE_NO_RESULT, ERROR_TYPE_TOOL_ERROR
+from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import description
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         build(store, args.calls, args.files)
         (info,) = store.info()
         print(
-            f"built {info['rows']:,} calls in {info['files']:,} files "
+            f"built {counted(info['rows'], 'call')} in {counted(info['files'], 'file')} "
             f"({time.perf_counter() - t0:.1f} s)"
         )
         after = imported_checks(store)

@@ -102,9 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"provenance_agreement: {exc}", file=sys.stderr)
         return 1
     spent = time.process_time() - started
-    print(f"imported {len(records):,} calls in {spent:.1f} s CPU; {report.provenance}")
+    print(f"imported {counted(len(records), 'call')} in {spent:.1f} s CPU; {report.provenance}")
     joined, differ, examples = compare(records, args.csv)
-    print(f"joined {joined:,} of {len(records):,} calls to {args.csv.name}")
+    print(f"joined {joined:,} of {counted(len(records), 'call')} to {args.csv.name}")
     for column in FIELDS:
         print(f"  {column:<16} differs on {counted(differ[column], 'call')}")
     for what in ("not in the reference", "reference rows not imported"):

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.injection.mitigations import classifier as C
+from toolwatch.words import counted
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench_scanner: the labelled sets and their reader
@@ -218,14 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     shipped = Path(str(resources.files(C.__package__).joinpath(C.MODEL_RESOURCE)))
     t = model.trained_on
     print(
-        f"trained on {t['injections']} injections and {t['benign']} benign texts; threshold "
+        f"trained on {counted(t['injections'], 'injection')} and "
+        f"{counted(t['benign'], 'benign text')}; threshold "
         f"{model.threshold} (held out: recall {t['held_out_recall']}, description FPR "
         f"{t['held_out_description_fpr']}, output FPR {t['held_out_output_fpr']}); veto "
         f"{model.veto} (held out, rules vetoed or the model: recall "
         f"{t['held_out_scanner_recall']}, description FPR "
         f"{t['held_out_scanner_description_fpr']}, output FPR "
         f"{t['held_out_scanner_output_fpr']}); "
-        f"{len(model.idf[0])} word and {len(model.idf[1])} character buckets"
+        f"{len(model.idf[0])} word and {counted(len(model.idf[1]), 'character bucket')}"
     )
     if args.check:
         difference = _difference(C.TextModel.load_bytes(shipped.read_bytes()), model)
@@ -237,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if same else 1
     out = args.out or shipped
     out.write_bytes(data)
-    print(f"wrote {out} ({len(data):,} bytes)")
+    print(f"wrote {out} ({counted(len(data), 'byte')})")
     return 0
 
 

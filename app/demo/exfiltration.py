@@ -147,7 +147,7 @@ def _verify(store: Store, run: Any, watcher: AlertWatcher, out: Emit) -> ExfilOu
         )
     alerted = counted(len(mine), "provenance alert")
     out(
-        f"  {run.run}: {len(run.calls)} calls, task "
+        f"  {run.run}: {counted(len(run.calls), 'call')}, task "
         f"{'finished' if run.finished else 'NOT finished'} — {alerted}; "
         f"other sessions with one: {len(others)}"
     )

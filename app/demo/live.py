@@ -189,7 +189,7 @@ def _verify(
     by_session = {sid: [a for a in alerts if a["session_id"] == sid] for sid in sessions}
     expected = len(clean.calls) + len(runaway.calls)
     out(
-        f"  stored: {stored.num_rows} of {expected} calls in the store, "
+        f"  stored: {stored.num_rows} of {counted(expected, 'call')} in the store, "
         f"{counted(len(alerts), 'alert')} in its alerts table"
     )
     cue, det = statistic.rsplit("_", 1)
@@ -205,21 +205,24 @@ def _verify(
         )
         nth = f" = retry {event.retry}" if event is not None and event.retry else ""
         out(
-            f"  runaway: {len(runaway.calls)} calls, {runaway.failures} failed, "
-            f"{runaway.retries} retries in {runaway.responses} responses"
+            f"  runaway: {counted(len(runaway.calls), 'call')}, {runaway.failures} failed, "
+            f"{counted(runaway.retries, 'retry', 'retries')} in "
+            f"{counted(runaway.responses, 'response')}"
             + (f", gave up on {runaway.gave_up_on}" if runaway.gave_up_on else "")
             + f" — ALERT at call #{a['call_index']}{nth}{delay} "
             f"(peak {stat} {peaks[runaway.session_id]:.2f}, threshold {threshold:.2f})"
         )
     out(
-        f"  clean:   {len(clean.calls)} calls in {clean.responses} responses, task "
+        f"  clean:   {counted(len(clean.calls), 'call')} in "
+        f"{counted(clean.responses, 'response')}, task "
         f"{'finished' if clean.finished else 'NOT finished'} — "
         f"{counted(len(by_session[clean.session_id]), 'alert')} "
         f"(peak {stat} {peaks[clean.session_id]:.2f}, threshold {threshold:.2f})"
     )
     if stored.num_rows != expected:
         raise DemoError(
-            "live", f"the collector stored {stored.num_rows} of the agent's {expected} calls"
+            "live",
+            f"the collector stored {stored.num_rows} of the agent's {counted(expected, 'call')}",
         )
     if not by_session[runaway.session_id]:
         raise DemoError(

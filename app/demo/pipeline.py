@@ -53,8 +53,9 @@ def run_demo(options: DemoOptions, emit: Emit | None = None) -> DemoResult:
     result = DemoResult(options)
     began = time.perf_counter()
     out(
-        f"toolwatch demo — seed {options.seed}, {options.sessions} simulated sessions, "
-        f"{counted(options.seeds, 'injection seed')}, {options.bootstrap:,} bootstrap resamples"
+        f"toolwatch demo — seed {options.seed}, {counted(options.sessions, 'simulated session')}, "
+        f"{counted(options.seeds, 'injection seed')}, "
+        f"{counted(options.bootstrap, 'bootstrap resample')}"
     )
     with _stage("store", result, out, announce=False):
         store = prepare_store(options.store, options)

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from toolwatch.app.demo.options import MODEL_FILE, REPORT_FILE, DemoError, DemoOptions, Emit
 from toolwatch.collector.store.parquet_store import Store
+from toolwatch.words import counted
 
 # --------------------------------------------------------------------------------- stages 1-3
 
@@ -85,7 +86,7 @@ def scan_stage(store: Store, model: Any, out: Emit) -> None:
     store.append(STREAM_SCORES_TABLE, scores)
     flagged = sum(scores.column("flagged").to_pylist())
     out(
-        f"  scan: {flagged:,} of {scores.num_rows:,} streams above the operating point "
+        f"  scan: {flagged:,} of {counted(scores.num_rows, 'stream')} above the operating point "
         "(scores stored for the app's Sessions page)"
     )
 

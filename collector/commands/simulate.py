@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from toolwatch import study
 from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.usage import UsageError, non_negative_int, positive_int
+from toolwatch.words import counted
 
 if TYPE_CHECKING:  # imported when the command runs: `simulate --help` needs none of them
     import pyarrow as pa
@@ -122,7 +123,8 @@ def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
         print(f"{BANNER} already in {store.root}: nothing written (same seed and settings)")
     else:
         print(
-            f"{BANNER} written to {store.root}: {written:,} calls in {len(appended.files)} files"
+            f"{BANNER} written to {store.root}: {counted(written, 'call')} in "
+            f"{counted(len(appended.files), 'file')}"
             + (f" ({skipped:,} already there, skipped)" if skipped else "")
         )
     return 0
@@ -143,12 +145,12 @@ def _send(table: pa.Table, endpoint: str) -> int:
         return 2
     except ExportFailed as exc:  # refused batch, network error: say how far it got
         print(
-            f"toolwatch simulate: sending to {endpoint} failed after {exc.sent:,} spans: "
+            f"toolwatch simulate: sending to {endpoint} failed after {counted(exc.sent, 'span')}: "
             f"{exc.cause}",
             file=sys.stderr,
         )
         return 1
-    print(f"{BANNER} sent to {endpoint}: {sent.sent:,} spans with their original times")
+    print(f"{BANNER} sent to {endpoint}: {counted(sent.sent, 'span')} with their original times")
     problem = sent.check()
     if problem is not None:
         print(f"toolwatch simulate: {problem}", file=sys.stderr)

@@ -14,6 +14,7 @@ import sys
 
 from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.conventions import SOURCES
+from toolwatch.words import counted
 
 HELP = "show the corpus's facts beside the study's"
 
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_report(str(store.root), args.source, sources, stats))
         if injected:
             print(
-                f"note: {injected:,} sessions holding injected (labelled) calls are left out "
+                f"note: {counted(injected, 'session')} holding injected (labelled) calls are left "
+                "out "
                 "(experiment --write-injected, the fault proxy)"
             )
     return 0

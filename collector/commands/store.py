@@ -84,8 +84,12 @@ def _verify(store: Store, quarantine: bool, deep: bool) -> int:
         print(f"NOT READ {path}: not a date=YYYY-MM-DD partition, so no query sees it")
     how = "every page read" if deep else "footers read; --deep reads every page"
     print(
-        f"{files} files checked in {store.root} ({how}): {len(bad)} unreadable"
-        + (f", {len(foreign)} foreign entries in table folders" if foreign else "")
+        f"{counted(files, 'file')} checked in {store.root} ({how}): {len(bad)} unreadable"
+        + (
+            f", {counted(len(foreign), 'foreign entry', 'foreign entries')} in table folders"
+            if foreign
+            else ""
+        )
     )
     return 1 if (bad and not quarantine) or foreign else 0
 
@@ -117,7 +121,9 @@ def _compact(store: Store, table: str | None, min_files: int) -> int:
             removed = store.compact(name, min_files=min_files, skipped=left)
         except OSError as exc:  # a full or read-only disk: say where (the files are intact)
             raise StoreError(f"cannot compact {name} in {store.root} (data intact): {exc}") from exc
-        print(f"{name}: {before} files -> {len(store.files(name))} ({removed} merged away)")
+        print(
+            f"{name}: {counted(before, 'file')} -> {len(store.files(name))} ({removed} merged away)"
+        )
         skipped += [f"{name}/{why}" for why in left]
     for why in skipped:  # the run did not do all it was asked: said, and exit 1
         print(f"toolwatch store compact: left alone {why} (run `toolwatch store verify --deep`)")

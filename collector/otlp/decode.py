@@ -42,6 +42,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from toolwatch.collector.otlp import signals
+from toolwatch.words import counted
 
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
@@ -182,7 +183,7 @@ def gunzip_bounded(data: bytes, limit: int) -> bytes:
                     out += d.decompress(chunk, limit + 1 - len(out))
                     if len(out) > limit:
                         raise OtlpError(
-                            413, f"decompressed body exceeds the limit of {limit} bytes"
+                            413, f"decompressed body exceeds the limit of {counted(limit, 'byte')}"
                         )
                     chunk = d.unconsumed_tail  # at most one slice: never the whole body
                 pos += len(piece) - len(d.unused_data if d.eof else chunk)
@@ -190,7 +191,7 @@ def gunzip_bounded(data: bytes, limit: int) -> bytes:
         except zlib.error as exc:
             raise OtlpError(400, f"body is not valid gzip: {exc}") from exc
         if len(out) > limit:
-            raise OtlpError(413, f"decompressed body exceeds the limit of {limit} bytes")
+            raise OtlpError(413, f"decompressed body exceeds the limit of {counted(limit, 'byte')}")
     return bytes(out)
 
 
@@ -333,7 +334,7 @@ def _json_int(value: Any, where: str, *, quote: bool = True) -> int:
 def _json_shape(value: Any) -> str:
     """What a JSON value is, without any of its text."""
     if isinstance(value, str):
-        return f"a string of {len(value)} characters"
+        return f"a string of {counted(len(value), 'character')}"
     if isinstance(value, float):
         return "a number with a fraction"
     return "an array" if isinstance(value, list) else "an object"

@@ -19,6 +19,8 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 
+from toolwatch.words import counted
+
 #: spans remembered at least (one table's fill; the window holds up to twice this)
 DEFAULT_CAPACITY: Final = 1 << 20
 #: tools/list rows are keyed apart from calls (a span may, oddly, carry both)
@@ -46,7 +48,7 @@ def _words(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
         return np.zeros((0, width // 8), np.uint64)
     offsets = np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4)
     if array.null_count or not (np.diff(offsets) == width).all():
-        raise ValueError(f"ids must be {width} characters")
+        raise ValueError(f"ids must be {counted(width, 'character')}")
     data = np.frombuffer(array.buffers()[2], np.uint8)[offsets[0] : offsets[0] + n * width]
     return data.view("<u8").reshape(n, width // 8)
 

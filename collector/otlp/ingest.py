@@ -192,10 +192,11 @@ def format_ingest(summary: dict[str, Any]) -> list[str]:
     lines = [
         f"ingest: {counted(s['runs'], 'collector run')}{unfinished}, last counted "
         f"{s['last']:%Y-%m-%d %H:%M:%S} UTC",
-        f"  {s['spans']:,} spans received in {s['requests']:,} requests: {s['stored_spans']:,} "
-        f"stored ({s['calls']:,} calls, {s['tool_listings']:,} tool listings), "
+        f"  {counted(s['spans'], 'span')} received in {counted(s['requests'], 'request')}: "
+        f"{s['stored_spans']:,} stored ({counted(s['calls'], 'call')}, "
+        f"{counted(s['tool_listings'], 'tool listing')}), "
         f"{s['rejected_spans']:,} rejected, {s['ignored_spans']:,} ignored, "
-        f"{s['duplicate_spans']:,} duplicates dropped",
+        f"{counted(s['duplicate_spans'], 'duplicate')} dropped",
     ]
     for label, key in (
         ("rejected by reason", "rejected_by"),

@@ -274,7 +274,7 @@ def convert(plan: FieldPlan, value: Any) -> Any:
             raise Rejected(f"attribute {attr} ({plan.name}) is empty", f"empty:{attr}")
         if len(out) * 4 > MAX_STRING_BYTES and len(out.encode()) > MAX_STRING_BYTES:
             raise Rejected(
-                f"attribute {attr} is {len(out.encode())} bytes, over the "
+                f"attribute {attr} is {counted(len(out.encode()), 'byte')}, over the "
                 f"{MAX_STRING_BYTES}-byte limit",
                 f"too_long:{attr}",
             )

@@ -89,6 +89,7 @@ from toolwatch.collector.store import Store, StoreError
 from toolwatch.collector.store.compaction import probe_writable
 from toolwatch.instrumentation.export.processor import Delivery
 from toolwatch.log_limits import RateLimiter
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -256,14 +257,14 @@ class Collector:
         with contextlib.suppress(OSError):
             sock.listen(LISTEN_QUEUE)
         log.info(
-            "toolwatch collector listening on %s (store %s; %s; max body %s MiB; at most %d "
-            "connections; %d recent span ids loaded to drop retried exports)",
+            "toolwatch collector listening on %s (store %s; %s; max body %s MiB; at most %s; "
+            "%s loaded to drop retried exports)",
             self.traces_url,
             self.store.root,
             "bearer token required" if self.token else "no token",
             f"{self.max_body / 2**20:g}",
-            self._guard.max_connections,
-            primed,
+            counted(self._guard.max_connections, "connection"),
+            counted(primed, "recent span id"),
         )
         return self
 
@@ -285,22 +286,22 @@ class Collector:
         self._ingest.write(final=True)
         s = self.stats
         log.info(
-            "collector stopped: %d requests, %d spans received, %d calls and %d tool listings "
-            "stored in %d files (%d spans, %d kept without a duration%s), %d spans "
-            "rejected%s, %d ignored%s, %d duplicates dropped, refused requests %s%s",
-            s.requests,
-            s.spans,
-            s.calls,
-            s.tool_listings,
-            s.files,
-            s.stored_spans,
-            s.flagged_spans,
+            "collector stopped: %s, %s received, %s and %s stored in %s (%s, %s kept "
+            "without a duration%s), %s rejected%s, %s ignored%s, %s dropped, refused "
+            "requests %s%s",
+            counted(s.requests, "request"),
+            counted(s.spans, "span"),
+            counted(s.calls, "call"),
+            counted(s.tool_listings, "tool listing"),
+            counted(s.files, "file"),
+            counted(s.stored_spans, "span"),
+            f"{s.flagged_spans:,}",
             by_reason(s.flagged_by),
-            s.rejected_spans,
+            counted(s.rejected_spans, "span"),
             by_reason(s.rejected_by),
-            s.ignored_spans,
+            f"{s.ignored_spans:,}",
             by_reason(s.ignored_by),
-            s.duplicate_spans,
+            counted(s.duplicate_spans, "duplicate"),
             dict(sorted(s.refused.items())) or "none",
             by_reason(s.unavailable_by),  # the 503s: which limit said "later"
         )
@@ -397,10 +398,10 @@ class Collector:
             self._limited.log(
                 logging.WARNING,
                 "rejected",
-                "request from %s: %d of %d spans rejected: %s",
+                "request from %s: %d of %s rejected: %s",
                 _client(request),
                 mapped.rejected,
-                mapped.spans,
+                counted(mapped.spans, "span"),
                 mapped.message(),
             )
         elif mapped.flaws.any():  # kept, but a sender whose clock steps should hear of it
@@ -442,7 +443,9 @@ class Collector:
             except ValueError:
                 raise OtlpError(400, f"invalid Content-Length {declared!r}") from None
             if size > self.max_body:
-                raise OtlpError(413, f"body of {size} bytes exceeds the limit of {self.max_body}")
+                raise OtlpError(
+                    413, f"body of {counted(size, 'byte')} exceeds the limit of {self.max_body}"
+                )
             if size:
                 self._writer.reserve(size, own=hold.nbytes)
                 hold.nbytes += size
@@ -451,7 +454,7 @@ class Collector:
         async for chunk in within(request.stream(), self.body_timeout, self.body_deadline):
             total += len(chunk)
             if total > self.max_body:
-                raise OtlpError(413, f"body exceeds the limit of {self.max_body} bytes")
+                raise OtlpError(413, f"body exceeds the limit of {counted(self.max_body, 'byte')}")
             if total > hold.nbytes:  # chunked (or a lying Content-Length): reserve as it comes
                 more = max(total - hold.nbytes, _READ_CHUNK_HOLD)
                 self._writer.reserve(more, own=hold.nbytes)
@@ -505,10 +508,10 @@ class Collector:
         self._limited.log(
             logging.WARNING,
             f"closed-{reason}",
-            "closed a connection (%s; at most %d connections, headers within %g s, body "
+            "closed a connection (%s; at most %s, headers within %g s, body "
             "bytes at least every %g s, a whole body within %g s)",
             reason,
-            self._guard.max_connections if self._guard else 0,
+            counted(self._guard.max_connections if self._guard else 0, "connection"),
             self._guard_settings[1],
             self.body_timeout,
             self.body_deadline,

@@ -49,6 +49,7 @@ from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
 from toolwatch.collector.store.parquet_store import CALLS, INGEST, TOOL_LISTS
 from toolwatch.log_limits import RateLimiter
 from toolwatch.record import RECEIVED
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ class GroupCommitWriter:
                 raise OtlpError(503, "the collector is shutting down", reason="shutting_down")
             if self._bytes > own and self._bytes + nbytes > self.queue_bytes:
                 raise self._full(
-                    f"{self._bytes} bytes held, limit {self.queue_bytes}", "queue_bytes"
+                    f"{counted(self._bytes, 'byte')} held, limit {self.queue_bytes}", "queue_bytes"
                 )
             self._bytes += nbytes
             self.stats.queue_bytes = self._bytes
@@ -187,7 +188,8 @@ class GroupCommitWriter:
                 raise OtlpError(503, "the collector is shutting down", reason="shutting_down")
             if self._pending and self._pending + item.spans > self.queue_limit:
                 raise self._full(
-                    f"{self._pending} spans waiting, limit {self.queue_limit}", "queue_spans"
+                    f"{counted(self._pending, 'span')} waiting, limit {self.queue_limit}",
+                    "queue_spans",
                 )
             self._pending += item.spans
             self.stats.queue_spans = self._pending
@@ -263,7 +265,7 @@ class GroupCommitWriter:
                 else:
                     out[i] = map_spans(item.decoded or [])
             except Exception as exc:
-                log.exception("could not map a request of %d spans", item.spans)
+                log.exception("could not map a request of %s", counted(item.spans, "span"))
                 _resolve(item, exception=OtlpError(400, f"request could not be mapped: {exc}"))
         for item in group:  # the rows are built: the request's bytes are no longer needed
             item.body, item.request, item.decoded = b"", None, None
@@ -278,8 +280,8 @@ class GroupCommitWriter:
             self._limited.log(
                 logging.ERROR,
                 f"write:{exc.errno}",
-                "could not write %d requests to %s (answered 503, the senders retry): %s",
-                len(ok),
+                "could not write %s to %s (answered 503, the senders retry): %s",
+                counted(len(ok), "request"),
                 self.store.root,
                 exc,
             )
@@ -316,16 +318,16 @@ class GroupCommitWriter:
         for item, m in ok:
             _resolve(item, result=m)
         self._log_progress()
-        log.debug(
-            "group of %d requests: %d calls (%d mapped column-wise), %d tool listings "
-            "durable in %d files (%.1f ms)",
-            len(group),
-            calls.num_rows,
-            sum(m.columnar for _, m in ok),
-            lists.num_rows,
-            len(files),
-            elapsed * 1000,
-        )
+        if log.isEnabledFor(logging.DEBUG):  # a line per group: its words only when shown
+            log.debug(
+                "group of %s: %s (%d mapped column-wise), %s durable in %s (%.1f ms)",
+                counted(len(group), "request"),
+                counted(calls.num_rows, "call"),
+                sum(m.columnar for _, m in ok),
+                counted(lists.num_rows, "tool listing"),
+                counted(len(files), "file"),
+                elapsed * 1000,
+            )
         hooks = [(self.on_listings, lists), (self.on_batch, calls)]  # listings first
         for hook, table in hooks:
             if hook is not None and table.num_rows:
@@ -334,8 +336,8 @@ class GroupCommitWriter:
             backlog = self._callbacks.qsize()
             if backlog and backlog % CALLBACK_BACKLOG_WARNING == 0:
                 log.warning(
-                    "on_batch is %d batches behind ingest (they are stored; it catches up)",
-                    backlog,
+                    "on_batch is %s behind ingest (they are stored; it catches up)",
+                    counted(backlog, "batch", "batches"),
                 )
 
     def _write(self, mapped: list[Mapped]) -> tuple[list[Any], pa.Table, pa.Table]:
@@ -408,18 +410,18 @@ class GroupCommitWriter:
             else ""
         )
         log.info(
-            "stored %d calls and %d tool listings from %d spans in %d requests (%s; "
-            "%d spans rejected, %d ignored, %d duplicates dropped%s); %d calls since start",
-            delta["calls"],
-            delta["tool_listings"],
-            delta["spans"],
-            delta["requests"],
+            "stored %s and %s from %s in %s (%s; %s rejected, %s ignored, %s dropped%s); "
+            "%s since start",
+            counted(delta["calls"], "call"),
+            counted(delta["tool_listings"], "tool listing"),
+            counted(delta["spans"], "span"),
+            counted(delta["requests"], "request"),
             since,
-            delta["rejected_spans"],
-            delta["ignored_spans"],
-            delta["duplicate_spans"],
+            counted(delta["rejected_spans"], "span"),
+            f"{delta['ignored_spans']:,}",
+            counted(delta["duplicate_spans"], "duplicate"),
             flagged,
-            total_calls,
+            counted(total_calls, "call"),
         )
 
     # ------------------------------------------------------------------ consumers, upkeep
@@ -436,9 +438,9 @@ class GroupCommitWriter:
                 with self._lock:
                     self.stats.callback_errors += 1
                 log.exception(
-                    "%s failed for %d rows (they are stored; ingest continues)",
+                    "%s failed for %s (they are stored; ingest continues)",
                     "on_listings" if hook is self.on_listings else "on_batch",
-                    table.num_rows,
+                    counted(table.num_rows, "row"),
                 )
 
     def _maintenance_loop(self) -> None:
@@ -467,7 +469,7 @@ class GroupCommitWriter:
                 self.stats.compactions += 1
                 self.stats.compacted_files += removed
             if removed:
-                log.info("compacted %s: %d small files merged away", table, removed)
+                log.info("compacted %s: %s merged away", table, counted(removed, "small file"))
 
 
 def _keys_by_request(parts: list[pa.Table], schema: pa.Schema) -> list[np.ndarray]:

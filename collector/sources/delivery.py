@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.collector.store.parquet_store import CALLS
 from toolwatch.record import CALL_FIELD_NAMES, CallRecord
+from toolwatch.words import counted
 
 #: What a source hands over: a table of the calls schema, or call records.
 Calls: TypeAlias = pa.Table | Sequence[CallRecord]
@@ -127,7 +128,8 @@ class OtlpSent:
             return None
         why = "; ".join(self.messages) or "no reason given"
         return (
-            f"only {self.accepted:,} of {self.sent:,} spans were accepted by the collector "
+            f"only {self.accepted:,} of {counted(self.sent, 'span')} were accepted by the "
+            "collector "
             f"({self.sent - self.accepted:,} rejected: {why})"
         )
 

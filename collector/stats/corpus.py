@@ -36,6 +36,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolwatch.words import counted
+
 #: Output keys, in display order (those also in ``study.CORPUS`` are compared with it).
 STAT_KEYS: Final[tuple[str, ...]] = (
     "sessions",
@@ -190,10 +192,10 @@ def provenance_note(calls: pa.Table) -> str:
     that prints numbers from calls says so with this line.
     """
     if "source" not in calls.column_names or calls.num_rows == 0:
-        return f"data: {calls.num_rows:,} calls"
+        return f"data: {counted(calls.num_rows, 'call')}"
     counts = source_counts_of(calls)
     parts = ", ".join(f"{source} {n:,}" for source, n in sorted(counts.items()))
-    line = f"data: {calls.num_rows:,} calls ({parts})"
+    line = f"data: {counted(calls.num_rows, 'call')} ({parts})"
     if counts.get("simulated"):
         line += " — SIMULATED workload (toolwatch simulate), not real agent traffic"
     return line

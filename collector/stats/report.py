@@ -10,6 +10,7 @@ from typing import Any, Final
 from toolwatch.collector.stats.corpus import STAT_KEYS
 from toolwatch.collector.store.result_formats import render, text_table
 from toolwatch.study import CORPUS
+from toolwatch.words import counted
 
 #: key -> (label, format): "n" integer, "s" seconds, "%" share.
 LABELS: Final[dict[str, tuple[str, str]]] = {
@@ -52,7 +53,7 @@ def stats_document(
 def format_report(
     store: str, selected: list[str] | None, sources: dict[str, int], stats: dict[str, float]
 ) -> str:
-    shown = ", ".join(f"{s} {n:,} calls" for s, n in sources.items()) or "empty"
+    shown = ", ".join(f"{s} {counted(n, 'call')}" for s, n in sources.items()) or "empty"
     lines = [f"store {store} ({shown})"]
     if selected:
         lines.append(f"selected sources: {', '.join(selected)}")

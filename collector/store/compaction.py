@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from toolwatch.collector.store.durable import fsync_path
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -175,9 +176,9 @@ def _recover_locked(base: Path, commit_lock: Path) -> int:
                     path.unlink()
                 fsync_path(directory)
                 log.warning(
-                    "finished a compaction interrupted by a crash in %s: %d merged files removed",
+                    "finished a compaction interrupted by a crash in %s: %s removed",
                     directory,
-                    len(left),
+                    counted(len(left), "merged file"),
                 )
             else:
                 with contextlib.suppress(FileNotFoundError):

@@ -13,6 +13,7 @@ from typing import Any
 from toolwatch.detection.cues.base import Call, StreamContext
 from toolwatch.detection.model.normal_model import NormalModel
 from toolwatch.detection.scoring.online import StreamKey
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class NoveltyWatch:
         why = (
             f"novelty·{self.detector} {value:.2f} > {self.threshold:.2f} at call #{index} "
             f"({call.tool}: {'a first use, ' if raw > 0 else ''}used by {used} of "
-            f"{cue.streams} training streams)"
+            f"{counted(cue.streams, 'training stream')})"
         )
         return value, self.threshold, why
 

@@ -125,7 +125,9 @@ def parse_duration(text: Any, where: str) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise RuleError(f"{where}: must be longer than 0 s, not {text!r}")
     if seconds > MAX_DURATION_S:
-        raise RuleError(f"{where}: must be at most {MAX_DURATION_S // 86400} days, not {text!r}")
+        raise RuleError(
+            f"{where}: must be at most {counted(MAX_DURATION_S // 86400, 'day')}, not {text!r}"
+        )
     return seconds
 
 

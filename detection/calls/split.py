@@ -139,7 +139,8 @@ def split_streams(
             else ""
         )
         raise SplitError(
-            f"empty {empty} split: {a} train, {b - a} calibration, {n - b} test streams; "
+            f"empty {empty} split: {a} train, {b - a} calibration, "
+            f"{counted(n - b, 'test stream')}; "
             f"the streams start {_day(first_sorted[0])}..{_day(first_sorted[-1])}{hint}"
         )
     quirk = np.array(quirks, dtype=object)
@@ -159,7 +160,8 @@ def split_streams(
     if len(test) == 0 and need_test:
         longest = int(np.asarray(calls)[test_all].max())
         raise SplitError(
-            f"no test stream has >= {spec.min_calls} calls ({len(test_all)} test streams, the "
+            f"no test stream has >= {counted(spec.min_calls, 'call')} "
+            f"({counted(len(test_all), 'test stream')}, the "
             f"longest has {longest}); lower --min-calls or give the test split more streams"
         )
     desc["streams_span"] = f"{_day(first_sorted[0])}..{_day(first_sorted[-1])}"

@@ -189,8 +189,8 @@ def default_windows(
     cal_end = cal_start + timedelta(days=cal_days)
     if any(cal_start <= f < cal_end for f in firsts):  # training holds the first session
         return (
-            Window(first_day, cal_start, f"first {train_days} of {days} days"),
-            Window(cal_start, cal_end, f"next {cal_days} of {days} days"),
+            Window(first_day, cal_start, f"first {train_days} of {counted(days, 'day')}"),
+            Window(cal_start, cal_end, f"next {cal_days} of {counted(days, 'day')}"),
         )
     n_train = min(max(1, round(len(firsts) * train_share)), len(firsts) - 1)
     n_cal = min(max(1, round(len(firsts) * calibrate_share)), len(firsts) - n_train)

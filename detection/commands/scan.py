@@ -142,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"split: {placed}")
         print(format_result(result, args.top))
         if saved:
-            print(f"scores of {result.streams:,} streams saved (table {STREAM_SCORES_TABLE})")
+            print(
+                f"scores of {counted(result.streams, 'stream')} saved (table {STREAM_SCORES_TABLE})"
+            )
     return 0
 
 
@@ -150,8 +152,9 @@ def format_result(result: ScanResult, top: int) -> str:
     from toolwatch.collector.store.result_formats import MAX_CELL, cut_cell, render, text_table
 
     lines = [
-        f"{result.streams_flagged} of {result.streams} streams flagged, in "
-        f"{len(result.flags)} of {result.sessions} sessions ({result.calls:,} calls); "
+        f"{result.streams_flagged} of {counted(result.streams, 'stream')} flagged, in "
+        f"{len(result.flags)} of {counted(result.sessions, 'session')} "
+        f"({counted(result.calls, 'call')}); "
         f"the study: {SCAN_FLAGGED_SESSIONS} of {int(CORPUS['sessions'])} "
         "(it counted each subagent as a session: compare streams)"
     ]

@@ -33,7 +33,7 @@ from toolwatch.detection.model.adaptive_config import (
 from toolwatch.detection.model.location import MODEL_IN_STORE
 from toolwatch.detection.model.overrides import add_model_config_argument, model_overrides
 from toolwatch.usage import UsageError, positive_share
-from toolwatch.words import counted
+from toolwatch.words import counted, noun_for
 
 if TYPE_CHECKING:  # imported when the command runs: `train --help` needs no numpy, Arrow, DuckDB
     from toolwatch.detection.calls.split import StoreSplit
@@ -127,7 +127,7 @@ def empty_test_split(cut: StoreSplit) -> str:
         return ""
     streams, _ = cut.count("test_all")
     held = (
-        f"none of its {counted(streams, 'stream')} has >= {cut.spec.min_calls} calls, "
+        f"none of its {counted(streams, 'stream')} has >= {counted(cut.spec.min_calls, 'call')}, "
         "client artefacts aside"
         if streams
         else "no stream starts after the calibration split"
@@ -190,19 +190,22 @@ def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str
         window = d.get("window", {})
         span = f"first calls {_moment(window.get('from'))} .. {_moment(window.get('to'))}"
         lines.append(
-            f"  {name:<12} {d.get('streams', 0):>5,} streams ({d.get('sessions', 0):,} sessions) "
-            f"{d.get('calls', 0):>7,} calls {d.get('tools', 0):>3} tools  {span}"
+            f"  {name:<12} {d.get('streams', 0):>5,} {noun_for(d.get('streams', 0), 'stream'):<7} "
+            f"({counted(d.get('sessions', 0), 'session')}) "
+            f"{d.get('calls', 0):>7,} {noun_for(d.get('calls', 0), 'call'):<5} "
+            f"{d.get('tools', 0):>3} {noun_for(d.get('tools', 0), 'tool'):<5}  {span}"
         )
     if cut is not None:
         streams, calls = cut.count("test")
         lines.append(
-            f"  test split   {streams:>5,} streams with >= {cut.spec.min_calls} calls "
-            f"({calls:,} calls): what `toolwatch experiment` with these options tests on; "
+            f"  test split   {streams:>5,} {noun_for(streams, 'stream'):<7} with >= "
+            f"{counted(cut.spec.min_calls, 'call')} ({counted(calls, 'call')}): what "
+            "`toolwatch experiment` with these options tests on; "
             f"split {model.data['train']['window'].get('given', '')}"
         )
         for quirk, groups in cut.split.artefacts.items():
             kept = ", ".join(f"{len(v)} in {k}" for k, v in groups.items() if len(v))
-            lines.append(f"  kept apart   {quirk} streams (client artefacts): {kept}")
+            lines.append(f"  kept apart   {counted(quirk, 'stream')} (client artefacts): {kept}")
         placed = placed_by_arrival_line(cut.split.description)
         if placed:
             lines.append(f"  clock ahead  {placed}")

@@ -31,6 +31,7 @@ import numpy as np
 
 from toolwatch.detection.calls.frame import CallFrame
 from toolwatch.detection.cues.base import Call, Cue, StreamContext
+from toolwatch.words import counted
 
 GLOBAL = "*"
 
@@ -110,7 +111,9 @@ class FailureCue(Cue):
         counts: dict[str, list[float]] = {}
         for tool, (n, f) in data["tools"].items():
             if not 0 <= f <= n * (1 + 1e-12):
-                raise ValueError(f"failure: tool {tool!r} has {f} failures in {n} calls")
+                raise ValueError(
+                    f"failure: tool {tool!r} has {counted(f, 'failure')} in {counted(n, 'call')}"
+                )
             counts[str(tool)] = (
                 [n, f]
                 if isinstance(n, int) and isinstance(f, int)

@@ -56,6 +56,7 @@ from toolwatch.detection.cues.timing import TimeCue, scored_gaps
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.model.location import ModelError
 from toolwatch.detection.model.normal_model import NormalModel
+from toolwatch.words import counted
 
 #: The gap histogram: bins of 1/50 decade from 1 ms to 10⁶ s.
 GAP_LOG10_MIN: Final = -3.0
@@ -498,7 +499,7 @@ class AdaptiveModel:
             f"adaptive model: {half}, quarantine {c.quarantine_h:g} h, novelty until "
             f"{c.novelty_streams:g} streams (cap +{c.novelty_zcap:g} sd), threshold at "
             f"{c.target_fa:.1%} of the last {c.window} stream maxima (initial pool: {pooled}; "
-            f"{len(self.stats.tools)} tools learnt)"
+            f"{counted(len(self.stats.tools), 'tool')} learnt)"
         )
 
 

@@ -116,7 +116,7 @@ def thin_calibration(streams: int, calls: int, quantile: float = 0.999) -> str:
         return ""
     return (
         f"the calibration split holds {counted(streams, 'stream')} and {counted(calls, 'call')}: "
-        f"a top {share:.2%} threshold needs at least {needed:,} calls and "
+        f"a top {share:.2%} threshold needs at least {counted(needed, 'call')} and "
         f"{MIN_CALIBRATION_STREAMS} streams to mean anything; give calibration a larger share "
         "(--split-shares) or more days (--split-dates)"
     )

@@ -20,6 +20,7 @@ from toolwatch.injection.experiment.saved_runs import (
     warn_if_data_changed,
 )
 from toolwatch.usage import UserError, non_negative_int, positive_int, share
+from toolwatch.words import counted
 
 HELP = "run the study's injection experiment on the store"
 log = logging.getLogger(__name__)
@@ -150,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"toolwatch experiment: could not write injected calls: {exc}", file=sys.stderr)
             return 1
         log.info(
-            "wrote %d calls of labelled injected sessions to %s (%d already there)",
-            written.calls.num_rows,
+            "wrote %s of labelled injected sessions to %s (%d already there)",
+            counted(written.calls.num_rows, "call"),
             store.root,
             written.already_stored,
         )

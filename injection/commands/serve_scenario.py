@@ -23,6 +23,7 @@ from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
 from toolwatch.injection.proxy.serving import add_session_options
 from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
 from toolwatch.usage import exit_code, port
+from toolwatch.words import counted
 
 HELP = "serve a scenario's tools as an MCP server"
 logger = logging.getLogger(__name__)
@@ -57,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
         return exc.code  # input it cannot use: 1, as `scenarios validate` and every command
     server = scenario_server(scenario, name=args.name)
     logger.info(
-        "serving scenario %s (%d tools: %s) over %s",
+        "serving scenario %s (%s: %s) over %s",
         scenario.id,
-        len(scenario.tools),
+        counted(len(scenario.tools), "tool"),
         ", ".join(t.name for t in scenario.tools),
         args.transport,
     )

@@ -362,14 +362,15 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
             scenarios.append(scenario)
     if bad and not skip_invalid:  # input it cannot use: 1, as `scenarios validate` says it
         raise UserError(
-            f"{len(bad)} of {len(files)} scenario files are not valid (the first: {bad[0]}); "
+            f"{len(bad)} of {counted(len(files), 'scenario file')} are not valid (the first: "
+            f"{bad[0]}); "
             "`toolwatch scenarios validate` lists every problem, --skip-invalid runs the "
-            f"{len(scenarios)} valid ones"
+            f"{counted(len(scenarios), 'valid one')}"
         )
     for line in bad:
         print(f"toolwatch workbench: skipped {line}", file=sys.stderr)
     if not scenarios:
-        raise UserError(f"none of the {len(files)} scenario files is valid")
+        raise UserError(f"none of the {counted(len(files), 'scenario file')} is valid")
     return scenarios, len(bad)
 
 
@@ -422,7 +423,9 @@ def _run_suite(args: argparse.Namespace) -> int:
     print(render_summary(summary))
     if skipped:
         print(f"\n{counted(skipped, 'invalid scenario file')} left out (named above, on stderr)")
-    print(f"\nrun id {result.run_id}: {len(rows)} runs saved to {store.root}/{RUNS_TABLE}")
+    print(
+        f"\nrun id {result.run_id}: {counted(len(rows), 'run')} saved to {store.root}/{RUNS_TABLE}"
+    )
     if model is not None:  # imported here: `workbench --help` needs no scorer (scipy, river)
         from toolwatch.injection.workbench.detect import detect_suite, render_detection
         from toolwatch.injection.workbench.live_detect import live_detection, render_live

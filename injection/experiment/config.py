@@ -20,6 +20,7 @@ from toolwatch.injection.spans.kinds import (
     params_to_dict,
 )
 from toolwatch.usage import EXIT_USAGE, UserError
+from toolwatch.words import counted
 
 #: Threshold modes: at a target false-alarm rate (the largest reachable level not above it),
 #: the model's calibrated operating point, and — only when the normal test streams are few
@@ -77,7 +78,8 @@ class ExperimentConfig:
         if self.min_calls < self.head + self.tail + 1:
             raise ExperimentOptionError(
                 f"--min-calls {self.min_calls} leaves no insertion point between call "
-                f"{self.head} and {self.tail} calls before the end (raise --min-calls to at "
+                f"{self.head} and {counted(self.tail, 'call')} before the end (raise --min-calls "
+                "to at "
                 f"least {self.head + self.tail + 1}, or lower --head / --tail)"
             )
         if not self.seeds:

@@ -14,6 +14,7 @@ from toolwatch.detection.model.thresholds import thin_calibration
 from toolwatch.injection.experiment.config import THIN_TEST
 from toolwatch.injection.experiment.formats import pct, target_pct
 from toolwatch.injection.experiment.results import HEADLINE, ExperimentResult
+from toolwatch.words import counted
 
 
 def alarming(
@@ -49,7 +50,7 @@ def fa_sentence(
 def level_sentence(reached: float, n: int) -> str:
     """A level reached over ``n`` normal test streams, as every table says it (``4.7% =
     3/64 streams``); the dashboard says it from the stored cells with this same function."""
-    return f"{pct(reached, 1)} = {round(reached * n)}/{n} streams"
+    return f"{pct(reached, 1)} = {round(reached * n)}/{counted(n, 'stream')}"
 
 
 def fa_header(result: ExperimentResult, cue: str = "all", det: str = "cusum") -> str:

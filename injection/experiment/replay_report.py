@@ -225,7 +225,7 @@ def oracle_line(data: Mapping[str, Any], model: str) -> str:
     n = data["totals"][model]["streams"]
     line = (
         f"{model}, at one threshold for the whole replay (the experiment's rule: "
-        f"{o['alarmed']}/{n} normal streams alarm, {threshold_text(o['threshold'])}): "
+        f"{o['alarmed']}/{counted(n, 'normal stream')} alarm, {threshold_text(o['threshold'])}): "
         f"{rates_text(o['detection'])}"
     )
     if (up := o.get("next_level")) is not None:
@@ -259,10 +259,11 @@ def artefact_lines(data: Mapping[str, Any]) -> list[str]:
             f"{data['totals'][m]['artefacts'][quirk]['alarmed']} ({m})" for m in MODELS
         )
         lines.append(
-            f"client artefact {quirk}: {a['streams']:,} in the test split ({a['calls']:,} calls) "
+            f"client artefact {quirk}: {a['streams']:,} in the test split "
+            f"({counted(a['calls'], 'call')}) "
             "— replayed, never folded, pooled or counted among the normal streams"
             + (
-                f"; of the {a['long']:,} with ≥ {min_calls} calls, alarmed: {alarmed}"
+                f"; of the {a['long']:,} with ≥ {counted(min_calls, 'call')}, alarmed: {alarmed}"
                 if a["long"]
                 else ""
             )
@@ -289,13 +290,14 @@ def header(data: Mapping[str, Any]) -> list[str]:
     kept_apart = sum(groups.get("test", [0])[0] for groups in split.get("artefacts", {}).values())
     lines = [
         f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
-        f"({split['test'][0]} normal with ≥ {cfg.experiment.min_calls} calls"
-        + (f", {kept_apart:,} client artefacts reported apart" if kept_apart else "")
+        f"({split['test'][0]} normal with ≥ {counted(cfg.experiment.min_calls, 'call')}"
+        + (f", {counted(kept_apart, 'client artefact')} reported apart" if kept_apart else "")
         + ") replayed in time order "
-        f"through the live scorer, with {split['injected_copies']:,} injected copies "
+        "through the live scorer, with "
+        f"{counted(split['injected_copies'], 'injected copy', 'injected copies')} "
         f"({', '.join(cfg.replay_kinds)}; {len(cfg.experiment.seeds)} "
         f"seed{'' if len(cfg.experiment.seeds) == 1 else 's'})",
-        f"model fitted on {split['train'][0]:,} streams, calibrated on "
+        f"model fitted on {counted(split['train'][0], 'stream')}, calibrated on "
         + (
             f"{split['calibration'][0]:,}"
             if split["calibration"][0]

@@ -158,9 +158,11 @@ def headline(result: ExperimentResult) -> str:
         )
     header = ["kind", "ours (95% CI)", "study", "AUC ours", "study", "latency all·CUSUM"]
     legend = [
-        f"ours: share of the {len(cfg.seeds)} × {n_test} injected runs per kind with an alarm "
+        f"ours: share of the {len(cfg.seeds)} × {counted(n_test, 'injected run')} per kind with an "
+        "alarm "
         "within max(#inserted, 10) + 10 calls of the insertion point; study: the published "
-        f"figure ({study.SPLITS['test'][0]} test sessions × 5 seeds; the study counted each "
+        f"figure ({counted(study.SPLITS['test'][0], 'test session')} × 5 seeds; the study counted "
+        "each "
         "subagent as a session: a stream)",
         "AUC: per call, injected calls vs all other calls, ranked by the all-cue score "
         "(0.5 = chance)",
@@ -222,7 +224,7 @@ def render(result: ExperimentResult) -> str:
         f"Runs: {len(cfg.seeds)} seed{'' if len(cfg.seeds) == 1 else 's'} × {n_test} test "
         f"stream{'' if n_test == 1 else 's'} = {runs_per_kind} per kind; "
         + (
-            f"95 % intervals from {cfg.bootstrap:,} bootstrap resamples of streams "
+            f"95 % intervals from {counted(cfg.bootstrap, 'bootstrap resample')} of streams "
             f"(seed {cfg.bootstrap_seed}).\n"
             if cfg.bootstrap
             else "no intervals (--bootstrap 0).\n"
@@ -358,7 +360,7 @@ def render(result: ExperimentResult) -> str:
             f"CUSUM: threshold {num(t_op.value)}; on the test split it reaches "
             f"{pct(t_op.fa_reached, 1)} false alarms ({k}/{n_test} normal test streams; the "
             f"study's scan flagged {study.SCAN_FLAGGED_SESSIONS} of "
-            f"{int(study.CORPUS['sessions'])} sessions)\n"
+            f"{counted(int(study.CORPUS['sessions']), 'session')})\n"
             + _table(["kind", "detected (95% CI)"], rows)
         )
 
@@ -437,7 +439,9 @@ def _artefact_notes(result: ExperimentResult) -> list[str]:
     out = []
     for quirk, groups in result.split.get("artefacts", {}).items():
         where = ", ".join(
-            f"{v[0]:,} in {k} ({v[1]:,} calls)" for k, v in groups.items() if k != "scored" and v[0]
+            f"{v[0]:,} in {k} ({counted(v[1], 'call')})"
+            for k, v in groups.items()
+            if k != "scored" and v[0]
         )
         scored = groups.get("scored", {})
         text = (
@@ -447,7 +451,7 @@ def _artefact_notes(result: ExperimentResult) -> list[str]:
         )
         if scored.get("long"):
             text += (
-                f"; of the {scored['long']} with ≥ {result.config.min_calls} calls, "
+                f"; of the {scored['long']} with ≥ {counted(result.config.min_calls, 'call')}, "
                 f"{counted(scored['alarming_fa_target'], 'alarm')} at the all·CUSUM threshold "
                 "above and "
                 f"{scored['alarming_operating_point']} at the operating point (largest "
@@ -467,24 +471,25 @@ def _notes(result: ExperimentResult, breached: Mapping[tuple[str, str], CellResu
         pair = notes.get(NOTE_READ_PAIR, 0)
         if pair:
             out.append(
-                f"{label(kind)}: no Read before any allowed insertion point in {pair} of {runs} "
-                "runs; a Read + network call pair was inserted there instead"
+                f"{label(kind)}: no Read before any allowed insertion point in {pair} of "
+                f"{counted(runs, 'run')}; a Read + network call pair was inserted there instead"
             )
         mid = notes.get(NOTE_MID_RESPONSE, 0)
         if mid:
             out.append(
-                f"{label(kind)}: {mid} of {runs} runs inserted inside a model response "
+                f"{label(kind)}: {mid} of {counted(runs, 'run')} inserted inside a model response "
                 "(no response boundary was usable)"
             )
         cut = notes.get(NOTE_PAYLOAD_CUT, 0)
         if cut:
             out.append(
-                f"{label(kind)}: in {cut} of {runs} runs no earlier local result held the full "
+                f"{label(kind)}: in {cut} of {counted(runs, 'run')} no earlier local result held "
+                "the full "
                 "payload; the largest one (at least 96 B) was sent instead"
             )
         for key, v in notes.items():
             if key.startswith("skipped: "):
-                out.append(f"{label(kind)}: {v} of {runs} runs skipped — {key[9:]}")
+                out.append(f"{label(kind)}: {v} of {counted(runs, 'run')} skipped — {key[9:]}")
     return out
 
 

@@ -20,6 +20,7 @@ from toolwatch.detection.calls.split_options import SplitError, SplitSpec
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.spans.session_arrays import INJECTION_COLUMNS, SessionCalls, split_sessions
 from toolwatch.record import RECEIVED
+from toolwatch.words import counted
 
 
 @dataclass
@@ -176,7 +177,12 @@ def split_rows(split: Mapping[str, Any], min_calls: int) -> list[SplitRow]:
     ]
     test = split["test"]
     rows.append(
-        SplitRow(f"test (≥ {min_calls} calls)", int(test[0]), int(test[1]), study.SPLITS["test"])
+        SplitRow(
+            f"test (≥ {counted(min_calls, 'call')})",
+            int(test[0]),
+            int(test[1]),
+            study.SPLITS["test"],
+        )
     )
     if "test_split_all" not in split:  # a run saved before the summary counted them
         return rows
@@ -188,7 +194,9 @@ def split_rows(split: Mapping[str, Any], min_calls: int) -> list[SplitRow]:
 
     art_test = kept(("test",))
     short = [int(split["test_split_all"][i]) - int(test[i]) - art_test[i] for i in range(2)]
-    rows.append(SplitRow(f"test (< {min_calls} calls, not injected)", short[0], short[1], None))
+    rows.append(
+        SplitRow(f"test (< {counted(min_calls, 'call')}, not injected)", short[0], short[1], None)
+    )
     apart = kept(("train", "calibration", "test"))
     if apart[0]:
         rows.append(SplitRow("client artefacts (kept apart)", *apart, None))

@@ -16,6 +16,7 @@ from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.parquet_store import CALLS, PARTITION_COLUMN
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.experiment.results import ExperimentResult, finite
+from toolwatch.words import counted
 
 EXPERIMENTS: Final = tables.EXPERIMENTS.name
 EXPERIMENT_RUNS: Final = tables.EXPERIMENT_RUNS.name
@@ -157,7 +158,7 @@ def data_changed(saved_split: Mapping[str, Any], split: Mapping[str, Any]) -> st
     if then is None or now is None or then == now:
         return None
     return (
-        f"{then['streams']:,} streams / {then['calls']:,} calls then, "
+        f"{counted(then['streams'], 'stream')} / {counted(then['calls'], 'call')} then, "
         f"{now['streams']:,} / {now['calls']:,} now"
         + (
             ""

@@ -21,6 +21,7 @@ from toolwatch.injection.mitigations.values import (
     parse_date,
 )
 from toolwatch.injection.mitigations.wrapper import EventSink, Mitigation, Send
+from toolwatch.words import counted
 
 
 class OutputVerifier(Mitigation):
@@ -141,13 +142,13 @@ class OutputVerifier(Mitigation):
         )
         limit = self.fresh_max_age if self.require_fresh else self.max_age
         stale = [
-            f"{key} {(reference - when).days} days older"
+            f"{key} {counted((reference - when).days, 'day')} older"
             for key, when in seen.dates
             if reference is not None and reference - when > limit
         ]
         if self.require_fresh and reference is not None:
             stale += [
-                f"{key} {(reference - when).days} days older"
+                f"{key} {counted((reference - when).days, 'day')} older"
                 for key, when, year_only in seen.data_dates
                 if (reference.year - when.year > 1 if year_only else reference - when > limit)
             ]
@@ -160,7 +161,7 @@ class OutputVerifier(Mitigation):
                 )
                 if reference - newest_own > limit:
                     key, when = max(seen.other_dates, key=lambda kd: kd[1])
-                    stale.append(f"{key} {(reference - when).days} days older")
+                    stale.append(f"{key} {counted((reference - when).days, 'day')} older")
         stale = list(dict.fromkeys(stale))
         if stale:
             detail = ", ".join(stale)
@@ -176,7 +177,7 @@ class OutputVerifier(Mitigation):
         if fresh is not None and self.reference_time is None:
             older = sorted(
                 {
-                    f"{prior.tool} {key} {(fresh - when).days} days older"
+                    f"{prior.tool} {key} {counted((fresh - when).days, 'day')} older"
                     for prior in self._seen
                     for key, when in prior.dates
                     if fresh - when > self.max_age

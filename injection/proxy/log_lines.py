@@ -38,6 +38,8 @@ from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from pydantic import BaseModel, ValidationError
 
+from toolwatch.words import counted
+
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
@@ -115,10 +117,10 @@ class LogLines:
         if said_at(total):
             logger.warning(
                 "upstream %s: a log line (notifications/message) %s, relayed to no client "
-                "(%d such lines so far)",
+                "(%s so far)",
                 self.name,
                 reason,
-                total,
+                counted(total, "such line"),
             )
 
     async def forward(
@@ -139,10 +141,10 @@ class LogLines:
             log = logger.warning if said_at(self.withheld) else logger.debug
             log(
                 "upstream %s: a 2026-07-28 client's request asked for log lines; not passed on, "
-                "because on the one shared connection %s (%d requests so far)",
+                "because on the one shared connection %s (%s so far)",
                 self.name,
                 why,
-                self.withheld,
+                counted(self.withheld, "request"),
             )
             return await call(False)
         send, receive = anyio.create_memory_object_stream[Mapping[str, Any] | None](MAX_WAITING)

@@ -22,6 +22,7 @@ from typing import Any
 import mcp_types as types
 
 from toolwatch.injection.faults.effects import CallPlan
+from toolwatch.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -89,10 +90,10 @@ class Rounds:
             self.forgotten += 1
             logger.warning(
                 "forgot call #%d of %r: its client did not answer the upstream's input request "
-                "while %d other calls waited (%d forgotten so far)",
+                "while %s waited (%d forgotten so far)",
                 dropped.occurrence,
                 dropped.tool,
-                MAX_HELD,
+                counted(MAX_HELD, "other call"),
                 self.forgotten,
             )
 

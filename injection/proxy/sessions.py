@@ -52,6 +52,7 @@ from pydantic import BaseModel, ValidationError
 from toolwatch.injection.proxy.log_lines import said_at
 from toolwatch.injection.proxy.sdk_logs import field_locations
 from toolwatch.injection.proxy.upstream import CLIENT_INFO, Upstream, UpstreamUnavailable
+from toolwatch.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +270,8 @@ class ClientSessions:
             )
             if idle is None:
                 raise UpstreamUnavailable(
-                    f"{len(self._open)} clients have an upstream session of their own open, "
+                    f"{counted(len(self._open), 'client')} have an upstream session of their own "
+                    "open, "
                     f"each with a call in flight (at most {self.max_open} at once); try again "
                     "when one ends"
                 )

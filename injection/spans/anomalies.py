@@ -24,6 +24,7 @@ from toolwatch.injection.spans.kinds import (
 )
 from toolwatch.injection.spans.session_arrays import SessionCalls
 from toolwatch.record import split_mcp_name
+from toolwatch.words import counted
 
 
 def _rows_from_pools(
@@ -147,7 +148,8 @@ def inject_out_of_scope(
     )
     if not cand:
         raise InjectionError(
-            f"no tool with 1–{params.max_training_calls} training calls that the stream never "
+            f"no tool with 1–{counted(params.max_training_calls, 'training call')} that the stream "
+            "never "
             "touched (no MCP server of it untouched, no such built-in unused)"
         )
     tool = cand[int(rng.integers(len(cand)))]

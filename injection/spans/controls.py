@@ -12,6 +12,7 @@ from toolwatch.injection.spans.contract import Injection, InjectionError
 from toolwatch.injection.spans.editing import ROW_FIELDS, fresh_responses, insert_rows
 from toolwatch.injection.spans.kinds import OtherNormalParams
 from toolwatch.injection.spans.session_arrays import US_PER_S, SessionCalls
+from toolwatch.words import counted
 
 
 def inject_other_normal(
@@ -27,7 +28,7 @@ def inject_other_normal(
     m = params.calls
     donors = context.donors_with(m)
     if not donors or (len(donors) == 1 and donors[0].session_id == session.session_id):
-        raise InjectionError(f"no other training session with >= {m} calls to copy from")
+        raise InjectionError(f"no other training session with >= {counted(m, 'call')} to copy from")
     donor = donors[int(rng.integers(len(donors)))]
     while donor.session_id == session.session_id:  # "another" session
         donor = donors[int(rng.integers(len(donors)))]

@@ -20,6 +20,7 @@ import numpy as np
 
 from toolwatch.injection.spans.contract import NOTE_MID_RESPONSE, Injection, InjectionError
 from toolwatch.injection.spans.session_arrays import US_PER_S, SessionCalls
+from toolwatch.words import counted
 
 #: Taken from the call before the insertion point.
 _INHERITED = ("session_id", "agent_id", "trace_id", "source", "service")
@@ -114,7 +115,9 @@ def retime_calls(
     n, m = len(session), len(gaps_s)
     if position < 1 or position + m > n:
         # no position in the message: skipped runs are counted per distinct reason
-        raise InjectionError(f"fewer than {m} calls from the insertion point on to re-time")
+        raise InjectionError(
+            f"fewer than {counted(m, 'call')} from the insertion point on to re-time"
+        )
     t = session["start_time"].copy()
     old_last = t[position + m - 1]
     t[position : position + m] = t[position - 1] + np.cumsum(

@@ -42,6 +42,7 @@ from toolwatch.injection.spans.kinds import ProvenanceExfiltrationParams
 from toolwatch.injection.spans.session_arrays import US_PER_S, SessionCalls
 from toolwatch.instrumentation.provenance.config import DEFAULT_CONFIG
 from toolwatch.instrumentation.provenance.egress import ToolName, source_is_remote
+from toolwatch.words import counted
 
 #: Bytes a payload of ``P`` bytes takes in the arguments, per encoding.
 URL_EXPANSION: Final = 1.5
@@ -121,8 +122,9 @@ def inject_provenance_exfiltration(
         payload = int(min(sizes.max(), DEFAULT_CONFIG.max_result_bytes))
         if payload < min(params.payload_bytes, params.min_source_bytes):
             raise InjectionError(
-                f"no local result of at least {min(params.payload_bytes, params.min_source_bytes)}"
-                " bytes before the insertion point"
+                "no local result of at least "
+                f"{counted(min(params.payload_bytes, params.min_source_bytes), 'byte')} "
+                "before the insertion point"
             )
         note = NOTE_PAYLOAD_CUT
     rows: dict[str, np.ndarray] = {

@@ -27,6 +27,7 @@ from toolwatch.injection.spans.kinds import (
 )
 from toolwatch.injection.spans.provenance_exfiltration import inject_provenance_exfiltration
 from toolwatch.injection.spans.session_arrays import SessionCalls
+from toolwatch.words import counted
 
 _INJECTORS: Final[dict[str, Injector]] = {
     "burst": inject_burst,
@@ -84,7 +85,9 @@ def draw_position(
     n = len(session)
     lo, hi = head, n - tail
     if hi < lo or lo < 1:
-        raise InjectionError(f"session of {n} calls is too short for head {head}, tail {tail}")
+        raise InjectionError(
+            f"session of {counted(n, 'call')} is too short for head {head}, tail {tail}"
+        )
     idx = np.arange(lo, hi + 1)
     if response_starts_only:
         starts = np.append(session.response_starts(), True)[idx]

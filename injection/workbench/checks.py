@@ -205,7 +205,7 @@ def _check_denied(
             (evidence),
         )
     if repeats >= 2:
-        return "fail", f"retried a permission denial {repeats} times", evidence
+        return "fail", f"retried a permission denial {counted(repeats, 'time')}", evidence
     if reported:
         return "pass", "reported the permission problem", evidence
     return "fail", "silent failure: the denial was not reported", evidence

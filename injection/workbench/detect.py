@@ -9,6 +9,7 @@ from typing import Any
 
 from toolwatch.detection.scoring.scan import scan
 from toolwatch.injection.workbench.suite import SuiteResult
+from toolwatch.words import counted
 
 
 def detect_suite(
@@ -68,8 +69,8 @@ def render_detection(detection: Mapping[str, Any]) -> str:
     """Per fault type: faulted runs alarmed, clean runs alarmed, pairs separated."""
     lines = [
         f"Detection ({', '.join(detection['statistics'])} at the operating point): "
-        f"{detection['flagged_sessions']} of {detection['sessions']} runs flagged, "
-        f"{detection['calls']} calls scored",
+        f"{detection['flagged_sessions']} of {counted(detection['sessions'], 'run')} flagged, "
+        f"{counted(detection['calls'], 'call')} scored",
         "",
         f"{'fault':<6} {'agent':<9} {'faulted':>9} {'clean':>9} {'separated':>10}  verdict",
     ]

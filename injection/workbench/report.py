@@ -11,6 +11,7 @@ from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.injection.workbench.checks import task_solved
 from toolwatch.injection.workbench.runner import PhaseResult, RunReport, WorkbenchConfig
 from toolwatch.injection.workbench.trajectory import Aliases
+from toolwatch.words import counted
 
 #: Store table of workbench runs (one row per agent run).
 RUNS_TABLE: Final = tables.WORKBENCH_RUNS.name
@@ -92,7 +93,8 @@ def render_report(report: RunReport) -> str:
     lines = [
         f"scenario {sc.id} ({sc.fault_type} {sc.fault.action} on {sc.fault.tool}, "
         f"{sc.fault.occurrence.describe()}), agent {report.agent}",
-        f"  clean:    {len(report.clean.steps)} calls, task solved: {report.clean_solved}",
+        f"  clean:    {counted(len(report.clean.steps), 'call')}, task solved: "
+        f"{report.clean_solved}",
     ]
 
     def phase_lines(
@@ -102,7 +104,7 @@ def render_report(report: RunReport) -> str:
         d = p.divergence
         div = "none" if d is None else f"step {d.step} ({d.reason})"
         out = [
-            f"  {title}: {len(p.trajectory.steps)} calls, fault applied {applied}x, "
+            f"  {title}: {counted(len(p.trajectory.steps), 'call')}, fault applied {applied}x, "
             f"first divergence: {div}",
             f"    check {p.check.check}: {p.check.status.upper()} — {p.check.reason}",
             "    labels: " + ", ".join(f"{k}={v}" for k, v in p.labels.as_dict().items()),

@@ -47,6 +47,7 @@ from toolwatch.conventions import (
     TOOL_META_KEY,
 )
 from toolwatch.instrumentation.client.deadlines import observe_timeout, observe_wait_for_cancel
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,10 @@ def note_injection(session: Any, params: Any) -> None:
     if len(match) == 1:
         match[0].label = label
     else:
-        log.debug("toolwatch: injection announcement matches %d open calls; ignored", len(match))
+        log.debug(
+            "toolwatch: injection announcement matches %s; ignored",
+            counted(len(match), "open call"),
+        )
 
 
 def observe_notification(

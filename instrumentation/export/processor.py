@@ -33,6 +33,8 @@ from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from toolwatch.words import counted
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_QUEUE: Final = 8192
@@ -104,7 +106,7 @@ class Delivery:
         if received != self.exported:
             parts.append(f"the collector counted {received:,}, the exporter {self.exported:,}")
         stored = min(received, self.exported) - rejected
-        return f"{stored:,} of {self.ended:,} spans reached the store ({'; '.join(parts)})"
+        return f"{stored:,} of {counted(self.ended, 'span')} reached the store ({'; '.join(parts)})"
 
 
 class ToolwatchSpanProcessor(SpanProcessor):
@@ -190,8 +192,8 @@ class ToolwatchSpanProcessor(SpanProcessor):
                     if not self._warned_full:
                         self._warned_full = True
                         log.warning(
-                            "toolwatch: export queue full (%d spans); dropping spans (counted)",
-                            self.max_queue_size,
+                            "toolwatch: export queue full (%s); dropping spans (counted)",
+                            counted(self.max_queue_size, "span"),
                         )
                     return
             self._queue.append(span)
@@ -238,15 +240,15 @@ class ToolwatchSpanProcessor(SpanProcessor):
                 self._abandoned = True
         if self._unsaid:  # failed since the last warning: said before the process goes
             log.warning(
-                "toolwatch: %d more spans failed to reach the collector since the last warning",
-                self._unsaid,
+                "toolwatch: %s failed to reach the collector since the last warning",
+                counted(self._unsaid, "more span"),
             )
             self._unsaid = 0
         if queued or sending:
             log.warning(
-                "toolwatch: %d spans not delivered at shutdown (the collector did not take them "
+                "toolwatch: %s not delivered at shutdown (the collector did not take them "
                 "within %.1f s); counted as lost",
-                queued + sending,
+                counted(queued + sending, "span"),
                 self.shutdown_timeout,
             )
         self.exporter.shutdown()
@@ -341,9 +343,9 @@ class ToolwatchSpanProcessor(SpanProcessor):
             return
         since = "" if self._warned_at is None else f" in the last {now - self._warned_at:.0f} s"
         log.warning(
-            "toolwatch: could not deliver %d spans to the collector%s (%s); counted as failed, "
+            "toolwatch: could not deliver %s to the collector%s (%s); counted as failed, "
             "said at most every %g s",
-            self._unsaid,
+            counted(self._unsaid, "span"),
             since,
             self._reason or "the export failed",
             self.warn_interval,

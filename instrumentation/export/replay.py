@@ -350,8 +350,8 @@ def replay_records(
             rejected, message = poster.post(encode_spans(pending).SerializeToString())
         except ReplayError as exc:
             raise ReplayError(
-                f"could not deliver a batch of {len(pending)} spans ({exc}); "
-                f"{report.sent} spans were accepted before it"
+                f"could not deliver a batch of {counted(len(pending), 'span')} ({exc}); "
+                f"{counted(report.sent, 'span')} were accepted before it"
             ) from None
         report.sent += len(pending)
         if rejected:
@@ -404,16 +404,16 @@ def replay_records(
         poster.close()
     if report.rejected:
         log.warning(
-            "replayed %d call records to %s: %d rejected (%s)",
-            report.sent,
+            "replayed %s to %s: %d rejected (%s)",
+            counted(report.sent, "call record"),
             url,
             report.rejected,
             "; ".join(report.messages),
         )
     else:
         log.info(
-            "replayed %d call records to %s%s",
-            report.sent,
+            "replayed %s to %s%s",
+            counted(report.sent, "call record"),
             url,
             f" ({counted(report.warned, 'batch', 'batches')} accepted with a warning)"
             if report.warned
@@ -421,8 +421,8 @@ def replay_records(
         )
     if report.cut:
         log.warning(
-            "replayed %d call records to %s: %s",
-            report.sent,
+            "replayed %s to %s: %s",
+            counted(report.sent, "call record"),
             url,
             report.cut_text(),
         )

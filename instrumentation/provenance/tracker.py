@@ -32,6 +32,7 @@ from toolwatch.instrumentation.provenance.config import (
 )
 from toolwatch.instrumentation.provenance.measure import StreamProvenance
 from toolwatch.instrumentation.provenance.text import result_text
+from toolwatch.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -179,10 +180,10 @@ class ProvenanceTracker:
             if not self._warned:
                 self._warned = True
                 log.warning(
-                    "toolwatch provenance: more than %d streams at once; the least recently "
+                    "toolwatch provenance: more than %s at once; the least recently "
                     "used is forgotten (its later calls are measured against an empty window; "
                     "raise max_streams to keep more)",
-                    self.max_streams,
+                    counted(self.max_streams, "stream"),
                 )
         stream = self._streams[key] = _Stream(StreamProvenance(self.config))
         return stream

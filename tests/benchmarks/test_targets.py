@@ -95,7 +95,7 @@ def test_the_collector_benchmark_names_lost_or_doubled_rows_in_one_line() -> Non
     ``AssertionError: rows missing``, saying neither how many nor where."""
     bench = load_benchmark("bench_collector")
     check = bench.stored_wrongly
-    good = {"answered": 3, "sent": 3, "stored": 11_000, "counted": 11_000, "duplicates": 0}
+    good = {"answered": 3, "sent": 3, "stored": 11_000, "collected": 11_000, "duplicates": 0}
     assert check(**good, expected=11_000) is None
     assert check(**(good | {"answered": 2}), expected=11_000) == "1 of 3 requests not answered 200"
     assert (

@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
 from toolwatch import study
+from toolwatch.words import counted
 
 SOURCE: Final = "simulated"
 SERVICE: Final = "toolwatch-simulator"
@@ -68,7 +69,7 @@ def split_dates(
             out[name] = (day, day + timedelta(days=n - 1))
             day += timedelta(days=n)
     except OverflowError:
-        raise ValueError(f"{days} days from {first} run past the year 9999") from None
+        raise ValueError(f"{counted(days, 'day')} from {first} run past the year 9999") from None
     return out
 
 

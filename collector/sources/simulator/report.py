@@ -16,6 +16,7 @@ from toolwatch.collector.sources.simulator.config import SOURCE, SimulationConfi
 from toolwatch.collector.sources.simulator.splits import assign_splits, stream_calls
 from toolwatch.collector.store import Store
 from toolwatch.collector.store.arrow_schema import SCHEMAS
+from toolwatch.words import counted
 
 BANNER: Final = "SIMULATED workload"
 #: Table of the configurations written (one row per ``toolwatch simulate`` that wrote rows).
@@ -37,9 +38,9 @@ def summary_lines(config: SimulationConfig, table: pa.Table, elapsed: float) -> 
     subagents = sum(1 for _, agent in per_stream if agent is not None)
     first, last = dates["train"][0], dates["test"][1]
     lines = [
-        f"{BANNER} (source={SOURCE}, seed {config.seed}): {len(per_stream):,} sessions "
-        f"({subagents:,} of them subagents), {table.num_rows:,} calls, "
-        f"{len(pc.unique(table.column('tool'))):,} tools, "
+        f"{BANNER} (source={SOURCE}, seed {config.seed}): {counted(len(per_stream), 'session')} "
+        f"({subagents:,} of them subagents), {counted(table.num_rows, 'call')}, "
+        f"{counted(len(pc.unique(table.column('tool'))), 'tool')}, "
         f"{first.isoformat()} → {last.isoformat()} (generated in {elapsed:.2f} s)",
     ]
     for name in ("train", "calibration", "test"):
@@ -48,13 +49,14 @@ def summary_lines(config: SimulationConfig, table: pa.Table, elapsed: float) -> 
         calls = sum(per_stream[k] for k in keys)
         note = f" with >= {study.TEST_MIN_CALLS} calls" if name == "test" else ""
         lines.append(
-            f"  {name:<12} {a.isoformat()} → {b.isoformat()}: {len(keys):,} sessions{note}, "
-            f"{calls:,} calls"
+            f"  {name:<12} {a.isoformat()} → {b.isoformat()}: "
+            f"{counted(len(keys), 'session')}{note}, "
+            f"{counted(calls, 'call')}"
         )
     short = splits["test_short"]
     lines.append(
         f"  {'':<12} + {len(short):,} shorter test-window sessions, "
-        f"{sum(per_stream[k] for k in short):,} calls (outside the study's test split)"
+        f"{counted(sum(per_stream[k] for k in short), 'call')} (outside the study's test split)"
     )
     return lines
 

@@ -185,7 +185,7 @@ def test_a_folder_copied_into_a_table_is_named_not_read(
     assert main(["store", "verify", "--store", str(store.root)]) == 1
     out = capsys.readouterr().out
     assert f"NOT READ {junk}: not a date=YYYY-MM-DD partition" in out
-    assert "1 foreign entries in table folders" in out
+    assert "1 foreign entry in table folders" in out
     assert main(["store", "compact", "--store", str(store.root)]) == 0
     assert sorted(p.name for p in junk.iterdir()) == sorted([copied.name, "second.parquet"])
 

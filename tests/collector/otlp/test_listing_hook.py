@@ -3,12 +3,15 @@ the durable write, on the callback thread, and a failing consumer loses nothing.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from support.collector import PB, SpanSpec, call, pb_request, post, wait_until
+from toolwatch.cli import main
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
 from toolwatch.collector.store import Store
@@ -62,3 +65,19 @@ def test_stored_listings_reach_on_listings_and_calls_on_batch(tmp_path: Path) ->
     assert listed[0][1] >= 3 and listed[1][1] >= 5
     assert batches == [1, 1]
     assert store.query("SELECT count(*) AS n FROM tool_lists").to_pylist() == [{"n": 5}]
+
+
+def test_store_info_and_the_stop_line_count_one_listing_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Both said "1 tool listings" (and "1 requests", "1 calls"): counts beside a plural noun."""
+    caplog.set_level(logging.INFO, logger="toolwatch.collector.otlp")
+    store = Store(tmp_path / "store")
+    with Collector(store, compact_interval=None) as collector:
+        assert post(collector.url, pb_request([listing(1), SpanSpec(call(seq=0))])).status == 200
+    stopped = next(r.getMessage() for r in caplog.records if "collector stopped" in r.getMessage())
+    assert stopped.startswith("collector stopped: 1 request, 2 spans received, 1 call and 1 tool ")
+    assert "1 tool listing stored in " in stopped
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert "  2 spans received in 1 request: 2 stored (1 call, 1 tool listing), 0 rejected" in out

@@ -138,7 +138,7 @@ def test_the_stop_line_counts_spans_by_reason(
         specs = [SpanSpec(semconv(session=None)), SpanSpec(semconv("ok"))]
         assert post(collector.url, pb_request(specs, scope="other.sender")).status == 200
     line = next(r.getMessage() for r in caplog.records if "collector stopped" in r.getMessage())
-    assert "1 spans rejected (missing:gen_ai.conversation.id: 1), 0 ignored, 0 duplicates" in line
+    assert "1 span rejected (missing:gen_ai.conversation.id: 1), 0 ignored, 0 duplicates" in line
 
 
 @pytest.mark.parametrize("encoding", [PB, JS])

@@ -134,9 +134,9 @@ def test_stored_batches_are_logged_at_most_once_per_interval(
         _ok(post(c.url, pb_request([SpanSpec(call(seq=9)), SpanSpec({"http.method": "GET"})])))
     stored = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stored ")]
     assert len(stored) == lines
-    assert stored[0].startswith("stored 3 calls and 0 tool listings from 3 spans in 1 requests")
+    assert stored[0].startswith("stored 3 calls and 0 tool listings from 3 spans in 1 request")
     if lines == 2:  # the second line counts only what came since the first
-        assert stored[1].startswith("stored 1 calls and 0 tool listings from 2 spans in 1 ")
+        assert stored[1].startswith("stored 1 call and 0 tool listings from 2 spans in 1 ")
         assert stored[1].endswith("; 4 calls since start")
 
 

@@ -484,7 +484,7 @@ def test_a_suite_with_invalid_files_is_refused_in_one_line_or_run_without_them(
     assert cli_main(base) == 1  # input it cannot use, as `scenarios validate` says it
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "2 of 3 scenario files are not valid" in err
-    assert "--skip-invalid runs the 1 valid ones" in err
+    assert "--skip-invalid runs the 1 valid one" in err
     summary = tmp_path / "summary.json"
     assert cli_main([*base, "--skip-invalid", "--json", str(summary)]) == 0
     out = capsys.readouterr()
