@@ -11,7 +11,11 @@ imported stream with an agent id and no flag (:func:`imported_checks`: one group
 ``store info`` also counts, in the same query, the imported calls without result: those stored
 failed with ``error_type = "no_result"`` (their result line was cut off, or never written though
 the stream went on) and those stored unfailed as pending, as the import summary did, so a store
-read later says why those calls count as failures, or do not.
+read later says why those calls count as failures, or do not. Calls imported before the
+``no_result`` rule were all stored pending, those whose stream went on among them; which ones
+those are is not told (a later response in words only is not in the store, and a join of the
+pending calls to their streams' later calls took a second scan: 2× the time of ``store info``'s
+checks on 1 M calls), so ``store info`` says what a re-import into a fresh store would change.
 """
 
 from __future__ import annotations
@@ -26,11 +30,21 @@ from toolwatch.collector.store.parquet_store import CALLS
 from toolwatch.conventions import ERROR_TYPE_NO_RESULT
 from toolwatch.words import counted
 
-#: What to do about them (the store keeps what it was given).
+#: How to get today's importer's reading of calls the store keeps as it was given them.
+REIMPORT: Final = (
+    "re-import the transcripts into a fresh store (toolwatch import claude-code PATH --store NEW)"
+)
+#: What a re-import changes for pending calls (an importer from before the rule stored the
+#: calls whose stream went on as pending too; the store cannot tell them apart).
+PENDING_REMEDY: Final = (
+    "if imported before calls whose stream went on were stored failed, some of these are such "
+    f"calls: {REIMPORT} to store them failed ({ERROR_TYPE_NO_RESULT}) and keep only the calls "
+    "of each stream's last response pending; a re-import into this store adds nothing"
+)
+#: What to do about unflagged forks.
 REMEDY: Final = (
-    "imported before these forks were flagged; re-import the transcripts into a fresh store "
-    "(toolwatch import claude-code PATH --store NEW) to flag them: a re-import into this store "
-    "adds nothing"
+    f"imported before these forks were flagged; {REIMPORT} to flag them: a re-import into this "
+    "store adds nothing"
 )
 
 
@@ -110,7 +124,9 @@ def format_unflagged_forks(found: dict[str, tuple[int, int]]) -> list[str]:
 
 
 def format_unanswered(lost: int, pending: int) -> list[str]:
-    """``toolwatch store info``'s lines for the calls without result (none for a 0)."""
+    """``toolwatch store info``'s lines for the calls without result (none for a 0), and for
+    pending calls what a re-import would change (a store filled before the ``no_result`` rule
+    counts its abandoned calls as pending)."""
     lines = []
     if lost:
         lines.append(
@@ -123,4 +139,5 @@ def format_unanswered(lost: int, pending: int) -> list[str]:
             f"imported calls pending when imported: {pending:,} (no result yet in their "
             "stream's last response), stored unfailed: no size, no duration"
         )
+        lines.append(f"  {PENDING_REMEDY}")
     return lines

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import FIXTURES
+from support.transcripts import SID, call_line, jsonl
 from toolwatch.cli import main
 from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.collector.sources.delivery import append_new_calls
@@ -98,3 +99,57 @@ def test_store_info_checks_the_imported_calls_in_one_query(
     assert "imported calls pending when imported: 1 (" in out
     checks = imported_checks(store)
     assert (checks.lost, checks.pending, sum(c for _, c in checks.forks.values())) == (1, 1, 6)
+
+
+def test_store_info_says_what_a_reimport_changes_for_pending_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls imported before the ``no_result`` rule were all stored pending, and ``store info``
+    counted them so with no word on what to do, unlike the forks. Which of them went on cannot
+    be told from the store (a response in words only is not in it), so a line under the count
+    says what a re-import into a fresh store changes; no pending calls, no line."""
+    other = "0d9c4f52-aaaa-4bbb-8ccc-000000000002"
+    words = {"id": "msg_2", "content": [{"type": "text", "text": "done"}]}
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    (folder / f"{SID}.jsonl").write_text(  # toolu_a went on to msg_2; toolu_c is pending
+        jsonl(
+            [
+                call_line("toolu_a", "2026-03-01T10:00:00Z", "msg_1"),
+                call_line("toolu_c", "2026-03-01T10:00:09Z", "msg_2"),
+            ]
+        )
+    )
+    (folder / f"{other}.jsonl").write_text(  # toolu_w went on to a response in words only
+        jsonl(
+            [
+                call_line("toolu_w", "2026-03-01T10:00:00Z", "msg_1", session=other),
+                {
+                    "type": "assistant",
+                    "sessionId": other,
+                    "timestamp": "2026-03-01T10:00:05Z",
+                    "message": words,
+                },
+            ]
+        )
+    )
+    records, report = import_transcripts([folder], provenance=None)
+    assert (report.abandoned, report.pending) == (2, 1)
+    old = Store(tmp_path / "old")  # as an importer from before the rule stored them
+    append_new_calls(old, [dataclasses.replace(r, failed=False, error_type=None) for r in records])
+    assert imported_checks(old) == ImportedChecks(lost=0, pending=3)
+    assert main(["store", "info", "--store", str(old.root)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "imported calls pending when imported: 3 (no result yet in their stream's last "
+        "response), stored unfailed: no size, no duration\n"
+        "  if imported before calls whose stream went on were stored failed, some of these are "
+        "such calls: re-import the transcripts into a fresh store (toolwatch import claude-code "
+        "PATH --store NEW) to store them failed (no_result) and keep only the calls of each "
+        "stream's last response pending; a re-import into this store adds nothing\n"
+    ) in out
+    answered = Store(tmp_path / "answered")  # today's import without its pending call
+    append_new_calls(answered, [r for r in records if r.failed])
+    assert imported_checks(answered) == ImportedChecks(lost=2, pending=0)
+    assert main(["store", "info", "--store", str(answered.root)]) == 0
+    assert "re-import" not in capsys.readouterr().out
