@@ -4,9 +4,10 @@ moved into the command's ``run``.
 For each command whose imports moved, in fresh interpreters (best of ``--repeat``): the after is
 ``--help`` as it is; the before imports first the modules the command now imports only when it
 runs (``MOVED``: what its ``--help`` loaded until then: the scorer with scipy and river, DuckDB,
-Arrow, the OTLP server with uvicorn), then asks for ``--help``. Both are printed in seconds with
-the before/after ratio, beside a bare ``import toolwatch.cli`` (the floor). No target is set:
-the test that holds ``--help`` to its options is ``tests/repo/test_repo_contract.py``.
+Arrow, the OTLP server with uvicorn, the MCP SDK, pydantic), then asks for ``--help``. Both are
+printed in seconds with the before/after ratio, beside a bare ``import toolwatch.cli`` (the
+floor). No target is set: the test that holds ``--help`` to its options is
+``tests/repo/test_repo_contract.py``.
 
 Run: ``.venv/bin/python benchmarks/bench_cli_help.py [--repeat 5]``.
 """
@@ -70,11 +71,16 @@ MOVED: dict[str, tuple[str, ...]] = {
         "toolwatch.detection.model.config",
         "toolwatch.injection.workbench.detect",
         "toolwatch.injection.workbench.live_detect",
+        # the third round: the agents, the suite, the reports and the library (mcp, Arrow)
+        "toolwatch.injection.faults.library",
+        "toolwatch.injection.workbench.suite",
+        "toolwatch.injection.workbench.report",
     ),
     # the second round: the cue sets, detectors, split options, model path and receiver
     # defaults moved to light modules, the rooms' __init__s load their names lazily
     "train": (
         "tqdm",
+        "pydantic",
         "toolwatch.collector.store.parquet_store",
         "toolwatch.detection.calls.split",
         "toolwatch.detection.model.adaptive",
@@ -89,6 +95,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     ),
     "replay": (
         "tqdm",
+        "pydantic",
         "toolwatch.collector.stats.corpus",
         "toolwatch.detection.calls.split",
         "toolwatch.detection.model.normal_model",
@@ -103,6 +110,19 @@ MOVED: dict[str, tuple[str, ...]] = {
         "toolwatch.collector.otlp.server",
         "toolwatch.detection.alerting.listings",
         "toolwatch.detection.alerting.rules",
+    ),
+    # the third round: the serving options in proxy/options.py, the faults', the proxy's and
+    # the workbench's __init__s lazy, the scenario library (on mcp) imported when a command runs
+    "proxy": ("toolwatch.injection.faults.library", "toolwatch.injection.proxy.proxy"),
+    "serve-scenario": (
+        "toolwatch.injection.faults.library",
+        "toolwatch.injection.faults.server",
+        "toolwatch.injection.proxy.proxy",
+    ),
+    "scenarios": (
+        "toolwatch.injection.faults.codec",
+        "toolwatch.injection.faults.engine",
+        "toolwatch.injection.faults.library",
     ),
 }
 
@@ -134,11 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     floor = _wall("import toolwatch.cli", args.repeat)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"import toolwatch.cli: {floor:.3f} s (the floor); load average {load}")
-    print(f"{'command':<10} {'before s':>9} {'after s':>8} {'before/after':>13}")
+    print(f"{'command':<14} {'before s':>9} {'after s':>8} {'before/after':>13}")
     for command, moved in MOVED.items():
         before = _wall(_help(command, moved), args.repeat)
         after = _wall(_help(command), args.repeat)
-        print(f"{command:<10} {before:>9.3f} {after:>8.3f} {before / after:>12.2f}x")
+        print(f"{command:<14} {before:>9.3f} {after:>8.3f} {before / after:>12.2f}x")
     return 0
 
 

@@ -5,17 +5,21 @@ as *true* (a non-empty string), ``size_min_count=2.5`` ran as a fraction and ``c
 failed deep inside a fit as a bug. Each value is validated against its field's annotation by
 pydantic in strict mode (an integer stands for a float; nothing else is converted), so a wrong
 value is refused before any work, naming the field, the value and the type wanted.
+
+pydantic is imported when a value is first checked, not with this module: the options of
+``toolwatch train|replay`` live beside these checks, and their ``--help`` needs no pydantic.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, get_type_hints
-
-from pydantic import TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from toolwatch.words import noun_for
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 
 @functools.cache
@@ -25,6 +29,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 @functools.cache
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(annotation)
 
 
@@ -45,6 +51,8 @@ def checked_fields(cls: type, values: Mapping[str, Any]) -> tuple[dict[str, Any]
         return {}, [
             f"has no {noun_for(len(unknown), 'field')} {unknown} (its fields: {', '.join(hints)})"
         ]
+    from pydantic import ValidationError
+
     out: dict[str, Any] = {}
     problems: list[str] = []
     for name, value in values.items():

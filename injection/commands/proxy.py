@@ -18,22 +18,14 @@ import argparse
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-import anyio
-
-from toolwatch.injection.faults.library import find_scenario
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError, ScenarioNotFound
-from toolwatch.injection.proxy.proxy import run_proxy, serve
-from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.proxy.serving import add_session_options
-from toolwatch.injection.proxy.sessions import MAX_OPEN
-from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
-from toolwatch.injection.proxy.upstream import (
-    UpstreamTarget,
-    UpstreamUnavailable,
-    upstream_command,
-)
+from toolwatch.injection.proxy.options import MAX_OPEN, add_session_options
 from toolwatch.usage import EXIT_ERROR, EXIT_USAGE, exit_code, non_negative_int, port, positive_int
+
+if TYPE_CHECKING:  # imported when the command runs: `proxy --help` needs no mcp
+    from toolwatch.injection.faults.scenario import Scenario
+    from toolwatch.injection.proxy.upstream import UpstreamTarget
 
 HELP = "run the MCP fault-injection proxy in front of a server"
 logger = logging.getLogger(__name__)
@@ -87,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
+    from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
+    from toolwatch.injection.proxy.upstream import UpstreamUnavailable
+
     _quiet_http_logs()
     content_free_sdk_logs()  # an upstream's bad line: one line naming the error, not its content
     try:
@@ -117,6 +115,10 @@ class _Refused(Exception):
 
 def _resolve(args: argparse.Namespace) -> tuple[Scenario | None, UpstreamTarget | None]:
     """The armed scenario (if any) and the upstream (``None``: the scenario's own tools)."""
+    from toolwatch.injection.faults.library import find_scenario
+    from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
+    from toolwatch.injection.proxy.upstream import upstream_command
+
     scenario: Scenario | None = None
     if args.scenario:
         try:
@@ -151,6 +153,9 @@ async def _main(
     args: argparse.Namespace, scenario: Scenario | None, target: UpstreamTarget | None
 ) -> int:
     """Serve until the client leaves or a stop signal; the exit code (130 after Ctrl-C)."""
+    from toolwatch.injection.proxy.proxy import run_proxy, serve
+    from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
+
     # over stdio a stop signal stops the upstream processes at once, shutdown included
     # (:mod:`.stdio_stop`); over HTTP the server stops gracefully on it (:mod:`.serving`), and
     # one during the shutdown after it stops (a second Ctrl-C kills) the upstreams

@@ -24,25 +24,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolwatch.injection.faults.codec import scenario_to_json
-from toolwatch.injection.faults.engine import FaultEngine
-from toolwatch.injection.faults.library import (
-    distinct_scenarios,
-    find_scenario,
-    iter_documents,
-    iter_scenario_paths,
-    library_files,
-    load_library,
-    load_scenario,
-    parse_scenario,
-    parse_text,
-)
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS, FAULT_NAMES
 from toolwatch.usage import UserError
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # the library is imported when the command runs: `--help` needs no mcp
+    from toolwatch.injection.faults.scenario import Scenario, ScenarioError
 
 HELP = "list, validate and show fault scenarios"
 
@@ -85,6 +74,8 @@ def _require_paths(paths: list[str] | None) -> None:
     """A path argument that names nothing is refused naming it (it is not a scenario that
     fails), exit 1 as a missing input is for every command; a directory without a scenario file
     in it is refused as ``show`` refuses it, not passed over as if it had held valid scenarios."""
+    from toolwatch.injection.faults.library import iter_scenario_paths
+
     missing = [raw for raw in paths or () if raw != "-" and not Path(raw).exists()]
     if missing:
         raise UserError(f"no such file or directory: {', '.join(missing)}")
@@ -98,6 +89,9 @@ def _require_paths(paths: list[str] | None) -> None:
 
 
 def _load(paths: list[str] | None) -> tuple[list[Scenario], list[str]]:
+    from toolwatch.injection.faults.library import iter_scenario_paths, load_library, load_scenario
+    from toolwatch.injection.faults.scenario import ScenarioError
+
     if not paths:
         try:
             return load_library(), []
@@ -141,12 +135,21 @@ def _list(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-Loader = Callable[[], Scenario]
+Loader = Callable[[], "Scenario"]
 
 
 def _sources(paths: list[str]) -> Iterator[tuple[str, Loader]]:
     """(name, loader) for every scenario the arguments name; a loader raises
     :class:`ScenarioError` for a bad one."""
+    from toolwatch.injection.faults.library import (
+        iter_documents,
+        iter_scenario_paths,
+        library_files,
+        load_scenario,
+        parse_scenario,
+    )
+    from toolwatch.injection.faults.scenario import ScenarioError
+
     if not paths:
         for t in library_files():
             name = f"scenarios/{t.name}"
@@ -165,6 +168,8 @@ def _sources(paths: list[str]) -> Iterator[tuple[str, Loader]]:
 
 
 def _parse_text(traversable: Any, name: str) -> Scenario:
+    from toolwatch.injection.faults.library import parse_text
+
     return parse_text(traversable.read_text(encoding="utf-8"), name)
 
 
@@ -173,6 +178,8 @@ def _raise(exc: ScenarioError) -> Scenario:
 
 
 def _validate(paths: list[str]) -> int:
+    from toolwatch.injection.faults.library import distinct_scenarios
+
     bad = total = 0
     counts: Counter[str] = Counter()
     for scenario, problem in distinct_scenarios(_sources(paths)):
@@ -196,6 +203,9 @@ def _require_refs(refs: list[str]) -> None:
     """A reference that names nothing (no such path and no packaged id) is refused naming it,
     exit 1 as a missing input is (a file that exists but is invalid is exit 1 too, as
     ``validate`` says it)."""
+    from toolwatch.injection.faults.library import find_scenario
+    from toolwatch.injection.faults.scenario import ScenarioError
+
     missing = []
     for ref in refs:
         if Path(ref).exists():
@@ -212,6 +222,15 @@ def _require_refs(refs: list[str]) -> None:
 
 
 def _show(refs: list[str], *, as_json: bool) -> int:
+    from toolwatch.injection.faults.codec import scenario_to_json
+    from toolwatch.injection.faults.library import (
+        find_scenario,
+        iter_scenario_paths,
+        load_library,
+        load_scenario,
+    )
+    from toolwatch.injection.faults.scenario import ScenarioError
+
     _require_refs(refs)
     scenarios: list[Scenario] = []
     failed = False
@@ -240,6 +259,8 @@ def _show(refs: list[str], *, as_json: bool) -> int:
 
 
 def _describe(s: Scenario) -> None:
+    from toolwatch.injection.faults.engine import FaultEngine
+
     print(f"{s.id}  [{s.fault_type} {FAULT_NAMES[s.fault_type]}]  domain {s.domain}  ({s.source})")
     print(f"task: {s.task}")
     for t in s.tools:

@@ -11,19 +11,14 @@ import argparse
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-
-from toolwatch.injection.faults.library import find_scenario
-from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
-from toolwatch.injection.faults.server import scenario_server
-from toolwatch.injection.proxy.proxy import serve
-from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.proxy.serving import add_session_options
-from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
+from toolwatch.injection.proxy.options import add_session_options
 from toolwatch.usage import exit_code, port
 from toolwatch.words import counted
+
+if TYPE_CHECKING:  # imported when the command runs: `serve-scenario --help` needs no mcp
+    from mcp.server.mcpserver import MCPServer
 
 HELP = "serve a scenario's tools as an MCP server"
 logger = logging.getLogger(__name__)
@@ -48,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from toolwatch.injection.faults.library import find_scenario
+    from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
+    from toolwatch.injection.faults.server import scenario_server
+    from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
+
     content_free_sdk_logs()  # the SDK logs a failed call's message: the caller's arguments
     try:
         scenario = find_scenario(args.scenario)
@@ -77,6 +79,9 @@ async def _serve(server: MCPServer, args: argparse.Namespace) -> int:
     -15, with the SDK's session torn down mid-answer), as over HTTP (:mod:`.serving`); over
     HTTP the handler is held for the whole run too, so a signal during the shutdown after
     uvicorn stopped serving (its handlers gone) no longer meets the default one (exit -15)."""
+    from toolwatch.injection.proxy.proxy import serve
+    from toolwatch.injection.proxy.stdio_stop import stopped_by_signals
+
     stopped_by: signal.Signals | None = None
     async with stopped_by_signals(upstreams=False) as stop:
         with stop.around(args.transport):

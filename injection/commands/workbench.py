@@ -24,27 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.store.location import StoreError, add_store_argument
-from toolwatch.injection.faults.library import (
-    distinct_scenarios,
-    find_scenario,
-    iter_scenario_paths,
-    load_library,
-    load_scenario,
-)
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError, ScenarioNotFound
-from toolwatch.injection.mitigations.stack import parse_mitigations
-from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
-from toolwatch.injection.workbench.agent import AgentConfig
-from toolwatch.injection.workbench.agents import AGENT_NAMES
-from toolwatch.injection.workbench.report import (
-    RUNS_TABLE,
-    render_report,
-    report_json,
-    report_rows,
-    runs_schema,
-)
-from toolwatch.injection.workbench.runner import RunReport, WorkbenchConfig, run_scenario
-from toolwatch.injection.workbench.suite import PIN_POLICIES, render_summary, run_suite
+from toolwatch.injection.workbench.names import AGENT_NAMES, CALL_TIMEOUT, PIN_POLICIES
 from toolwatch.usage import (
     UserError,
     non_negative_float,
@@ -54,8 +34,10 @@ from toolwatch.usage import (
 )
 from toolwatch.words import counted
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when the command runs: `workbench --help` needs no mcp or Arrow
+    from toolwatch.injection.faults.scenario import Scenario
     from toolwatch.injection.workbench.live_detect import LiveDetectors
+    from toolwatch.injection.workbench.runner import WorkbenchConfig
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--call-timeout",
             type=positive_float,
-            default=AgentConfig.call_timeout,
+            default=CALL_TIMEOUT,
             help="the agent's deadline per tool call, seconds (A1 delays must exceed it; "
-            f"default {AgentConfig.call_timeout:g})",
+            f"default {CALL_TIMEOUT:g})",
         )
         p.add_argument(
             "--think-time",
@@ -171,6 +153,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolwatch.injection.faults.scenario import ScenarioError, ScenarioNotFound
+    from toolwatch.injection.proxy.sdk_logs import content_free_sdk_logs
+
     content_free_sdk_logs()  # with -v the in-process servers log failed calls' messages
     if not getattr(args, "verbose", False):
         # faulted runs make the in-process servers log every failing tool at INFO
@@ -196,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> WorkbenchConfig:
+    from toolwatch.injection.workbench.agent import AgentConfig
+    from toolwatch.injection.workbench.runner import WorkbenchConfig
+
     if args.call_timeout <= 0:
         raise CommandError("--call-timeout must be positive")
     return WorkbenchConfig(
@@ -216,6 +204,8 @@ def _check_agent(name: str) -> None:
 
 
 def _mitigation_sets(values: Sequence[str]) -> list[tuple[str, ...]]:
+    from toolwatch.injection.mitigations.stack import parse_mitigations
+
     sets: list[tuple[str, ...]] = []
     for value in values:
         try:
@@ -309,6 +299,8 @@ def _collector_url(collector: Any) -> str:
 
 
 def _append(store: Any, rows: list[dict[str, Any]]) -> None:
+    from toolwatch.injection.workbench.report import RUNS_TABLE, runs_schema
+
     try:
         store.append(RUNS_TABLE, rows, schema=runs_schema(), partition_by="time")
     except OSError as exc:
@@ -316,6 +308,10 @@ def _append(store: Any, rows: list[dict[str, Any]]) -> None:
 
 
 def _run_one(args: argparse.Namespace) -> int:
+    from toolwatch.injection.faults.library import find_scenario
+    from toolwatch.injection.workbench.report import render_report, report_json, report_rows
+    from toolwatch.injection.workbench.runner import RunReport, run_scenario
+
     _check_agent(args.agent)
     scenario = find_scenario(args.scenario)
     config = _config(args)
@@ -338,6 +334,13 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
     """The suite's scenarios and how many files were left out (``skip_invalid``; each named on
     stderr). Without it any invalid file — a problem or an id another file has — refuses the
     suite in one line that counts them."""
+    from toolwatch.injection.faults.library import (
+        distinct_scenarios,
+        iter_scenario_paths,
+        load_library,
+        load_scenario,
+    )
+
     if not paths:
         library = load_library()
         if not library:
@@ -375,6 +378,9 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
 
 
 def _run_suite(args: argparse.Namespace) -> int:
+    from toolwatch.injection.workbench.report import RUNS_TABLE
+    from toolwatch.injection.workbench.suite import render_summary, run_suite
+
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not agents:
         raise CommandError("--agents names no agent")

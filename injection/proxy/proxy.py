@@ -51,12 +51,13 @@ from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.proxy.era import discover_refused
 from toolwatch.injection.proxy.listen import ListenRelay, relays_changes, upstream_flags
 from toolwatch.injection.proxy.log_lines import with_opt_in
+from toolwatch.injection.proxy.options import MAX_OPEN
 from toolwatch.injection.proxy.outcomes import Outcomes
 from toolwatch.injection.proxy.rounds import Rounds, is_retry, upstream_params
 from toolwatch.injection.proxy.serving import HttpServer as HttpServer
 from toolwatch.injection.proxy.serving import http_server as http_server
 from toolwatch.injection.proxy.serving import lowlevel
-from toolwatch.injection.proxy.sessions import MAX_OPEN, ClientSessions, own_session
+from toolwatch.injection.proxy.sessions import ClientSessions, own_session
 from toolwatch.injection.proxy.stdio_front import screened_stdio
 from toolwatch.injection.proxy.upstream import (
     CallResult,

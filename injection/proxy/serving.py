@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import socket
@@ -25,7 +24,6 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SES
 from toolwatch.injection.proxy.era import discover_refused_http
 from toolwatch.injection.proxy.http_checks import spec_checks
 from toolwatch.injection.proxy.session_slots import SessionSlots, with_session_slots
-from toolwatch.usage import positive_float, positive_int
 
 logger = logging.getLogger(__name__)
 #: What stops the HTTP server gracefully (a service manager's stop, Ctrl-C).
@@ -35,31 +33,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def lowlevel(server: Server[Any] | MCPServer) -> Server[Any]:
     """The low-level ``Server`` that runs ``server``."""
     return server._lowlevel_server if isinstance(server, MCPServer) else server
-
-
-def add_session_options(parser: argparse.ArgumentParser) -> None:
-    """``--max-sessions`` and ``--session-idle-timeout``, for a command that serves HTTP: how
-    many sessions are open at once, at most (the SDK's 10,000 had no flag), and how long a
-    session no request is in flight on stays open, which also sets the ``Retry-After`` a full
-    server sends (:mod:`.session_slots`); the SDK's 30 min was fixed before."""
-    parser.add_argument(
-        "--max-sessions",
-        type=positive_int,
-        default=DEFAULT_MAX_SESSIONS,
-        metavar="N",
-        help="over HTTP, clients' sessions open at once, at most; past it a new one is refused "
-        f"with 503 and Retry-After (default {DEFAULT_MAX_SESSIONS})",
-    )
-    default = DEFAULT_SESSION_IDLE_TIMEOUT
-    parser.add_argument(
-        "--session-idle-timeout",
-        type=positive_float,
-        default=default,
-        metavar="SECONDS",
-        help="over HTTP, close a client's session after this many seconds with no request on "
-        f"it; a full server's 503 says when the oldest idle one expires (default {default:g}: "
-        f"{default / 60:g} min)",
-    )
 
 
 @dataclass

@@ -50,6 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from toolwatch.injection.proxy.log_lines import said_at
+from toolwatch.injection.proxy.options import MAX_OPEN
 from toolwatch.injection.proxy.sdk_logs import field_locations
 from toolwatch.injection.proxy.upstream import CLIENT_INFO, Upstream, UpstreamUnavailable
 from toolwatch.words import counted
@@ -59,8 +60,6 @@ logger = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
 #: Where a client's own upstream session is kept in its ``Connection.state``.
 _STATE_KEY = "toolwatch/upstream-session"
-#: Handshake-era clients' own upstream sessions open at once, at most (by default).
-MAX_OPEN = 32
 #: The upstream's notices relayed to the client whose session they arrive on (log messages
 #: and progress have their own paths; a cancellation is the SDK's own business).
 RELAYED_NOTICES = (

@@ -23,6 +23,7 @@ from toolwatch.injection.mitigations.results import (
     result_text,
 )
 from toolwatch.injection.mitigations.wrapper import try_call
+from toolwatch.injection.workbench.names import CALL_TIMEOUT
 from toolwatch.injection.workbench.orders import Override, strip_orders
 from toolwatch.injection.workbench.planning import (
     ADDRESS_NAME,
@@ -42,7 +43,7 @@ from toolwatch.instrumentation import model_response
 class AgentConfig:
     """Knobs shared by the reference agents (saved with every workbench run)."""
 
-    call_timeout: float = 0.5
+    call_timeout: float = CALL_TIMEOUT
     attempts: int = 3
     base_delay: float = 0.02
     seed: int = 0

@@ -4,14 +4,11 @@ needs its environment).
 
 from __future__ import annotations
 
-from typing import Final
-
 from toolwatch.injection.workbench.agent import Agent, AgentConfig
 from toolwatch.injection.workbench.careful_agent import CarefulAgent
 from toolwatch.injection.workbench.llm_agent import LLMAgent
 from toolwatch.injection.workbench.naive_agent import NaiveAgent
-
-AGENT_NAMES: Final[tuple[str, ...]] = ("naive", "careful", "llm")
+from toolwatch.injection.workbench.names import AGENT_NAMES
 
 
 def make_agent(name: str, config: AgentConfig | None = None) -> Agent:

@@ -38,8 +38,9 @@ from toolwatch.detection.alerting.listings import LISTING_ALERTS_TABLE, ListingW
 from toolwatch.detection.alerting.live import PROVENANCE_CUE_SET, LiveScorer
 from toolwatch.detection.alerting.pins import ORIGIN_LISTING, approve
 from toolwatch.injection.faults.scenario import Scenario
+from toolwatch.injection.workbench.names import PIN_POLICIES
 from toolwatch.injection.workbench.runner import server_name
-from toolwatch.injection.workbench.suite import PIN_POLICIES, SuiteResult
+from toolwatch.injection.workbench.suite import SuiteResult
 from toolwatch.injection.workbench.trajectory import Trajectory
 from toolwatch.record import tool_digest
 

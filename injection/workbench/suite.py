@@ -23,10 +23,6 @@ from toolwatch.injection.workbench.runner import (
 )
 from toolwatch.injection.workbench.trajectory import Trajectory
 
-#: where a suite's live detection gets its approved pins (``--pins``; :mod:`.live_detect`):
-#: here, beside the suite, so the option is built without the live scorer (river)
-PIN_POLICIES: Final = ("clean", "store")
-
 
 @dataclass
 class SuiteResult:

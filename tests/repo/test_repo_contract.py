@@ -128,32 +128,23 @@ def test_every_subcommand_loads_on_the_extra_it_names(command: str) -> None:
     assert out.stdout.startswith(f"usage: toolwatch {command}")
 
 
-#: what no ``--help`` needs: the scorer's, the dashboard's and the data stack, the servers
+#: what no ``--help`` needs: the scorer's, the dashboard's and the data stack, the servers, the
+#: MCP SDK, pydantic and the progress bar
 HELP_HEAVY = (
-    *("scipy", "river", "sklearn", "streamlit", "altair"),
+    *("scipy", "river", "sklearn", "streamlit", "altair", "tqdm", "pydantic"),
     *("duckdb", "pyarrow", "numpy", "numba", "uvicorn", "mcp"),
 )
-#: what a command's ``--help`` still loads, because its options' choices or defaults live in a
-#: module that needs it (the proxy's and the scenarios' in modules on mcp, the workbench's
-#: detection beside numpy); a smaller set is welcome, a larger one is not. The cue sets, the
-#: detectors, the split's options, the model's path and the receiver's defaults have light
-#: homes of their own (``cues.names``, ``detectors.names``, ``calls.split_options``,
-#: ``model.location``, ``otlp.defaults``), so every other command's help loads none of these.
-HELP_STILL_LOADS: dict[str, set[str]] = {
-    "proxy": {"uvicorn", "mcp"},
-    "serve-scenario": {"uvicorn", "mcp"},
-    "scenarios": {"uvicorn", "mcp"},
-    "workbench": {"pyarrow", "numpy", "uvicorn", "mcp"},
-}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_subcommand_has_help_and_it_loads_only_the_options(command: str) -> None:
     """`store --help` loaded uvicorn, scipy and numba, `score` and `scan` river and scipy,
     `workbench` both and DuckDB (0.9 s), then `train`, `score`, `scan`, `experiment`, `replay`,
-    `pins`, `rules`, `demo`, `import` and `app` DuckDB, Arrow and numpy, and `collector`
-    uvicorn, scipy and numba: help needs only the argument definitions, so the rest is
-    imported when the command runs (`benchmarks/bench_cli_help.py` times it)."""
+    `pins`, `rules`, `demo`, `import` and `app` DuckDB, Arrow and numpy, `collector`
+    uvicorn, scipy and numba, and `proxy`, `serve-scenario`, `scenarios` and `workbench` the
+    MCP SDK (the workbench Arrow and numpy too), `train` and `replay` pydantic: help needs
+    only the argument definitions, so the rest is imported when the command runs
+    (`benchmarks/bench_cli_help.py` times it)."""
     code = (
         "import sys\nfrom toolwatch.cli import main\n"
         f"try:\n    main([{command!r}, '--help'])\n"
@@ -165,4 +156,4 @@ def test_every_subcommand_has_help_and_it_loads_only_the_options(command: str) -
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"usage: toolwatch {command}")
     loaded = set(out.stdout.rpartition("loaded: ")[2].strip().split(",")) - {""}
-    assert loaded <= HELP_STILL_LOADS.get(command, set()), loaded
+    assert not loaded, loaded

@@ -32,10 +32,10 @@ CALL = {
 #: own is too brief to reach), so a signal sent then finds whatever handler is in place.
 SLOW_SHUTDOWN = """
 import logging, sys, anyio
-import toolwatch.injection.commands.serve_scenario as command
+import toolwatch.injection.proxy.proxy as serving
 from toolwatch.cli import main
 
-served = command.serve
+served = serving.serve
 
 
 async def slow(*args, **kwargs):
@@ -45,7 +45,7 @@ async def slow(*args, **kwargs):
     return stopped_by
 
 
-command.serve = slow
+serving.serve = slow  # the command imports it when it runs
 sys.exit(main(sys.argv[1:]))
 """
 

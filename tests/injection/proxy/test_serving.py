@@ -267,3 +267,18 @@ def test_a_session_flags_bad_value_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err, err
     assert value in err and any(words in err for words in why), err
+
+
+def test_the_session_options_default_to_the_sdks_own() -> None:
+    """``--session-idle-timeout``'s and ``--max-sessions``' defaults are written in
+    ``options.py`` (``--help`` needs no mcp); they are the SDK's own, which the HTTP server
+    takes when none is given."""
+    from mcp.server.streamable_http_manager import (
+        DEFAULT_MAX_SESSIONS,
+        DEFAULT_SESSION_IDLE_TIMEOUT,
+    )
+
+    from toolwatch.injection.proxy.options import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
+
+    assert SESSION_IDLE_TIMEOUT == DEFAULT_SESSION_IDLE_TIMEOUT
+    assert MAX_SESSIONS == DEFAULT_MAX_SESSIONS

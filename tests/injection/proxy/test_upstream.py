@@ -18,7 +18,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp_types import INTERNAL_ERROR
 
 from toolwatch.cli import main as cli_main
-from toolwatch.injection.commands import proxy as command
+from toolwatch.injection.proxy import proxy as proxy_module
 from toolwatch.injection.proxy.proxy import run_proxy
 from toolwatch.injection.proxy.sdk_logs import CONTENT_FREE, content_free_sdk_logs
 from toolwatch.injection.proxy.stdio_watch import (
@@ -130,7 +130,8 @@ def test_an_upstream_that_never_lists_its_tools_fails_the_start_after_the_timeou
     started = time.monotonic()
     anyio.run(main)
     assert time.monotonic() - started < 10
-    monkeypatch.setattr(command, "run_proxy", functools.partial(run_proxy, connect_timeout=1))
+    # the command imports run_proxy when it runs
+    monkeypatch.setattr(proxy_module, "run_proxy", functools.partial(run_proxy, connect_timeout=1))
     assert cli_main(["proxy", "--upstream-cmd", name]) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"toolwatch proxy: upstream {name} did not answer tools/list within 1 s"
