@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.injection.workbench.names import AGENT_NAMES, CALL_TIMEOUT, PIN_POLICIES
 from toolwatch.usage import (
+    UsageError,
     UserError,
     non_negative_float,
     non_negative_int,
@@ -45,11 +46,6 @@ HELP = "run scenarios against agents: reproduce, intervene, mitigate"
 #: One run per mitigation, AgentCheck's "+All" (retry+schema+scan, no verifier) and the full
 #: stack with the verifier ("all").
 DEFAULT_SUITE_MITIGATIONS = "retry,schema,scan,verify,retry+schema+scan,all"
-
-
-class CommandError(Exception):
-    """Bad usage the command finds itself (an unknown agent or mitigation, an agent not
-    configured, ...): its message, exit code 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,9 +168,6 @@ def run(args: argparse.Namespace) -> int:
     except ScenarioError as exc:  # a scenario that does not validate: input, 1, not usage
         print(f"toolwatch workbench: {exc}", file=sys.stderr)
         return exc.code
-    except CommandError as exc:
-        print(f"toolwatch workbench: {exc}", file=sys.stderr)
-        return 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,7 +178,7 @@ def _config(args: argparse.Namespace) -> WorkbenchConfig:
     from toolwatch.injection.workbench.runner import WorkbenchConfig
 
     if args.call_timeout <= 0:
-        raise CommandError("--call-timeout must be positive")
+        raise UsageError("--call-timeout must be positive")
     return WorkbenchConfig(
         agent=AgentConfig(call_timeout=args.call_timeout, seed=args.seed), seed=args.seed
     )
@@ -193,14 +186,14 @@ def _config(args: argparse.Namespace) -> WorkbenchConfig:
 
 def _check_agent(name: str) -> None:
     if name not in AGENT_NAMES:
-        raise CommandError(f"unknown agent {name!r}; choose from {', '.join(AGENT_NAMES)}")
+        raise UsageError(f"unknown agent {name!r}; choose from {', '.join(AGENT_NAMES)}")
     if name == "llm":
         from toolwatch.injection.workbench.llm_agent import LLMNotConfigured, LLMSettings
 
         try:
             LLMSettings.from_env()
         except LLMNotConfigured as exc:
-            raise CommandError(str(exc)) from exc
+            raise UsageError(str(exc)) from exc
 
 
 def _mitigation_sets(values: Sequence[str]) -> list[tuple[str, ...]]:
@@ -211,7 +204,7 @@ def _mitigation_sets(values: Sequence[str]) -> list[tuple[str, ...]]:
         try:
             names = parse_mitigations(value)
         except ValueError as exc:
-            raise CommandError(str(exc)) from exc
+            raise UsageError(str(exc)) from exc
         if names and names not in sets:
             sets.append(names)
     return sets
@@ -255,7 +248,7 @@ def telemetry(
     try:
         from toolwatch.collector.otlp.server import Collector
     except ImportError as exc:
-        raise CommandError(
+        raise UsageError(
             f"cannot record the runs' spans: the collector is not available ({exc}); "
             "use --no-telemetry to run without them"
         ) from exc
@@ -294,7 +287,7 @@ def _collector_url(collector: Any) -> str:
             return value
     port = getattr(collector, "port", None)
     if not port:
-        raise CommandError("the in-process collector did not report its port")
+        raise UsageError("the in-process collector did not report its port")
     return f"http://127.0.0.1:{port}"
 
 
@@ -344,7 +337,7 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
     if not paths:
         library = load_library()
         if not library:
-            raise CommandError("the packaged scenario library is empty; pass --scenarios")
+            raise UsageError("the packaged scenario library is empty; pass --scenarios")
         return library, 0
     # A path that names nothing, or a directory without a scenario file, is refused naming it,
     # exit 1 as a missing input is for every command (it was "1 of 1 scenario files are not
@@ -383,11 +376,11 @@ def _run_suite(args: argparse.Namespace) -> int:
 
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not agents:
-        raise CommandError("--agents names no agent")
+        raise UsageError("--agents names no agent")
     for agent in agents:
         _check_agent(agent)
     if args.detect and args.no_telemetry:
-        raise CommandError("--detect scores the runs' recorded calls: drop --no-telemetry")
+        raise UsageError("--detect scores the runs' recorded calls: drop --no-telemetry")
     _check_json_out(args.json)
     store = _store(args)
     model = _load_model(store, args.model) if args.detect else None
@@ -463,12 +456,12 @@ def _load_model(store: Any, explicit: Path | None) -> Any:
         from toolwatch.detection import ModelError, NormalModel
         from toolwatch.detection.model.location import model_path_for
     except ImportError as exc:  # the detection extra is missing
-        raise CommandError(f"--detect needs the detection component ({exc})") from exc
+        raise UsageError(f"--detect needs the detection component ({exc})") from exc
     try:
         path = model_path_for(store.root, explicit)
         return NormalModel.load(path)
     except NotImplementedError as exc:
-        raise CommandError(
+        raise UsageError(
             "--detect: the detector (toolwatch.detection) is not available yet"
         ) from exc
     except (ModelError, OSError) as exc:  # a missing or unusable model: exit 1

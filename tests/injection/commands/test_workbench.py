@@ -1,11 +1,13 @@
 """``toolwatch workbench``'s output paths: one it cannot use is said before the first run, in
-one line, exit 1 (output it cannot use, as every command says it), nothing run nor stored."""
+one line, exit 1 (output it cannot use, as every command says it), nothing run nor stored; and
+its own usage errors, exit 2 through :class:`toolwatch.usage.UsageError`."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,8 +17,10 @@ import pytest
 
 from support.disk import NOBODY, as_unprivileged, world_readable_dir
 from support.workbench import scenario
+from toolwatch.cli import build_parser
 from toolwatch.cli import main as cli_main
 from toolwatch.injection.faults.codec import scenario_to_json
+from toolwatch.usage import UsageError
 
 
 @pytest.fixture(autouse=True)
@@ -86,3 +90,38 @@ def test_suite_json_without_permission_is_refused_as_a_normal_user(what: str) ->
         assert done.returncode == 1 and done.stdout == ""
         assert not store.exists()
         assert not out.exists() or out.read_text() == "{}\n"
+
+
+USAGE_ERRORS = [
+    (["suite", "--agents", ","], "--agents names no agent"),
+    (
+        ["suite", "--agents", "naive,nobody"],
+        "unknown agent 'nobody'; choose from naive, careful, llm",
+    ),
+    (
+        ["suite", "--detect", "--no-telemetry"],
+        "--detect scores the runs' recorded calls: drop --no-telemetry",
+    ),
+    (
+        ["run", "a2-legal-01", "--mitigation", "bogus"],
+        "unknown mitigation bogus; choose from retry, schema, scan, verify or all",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), USAGE_ERRORS)
+def test_its_own_usage_errors_are_usage_errors_exit_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """The usage mistakes argparse cannot see (an agent list naming none or an unknown one,
+    ``--detect`` without the spans it scores, an unknown mitigation) were a class of the
+    command's own, printed and returned 2 by hand; they are :class:`UsageError` now, as in every
+    other command, said by ``toolwatch.cli.main``: the same line, exit 2, nothing stored."""
+    store = tmp_path / "s"
+    full = ["workbench", *argv, "--store", str(store)]
+    args = build_parser(full).parse_args(full)
+    with pytest.raises(UsageError, match=f"^{re.escape(message)}$"):
+        args._run(args)
+    assert cli_main(full) == 2
+    assert capsys.readouterr().err.splitlines() == [f"toolwatch workbench: {message}"]
+    assert not store.exists()
