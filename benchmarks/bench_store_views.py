@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from toolwatch.collector.store import Store, parquet_store
 from toolwatch.collector.store.footers import forget
+from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from bench_store_info import build
@@ -90,7 +91,7 @@ def measure(store: Store, rounds: int) -> bool:
         t_query_before = best(rounds, lambda: store.query(COUNT))
     t_query_after = best(rounds, lambda: store.query(COUNT))
     con.close()
-    print(f"{len(store.files('calls')):,} files, {rows:,} calls")
+    print(f"{counted(len(store.files('calls')), 'file')}, {counted(rows, 'call')}")
     print(f"  baseline read_parquet count(*): {t_base:.3f} s")
     print(
         f"  info: {t_info_before:.3f} s -> {t_info_after:.3f} s, "
