@@ -161,6 +161,114 @@ _COMPUTE_VERBS: Final = frozenset(
         "add",
     ]
 )
+#: Words of a name written in CJK (ja, zh, ko) that change state: such a name has no ``_`` to
+#: split at and no English verb, so it is searched for them ("メール送信", "删除文件", "송금")
+_CJK_WRITE: Final = frozenset(
+    [
+        "送信",
+        "发送",
+        "發送",
+        "転送",
+        "转发",
+        "轉發",
+        "削除",
+        "删除",
+        "刪除",
+        "更新",
+        "作成",
+        "创建",
+        "建立",
+        "支払",
+        "支付",
+        "付款",
+        "转账",
+        "轉帳",
+        "振込",
+        "送金",
+        "投稿",
+        "发布",
+        "發佈",
+        "実行",
+        "执行",
+        "執行",
+        "取消",
+        "キャンセル",
+        "書き込",
+        "写入",
+        "寫入",
+        "上传",
+        "上傳",
+        "アップロード",
+        "予約",
+        "预订",
+        "預訂",
+        "注文",
+        "下单",
+        "購入",
+        "购买",
+        "購買",
+        "承認",
+        "批准",
+        "変更",
+        "变更",
+        "修改",
+        "設定",
+        "设置",
+        "追加",
+        "添加",
+        "登録",
+        "注册",
+        "退款",
+        "返金",
+        "重置",
+        "リセット",
+        "消去",
+        "清除",
+        "停止",
+        "再起動",
+        "重启",
+        "デプロイ",
+        "部署",
+        "전송",
+        "삭제",
+        "생성",
+        "결제",
+        "송금",
+        "업데이트",
+        "실행",
+        "등록",
+        "취소",
+        "변경",
+    ]
+)
+#: Words of a CJK name that only read: beside a word of :data:`_CJK_WRITE` ("送信履歴取得",
+#: "查询发送记录": a sending history looked up) the name reads
+_CJK_READ: Final = frozenset(
+    [
+        "取得",
+        "获取",
+        "獲取",
+        "検索",
+        "搜索",
+        "查询",
+        "查詢",
+        "查找",
+        "一覧",
+        "列表",
+        "履歴",
+        "记录",
+        "記錄",
+        "確認",
+        "确认",
+        "表示",
+        "显示",
+        "顯示",
+        "参照",
+        "조회",
+        "검색",
+        "목록",
+    ]
+)
 #: A description that says the tool changes nothing, or that what it does stays done.
 _SAYS_READ_ONLY = re.compile(
     r"\bread[- ]only\b|\bdoes(?: not|n't) (?:modify|change|alter|write)\b|"
@@ -231,6 +339,9 @@ def tool_verb(
     for w in words:
         if w in WRITE_VERBS:
             return w, True
+    cjk = next((w for w in _CJK_WRITE if w in tool_name), None)
+    if cjk is not None and not any(w in tool_name for w in _CJK_READ):
+        return cjk, True
     if trust_read_only and _SAYS_READ_ONLY.search(description):
         return words[0], False
     if _SAYS_ACTS.search(description):
@@ -270,13 +381,24 @@ def _unspaced(c: str) -> bool:
     return unicodedata.east_asian_width(c) in ("W", "F")
 
 
+#: A word character of a script written with spaces between words: what may not touch a name's
+#: end written in one (the ranges :func:`_unspaced` calls wide, CJK and kana, are left out, so
+#: ``tool_20d266daを`` names ``tool_20d266da``)
+_SPACED_WORD = (
+    r"(?=\w)[^\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff"
+    r"\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+    r"\U00020000-\U0003fffd]"
+)
+
+
 def mention(name: str) -> str:
     """The pattern of a tool's ``name`` named as a whole in text, in any script: never beside
-    a letter, digit, ``_`` or ``-`` (nor a dotted suffix, ``name.json``); at an end written in
-    a script without spaces ("物性検索を呼ぶ", "先调用物性検索") only beside another name's
-    ASCII letters, digits, ``_`` or ``-`` (``物性検索_v2``), since no word boundary can be
-    asked there. One answer for the converter renaming a template's ids and the agents
-    reading which listed tool an order names."""
-    head = r"(?<![A-Za-z0-9_.-])" if _unspaced(name[0]) else r"(?<![\w.-])"
-    tail = r"(?![A-Za-z0-9_-])" if _unspaced(name[-1]) else r"(?![\w-]|\.\w)"
+    a letter, digit, ``_`` or ``-`` of a script written with spaces (nor a dotted suffix,
+    ``name.json``); beside a script without spaces ("物性検索を呼ぶ", "先调用物性検索",
+    "tool_20d266daを呼ぶ") only another name's ASCII letters, digits, ``_`` or ``-``
+    (``物性検索_v2``) cannot touch it, since no word boundary can be asked there. One answer
+    for the converter renaming a template's ids and the agents reading which listed tool an
+    order names."""
+    head = r"(?<![A-Za-z0-9_.-])" if _unspaced(name[0]) else rf"(?<![.-])(?<!{_SPACED_WORD})"
+    tail = r"(?![A-Za-z0-9_-])" if _unspaced(name[-1]) else rf"(?!-|\.\w|{_SPACED_WORD})"
     return head + re.escape(name) + tail

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from mcp.types import Tool, ToolAnnotations
 
-from toolwatch.injection.mitigations.acts import ListedTool, tool_verb
+from toolwatch.injection.mitigations.acts import ListedTool, mention, tool_verb
 
 
 @pytest.mark.parametrize(
@@ -79,3 +80,38 @@ def test_listed_tool_of_an_mcp_listing_entry() -> None:
     bare = ListedTool.of(Tool(name="trip_breaker", inputSchema={"type": "object"}))
     assert bare == ListedTool("trip_breaker", "", {})
     assert not bare.acts()
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("先に tool_20d266daを呼んでください", True),  # a particle right after an ASCII name
+        ("请先调用tool_20d266da再继续", True),
+        ("tool_20d266da_v2を呼ぶ", False),  # another name, not this one
+        ("tool_20d266daé", False),  # a letter of a spaced script still joins the name
+        ("tool_20d266da.json", False),
+    ],
+)
+def test_an_ascii_name_beside_cjk_text_is_named(text: str, named: bool) -> None:
+    """``tool_20d266daを`` was not read as naming ``tool_20d266da``: a CJK character is a
+    word character, so the name's ASCII end asked a word boundary CJK text never has."""
+    assert (re.search(mention("tool_20d266da"), text) is not None) is named
+
+
+@pytest.mark.parametrize(
+    ("name", "acts"),
+    [
+        ("メール送信", True),
+        ("删除文件", True),
+        ("송금하기", True),
+        ("送信履歴取得", False),  # a sending history looked up
+        ("查询发送记录", False),
+        ("天気予報", False),
+    ],
+)
+def test_a_cjk_name_that_acts_is_an_action_without_annotations(name: str, acts: bool) -> None:
+    """A tool named in CJK with no English verb in its name or description counted as acting
+    only when its annotations said so; a word of its name that changes state now decides,
+    unless a reading word beside it says the tool looks something up."""
+    assert ListedTool(name, "").acts() is acts
+    assert ListedTool(name, "", {"destructiveHint": True}).acts()
