@@ -23,12 +23,22 @@ _NOUN = (
     r"(?:mensajes|correos|chats|conversaciones|mensagens|e-?mails|conversas|messages|courriels|"
     r"conversations|messaggi|conversazioni|nachrichten|unterhaltungen)"
 )
+#: whose: the user's or customer's, after the noun ("del usuario", "de l'utilisateur")
+_OF_OWNER = (
+    r"(?:del|de la|de los|de las|do|da|dos|das|de l'|des|du|dell'|degli|della|der) ?"
+    r"(?:usuari[oa]s?|usuári[oa]s?|utilizador(?:es)?|utilisat(?:eur|rice)s?|utent[ei]|"
+    r"client[eai]s?|nutzers?|nutzerin|benutzers?|kunden|anwenders?)"
+)
+#: Italian and Spanish "e-mail" is the same in the plural: someone's e-mails after a plural
+#: article or possessive ("le e-mail dell'utente", "le tue e-mail", "los e-mail del usuario")
+_PLURAL_EMAIL = (
+    r"(?:(?:le|gli|los|las) (?:\w+ )?e-?mail (?:\w+ )?" + _OF_OWNER + r"|(?:tus|sus|vuestros|"
+    r"vuestras|i tuoi|i suoi|i vostri|i loro|le tue|le sue|le vostre|le loro) (?:\w+ )?e-?mail)"
+)
 OWNED_MESSAGES: Final = (
     r"(?:tus|sus|vuestros|vuestras|seus|suas|teus|tuas|tes|ses|vos|leurs|i tuoi|i suoi|"
     rf"i vostri|i loro|le tue|le sue|deine|seine|ihre|eure) (?:\w+ )?{_NOUN}"
-    rf"|{_NOUN} (?:\w+ )?(?:del|de la|de los|de las|do|da|dos|das|de l'|des|du|dell'|degli|"
-    r"della|der) ?(?:usuari[oa]s?|usuári[oa]s?|utilizador(?:es)?|utilisat(?:eur|rice)s?|"
-    r"utent[ei]|client[eai]s?|nutzers?|nutzerin|benutzers?|kunden|anwenders?)"
+    rf"|{_NOUN} (?:\w+ )?{_OF_OWNER}|{_PLURAL_EMAIL}"
 )
 
 #: A sending verb in the third person of es, pt, fr, it, de ("Reenvía …", "Encaminha …",
@@ -48,6 +58,18 @@ _HELD_ELSEWHERE = (
     r"historique (?:de (?:la )?|des )?(?:conversations?|discussions?|chat)|"
     r"cronologia (?:della )?(?:chat|conversazione)|chatverlauf|gesprächsverlauf)"
 )
+#: one credential with its owner ("la contraseña del usuario", "das Passwort des Nutzers"):
+#: the user's data as the plurals of :data:`_HELD_ELSEWHERE` are, unless its sentence resets
+#: or changes it (:data:`_RESETS`)
+_OWNED_SECRET = (
+    r"(?:contraseña|contrasena|clave|credencial|senha|mot de passe|identifiant|"
+    r"password|credenziale|passwort|kennwort|zugangsdaten) (?:des |der )?" + _OF_OWNER
+)
+#: words of a password reset or change (es, pt, fr, it, de)
+_RESETS = (
+    r"(?:restablec|reinici|recuper|cambi|redefin|alter|réinitialis|récupér|modifi|chang|"
+    r"reimpost|ripristin|zurücksetz|zurück|änder|vergessen|olvid|esquec|oubli|dimentic)"
+)
 #: in a sentence: dots of a URL or an address do not end it
 _IN = r"(?:[^.!?\n]|[.!?](?=\S))"
 #: an e-mail address (where mail would go)
@@ -62,7 +84,9 @@ SEND_WHERE: Final = rf"(?:https?://|sftp://|ftp://|www\.|{ADDRESS}|\bwebhook\b)"
 SENDS_OWNED: Final = re.compile(
     rf"\b{THIRD_SENDS}\b{_IN}{{0,60}}\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b{_IN}{{0,120}}"
     rf"{SEND_WHERE}|\b{THIRD_SENDS}\b{_IN}{{0,40}}{SEND_WHERE}{_IN}{{0,80}}"
-    rf"\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b",
+    rf"\b(?:{OWNED_MESSAGES}|{_HELD_ELSEWHERE})\b"
+    rf"|\b{THIRD_SENDS}\b(?!{_IN}*\b{_RESETS})(?:{_IN}{{0,60}}\b{_OWNED_SECRET}\b{_IN}{{0,120}}"
+    rf"{SEND_WHERE}|{_IN}{{0,40}}{SEND_WHERE}{_IN}{{0,80}}\b{_OWNED_SECRET}\b)",
     re.I,
 )
 
