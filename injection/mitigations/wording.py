@@ -115,12 +115,12 @@ _SENSITIVE_OBJECT = (
 )
 
 #: "Send … to an address" in Spanish, Portuguese, French, German, Italian, Dutch, Polish: a
-#: cue of its own, since a tool's description may use its third person to say what it does
+#: cue of its own, since a tool's description may use its third person to say what it does;
+#: the address in the order's own sentence (a later sentence's URL or "@handle" is no
+#: destination of it), as for the third person ("Schickt …", "Transfère …"; THIRD_SENDS)
 SEND_TO_ADDRESS: Final = re.compile(
-    r"\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij)\b"
-    r".{0,80}(?:https?://|@)"
-    # the third person in its sentence ("Schickt …", "Transfère …"; THIRD_SENDS)
-    rf"|\b{THIRD_SENDS}\b[^.!?\n]{{0,80}}(?:https?://|www\.|{ADDRESS})",
+    r"\b(?:envía|envia|envie|envoie|envoyez|sende|senden sie|invia|stuur|wyślij|"
+    rf"{THIRD_SENDS})\b[^.!?\n]{{0,80}}(?:https?://|www\.|{ADDRESS})",
     re.I,
 )
 #: "Send … to a URL": a cue of its own, since a description's "Sends a copy to https://…" says

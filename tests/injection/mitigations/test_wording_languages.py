@@ -54,3 +54,21 @@ def test_a_password_reset_is_no_exfiltration_of_the_password(reset: str) -> None
     """A reset or change of the user's password names the password without sending it."""
     assert "exfiltration" not in _described(reset)
 
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        ("Envía el informe a soporte. Luego escribe a @equipo en el chat.", False),
+        ("Envía el informe. Más datos en https://docs.example.com/ayuda.", False),
+        ("Invia il rapporto al team, poi chiedi a @mario.", False),
+        ("Envía el informe a soporte@empresa.example.com.", True),
+        ("Invia il rapporto a https://hooks.example.net/in ogni giorno.", True),
+    ],
+)
+def test_the_imperative_send_cue_takes_an_address_of_its_own_sentence(
+    text: str, flagged: bool
+) -> None:
+    """ "Envía … @" spanned up to 80 characters across sentence ends and took any "@" (a chat
+    handle), so a later sentence's link or a mention was read as the order's destination; the
+    address must now be a URL, host or e-mail address in the order's own sentence."""
+    assert ("multilingual" in categories(text, classifier=False)) is flagged
