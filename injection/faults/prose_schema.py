@@ -21,7 +21,8 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    ``Parámetros: nombre (cadena, obligatorio)``); an object's keys listed after it
    (``filters (object) with keys status (string) and age_groups (array)``) are its
    ``properties``, not parameters; an array's ``items`` have the type its words name
-   (``array of objects``, ``lista de cadenas``);
+   (``array of objects``, ``lista de cadenas``), and an array of objects's keys listed after
+   it are its items' ``properties``;
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too; "to return" is no such part) of a sentence that takes
    something (accepts, takes, requires, expects, parameter, argument, given, provide, by):
@@ -271,7 +272,7 @@ def _holders(segment: str, found: list[re.Match[str]]) -> dict[int, int]:
     the object's list item, a semicolon, a line or a sentence end."""
     holder: dict[int, int] = {}
     for k, item in enumerate(found):
-        if k in holder or _type_of(item.group(2), _LISTED_TYPES)["type"] != "object":
+        if k in holder or _object_of(_listed_type(item.group(2))) is None:
             continue
         keys = _KEYS_FOLLOW.match(segment, item.end())
         if keys is None:
@@ -283,6 +284,16 @@ def _holders(segment: str, found: list[re.Match[str]]) -> dict[int, int]:
                 break
             holder[j] = k
     return holder
+
+
+def _object_of(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The object schema that holds the keys listed after a parameter: its own when it is an
+    object, its items' when it is an array of objects ("sort (array of objects) with keys
+    field (string) and order (string)": each sort item has a field and an order), else none."""
+    if schema["type"] == "object":
+        return schema
+    items = schema.get("items")
+    return items if isinstance(items, dict) and items.get("type") == "object" else None
 
 
 def _items(
@@ -324,7 +335,8 @@ def _items(
             if described := _described(inside, text[item.end() : end]):
                 schema["description"] = described
         schemas[k] = schema
-        parent = schemas.get(holder.get(k, -1))
+        held = schemas.get(holder.get(k, -1))
+        parent = None if held is None else _object_of(held)
         if parent is None:
             out.append((name, schema, not optional))
             continue

@@ -139,3 +139,19 @@ def test_an_array_parameter_gets_the_type_of_its_items(listed: str, items: str) 
 def test_an_array_whose_words_name_no_item_type_gets_none() -> None:
     schema = derive_input_schema("Tags rows. Parameters: tags (array, required), ids (list).")
     assert schema["properties"] == {"tags": {"type": "array"}, "ids": {"type": "array"}}
+
+
+def test_an_array_of_objects_gets_the_properties_its_words_name() -> None:
+    """ "sort (array of objects) with fields field (string) and order (string)" gave
+    ``items: {type: object}`` and two more top-level parameters (field, order): the keys
+    listed after an array of objects are now its items' properties, a key required only
+    when its own parenthesis says so."""
+    schema = derive_input_schema(
+        "Sorts rows. Parameters: sort (array of objects, required) with fields field (string, "
+        "required) and order (string); limit (integer)."
+    )
+    assert _types(schema) == {"sort": "array", "limit": "integer"}
+    items = schema["properties"]["sort"]["items"]
+    assert items["type"] == "object"
+    assert _types(items) == {"field": "string", "order": "string"}
+    assert items["required"] == ["field"]
