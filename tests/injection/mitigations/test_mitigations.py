@@ -1228,7 +1228,7 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
         "blind8": (351, 0.934, 0.044),  # 5 of 113
     }
     assert tuple(floors) == bench_scanner.BLIND_SETS
-    sets = {name: bench_scanner.labelled(name) for name in floors}
+    sets = {name: bench_scanner.labelled(name, counts_only=True) for name in floors}
     for name, (texts, recall, desc_fpr) in floors.items():
         assert sets[name]["texts"] == texts
         assert sets[name]["all"]["injection_recall"] >= recall, name
@@ -1243,10 +1243,10 @@ def test_scanner_measured_on_the_blind_set_and_on_agentcheck() -> None:
     # the classifier's measured effect: the rules alone catch less at more false positives,
     # and without its veto it adds recall but keeps the rules' false positives
     for name, rules_recall, rules_fpr in (("blind", 0.809, 0.028), ("blind2", 0.655, 0.020)):
-        rules = bench_scanner.labelled(name, bench_scanner.rules_only)
+        rules = bench_scanner.labelled(name, bench_scanner.rules_only, counts_only=True)
         assert rules["all"]["injection_recall"] == rules_recall
         assert rules["description"]["false_positive_rate"] == rules_fpr
-        unvetoed = bench_scanner.labelled(name, bench_scanner.no_veto)
+        unvetoed = bench_scanner.labelled(name, bench_scanner.no_veto, counts_only=True)
         assert unvetoed["description"]["false_positive_rate"] >= rules_fpr
     development = bench_scanner.labelled("development")
     assert development["texts"] == 420 + 489 + 530 + 748 + 475 + 466 + 485 + 533 + 454 + 494
@@ -1270,8 +1270,8 @@ def test_the_blind_set_is_reported_without_its_texts(
     flags nothing misses every injection of every set: only the development ones are listed."""
     original = bench_scanner.labelled
 
-    def flag_nothing(name: str, flag: Any = None) -> dict[str, Any]:
-        return original(name, lambda text: False)
+    def flag_nothing(name: str, flag: Any = None, *, counts_only: bool = False) -> dict[str, Any]:
+        return original(name, lambda text: False, counts_only=counts_only)
 
     monkeypatch.setattr(bench_scanner, "labelled", flag_nothing)
     out = tmp_path / "figures.json"
@@ -1297,11 +1297,23 @@ def test_the_blind_set_is_reported_without_its_texts(
     assert printed.getvalue().count("    MISS ") == development_injections  # every one
 
 
+def test_a_blind_set_is_labelled_only_as_counts() -> None:
+    """``labelled`` handed back a blind set's rows, texts and styles included, to whoever
+    called it by hand; it now refuses a blind set unless asked for counts only, whose rows
+    keep a text's label and kind and nothing else."""
+    with pytest.raises(ValueError, match="blind set"):
+        bench_scanner.labelled("blind7", bench_scanner.rules_only)
+    counted = bench_scanner.labelled("blind7", bench_scanner.rules_only, counts_only=True)
+    assert {"misses_by_style", "false_positives_by_style"}.isdisjoint(counted)
+    assert {frozenset(row) for row, _ in counted["_rows"]} == {frozenset({"label", "kind"})}
+    assert counted["all"]["tp"] + counted["all"]["fn"] == 123
+
+
 def test_the_scanner_comparison_names_every_library_installed_or_not() -> None:
     """``bench_scanner.py --compare``: toolwatch's row carries the blind set's figures, and every
     compared PyPI detector gets a row — its figures, or how to install it."""
     lines = bench_scanner.compare()
-    held = bench_scanner.labelled("blind")
+    held = bench_scanner.labelled("blind", counts_only=True)
     ours = next(line for line in lines if "toolwatch" in line)
     assert f"{held['all']['injection_recall']:5.3f}" in ours
     for requirement, _, _ in bench_scanner.COMPARED:
