@@ -26,6 +26,8 @@ import streamlit as st
 PHONE_PX = 640
 #: The tallest a table's box grows (px) before its rows scroll inside it.
 HEIGHT_PX = 440
+#: The sticky header's grey tint, over the page's own background (see ``_CSS``).
+HEADER_TINT = "rgba(128, 128, 128, .12)"
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,23 @@ def _breakable(label: str) -> str:
     return re.sub(r"(?<=\w)\+(?=\w)", "+<wbr>", label)
 
 
-def _numeric(dtype: Any) -> bool:
-    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+#: A cell written as a figure: a number (``8,729``, ``-0.25``), a share or a count of a whole
+#: (``4.3 %``, ``75%``, ``3/4``), maybe with words after a space (``12.50 s``, ``100% +1``,
+#: ``75% 3/4 (n.e. 1)``); not a date, a time or a version (``2025-01-06``, ``03:04``, ``1.2.3``).
+FIGURE = re.compile(r"[-+−]?\d[\d,]*(?:\.\d+)?(?:%|×|/\d[\d,]*)?(?:\s.*)?", re.DOTALL)
+#: What a table writes for a missing figure.
+NO_FIGURE = frozenset({"", "—", "–", "-"})
+
+
+def _numeric(dtype: Any, texts: Sequence[str]) -> bool:
+    """A column of numbers, or of figures the page wrote as text (the Corpus facts, a split's
+    counts): right-aligned on a desktop, so that their digits line up."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return False
+    if pd.api.types.is_numeric_dtype(dtype):
+        return True
+    shown = [s for s in texts if s not in NO_FIGURE]
+    return bool(shown) and all(FIGURE.fullmatch(s) for s in shown)
 
 
 def table_html(
@@ -108,7 +125,8 @@ def table_html(
     names = [str(c) for c in frame.columns]
     specs = [columns.get(n, Col()) for n in names]
     formats = [spec.fmt or _default_format(frame.dtypes.iloc[i]) for i, spec in enumerate(specs)]
-    numeric = [_numeric(frame.dtypes.iloc[i]) for i in range(len(names))]
+    texts = [[cell_text(v, formats[i]) for v in frame.iloc[:, i]] for i in range(len(names))]
+    numeric = [_numeric(frame.dtypes.iloc[i], texts[i]) for i in range(len(names))]
     whole = [
         spec.whole or pd.api.types.is_datetime64_any_dtype(frame.dtypes.iloc[i])
         for i, spec in enumerate(specs)
@@ -128,10 +146,10 @@ def table_html(
     )
     body = []
     linked = names.index(link_column) if link_column in names else -1
-    for r, row in enumerate(frame.itertuples(index=False, name=None)):
+    for r in range(len(frame)):
         cells = []
-        for i, value in enumerate(row):
-            text = html.escape(cell_text(value, formats[i]))
+        for i in range(len(names)):
+            text = html.escape(texts[i][r])
             href = links[r] if links is not None and i == linked else None
             if text and href:
                 text = f'<a href="{html.escape(href)}" target="_self">{text}</a>'
@@ -174,9 +192,14 @@ _CSS = f"""<style>
   padding: .3rem .55rem; border: 0; border-bottom: 1px solid rgba(128, 128, 128, .15);
   text-align: left; vertical-align: top; overflow-wrap: normal;
 }}
+/* The sticky header is opaque (rows scrolling under it do not show through) in any theme:
+   the page's background is inherited down to it by the elements that hold a table, which have
+   none of their own, under a grey tint. */
+[data-testid="stApp"] :has(.tw-table), .tw-table, .tw-table table, .tw-table thead,
+.tw-table thead tr {{ background-color: inherit; }}
 .tw-table th {{
-  position: sticky; top: 0; z-index: 1; font-weight: 400; opacity: .95;
-  background: rgba(128, 128, 128, .12); backdrop-filter: blur(12px);
+  position: sticky; top: 0; z-index: 1; font-weight: 400;
+  background-color: inherit; background-image: linear-gradient({HEADER_TINT}, {HEADER_TINT});
 }}
 .tw-table .n {{ text-align: right; }}
 .tw-table .w {{ white-space: nowrap; }}

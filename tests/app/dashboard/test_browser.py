@@ -971,3 +971,57 @@ def test_the_impact_table_fits_1400_and_a_phone(
     for row, block in zip(wide["rows"], narrow["rows"], strict=True):
         cells = dict(zip(wide["header"], [text for _, text, *_ in row], strict=True))
         assert {k: v for k, v, *_ in block} == cells  # every set's rate, as the desktop's
+
+
+#: Each header cell of the table ``.tw-table-KEY``: its text and how it and its column's
+#: first cell are aligned.
+ALIGNED = (
+    "key => Array.from(document.querySelectorAll(`.tw-table-${key} thead th`)).map((th, i) =>"
+    " [th.textContent.trim(), getComputedStyle(th).textAlign, getComputedStyle("
+    "document.querySelector(`.tw-table-${key} tbody tr td:nth-child(${i + 1})`)).textAlign])"
+)
+
+
+def test_figures_are_right_aligned_on_a_desktop(app: dict[str, Any]) -> None:
+    """The Corpus facts' figures (``8,729``, ``4.3 %``, ``12.50 s``: text, as ``toolwatch
+    stats`` prints them) were left-aligned, their digits out of line; every source's column
+    and the study's are right-aligned now, header and cells, the facts' names left."""
+    page = app["page"]
+    visit(app, "corpus", "corpus-aligned")
+    aligned = page.evaluate(ALIGNED, "facts")
+    assert aligned[0] == ["fact", "left", "left"]
+    assert len(aligned) >= 3 and all(a[1:] == ["right", "right"] for a in aligned[1:]), aligned
+
+
+def _stays_opaque(page: Any, key: str) -> tuple[str, str]:
+    """Scroll the table ``key``'s rows under its sticky header: the header cell must look the
+    same as before (nothing shows through). Returns its background and the app's."""
+    box = page.locator(f".tw-table-{key}")
+    assert box.evaluate("b => b.scrollHeight - b.clientHeight") > 150, key  # it scrolls
+    th = box.locator("thead th").nth(1)
+    page.mouse.move(0, 0)
+    before = th.screenshot()
+    box.evaluate("b => { b.scrollTop = 150; }")
+    page.wait_for_timeout(300)
+    assert th.screenshot() == before, key  # a row's text under the header would show
+    box.evaluate("b => { b.scrollTop = 0; }")
+    return (
+        th.evaluate("e => getComputedStyle(e).backgroundColor"),
+        page.evaluate(
+            "() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]'))"
+            ".backgroundColor"
+        ),
+    )
+
+
+def test_the_sticky_header_is_opaque_in_light_and_dark(app: dict[str, Any]) -> None:
+    """A scrolling table's sticky header had a translucent grey background (12 %): the rows
+    scrolled under it showed through, worse in the dark theme. It is the page's own background
+    under the grey tint now, in Streamlit's light and dark theme (the app's own colours, not
+    written in the table's CSS): scrolled, the header cell's pixels do not change."""
+    page = app["page"]
+    found = {}
+    for theme, query in (("light", ""), ("dark", "?embed=true&embed_options=dark_theme")):
+        visit(app, "corpus" + query, f"corpus-header-{theme}")
+        found[theme] = _stays_opaque(page, "tools")
+    assert found["light"][0] == found["light"][1] != found["dark"][0] == found["dark"][1], found

@@ -97,5 +97,28 @@ def test_a_short_table_can_have_no_box_height() -> None:
     assert 'style="max-height: 440px"' in table_html(frame, key="f")
     text = table_html(frame, {"otlp": Col(wrap=True)}, key="f", height=None)
     assert "max-height: 440px" not in text and '<div class="tw-table tw-table-f">' in text
-    assert '<td data-label="otlp" class="a">8,729</td>' in text
+    assert '<td data-label="otlp" class="n a">8,729</td>' in text  # a figure, right-aligned
     assert ".tw-table .a { overflow-wrap: anywhere; }" in text
+
+
+def test_figures_written_as_text_are_right_aligned() -> None:
+    """The Corpus facts and the split tables write their figures as text (``8,729``,
+    ``4.3 %``, ``12.50 s``, ``–``), which left them left-aligned, their digits out of line;
+    a column whose every cell is such a figure (or a dash for none) is a number column now,
+    while dates, times, versions and names stay left."""
+    frame = pd.DataFrame(
+        {
+            "fact": ["calls", "gaps · median"],
+            "otlp": ["8,729", "12.50 s"],
+            "study": ["4.3 %", "—"],
+            "matrix": ["75% 3/4 (n.e. 1)", "100% +1"],
+            "week": ["2025-01-06", "2025-01-13 thin"],
+            "time": ["03:04:05", "12:00:00"],
+            "version": ["1.2.3", "1.2"],
+            "none": ["—", ""],
+        }
+    )
+    text = table_html(frame, key="facts")
+    aligned = dict(re.findall(r'<th data-col="([^"]*)"( class="n")?', text))
+    assert {k for k, v in aligned.items() if v} == {"otlp", "study", "matrix"}
+    assert '<td data-label="otlp" class="n">8,729</td>' in text
