@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
-from toolwatch.app.dashboard import hints, ui
+from toolwatch.app.dashboard import hints, html_table, ui
 from toolwatch.detection.calls.split import placed_by_arrival_line
 from toolwatch.injection.experiment.split import split_rows
 
@@ -32,7 +32,8 @@ def show(
             }
             for r in split_rows(split, min_calls)
         ]
-        st.table(pd.DataFrame(rows).set_index("split"))
+        # a block per split on a phone (Streamlit's table scrolled inside its box there)
+        html_table.table(pd.DataFrame(rows), key="split", height=None)
         placed = placed_by_arrival_line(split)
         if placed:
             st.caption(placed[:1].upper() + placed[1:] + ".")

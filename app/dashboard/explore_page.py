@@ -82,10 +82,8 @@ def _views(root: Any) -> None:
     views = list(dict.fromkeys(columns["view"]))
     view = st.selectbox("View", views, index=views.index("calls") if "calls" in views else 0)
     part = columns[columns["view"] == view]
-    ui.dataframe(
-        part[["column", "type"]].assign(type=part["type"].str.lower()),
-        height=38 + 35 * min(len(part), 12),
-    )
+    shown = part[["column", "type"]].assign(type=part["type"].str.lower())
+    html_table.table(shown, {"column": html_table.Col(wrap=True)}, key="views")
 
 
 def _result(result: ex.QueryResult, limit: int) -> None:

@@ -213,7 +213,7 @@ def _configuration(data: dict[str, Any], store: Path) -> None:
             {"split": name, "streams": ui.count(split[name][0]), "calls": ui.count(split[name][1])}
             for name in ("train", "calibration", "test")
         ]
-        st.table(pd.DataFrame(rows).set_index("split"))
+        html_table.table(pd.DataFrame(rows), key="replay_split", height=None)
         st.json(data["config"], expanded=False)
         st.caption(
             f"Re-run exactly: `toolwatch replay --store {hints.store_arg(store)} "

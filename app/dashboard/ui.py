@@ -2,10 +2,9 @@
 
 One number format on every page: counts with thousands separators (``8,729``; tables use the
 browser's locale, text :func:`count`), shares as percentages with one decimal (``4.3%``),
-scores with two decimals. Tables (:func:`dataframe`) leave missing values blank (never the word
-"None"), keep whole ids and never hide columns off the right edge without a scroll bar. A table
-a phone must read is the responsive HTML table of :mod:`~toolwatch.app.dashboard.html_table` (a
-block per row on a phone, its rows sent once); :func:`dataframe` is Streamlit's grid.
+scores with two decimals. Every table is the responsive HTML table of
+:mod:`~toolwatch.app.dashboard.html_table` (a block per row on a phone, its rows sent once,
+missing values blank, never the word "None"); no page uses Streamlit's grid or table.
 """
 
 from __future__ import annotations
@@ -106,39 +105,6 @@ def number(x: Any, fmt: str = "{:,.0f}") -> str:
 def count(x: Any) -> str:
     """A count as every page writes it: ``8,729``."""
     return number(x, "{:,.0f}")
-
-
-#: Column formats of :func:`dataframe`: counts localized (``8,729``), scores two decimals.
-COUNT_FORMAT = "localized"
-SCORE_FORMAT = "%.2f"
-
-
-def auto_columns(frame: pd.DataFrame) -> dict[str, Any]:
-    """Column settings by type: counts with separators, floats with two decimals, times UTC."""
-    config: dict[str, Any] = {}
-    for name in frame.columns:
-        dtype = frame[name].dtype
-        if pd.api.types.is_bool_dtype(dtype):
-            continue
-        if pd.api.types.is_integer_dtype(dtype):
-            config[str(name)] = st.column_config.NumberColumn(format=COUNT_FORMAT)
-        elif pd.api.types.is_float_dtype(dtype):
-            config[str(name)] = st.column_config.NumberColumn(format=SCORE_FORMAT)
-        elif pd.api.types.is_datetime64_any_dtype(dtype):
-            config[str(name)] = st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")
-    return config
-
-
-def dataframe(
-    frame: pd.DataFrame, column_config: dict[str, Any] | None = None, **kwargs: Any
-) -> Any:
-    """``st.dataframe`` with the house settings: no index, full width, blank for missing
-    values, type-based formats (:func:`auto_columns`) under the page's own ``column_config``."""
-    config = auto_columns(frame)
-    config.update(column_config or {})
-    kwargs.setdefault("hide_index", True)
-    kwargs.setdefault("width", "stretch")
-    return st.dataframe(frame, column_config=config, placeholder="", **kwargs)
 
 
 def chart(spec: Any) -> None:

@@ -98,7 +98,8 @@ def _pass_matrix(summary: dict[str, Any]) -> None:
         charts.heatmap(frame, "fault", "agent", "fault type", "agent", text="short"),
     )
     table = frame.pivot(index="agent", columns="fault", values="text")
-    st.table(table[[f for f in summary["fault_types"] if f in table.columns]].fillna(""))
+    order = [f for f in summary["fault_types"] if f in table.columns]
+    html_table.table(table[order].fillna("").reset_index(), key="pass_matrix", height=None)
     clean = summary.get("clean_solved", {})
     if clean:
         st.caption(

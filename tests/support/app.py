@@ -177,10 +177,9 @@ def printed_weeks(text: str) -> dict[str, list[str]]:
 
 
 def frame_with(at: AppTest, column: str, index: str | None = None) -> pd.DataFrame:
-    """The first table (st.dataframe, st.table or the app's HTML table, :func:`shown_tables`)
-    with ``column``, indexed by ``index``."""
-    drawn = [t.frame for t in shown_tables(at).values()]
-    for value in [*(e.value for e in [*at.dataframe, *at.table]), *drawn]:
+    """The first of the app's HTML tables (:func:`shown_tables`; every table of the app is
+    one) with ``column``, indexed by ``index``."""
+    for value in [t.frame for t in shown_tables(at).values()]:
         if column in value.columns:
             return value.set_index(index) if index else value
     raise AssertionError(f"no table with a {column!r} column")

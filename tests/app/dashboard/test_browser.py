@@ -973,6 +973,64 @@ def test_the_impact_table_fits_1400_and_a_phone(
         assert {k: v for k, v, *_ in block} == cells  # every set's rate, as the desktop's
 
 
+#: The tables that were Streamlit's own (a split in Detection's and Replay's "Split and
+#: configuration", the Workbench's pass matrix, Explore's columns of a view): page, key, the
+#: expander that folds it away (or None), and its header.
+LAST_TABLES = (
+    ("", "split", "Split and configuration", ["split", "streams", "calls", "study: sessions"]),
+    ("replay", "replay_split", "Split and configuration", ["split", "streams", "calls"]),
+    ("workbench", "pass_matrix", None, ["agent"]),
+    ("explore", "views", None, ["column", "type"]),
+)
+STREAMLIT_TABLES = '[data-testid="stTable"], [data-testid="stDataFrame"]'
+
+
+def test_the_last_streamlit_tables_fit_a_phone_and_1400(app: dict[str, Any]) -> None:
+    """Detection's and Replay's split tables and the Workbench's pass matrix were Streamlit's
+    ``st.table`` (its own width, scrolling inside a 324 px box on a phone), Explore's columns
+    of a view its canvas grid. Each is the responsive table now: at 1,400 px inside the
+    window, at 390 px a block per row on the screen, every row once, the page no wider than
+    the screen, and no Streamlit table or grid left on those pages."""
+    root, page = app["root"], app["page"]
+    if "No replay results" in open_page(page, app["base"], "replay").text:
+        run_replay(root)
+    shown: dict[int, dict[str, Any]] = {}
+    for size in (VIEWPORT, PHONE):
+        page.set_viewport_size(size)
+        try:
+            for path, key, folded, header in LAST_TABLES:
+                visit(app, path, f"{path or 'detection'}-{key}-{size['width']}")
+                if folded:
+                    page.get_by_text(folded).first.click()
+                    page.wait_for_timeout(500)
+                assert page.locator(STREAMLIT_TABLES).count() == 0, path
+                assert page.evaluate(PAGE_WIDTH) <= size["width"], (path, size)
+                if size is VIEWPORT:
+                    table = responsive_tables(page)[key]
+                    _fits(table, size["width"])
+                    assert table["header"][: len(header)] == header, table["header"]
+                else:
+                    table = _fits_a_phone(page, key, len(shown[1400][key]["rows"]))
+                shown.setdefault(size["width"], {})[key] = table
+        finally:
+            page.set_viewport_size(VIEWPORT)
+    for key, table in shown[1400].items():
+        for wide, narrow in zip(table["rows"], shown[390][key]["rows"], strict=True):
+            cells = dict(zip(table["header"], [text for _, text, *_ in wide], strict=True))
+            assert {k: v for k, v, *_ in narrow} == {k: v for k, v in cells.items() if v}, key
+    assert [r[0][1] for r in shown[1400]["replay_split"]["rows"]] == [
+        "train", "calibration", "test",
+    ]  # fmt: skip
+    columns = rows(
+        root,
+        "SELECT column_name AS c, lower(data_type) AS t FROM information_schema.columns "
+        "WHERE table_name = 'calls' ORDER BY ordinal_position",
+    )
+    assert [[text for _, text, *_ in r] for r in shown[1400]["views"]["rows"]] == [
+        [c["c"], c["t"]] for c in columns
+    ]
+
+
 #: Each header cell of the table ``.tw-table-KEY``: its text and how it and its column's
 #: first cell are aligned.
 ALIGNED = (

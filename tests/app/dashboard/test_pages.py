@@ -276,7 +276,7 @@ def test_detection_split_counts_streams_and_the_rerun_names_the_store(
             root, "SELECT split_json FROM experiments WHERE run_id = ? LIMIT 1", [built["run_id"]]
         )[0]["split_json"]
     )
-    table = frame_with(at, "streams")
+    table = shown_tables(at)["split"].frame.set_index("split")
     assert "sessions" not in table.columns
     for name, shown in (("train", "train"), ("calibration", "calibration"), ("test", TEST)):
         streams, calls = split[name]
@@ -321,7 +321,7 @@ def test_detection_split_lists_the_rows_the_experiment_printed(
     ]  # fmt: skip
     at = app(env, root)
     ok(at)
-    table = frame_with(at, "streams")  # indexed by split
+    table = shown_tables(at)["split"].frame.set_index("split")
     assert list(table.index) == list(printed)
     columns = ["streams", "calls", "study: sessions", "study: calls"]
     shown = {name: tuple(table.loc[name, columns]) for name in table.index}
@@ -691,7 +691,7 @@ def test_workbench_matrix_impact_and_trajectories(
     root = built["root"]
     at = app(env, root, "workbench_page.py")
     ok(at)
-    matrix = at.table[0].value
+    matrix = shown_tables(at)["pass_matrix"].frame.set_index("agent")
     faulted = rows(
         root,
         "SELECT agent, fault_type, count(*) FILTER (WHERE exercised AND passed) AS p, "
