@@ -227,12 +227,14 @@ def _check_json_out(path: Path | None) -> None:
         return
     if path.is_dir():
         raise UserError(f"--json: cannot write {path}: it is a directory")
+    if path.exists():  # written over in place: the file's own permission, not its folder's
+        if not os.access(path, os.W_OK):
+            raise UserError(f"--json: cannot write {path}: permission denied")
+        return
     folder = path.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         why = f"{folder} is not writable" if folder.is_dir() else f"no directory {folder}"
         raise UserError(f"--json: cannot write {path}: {why}")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UserError(f"--json: cannot write {path}: permission denied")
 
 
 @contextmanager

@@ -56,6 +56,23 @@ def test_suite_json_it_cannot_write_is_refused_before_the_first_run(
     assert not store.exists()
 
 
+def _suite_as_normal_user(root: Path, store: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``workbench suite --json out`` over one A2 scenario, run as a normal user in a real
+    process (``nobody`` when the tests run as root: root's ``os.access`` says yes to all)."""
+    folder = root / "scenarios"
+    folder.mkdir()
+    (folder / "a2.json").write_text(json.dumps(scenario_to_json(scenario("A2"))))
+    argv = [sys.executable, "-m", "toolwatch", "workbench", "suite", "--agents", "naive"]
+    argv += ["--scenarios", str(folder), "--store", str(store), "--no-telemetry"]
+    return subprocess.run(
+        as_unprivileged([*argv, "--json", str(out)]),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(root)},
+        timeout=120,
+    )
+
+
 @pytest.mark.parametrize("what", ["read-only file", "read-only folder"])
 def test_suite_json_without_permission_is_refused_as_a_normal_user(what: str) -> None:
     """The permission half of the check binds only for a normal user (root may write
@@ -63,9 +80,6 @@ def test_suite_json_without_permission_is_refused_as_a_normal_user(what: str) ->
     read-only ``--json`` file, or a new one in a folder it cannot write, is one line and exit
     1 before the first run: nothing stored, no progress bar, no summary."""
     with world_readable_dir() as root:
-        folder = root / "scenarios"
-        folder.mkdir()
-        (folder / "a2.json").write_text(json.dumps(scenario_to_json(scenario("A2"))))
         outputs = root / "out"
         outputs.mkdir(mode=0o755 if what == "read-only folder" else 0o777)
         outputs.chmod(0o755 if what == "read-only folder" else 0o777)
@@ -76,20 +90,33 @@ def test_suite_json_without_permission_is_refused_as_a_normal_user(what: str) ->
             if os.geteuid() == 0:
                 os.chown(out, NOBODY, NOBODY)  # its own file: only the mode says no
         store = outputs / "store"
-        argv = [sys.executable, "-m", "toolwatch", "workbench", "suite", "--agents", "naive"]
-        argv += ["--scenarios", str(folder), "--store", str(store), "--no-telemetry"]
-        done = subprocess.run(
-            as_unprivileged([*argv, "--json", str(out)]),
-            capture_output=True,
-            text=True,
-            env={**os.environ, "HOME": str(root)},
-            timeout=120,
-        )
+        done = _suite_as_normal_user(root, store, out)
         why = "permission denied" if what == "read-only file" else f"{outputs} is not writable"
         assert done.stderr == f"toolwatch workbench: --json: cannot write {out}: {why}\n"
         assert done.returncode == 1 and done.stdout == ""
         assert not store.exists()
         assert not out.exists() or out.read_text() == "{}\n"
+
+
+def test_suite_json_over_its_own_writable_file_in_a_read_only_folder_is_written() -> None:
+    """Writing over an existing ``--json`` file opens the file, not its folder: a file the
+    user may write, in a folder they may not, was refused before the first run (the folder's
+    permission was asked even for a file already there); the suite now runs and writes it."""
+    with world_readable_dir() as root:
+        outputs = root / "out"
+        outputs.mkdir()
+        outputs.chmod(0o777)  # the store's folder: writable
+        read_only = root / "read-only"
+        read_only.mkdir()
+        read_only.chmod(0o755)  # root's (as the tests run on CI): nobody may not write in it
+        out = read_only / "summary.json"
+        out.write_text("{}\n")
+        out.chmod(0o644)
+        if os.geteuid() == 0:
+            os.chown(out, NOBODY, NOBODY)  # its own file, writable by its mode
+        done = _suite_as_normal_user(root, outputs / "store", out)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(out.read_text())["pass_matrix"]  # the summary, over the "{}" it held
 
 
 USAGE_ERRORS = [
