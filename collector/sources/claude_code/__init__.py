@@ -13,7 +13,8 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   "tool_error"``. The result text is never inspected for failure words.
 * **Calls the API runs** (``server_tool_use``: web search, web fetch, code execution; and
   ``mcp_tool_use``, named ``mcp__<server_name>__<name>``) are calls too, their results the
-  ``…_tool_result`` blocks of the model's own message; an ``…_error`` object there is a failure.
+  ``…_tool_result`` blocks of the model's own message (plain ``tool_result`` there from other
+  vendors' Anthropic-compatible endpoints); an ``…_error`` object there is a failure.
 * **Duration** = result line time − call line time; unknown (``None``) when no result, when
   either stamp is re-stamped, or when the result is stamped before its call.
 * **Subagents**: a line is a subagent's when ``isSidechain`` is true or its file is named

@@ -75,7 +75,8 @@ OTHER_TYPE_RESULT: Final = "tool_result in a line not of type user"
 #: The blocks that are a call the model made: Claude Code's own tools (``tool_use``), tools the
 #: API runs itself (``server_tool_use``: web search, web fetch, code execution) and tools of an
 #: MCP server the API calls (``mcp_tool_use``, named ``mcp__<server_name>__<name>`` here). The
-#: results of the last two come in the model's own message, as ``<kind>_tool_result`` blocks.
+#: results of the last two come in the model's own message, as ``<kind>_tool_result`` blocks
+#: (or plain ``tool_result`` ones, as other vendors' compatible endpoints write them).
 CALL_BLOCKS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 #: A block typed ``…tool_use`` that is none of those (a kind of call a later version adds): not
 #: read, as what its fields mean is unknown, but counted.
@@ -463,14 +464,15 @@ def call_name(block: dict[str, Any]) -> str | None:
 
 def is_result_block(kind: Any, block: Any) -> bool:
     """Whether a content block of a line of type ``kind`` is a call's result: a user line's
-    ``tool_result``, or a ``<kind>_tool_result`` in the model's own message (a server tool's
-    or an API-side MCP call's: the API ran it within the response)."""
+    ``tool_result``, or one in the model's own message (a server tool's or an API-side MCP
+    call's: the API ran it within the response), typed ``<kind>_tool_result`` or, as other
+    vendors' Anthropic-compatible endpoints write it (GLM's page reader), plain ``tool_result``."""
     if type(block) is not dict:
         return False
     what = block.get("type")
     if kind == "user":
         return what == "tool_result"
-    return kind == "assistant" and type(what) is str and what.endswith("_tool_result")
+    return kind == "assistant" and type(what) is str and what.endswith("tool_result")
 
 
 def result_failed(block: dict[str, Any]) -> bool:

@@ -183,3 +183,25 @@ def test_a_windows_copy_with_bom_and_crlf_reads_like_any(tmp_path: Path) -> None
     (record,), report = import_transcripts([path])
     assert report.skipped == []
     assert (record.input_bytes, record.output_bytes) == (arguments_size(args), result_size("ok"))
+
+
+def test_a_server_tool_answered_by_a_plain_tool_result_in_the_models_message(
+    tmp_path: Path,
+) -> None:
+    """Another vendor's Anthropic-compatible endpoint behind Claude Code (GLM's, for its page
+    reader) writes the result of a call it ran itself as a plain ``tool_result`` block in the
+    model's own message, not a ``<kind>_tool_result`` one. Such a result was not taken: the call
+    had no size nor duration and, its stream going on, was stored failed ``no_result``."""
+    page = "a page of text"
+    call = use("server_tool_use", "call_r1", "readPage", {"url": "u"})
+    lines = [
+        *run_by_api((3, 5), call, "tool_result", page),
+        said("2026-03-01T10:00:09Z", "msg_3", {"type": "text", "text": "done"}),
+    ]
+    (record,), report = import_transcripts([write(tmp_path, lines)])
+    assert report.skipped == []
+    assert (record.tool, record.server, record.response_id) == ("readPage", None, "msg_2")
+    assert (record.failed, record.error_type) == (False, None)
+    assert (record.output_bytes, record.duration_us) == (result_size(page), 2_000_000)
+    assert report.provenance is not None
+    assert report.provenance.result_bytes == len(result_text(page))
