@@ -56,9 +56,14 @@ _LOCAL_SERVER: Final = re.compile(
     r"(^|[_-])git([_-]|$)|time|sequential|mermaid|pencil|(^|[_-])ide([_-]|$)",
     re.I,
 )
+#: Names of MCP tools that fetch from or search the web. Not ``lookup`` (a key looked up in a
+#: table, a user in a directory), ``extract`` (text from a PDF, an archive: a web extractor is
+#: named by its service, ``tavily_extract``) nor a fetch of a data store's rows
+#: (``fetch_record``): such a tool is web egress only when given a URL, as any MCP tool is.
 _WEB_VERB: Final = re.compile(
-    r"fetch|search|scrape|crawl|extract|research|browse|web|url|google|bing|brave|tavily|"
-    r"serper|firecrawl|jina|perplexity|library-docs|library-id|query-docs|lookup",
+    r"fetch(?!_?(?:records?|rows?|entry|entries|items?|fields?)(?:$|[_-]))|search|scrape|"
+    r"crawl|browse|web|url|google|bing|brave|tavily|serper|firecrawl|jina|perplexity|"
+    r"library-docs|library-id|query-docs",
     re.I,
 )
 _HTTP_VERB: Final = re.compile(

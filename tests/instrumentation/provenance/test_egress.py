@@ -116,3 +116,35 @@ def test_destination_hosts() -> None:
     assert destination_hosts(["https://c.example.net/?d=see%20https://other.example"]) == {
         "c.example.net"
     }
+
+
+@pytest.mark.parametrize(
+    ("tool", "web"),
+    [
+        # what these do sends nothing to the web by itself: web only when given a URL
+        ("mcp__crm__lookup", False),
+        ("mcp__directory__lookup_user", False),
+        ("mcp__crm__fetch_record", False),
+        ("mcp__crm__fetchRecords", False),
+        ("mcp__tables__fetch_rows", False),
+        ("mcp__pdf-tools__extract_text", False),
+        ("mcp__notion__get_page", False),
+        # a fetch of a page or a URL, a search, a web service's extractor: web
+        ("mcp__fetch__fetch", True),
+        ("mcp__reader__read_url", True),
+        ("mcp__ddg-search__fetch_content", True),
+        ("mcp__fetch__imageFetch", True),
+        ("mcp__pages__fetch_page", True),
+        ("mcp__tavily__tavily_extract", True),
+        ("mcp__tavily__tavily_research", True),
+        ("mcp__kb__search", True),
+    ],
+)
+def test_ordinary_tool_names_are_web_egress_only_when_they_reach_the_web(
+    tool: str, web: bool
+) -> None:
+    """`lookup` (and a data store's `fetch_record`, a PDF's `extract_text`) were classed web by
+    name, so any bytes in their arguments counted as sent off the machine."""
+    assert _class(tool, {"key": "A-1042"}) == ("web" if web else "none")
+    assert _class(tool, {"key": "A-1042", "src": "https://a.example/x"}) == "web"
+    assert source_is_remote(ToolName.of(tool, None)) is web
