@@ -46,6 +46,8 @@ HELP = "import agent transcripts as call records"
 FORMATS = ("claude-code",)
 #: How many skipped lines the summary names by file:line (all are counted).
 SHOWN_SKIPPED = 20
+#: Why a file is named as not JSON Lines (none of its lines parses; none is shown).
+NOT_JSON_LINES_WHY = "first line not JSON"
 
 
 @dataclass(slots=True)
@@ -277,6 +279,10 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "files": r.files,
         "unreadable_files": [{"path": p, "error": e} for p, e in r.unreadable_files],
         "damaged_files": r.damaged_files,
+        "empty_files": r.empty_files,
+        "not_json_lines_files": [
+            {"path": p, "reason": NOT_JSON_LINES_WHY} for p in r.not_json_lines
+        ],
         "unlisted_directories": [{"path": p, "error": e} for p, e in r.unlisted_dirs],
         "skipped_members": [{"path": p, "kind": k} for p, k in r.skipped_members],
         "bytes": r.bytes,
@@ -376,6 +382,14 @@ def format_summary(outcome: ImportOutcome) -> str:
         )
     for path, error in r.unreadable_files:
         lines.append(f"  unreadable file {path}: {error}")
+    if r.empty_files:
+        lines.append(
+            f"  {counted(len(r.empty_files), 'empty file')} (no line, nothing to import): "
+            + _first_names(r.empty_files)
+        )
+    lines.extend(
+        f"  a file that is not JSON Lines: {p} ({NOT_JSON_LINES_WHY})" for p in r.not_json_lines
+    )
     lines.extend(_skipped_members_lines(r.skipped_members))
     if r.unlisted_dirs:
         lines.append(
@@ -401,10 +415,16 @@ def _skipped_members_lines(members: Sequence[tuple[str, str]]) -> list[str]:
         names = [path for path, k in members if k == kind]
         if not names:
             continue
-        lines.append(f"  skipped {counted(len(names), kind)} ({why}): " + ", ".join(names[:5]))
-        if len(names) > 5:
-            lines[-1] += f" … and {len(names) - 5:,} more (--json lists all)"
+        lines.append(f"  skipped {counted(len(names), kind)} ({why}): " + _first_names(names))
     return lines
+
+
+def _first_names(names: Sequence[str], shown: int = 5) -> str:
+    """The first ``shown`` names, and how many more ``--json`` lists."""
+    text = ", ".join(names[:shown])
+    if len(names) > shown:
+        text += f" … and {len(names) - shown:,} more (--json lists all)"
+    return text
 
 
 def _size_text(n: int) -> str:

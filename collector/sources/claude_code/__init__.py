@@ -36,10 +36,12 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   object, tool_use line without a valid timestamp, blocks without id/name, call or result blocks
   in a line of an unknown type, a ``…tool_use`` block of an unknown kind) and results no call
   takes (an id matching no call of the run, a repeated result) are skipped and reported by file
-  and line, never fatal. A gzip'd, bzip2'd, xz'd or zstd'd file (by its first bytes; zstd with the
-  optional ``toolwatch[zstd]``, else named as needing it) is decompressed, a UTF-16 one (with a
-  BOM or without) decoded, as it streams; the transcript members of a ``*.zip`` archive are read
-  the same way (:mod:`.archives`), named ``archive.zip!member.jsonl``.
+  and line, never fatal. An empty file is counted as such, and a file none of whose lines is
+  JSON is named once as not JSON Lines, not line by line. A gzip'd, bzip2'd, xz'd or zstd'd
+  file (by its first bytes; zstd with the optional ``toolwatch[zstd]``, else named as needing
+  it) is decompressed, a UTF-16 one (with a BOM or without) decoded, as it streams; the
+  transcript members of a ``*.zip`` archive are read the same way (:mod:`.archives`), named
+  ``archive.zip!member.jsonl``.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by
 start time, then file (by path), line and block. It counts the calls of the files read in one

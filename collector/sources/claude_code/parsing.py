@@ -62,6 +62,10 @@ ProgressCallback = Callable[[int], None]
 #: whose id matches no call of the run (decided once every file is read).
 REPEATED_RESULT: Final = "repeated tool_result"
 UNMATCHED_RESULT: Final = "tool_result without matching tool_use"
+#: A complete line that does not parse as JSON. A file none of whose lines parses, the first
+#: being such a line, is not JSON Lines at all: it is reported once (:mod:`.records`), not
+#: line by line.
+INVALID_JSON: Final = "invalid JSON"
 #: An unparsable last line without its newline: cut off, mostly a live session being written
 #: (a re-import once it is complete adds the call it held).
 INCOMPLETE_LINE: Final = "incomplete last line (still being written?)"
@@ -155,6 +159,9 @@ class FileParse:
     calls: list[TranscriptCall] = field(default_factory=list)
     results: dict[str, TranscriptResult] = field(default_factory=dict)
     lines: int = 0
+    #: lines that parsed as JSON (of any type): none in a file of lines means it is empty
+    #: (blank lines only) or not JSON Lines at all
+    parsed: int = 0
     bytes: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
     error: str | None = None  # the file itself could not be read
@@ -267,13 +274,14 @@ class _FileParser:
             if not raw.strip():
                 return
             if raw.endswith(b"\n"):
-                self.skip(line_no, "invalid JSON")
+                self.skip(line_no, INVALID_JSON)
                 return
             self.skip(line_no, INCOMPLETE_LINE)
             self.out.cut_results.update(
                 m.decode("utf-8", "replace") for m in _CUT_RESULT_ID.findall(raw)
             )
             return
+        self.out.parsed += 1
         if type(obj) is not dict:
             self.skip(line_no, "not a JSON object")
             return

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from toolwatch.collector.sources.claude_code.parsing import (
+    INVALID_JSON,
     REPEATED_RESULT,
     UNMATCHED_RESULT,
     FileParse,
@@ -56,6 +57,11 @@ class ImportReport:
     #: (archive!member, kind): zip members not read, kind a key of
     #: :data:`.transcripts.SKIPPED_MEMBER_WHY` (a nested archive, macOS metadata)
     skipped_members: list[tuple[str, str]] = field(default_factory=list)
+    #: files read without error that hold no line but blank ones (nothing to import), by path
+    empty_files: list[str] = field(default_factory=list)
+    #: files none of whose lines is JSON, the first a complete line: not JSON Lines at all,
+    #: named once here rather than as one "invalid JSON" skipped line per line
+    not_json_lines: list[str] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
     sessions: int = 0
@@ -128,9 +134,16 @@ def build_records(
     by_index = {p.file_index: p for p in parses}
     kept: dict[str, TranscriptCall] = {}
     total = 0
+    foreign: set[int] = set()  # file indexes of the files that are not JSON Lines
     for parse in parses:
         report.bytes += parse.bytes
         report.lines += parse.lines
+        kind = _without_json(parse)
+        if kind == EMPTY:
+            report.empty_files.append(parse.shown or str(parse.path))
+        elif kind == NOT_JSON_LINES:
+            report.not_json_lines.append(parse.shown or str(parse.path))
+            foreign.add(parse.file_index)
         if parse.error is not None:
             report.unreadable_files.append((parse.shown or str(parse.path), parse.error))
             if parse.damaged:
@@ -179,6 +192,8 @@ def build_records(
             when = None if result is None else parse_time(result.stamp)
             measured.append(Measured(record, call, result_file, when))
     for parse in parses:
+        if parse.file_index in foreign:
+            continue  # named once as not JSON Lines, not line by line
         unused = _unused_results(parse, kept, used)
         report.skipped.extend(sorted(parse.skipped + unused, key=lambda s: s.line))
     if provenance is not None:
@@ -201,6 +216,22 @@ def build_records(
     for quirk, keys in streams.items():
         report.quirks[quirk][0] = len(keys)
     return records, report
+
+
+#: What a file read without error that gave no JSON is (:func:`_without_json`).
+EMPTY: Final = "empty"
+NOT_JSON_LINES: Final = "not JSON Lines"
+
+
+def _without_json(parse: FileParse) -> str | None:
+    """:data:`EMPTY` for a file read whole with no line but blank ones, :data:`NOT_JSON_LINES`
+    for one none of whose lines parses, its first one a complete line (a cut single line is a
+    session being written, reported as such); None otherwise."""
+    if parse.error is not None or parse.parsed:
+        return None
+    if not parse.skipped:
+        return EMPTY
+    return NOT_JSON_LINES if parse.skipped[0].reason == INVALID_JSON else None
 
 
 def _order_key(call: TranscriptCall) -> tuple[datetime, int, int, int]:

@@ -229,3 +229,32 @@ def test_zip_members_not_read_are_counted_and_named_in_both_summaries(
         {"path": f"{outer}!__MACOSX/p/._s.jsonl", "kind": "macOS metadata member"},
     ]
     assert (doc["calls"], doc["skipped_lines"]) == (2, 0)
+
+
+def test_empty_files_and_a_file_that_is_not_json_lines_are_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty transcript was only counted among the files read, and a `.jsonl` holding
+    another format was a run of "invalid JSON" lines: each is now one line of the summary
+    (and of --json) saying which, without a byte of the file; a transcript with one bad line
+    among good ones still reports that line."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(jsonl(SESSION))
+    (folder / "b.jsonl").write_bytes(b"")
+    (folder / "c.jsonl").write_text("\n\n")
+    notes = folder / "d.jsonl"
+    notes.write_text("# our own notes\nsecond line of them\nthird\n")
+    mixed = folder / "e.jsonl"
+    mixed.write_text("not json\n" + jsonl([call_line("toolu_e", "2026-03-02T10:00:00Z")]))
+    assert _import(tmp_path / "s", folder, extra=("--quiet",)) == 0
+    out = capsys.readouterr().out
+    assert f"  2 empty files (no line, nothing to import): {folder / 'b.jsonl'}, " in out
+    assert f"  a file that is not JSON Lines: {notes} (first line not JSON)\n" in out
+    assert "our own notes" not in out and f"{notes}:1" not in out
+    assert "  skipped 1 line:\n    invalid JSON: 1\n" in out and f"    {mixed}:1: invalid" in out
+    assert _import(tmp_path / "s", folder, extra=("--quiet", "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["empty_files"] == [str(folder / "b.jsonl"), str(folder / "c.jsonl")]
+    assert doc["not_json_lines_files"] == [{"path": str(notes), "reason": "first line not JSON"}]
+    assert (doc["files"], doc["calls"], doc["skipped_lines"]) == (5, 3, 1)
