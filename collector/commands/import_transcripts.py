@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.sources.claude_code import (
+    RELAYED_ONLY_WHY,
     SKIPPED_MEMBER_WHY,
     SOURCE,
     TRANSCRIPT_NAMES,
@@ -300,6 +301,11 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
         "pending": r.pending,
         "subagent_calls": r.subagent_calls,
         "mcp_calls": r.mcp_calls,
+        "relayed_only": {
+            "calls": r.relayed_only_calls,
+            "subagents": r.relayed_only_subagents,
+            "reason": RELAYED_ONLY_WHY,
+        },
         "client_quirks": {q: {"streams": n[0], "calls": n[1]} for q, n in r.quirks.items()},
         "provenance": None if r.provenance is None else asdict(r.provenance),
         "store": str(outcome.store) if outcome.store else None,
@@ -341,6 +347,11 @@ def format_summary(outcome: ImportOutcome) -> str:
             f"  pending: {counted(r.pending, 'call')} of its stream's last response with no "
             "result yet (still running, or the session stopped there): no size or duration, "
             "stored unfailed; a re-import does not add a result later"
+        )
+    if r.relayed_only_calls:
+        lines.append(
+            f"  {counted(r.relayed_only_calls, 'subagent call')} of "
+            f"{counted(r.relayed_only_subagents, 'subagent')} {RELAYED_ONLY_WHY}"
         )
     if r.quirks:
         flagged = ", ".join(

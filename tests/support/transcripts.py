@@ -29,6 +29,12 @@ def result_line(call_id: str, stamp: str, text: str = "hello") -> dict[str, Any]
     return {"type": "user", "sessionId": SID, "timestamp": stamp, "message": {"content": [block]}}
 
 
+def relayed_line(stamp: str, agent: str, line: dict[str, Any]) -> dict[str, Any]:
+    """A 2.1.x ``progress`` line of the session's file relaying one line of a subagent."""
+    data = {"type": "agent_progress", "agentId": agent, "prompt": "look around", "message": line}
+    return {"type": "progress", "sessionId": SID, "timestamp": stamp, "data": data}
+
+
 def jsonl(lines: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 

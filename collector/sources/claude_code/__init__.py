@@ -25,6 +25,9 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
   by following ``parentUuid`` through the file's sidechain lines. Root uuids are random and never
   rewritten, so the id is stable across re-imports. Session id = the line's ``sessionId`` (the
   parent session for subagents), else the file's, else one derived from the path.
+* **Relayed subagent calls** (2.1.x ``progress`` lines echoing a subagent's messages into its
+  session's file): not imported (the agent's own file is their record); those no file of the
+  run holds are counted (``relayed_only_calls``), never lost without a word.
 * **Re-stamped history**: when ≥ :data:`RESTAMP_MIN_RESPONSES` different responses in one file
   share one timestamp string, every call (and result) of that file with that stamp is flagged
   ``restamped``; timing statistics skip gaps touching them.
@@ -59,6 +62,7 @@ exporting are :mod:`toolwatch.collector.sources.delivery`'s.
 
 from toolwatch.collector.sources.claude_code.parsing import FileParse, SkippedLine, parse_file
 from toolwatch.collector.sources.claude_code.records import (
+    RELAYED_ONLY_WHY,
     SERVICE,
     SOURCE,
     ImportReport,
@@ -74,6 +78,7 @@ from toolwatch.collector.sources.claude_code.transcripts import (
 )
 
 __all__ = [
+    "RELAYED_ONLY_WHY",
     "SERVICE",
     "SKIPPED_MEMBER_WHY",
     "SOURCE",

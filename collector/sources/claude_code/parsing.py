@@ -174,6 +174,12 @@ class FileParse:
     #: per stream of the file (agent id; None: the main thread; not the ≤ 1.0.x inline
     #: sidechains, whose ids are known only at the end), its model responses (:class:`Turns`)
     turns: dict[str | None, Turns] = field(default_factory=dict)
+    #: the agent id its name gives (``agent-<id>.jsonl``), None for a session's own file
+    agent: str | None = None
+    #: per agent id, the ids of the calls of that subagent relayed in the file's 2.1.x
+    #: ``progress`` lines (``data.agentId``, ``data.message``): copies of its own file's calls,
+    #: read only to count those no file of the run holds (ids, never content)
+    relayed: dict[str, set[str]] = field(default_factory=dict)
     #: the path the user gave or reached the file by (messages name it); ``path`` when empty
     shown: str = ""
     #: the member of the zip archive at ``path`` that is the transcript (None: the file is)
@@ -258,6 +264,7 @@ class _FileParser:
         self.name = shown
         match = _AGENT_FILE.match(transcript_stem(self.out.name_path.name) or "")
         self.file_agent = match.group(1) if match else None
+        self.out.agent = self.file_agent
         self.file_session: str | None = None
         self.first_prompt: bool | None = None  # the file's first user line is the warm-up
         self.warmup_answer = False  # a subagent's call was answered by the warm-up error
@@ -328,7 +335,10 @@ class _FileParser:
 
     def other(self, obj: dict[str, Any], line_no: int) -> None:
         """A line of another type holds no call today; one that does (a new entry type) is
-        reported, once per kind of block, instead of losing its calls without a word."""
+        reported, once per kind of block, instead of losing its calls without a word. A
+        ``progress`` line's relayed subagent calls are noted (:meth:`relayed`)."""
+        if obj.get("type") == "progress":
+            self.relayed(obj.get("data"))
         message = obj.get("message")
         content = message.get("content") if type(message) is dict else None
         if type(content) is not list:
@@ -338,6 +348,25 @@ class _FileParser:
             self.skip(line_no, OTHER_TYPE_CALL)
         if any(is_result_block("user", b) or is_result_block("assistant", b) for b in content):
             self.skip(line_no, OTHER_TYPE_RESULT)
+
+    def relayed(self, data: Any) -> None:
+        """Note the call ids of a subagent message a 2.1.x ``progress`` line relays
+        (``data.agentId``, ``data.message``: an assistant line as the agent's file holds it)."""
+        if type(data) is not dict:
+            return
+        agent = text_field(data.get("agentId"))
+        inner = data.get("message")
+        if agent is None or type(inner) is not dict or inner.get("type") != "assistant":
+            return
+        message = inner.get("message")
+        content = message.get("content") if type(message) is dict else None
+        if type(content) is not list:
+            return
+        for block in content:
+            if type(block) is dict and block.get("type") in CALL_BLOCKS:
+                call_id = text_field(block.get("id"))
+                if call_id is not None:
+                    self.out.relayed.setdefault(agent, set()).add(call_id)
 
     def calls(
         self,

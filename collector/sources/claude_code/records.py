@@ -85,6 +85,12 @@ class ImportReport:
     pending: int = 0
     subagent_calls: int = 0
     mcp_calls: int = 0
+    #: subagent calls seen only in the 2.1.x ``progress`` lines that relay a subagent's
+    #: messages into its session's file, in no file read (the agent's own file not copied,
+    #: deleted, or cut before them): not imported (:data:`RELAYED_ONLY_WHY`), counted
+    relayed_only_calls: int = 0
+    #: the subagents (agent ids) those calls are of
+    relayed_only_subagents: int = 0
     #: client quirk -> [streams, calls] flagged (``client_quirk``; kept, not dropped)
     quirks: dict[str, list[int]] = field(default_factory=dict)
     skipped: list[SkippedLine] = field(default_factory=list)
@@ -154,6 +160,7 @@ def build_records(
             if best is None or _order_key(call) < _order_key(best):
                 kept[call.call_id] = call
     report.duplicates = total - len(kept)
+    _count_relayed_only(parses, kept, report)
     report.damaged_files.extend(
         a for a in damaged_archives if not any(d.startswith(f"{a}!") for d in report.damaged_files)
     )
@@ -216,6 +223,29 @@ def build_records(
     for quirk, keys in streams.items():
         report.quirks[quirk][0] = len(keys)
     return records, report
+
+
+#: Why a subagent call seen only in a ``progress`` line is counted, not imported.
+RELAYED_ONLY_WHY: Final = (
+    "seen only in the session file's progress lines, which relay a subagent's messages; its "
+    "own agent-<id>.jsonl was not among the files read (import the session's subagents/ "
+    "folder with it): not imported"
+)
+
+
+def _count_relayed_only(
+    parses: Sequence[FileParse], kept: dict[str, TranscriptCall], report: ImportReport
+) -> None:
+    """Count the relayed subagent calls (:attr:`.parsing.FileParse.relayed`) no file read holds,
+    and their agents."""
+    relayed: dict[str, set[str]] = {}
+    for parse in parses:
+        for agent, ids in parse.relayed.items():
+            relayed.setdefault(agent, set()).update(ids)
+    for ids in relayed.values():
+        missing = sum(call_id not in kept for call_id in ids)
+        report.relayed_only_calls += missing
+        report.relayed_only_subagents += missing > 0
 
 
 #: What a file read without error that gave no JSON is (:func:`_without_json`).

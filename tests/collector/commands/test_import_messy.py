@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.disk import unprivileged, world_readable_dir
-from support.transcripts import SESSION, call_line, jsonl, result_line
+from support.transcripts import SESSION, call_line, jsonl, relayed_line, result_line
 from toolwatch.cli import main
 from toolwatch.collector.store import Store
 from toolwatch.detection.calls.frame import prepare
@@ -258,3 +258,26 @@ def test_empty_files_and_a_file_that_is_not_json_lines_are_one_line_each(
     assert doc["empty_files"] == [str(folder / "b.jsonl"), str(folder / "c.jsonl")]
     assert doc["not_json_lines_files"] == [{"path": str(notes), "reason": "first line not JSON"}]
     assert (doc["files"], doc["calls"], doc["skipped_lines"]) == (5, 3, 1)
+
+
+def test_subagent_calls_seen_only_in_progress_lines_are_in_both_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 2.1.x session whose subagent file was not copied: the calls its progress lines relay
+    are counted and said, with why, in the summary and in --json."""
+    relayed = [
+        relayed_line("2026-03-01T10:00:02Z", "a9", call_line("toolu_s1", "2026-03-01T10:00:02Z")),
+        relayed_line("2026-03-01T10:00:03Z", "a9", call_line("toolu_s2", "2026-03-01T10:00:03Z")),
+    ]
+    (tmp_path / "s.jsonl").write_text(jsonl(SESSION + relayed))
+    assert _import(tmp_path / "st", tmp_path / "s.jsonl", extra=("--quiet",)) == 0
+    out = capsys.readouterr().out
+    assert "  2 subagent calls of 1 subagent seen only in the session file's progress " in out
+    assert _import(tmp_path / "st", tmp_path / "s.jsonl", extra=("--quiet", "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["calls"], doc["relayed_only"]["calls"], doc["relayed_only"]["subagents"]) == (
+        2,
+        2,
+        1,
+    )
+    assert doc["relayed_only"]["reason"].endswith("not imported")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from support.transcripts import SID, jsonl
+from support.transcripts import SID, jsonl, relayed_line
 from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.collector.sources.claude_code.parsing import UNKNOWN_CALL_BLOCK
 from toolwatch.conventions import ERROR_TYPE_TOOL_ERROR
@@ -205,3 +205,50 @@ def test_a_server_tool_answered_by_a_plain_tool_result_in_the_models_message(
     assert (record.output_bytes, record.duration_us) == (result_size(page), 2_000_000)
     assert report.provenance is not None
     assert report.provenance.result_bytes == len(result_text(page))
+
+
+def test_subagent_calls_seen_only_in_progress_lines_are_counted(tmp_path: Path) -> None:
+    """2.1.x relays a subagent's messages into its session's file as progress lines; they were
+    passed over without a word, so with the agent's own file missing its calls were lost
+    silently. They are counted now (not imported: its file holds the calls), and not when
+    the agent's file is read too."""
+    task = use("tool_use", "toolu_task", "Task", {"prompt": "look around"})
+    agent_call = said("2026-03-01T10:00:02Z", "msg_s1", use("tool_use", "toolu_s1", "Grep", {}))
+    agent_call_2 = said("2026-03-01T10:00:04Z", "msg_s2", use("tool_use", "toolu_s2", "Read", {}))
+    agent_result = answered(
+        "2026-03-01T10:00:03Z", [{"type": "tool_result", "tool_use_id": "toolu_s1", "content": "r"}]
+    )
+    main = write(
+        tmp_path,
+        [
+            said("2026-03-01T10:00:00Z", "msg_1", task),
+            relayed_line("2026-03-01T10:00:02Z", "a1b2", agent_call),
+            relayed_line("2026-03-01T10:00:03Z", "a1b2", agent_result),
+            relayed_line("2026-03-01T10:00:04Z", "a1b2", agent_call_2),
+            relayed_line("2026-03-01T10:00:04Z", "a1b2", agent_call_2),  # a resumed copy
+            answered(
+                "2026-03-01T10:00:05Z",
+                [{"type": "tool_result", "tool_use_id": "toolu_task", "content": "done"}],
+            ),
+        ],
+    )
+    records, report = import_transcripts([main], provenance=None)
+    assert [r.tool for r in records] == ["Task"]
+    assert (report.relayed_only_calls, report.relayed_only_subagents) == (2, 1)
+    assert report.skipped == []
+
+    agent_file = tmp_path / SID / "subagents" / "agent-a1b2.jsonl"
+    agent_file.parent.mkdir(parents=True)
+    agent_file.write_text(jsonl([agent_call, agent_result, agent_call_2]))
+    records, report = import_transcripts([tmp_path], provenance=None)
+    assert [(r.tool, r.agent_id) for r in records] == [
+        ("Task", None),
+        ("Grep", "a1b2"),
+        ("Read", "a1b2"),
+    ]
+    assert (report.relayed_only_calls, report.relayed_only_subagents) == (0, 0)
+    assert (report.duplicates, report.skipped) == (0, [])
+
+    agent_file.write_text(jsonl([agent_call, agent_result]))  # a copy cut before its 2nd call
+    _, report = import_transcripts([tmp_path], provenance=None)
+    assert (report.relayed_only_calls, report.relayed_only_subagents) == (1, 1)
