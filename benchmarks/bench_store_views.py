@@ -12,7 +12,10 @@ round (a command's first read in a fresh process):
 * info before / after: every footer read in turn with pyarrow (the old ``Store.info``) /
   :meth:`Store.info`;
 * query before / after: :meth:`Store.query` of the same count with every view made with
-  ``union_by_name`` (the old path) / as it is now.
+  ``union_by_name`` (the old path) / as it is now;
+* a kept connection (the app's), footers kept: the count with its view re-deciding on every
+  query whether the files mix schemas (now) / with the answer fixed when it was made (before),
+  and that check alone.
 
 Both give the same answers (checked). Printed: seconds, before/after and after/baseline ratios.
 No target: the figures are for comparing runs (``docs/ARCHITECTURE.md``, *Store*).
@@ -60,15 +63,33 @@ def plain_views() -> Iterator[None]:
         parquet_store._one_schema = fast
 
 
-def best(rounds: int, run: Callable[[], object]) -> float:
-    """The fastest of ``rounds`` wall-clock runs (the machine is shared), each from cold."""
-    times = []
+def decided_once(con: duckdb.DuckDBPyConnection, mixed: bool) -> None:
+    """The views of ``con`` read as if they had decided when made (no check per query)."""
+    con.remove_function(parquet_store.MIXED_SCHEMAS)
+    con.create_function(
+        parquet_store.MIXED_SCHEMAS, lambda name: mixed, ["VARCHAR"], "BOOLEAN", side_effects=True
+    )
+
+
+def best(rounds: int, *runs: Callable[[], object], cold: bool = True) -> list[float]:
+    """The fastest of ``rounds`` wall-clock runs of each (the machine is shared: the runs take
+    turns within each round, so a busy spell weighs on all alike), each from cold (no footer
+    kept) unless told."""
+    times: list[list[float]] = [[] for _ in runs]
     for _ in range(rounds):
-        forget()
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for run, kept in zip(runs, times, strict=True):
+            if cold:
+                forget()
+            t0 = time.perf_counter()
+            run()
+            kept.append(time.perf_counter() - t0)
+    return [min(t) for t in times]
+
+
+def plain_query(store: Store) -> None:
+    """The count through views made as before."""
+    with plain_views():
+        store.query(COUNT)
 
 
 def measure(store: Store, rounds: int) -> bool:
@@ -84,13 +105,26 @@ def measure(store: Store, rounds: int) -> bool:
         or plain != store.query(COUNT).to_pylist()
     ):
         return False
-    t_base = best(rounds, lambda: con.execute(base).fetchall())
-    t_info_before = best(rounds, lambda: info_before(store))
-    t_info_after = best(rounds, store.info)
-    with plain_views():
-        t_query_before = best(rounds, lambda: store.query(COUNT))
-    t_query_after = best(rounds, lambda: store.query(COUNT))
+    (t_base,) = best(rounds, lambda: con.execute(base).fetchall())
+    t_info_before, t_info_after = best(rounds, lambda: info_before(store), store.info)
+    t_query_before, t_query_after = best(
+        rounds, lambda: plain_query(store), lambda: store.query(COUNT)
+    )
     con.close()
+    kept = store.connect()
+    check = f"SELECT {parquet_store.MIXED_SCHEMAS}('calls')"
+    ((mixed,),) = kept.execute(check).fetchall()
+    once = store.connect()
+    decided_once(once, bool(mixed))
+    t_check, t_kept_now, t_kept_before = best(
+        rounds * 5,
+        lambda: kept.execute(check).fetchall(),
+        lambda: kept.execute(COUNT).fetchall(),
+        lambda: once.execute(COUNT).fetchall(),
+        cold=False,
+    )
+    once.close()
+    kept.close()
     print(f"{counted(len(store.files('calls')), 'file')}, {counted(rows, 'call')}")
     print(f"  baseline read_parquet count(*): {t_base:.3f} s")
     print(
@@ -102,6 +136,11 @@ def measure(store: Store, rounds: int) -> bool:
         f"  query count(*): {t_query_before:.3f} s -> {t_query_after:.3f} s, "
         f"before/after {t_query_before / t_query_after:.1f}x, "
         f"after/baseline {t_query_after / t_base:.2f}x"
+    )
+    print(
+        f"  kept connection count(*): decided once {t_kept_before * 1e3:.1f} ms -> re-checked per "
+        f"query {t_kept_now * 1e3:.1f} ms (+{(t_kept_now - t_kept_before) * 1e3:.1f} ms); "
+        f"the check alone {t_check * 1e3:.1f} ms"
     )
     return True
 

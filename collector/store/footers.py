@@ -1,8 +1,8 @@
 """What each store file's footer says (rows, Arrow schema), read once per file per process.
 
-``store info`` counts rows from the footers and :meth:`Store.connect` checks whether a table's
-files share one schema (then DuckDB needs no ``union_by_name``, which reads every footer again
-on every bind). On a store of ~1,000 files both were most of a command's time, so footers are
+``store info`` counts rows from the footers and each view asks on every query whether its
+table's files share one schema (then DuckDB needs no ``union_by_name``, which reads every footer
+again on every bind). On a store of ~1,000 files both were most of a command's time, so footers are
 read in a few threads and kept per process, keyed on the file's identity (path, inode, size,
 mtime): a file appended, rewritten or swapped by a compaction is a new key, read afresh.
 """

@@ -70,6 +70,9 @@ TIME_COLUMNS: dict[str, str] = {t.name: t.time_column for t in tables.TABLES.val
 _UNIQUE_COLUMNS = ("trace_id", "span_id", "call_id")
 #: Characters DuckDB's file globbing would expand in a store path (it has no escape for them).
 _GLOB_CHARACTERS = frozenset("*?[]{}")
+#: The SQL function (one per connection) a registered table's view asks on every bind whether
+#: its files mix schemas: only then is it read with ``union_by_name`` (see :func:`_one_schema`).
+MIXED_SCHEMAS = "toolwatch_mixed_schemas"
 
 
 class Store:
@@ -194,7 +197,8 @@ class Store:
         """An in-memory DuckDB connection with one view per table plus the shared views.
 
         Views re-read the file list on every query, so files appended after connecting are
-        seen (run queries inside :meth:`reading` to keep a compaction's commit out of them).
+        seen (run queries inside :meth:`reading` to keep a compaction's commit out of them),
+        and re-decide then whether the files mix schemas (:data:`MIXED_SCHEMAS`).
         The registered tables always exist with all their columns (empty when no file is there
         yet). A compaction a crash interrupted is recovered first.
         """
@@ -205,6 +209,9 @@ class Store:
             con.execute(f"SET threads = {int(threads)}")
         names = set(self.tables()) | set(SCHEMAS)
         try:
+            con.create_function(
+                MIXED_SCHEMAS, self._mixed, ["VARCHAR"], "BOOLEAN", side_effects=True
+            )
             with self.reading():  # making a view reads file footers: no compaction swap meanwhile
                 for name in sorted(names):
                     self._create_table_view(con, name)
@@ -278,13 +285,24 @@ class Store:
         files = self.files(name)
         if files:
             glob = str(self.root / name / PARTITION_FILES).replace("'", "''")
-            union = "" if _one_schema(files, schema) else ", union_by_name = true"
+            # asked on every bind, so a connection kept open (the app's) reads right a file of
+            # another schema dropped in later; a table outside the registry always mixes
+            mixed = f"{MIXED_SCHEMAS}('{name}')" if schema is not None else "true"
+            union = f", union_by_name = {mixed}"
             scan = f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true{union})"
             body = f"{scan} UNION ALL BY NAME ({empty})" if empty else scan
         else:
             assert empty
             body = empty
         con.execute(f"CREATE OR REPLACE VIEW {quote_ident(name)} AS {body}")
+
+    def _mixed(self, name: str) -> bool:
+        """Whether ``name``'s files need ``union_by_name`` now (its view asks on every query):
+        a walk of its folder and a stat per file, the footers kept (:mod:`.footers`)."""
+        try:
+            return not _one_schema(self.files(name), SCHEMAS.get(name))
+        except (OSError, StoreError):
+            return True  # union_by_name reads every file right, only slower
 
     # ---------------------------------------------------------------- maintenance
 
@@ -413,7 +431,8 @@ def _one_schema(files: Sequence[Path], schema: pa.Schema | None) -> bool:
     :meth:`Store.append` writes does (so do the files appended after the view is made): then
     DuckDB reads them without ``union_by_name``, which reads every footer on every bind. Else
     (an older store's fewer columns, another writer's columns, an unreadable file) it must: without
-    it, DuckDB takes the first file's columns and drops the others' extra ones."""
+    it, DuckDB takes the first file's columns: it drops the others' extra ones, and a first
+    file with fewer columns loses the others' values or fails the query."""
     if schema is None:
         return False
     schemas = [f.schema if f else None for f in footers(files)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -41,6 +42,16 @@ def _view_sql(store: Store, name: str) -> str:
         con.close()
 
 
+def _mixes(store: Store) -> bool:
+    """What the calls view decides, as it does on every query: read with ``union_by_name``?"""
+    con = store.connect()
+    try:
+        ((mixed,),) = con.execute(f"SELECT {parquet_store.MIXED_SCHEMAS}('calls')").fetchall()
+        return bool(mixed)
+    finally:
+        con.close()
+
+
 def _everything(store: Store) -> dict[str, list[tuple[object, ...]]]:
     views = ("calls", "tool_lists", "ingest", "sessions", "streams")
     return {v: store.query(f"SELECT * FROM {v} ORDER BY ALL").to_pylist() for v in views}
@@ -50,8 +61,9 @@ def test_files_of_one_schema_are_read_without_union_by_name(tmp_path: Path) -> N
     store = Store(tmp_path / "new")
     _new(store, 0)
     _new(store, 5)
-    assert "union_by_name" not in _view_sql(store, "calls")
-    assert "union_by_name" in _view_sql(_mixed(tmp_path / "mixed"), "calls")
+    assert f"union_by_name = {parquet_store.MIXED_SCHEMAS}('calls')" in _view_sql(store, "calls")
+    assert not _mixes(store)
+    assert _mixes(_mixed(tmp_path / "mixed"))
 
 
 @pytest.mark.parametrize("kind", ["one schema", "old and new schemas"])
@@ -67,7 +79,7 @@ def test_the_fast_path_reads_what_the_plain_one_does(
     fast = _everything(store)
     assert len(fast["calls"]) == 6 and len(fast["sessions"]) >= 1
     monkeypatch.setattr(parquet_store, "_one_schema", lambda files, schema: False)
-    assert "union_by_name" in _view_sql(store, "calls")
+    assert _mixes(store)
     assert _everything(store) == fast
 
 
@@ -98,3 +110,44 @@ def test_a_file_rewritten_in_place_is_read_afresh(tmp_path: Path) -> None:
     assert store.info()[0]["rows"] == 3
     path.write_bytes(b"not parquet")
     assert store.info()[0]["unreadable_files"] == 1 and store.info()[0]["rows"] == 0
+
+
+def test_a_connection_kept_open_reads_files_of_other_schemas_dropped_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app keeps its connection: a file of an older toolwatch (fewer columns) or another
+    writer (an extra column) dropped in later was misread on it (values lost, columns dropped,
+    or a schema mismatch) until the next connection, as the view decided when it was made."""
+    store = Store(tmp_path)
+    for first in (0, 5):  # today's files, with a value where the older file has no column
+        new = records_table([record(i) for i in range(first, first + 3)])
+        store.append(
+            "calls",
+            new.set_column(new.schema.get_field_index("egress"), "egress", pa.array(["web"] * 3)),
+        )
+    everything = "SELECT * FROM calls ORDER BY ALL"
+    con = store.connect()
+    try:
+        assert len(con.execute(everything).fetchall()) == 6
+        old = records_table([record(i) for i in range(20, 22)]).drop_columns(list(EXPORTED_FIELDS))
+        extra = records_table([record(i) for i in range(30, 32)])
+        extra = extra.append_column("extra", pa.array([1, 2]))
+        for day, table in (("2000-01-01", old), ("2099-01-01", extra)):  # the first file, the last
+            (tmp_path / "calls" / f"date={day}").mkdir()
+            pq.write_table(table, tmp_path / "calls" / f"date={day}" / "part-dropped.parquet")
+            with monkeypatch.context() as plain:  # every file read by name, on a new connection
+                plain.setattr(parquet_store, "_one_schema", lambda files, schema: False)
+                want = store.query(everything)
+            got = con.sql(everything).to_arrow_table()
+            assert got.column_names == want.column_names
+            assert got.to_pylist() == want.to_pylist()
+        assert got.column("extra").drop_null().to_pylist() == [1, 2]
+        assert got.num_rows == 10 and got.column("egress").to_pylist().count("web") == 6
+        for day in ("2000-01-01", "2099-01-01"):
+            (tmp_path / "calls" / f"date={day}" / "part-dropped.parquet").unlink()
+        assert not _mixes(store)
+        assert (
+            con.sql(everything).to_arrow_table().to_pylist() == store.query(everything).to_pylist()
+        )
+    finally:
+        con.close()
