@@ -3,14 +3,15 @@ and after the footers were kept per process and a table of one schema read witho
 ``union_by_name``.
 
 Builds stores of ``--calls`` imported calls in each of ``--files`` appends (1,000 appends make
-1,019 files, 100 make 123: some appends span midnight) with ``bench_store_info.build``, then
+1,019 files, 100 make 123, 10 make 33, or 12 of 100,000 calls: some appends span midnight)
+with ``bench_store_info.build``, then
 measures in the same run, the best of ``--repeat`` rounds each, footers forgotten before every
 round (a command's first read in a fresh process):
 
 * baseline: ``count(*)`` over DuckDB's ``read_parquet`` of the files, on a connection made
   once (no views, no footer read of ours);
 * info before / after: every footer read in turn with pyarrow (the old ``Store.info``) /
-  :meth:`Store.info`;
+  :meth:`Store.info`, beside it in four threads whatever the file count (as first kept);
 * query before / after: :meth:`Store.query` of the same count with every view made with
   ``union_by_name`` (the old path) / as it is now;
 * a kept connection (the app's), footers kept: the count with its view re-deciding on every
@@ -20,7 +21,7 @@ round (a command's first read in a fresh process):
 Both give the same answers (checked). Printed: seconds, before/after and after/baseline ratios.
 No target: the figures are for comparing runs (``docs/ARCHITECTURE.md``, *Store*).
 
-Run: ``.venv/bin/python benchmarks/bench_store_views.py [--calls 1000000] [--files 1000 100]``.
+Run: ``.venv/bin/python benchmarks/bench_store_views.py [--calls 1000000] [--files 1000 100 10]``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from toolwatch.collector.store import Store, parquet_store
+from toolwatch.collector.store import Store, footers, parquet_store
 from toolwatch.collector.store.footers import forget
 from toolwatch.words import counted
 
@@ -63,6 +64,17 @@ def plain_views() -> Iterator[None]:
         parquet_store._one_schema = fast
 
 
+@contextmanager
+def threads_always() -> Iterator[None]:
+    """Footers read in four threads whatever their number (as they were first kept)."""
+    rule = footers.THREADED_FROM
+    footers.THREADED_FROM = 0
+    try:
+        yield
+    finally:
+        footers.THREADED_FROM = rule
+
+
 def decided_once(con: duckdb.DuckDBPyConnection, mixed: bool) -> None:
     """The views of ``con`` read as if they had decided when made (no check per query)."""
     con.remove_function(parquet_store.MIXED_SCHEMAS)
@@ -86,6 +98,12 @@ def best(rounds: int, *runs: Callable[[], object], cold: bool = True) -> list[fl
     return [min(t) for t in times]
 
 
+def threaded_info(store: Store) -> None:
+    """:meth:`Store.info` with the footers read in four threads however few they are."""
+    with threads_always():
+        store.info()
+
+
 def plain_query(store: Store) -> None:
     """The count through views made as before."""
     with plain_views():
@@ -106,7 +124,9 @@ def measure(store: Store, rounds: int) -> bool:
     ):
         return False
     (t_base,) = best(rounds, lambda: con.execute(base).fetchall())
-    t_info_before, t_info_after = best(rounds, lambda: info_before(store), store.info)
+    t_info_before, t_info_after, t_info_threads = best(
+        rounds, lambda: info_before(store), store.info, lambda: threaded_info(store)
+    )
     t_query_before, t_query_after = best(
         rounds, lambda: plain_query(store), lambda: store.query(COUNT)
     )
@@ -130,7 +150,9 @@ def measure(store: Store, rounds: int) -> bool:
     print(
         f"  info: {t_info_before:.3f} s -> {t_info_after:.3f} s, "
         f"before/after {t_info_before / t_info_after:.1f}x, "
-        f"after/baseline {t_info_after / t_base:.2f}x"
+        f"after/baseline {t_info_after / t_base:.2f}x; "
+        f"in four threads always {t_info_threads:.3f} s, "
+        f"that/after {t_info_threads / t_info_after:.2f}x"
     )
     print(
         f"  query count(*): {t_query_before:.3f} s -> {t_query_after:.3f} s, "
@@ -149,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--calls", type=int, default=1_000_000, help="calls in each store")
     parser.add_argument(
-        "--files", type=int, nargs="+", default=[1_000, 100], help="appends, one store each"
+        "--files", type=int, nargs="+", default=[1_000, 100, 10], help="appends, one store each"
     )
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is kept")
     args = parser.parse_args(argv)

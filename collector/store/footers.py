@@ -2,9 +2,10 @@
 
 ``store info`` counts rows from the footers and each view asks on every query whether its
 table's files share one schema (then DuckDB needs no ``union_by_name``, which reads every footer
-again on every bind). On a store of ~1,000 files both were most of a command's time, so footers are
-read in a few threads and kept per process, keyed on the file's identity (path, inode, size,
-mtime): a file appended, rewritten or swapped by a compaction is a new key, read afresh.
+again on every bind). On a store of ~1,000 files both were most of a command's time, so footers
+are kept per process (read in a few threads when there are many), keyed on the file's identity
+(path, inode, size, mtime): a file appended, rewritten or swapped by a compaction is a new key,
+read afresh.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from toolwatch.collector.store.compaction import not_a_file
 
 #: Footers kept at most (a long-lived process sees files come and go with compactions).
 _MOST = 100_000
+#: Footers are read in threads only from this many unread files: on fewer, starting threads
+#: costs what they save (``benchmarks/bench_store_views.py``: ~10 and 123 files as fast or
+#: faster in turn, 1,019 files ~1.3x faster in four threads).
+THREADED_FROM = 256
 _THREADS = 4
 
 
@@ -55,8 +60,11 @@ def footers(paths: Sequence[Path]) -> list[Footer | None]:
         known = {k: _FOOTERS[k] for k in keys if k is not None and k in _FOOTERS}
     missing = list({k: p for p, k in zip(paths, keys, strict=True) if k and k not in known}.items())
     if missing:
-        with ThreadPoolExecutor(min(_THREADS, len(missing))) as pool:
-            read = list(pool.map(lambda item: _read(item[1]), missing))
+        if len(missing) >= THREADED_FROM:
+            with ThreadPoolExecutor(_THREADS) as pool:
+                read = list(pool.map(lambda item: _read(item[1]), missing))
+        else:
+            read = [_read(path) for _, path in missing]
         with _LOCK:
             if len(_FOOTERS) + len(missing) > _MOST:
                 _FOOTERS.clear()

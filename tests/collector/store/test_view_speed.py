@@ -4,6 +4,7 @@ plain path, and the footers kept per process never hide a file appended or rewri
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pytest
 
 from support.collector import record
 from toolwatch.collector.sources.delivery import records_table
-from toolwatch.collector.store import Store, parquet_store
+from toolwatch.collector.store import Store, footers, parquet_store
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 
 
@@ -151,3 +152,29 @@ def test_a_connection_kept_open_reads_files_of_other_schemas_dropped_in(
         )
     finally:
         con.close()
+
+
+def test_few_footers_are_read_in_turn_many_in_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads cost a small store's first ``info()`` more than they saved (~10 and 123 files):
+    they start only from ``THREADED_FROM`` unread files."""
+    store = Store(tmp_path)
+    for first in range(0, 9, 3):
+        _new(store, first)
+    readers: set[str] = set()
+    read = footers._read
+
+    def noted(path: Path) -> footers.Footer | None:
+        readers.add(threading.current_thread().name)
+        return read(path)
+
+    monkeypatch.setattr(footers, "_read", noted)
+    footers.forget()
+    assert store.info()[0]["rows"] == 9
+    assert readers == {threading.current_thread().name}
+    monkeypatch.setattr(footers, "THREADED_FROM", 3)
+    footers.forget()
+    readers.clear()
+    assert store.info()[0]["rows"] == 9
+    assert threading.current_thread().name not in readers
