@@ -65,8 +65,10 @@ def store_state(root: Path) -> StoreState:
 
 
 #: One DuckDB database with the store's views per store and set of tables, shared by every
-#: page run: creating the views reads every file's footer, a good part of a page's time.
-#: Views re-list their files on each query, so appended rows are seen; a new table (a new
+#: page run. Making the views is cheap now (each footer is read once per process and kept:
+#: ``collector/store/footers.py``); sharing saves the recovery check, the file walk and the
+#: views per page. Views re-list their files and re-decide whether they mix schemas on each
+#: query, so appended rows and a file of another schema are read right; a new table (a new
 #: folder) makes a new database.
 _DATABASES: dict[tuple[str, tuple[str, ...]], duckdb.DuckDBPyConnection] = {}
 _DATABASES_LOCK = threading.Lock()
