@@ -86,9 +86,14 @@ class StreamProvenance:
 
     __slots__ = ("_browser_local", "_cfg", "_ids", "_remote", "_tools", "truncated_bytes", "window")
 
-    def __init__(self, config: ProvenanceConfig = DEFAULT_CONFIG) -> None:
+    def __init__(
+        self, config: ProvenanceConfig = DEFAULT_CONFIG, window: FingerprintWindow | None = None
+    ) -> None:
+        """``window``: a cleared window of an earlier stream of ``config`` to use again (the
+        importer replays thousands of streams one after another: one buffer and table serve
+        them all), else a new one."""
         self._cfg = config
-        self.window = FingerprintWindow(config)
+        self.window = FingerprintWindow(config) if window is None else window
         self._ids: dict[tuple[str, str | None], int] = {}
         self._tools: list[str] = []  # source id -> tool name as the record spells it
         self._remote: list[bool] = []  # source id -> its results come from off the machine

@@ -117,9 +117,12 @@ class FingerprintWindow:
             self._older = array("I", [0]) * slots
 
     def clear(self) -> None:
-        """Forget every result (and overwrite the retained bytes)."""
+        """Forget every result (and overwrite the retained bytes): the window is then as a new
+        one, offsets from 0, but keeps its buffer and tables (zeroed, ≈ 0.4 ms; allocating
+        them anew costs ≈ 3 ms of page faults), so that one window can serve stream after
+        stream (the importer)."""
         self._buf[: self._fill] = bytes(self._fill)
-        self._base = self._start = self._total
+        self._base = self._start = self._total = 0
         self._fill = 0
         del self._seg_start[:], self._seg_source[:]
         self._indexed = 0

@@ -15,7 +15,8 @@ parallel calls of one response were written before any of them ran.
 **Memory.** Files are read in groups that share a stream (a stream's calls and results may lie
 in several files: a result found in another file, a session continued elsewhere); a group's
 inputs and results are held while its streams are replayed. On dev-real the largest group is
-3 files, 6.8 MB.
+3 files, 6.8 MB. One window (1.5 MiB of bytes, 4 MiB of offset tables) serves every stream in
+turn, cleared (its bytes overwritten) after each.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from toolwatch.instrumentation.provenance import (
     StreamProvenance,
     result_text,
 )
+from toolwatch.instrumentation.provenance.window import FingerprintWindow
 from toolwatch.record import CallRecord
 
 ProgressCallback = Callable[[int], None]
@@ -97,10 +99,11 @@ def measure_provenance(
     ]
     if on_total is not None:
         on_total(sum(by_index[f].bytes for _, files in groups for f in files))
+    window = FingerprintWindow(config)  # one for all streams: cleared after each
     for group, files in groups:
         inputs, results = _read(files, group, streams, by_index, report, on_bytes)
         for key in sorted(group, key=lambda k: (k[0], k[1] or "")):
-            _replay(streams[key], inputs, results, config, report)
+            _replay(streams[key], inputs, results, StreamProvenance(config, window), report)
     return report
 
 
@@ -216,11 +219,11 @@ def _replay(
     stream: list[Measured],
     inputs: dict[str, Any],
     results: dict[str, bytes],
-    config: ProvenanceConfig,
+    window: StreamProvenance,
     report: ProvenanceReport,
 ) -> None:
-    """Measure one stream's calls in order (the replay rule of the module docs)."""
-    window = StreamProvenance(config)
+    """Measure one stream's calls in order (the replay rule of the module docs) in ``window``,
+    a new stream's (cleared at the end)."""
     pending: list[tuple[datetime, int, Measured]] = []
     serial = 0
     for m in stream:
