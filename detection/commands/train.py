@@ -205,7 +205,7 @@ def summary(model: NormalModel, path: str, cut: StoreSplit | None = None) -> str
         )
         for quirk, groups in cut.split.artefacts.items():
             kept = ", ".join(f"{len(v)} in {k}" for k, v in groups.items() if len(v))
-            lines.append(f"  kept apart   {counted(quirk, 'stream')} (client artefacts): {kept}")
+            lines.append(f"  kept apart   {quirk} streams (client artefacts): {kept}")
         placed = placed_by_arrival_line(cut.split.description)
         if placed:
             lines.append(f"  clock ahead  {placed}")

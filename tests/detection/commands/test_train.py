@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from support.clock import received
+from support.dev_real import dev_real_store
 from toolwatch.cli import main
 from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
@@ -48,3 +49,16 @@ def test_a_stream_a_year_fast_does_not_stretch_the_first_call_range(
     line = next(x for x in fast_text.splitlines() if x.startswith("  train "))
     assert line == next(x for x in base_text.splitlines() if x.startswith("  train "))
     assert "1 stream placed by its arrival" in fast_text
+
+
+def test_streams_kept_apart_are_named_by_their_quirk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The split's client artefacts (dev-real's warm-up agents) are listed by quirk name, "kept
+    apart   warmup_agent streams (client artefacts): ..."; the quirk is a name, not a count
+    (written as one, `train` failed with "invalid literal for int()" on every store that holds
+    a flagged stream)."""
+    store = dev_real_store(tmp_path / "store")
+    text, _ = _train(store.root, capsys)
+    kept = [x for x in text.splitlines() if x.startswith("  kept apart   ")]
+    assert kept and kept[0].startswith("  kept apart   warmup_agent streams (client artefacts): ")
