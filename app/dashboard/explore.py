@@ -41,6 +41,7 @@ from toolwatch.collector.store.parquet_store import Store
 from toolwatch.collector.store.read_only import check_statement, lock_down
 from toolwatch.collector.store.result_formats import write_csv
 from toolwatch.usage import one_line
+from toolwatch.words import counted
 
 DEFAULT_LIMIT: Final = 1_000
 MAX_LIMIT: Final = 100_000
@@ -281,7 +282,7 @@ def unique_names(names: list[str]) -> tuple[list[str], tuple[str, ...]]:
         return out, (f"a repeated column name {old!r} is shown as {new!r}",)
     listed = ", ".join(f"{new!r}" for _, new in renamed[:3])
     more = f" and {len(renamed) - 3:,} more" if len(renamed) > 3 else ""
-    return out, (f"{len(renamed):,} repeated column names are shown as {listed}{more}",)
+    return out, (f"{counted(len(renamed), 'repeated column name')} are shown as {listed}{more}",)
 
 
 def _unconvertible(table: pa.Table, exc: Exception) -> str:

@@ -289,14 +289,13 @@ def header(data: Mapping[str, Any]) -> list[str]:
         half += f" (floor {a.floor_streams:g} streams)"
     kept_apart = sum(groups.get("test", [0])[0] for groups in split.get("artefacts", {}).values())
     lines = [
-        f"toolwatch replay — {split['replayed_streams']:,} test-split streams "
+        f"toolwatch replay — {counted(split['replayed_streams'], 'test-split stream')} "
         f"({split['test'][0]} normal with ≥ {counted(cfg.experiment.min_calls, 'call')}"
         + (f", {counted(kept_apart, 'client artefact')} reported apart" if kept_apart else "")
         + ") replayed in time order "
         "through the live scorer, with "
         f"{counted(split['injected_copies'], 'injected copy', 'injected copies')} "
-        f"({', '.join(cfg.replay_kinds)}; {len(cfg.experiment.seeds)} "
-        f"seed{'' if len(cfg.experiment.seeds) == 1 else 's'})",
+        f"({', '.join(cfg.replay_kinds)}; {counted(len(cfg.experiment.seeds), 'seed')})",
         f"model fitted on {counted(split['train'][0], 'stream')}, calibrated on "
         + (
             f"{split['calibration'][0]:,}"

@@ -221,8 +221,8 @@ def render(result: ExperimentResult) -> str:
     )
     fa_all = fa_sentence(result, *HEADLINE)
     parts.append(
-        f"Runs: {len(cfg.seeds)} seed{'' if len(cfg.seeds) == 1 else 's'} × {n_test} test "
-        f"stream{'' if n_test == 1 else 's'} = {runs_per_kind} per kind; "
+        f"Runs: {counted(len(cfg.seeds), 'seed')} × {counted(n_test, 'test stream')} "
+        f"= {runs_per_kind} per kind; "
         + (
             f"95 % intervals from {counted(cfg.bootstrap, 'bootstrap resample')} of streams "
             f"(seed {cfg.bootstrap_seed}).\n"

@@ -12,6 +12,7 @@ from toolwatch.injection.faults.actions import ACTIONS
 from toolwatch.injection.faults.edits import error_result, label_result, rename_schema, tool_in
 from toolwatch.injection.faults.effects import CallPlan, FaultEffect, ListingEffect
 from toolwatch.injection.faults.scenario import FaultSpec, Scenario, argument_errors
+from toolwatch.words import counted
 
 
 class FaultEngine:
@@ -97,9 +98,8 @@ class FaultEngine:
             problems += [p for p in argument_errors(schema, args) if p not in problems]
             if problems:
                 text = (
-                    f"Error executing tool {tool}: {len(problems)} validation error"
-                    f"{'s' if len(problems) > 1 else ''} for {tool} arguments\n"
-                    + "\n".join(problems)
+                    f"Error executing tool {tool}: {counted(len(problems), 'validation error')} "
+                    f"for {tool} arguments\n" + "\n".join(problems)
                 )
                 reject = error_result(text, self.label, None)
                 return CallPlan(tool, occurrence, True, args, call_upstream=False, reject=reject)

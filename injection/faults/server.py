@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from toolwatch.injection.faults.scenario import Scenario, ToolSpec, argument_errors
 from toolwatch.injection.mitigations.values import identifier_mismatches
+from toolwatch.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class ScenarioServer(MCPServer):
             raise ToolError(f"Unknown tool: {name}")
         problems = argument_errors(tool.input_schema, arguments)
         if problems:
-            count = f"{len(problems)} validation error{'s' if len(problems) > 1 else ''}"
+            count = counted(len(problems), "validation error")
             raise ToolError(
                 f"Error executing tool {name}: {count} for {name} arguments\n" + "\n".join(problems)
             )

@@ -51,6 +51,8 @@ from typing import Any, Final
 import anyio
 import mcp.client.stdio as sdk_stdio
 
+from toolwatch.words import counted
+
 logger = logging.getLogger(__name__)
 
 #: What stops a stdio proxy (a client's or service manager's stop, Ctrl-C).
@@ -204,7 +206,7 @@ async def stopped_by_signals(
         # a second signal kills; after a deferred one, so does a second Ctrl-C
         hard = received > 1 or (stopped.noted and sig == signal.SIGINT)
         sent = signal_upstreams(signal.SIGKILL if hard else signal.SIGTERM)
-        groups = f"{sent} upstream process group{'' if sent == 1 else 's'}"
+        groups = counted(sent, "upstream process group")
         what = "killed" if hard else "stopped"
         logger.info("%s received%s: %s %s, %s", sig.name, again, what, groups, then)
         stopped.serving.cancel()

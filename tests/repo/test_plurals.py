@@ -68,13 +68,16 @@ def test_the_check_finds_a_plural_and_spares_a_scheme_a_unit_and_a_docstring(
 
 #: A count formatted straight before a plural noun: ``%d calls``, ``{n:,} spans``,
 #: ``{} streams``; "1 calls" then reads wrong, so such a count goes through ``words.counted``.
-#: The noun may follow one qualifying word ("{n:,} tool listings"), not a preposition ("{n} of
-#: streams" counts something else); a label after a wide gap ("{a}   capped outputs: {b}") is
-#: not the value's noun, so the count and its noun are one space apart.
+#: The noun may follow up to two qualifying words ("{n:,} tool listings", "{n} shorter
+#: test-window sessions"; a word may be hyphenated), not a preposition ("{n} of streams" counts
+#: something else); a label after a wide gap ("{a}   capped outputs: {b}") is not the value's
+#: noun, so the count and its noun are one space apart.
 _NOT_QUALIFIER = r"(?!(?:a|an|and|at|by|for|from|in|of|on|or|per|that|the|to|with)\b)"
-_NOUN = " " + _NOT_QUALIFIER + r"(?:[a-z]+ )??([a-z]+s)\b"
-_PERCENT_COUNT = re.compile(r"%[-+ 0#]*\d*[di]" + _NOUN)
-_BRACE_COUNT = re.compile(r"\{[^{}]*\}" + _NOUN)
+_WORD = r"[a-z]+(?:-[a-z]+)*"
+_NOUN = " " + rf"(?:{_NOT_QUALIFIER}{_WORD} ){{0,2}}?{_NOT_QUALIFIER}({_WORD}s)\b"
+#: A denominator ("{k}/{n} normal test streams") counts the whole, whose noun is the plural.
+_PERCENT_COUNT = re.compile(r"(?<!/)%[-+ 0#]*\d*[di]" + _NOUN)
+_BRACE_COUNT = re.compile(r"(?<!/)\{[^{}]*\}" + _NOUN)
 _NEXT_WORD = re.compile(_NOUN)
 #: Words ending in "s" that are not a plural noun after a value: verbs ("{tool} has ..."),
 #: and units whose singular reads the same ("3 ms").
@@ -111,7 +114,8 @@ _NOT_PLURAL = frozenset(
         "was",
     )
 )
-#: Values that read as a name, not a count, before a plural noun: ``path: text`` pairs.
+#: Values that read as a name, not a count, before a plural noun, or a count whose noun is not
+#: the next words (a verb comes first): ``path: text`` pairs.
 _NAMED = frozenset(
     {
         ("injection/faults/server.py", "{name} arguments"),  # "for search arguments"
@@ -122,6 +126,7 @@ _NAMED = frozenset(
         ("injection/experiment/report.py", "{source} statistics"),  # "of training call ..."
         ("app/demo/agent.py", "{attempts} attempts"),  # the demo's code file, not a message
         ("benchmarks/bench_scanner.py", "{mode} payloads"),  # "wording payloads detected"
+        ("app/dashboard/sessions_page.py", "{listed.injected_sessions} calls"),  # "holding"
     }
 )
 #: A constant (``{MAX_BODY:,} bytes``) is fixed above one where it is defined, and a float
@@ -155,7 +160,10 @@ def _is_count(value: ast.FormattedValue) -> bool:
 def _field_counts(node: ast.JoinedStr) -> list[str]:
     """``{expr} nouns`` for each field of an f-string that a plural noun follows."""
     found = []
-    for field, after in zip(node.values, node.values[1:], strict=False):
+    values = node.values
+    for before, field, after in zip([None, *values], values, values[1:], strict=False):
+        if isinstance(before, ast.Constant) and str(before.value).endswith("/"):
+            continue  # a denominator
         if isinstance(field, ast.FormattedValue) and isinstance(after, ast.Constant):
             word = _NEXT_WORD.match(str(after.value))
             if word and word[1] not in _NOT_PLURAL and _is_count(field):
@@ -203,7 +211,8 @@ def test_the_count_check_finds_bare_counts_and_spares_names_constants_and_measur
         '    b = "{} attempts".format(n)\n'
         '    c = f"{MAX_BODY:,} bytes at {rate:,.0f} calls/s in {n} ms; {tool} is up"\n'
         "    d = f\"{n} of streams, {n}   capped outputs: {n}, {counted(n, 'call')} spans\"\n"
-        "    return a, b, c, d\n"
+        '    e = f"{n:,} test-split streams, {n} shorter test-window sessions, {n}/{n} runs"\n'
+        '    return a, b, c, d, e, "%d/%d runs, {} files -> {}"\n'
     )
     assert bare_counts(module, tmp_path) == [
         "m.py:3: '%5d spans'",
@@ -211,4 +220,62 @@ def test_the_count_check_finds_bare_counts_and_spares_names_constants_and_measur
         "m.py:4: '{n} listings'",
         "m.py:4: '{n} streams'",
         "m.py:5: '{} attempts'",
+        "m.py:8: '{n} sessions'",
+        "m.py:8: '{n} streams'",
+        "m.py:9: '{} files'",
+    ]
+
+
+#: The plural endings a message may add to a noun by hand: ``group{'' if n == 1 else 's'}``.
+_ENDINGS = frozenset({("", "s"), ("", "es")})
+
+
+def _hand_ending(value: ast.expr) -> bool:
+    """Whether an f-string field is ``'s' if … else ''`` (either way round)."""
+    if not isinstance(value, ast.IfExp):
+        return False
+    ends = [end.value for end in (value.body, value.orelse) if isinstance(end, ast.Constant)]
+    return len(ends) == 2 and tuple(sorted(map(str, ends))) in _ENDINGS
+
+
+def hand_plurals(path: Path, root: Path = REPO) -> list[str]:
+    """``path:line: word{…}`` for each noun whose plural "s" an f-string adds by hand instead of
+    ``words.counted`` / ``words.noun_for``."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        for before, field in zip(node.values, node.values[1:], strict=False):
+            if (
+                isinstance(before, ast.Constant)
+                and isinstance(field, ast.FormattedValue)
+                and re.search(r"[a-z]$", str(before.value))
+                and _hand_ending(field.value)
+            ):
+                word = str(before.value).split()[-1]
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {word + '{…}'!r}")
+    return found
+
+
+def test_no_message_adds_a_plural_ending_by_hand() -> None:
+    found = [hit for path in _sources() for hit in hand_plurals(path)]
+    assert not found, "write counts with words.counted or words.noun_for:\n" + "\n".join(found)
+
+
+def test_the_ending_check_finds_a_hand_plural_and_spares_other_choices(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def f(n, raw):\n"
+        "    a = f\"{n} group{'' if n == 1 else 's'}, {n} error{'s' if n > 1 else ''}\"\n"
+        "    b = f\"{n} box{'es' if n != 1 else ''}\"\n"
+        "    c = f\"used {'a first use, ' if raw else ''}{n} B{'' if raw else '*'}\"\n"
+        "    d = f\"{n} items{'' if raw else 's'}, {'s' if raw else ''}\"\n"
+        "    return a, b, c, d\n"
+    )
+    assert hand_plurals(module, tmp_path) == [
+        "m.py:2: 'group{…}'",
+        "m.py:2: 'error{…}'",
+        "m.py:3: 'box{…}'",
+        "m.py:5: 'items{…}'",
     ]

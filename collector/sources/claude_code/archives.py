@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Final
 
 from toolwatch.collector.sources.claude_code.zip_descriptors import data_descriptor, zip64_sizes
-from toolwatch.words import counted
+from toolwatch.words import counted, noun_for
 
 ZIP_SUFFIX: Final = ".zip"
 ZIP_MAGIC: Final = b"PK\x03\x04"
@@ -48,7 +48,7 @@ def no_directory(found: int) -> str:
     return (
         "zip archive cut short or damaged: its member list (at the end) is unreadable; "
         f"{counted(found, 'transcript member')} found by {'its' if one else 'their'} local "
-        f"header{'' if one else 's'} before the damage {'was' if one else 'were'} read"
+        f"{noun_for(found, 'header')} before the damage {'was' if one else 'were'} read"
     )
 
 

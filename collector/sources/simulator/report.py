@@ -55,7 +55,7 @@ def summary_lines(config: SimulationConfig, table: pa.Table, elapsed: float) -> 
         )
     short = splits["test_short"]
     lines.append(
-        f"  {'':<12} + {len(short):,} shorter test-window sessions, "
+        f"  {'':<12} + {counted(len(short), 'shorter test-window session')}, "
         f"{counted(sum(per_stream[k] for k in short), 'call')} (outside the study's test split)"
     )
     return lines
