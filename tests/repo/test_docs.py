@@ -114,7 +114,9 @@ def test_every_environment_variable_the_code_reads_is_documented_and_no_other() 
 
 
 #: a command line in backticks, as a user copies it: `[.venv/bin/]toolwatch CMD …`, `python -m …`
-INLINE = r"`(?:\.venv/bin/|python3? -m )?toolwatch ([a-z][^`]*)`"
+#: (`toolwatch proxy: cannot connect …`, a message the docs quote, is not one: no colon after
+#: the command)
+INLINE = r"`(?:\.venv/bin/|python3? -m )?toolwatch ([a-z][\w-]*(?![\w:-])[^`]*)`"
 #: a fenced block: its language and body
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 #: options the docs name that belong to another program: why each is there
@@ -139,7 +141,9 @@ def _command_lines(text: str) -> list[str]:
             continue
         for line in body.splitlines():
             for part in re.split(r"&&|\|", line.split(" #", 1)[0]):
-                found = re.match(r"\s*(?:\.venv/bin/|python3? -m )?toolwatch ([a-z].*)", part)
+                found = re.match(
+                    r"\s*(?:\.venv/bin/|python3? -m )?toolwatch ([a-z][\w-]*(?![\w:-]).*)", part
+                )
                 if found:
                     lines.append(found.group(1).strip())
     return lines
@@ -171,17 +175,41 @@ def _wrong_words(line: str, known: dict[tuple[str, ...], argparse.ArgumentParser
     return wrong
 
 
-def test_every_sub_action_and_option_a_documented_command_line_shows_exists() -> None:
+def wrong_command_lines(docs: dict[str, str]) -> list[str]:
+    """``doc: toolwatch …`` for each command, sub-action or option a documented command line
+    names that the parsers do not know; a command that does not exist is wrong too (it was
+    passed over, so a doc could name a removed or misspelt command unseen)."""
     wrong = []
     parsers = {name: command_parsers(name) for name in cli.COMMANDS}
-    for doc, text in _user_docs().items():
+    for doc, text in docs.items():
         for line in _command_lines(text):
             command = line.split()[0]
-            if command in parsers:
-                wrong += [
-                    f"{doc}: toolwatch {command} {w}" for w in _wrong_words(line, parsers[command])
-                ]
-    assert wrong == []
+            if command not in parsers:
+                wrong.append(f"{doc}: toolwatch {command} (no such command)")
+                continue
+            wrong += [
+                f"{doc}: toolwatch {command} {w}" for w in _wrong_words(line, parsers[command])
+            ]
+    return wrong
+
+
+def test_every_command_sub_action_and_option_a_documented_command_line_shows_exists() -> None:
+    assert wrong_command_lines(_user_docs()) == []
+
+
+def test_a_documented_command_that_does_not_exist_is_wrong() -> None:
+    """A made-up command or sub-action fails the check; a message quoted in the docs
+    (`toolwatch proxy: cannot connect …`) is not a command line."""
+    doc = (
+        "Run `toolwatch frobnicate --deep`, then `toolwatch store tidy` "
+        "(it says `toolwatch proxy: cannot connect`).\n"
+        "```bash\ntoolwatch sql 'SELECT 1' && toolwatch stat\n```\n"
+    )
+    assert wrong_command_lines({"d.md": doc}) == [
+        "d.md: toolwatch frobnicate (no such command)",
+        "d.md: toolwatch store tidy",
+        "d.md: toolwatch stat (no such command)",
+    ]
 
 
 def test_the_command_lines_in_shell_blocks_are_read() -> None:
