@@ -104,7 +104,16 @@ MOVED: dict[str, tuple[str, ...]] = {
     "pins": ("toolwatch.collector.store.parquet_store", "toolwatch.collector.store.result_formats"),
     "rules": ("toolwatch.collector.store.result_formats", "toolwatch.detection.alerting.rules"),
     "demo": ("toolwatch.app.demo.pipeline",),
-    "import": ("pyarrow", "toolwatch.collector.sources.delivery"),
+    "import": (
+        "pyarrow",
+        "toolwatch.collector.sources.delivery",
+        # the fourth round: the claude_code package lazy, the parser, the provenance measures
+        # and the OTLP exporter (protobuf, the OpenTelemetry SDK) imported when it runs
+        "toolwatch.collector.sources.claude_code.parsing",
+        "toolwatch.collector.sources.claude_code.records",
+        "toolwatch.instrumentation.export.otlp",
+        "toolwatch.instrumentation.provenance",
+    ),
     "app": ("toolwatch.collector.store.parquet_store",),
     "collector": (
         "toolwatch.collector.otlp.server",

@@ -20,24 +20,20 @@ from typing import TYPE_CHECKING, Any
 from toolwatch.collector.sources.claude_code import (
     RELAYED_ONLY_WHY,
     SKIPPED_MEMBER_WHY,
-    SOURCE,
     TRANSCRIPT_NAMES,
-    ImportReport,
     TranscriptPathError,
-    build_records,
-    parse_file,
     scan_transcripts,
 )
 from toolwatch.collector.store.location import StoreError, add_store_argument
 from toolwatch.conventions import ERROR_TYPE_NO_RESULT
-from toolwatch.instrumentation.export.otlp import traces_url
-from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 from toolwatch.record import CallRecord
 from toolwatch.words import counted
 
-if TYPE_CHECKING:  # imported when the command runs: `import --help` needs no DuckDB or Arrow
+if TYPE_CHECKING:  # imported when the command runs: `import --help` needs no DuckDB, Arrow,
+    # transcript parser, provenance measures or OTLP exporter (protobuf)
     import pyarrow as pa
 
+    from toolwatch.collector.sources.claude_code import ImportReport
     from toolwatch.collector.sources.delivery import Calls
     from toolwatch.collector.store.parquet_store import Store
 
@@ -103,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     # the destinations first: a mistake there is said before any work, and before the store
     # holds calls a corrected re-run would no longer export (it sends only the calls it adds)
     if args.otlp:
+        from toolwatch.instrumentation.export.otlp import traces_url
+
         try:
             traces_url(args.otlp)
         except ValueError:
@@ -163,7 +161,9 @@ def import_claude_code(
 
     ``provenance``: read the files a second time to measure each call's argument provenance
     (content read locally, only the numbers kept)."""
+    from toolwatch.collector.sources.claude_code import build_records, parse_file
     from toolwatch.collector.sources.delivery import append_new_calls, send_otlp_report
+    from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
 
     scan = scan_transcripts(paths)
     files = scan.files
@@ -255,6 +255,8 @@ def import_claude_code(
 def seq_overlap_sessions(store: Store, written: pa.Table, records: Sequence[CallRecord]) -> int:
     """How many sessions of the calls just ``written`` also hold imported calls that this run
     did not read (their ``seq`` cannot be aligned with this run's)."""
+    from toolwatch.collector.sources.claude_code import SOURCE
+
     if written.num_rows == 0:
         return 0
     found = store.query(

@@ -133,6 +133,7 @@ def test_every_subcommand_loads_on_the_extra_it_names(command: str) -> None:
 HELP_HEAVY = (
     *("scipy", "river", "sklearn", "streamlit", "altair", "tqdm", "pydantic"),
     *("duckdb", "pyarrow", "numpy", "numba", "uvicorn", "mcp"),
+    *("google.protobuf", "opentelemetry.exporter", "opentelemetry.sdk"),
 )
 
 
@@ -142,7 +143,8 @@ def test_every_subcommand_has_help_and_it_loads_only_the_options(command: str) -
     `workbench` both and DuckDB (0.9 s), then `train`, `score`, `scan`, `experiment`, `replay`,
     `pins`, `rules`, `demo`, `import` and `app` DuckDB, Arrow and numpy, `collector`
     uvicorn, scipy and numba, and `proxy`, `serve-scenario`, `scenarios` and `workbench` the
-    MCP SDK (the workbench Arrow and numpy too), `train` and `replay` pydantic: help needs
+    MCP SDK (the workbench Arrow and numpy too), `train` and `replay` pydantic, `import` the
+    OTLP exporter with protobuf and the OpenTelemetry SDK (and the transcript parser): help needs
     only the argument definitions, so the rest is imported when the command runs
     (`benchmarks/bench_cli_help.py` times it)."""
     code = (

@@ -57,25 +57,34 @@ The modules, in the order a run uses them: :mod:`.transcripts` (finding the file
 :mod:`.decoding` (a file's bytes as UTF-8 lines), :mod:`.parsing` (one file, line by line),
 :mod:`.measure` (sizes and clean text of the JSON values) and :mod:`.records` (the run's records
 and report). Parsing only: writing the store and
-exporting are :mod:`toolwatch.collector.sources.delivery`'s.
+exporting are :mod:`toolwatch.collector.sources.delivery`'s. The names below load on first use
+(:mod:`toolwatch.lazy`): ``toolwatch import --help`` reads :data:`TRANSCRIPT_NAMES` without the
+parser, the provenance measures or the OTLP exporter.
 """
 
-from toolwatch.collector.sources.claude_code.parsing import FileParse, SkippedLine, parse_file
-from toolwatch.collector.sources.claude_code.records import (
-    RELAYED_ONLY_WHY,
-    SERVICE,
-    SOURCE,
-    ImportReport,
-    build_records,
-    import_transcripts,
-)
-from toolwatch.collector.sources.claude_code.transcripts import (
-    SKIPPED_MEMBER_WHY,
-    TRANSCRIPT_NAMES,
-    TranscriptPathError,
-    find_transcripts,
-    scan_transcripts,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolwatch.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from toolwatch.collector.sources.claude_code.parsing import FileParse, SkippedLine, parse_file
+    from toolwatch.collector.sources.claude_code.records import (
+        RELAYED_ONLY_WHY,
+        SERVICE,
+        SOURCE,
+        ImportReport,
+        build_records,
+        import_transcripts,
+    )
+    from toolwatch.collector.sources.claude_code.transcripts import (
+        SKIPPED_MEMBER_WHY,
+        TRANSCRIPT_NAMES,
+        TranscriptPathError,
+        find_transcripts,
+        scan_transcripts,
+    )
 
 __all__ = [
     "RELAYED_ONLY_WHY",
@@ -93,3 +102,23 @@ __all__ = [
     "parse_file",
     "scan_transcripts",
 ]
+
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "FileParse": "toolwatch.collector.sources.claude_code.parsing",
+        "ImportReport": "toolwatch.collector.sources.claude_code.records",
+        "RELAYED_ONLY_WHY": "toolwatch.collector.sources.claude_code.records",
+        "SERVICE": "toolwatch.collector.sources.claude_code.records",
+        "SKIPPED_MEMBER_WHY": "toolwatch.collector.sources.claude_code.transcripts",
+        "SOURCE": "toolwatch.collector.sources.claude_code.records",
+        "SkippedLine": "toolwatch.collector.sources.claude_code.parsing",
+        "TRANSCRIPT_NAMES": "toolwatch.collector.sources.claude_code.transcripts",
+        "TranscriptPathError": "toolwatch.collector.sources.claude_code.transcripts",
+        "build_records": "toolwatch.collector.sources.claude_code.records",
+        "find_transcripts": "toolwatch.collector.sources.claude_code.transcripts",
+        "import_transcripts": "toolwatch.collector.sources.claude_code.records",
+        "parse_file": "toolwatch.collector.sources.claude_code.parsing",
+        "scan_transcripts": "toolwatch.collector.sources.claude_code.transcripts",
+    },
+)
