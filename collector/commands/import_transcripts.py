@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.sources.claude_code import (
-    RELAYED_ONLY_WHY,
     SKIPPED_MEMBER_WHY,
     TRANSCRIPT_NAMES,
     TranscriptPathError,
@@ -277,6 +276,8 @@ def seq_overlap_sessions(store: Store, written: pa.Table, records: Sequence[Call
 
 
 def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
+    from toolwatch.collector.sources.claude_code import RELAYED_ONLY_WHY  # the parser's module
+
     r = outcome.report
     return {
         "files": r.files,
@@ -322,6 +323,8 @@ def summary_dict(outcome: ImportOutcome) -> dict[str, Any]:
 
 
 def format_summary(outcome: ImportOutcome) -> str:
+    from toolwatch.collector.sources.claude_code import RELAYED_ONLY_WHY  # the parser's module
+
     r = outcome.report
     lines = [
         f"read {counted(r.files, 'file')}, {_size_text(r.bytes)}, {counted(r.lines, 'line')}: "
