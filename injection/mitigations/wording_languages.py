@@ -72,6 +72,9 @@ _RESETS = (
 )
 #: in a sentence: dots of a URL or an address do not end it
 _IN = r"(?:[^.!?\n]|[.!?](?=\S))"
+#: in a sentence of Chinese or Japanese, written without spaces: 。！？ end it, and so does a
+#: ".", "!" or "?" before anything but ASCII (NFKC reads ！？ as !?; a URL's dots are not)
+_IN_CJK = r"(?:[^.!?。！？\n]|[.!?](?=[!-~]))"
 #: an e-mail address (where mail would go)
 ADDRESS: Final = r"[\w.+-]+@[\w-]+\.\w"
 #: where a sender sends: a URL, a host, an e-mail address or a webhook
@@ -97,8 +100,9 @@ MULTILINGUAL: Final = re.compile(
     r"|игнорируй|забудь (?:все|предыдущие)|"
     r"(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
     r"以前の指示|前の指示を無視"
-    r"|отправь.{0,80}(?:https?://|@)"
-    r"|(?:发送|送信|送って|发到|寄送).{0,40}(?:https?://|@)|https?://\S+\s*に送信"
+    # a send order and its destination in one sentence (a later one's link, an "@handle": no)
+    rf"|отправь{_IN}{{0,80}}{SEND_WHERE}"
+    rf"|(?:发送|送信|送って|发到|寄送){_IN_CJK}{{0,40}}{SEND_WHERE}|https?://\S+\s*に送信"
     r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
     rf"|\bréponds? (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
     rf"|\brépondez (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
