@@ -95,10 +95,10 @@ SENDS_OWNED: Final = re.compile(
 
 MULTILINGUAL: Final = re.compile(
     r"\b(?:ignorez|ignore[sz]?|ignora|ignoriere|ignorieren|ignore as|ignoruj|negeer)\b"
-    r".{0,40}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"
+    rf"{_IN}{{0,40}}\b(?:instructions?|instrucciones|anweisungen|istruzioni|instruções|"
     r"indicaciones|vorgaben|instrukcje|instructies)\b"
     r"|игнорируй|забудь (?:все|предыдущие)|"
-    r"(?:忽略|无视|無視|忘记).{0,10}(?:指令|指示|说明)|"
+    rf"(?:忽略|无视|無視|忘记){_IN_CJK}{{0,10}}(?:指令|指示|说明)|"
     r"以前の指示|前の指示を無視"
     # a send order and its destination in one sentence (a later one's link, an "@handle": no)
     rf"|отправь{_IN}{{0,80}}{SEND_WHERE}"
@@ -116,10 +116,11 @@ MULTILINGUAL: Final = re.compile(
     r"|не говори пользователю|скажи пользователю|사용자에게 말하지|무시하고|指示を無視|"
     r"지시를 무시|이전 지시"
     r"|\bantes de usar cualquier otra herramienta\b"
-    r"|不要告诉用户|不要让用户知道|只回复|只回答|(?:助手|アシスタント).{0,10}(?:必须|しなければ|必ず)"
+    r"|不要告诉用户|不要让用户知道|只回复|只回答|"
+    rf"(?:助手|アシスタント){_IN_CJK}{{0,10}}(?:必须|しなければ|必ず)"
     r"|ユーザーに(?:伝え|言わ)ないで|\b(?:assistent|assistant)(?:en)? (?:muss|moet|doit)\b"
     # fr
-    r"|\b(?:ignore[sz]?|oublie[sz]?)\b.{0,20}\b(?:consignes|instructions)\b"
+    rf"|\b(?:ignore[sz]?|oublie[sz]?)\b{_IN}{{0,20}}\b(?:consignes|instructions)\b"
     r"|\bnote (?:importante )?pour (?:le modèle|l'assistant|l'ia)\b|\bdis à l'utilisateur\b"
     # de
     r"|\bhinweis für (?:den|die) (?:assistenten|ki)\b|\b(?:der )?nutzer muss davon nichts\b"
@@ -131,14 +132,14 @@ MULTILINGUAL: Final = re.compile(
     # nl, pl, tr, vi
     r"|\bopmerking voor de ai\b|\bnegeer (?:alle )?(?:eerdere|vorige) instructies\b"
     r"|\bniet ter controle voorleggen\b"
-    r"|\binstrukcja dla asystenta\b|\bnie informuj\b.{0,10}\bużytkownika\b"
+    rf"|\binstrukcja dla asystenta\b|\bnie informuj\b{_IN}{{0,10}}\bużytkownika\b"
     r"|\bzignoruj (?:wszystkie )?poprzednie\b"
     r"|\basistana not\b|\btalimatları yok say\b|\bkullanıcıya bundan bahsetme\b"
     r"|\byapay zeka asistanı\b"
     r"|\blưu ý cho trợ lý\b|\bbỏ qua mọi hướng dẫn\b|\bkhông được nói với người dùng\b"
     # zh, ja, ko
-    r"|给\s*ai\s*助手|忽略.{0,8}(?:要求|指令|指示|说明)|不要(?:向|对|跟)用户(?:提及|透露|说)"
-    r"|调用本工具前.{0,10}请先|ユーザーには.{0,12}伝えないで|この指示を伝えないで"
+    rf"|给\s*ai\s*助手|忽略{_IN_CJK}{{0,8}}(?:要求|指令|指示|说明)|不要(?:向|对|跟)用户(?:提及|透露|说)"
+    rf"|调用本工具前{_IN_CJK}{{0,10}}请先|ユーザーには{_IN_CJK}{{0,12}}伝えないで|この指示を伝えないで"
     r"|시스템 지시|사용자에게는?\s*(?:절대\s*)?알리지\s*마"
     # ar, hi
     r"|تجاهل (?:جميع|كل) التعليمات|تعليمات للمساعد|إلى المساعد الذكي|دون إبلاغه"
@@ -146,7 +147,7 @@ MULTILINGUAL: Final = re.compile(
     r"|\bhinweis (?:an|für) (?:den|die) (?:ki-?)?assistent|\berwähne das dem nutzer\b"
     r"|\bobservação para o assistente\b|\byapay zek[aâ] asistan|\bkullanıcıya söyleme\b"
     r"|\bvoor de assistent\b|\bvermeld (?:dit|het) niet\b"
-    r"|замените\b.{0,30}получател|пользователю (?:не )?(?:говорите|сообщайте|показывайте)"
+    rf"|замените\b{_IN}{{0,30}}получател|пользователю (?:не )?(?:говорите|сообщайте|показывайте)"
     r"|@?ai\s*アシスタント|管理者からの指示|他の人には言わないで"
     r"|사용자에게는?\s*(?:\S+\s*){0,2}알리지\s*마",
     re.I,
