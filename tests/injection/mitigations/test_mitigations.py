@@ -1462,7 +1462,7 @@ def test_verifier_judges_a_single_source_against_the_scenarios_date_context() ->
     now = datetime(2024, 7, 1, 23, 59, tzinfo=UTC)
     fresh = OutputVerifier(None, reference_time=now, require_fresh=True)
     stale = fresh.inspect("get_population", {}, {"population": 37325000, "as_of": "2014-07-01"})
-    assert [f[0] for f in stale] == ["stale"] and "3653 days older" in stale[0][2]
+    assert [f[0] for f in stale] == ["stale"] and "3,653 days older" in stale[0][2]
     year = OutputVerifier(None, reference_time=now, require_fresh=True)
     assert [f[0] for f in year.inspect("pop", {}, {"population": 158000000, "year": 2010})] == [
         "stale"
