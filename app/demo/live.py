@@ -286,7 +286,7 @@ def quiet_logs() -> Callable[[], None]:
         "toolwatch.detection.alerting.live_alerts",
         "toolwatch.detection.alerting.live_batch",
         "toolwatch.detection.alerting.live_state",
-        "toolwatch.injection.proxy.proxy",
+        "toolwatch.injection.proxy",  # the proxy and its injected-fault lines (outcomes)
         "toolwatch.collector",
         "mcp",
         "httpx",

@@ -61,7 +61,17 @@ def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     store = work / "demo-store"
     proc = toolwatch("demo", "--quick", "--store", str(store), cwd=work)
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    (work / "stderr.txt").write_text(proc.stderr)  # read by the test of the demo's quiet
     return store, proc.stdout
+
+
+def test_the_demo_keeps_the_proxys_per_fault_lines_off_stderr(quick_demo: tuple[Path, str]) -> None:
+    """The demo prints its own lines: the fault proxy's "injected A2 ... into call #n" INFO
+    line for every faulted call (logged by ``proxy.outcomes``, which the demo's quiet list,
+    naming ``proxy.proxy`` only, missed) stays off stderr unless ``-v``."""
+    store, _ = quick_demo
+    err = (store.parent / "stderr.txt").read_text()
+    assert "toolwatch.injection.proxy" not in err, err
 
 
 def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, str]) -> None:
