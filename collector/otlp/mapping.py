@@ -275,7 +275,7 @@ def convert(plan: FieldPlan, value: Any) -> Any:
         if len(out) * 4 > MAX_STRING_BYTES and len(out.encode()) > MAX_STRING_BYTES:
             raise Rejected(
                 f"attribute {attr} is {counted(len(out.encode()), 'byte')}, over the "
-                f"{MAX_STRING_BYTES}-byte limit",
+                f"{MAX_STRING_BYTES:,}-byte limit",
                 f"too_long:{attr}",
             )
         if plan.allowed is not None and out not in plan.allowed:

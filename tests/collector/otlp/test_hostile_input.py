@@ -139,7 +139,7 @@ BAD_JSON: dict[str, tuple[bytes, str]] = {
     ),
     "a 64 KiB tool name": (
         json_body([tool_span()]).replace(b'"read"', b'"' + b"r" * 65536 + b'"'),
-        "attribute gen_ai.tool.name is 65536 bytes",
+        "attribute gen_ai.tool.name is 65,536 bytes, over the 4,096-byte limit",
     ),
 }
 
@@ -218,7 +218,7 @@ def test_a_malformed_int_value_is_not_echoed_into_the_400_or_the_log(
     message = json.loads(reply.body)["message"]
     assert message == (
         "malformed OTLP/JSON: resourceSpans[0].scopeSpans[0].spans[0].attributes[3].value"
-        ".intValue must be an integer, got a string of 5012 characters"
+        ".intValue must be an integer, got a string of 5,012 characters"
     )
     kind = {**tool_span(), "kind": "CANARY-KIND " + "k" * 5000}
     reply = post(collector.url, json_body([kind]), JS)

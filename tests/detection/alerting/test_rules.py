@@ -234,7 +234,7 @@ def test_a_value_that_is_not_a_number_at_run_time_is_logged_not_raised(
         ),
         (
             OK.replace('"1m"', '"1000000d"'),  # reached before year 1: OverflowError, exit 70
-            "window: must be at most 36500 days",
+            "window: must be at most 36,500 days",
         ),
         (
             OK.replace(

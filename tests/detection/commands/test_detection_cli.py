@@ -208,7 +208,7 @@ def test_train_needs_no_test_split_and_says_it_is_empty(  # type: ignore[no-unty
     line = capsys.readouterr().err.splitlines()[0]
     assert line.startswith("toolwatch train: the test split is empty (none of its ")
     assert line.endswith(
-        " has >= 1000 calls, client artefacts aside): the model is trained, "
+        " has >= 1,000 calls, client artefacts aside): the model is trained, "
         "but `toolwatch experiment` and `replay` with these options have "
         "nothing to test"
     )
