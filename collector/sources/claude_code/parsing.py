@@ -174,8 +174,6 @@ class FileParse:
     #: per stream of the file (agent id; None: the main thread; not the ≤ 1.0.x inline
     #: sidechains, whose ids are known only at the end), its model responses (:class:`Turns`)
     turns: dict[str | None, Turns] = field(default_factory=dict)
-    #: the agent id its name gives (``agent-<id>.jsonl``), None for a session's own file
-    agent: str | None = None
     #: per agent id, the ids of the calls of that subagent relayed in the file's 2.1.x
     #: ``progress`` lines (``data.agentId``, ``data.message``): copies of its own file's calls,
     #: read only to count those no file of the run holds (ids, never content)
@@ -264,7 +262,6 @@ class _FileParser:
         self.name = shown
         match = _AGENT_FILE.match(transcript_stem(self.out.name_path.name) or "")
         self.file_agent = match.group(1) if match else None
-        self.out.agent = self.file_agent
         self.file_session: str | None = None
         self.first_prompt: bool | None = None  # the file's first user line is the warm-up
         self.warmup_answer = False  # a subagent's call was answered by the warm-up error
