@@ -33,6 +33,11 @@ ATTR_SESSION_ID: Final = "session.id"
 ATTR_MCP_SESSION_ID: Final = "mcp.session.id"
 ATTR_RESPONSE_ID: Final = "gen_ai.response.id"
 ATTR_ERROR_TYPE: Final = "error.type"
+#: The JSON-RPC error code of a failed MCP request, as the MCP conventions record it beside
+#: ``error.type`` (which they say SHOULD be the same code as a string); the older JSON-RPC
+#: conventions' integer spelling too. The failure class of a span that sets only a code.
+ATTR_RPC_STATUS_CODE: Final = "rpc.response.status_code"
+ATTR_JSONRPC_ERROR_CODE: Final = "rpc.jsonrpc.error_code"
 ATTR_JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 ATTR_NETWORK_TRANSPORT: Final = "network.transport"
 ATTR_SERVICE_NAME: Final = "service.name"  # resource attribute

@@ -31,6 +31,7 @@ from toolwatch.conventions import (
     ATTR_DEST_SEEN,
     ATTR_EGRESS,
     ATTR_ERROR_TYPE,
+    ATTR_JSONRPC_ERROR_CODE,
     ATTR_LABEL,
     ATTR_MCP_SERVER,
     ATTR_MCP_SESSION_ID,
@@ -45,6 +46,7 @@ from toolwatch.conventions import (
     ATTR_REUSED_LONGEST,
     ATTR_REUSED_SOURCE_TOOL,
     ATTR_REUSED_TOTAL,
+    ATTR_RPC_STATUS_CODE,
     ATTR_SERVICE_INSTANCE_ID,
     ATTR_SERVICE_NAME,
     ATTR_SESSION_ID,
@@ -183,6 +185,8 @@ class CallRecord:
         Col(
             "tool_error, timeout, no_result (imported: result lost), JSON-RPC code, ...",
             ATTR_ERROR_TYPE,
+            # a sender that records only the JSON-RPC code: the class error.type would hold
+            fallbacks=(ATTR_RPC_STATUS_CODE, ATTR_JSONRPC_ERROR_CODE),
         ),
     ]
     response_id: Annotated[str | None, Col("model response that issued the call", ATTR_RESPONSE_ID)]

@@ -111,6 +111,35 @@ def test_semconv_client_spans_become_records_with_null_sizes(
     assert collector.stats.stored_spans == 3 and collector.stats.calls == 3
 
 
+@pytest.mark.parametrize("encoding", [PB, JS])
+def test_a_span_with_only_a_json_rpc_code_has_that_code_as_its_failure_class(
+    collector: Collector, store: Store, encoding: str
+) -> None:
+    # the MCP conventions' client span: error.type SHOULD be the code's string, and the code
+    # is in rpc.response.status_code (older senders: rpc.jsonrpc.error_code, an integer); a
+    # sender that sets only the code still tells which failure it was
+    specs = [
+        SpanSpec(semconv("a", **{"rpc.response.status_code": "-32602"}), status=2),
+        SpanSpec(semconv("b", **{"rpc.jsonrpc.error_code": -32603}), status=2),
+        SpanSpec(semconv("c", **{ATTR_ERROR_TYPE: "tool_error", "rpc.jsonrpc.error_code": -1})),
+        SpanSpec(semconv("d")),
+    ]
+    body = with_kind(specs, [KIND_CLIENT] * 4, encoding)
+    reply = post(collector.url, body, encoding)
+    assert (reply.status, decode_success(encoding, reply.body)) == (200, (0, ""))
+    got = {r["tool"]: (r["failed"], r["error_type"]) for r in rows(store)}
+    assert got == {
+        "a": (True, "-32602"),
+        "b": (True, "-32603"),
+        "c": (True, "tool_error"),  # error.type, when there, is the class
+        "d": (False, None),
+    }
+    present = {r["tool"]: r["fields_present"].split(",") for r in rows(store)}
+    assert "error_type:rpc.response.status_code" in present["a"]
+    assert "error_type:rpc.jsonrpc.error_code" in present["b"]
+    assert "error_type" in present["c"]
+
+
 def test_a_tool_span_without_a_conversation_is_rejected_naming_it(
     collector: Collector, store: Store
 ) -> None:
