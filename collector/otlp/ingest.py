@@ -225,9 +225,10 @@ IGNORED_HINTS: Final[dict[str, str]] = {
     IGNORED_SDK: "the MCP SDK's own spans carry no sizes, outcome or session, so they are not "
     f"calls; {_INSTRUMENT}",
     IGNORED_OTHER: "no span was a tool call by the OTel GenAI/MCP conventions "
-    "(gen_ai.operation.name=execute_tool or mcp.method.name=tools/call); an instrumentation "
-    "with attribute names of its own (OpenLLMetry's <tool>.tool spans, traceloop.*) is not "
-    f"read; {_INSTRUMENT}",
+    "(gen_ai.operation.name=execute_tool or mcp.method.name=tools/call); tool spans under "
+    "attribute names of an instrumentation's own (OpenLLMetry's <tool>.tool spans, "
+    "traceloop.*; OpenInference's openinference.span.kind=TOOL, tool.name) are not read; "
+    f"{_INSTRUMENT}",
     IGNORED_INTERNAL: "execute_tool spans of kind INTERNAL are an agent framework's own tool "
     "steps, not calls sent by an MCP client (one with mcp.method.name=tools/call is); "
     f"{_INSTRUMENT}",

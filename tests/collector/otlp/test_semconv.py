@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from support.canary import assert_absent, assert_store_clean, make_canary
 from support.collector import JS, PB, SpanSpec, json_request, pb_request, post, rows
+from toolwatch.cli import main
 from toolwatch.collector.otlp import Collector
 from toolwatch.collector.otlp.decode import decode_success
 from toolwatch.collector.otlp.mapping import SDK_SCOPE
@@ -194,6 +196,36 @@ def test_spans_that_are_no_call_of_this_client_are_ignored_by_reason(
     assert 'toolwatch_collector_spans_ignored_total{reason="server_span"} 1.0' in text
     assert 'toolwatch_collector_spans_ignored_total{reason="not_a_tool_call"} 2.0' in text
     assert "toolwatch_collector_spans_received_total 4.0" in text
+
+
+def test_openinference_tool_spans_are_ignored_named_and_their_content_never_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OpenInference's TOOL span (its semantic conventions: openinference.span.kind, tool.name,
+    # the arguments and result as input.value / output.value): its own convention, INTERNAL, a
+    # framework's tool step; ignored, and store info names it so its user knows why
+    canary = make_canary()
+    span = {
+        "openinference.span.kind": "TOOL",
+        "tool.name": "get_weather",
+        "input.value": canary,
+        "input.mime_type": "application/json",
+        "output.value": canary,
+        "session.id": "s1",
+    }
+    store = Store(tmp_path / "store")
+    with Collector(store, compact_interval=None) as collector:
+        body = with_kind([SpanSpec(span, name="get_weather")], [KIND_INTERNAL], PB)
+        reply = post(collector.url, body, PB)
+        assert (reply.status, decode_success(PB, reply.body)) == (200, (0, ""))
+        assert collector.stats.ignored_by == {"not_a_tool_call": 1}
+    assert rows(store) == []
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert "not_a_tool_call 1" in out
+    assert "OpenInference's openinference.span.kind=TOOL" in out
+    assert_store_clean(store, canary)
+    assert_absent(out, canary, "store info")
 
 
 @pytest.mark.parametrize("encoding", [PB, JS])
