@@ -15,6 +15,7 @@ added (dev-real's 21-column ``calls``) still reads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -70,9 +71,9 @@ TIME_COLUMNS: dict[str, str] = {t.name: t.time_column for t in tables.TABLES.val
 _UNIQUE_COLUMNS = ("trace_id", "span_id", "call_id")
 #: Characters DuckDB's file globbing would expand in a store path (it has no escape for them).
 _GLOB_CHARACTERS = frozenset("*?[]{}")
-#: The SQL function (one per connection) a registered table's view asks on every bind whether
-#: its files mix schemas: only then is it read with ``union_by_name`` (see :func:`_one_schema`).
-MIXED_SCHEMAS = "toolwatch_mixed_schemas"
+#: The SQL function (one per connection) every table's view reads through, asked on each bind:
+#: the SELECT of the table's files as they are then (:meth:`Store._scan`).
+TABLE_SCAN = "toolwatch_table_scan"
 
 
 class Store:
@@ -196,11 +197,11 @@ class Store:
     def connect(self, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with one view per table plus the shared views.
 
-        Views re-read the file list on every query, so files appended after connecting are
-        seen (run queries inside :meth:`reading` to keep a compaction's commit out of them),
-        and re-decide then whether the files mix schemas (:data:`MIXED_SCHEMAS`).
-        The registered tables always exist with all their columns (empty when no file is there
-        yet). A compaction a crash interrupted is recovered first.
+        Views re-read the file list on every query (:data:`TABLE_SCAN`), so files appended
+        after connecting are seen, in a table that had none too (run queries inside
+        :meth:`reading` to keep a compaction's commit out of them). The registered tables always
+        exist with all their columns (empty when no file is there). A compaction a crash
+        interrupted is recovered first.
         """
         self.check_path()
         self.recover()
@@ -209,9 +210,7 @@ class Store:
             con.execute(f"SET threads = {int(threads)}")
         names = set(self.tables()) | set(SCHEMAS)
         try:
-            con.create_function(
-                MIXED_SCHEMAS, self._mixed, ["VARCHAR"], "BOOLEAN", side_effects=True
-            )
+            con.create_function(TABLE_SCAN, self._scan, ["VARCHAR"], "VARCHAR", side_effects=True)
             with self.reading():  # making a view reads file footers: no compaction swap meanwhile
                 for name in sorted(names):
                     self._create_table_view(con, name)
@@ -275,34 +274,27 @@ class Store:
         raise AssertionError("unreachable")
 
     def _create_table_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
-        schema = SCHEMAS.get(name)
-        empty = ""
-        if schema is not None:  # every registered column, typed, even if no file has it
-            cols = ", ".join(
-                f"CAST(NULL AS {_duck_type(f.type)}) AS {quote_ident(f.name)}" for f in schema
-            )
-            empty = f"SELECT {cols}, CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
-        files = self.files(name)
-        if files:
-            glob = str(self.root / name / PARTITION_FILES).replace("'", "''")
-            # asked on every bind, so a connection kept open (the app's) reads right a file of
-            # another schema dropped in later; a table outside the registry always mixes
-            mixed = f"{MIXED_SCHEMAS}('{name}')" if schema is not None else "true"
-            union = f", union_by_name = {mixed}"
-            scan = f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true{union})"
-            body = f"{scan} UNION ALL BY NAME ({empty})" if empty else scan
-        else:
-            assert empty
-            body = empty
-        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(name)} AS {body}")
+        scan = f"query({TABLE_SCAN}('{name}'))"
+        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(name)} AS SELECT * FROM {scan}")
 
-    def _mixed(self, name: str) -> bool:
-        """Whether ``name``'s files need ``union_by_name`` now (its view asks on every query):
-        a walk of its folder and a stat per file, the footers kept (:mod:`.footers`)."""
+    def _scan(self, name: str) -> str:
+        """The SELECT of ``name``'s files now; its view asks on every bind, so a connection kept
+        open (the app's) reads the files there at query time: none (the typed empty side alone:
+        a view made before the first file came stayed empty), some, and with ``union_by_name``
+        only when they mix schemas (a walk of the folder and a stat per file, footers kept)."""
+        schema = SCHEMAS.get(name)
+        empty = _empty_select(name) if schema is not None else ""
         try:
-            return not _one_schema(self.files(name), SCHEMAS.get(name))
+            files = self.files(name)
+            mixed = not _one_schema(files, schema)
         except (OSError, StoreError):
-            return True  # union_by_name reads every file right, only slower
+            files, mixed = [self.root], True  # union_by_name reads every file right, only slower
+        if not files and empty:
+            return empty
+        glob = str(self.root / name / PARTITION_FILES).replace("'", "''")
+        scan = f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true"
+        scan += f", union_by_name = {mixed})"
+        return f"{scan} UNION ALL BY NAME ({empty})" if empty else scan
 
     # ---------------------------------------------------------------- maintenance
 
@@ -512,6 +504,16 @@ def _write_atomic(table: pa.Table, directory: Path, *, fsync: bool) -> Path:
 def quote_ident(name: str) -> str:
     """A SQL identifier, quoted (a table folder may be named like a keyword: ``order``)."""
     return '"' + name.replace('"', '""') + '"'
+
+
+@functools.cache
+def _empty_select(name: str) -> str:
+    """No row, every registered column of ``name`` typed (so a view has them all even when no
+    file, or not every file, holds them)."""
+    cols = ", ".join(
+        f"CAST(NULL AS {_duck_type(f.type)}) AS {quote_ident(f.name)}" for f in SCHEMAS[name]
+    )
+    return f"SELECT {cols}, CAST(NULL AS DATE) AS {PARTITION_COLUMN} WHERE false"
 
 
 def _duck_type(t: pa.DataType) -> str:

@@ -5,6 +5,7 @@ plain path, and the footers kept per process never hide a file appended or rewri
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,6 +15,8 @@ import pytest
 from support.collector import record
 from toolwatch.collector.sources.delivery import records_table
 from toolwatch.collector.store import Store, footers, parquet_store
+from toolwatch.collector.store.arrow_schema import TOOL_LISTS_SCHEMA
+from toolwatch.collector.store.read_only import lock_down
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 
 
@@ -47,8 +50,9 @@ def _mixes(store: Store) -> bool:
     """What the calls view decides, as it does on every query: read with ``union_by_name``?"""
     con = store.connect()
     try:
-        ((mixed,),) = con.execute(f"SELECT {parquet_store.MIXED_SCHEMAS}('calls')").fetchall()
-        return bool(mixed)
+        ((scan,),) = con.execute(f"SELECT {parquet_store.TABLE_SCAN}('calls')").fetchall()
+        assert "union_by_name = True" in scan or "union_by_name = False" in scan
+        return "union_by_name = True" in scan
     finally:
         con.close()
 
@@ -62,7 +66,7 @@ def test_files_of_one_schema_are_read_without_union_by_name(tmp_path: Path) -> N
     store = Store(tmp_path / "new")
     _new(store, 0)
     _new(store, 5)
-    assert f"union_by_name = {parquet_store.MIXED_SCHEMAS}('calls')" in _view_sql(store, "calls")
+    assert f"query({parquet_store.TABLE_SCAN}('calls'))" in _view_sql(store, "calls")
     assert not _mixes(store)
     assert _mixes(_mixed(tmp_path / "mixed"))
 
@@ -178,3 +182,48 @@ def test_few_footers_are_read_in_turn_many_in_threads(
     readers.clear()
     assert store.info()[0]["rows"] == 9
     assert threading.current_thread().name not in readers
+
+
+def test_a_connection_made_before_a_table_had_files_reads_them_when_they_come(
+    tmp_path: Path,
+) -> None:
+    """A fresh collector's store has no file yet: a connection made then (the app's, kept open;
+    a locked-down one, as `sql` and alert rules make; a cursor of it) kept an empty view of the
+    table for good. Every query reads the files there at that time: none, some, none again."""
+    store = Store(tmp_path)
+    con = store.connect()
+    locked = store.connect()
+    lock_down(locked, store.root)
+    cursor = con.cursor()
+    count = "SELECT (SELECT count(*) FROM calls), (SELECT count(*) FROM tool_lists)"
+    listing = pa.Table.from_pylist(
+        [
+            {
+                "trace_id": "a" * 32,
+                "span_id": "0" * 16,
+                "session_id": "s1",
+                "server": "docs",
+                "tool": "search",
+                "digest": "d" * 64,
+                "listed_time": datetime(2026, 3, 1, tzinfo=UTC),
+                "service": "agent",
+            }
+        ],
+        schema=TOOL_LISTS_SCHEMA,
+    )
+    try:
+        for each in (con, locked, cursor):
+            assert each.execute(count).fetchall() == [(0, 0)]
+        _new(store, 0)
+        store.append("tool_lists", listing)
+        for each in (con, locked, cursor):
+            assert each.execute(count).fetchall() == [(3, 1)]
+            assert each.execute("SELECT count(*) FROM sessions").fetchall() == [(1,)]
+        for path in store.files("calls") + store.files("tool_lists"):
+            path.rename(path.with_name(path.name + ".corrupt"))  # as `verify --quarantine`
+        for each in (con, locked, cursor):
+            assert each.execute(count).fetchall() == [(0, 0)]
+    finally:
+        cursor.close()
+        locked.close()
+        con.close()
