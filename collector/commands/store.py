@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolwatch.collector.store.location import StoreError, add_store_argument, check_table_name
 from toolwatch.usage import positive_int
@@ -38,12 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2,
         help="compact a partition with at least N small files (default 2)",
     )
-    actions.add_parser(
+    info = actions.add_parser(
         "info",
         help="tables, files, rows and date range; what the collector received; imported "
         "streams a newer import would flag",
     )
-    for sub in (verify, compact, actions.choices["info"]):
+    info.add_argument("--json", action="store_true", help="print the same facts as JSON")
+    for sub in (verify, compact, info):
         add_store_argument(sub)
 
 
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             return _verify(store, args.quarantine, args.deep)
         if args.action == "compact":
             return _compact(store, args.table, args.min_files)
-        return _info(store)
+        return _info(store, as_json=args.json)
     except StoreError as exc:
         print(f"toolwatch store {args.action}: {exc}", file=sys.stderr)
         return 1
@@ -130,32 +132,59 @@ def _compact(store: Store, table: str | None, min_files: int) -> int:
     return 1 if skipped else 0
 
 
-def _info(store: Store) -> int:
+def info_facts(store: Store) -> dict[str, Any]:
+    """What ``store info`` says, as ``--json`` prints it (keys in docs/ARCHITECTURE.md, *Store*):
+    the text is written from the same facts, so the two never disagree."""
+    from toolwatch.collector.otlp.ingest import ingest_summary
+    from toolwatch.collector.sources.stale_flags import imported_checks
+
+    checks = imported_checks(store)
+    return {
+        "store": str(store.root),
+        "tables": store.info(),
+        "unfinished_writes": len(store.temp_files()),
+        "ingest": ingest_summary(store),
+        "imported": {
+            "unflagged_forks": {
+                quirk: {"streams": streams, "calls": calls}
+                for quirk, (streams, calls) in checks.forks.items()
+            },
+            "without_result": checks.lost,
+            "pending": checks.pending,
+        },
+    }
+
+
+def _info(store: Store, *, as_json: bool = False) -> int:
     import pyarrow as pa
 
-    from toolwatch.collector.otlp.ingest import format_ingest, ingest_summary
-    from toolwatch.collector.sources.stale_flags import (
-        format_unanswered,
-        format_unflagged_forks,
-        imported_checks,
-    )
+    from toolwatch.collector.otlp.ingest import format_ingest
+    from toolwatch.collector.sources.stale_flags import format_unanswered, format_unflagged_forks
     from toolwatch.collector.store.result_formats import format_table
 
-    rows = store.info()
+    facts = info_facts(store)
+    ingest = facts["ingest"]
+    if as_json:
+        if ingest is not None:
+            facts["ingest"] = {**ingest, "last": ingest["last"].isoformat()}
+        print(json.dumps(facts, indent=2))
+        return 0
     print(f"store {store.root}")
-    if not rows:
+    if not facts["tables"]:
         print("(empty)")
         return 0
-    sys.stdout.write(format_table(pa.Table.from_pylist(rows)))
-    temp = store.temp_files()
-    if temp:
-        print(f"{counted(len(temp), 'unfinished write')} (*.parquet.tmp), invisible to readers")
-    summary = ingest_summary(store)
-    if summary is not None:
-        print("\n".join(format_ingest(summary)))
-    checks = imported_checks(store)
-    for line in format_unflagged_forks(checks.forks) + format_unanswered(
-        checks.lost, checks.pending
+    sys.stdout.write(format_table(pa.Table.from_pylist(facts["tables"])))
+    if facts["unfinished_writes"]:
+        print(
+            f"{counted(facts['unfinished_writes'], 'unfinished write')} (*.parquet.tmp), "
+            "invisible to readers"
+        )
+    if ingest is not None:
+        print("\n".join(format_ingest(ingest)))
+    imported = facts["imported"]
+    forks = {q: (f["streams"], f["calls"]) for q, f in imported["unflagged_forks"].items()}
+    for line in format_unflagged_forks(forks) + format_unanswered(
+        imported["without_result"], imported["pending"]
     ):
         print(line)
     return 0

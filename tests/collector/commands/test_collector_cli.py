@@ -208,9 +208,41 @@ def test_store_compact_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
 
 
-def test_store_command_without_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["store", "info", "--store", str(tmp_path / "missing")]) == 1
-    assert "no store at" in capsys.readouterr().err
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_store_command_without_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], json_flag: list[str]
+) -> None:
+    assert main(["store", "info", *json_flag, "--store", str(tmp_path / "missing")]) == 1
+    assert capsys.readouterr().err == f"toolwatch store: no store at {tmp_path / 'missing'}\n"
+
+
+def test_store_info_json_on_a_damaged_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file DuckDB cannot read: one line naming it, exit 1, and no half a JSON document."""
+    store = Store(tmp_path)
+    store.append("calls", [_record(0)])
+    (damaged,) = store.files("calls")
+    damaged.write_bytes(b"not parquet at all")
+    assert main(["store", "info", "--json", "--store", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("toolwatch store info: damaged Parquet file")
+    assert str(damaged) in err
+
+
+def test_store_info_json_of_an_empty_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["store", "info", "--json", "--store", str(tmp_path)]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts == {
+        "store": str(tmp_path),
+        "tables": [],
+        "unfinished_writes": 0,
+        "ingest": None,
+        "imported": {"unflagged_forks": {}, "without_result": 0, "pending": 0},
+    }
 
 
 def test_collector_command_option_errors(

@@ -4,6 +4,7 @@ same numbers: received, stored, rejected and ignored by reason, duplicates, refu
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -218,3 +219,49 @@ def test_store_info_reads_ingest_rows_written_before_the_flagged_counts(
     assert summary["flagged_by"] == {"no_end_time": 1}
     assert main(["store", "info", "--store", str(store.root)]) == 0
     assert "calls kept without a duration by reason: no_end_time 1" in capsys.readouterr().out
+
+
+def test_store_info_json_gives_the_texts_figures_as_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``store info --json``: the same facts as the text (a collector's store: its tables, its
+    ingest counts by reason, an unfinished write), keys as ARCHITECTURE documents them."""
+    store = Store(tmp_path / "store")
+    for _ in range(2):
+        with Collector(store, token="t0k", compact_interval=None) as collector:
+            _traffic(collector)
+    (store.files("calls")[0].parent / "part-x.parquet.tmp").write_bytes(b"")  # a crashed write
+    assert main(["store", "info", "--store", str(store.root)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert main(["store", "info", "--json", "--store", str(store.root)]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert list(facts) == ["store", "tables", "unfinished_writes", "ingest", "imported"]
+    assert facts["store"] == str(store.root) == text[0].removeprefix("store ")
+    header = text[1].split()
+    shown = {line.split()[0]: line.split() for line in text[3 : 3 + len(facts["tables"])]}
+    for table in facts["tables"]:
+        assert list(table) == header
+        cells = shown[table["table"]]
+        assert [str(table[k]) for k in ("files", "rows", "partitions")] == [
+            cells[header.index(k)] for k in ("files", "rows", "partitions")
+        ]
+    assert {t["table"]: t["rows"] for t in facts["tables"]} == {"calls": 6, "ingest": 2}
+    assert facts["unfinished_writes"] == 1
+    assert "1 unfinished write (*.parquet.tmp), invisible to readers" in text
+    ingest = facts["ingest"]
+    assert (ingest["runs"], ingest["spans"], ingest["requests"]) == (2, 24, 8)
+    assert (ingest["stored_spans"], ingest["calls"], ingest["tool_listings"]) == (6, 6, 0)
+    assert (ingest["rejected_spans"], ingest["ignored_spans"], ingest["duplicate_spans"]) == (
+        4,
+        8,
+        6,
+    )
+    assert ingest["rejected_by"] == {"missing:gen_ai.conversation.id": 4}
+    assert ingest["ignored_by"] == {"not_a_tool_call": 8}
+    assert ingest["refused_by"] == {"401": 2, "415": 2}
+    assert datetime.fromisoformat(ingest["last"]).tzinfo is not None
+    assert f"last counted {datetime.fromisoformat(ingest['last']):%Y-%m-%d %H:%M:%S} UTC" in (
+        "\n".join(text)
+    )
+    assert "24 spans received in 8 requests: 6 stored (6 calls, 0 tool listings)" in "\n".join(text)
+    assert facts["imported"] == {"unflagged_forks": {}, "without_result": 0, "pending": 0}

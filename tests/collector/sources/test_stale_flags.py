@@ -5,6 +5,7 @@ streams whose agent id is a fork's but carry no ``client_quirk``, and says what 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,13 @@ def test_store_info_checks_the_imported_calls_in_one_query(
     assert "imported calls pending when imported: 1 (" in out
     checks = imported_checks(store)
     assert (checks.lost, checks.pending, sum(c for _, c in checks.forks.values())) == (1, 1, 6)
+    assert main(["store", "info", "--json", "--store", str(store.root)]) == 0
+    imported = json.loads(capsys.readouterr().out)["imported"]
+    assert (imported["without_result"], imported["pending"]) == (1, 1)
+    assert imported["unflagged_forks"] == {
+        q: {"streams": s, "calls": c} for q, (s, c) in checks.forks.items()
+    }
+    assert imported["unflagged_forks"][QUIRK_COMPACTION_FORK] == {"streams": 1, "calls": 2}
 
 
 def test_store_info_says_what_a_reimport_changes_for_pending_calls(
