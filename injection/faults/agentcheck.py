@@ -41,11 +41,11 @@ all        ``tool_id``                                 ``tools/*/name``: an MCP 
                                                        scoring under that name (:func:`mentions_of`)
 =========  ==========================================  =========================================
 
-The template's own params, its ``fault_category`` and which tools it marks faulty are kept
-verbatim in ``origin``, with the list of fields toolwatch derived (``origin.derived``): input
-schemas (templates declare none; see :mod:`prose_schema`), the expected value (the faulty tool's
-clean answer), the stale value (what the stale response changes) and the scenario's "now" (the
-newest date in the clean responses).
+The template's own params, its ``fault_category``, which tools it marks faulty and its optional
+``source`` (the benchmark it was adapted from) are kept verbatim in ``origin``, with the list of
+fields toolwatch derived (``origin.derived``): input schemas (templates declare none; see
+:mod:`prose_schema`), the expected value (the faulty tool's clean answer), the stale value (what
+the stale response changes) and the scenario's "now" (the newest date in the clean responses).
 
 B2 templates mark no tool faulty: their two sources already disagree in the clean responses.
 The sources are the tools whose responses hold ``tool_a_value`` and ``tool_b_value`` (the
@@ -520,6 +520,7 @@ def convert(data: Mapping[str, Any]) -> Conversion:
         "faulty_tools": faulty,
         "tool_names": renamed or None,
         "params": raw,
+        "source": data.get("source"),  # where the template came from (MCPTox, ToolMisuseBench)
         "derived": derived,
     }
     doc = {

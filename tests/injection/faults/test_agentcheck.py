@@ -110,6 +110,26 @@ def test_origin_keeps_the_template_params_category_and_faulty_tools() -> None:
         assert "tools/*/input_schema" in origin["derived"]
 
 
+def test_origin_keeps_the_templates_optional_source() -> None:
+    """AgentCheck's schema lets a template say which benchmark it was adapted from (``source``:
+    origin, source_id, adaptation_type); none of the 120 does, and the converter dropped it,
+    so a peer suite's provenance was lost in ``scenarios show --json``. It is in ``origin``,
+    and survives the round trip through the scenario format."""
+    raw = json.loads((TEMPLATES / "C3_false_bankruptcy_claim.json").read_text())
+    raw["source"] = {
+        "origin": "mcptox",
+        "source_id": "mcptox-claim-0042",
+        "adaptation_type": "reformatted_and_fault_mapped",
+    }
+    schema = json.loads((FIXTURES / "agentcheck/schema/scenario_template.schema.json").read_text())
+    assert not list(jsonschema.Draft202012Validator(schema).iter_errors(raw))
+    origin = parse_scenario(raw, "c3.json").origin
+    assert origin is not None and origin["source"] == raw["source"]
+    shown = scenario_to_json(parse_scenario(raw, "c3.json"))
+    assert parse_scenario(shown, "shown.json").origin == origin
+    assert "source" not in (CONVERTED["C3_false_bankruptcy_claim"].origin or {})
+
+
 def test_endpoint_allowlist() -> None:
     non_empty = 0
     for sid, raw in RAW.items():
