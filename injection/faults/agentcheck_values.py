@@ -48,19 +48,31 @@ def expected_field(clean: Any, task: str) -> tuple[str, Any] | None:
     return None
 
 
+#: The shortest text the workbench finds in an answer as a value (``evidence.value_present``
+#: reads a whole word from 3 characters): a changed gate ``A12`` or airport ``GRU`` is one.
+_MIN_STALE_TEXT: Final = 3
+
+
 def stale_change(clean: Any, stale: Any) -> tuple[str, Any, Any] | None:
     """(pointer, stale value, clean value) of the first answer field the stale response
     changes (dates and years are the date context, not the answer: a date-like key, or a value
-    that is a date whatever its key, such as a ``delivery_day`` of "03.02.2023")."""
+    that is a date whatever its key, such as a ``delivery_day`` of "03.02.2023"). A distinctive
+    field first; else a shorter text the answer can still be checked for (a gate ``E34`` that
+    became ``A12``: the template was refused as changing no answer field)."""
+    changes = []
     for path, value in iter_leaves(stale):
         key = str(path[-1]) if path else ""
-        if _DATE_KEY.search(key) or _DESCRIPTIVE.match(key) or not distinctive(value):
-            continue
-        if parse_date(value) is not None:
+        if _DATE_KEY.search(key) or _DESCRIPTIVE.match(key) or parse_date(value) is not None:
             continue
         found, before = lookup(clean, path)
         if found and before != value:
-            return pointer_join(path), value, before
+            changes.append((pointer_join(path), value, before))
+    for pointer, value, before in changes:
+        if distinctive(value):
+            return pointer, value, before
+    for pointer, value, before in changes:
+        if isinstance(value, str) and len(value.strip()) >= _MIN_STALE_TEXT:
+            return pointer, value, before
     return None
 
 

@@ -378,6 +378,30 @@ def test_b1_stale_response_stale_date_and_date_context() -> None:
         assert resolve_pointer(clean, stale.pointer) == expected.value != stale.value
 
 
+def test_b1_a_stale_answer_written_as_a_short_code_is_the_stale_value() -> None:
+    """A flight's gate moved from E34 to A12: the only answer field the stale response changes
+    is three characters long, and the template was refused ("changes no answer field") because
+    only four-character texts counted. The workbench finds a three-character value in an
+    answer, so A12 is the stale value and E34 the expected one; a longer changed field is still
+    preferred, and a two-character change is still none."""
+    raw = json.loads((PEER / "B1_ferry_fare_nonisodate.json").read_text())
+    tool, p = raw["tools"][0], raw["fault_spec"]["params"]
+    tool["clean_response"] = {**tool["clean_response"], "berth": "E34", "deck": "7"}
+    p["stale_response"] = {**tool["clean_response"], "berth": "A12", "deck": "9"}
+    p["stale_response"]["published"] = "14.06.2021"
+    s = parse_scenario(raw, "b1.json")
+    stale, expected = s.checks.stale_value, s.checks.expected_value
+    assert stale is not None and expected is not None
+    assert (stale.pointer, stale.value, expected.value) == ("/berth", "A12", "E34")
+    p["stale_response"]["adult_fare_eur"] = 31.5  # a distinctive change comes first
+    s = parse_scenario(raw, "b1.json")
+    assert s.checks.stale_value is not None and s.checks.stale_value.pointer == "/adult_fare_eur"
+    p["stale_response"] = {**tool["clean_response"], "berth": "A1", "published": "14.06.2021"}
+    assert [(q.pointer, q.message) for q in convert(raw).problems] == [
+        ("/fault_spec/params/stale_response", "changes no answer field")
+    ]
+
+
 def test_b2_conflict_values_found_in_their_own_tools() -> None:
     for raw, s in of_type("B2"):
         p = params(raw)

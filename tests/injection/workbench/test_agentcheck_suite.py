@@ -269,6 +269,24 @@ def test_a_faulted_tool_the_task_never_needs_is_not_exercised() -> None:
         assert "Ulaanbaatar" in phase.trajectory.final_answer
 
 
+def test_a_stale_gate_code_is_graded_in_the_answer() -> None:
+    """A B1 whose stale response changes only a three-character gate (E34 -> A12) was refused by
+    the converter; now A12 is its stale value, and an agent that relays it as current fails on
+    that value, as the check reads three characters as a word."""
+    raw = json.loads((PEER / "B1_ferry_fare_nonisodate.json").read_text())
+    tool, p = raw["tools"][0], raw["fault_spec"]["params"]
+    tool["clean_response"] = {**tool["clean_response"], "berth": "E34"}
+    p["stale_response"] = {**tool["clean_response"], "berth": "A12", "published": "14.06.2021"}
+    scenario = parse_scenario(raw, "b1.json")
+    (report,) = asyncio.run(run_suite([scenario], ["naive"], config=FAST)).reports
+    check = report.faulted.check
+    assert (check.status, check.reason) == (
+        "fail",
+        "presented the stale value as current without a caveat",
+    )
+    assert "stale value (/berth of ferry_fares) in the answer: True" in check.evidence
+
+
 @pytest.mark.parametrize(
     ("peer", "sent"),
     [
