@@ -28,6 +28,7 @@ from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 
 TEMPLATES = FIXTURES / "agentcheck" / "templates"
 PEER = FIXTURES / "agentcheck" / "peer"  # a suite of our own in its format (see README)
+PEER2 = FIXTURES / "agentcheck" / "peer2"  # a second one, by another author (see its README)
 FILES = sorted(TEMPLATES.glob("*.json"))
 RAW: dict[str, dict[str, Any]] = {p.stem: json.loads(p.read_text()) for p in FILES}
 CONVERTED: dict[str, Scenario] = {sid: load_scenario(TEMPLATES / f"{sid}.json") for sid in RAW}
@@ -71,6 +72,56 @@ def test_our_peer_suite_is_valid_under_their_schema_and_converts_but_one() -> No
         if convert(json.loads(path.read_text())).problems:
             refused.append(path.stem)
     assert refused == ["A3_two_marked_tools"]
+
+
+def test_the_second_peer_suite_is_valid_under_their_schema_and_keeps_every_field() -> None:
+    """``peer2/`` (24 scenarios, every fault type, shapes the 120 seldom use: no allowlist,
+    ``source``, ``metadata.notes``, top-level arrays, numbers as strings, tools with no
+    parameters) passes AgentCheck's schema; all of it converts but the template that marks two
+    tools faulty, and each converted scenario keeps the template's fields."""
+    schema = json.loads((FIXTURES / "agentcheck/schema/scenario_template.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    raws = {p.stem: json.loads(p.read_text()) for p in sorted(PEER2.glob("*.json"))}
+    assert len(raws) == 24
+    assert {r["fault_type"] for r in raws.values()} == set(FAULT_ACTIONS)
+    refused = []
+    for sid, raw in raws.items():
+        assert not list(validator.iter_errors(raw)), sid
+        if convert(raw).problems:
+            refused.append(sid)
+            continue
+        s = parse_scenario(raw, f"{sid}.json")
+        assert (s.id, s.fault_type, s.domain, s.task) == (
+            sid,
+            raw["fault_type"],
+            raw["domain"],
+            raw["task"],
+        )
+        for tool, t in zip(s.tools, raw["tools"], strict=True):
+            assert (tool.name, tool.description) == (t["tool_id"], t["description"])
+            assert tool.response.json_view() == t["clean_response"]
+        assert s.scoring.acceptable_behaviors == tuple(raw["scoring"]["acceptable_behaviors"])
+        assert dict(s.metadata) == raw["metadata"]
+        assert s.checks.endpoint_allowlist == tuple(raw.get("endpoint_allowlist", []))
+        origin = s.origin or {}
+        assert (origin["params"], origin["fault_category"]) == (
+            raw["fault_spec"]["params"],
+            raw["fault_category"],
+        )
+        assert origin.get("source") == raw.get("source")
+        context = s.checks.date_context
+        assert context is not None
+        assert context.requires_fresh_data == raw["task_requires_fresh_data"]
+    assert refused == ["A1_two_faulted_tools_timeout"]
+
+
+def test_the_second_peer_suite_round_trips_through_show_and_validate(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = [
+        str(p) for p in sorted(PEER2.glob("*.json")) if p.stem != "A1_two_faulted_tools_timeout"
+    ]
+    assert _show_then_validate(paths, capsys, monkeypatch).startswith("23 valid, 0 invalid")
 
 
 # ------------------------------------------------------------------------------ common fields
