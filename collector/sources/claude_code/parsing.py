@@ -340,7 +340,7 @@ class _FileParser:
         content = message.get("content") if type(message) is dict else None
         if type(content) is not list:
             return
-        kinds = {b.get("type") for b in content if type(b) is dict}
+        kinds = {block_kind(b) for b in content}
         if not kinds.isdisjoint(CALL_BLOCKS):
             self.skip(line_no, OTHER_TYPE_CALL)
         if any(is_result_block("user", b) or is_result_block("assistant", b) for b in content):
@@ -360,7 +360,7 @@ class _FileParser:
         if type(content) is not list:
             return
         for block in content:
-            if type(block) is dict and block.get("type") in CALL_BLOCKS:
+            if block_kind(block) in CALL_BLOCKS:
                 call_id = text_field(block.get("id"))
                 if call_id is not None:
                     self.out.relayed.setdefault(agent, set()).add(call_id)
@@ -381,11 +381,9 @@ class _FileParser:
         exact: list[Any] | None = None  # the content as the stdlib reads it, when needed
         session: str | None = None
         for block_index, block in enumerate(content):
-            if type(block) is not dict:
-                continue
-            kind = block.get("type")
+            kind = block_kind(block)
             if kind not in CALL_BLOCKS:
-                if type(kind) is str and kind.endswith("tool_use"):
+                if kind is not None and kind.endswith("tool_use"):
                     self.skip(line_no, UNKNOWN_CALL_BLOCK)
                 continue
             if when is None:
@@ -483,6 +481,13 @@ class _FileParser:
             for result in out.results.values():
                 if result.stamp in restamped:
                     result.restamped = True
+
+
+def block_kind(block: Any) -> str | None:
+    """A content block's ``type`` when it is a string, else None: a list or an object there
+    (a hostile or garbled line) is no kind, and must not reach a set lookup (unhashable)."""
+    kind = block.get("type") if type(block) is dict else None
+    return kind if type(kind) is str else None
 
 
 def call_name(block: dict[str, Any]) -> str | None:

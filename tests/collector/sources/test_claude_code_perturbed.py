@@ -21,6 +21,7 @@ from typing import Any
 from support.transcripts import SESSION, SID
 from support.transcripts import call_line as _call
 from support.transcripts import jsonl as _text
+from support.transcripts import relayed_line as _relayed
 from support.transcripts import result_line as _result
 from toolwatch.collector.sources.claude_code import ImportReport, import_transcripts, parse_file
 from toolwatch.collector.sources.claude_code.decoding import utf16_encoding
@@ -134,6 +135,28 @@ def test_new_entry_types_and_fields_lose_no_call_without_a_word(tmp_path: Path) 
         f"{path}:8: {OTHER_TYPE_CALL}",
         f"{path}:9: {UNMATCHED_RESULT}",
     ]
+
+
+def test_a_block_type_that_is_a_list_or_an_object_is_no_kind_not_a_crash(tmp_path: Path) -> None:
+    """A block whose ``type`` was a list or an object stopped the whole import with
+    ``TypeError: unhashable type`` (a set lookup), in an assistant line, a line of another type
+    and a progress line alike; such a block is now of no kind: not a call, nothing skipped."""
+    odd = [{"type": ["tool_use"], "id": "toolu_x", "name": "Read"}, {"type": {"k": 1}}]
+    first = _call("toolu_1", "2026-03-01T10:00:00.000Z", "msg_1")
+    first["message"]["content"][:0] = odd
+    relay = _call("toolu_r", "2026-03-01T10:00:01.000Z", "msg_r")
+    relay["message"]["content"] = odd
+    lines = [
+        first,
+        *SESSION[1:],
+        {"type": "attachment", "message": {"content": odd}},
+        _relayed("2026-03-01T10:00:09.000Z", "a1", relay),
+    ]
+    path = tmp_path / f"{SID}.jsonl"
+    path.write_text(_text(lines))
+    records, report = import_transcripts([path])
+    assert _shape(records) == EXPECTED
+    assert report.skipped == [] and report.relayed_only_calls == 0
 
 
 def test_layouts_depths_split_sessions_lone_subagents_and_empty_files(tmp_path: Path) -> None:
