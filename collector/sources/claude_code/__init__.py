@@ -36,14 +36,14 @@ How each fact of ``shared/claude-code-transcripts.md`` is handled:
 * **Capped outputs** (2.1.x ``<persisted-output>`` stubs): ``output_truncated`` is set, the size is
   the stub's (a lower bound).
 * **Unreadable lines** (invalid JSON, an incomplete last line of a session being written, not an
-  object, tool_use line without a valid timestamp, blocks without id/name, call or result blocks
-  in a line of an unknown type, a ``…tool_use`` block of an unknown kind) and results no call
-  takes (an id matching no call of the run, a repeated result) are skipped and reported by file
-  and line, never fatal. An empty file is counted as such, and a file none of whose lines is
-  JSON is named once as not JSON Lines, not line by line. A gzip'd, bzip2'd, xz'd or zstd'd
-  file (by its first bytes; zstd with the optional ``toolwatch[zstd]``, else named as needing
-  it) is decompressed, a UTF-16 one (with a BOM or without) decoded, as it streams; the
-  transcript members of a ``*.zip`` archive are read the same way (:mod:`.archives`), named
+  object, tool_use line without a valid timestamp, blocks without id/name, call or result blocks in
+  a line of an unknown type, call blocks in a user line, a ``…tool_use`` block of an unknown kind)
+  and results no call takes (an id matching no call of the run, a repeated result) are skipped and
+  reported by file and line, never fatal. An empty file is counted as such, and a file none of whose
+  lines is JSON is named once as not JSON Lines, not line by line. A gzip'd, bzip2'd, xz'd or zstd'd
+  file (by its first bytes; zstd with the optional ``toolwatch[zstd]``, else named as needing it) is
+  decompressed, a UTF-16 one (with a BOM or without) decoded, as it streams; the transcript members
+  of a ``*.zip`` archive are read the same way (:mod:`.archives`), named
   ``archive.zip!member.jsonl``.
 
 ``seq`` is the 0-based position of a call in its session (main agent and subagents together) by

@@ -72,8 +72,9 @@ INCOMPLETE_LINE: Final = "incomplete last line (still being written?)"
 #: The ids a cut line's result blocks answer, read structurally: inside a JSON string a quote
 #: is always escaped, so a match is the line's own ``tool_use_id`` key, never result text.
 _CUT_RESULT_ID: Final = re.compile(rb'"tool_use_id"\s*:\s*"([^"\\]+)"')
-#: Calls and results in a line of another type than assistant/user (a future entry type):
-#: not read, as what the type means is unknown, but never dropped without a word.
+#: Calls in a line of another type than assistant (a user line, a future entry type) and
+#: results in one of another type than user/assistant: not read, as what the type means is
+#: unknown, but never dropped without a word.
 OTHER_TYPE_CALL: Final = "tool_use in a line not of type assistant"
 OTHER_TYPE_RESULT: Final = "tool_result in a line not of type user"
 #: The blocks that are a call the model made: Claude Code's own tools (``tool_use``), tools the
@@ -311,6 +312,8 @@ class _FileParser:
             if self.first_prompt is None:
                 self.first_prompt = side and _is_warmup(content)
             if type(content) is list:
+                if any(_is_call_kind(block) for block in content):
+                    self.skip(line_no, OTHER_TYPE_CALL)  # never read as calls: said, not lost
                 self.results(content, stamp, line_no, side, kind)
             return
         response_id = text_field(message.get("id"))
@@ -488,6 +491,12 @@ def block_kind(block: Any) -> str | None:
     (a hostile or garbled line) is no kind, and must not reach a set lookup (unhashable)."""
     kind = block.get("type") if type(block) is dict else None
     return kind if type(kind) is str else None
+
+
+def _is_call_kind(block: Any) -> bool:
+    """Whether a content block is typed as a call of any kind (``…tool_use``, known or not)."""
+    kind = block_kind(block)
+    return kind is not None and kind.endswith("tool_use")
 
 
 def call_name(block: dict[str, Any]) -> str | None:

@@ -137,6 +137,19 @@ def test_new_entry_types_and_fields_lose_no_call_without_a_word(tmp_path: Path) 
     ]
 
 
+def test_a_call_in_a_user_line_is_named_not_lost(tmp_path: Path) -> None:
+    """A ``tool_use`` block in a line of type user (a retyped line, a later client) was passed
+    over without a word, user lines being read for results only; it is a skipped line with
+    its reason, as a call in a line of any other type is, and the line's result is read."""
+    retyped = _call("toolu_9", "2026-03-01T10:00:05.250Z", "msg_9", type="user")
+    retyped["message"]["content"].append(SESSION[3]["message"]["content"][0])
+    path = tmp_path / f"{SID}.jsonl"
+    path.write_text(_text([*SESSION[:3], retyped]))
+    records, report = import_transcripts([path])
+    assert _shape(records) == EXPECTED
+    assert [str(s) for s in report.skipped] == [f"{path}:4: {OTHER_TYPE_CALL}"]
+
+
 def test_a_block_type_that_is_a_list_or_an_object_is_no_kind_not_a_crash(tmp_path: Path) -> None:
     """A block whose ``type`` was a list or an object stopped the whole import with
     ``TypeError: unhashable type`` (a set lookup), in an assistant line, a line of another type
