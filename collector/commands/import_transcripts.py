@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # imported when the command runs: `import --help` needs no Du
     # transcript parser, provenance measures or OTLP exporter (protobuf)
     import pyarrow as pa
 
-    from toolwatch.collector.sources.claude_code import ImportReport
+    from toolwatch.collector.sources.claude_code import ImportReport, SkippedLine
     from toolwatch.collector.sources.delivery import Calls
     from toolwatch.collector.store.parquet_store import Store
 
@@ -414,7 +414,7 @@ def format_summary(outcome: ImportOutcome) -> str:
         )
         lines.extend(f"    {path}: {error}" for path, error in r.unlisted_dirs)
     if r.skipped:
-        lines.append(f"  skipped {counted(len(r.skipped), 'line')}:")
+        lines.append(f"  skipped {_skipped_count(r.skipped)}:")
         lines.extend(f"    {reason}: {n:,}" for reason, n in r.skipped_by_reason().items())
         lines.extend(f"    {s}" for s in r.skipped[:SHOWN_SKIPPED])
         if len(r.skipped) > SHOWN_SKIPPED:
@@ -422,6 +422,16 @@ def format_summary(outcome: ImportOutcome) -> str:
     else:
         lines.append("  skipped lines: 0")
     return "\n".join(lines)
+
+
+def _skipped_count(skipped: Sequence[SkippedLine]) -> str:
+    """How many were skipped: lines, or, when one line gave several (a call without id and one
+    without name side by side), the items and the lines they are on ("8 lines" said of 5 did
+    not add up with the line numbers listed)."""
+    on = len({(s.path, s.line) for s in skipped})
+    if on == len(skipped):
+        return counted(on, "line")
+    return f"{counted(len(skipped), 'item')} on {counted(on, 'line')} (lines, or blocks of one)"
 
 
 def _skipped_members_lines(members: Sequence[tuple[str, str]]) -> list[str]:

@@ -202,6 +202,22 @@ def test_results_no_call_takes_are_in_both_summaries(
     }
 
 
+def test_several_skips_on_one_line_are_counted_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One line with a call lacking its id and one lacking its name gave two skipped entries,
+    and the summary said "skipped 2 lines" of one line: it now says how many on how many."""
+    path = tmp_path / "t.jsonl"
+    blocks = [{"type": "tool_use", "name": "Bash"}, {"type": "tool_use", "id": "t2"}]
+    line = {"type": "assistant", "sessionId": "s", "timestamp": "2025-01-01T00:00:01Z",
+            "message": {"id": "m", "content": blocks}}  # fmt: skip
+    path.write_text(json.dumps(line) + "\n{garbled\n")
+    assert _import(tmp_path / "s", path) == 0
+    out = capsys.readouterr().out
+    assert "  skipped 3 items on 2 lines (lines, or blocks of one):" in out
+    assert f"{path}:1: tool_use without id" in out and f"{path}:1: tool_use without name" in out
+
+
 def test_escaped_lone_surrogates_in_names_and_ids_are_stored_replaced(tmp_path: Path) -> None:
     """Ids and names are stored as UTF-8: a lone surrogate escape becomes U+FFFD, the import
     goes through (it used to stop at the store with a traceback)."""
