@@ -122,7 +122,7 @@ def note_injection(session: Any, params: Any) -> None:
         match = [c for c, n in calls if c.request_id is None and n == tool]
     if len(match) == 1:
         match[0].label = label
-    else:
+    elif log.isEnabledFor(logging.DEBUG):  # on a proxy's hot path: its words only when shown
         log.debug(
             "toolwatch: injection announcement matches %s; ignored",
             counted(len(match), "open call"),

@@ -20,12 +20,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from support.arguments import required_arguments
 from support.mcp_test_server import build_server
-from toolwatch.conventions import ATTR_ERROR_TYPE, ATTR_LABEL, ATTR_RESULT_SIZE, ATTR_TOOL_NAME
+from toolwatch.conventions import (
+    ATTR_ERROR_TYPE,
+    ATTR_LABEL,
+    ATTR_RESULT_SIZE,
+    ATTR_TOOL_NAME,
+    LABEL_META_KEY,
+    TOOL_META_KEY,
+)
 from toolwatch.injection.faults.library import find_scenario
 from toolwatch.injection.proxy import proxy as proxy_module
 from toolwatch.injection.proxy.proxy import run_proxy
 from toolwatch.instrumentation.client import sdk_hooks
 from toolwatch.instrumentation.client.sdk_hooks import PRIVATE_ATTRIBUTES, PRIVATE_HOOKS
+from toolwatch.words import counted
 
 
 def _resolve(module: str, name: str) -> Any:
@@ -113,3 +121,38 @@ def test_b4_return_empty_keeps_its_label_when_the_output_schema_check_raises(
     assert attrs.get(ATTR_LABEL) == scenario.label  # before: an unlabelled RuntimeError
     assert attrs.get(ATTR_ERROR_TYPE) == "RuntimeError"
     assert attrs.get(ATTR_RESULT_SIZE) == 0  # the empty result did arrive
+
+
+class _Session:
+    """A key for OPEN_CALLS (weakly referenced, as the SDK's ClientSession is there)."""
+
+
+def test_an_ambiguous_announcement_words_its_debug_line_only_when_debug_is_shown(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An announcement matching two open calls of one tool (in-process, no JSON-RPC ids) is
+    ignored with a debug line; its words ("2 open calls") were built on every such
+    announcement even with debug logging off. They are built only when the line is shown."""
+    worded: list[tuple[Any, str]] = []
+
+    def spy(n: Any, noun: str, plural: str | None = None) -> str:
+        worded.append((n, noun))
+        return counted(n, noun, plural)
+
+    monkeypatch.setattr(sdk_hooks, "counted", spy)
+    session = _Session()
+    calls = [sdk_hooks.InFlight("tools/call", session, "search") for _ in range(2)]
+    monkeypatch.setitem(sdk_hooks.OPEN_CALLS, session, [(c, "search") for c in calls])
+    params = {"_meta": {LABEL_META_KEY: "B1", TOOL_META_KEY: "search"}}
+    logger = "toolwatch.instrumentation.client.sdk_hooks"
+
+    with caplog.at_level(logging.INFO, logger=logger):
+        sdk_hooks.note_injection(session, params)
+    assert worded == [] and caplog.records == []
+    with caplog.at_level(logging.DEBUG, logger=logger):
+        sdk_hooks.note_injection(session, params)
+    assert worded == [(2, "open call")]
+    assert [r.getMessage() for r in caplog.records] == [
+        "toolwatch: injection announcement matches 2 open calls; ignored"
+    ]
+    assert all(c.label is None for c in calls)
