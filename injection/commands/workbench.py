@@ -249,8 +249,8 @@ def telemetry(
         return
     try:
         from toolwatch.collector.otlp.server import Collector
-    except ImportError as exc:
-        raise UsageError(
+    except ImportError as exc:  # a missing extra, not the command line: 1
+        raise UserError(
             f"cannot record the runs' spans: the collector is not available ({exc}); "
             "use --no-telemetry to run without them"
         ) from exc
@@ -266,7 +266,7 @@ def telemetry(
     provider = None
     problem = None
     try:
-        url = _collector_url(collector)
+        url = collector.url  # bound by start(), which raises when it cannot listen
         # block: a full export queue waits instead of dropping (every call must reach --detect)
         provider = configure_otlp(endpoint=url, service_name="toolwatch-workbench", block=True)
         instrument(tracer_provider=provider, provenance=True)
@@ -280,17 +280,6 @@ def telemetry(
         collector.stop()  # drains the hooks: every alert is stored when this returns
     if problem is not None:
         print(f"toolwatch workbench: telemetry incomplete: {problem}", file=sys.stderr)
-
-
-def _collector_url(collector: Any) -> str:
-    for attr in ("url", "endpoint"):
-        value = getattr(collector, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    port = getattr(collector, "port", None)
-    if not port:
-        raise UsageError("the in-process collector did not report its port")
-    return f"http://127.0.0.1:{port}"
 
 
 def _append(store: Any, rows: list[dict[str, Any]]) -> None:
@@ -339,7 +328,8 @@ def _load(paths: Sequence[str] | None, *, skip_invalid: bool = False) -> tuple[l
     if not paths:
         library = load_library()
         if not library:
-            raise UsageError("the packaged scenario library is empty; pass --scenarios")
+            # a broken install, not the command line: 1
+            raise UserError("the packaged scenario library is empty; pass --scenarios")
         return library, 0
     # A path that names nothing, or a directory without a scenario file, is refused naming it,
     # exit 1 as a missing input is for every command (it was "1 of 1 scenario files are not
@@ -457,14 +447,10 @@ def _load_model(store: Any, explicit: Path | None) -> Any:
     try:
         from toolwatch.detection import ModelError, NormalModel
         from toolwatch.detection.model.location import model_path_for
-    except ImportError as exc:  # the detection extra is missing
-        raise UsageError(f"--detect needs the detection component ({exc})") from exc
+    except ImportError as exc:  # the detection extra is missing: 1, as every command says it
+        raise UserError(f"--detect needs the detection component ({exc})") from exc
     try:
         path = model_path_for(store.root, explicit)
         return NormalModel.load(path)
-    except NotImplementedError as exc:
-        raise UsageError(
-            "--detect: the detector (toolwatch.detection) is not available yet"
-        ) from exc
     except (ModelError, OSError) as exc:  # a missing or unusable model: exit 1
         raise UserError(f"--detect: {exc}") from exc

@@ -1,6 +1,7 @@
 """``toolwatch workbench``'s output paths: one it cannot use is said before the first run, in
-one line, exit 1 (output it cannot use, as every command says it), nothing run nor stored; and
-its own usage errors, exit 2 through :class:`toolwatch.usage.UsageError`."""
+one line, exit 1 (output it cannot use, as every command says it), nothing run nor stored; a
+part of the install it lacks (a component, the packaged library), exit 1 too; and its own usage
+errors, exit 2 through :class:`toolwatch.usage.UsageError`."""
 
 from __future__ import annotations
 
@@ -151,4 +152,58 @@ def test_its_own_usage_errors_are_usage_errors_exit_2_in_one_line(
         args._run(args)
     assert cli_main(full) == 2
     assert capsys.readouterr().err.splitlines() == [f"toolwatch workbench: {message}"]
+    assert not store.exists()
+
+
+#: a component the command imports when it runs, made unimportable in a fresh interpreter
+MISSING_COMPONENTS = [
+    (
+        "uvicorn",
+        ["run", "a2-legal-01"],
+        "cannot record the runs' spans: the collector is not available (import of uvicorn "
+        "halted; None in sys.modules); use --no-telemetry to run without them",
+    ),
+    (
+        "toolwatch.detection.model.normal_model",
+        ["suite", "--detect"],
+        "--detect needs the detection component (import of "
+        "toolwatch.detection.model.normal_model halted; None in sys.modules)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("module", "argv", "message"), MISSING_COMPONENTS)
+def test_a_component_it_cannot_import_is_exit_1_not_usage(
+    tmp_path: Path, module: str, argv: list[str], message: str
+) -> None:
+    """The collector the runs' spans go to and the detector ``--detect`` loads are parts of the
+    install, not of the command line: without one the command cannot do its job, exit 1 as
+    every command says a missing extra (it was 2, bad usage), in one line, nothing stored."""
+    store = tmp_path / "s"
+    code = (
+        f"import sys; sys.modules[{module!r}] = None\n"
+        "from toolwatch.cli import main\n"
+        f"sys.exit(main(['workbench', *{argv!r}, '--store', {str(store)!r}]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.splitlines() == [f"toolwatch workbench: {message}"]
+    assert not store.exists()
+
+
+def test_an_empty_packaged_library_is_exit_1_not_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``suite`` without ``--scenarios`` runs the packaged library; an install that packs none
+    (read here from a real package holding no scenario file) is a broken install, not a wrong
+    command line: exit 1 (it was 2), one line saying what to pass, nothing run nor stored."""
+    from toolwatch.injection.faults import library
+
+    monkeypatch.setattr(library, "LIBRARY_PACKAGE", "toolwatch.injection.commands")
+    store = tmp_path / "s"
+    argv = ["workbench", "suite", "--agents", "naive", "--store", str(store), "--no-telemetry"]
+    assert cli_main(argv) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "toolwatch workbench: the packaged scenario library is empty; pass --scenarios"
+    ]
     assert not store.exists()
