@@ -11,8 +11,12 @@ from typing import Any
 from toolwatch.injection.faults.actions import ACTIONS
 from toolwatch.injection.faults.edits import error_result, label_result, rename_schema, tool_in
 from toolwatch.injection.faults.effects import CallPlan, FaultEffect, ListingEffect
-from toolwatch.injection.faults.scenario import FaultSpec, Scenario, argument_errors
-from toolwatch.words import counted
+from toolwatch.injection.faults.scenario import (
+    FaultSpec,
+    Scenario,
+    argument_errors,
+    validation_errors_text,
+)
 
 
 class FaultEngine:
@@ -97,11 +101,7 @@ class FaultEngine:
             problems = [f"{old}: unexpected argument" for old in renames if old in args]
             problems += [p for p in argument_errors(schema, args) if p not in problems]
             if problems:
-                text = (
-                    f"Error executing tool {tool}: {counted(len(problems), 'validation error')} "
-                    f"for {tool} arguments\n" + "\n".join(problems)
-                )
-                reject = error_result(text, self.label, None)
+                reject = error_result(validation_errors_text(tool, problems), self.label, None)
                 return CallPlan(tool, occurrence, True, args, call_upstream=False, reject=reject)
             back = {new: old for old, new in renames.items()}
             args = {back.get(k, k): v for k, v in args.items()}

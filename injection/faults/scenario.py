@@ -20,6 +20,7 @@ from toolwatch.documents import loads_json
 from toolwatch.injection.faults.pointer import pointer_join
 from toolwatch.injection.faults.taxonomy import fault_label
 from toolwatch.usage import UserError
+from toolwatch.words import counted
 
 FORMAT: Final = "toolwatch-scenario/1"
 
@@ -312,6 +313,15 @@ def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
         where = pointer_join(error.path)[1:] or "arguments"
         problems.append(f"{where}: {error.message}")
     return problems
+
+
+def validation_errors_text(tool: str, problems: Sequence[str]) -> str:
+    """What a server built on typed signatures answers to arguments ``problems`` refuse
+    ("Error executing tool T: 2 validation errors for T arguments", one line per problem):
+    one wording for the scenario server and schema drift's refusal, which a client, a
+    mitigation and the workbench's checks read alike."""
+    count = counted(len(problems), "validation error")
+    return f"Error executing tool {tool}: {count} for {tool} arguments\n" + "\n".join(problems)
 
 
 @lru_cache(maxsize=512)

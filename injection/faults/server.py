@@ -18,9 +18,13 @@ import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from toolwatch.injection.faults.scenario import Scenario, ToolSpec, argument_errors
+from toolwatch.injection.faults.scenario import (
+    Scenario,
+    ToolSpec,
+    argument_errors,
+    validation_errors_text,
+)
 from toolwatch.injection.mitigations.values import identifier_mismatches
-from toolwatch.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +56,7 @@ class ScenarioServer(MCPServer):
             raise ToolError(f"Unknown tool: {name}")
         problems = argument_errors(tool.input_schema, arguments)
         if problems:
-            count = counted(len(problems), "validation error")
-            raise ToolError(
-                f"Error executing tool {name}: {count} for {name} arguments\n" + "\n".join(problems)
-            )
+            raise ToolError(validation_errors_text(name, problems))
         other = identifier_mismatches(arguments, tool.response.json_view())
         if other:
             # The one record this tool knows is about another entity: say so, as a real

@@ -118,10 +118,9 @@ _NOT_PLURAL = frozenset(
 #: the next words (a verb comes first): ``path: text`` pairs.
 _NAMED = frozenset(
     {
-        ("injection/faults/server.py", "{name} arguments"),  # "for search arguments"
+        ("injection/faults/scenario.py", "{tool} arguments"),  # "for search arguments"
         ("detection/model/normal_model.py", "{what} calls"),  # "training calls: ..."
         ("detection/commands/train.py", "{quirk} streams"),  # "warmup_agent streams"
-        ("injection/faults/engine.py", "{tool} arguments"),  # "for search arguments"
         ("injection/experiment/levels.py", "{target} alarms"),  # "at 1 % false alarms"
         ("injection/experiment/report.py", "{source} statistics"),  # "of training call ..."
         ("app/demo/agent.py", "{attempts} attempts"),  # the demo's code file, not a message

@@ -21,7 +21,12 @@ from toolwatch.injection.faults.effects import PERMISSION_DENIED_CODE
 from toolwatch.injection.faults.engine import FaultEngine
 from toolwatch.injection.faults.library import load_library
 from toolwatch.injection.faults.pointer import resolve_pointer
-from toolwatch.injection.faults.scenario import FaultSpec, Occurrence, Scenario
+from toolwatch.injection.faults.scenario import (
+    FaultSpec,
+    Occurrence,
+    Scenario,
+    validation_errors_text,
+)
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 
 LIBRARY = load_library()
@@ -180,7 +185,10 @@ def test_schema_drift_rejects_old_argument_names_and_maps_new_ones() -> None:
     old = e.plan("t", {"city": "Lisbon"}, 1, TOOLS)
     assert old.reject is not None and not old.call_upstream
     message = texts(old.reject)[0]
-    assert "city: unexpected argument" in message and "'location' is a required property" in message
+    assert message == validation_errors_text(
+        "t", ["city: unexpected argument", "arguments: 'location' is a required property"]
+    )
+    assert message.startswith("Error executing tool t: 2 validation errors for t arguments\n")
     assert old.reject["isError"] and old.reject["_meta"][LABEL_META_KEY] == LABEL
     new = e.plan("t", {"location": "Lisbon", "days": 2}, 1, TOOLS)
     assert new.reject is None and new.arguments == {"city": "Lisbon", "days": 2}

@@ -27,7 +27,13 @@ from toolwatch.injection.faults.library import (
     parse_scenario,
     validate_path,
 )
-from toolwatch.injection.faults.scenario import Scenario, ScenarioError, scenario_schema
+from toolwatch.injection.faults.scenario import (
+    Scenario,
+    ScenarioError,
+    argument_errors,
+    scenario_schema,
+    validation_errors_text,
+)
 from toolwatch.injection.faults.server import scenario_server
 from toolwatch.injection.faults.taxonomy import FAULT_ACTIONS
 
@@ -537,6 +543,29 @@ def test_scenario_server_validates_arguments_and_returns_clean_responses() -> No
             assert missing.is_error and missing.content[0].text == "Unknown tool: get_weather"
 
     anyio.run(main)
+
+
+def test_scenario_server_words_refused_arguments_as_schema_drift_does() -> None:
+    """The scenario server and schema drift's refusal (the fault engine) wrote "N validation
+    errors for T arguments" each on their own; both go through one helper now, so a client, a
+    mitigation or a check reads one wording, singular for one problem."""
+    s = find_scenario("a4-weather-01")
+    schema = s.tool("get_forecast").input_schema
+    asked = [{"city": "Lisbon", "town": "x"}, {"days": 9}]
+
+    async def main() -> list[str]:
+        async with Client(scenario_server(s)) as client:
+            return [(await client.call_tool("get_forecast", a)).content[0].text for a in asked]
+
+    said = anyio.run(main)
+    assert said == [
+        validation_errors_text("get_forecast", argument_errors(schema, a)) for a in asked
+    ]
+    assert said[0] == (
+        "Error executing tool get_forecast: 1 validation error for get_forecast arguments\n"
+        "town: unexpected argument"
+    )
+    assert said[1].startswith("Error executing tool get_forecast: 2 validation errors for ")
 
 
 def test_scenario_server_answers_not_found_for_another_entity() -> None:
