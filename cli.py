@@ -31,6 +31,7 @@ from toolwatch.usage import (
     EXIT_USAGE,
     UserError,
     attach_dashed_values,
+    log_level,
     not_installed,
     one_line,
     unmet_line,
@@ -206,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(attach_dashed_values(args_list))
         verbose = bool(args.verbose)
         logging.basicConfig(
-            level=logging.DEBUG if args.verbose else logging.INFO,
+            level=log_level(verbose),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
         if not getattr(args, "_run", None):

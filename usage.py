@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import logging
+import os
 import re
 import signal
 from collections.abc import Sequence
@@ -69,6 +71,28 @@ class UsageError(UserError):
     """Bad usage found by the command itself (an option combination argparse cannot see)."""
 
     code = EXIT_USAGE
+
+
+#: The log level of a command run without ``-v`` (a level name: WARNING, ERROR, ...; default
+#: INFO), so a program that starts toolwatch as a child process (the demo's stdio MCP servers)
+#: keeps the child's INFO lines off its own stderr.
+ENV_LOG_LEVEL: Final = "TOOLWATCH_LOG_LEVEL"
+
+
+def log_level(verbose: bool) -> int:
+    """The root log level: DEBUG with ``-v``, else ``$TOOLWATCH_LOG_LEVEL``, else INFO; a name
+    that is no level is bad usage, said in one line."""
+    if verbose:
+        return logging.DEBUG
+    name = os.environ.get(ENV_LOG_LEVEL, "").strip()
+    if not name:
+        return logging.INFO
+    level = logging.getLevelNamesMapping().get(name.upper())
+    if level is None:
+        raise UsageError(
+            f"${ENV_LOG_LEVEL} {name!r} is not a log level (DEBUG, INFO, WARNING, ERROR)"
+        )
+    return level
 
 
 #: DuckDB's guesses from its own catalogue ("Did you mean "pg_sequences"?"), no help to a user.

@@ -19,7 +19,6 @@ no provenance alert.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, Final
 
 import anyio
 
-from toolwatch.app.demo.live import AlertWatcher, live_telemetry
+from toolwatch.app.demo.live import AlertWatcher, demo_scorer, live_telemetry, server_env
 from toolwatch.app.demo.options import DemoError, DemoOptions, Emit, ExfilOutcome
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
 from toolwatch.words import counted
@@ -45,7 +44,6 @@ def exfiltration_stage(
 ) -> ExfilOutcome:
     """Collector + live scorer + the obeying agent behind the C4-armed proxy."""
     from toolwatch.app.demo.agent import EXFIL_TOOL, exfiltration_scenario
-    from toolwatch.detection.alerting.live import LiveScorer
     from toolwatch.injection.faults.library import load_scenario
 
     if model_path is None:
@@ -54,7 +52,7 @@ def exfiltration_stage(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(scenario_doc or exfiltration_scenario(), indent=2) + "\n")
     scenario = load_scenario(path)
-    scorer = LiveScorer(model_path, store)
+    scorer = demo_scorer(model_path, store)
     cue = getattr(scorer, "provenance", None)
     if cue is None:
         scorer.close()  # live_telemetry, which closes it otherwise, is not entered
@@ -93,9 +91,7 @@ async def _run_agent(
     from toolwatch.app.demo.agent import EXFIL_STEPS, CallEvent, DemoAgent
     from toolwatch.injection.proxy.proxy import run_proxy
 
-    upstream = StdioServerParameters(
-        command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ)
-    )
+    upstream = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=server_env())
     began = watcher.began
 
     def on_call(event: CallEvent) -> None:

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pyarrow as pa
@@ -30,7 +30,11 @@ from toolwatch.app.demo.options import (
     LiveOutcome,
 )
 from toolwatch.collector.store.parquet_store import PARTITION_COLUMN, Store
+from toolwatch.usage import ENV_LOG_LEVEL
 from toolwatch.words import counted
+
+if TYPE_CHECKING:
+    from toolwatch.detection.alerting.live import LiveScorer
 
 # --------------------------------------------------------------------------------- stage 4
 
@@ -75,7 +79,6 @@ def live_stage(
 ) -> LiveOutcome:
     """Collector + live scorer + the demo agent, clean and runaway, through the proxy."""
     from toolwatch.app.demo.agent import SERVER_NAME, demo_scenario
-    from toolwatch.detection.alerting.live import LiveScorer
     from toolwatch.injection.faults.library import load_scenario
 
     if model_path is None:
@@ -84,7 +87,7 @@ def live_stage(
     scenario_path.parent.mkdir(parents=True, exist_ok=True)
     scenario_path.write_text(json.dumps(demo_scenario(), indent=2) + "\n")
     scenario = load_scenario(scenario_path)
-    scorer = LiveScorer(model_path, store)
+    scorer = demo_scorer(model_path, store)
     statistic = scorer.watch[0][0]
     threshold = scorer.watch[0][3]
     began = time.monotonic()
@@ -117,9 +120,7 @@ async def _run_agents(
     from toolwatch.app.demo.agent import CallEvent, DemoAgent, Pacing
     from toolwatch.injection.proxy.proxy import run_proxy
 
-    upstream = StdioServerParameters(
-        command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ)
-    )
+    upstream = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=server_env())
     pacing = Pacing(max_retries=options.retries)
     runs: dict[str, Any] = {}
 
@@ -274,6 +275,28 @@ def live_telemetry(
         collector.stop()
         scorer.close()
         quiet()
+
+
+def demo_scorer(model_path: Path, store: Store) -> LiveScorer:
+    """The live scorer, built with the demo's logs quiet too: the last stage's resumes the
+    state the live stage saved and said so at INFO ("live scoring resumed from ...")."""
+    from toolwatch.detection.alerting.live import LiveScorer
+
+    restore = quiet_logs()
+    try:
+        return LiveScorer(model_path, store)
+    finally:
+        restore()
+
+
+def server_env() -> dict[str, str]:
+    """The environment of a demo's stdio MCP server (``toolwatch serve-scenario``, a child
+    process): warnings only, so its "serving scenario" start line stays off the demo's stderr
+    as the proxy's lines do (all of it with ``toolwatch -v demo``)."""
+    env = dict(os.environ)
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        env[ENV_LOG_LEVEL] = "WARNING"
+    return env
 
 
 def quiet_logs() -> Callable[[], None]:

@@ -68,10 +68,15 @@ def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_the_demo_keeps_the_proxys_per_fault_lines_off_stderr(quick_demo: tuple[Path, str]) -> None:
     """The demo prints its own lines: the fault proxy's "injected A2 ... into call #n" INFO
     line for every faulted call (logged by ``proxy.outcomes``, which the demo's quiet list,
-    naming ``proxy.proxy`` only, missed) stays off stderr unless ``-v``."""
+    naming ``proxy.proxy`` only, missed) stays off stderr unless ``-v``; so do the "serving
+    scenario" start lines of its three stdio servers (child processes, told the level through
+    $TOOLWATCH_LOG_LEVEL) and the last stage's "live scoring resumed" line (its scorer built
+    before the quiet began): no INFO line at all."""
     store, _ = quick_demo
     err = (store.parent / "stderr.txt").read_text()
     assert "toolwatch.injection.proxy" not in err, err
+    assert "serving scenario" not in err and "live scoring resumed" not in err, err
+    assert not [line for line in err.splitlines() if " INFO " in line], err
 
 
 def test_demo_prints_every_stage_and_the_headline_table(quick_demo: tuple[Path, str]) -> None:
