@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 NET_PROGRAMS: Final = frozenset(
@@ -102,12 +102,17 @@ class Segment:
 
     text: str
     body: str = ""
+    #: the words, split once (a command's words are read two or three times: its program,
+    #: its targets, its subcommand; ``shlex`` was an eighth of an import's provenance pass)
+    _words: list[str] | None = field(default=None, repr=False, compare=False)
 
     def argv(self) -> list[str]:
-        try:
-            return shlex.split(self.text, comments=False)
-        except ValueError:  # unbalanced quotes: fall back to whitespace
-            return self.text.split()
+        if self._words is None:
+            try:
+                self._words = shlex.split(self.text, comments=False)
+            except ValueError:  # unbalanced quotes: fall back to whitespace
+                self._words = self.text.split()
+        return self._words
 
     def program(self) -> tuple[int, str]:
         """(index of the program word, its lower-case base name without ``.exe``)."""

@@ -148,3 +148,23 @@ def test_ordinary_tool_names_are_web_egress_only_when_they_reach_the_web(
     assert _class(tool, {"key": "A-1042"}) == ("web" if web else "none")
     assert _class(tool, {"key": "A-1042", "src": "https://a.example/x"}) == "web"
     assert source_is_remote(ToolName.of(tool, None)) is web
+
+
+def test_each_segment_of_a_command_is_split_into_words_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its program, its targets and its subcommand are read from one split (shlex was an
+    eighth of an import's provenance pass when each read split again)."""
+    import shlex
+
+    split = shlex.split
+    texts: list[str] = []
+
+    def counting(text: str, comments: bool = False) -> list[str]:
+        texts.append(text)
+        return split(text, comments=comments)
+
+    monkeypatch.setattr(shlex, "split", counting)
+    cls, sent = network_texts("curl -s http://127.0.0.1:8080/x; git -C repo push origin main")
+    assert (cls, sent) == ("shell", ["git -C repo push origin main"])
+    assert sorted(texts) == ["curl -s http://127.0.0.1:8080/x", "git -C repo push origin main"]
