@@ -89,10 +89,19 @@ def _breakable(label: str) -> str:
     return re.sub(r"(?<=\w)\+(?=\w)", "+<wbr>", label)
 
 
+#: The words that may follow a figure and leave it a figure: units (``12.50 s``, ``3 ms``,
+#: ``4 MB``; a one-letter word is always one) and ``of`` before a number (``3 of 11``).
+UNIT_WORD = r"(?:(?:ms|µs|us|min|[kKMGT]i?B)\b|of\s+\d)"
 #: A cell written as a figure: a number (``8,729``, ``-0.25``), a share or a count of a whole
-#: (``4.3 %``, ``75%``, ``3/4``), maybe with words after a space (``12.50 s``, ``100% +1``,
-#: ``75% 3/4 (n.e. 1)``); not a date, a time or a version (``2025-01-06``, ``03:04``, ``1.2.3``).
-FIGURE = re.compile(r"[-+−]?\d[\d,]*(?:\.\d+)?(?:%|×|/\d[\d,]*)?(?:\s.*)?", re.DOTALL)
+#: (``4.3 %``, ``75%``, ``3/4``), maybe with more after a space (``12.50 s``, ``100% +1``,
+#: ``75% 3/4 (n.e. 1)``, ``1 (time·point)``); not a date, a time or a version (``2025-01-06``,
+#: ``03:04``, ``1.2.3``), nor a count named by a noun (``5 tools``, ``12 calls``): text, whose
+#: words would be right-aligned out of line with the column's header.
+FIGURE = re.compile(
+    r"[-+−]?\d[\d,]*(?:\.\d+)?(?:%|×|/\d[\d,]*)?"
+    rf"(?:\s(?!\s*(?!{UNIT_WORD})[^\W\d_]{{2,}}).*)?",
+    re.DOTALL,
+)
 #: What a table writes for a missing figure.
 NO_FIGURE = frozenset({"", "—", "–", "-"})
 

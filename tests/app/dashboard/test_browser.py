@@ -1051,6 +1051,25 @@ def test_figures_are_right_aligned_on_a_desktop(app: dict[str, Any]) -> None:
     assert len(aligned) >= 3 and all(a[1:] == ["right", "right"] for a in aligned[1:]), aligned
 
 
+def test_counts_named_by_a_noun_are_left_aligned(app: dict[str, Any]) -> None:
+    """A column whose every cell is a number and a noun (``5 tools``, an Explore query's
+    text) was right-aligned as figures on a desktop, its words out of line with its header;
+    it is left-aligned now, header and cells, while the count beside it stays right."""
+    page = app["page"]
+    sql = (
+        "SELECT session_id, count(DISTINCT tool) || ' tools' AS used, count(*) AS calls "
+        "FROM calls GROUP BY session_id ORDER BY calls DESC, session_id LIMIT 5"
+    )
+    loaded = visit(app, "explore?" + urllib.parse.urlencode({"sql": sql}), "explore-nouns")
+    assert all(re.fullmatch(r"\d+ tools", r[1]) for r in table_with(loaded, "used")[1:])
+    aligned = page.evaluate(ALIGNED, "result")
+    assert aligned == [
+        ["session_id", "left", "left"],
+        ["used", "left", "left"],
+        ["calls", "right", "right"],
+    ], aligned
+
+
 def _stays_opaque(page: Any, key: str) -> tuple[str, str]:
     """Scroll the table ``key``'s rows under its sticky header: the header cell must look the
     same as before (nothing shows through). Returns its background and the app's."""

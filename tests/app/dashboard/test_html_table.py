@@ -122,3 +122,22 @@ def test_figures_written_as_text_are_right_aligned() -> None:
     aligned = dict(re.findall(r'<th data-col="([^"]*)"( class="n")?', text))
     assert {k for k, v in aligned.items() if v} == {"otlp", "study", "matrix"}
     assert '<td data-label="otlp" class="n">8,729</td>' in text
+
+
+def test_counts_named_by_a_noun_are_text() -> None:
+    """A column of ``5 tools`` (a number, a space, a noun) was a figure column, right-aligned
+    on a desktop: it is text, left-aligned as its header; a unit (``3 ms``, ``4 MB``) or a
+    count of a whole (``3 of 11``) after a number still makes a figure."""
+    frame = pd.DataFrame(
+        {
+            "tools": ["5 tools", "12  tools"],
+            "streams": ["1,171 streams", "—"],
+            "noted": ["2 calls (1 failed)", "0 calls"],
+            "weeks": ["3 of 11", "0 of 11"],
+            "took": ["3 ms", "4 MB"],
+            "latency": ["1 (time·point)", "–"],
+        }
+    )
+    text = table_html(frame, key="nouns")
+    aligned = dict(re.findall(r'<th data-col="([^"]*)"( class="n")?', text))
+    assert {k for k, v in aligned.items() if v} == {"weeks", "took", "latency"}
