@@ -5,7 +5,8 @@
 
 Builds the store when it does not exist (``toolwatch simulate --sessions N`` ≈ 62 calls a
 session, so 16,000 ≈ 1 M calls; then ``train``, ``scan`` — the per-stream scores the Sessions
-page reads — and a one-seed ``experiment``), starts ``toolwatch app`` on it and opens each page
+page reads — a one-seed ``experiment`` and a one-seed ``replay``, the Replay page's weeks),
+starts ``toolwatch app`` on it and opens each page (``support.browser.PAGES``, Replay too)
 by URL in headless Chromium (Playwright on the system browser, ``tests/support/browser.py``),
 after one warm-up load. Prints per page the median and worst time to first paint (title and
 first data element visible) and to settled (script finished), and the same for a demo-sized
@@ -81,6 +82,7 @@ def build(store: Path, sessions: int) -> str:
     toolwatch("train", "--store", str(partial))
     toolwatch("scan", "--store", str(partial))
     toolwatch("experiment", "--store", str(partial), "--seeds", "1", "--bootstrap", "200")
+    toolwatch("replay", "--store", str(partial), "--seeds", "1")
     (partial / BUILT).write_text(json.dumps({"sessions": sessions}))
     if store.exists():  # ours, of another size
         shutil.rmtree(store)

@@ -185,7 +185,7 @@ def screenshot(page: Any, folder: Path, name: str) -> Path:
 
 
 #: The pages a first-paint measurement opens, by URL path.
-PAGES = ("", "sessions", "live", "workbench", "corpus", "explore")
+PAGES = ("", "replay", "sessions", "live", "workbench", "corpus", "explore")
 
 
 def first_paints(page: Any, base: str, paths: tuple[str, ...] = PAGES) -> dict[str, Loaded]:
