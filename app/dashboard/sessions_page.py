@@ -30,6 +30,7 @@ from toolwatch.app.dashboard import streams as sl
 from toolwatch.app.dashboard import url_state as url
 from toolwatch.app.dashboard.html_table import Col
 from toolwatch.detection import CUE_NAMES, CUE_SETS, DETECTORS, NormalModel, score_calls
+from toolwatch.detection.calls.split import LEARNING_EXCLUDED_QUIRKS
 from toolwatch.detection.detectors.names import parse_statistic
 
 FLAG_LABELS = {"all": "all streams", "flagged": "flagged only", "not flagged": "not flagged"}
@@ -248,6 +249,7 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
     c2.caption("Link to this stream")
     c2.code(_link(session_id, agent_id), language=None)
     _siblings(con, session_id, agent_id)
+    _quirk_note(table)
     view = _stream_frame(table.to_pandas())
     alerts = q.stream_alerts(con, session_id, agent_id)
     statistic = None
@@ -293,6 +295,28 @@ def _timeline(con: Any, stream: Stream, model: NormalModel | None) -> None:
         "error_type",
     ]
     html_table.table(view[list(dict.fromkeys(shown))], TIMELINE_SHOWN, key="timeline")
+
+
+def _quirk_note(table: pa.Table) -> None:
+    """Say when the stream is a client artefact the importer recognised (a warm-up agent, a
+    fork): the dev-real warm-up loop tops the scan's list, and nothing on its timeline said it
+    was the client's own behaviour, which the experiment keeps apart."""
+    if "client_quirk" not in table.column_names:
+        return
+    quirks = sorted({q for q in table.column("client_quirk").to_pylist() if q})
+    if not quirks:
+        return
+    kept = [q for q in quirks if q in LEARNING_EXCLUDED_QUIRKS]
+    st.info(
+        f"Client artefact: `{'`, `'.join(quirks)}` — real client behaviour the importer "
+        "recognised, not the user's and not injected"
+        + (
+            "; kept out of training, calibration and the normal test streams "
+            "(`toolwatch experiment --include-client-artefacts` keeps it)."
+            if kept
+            else "."
+        )
+    )
 
 
 def _millis(t: Any) -> str:

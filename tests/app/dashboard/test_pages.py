@@ -640,6 +640,28 @@ def test_subagent_stream_is_its_own_timeline(
     ), [c.value for c in at.caption]
 
 
+def test_a_client_artefact_stream_says_so(tmp_path: Path, env: pytest.MonkeyPatch) -> None:
+    """dev-real's warm-up loop (a ``warmup_agent`` stream, every call failed) tops the scan's
+    list; its timeline said nothing of it being the client's own start-up agent, which the
+    experiment keeps apart. A quirk stream's timeline says so; another stream's does not."""
+    calls = simulate(seed=1, sessions=4)
+    sid = calls["session_id"][0].as_py()
+    first = [s == sid and a is None for s, a in zip(
+        calls["session_id"].to_pylist(), calls["agent_id"].to_pylist(), strict=True)]  # fmt: skip
+    quirk = pa.array(["warmup_agent" if f else None for f in first], pa.string())
+    at_quirk = calls.schema.get_field_index("client_quirk")
+    Store(tmp_path).append("calls", calls.set_column(at_quirk, "client_quirk", quirk))
+    at = app(env, tmp_path, "sessions_page.py", {"session": sid})
+    ok(at)
+    notes = [i.value for i in at.info if "Client artefact" in i.value]
+    assert len(notes) == 1 and "`warmup_agent`" in notes[0], notes
+    assert "kept out of training, calibration and the normal test streams" in notes[0]
+    other = next(s for s in calls["session_id"].to_pylist() if s != sid)
+    at = app(env, tmp_path, "sessions_page.py", {"session": other})
+    ok(at)
+    assert not [i.value for i in at.info if "Client artefact" in i.value]
+
+
 # ------------------------------------------------------------------------------ live
 
 
