@@ -554,14 +554,17 @@ def test_a_session_link_keeps_the_checkbox_and_the_toggle(app: dict[str, Any]) -
     keeps them ticked, its list the injected streams with their extra columns."""
     page = app["page"]
     visit(app, "sessions", "sessions-before-link")
+    # each tick reruns the page and writes its query parameter: wait for that, not a fixed time
+    # (a loaded machine took longer than 500 ms to start the rerun, and the idle marker of the
+    # run before let the next step act on the old page)
     page.locator(".st-key-w_injected input").check(force=True)
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => location.search.includes('injected=1')", timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     page.locator(".st-key-w_more input").check(force=True)
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => location.search.includes('more=1')", timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     page.locator(".tw-table-streams tbody tr").first.locator("a").click()
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => location.search.includes('session=')", timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     page.get_by_text("Timeline").first.wait_for(timeout=60_000)
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(page.url).query))
