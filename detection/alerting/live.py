@@ -81,7 +81,7 @@ from toolwatch.detection.alerting.live_state import (
 )
 from toolwatch.detection.alerting.novelty_watch import NoveltyWatch
 from toolwatch.detection.alerting.readback import ScoredWindow, alert_key, store_calls_of
-from toolwatch.detection.alerting.webhook import WebhookPoster
+from toolwatch.detection.alerting.webhook import WebhookPoster, webhook_metrics
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.detectors.names import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel
@@ -266,6 +266,7 @@ class LiveScorer:
                 "streams the live scorer holds open",
                 self.scorer.open_streams,
             ),
+            **webhook_metrics(self.poster),
         }
 
     def _evicted(self, key: StreamKey) -> None:
@@ -518,15 +519,15 @@ class LiveScorer:
             self._raised = set()
 
     def close(self) -> None:
-        """Save the state, log the counters, deliver what the webhook still holds (briefly),
-        stop its thread."""
+        """Save the state, deliver what the webhook still holds (briefly), stop its thread,
+        then log the counters (the webhook's last outcome among them)."""
         self.save_state()
+        if self.poster is not None:
+            self.poster.close()
         log.info(
             "live scoring stopped: %s",
             ", ".join(f"{name[5:]}={value:g}" for name, (_, _, value) in self.metrics().items()),
         )
-        if self.poster is not None:
-            self.poster.close()
 
     def __enter__(self) -> LiveScorer:
         return self

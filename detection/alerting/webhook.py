@@ -13,6 +13,11 @@ The sender is a daemon thread, so it never holds a process open; instead, alerts
 when the interpreter exits get up to ``exit_timeout_s`` to be delivered (an ``atexit`` hook,
 registered while the thread runs) — a collector stopped by SIGINT/SIGTERM right after an
 incident still posts it. :meth:`WebhookPoster.close` does the same explicitly.
+
+:attr:`WebhookPoster.alerts` counts alerts, not batches: ``delivered`` (a 2xx answer) and
+``undelivered`` — given up after the retries, rejected, dropped from a full queue, or still
+queued or in flight when :meth:`close` gave up waiting — so a receiver that is down shows in
+the collector's ``/metrics`` and its shutdown line, not only in scattered log lines.
 """
 
 from __future__ import annotations
@@ -38,6 +43,26 @@ log = logging.getLogger(__name__)
 _STOP = object()
 #: Answers worth another attempt: the receiver is busy or broken, not refusing the payload.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def webhook_metrics(poster: WebhookPoster | None) -> dict[str, tuple[str, str, float]]:
+    """The webhook's alert counts for the live scorer's metrics (none without a webhook), so a
+    receiver that is down shows in ``/metrics``, not only in the log."""
+    if poster is None:
+        return {}
+    return {
+        "live_webhook_alerts_delivered": (
+            "counter",
+            "live alerts the webhook took (2xx)",
+            poster.alerts["delivered"],
+        ),
+        "live_webhook_alerts_undelivered": (
+            "counter",
+            "live alerts the webhook never got (retries given up, rejected, queue full, "
+            "left at shutdown)",
+            poster.alerts["undelivered"],
+        ),
+    }
 
 
 class WebhookPoster:
@@ -68,6 +93,10 @@ class WebhookPoster:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.stats = {"sent": 0, "failed": 0, "dropped": 0, "retries": 0}
+        #: alerts (not batches) the receiver took, and those it never got (module docstring)
+        self.alerts = {"delivered": 0, "undelivered": 0}
+        self._in_flight = 0  # alerts of the batch being sent now
+        self._abandoned = False  # close() gave up: a late answer no longer counts
         self._pool = urllib3.PoolManager(
             retries=Retry(
                 total=self.max_attempts - 1,
@@ -88,12 +117,14 @@ class WebhookPoster:
             return True
         if self._stop.is_set():
             self.stats["dropped"] += 1
+            self.alerts["undelivered"] += len(alerts)
             return False
         self._ensure_thread()
         try:
             self._queue.put_nowait([alert_json(a) for a in alerts])
         except queue.Full:
             self.stats["dropped"] += 1
+            self.alerts["undelivered"] += len(alerts)
             log.error(
                 "webhook queue full: dropped %s for %s", counted(len(alerts), "alert"), self.url
             )
@@ -111,16 +142,37 @@ class WebhookPoster:
         threading.Thread(target=waiter, daemon=True).start()
         return done.wait(timeout)
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Stop the sender after what it can deliver within ``timeout`` seconds."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the sender after what it can deliver within ``timeout`` seconds (default
+        ``exit_timeout_s``); what is left is counted undelivered and logged."""
+        timeout = self.exit_timeout_s if timeout is None else timeout
         atexit.unregister(self._at_exit)
         self.flush(timeout)
         self._stop.set()
+        left = 0
+        while True:  # batches the sender will never reach
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                left += len(item)
+            self._queue.task_done()
         thread = self._thread
         if thread is not None:
             with contextlib.suppress(queue.Full):
                 self._queue.put_nowait(_STOP)
             thread.join(timeout)
+            if thread.is_alive():  # still waiting on the receiver: the process ends first
+                self._abandoned = True
+                left += self._in_flight
+        if left:
+            self.alerts["undelivered"] += left
+            log.error(
+                "webhook %s: %s not delivered before the sender stopped",
+                self.url,
+                counted(left, "alert"),
+            )
 
     # ---------------------------------------------------------------- sender thread
 
@@ -150,14 +202,24 @@ class WebhookPoster:
                 self._queue.task_done()
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
+        self._in_flight = len(batch)
+        try:
+            self._send(batch)
+        finally:
+            self._in_flight = 0
+
+    def _send(self, batch: list[dict[str, Any]]) -> None:
         body = json.dumps({"alerts": batch}).encode("utf-8")
         try:
             # the answer's body is never read (only its status counts): a receiver that
             # answers with gigabytes must not fill the collector's memory
             response = self._pool.request("POST", self.url, body=body, preload_content=False)
         except urllib3.exceptions.HTTPError as exc:  # connection errors after every retry
+            if self._abandoned:  # already counted undelivered by close()
+                return
             self.stats["retries"] += self.max_attempts - 1
             self.stats["failed"] += 1
+            self.alerts["undelivered"] += len(batch)
             reason = getattr(exc, "reason", None) or exc
             log.error(
                 "webhook %s: gave up on %s: %s", self.url, counted(len(batch), "alert"), reason
@@ -171,14 +233,18 @@ class WebhookPoster:
 
     def _count(self, response: urllib3.BaseHTTPResponse, alerts: int) -> None:
         """Count and log the final answer to one batch (and the retries before it)."""
+        if self._abandoned:  # already counted undelivered by close()
+            return
         history = response.retries.history if response.retries is not None else ()
         self.stats["retries"] += len(history)
         for attempt in history:
             log.warning("webhook %s: %s; retried", self.url, attempt.status or attempt.error)
         if response.status < 300:
             self.stats["sent"] += 1
+            self.alerts["delivered"] += alerts
             return
         self.stats["failed"] += 1
+        self.alerts["undelivered"] += alerts
         if response.status in RETRY_STATUSES:
             log.error(
                 "webhook %s: gave up on %s: HTTP %d",

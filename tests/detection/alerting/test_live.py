@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 from support.detection import session, table, workload
+from support.webhook import Hook, webhook_receiver
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
 from toolwatch.detection.alerting.alerts import ALERTS_SCHEMA, describe
@@ -167,36 +168,10 @@ def test_all_ewma_is_the_mean_of_the_cue_ewmas(model_path: Path) -> None:
 # ------------------------------------------------------------------ webhook
 
 
-class _Hook(BaseHTTPRequestHandler):
-    script: ClassVar[list[int]] = []
-    received: ClassVar[list[dict[str, Any]]] = []
-    delay = 0.0
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        time.sleep(self.delay)
-        status = self.script.pop(0) if self.script else 200
-        if status == 200:
-            self.received.append(json.loads(body))
-        self.send_response(status)
-        if status == 503:
-            self.send_header("Retry-After", "0")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def hook() -> Iterator[tuple[str, type[_Hook]]]:
-    handler = type("Hook", (_Hook,), {"script": [], "received": [], "delay": 0.0})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/alerts", handler
-    server.shutdown()
-    server.server_close()
+def hook() -> Iterator[tuple[str, type[Hook]]]:
+    with webhook_receiver() as receiver:
+        yield receiver
 
 
 def test_webhook_gets_the_alerts_after_retries(model_path: Path, tmp_path: Path, hook) -> None:  # type: ignore[no-untyped-def]

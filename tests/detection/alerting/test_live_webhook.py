@@ -1,0 +1,84 @@
+"""What the on-call engineer learns of a webhook that does not take the alerts: the live
+scorer's ``/metrics`` and shutdown line count them (a real collector's HTTP, a real receiver)."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from support.detection import session, table, workload
+from support.webhook import webhook_receiver
+from toolwatch.collector.otlp.server import Collector
+from toolwatch.collector.store.parquet_store import Store
+from toolwatch.detection import NormalModel
+from toolwatch.detection.alerting.live import LiveScorer
+from toolwatch.detection.alerting.webhook import WebhookPoster
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = NormalModel.fit(workload(1, 40, tools=8)).calibrate(workload(2, 10, tools=8))
+    return model.save(tmp_path_factory.mktemp("model") / "model.json")
+
+
+def _loop(name: str) -> object:
+    return table(session(["tool03"] * 25, name=name, gap=2.0, failed=True))
+
+
+def _metrics(port: int) -> set[str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return set(text.splitlines())
+
+
+def test_a_webhook_answering_500_is_counted_on_metrics_and_at_shutdown(
+    model_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A receiver answering 500 to every retry lost the alerts with one ERROR line each: the
+    collector's /metrics and its shutdown line said nothing of the webhook."""
+    store = Store(tmp_path / "s")
+    with webhook_receiver() as (url, handler):
+        handler.script = [500] * 3  # the first batch's attempts, then the receiver is back
+        poster = WebhookPoster(url, max_attempts=3, backoff_s=0.01)
+        live = LiveScorer(model_path, store, poster=poster)
+        with Collector(store, port=0, compact_interval=None, extra_metrics=live.metrics) as c:
+            lost = live.process(_loop("lost"))
+            assert lost and poster.flush(10)
+            taken = live.process(_loop("taken"))
+            assert taken and poster.flush(10)
+            lines = _metrics(c.port)
+        with caplog.at_level(logging.INFO):
+            live.close()
+        assert [a["session_id"] for b in handler.received for a in b["alerts"]] == ["taken"]
+    assert f"toolwatch_collector_live_webhook_alerts_undelivered_total {len(lost)}.0" in lines
+    assert f"toolwatch_collector_live_webhook_alerts_delivered_total {len(taken)}.0" in lines
+    stopped = [r.getMessage() for r in caplog.records if "live scoring stopped" in r.getMessage()]
+    assert len(stopped) == 1
+    assert f"webhook_alerts_delivered={len(taken)}" in stopped[0]
+    assert f"webhook_alerts_undelivered={len(lost)}" in stopped[0]
+
+
+def test_alerts_left_when_the_sender_stops_are_counted_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A slow receiver at shutdown: the batch in flight and those still queued were left
+    without a word; they are counted undelivered (and not again if the late answer comes)."""
+    with webhook_receiver() as (url, handler):
+        handler.delay = 1.0
+        poster = WebhookPoster(url, exit_timeout_s=0.3)
+        for name in ("a", "b", "c"):
+            assert poster.post([{"session_id": name}])
+        time.sleep(0.1)  # "a" is in flight
+        with caplog.at_level(logging.ERROR):
+            poster.close()
+        assert poster.alerts == {"delivered": 0, "undelivered": 3}
+        assert any("3 alerts not delivered" in r.getMessage() for r in caplog.records)
+        time.sleep(1.5)  # the receiver answers "a" after the sender gave up on it
+        assert [b["alerts"][0]["session_id"] for b in handler.received] == ["a"]
+    assert poster.alerts == {"delivered": 0, "undelivered": 3}
