@@ -22,7 +22,9 @@ ticker symbol", "by its doc_id"), which the tool's clean response usually echoes
    (``filters (object) with keys status (string) and age_groups (array)``) are its
    ``properties``, not parameters; an array's ``items`` have the type its words name
    (``array of objects``, ``lista de cadenas``), and an array of objects's keys listed after
-   it are its items' ``properties``;
+   it are its items' ``properties``, and so are keys written in braces, in its parenthesis
+   or opening its words (``sort (array of {field, order})``, ``sort (array), each {field,
+   order}``);
 2. quoted or parenthesised names in the sentence part before ``returns``/``returning``
    (outputs are named there too; "to return" is no such part) of a sentence that takes
    something (accepts, takes, requires, expects, parameter, argument, given, provide, by):
@@ -286,6 +288,47 @@ def _holders(segment: str, found: list[re.Match[str]]) -> dict[int, int]:
     return holder
 
 
+#: An array's item keys written in braces: in its parenthesis ("sort (array of {field,
+#: order})") or opening the words after it ("sort (array of objects), each {field, order}",
+#: "— an array of {field, order}"), each key bare or typed ("{field (string, required),
+#: order: string}").
+_BRACES = re.compile(r"\{([^{}]*)\}")
+_BRACES_AFTER = re.compile(
+    r"\s*[-–—:,]?\s*(?:(?:each|every)(?: (?:item|element|entry|one))?(?: (?:is|has|with))?|"
+    r"(?:(?:an?|the) )?(?:array|list) of|of)?\s*:?\s*\{([^{}]*)\}",
+    re.I,
+)
+_BRACED_KEY = re.compile(rf"(?:^|[,;])\s*({_NAME})(?:\s*\(([^)]*)\)|\s*:?([^,;()]*))")
+
+
+def _braced(segment: str, found: list[re.Match[str]]) -> tuple[dict[int, dict[str, Any]], set[int]]:
+    """The items of each array item whose keys are written in braces (item index → an object
+    schema with those keys as its properties, each required only when its own words say so),
+    and the indices of listed items inside such braces (keys, not parameters)."""
+    items: dict[int, dict[str, Any]] = {}
+    inner: set[int] = set()
+    for k, item in enumerate(found):
+        schema = _listed_type(_BRACES.sub(" ", item.group(2)))  # a key named "text" types none
+        if schema["type"] != "array" or schema.get("items", {"type": "object"})["type"] != "object":
+            continue
+        after = _BRACES_AFTER.match(segment, item.end())
+        braces = after or _BRACES.search(item.group(2))
+        if braces is None:
+            continue
+        keys: dict[str, Any] = {"type": "object", "properties": {}}
+        for key in _BRACED_KEY.finditer(braces.group(1).strip()):
+            words = key.group(2) or key.group(3) or ""
+            keys["properties"].setdefault(key.group(1), _listed_type(words))
+            if re.search(rf"\b{_REQUIRED_WORD}\b", words, re.I):
+                keys.setdefault("required", []).append(key.group(1))
+        if not keys["properties"]:
+            continue
+        items[k] = keys
+        if after is not None:
+            inner |= {j for j, f in enumerate(found) if item.end() <= f.start() < after.end()}
+    return items, inner
+
+
 def _object_of(schema: dict[str, Any]) -> dict[str, Any] | None:
     """The object schema that holds the keys listed after a parameter: its own when it is an
     object, its items' when it is an array of objects ("sort (array of objects) with keys
@@ -306,9 +349,12 @@ def _items(
     out: Found = []
     found = list(_ITEM.finditer(segment))
     holder = _holders(segment, found)
+    braced, inner = _braced(segment, found)
     schemas: dict[int, dict[str, Any]] = {}
     for k, item in enumerate(found):
         name, inside = item.group(1), item.group(2)
+        if k in inner:
+            continue
         typed = (
             re.search(
                 rf"\b(?:{_LISTED_TYPE_WORD}|{_REQUIRED_WORD}|{_OPTIONAL_WORD})\b", inside, re.I
@@ -328,9 +374,16 @@ def _items(
             re.search(rf"\b{_OPTIONAL_WORD}\b", inside + " " + following.split(",")[0], re.I)
         )
         schema = _listed_type(inside)
+        if k in braced:
+            schema["items"] = braced[k]
         if text:
             end = next(
-                (f.start() for j, f in enumerate(found) if j > k and holder.get(j) != k), len(text)
+                (
+                    f.start()
+                    for j, f in enumerate(found)
+                    if j > k and holder.get(j) != k and j not in inner
+                ),
+                len(text),
             )
             if described := _described(inside, text[item.end() : end]):
                 schema["description"] = described

@@ -130,7 +130,7 @@ def test_an_array_parameter_gets_the_type_of_its_items(listed: str, items: str) 
     its parenthesis follow its own without a stray comma."""
     sort = derive_input_schema(f"Sorts rows. {listed}")["properties"]["sort"]
     assert sort["type"] == "array"
-    assert sort["items"] == {"type": items}
+    assert sort["items"]["type"] == items
     assert ", ," not in sort.get("description", "") and "; ," not in sort.get("description", "")
     if "each" in listed:
         assert sort["description"] == "array of objects; each {field, order}"
@@ -155,3 +155,58 @@ def test_an_array_of_objects_gets_the_properties_its_words_name() -> None:
     assert items["type"] == "object"
     assert _types(items) == {"field": "string", "order": "string"}
     assert items["required"] == ["field"]
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        "sort (array of objects, optional), each {field, order}; limit (integer).",
+        "sort (array, optional) — an array of {field, order}; limit (integer).",
+        "sort (array of {field, order}, optional), limit (integer).",
+        "sort (list, optional), each item {field (string), order (string)}; limit (integer).",
+        "sort (array of objects, optional): {field: string, order: string}, limit (integer).",
+    ],
+)
+def test_an_arrays_keys_in_braces_are_its_items_properties(listed: str) -> None:
+    """ "sort (array of objects), each {field, order}" gave ``items: {type: object}`` with no
+    keys, and "sort (array of {field, order})" no items at all, so an agent filling a sort
+    had no field or order to send; keys written in braces, in the array's parenthesis or
+    opening its words, are now its items' properties (typed by their own words, string by
+    default, none required), not parameters of their own, and the list goes on after them."""
+    schema = derive_input_schema(f"Sorts rows. Parameters: {listed}")
+    assert _types(schema) == {"sort": "array", "limit": "integer"}
+    assert schema["required"] == ["limit"]
+    items = schema["properties"]["sort"]["items"]
+    assert items == {
+        "type": "object",
+        "properties": {"field": {"type": "string"}, "order": {"type": "string"}},
+    }
+
+
+def test_braces_type_their_keys_and_say_which_are_required() -> None:
+    schema = derive_input_schema(
+        "Sorts rows. Parameters: sort (array, required), each {field (string, required), "
+        "weight (number)}."
+    )
+    items = schema["properties"]["sort"]["items"]
+    assert _types(items) == {"field": "string", "weight": "number"}
+    assert items["required"] == ["field"]
+    assert schema["required"] == ["sort"]
+    named = derive_input_schema("Ranks rows. Parameters: hits (array of {text, score}).")
+    assert _types(named["properties"]["hits"]["items"]) == {"text": "string", "score": "string"}
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        "tags (array of strings, optional), each {x, y}.",
+        "sort (array, optional); query (string) — a template such as {field}.",
+        "filters (object, optional), each {field, order}.",
+    ],
+)
+def test_braces_that_are_no_arrays_keys_add_no_properties(listed: str) -> None:
+    """Braces after an array of strings, after another parameter, or after an object are
+    no array's item keys."""
+    schema = derive_input_schema(f"Sorts rows. Parameters: {listed}")
+    for prop in schema["properties"].values():
+        assert "properties" not in prop.get("items", {})
