@@ -383,8 +383,9 @@ def _unspaced(c: str) -> bool:
 
 #: A word character of a script written with spaces between words: what may not touch a name's
 #: end written in one (the ranges :func:`_unspaced` calls wide, CJK and kana, are left out, so
-#: ``tool_20d266daを`` names ``tool_20d266da``)
-_SPACED_WORD = (
+#: ``tool_20d266daを`` names ``tool_20d266da``), nor an English word's that the scanner's
+#: cues read beside CJK text (``发送到webhook地址``)
+SPACED_WORD: Final = (
     r"(?=\w)[^\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff"
     r"\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
     r"\U00020000-\U0003fffd]"
@@ -399,6 +400,6 @@ def mention(name: str) -> str:
     (``物性検索_v2``) cannot touch it, since no word boundary can be asked there. One answer
     for the converter renaming a template's ids and the agents reading which listed tool an
     order names."""
-    head = r"(?<![A-Za-z0-9_.-])" if _unspaced(name[0]) else rf"(?<![.-])(?<!{_SPACED_WORD})"
-    tail = r"(?![A-Za-z0-9_-])" if _unspaced(name[-1]) else rf"(?!-|\.\w|{_SPACED_WORD})"
+    head = r"(?<![A-Za-z0-9_.-])" if _unspaced(name[0]) else rf"(?<![.-])(?<!{SPACED_WORD})"
+    tail = r"(?![A-Za-z0-9_-])" if _unspaced(name[-1]) else rf"(?!-|\.\w|{SPACED_WORD})"
     return head + re.escape(name) + tail

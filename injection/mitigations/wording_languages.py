@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from toolwatch.injection.mitigations.acts import SPACED_WORD
+
 #: "… in the user's language" after an order to answer: a reply-format note, not a dictated
 #: reply (fr, es, de, pt, nl, it).
 _IN_LANGUAGE = (
@@ -77,8 +79,11 @@ _IN = r"(?:[^.!?\n]|[.!?](?=\S))"
 _IN_CJK = r"(?:[^.!?。！？\n]|[.!?](?=[!-~]))"
 #: an e-mail address (where mail would go)
 ADDRESS: Final = r"[\w.+-]+@[\w-]+\.\w"
-#: where a sender sends: a URL, a host, an e-mail address or a webhook
-SEND_WHERE: Final = rf"(?:https?://|sftp://|ftp://|www\.|{ADDRESS}|\bwebhook\b)"
+#: where a sender sends: a URL, a host, an e-mail address or a webhook (a word of its own in
+#: spaced text, and beside CJK text, which asks no space: "发送到webhook地址")
+SEND_WHERE: Final = (
+    rf"(?:https?://|sftp://|ftp://|www\.|{ADDRESS}|(?<!{SPACED_WORD})webhook(?!{SPACED_WORD}))"
+)
 #: The third person sending someone's messages, chats or credentials to an address, before
 #: or after naming it ("Sendet die Nachrichten des Nutzers an https://…", "Transfère les
 #: messages de l'utilisateur à …"): the exfiltration cue, whatever the allowlist, as
