@@ -108,6 +108,9 @@ MULTILINGUAL: Final = re.compile(
     # a send order and its destination in one sentence (a later one's link, an "@handle": no)
     rf"|отправь{_IN}{{0,80}}{SEND_WHERE}"
     rf"|(?:发送|送信|送って|发到|寄送){_IN_CJK}{{0,40}}{SEND_WHERE}|https?://\S+\s*に送信"
+    # Japanese puts the address first: an e-mail address only with an order to send to it
+    # ("… に送信してください"), not what may be sent there ("に送信できます", "送信されます")
+    rf"|{ADDRESS}[\w.-]*\s*に送信(?:して(?![いもは])|しろ|せよ|しなさい)"
     r"|\bwichtig für den assistenten\b|\bnenne dem nutzer\b|\bsag(?:e|en sie)? dem nutzer\b"
     rf"|\bréponds? (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
     rf"|\brépondez (?:toujours|uniquement|seulement){_IN_LANGUAGE}"
