@@ -431,7 +431,8 @@ def _skipped_count(skipped: Sequence[SkippedLine]) -> str:
     on = len({(s.path, s.line) for s in skipped})
     if on == len(skipped):
         return counted(on, "line")
-    return f"{counted(len(skipped), 'item')} on {counted(on, 'line')} (lines, or blocks of one)"
+    items = counted(len(skipped), "item")
+    return f"{items} on {counted(on, 'line')} (each a whole line or one block of it)"
 
 
 def _skipped_members_lines(members: Sequence[tuple[str, str]]) -> list[str]:

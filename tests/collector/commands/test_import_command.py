@@ -214,7 +214,7 @@ def test_several_skips_on_one_line_are_counted_as_such(
     path.write_text(json.dumps(line) + "\n{garbled\n")
     assert _import(tmp_path / "s", path) == 0
     out = capsys.readouterr().out
-    assert "  skipped 3 items on 2 lines (lines, or blocks of one):" in out
+    assert "  skipped 3 items on 2 lines (each a whole line or one block of it):" in out
     assert f"{path}:1: tool_use without id" in out and f"{path}:1: tool_use without name" in out
 
 
