@@ -40,6 +40,7 @@ import re
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 EXIT_OK: Final = 0
@@ -71,6 +72,23 @@ class UsageError(UserError):
     """Bad usage found by the command itself (an option combination argparse cannot see)."""
 
     code = EXIT_USAGE
+
+
+def check_output(path: Path, option: str) -> None:
+    """An output file a command writes after its work (``score --out``, ``workbench suite
+    --json``) that it could never write is said before the work, exit 1 (input the command
+    cannot use, as every command says an output path), without creating the file: it failed
+    after the work before, the results lost, and ``score`` said a missing folder as bad usage."""
+    if path.is_dir():
+        raise UserError(f"{option}: cannot write {path}: it is a directory")
+    if path.exists():  # written over in place: the file's own permission, not its folder's
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{option}: cannot write {path}: permission denied")
+        return
+    folder = path.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        why = f"{folder} is not writable" if folder.is_dir() else f"no directory {folder}"
+        raise UserError(f"{option}: cannot write {path}: {why}")
 
 
 #: The log level of a command run without ``-v`` (a level name: WARNING, ERROR, ...; default

@@ -361,7 +361,6 @@ def test_bad_values_are_one_line_usage_errors(
         (["collector", "--port", "0"], 1, "store path {file} is not a directory"),
         (["stats"], 1, "store path {file} is not a directory"),
         (["store", "info"], 1, "store path {file} is not a directory"),
-        (["score", "--out", "{missing}/x.csv"], 2, "--out {missing}/x.csv: no directory"),
         (["simulate", "--otlp", "notaurl"], 2, "--otlp notaurl: give an http(s)://host:port URL"),
         (["simulate", "--otlp", "http://[::1"], 2, "--otlp http://[::1: give an http(s)://"),
         (["simulate", "--otlp", "http://h:99999"], 2, "--otlp http://h:99999: give an http(s)://"),
@@ -435,6 +434,34 @@ def test_a_missing_input_path_is_exit_1_in_every_command(
     assert (code, out) == (1, ""), (code, out, err)
     one_error(err, argv[0], str(missing))
     assert not missing.exists()
+
+
+#: Every command that writes an output file of its own, into a folder that is not there ({m}):
+#: input the command cannot use, exit 1, said before any work; ``score --out`` said 2.
+UNWRITABLE_OUTPUTS = [
+    ["score", "--out", "{m}"],
+    ["workbench", "suite", "--json", "{m}"],
+    ["pins", "export", "-o", "{m}"],
+    ["proxy", "--scenario", "a1-ops-01", "--injection-log", "{m}"],
+]
+
+
+@pytest.mark.parametrize("argv", UNWRITABLE_OUTPUTS, ids=lambda a: " ".join(a[:-1]))
+@pytest.mark.parametrize("where", ["no folder", "a folder"])
+def test_an_output_path_it_cannot_write_is_exit_1_in_every_command(
+    tmp_path: Path, argv: list[str], where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_path = tmp_path / "missing" / "out.csv"
+    if where == "a folder":
+        out_path = tmp_path / "folder.csv"
+        out_path.mkdir()
+    argv = [a.format(m=out_path) for a in argv]
+    if argv[0] != "proxy":
+        argv += ["--store", str(tmp_path)]  # never the user's own
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (1, ""), (code, out, err)
+    one_error(err, argv[0], f"cannot write {out_path}")
+    assert not (tmp_path / "missing").exists()
 
 
 #: every command that reads a scenario file, with {f} where the file goes

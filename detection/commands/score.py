@@ -20,7 +20,7 @@ from toolwatch.collector.store.location import add_store_argument
 from toolwatch.detection.cues.names import CUE_SETS, SCORE_COLUMNS
 from toolwatch.detection.detectors.names import DETECTORS, stat_column
 from toolwatch.detection.model.location import MODEL_IN_STORE, model_path_for
-from toolwatch.usage import UsageError
+from toolwatch.usage import UsageError, check_output
 from toolwatch.words import counted
 
 if TYPE_CHECKING:  # imported when the command runs: `score --help` needs no numpy or Arrow
@@ -49,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
         out = Path(args.out)
         if out.suffix.lower() not in (".parquet", ".csv"):
             raise UsageError(f"--out {args.out}: use a .parquet or .csv file name")
-        if not out.parent.is_dir():
-            raise UsageError(f"--out {args.out}: no directory {out.parent}")
+        check_output(out, "--out")  # written after the scoring: exit 1, as every output path
     # imported here: `score --help` needs neither the scorer (scipy, river) nor tqdm
     from tqdm import tqdm
 

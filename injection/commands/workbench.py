@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from toolwatch.injection.workbench.names import AGENT_NAMES, CALL_TIMEOUT, PIN_P
 from toolwatch.usage import (
     UsageError,
     UserError,
+    check_output,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -219,24 +219,6 @@ def _store(args: argparse.Namespace) -> Any:
     return store
 
 
-def _check_json_out(path: Path | None) -> None:
-    """``suite --json FILE`` is written after the whole suite: one it could never write is
-    said before the first run (it failed then, the summary lost), exit 1 as every output path
-    a command cannot use, without creating the file."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise UserError(f"--json: cannot write {path}: it is a directory")
-    if path.exists():  # written over in place: the file's own permission, not its folder's
-        if not os.access(path, os.W_OK):
-            raise UserError(f"--json: cannot write {path}: permission denied")
-        return
-    folder = path.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        why = f"{folder} is not writable" if folder.is_dir() else f"no directory {folder}"
-        raise UserError(f"--json: cannot write {path}: {why}")
-
-
 @contextmanager
 def telemetry(
     store: Any, enabled: bool, detectors: LiveDetectors | None = None
@@ -373,7 +355,8 @@ def _run_suite(args: argparse.Namespace) -> int:
         _check_agent(agent)
     if args.detect and args.no_telemetry:
         raise UsageError("--detect scores the runs' recorded calls: drop --no-telemetry")
-    _check_json_out(args.json)
+    if args.json is not None:  # written after the whole suite: said before the first run
+        check_output(args.json, "--json")
     store = _store(args)
     model = _load_model(store, args.model) if args.detect else None
     if model is not None and args.think_time == 0:
