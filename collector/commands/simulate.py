@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from toolwatch import study
 from toolwatch.collector.store.location import StoreError, add_store_argument
-from toolwatch.usage import UsageError, non_negative_int, positive_int
+from toolwatch.usage import UsageError, UserError, non_negative_int, positive_int
 from toolwatch.words import counted
 
 if TYPE_CHECKING:  # imported when the command runs: `simulate --help` needs none of them
@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.otlp:  # the destination first: a mistake there is said before any work
         _check_endpoint(args.otlp)
+        _check_export()
     else:
         Store(args.store).check_path()
     began = time.perf_counter()
@@ -100,6 +101,17 @@ def _check_endpoint(url: str) -> None:
         traces_url(url)
     except ValueError:
         raise UsageError(f"--otlp {url}: give an http(s)://host:port URL") from None
+
+
+def _check_export() -> None:
+    """A one-line error (exit 1) when the OTLP export is not installed: said before the
+    workload is generated, not after it."""
+    from toolwatch.collector.sources.delivery import ExportUnavailable, require_export
+
+    try:
+        require_export()
+    except ExportUnavailable as exc:
+        raise UserError(str(exc)) from None
 
 
 def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
@@ -131,18 +143,11 @@ def _write(config: SimulationConfig, table: pa.Table, store: Store) -> int:
 
 
 def _send(table: pa.Table, endpoint: str) -> int:
-    from toolwatch.collector.sources.delivery import (
-        ExportFailed,
-        ExportUnavailable,
-        send_otlp_report,
-    )
+    from toolwatch.collector.sources.delivery import ExportFailed, send_otlp_report
     from toolwatch.collector.sources.simulator.report import BANNER
 
     try:
         sent = send_otlp_report(table, endpoint, progress=True)
-    except ExportUnavailable as exc:
-        print(f"toolwatch simulate: OTLP export is unavailable ({exc.reason})", file=sys.stderr)
-        return 2
     except ExportFailed as exc:  # refused batch, network error: say how far it got
         print(
             f"toolwatch simulate: sending to {endpoint} failed after {counted(exc.sent, 'span')}: "

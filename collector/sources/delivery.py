@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,15 +30,30 @@ class DeliveryError(RuntimeError):
     """Calls could not be sent as OTLP; what was written to the store before stands."""
 
 
+#: What the OTLP replay imports beyond toolwatch: the base install brings it.
+EXPORTER: Final = "opentelemetry-exporter-otlp-proto-http"
+
+
 class ExportUnavailable(DeliveryError):
-    """The OTLP replay (:mod:`toolwatch.instrumentation.export.replay`) cannot be imported."""
+    """The OTLP replay (:mod:`toolwatch.instrumentation.export.replay`) cannot be imported: a
+    part of the install is missing, said with what to install (not a command-line mistake)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(
             "OTLP export is unavailable: toolwatch.instrumentation.export.replay cannot be "
-            f"imported ({reason})"
+            f"imported ({reason}); it needs {EXPORTER!r} of the base install (pip install "
+            "toolwatch)"
         )
         self.reason = reason
+
+
+def require_export() -> None:
+    """Raise :class:`ExportUnavailable` unless the OTLP replay imports, so a command sending
+    calls can say so before it generates or reads them."""
+    try:
+        import toolwatch.instrumentation.export.replay  # noqa: F401
+    except ImportError as exc:
+        raise ExportUnavailable(str(exc)) from exc
 
 
 class ExportFailed(DeliveryError):
@@ -147,10 +162,9 @@ def send_otlp_report(calls: Calls, endpoint: str, *, progress: bool = False) -> 
     cannot be imported, :class:`ExportFailed` (with the count sent) when the endpoint refuses a
     batch or cannot be reached.
     """
-    try:
-        from toolwatch.instrumentation.export.replay import replay_records
-    except ImportError as exc:
-        raise ExportUnavailable(str(exc)) from exc
+    require_export()
+    from toolwatch.instrumentation.export.replay import replay_records
+
     records = calls.to_pylist() if isinstance(calls, pa.Table) else list(calls)
     if not records:
         return OtlpSent(0, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -136,3 +137,19 @@ def test_spans_the_collector_rejects_are_reported(capsys: pytest.CaptureFixture[
 
 
 _US = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - EPOCH
+
+
+def test_otlp_export_not_installed_is_exit_1_naming_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part of the install that is missing is not a wrong command line: exit 1 (it was 2),
+    one line naming what to install, said before the workload is generated (no summary)."""
+    monkeypatch.setitem(sys.modules, "toolwatch.instrumentation.export.replay", None)
+    code, out, err = _run(capsys, "--otlp", "http://127.0.0.1:9/v1/traces", "--sessions", "8")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "toolwatch simulate: OTLP export is unavailable: toolwatch.instrumentation.export.replay "
+        "cannot be imported (import of toolwatch.instrumentation.export.replay halted; None in "
+        "sys.modules); it needs 'opentelemetry-exporter-otlp-proto-http' of the base install "
+        "(pip install toolwatch)"
+    ]
