@@ -205,9 +205,12 @@ def _count_unrecorded(what: str, method: str, exc: Exception) -> None:
     with _unrecorded_lock:
         _unrecorded += 1
         count = _unrecorded
+    level = logging.WARNING if count == 1 else logging.DEBUG
+    if not log.isEnabledFor(level):  # after the first, on every call's path: words only if shown
+        return
     # the exception's type only: its message could quote an argument or a result
     log.log(
-        logging.WARNING if count == 1 else logging.DEBUG,
+        level,
         "toolwatch: could not %s the span of a %s (%s); %s unrecorded so far",
         what,
         method,

@@ -32,6 +32,7 @@ from toolwatch.conventions import (
 from toolwatch.instrumentation import conversation, instrument, model_response, uninstrument
 from toolwatch.instrumentation.client import instrumentor
 from toolwatch.instrumentation.client.sdk_hooks import OPEN_CALLS
+from toolwatch.words import counted
 
 
 def tool_spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
@@ -222,3 +223,32 @@ def test_no_canary_from_arguments_sized_deep_or_not_at_all(
         seen = (span.name, span.attributes, span.events, span.status.description, span.resource)
         assert_absent(repr(seen), canary, f"span {span.name}")
     assert_absent(caplog.text, canary, "the log")
+
+
+def test_an_unrecorded_span_words_its_debug_line_only_when_debug_is_shown(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After the first unrecorded span (a WARNING), each is a debug line on every call's path
+    while the OpenTelemetry set-up stays broken; its words ("2 spans") were built even with
+    debug logging off. They are built only when the line is shown; the count goes on either way."""
+    worded: list[tuple[Any, str]] = []
+
+    def spy(n: Any, noun: str, plural: str | None = None) -> str:
+        worded.append((n, noun))
+        return counted(n, noun, plural)
+
+    monkeypatch.setattr(instrumentor, "counted", spy)
+    monkeypatch.setattr(instrumentor, "_unrecorded", 1)  # the first, a WARNING, was said
+    logger = instrumentor.log.name
+
+    with caplog.at_level(logging.INFO, logger=logger):
+        instrumentor._count_unrecorded("start", "tools/call", RuntimeError("x"))
+    assert worded == [] and caplog.records == []
+    assert instrumentor.unrecorded_spans() == 2
+    with caplog.at_level(logging.DEBUG, logger=logger):
+        instrumentor._count_unrecorded("end", "tools/call", RuntimeError("x"))
+    assert worded == [(3, "span")]
+    assert [r.getMessage() for r in caplog.records] == [
+        "toolwatch: could not end the span of a tools/call (RuntimeError); 3 spans unrecorded "
+        "so far"
+    ]
