@@ -22,7 +22,6 @@ that bench_app did not build is refused, untouched.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -30,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.browser import PAGES, browser, chromium_path, open_page, running_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, add_no_fail, description
+from targets import Targets, add_no_fail, command_line
 
 #: calls up to which a store is held to the demo store's target (the demo's: 26,354)
 DEMO_SIZE_CALLS = 30_000
@@ -129,11 +129,11 @@ def calls_in(store: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
+    parser = command_line(__doc__)
     parser.add_argument("--store", type=Path, default=Path("bench-app-store"))
-    parser.add_argument("--sessions", type=int, default=16_000)
-    parser.add_argument("--baseline-sessions", type=int, default=422)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sessions", type=positive_int, default=16_000)
+    parser.add_argument("--baseline-sessions", type=positive_int, default=422)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--existing", type=Path, nargs="+", help="measure these stores only")
     add_no_fail(parser)
     args = parser.parse_args(argv)

@@ -14,7 +14,6 @@ Run: ``.venv/bin/python benchmarks/bench_cli_help.py [--repeat 5]``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -22,8 +21,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from toolwatch.usage import positive_int
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import description
+from targets import command_line
 
 #: command -> the modules its ``run`` imports that its ``--help`` imported before the change
 MOVED: dict[str, tuple[str, ...]] = {
@@ -155,9 +156,9 @@ def _help(command: str, preload: Sequence[str] = ()) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
+    parser = command_line(__doc__)
     parser.add_argument(
-        "--repeat", type=int, default=5, help="runs of each, the best kept (default 5)"
+        "--repeat", type=positive_int, default=5, help="runs of each, the best kept (default 5)"
     )
     args = parser.parse_args(argv)
     floor = _wall("import toolwatch.cli", args.repeat)

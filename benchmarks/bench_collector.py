@@ -25,7 +25,6 @@ may miss it while the server's CPU cost holds). Run:
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import multiprocessing as mp
@@ -66,10 +65,11 @@ from toolwatch.conventions import (
     OPERATION_EXECUTE_TOOL,
     span_name,
 )
+from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, add_no_fail, description
+from targets import Targets, add_no_fail, command_line
 
 TARGET = 150_000  # durable spans/s wall clock on this 2-core machine (154 k when issue 14 came)
 SPANS_PER_REQUEST = 1_000
@@ -206,10 +206,14 @@ def stored_wrongly(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--requests", type=int, default=300, help="requests of 1,000 spans")
-    parser.add_argument("--concurrency", type=int, default=8, help="client connections")
-    parser.add_argument("--distinct", type=int, default=16, help="distinct bodies to cycle")
+    parser = command_line(__doc__)
+    parser.add_argument(
+        "--requests", type=positive_int, default=300, help="requests of 1,000 spans"
+    )
+    parser.add_argument("--concurrency", type=positive_int, default=8, help="client connections")
+    parser.add_argument(
+        "--distinct", type=positive_int, default=16, help="distinct bodies to cycle"
+    )
     add_no_fail(parser)
     args = parser.parse_args(argv)
 

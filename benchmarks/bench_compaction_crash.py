@@ -12,7 +12,6 @@ summary and the targets; exits 1 on a miss (a correctness contract: no ``--no-fa
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -27,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from toolwatch.collector.store import Store
+from toolwatch.usage import positive_int
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, description
+from targets import Targets, command_line
 
 DAY = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -123,10 +123,10 @@ def trial(root: Path, at_merge: bool, rng: random.Random, collector: bool) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--files", type=int, default=1000)
-    parser.add_argument("--rows", type=int, default=20)
+    parser = command_line(__doc__)
+    parser.add_argument("--trials", type=positive_int, default=20)
+    parser.add_argument("--files", type=positive_int, default=1000)
+    parser.add_argument("--rows", type=positive_int, default=20)
     parser.add_argument("--collector", action="store_true", help="kill the collector's compaction")
     args = parser.parse_args(argv)
     rng = random.Random(14)

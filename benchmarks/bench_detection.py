@@ -31,7 +31,6 @@ Run: ``.venv/bin/python benchmarks/bench_detection.py [--copies 20] [--repeat 2]
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
 import random
@@ -53,10 +52,11 @@ from toolwatch.detection.cues.base import Call
 from toolwatch.detection.model.adaptive import AdaptiveModel, attach_adaptive
 from toolwatch.detection.model.adaptive_config import AdaptiveConfig
 from toolwatch.detection.scoring.adaptive import Closed, StreamScorer
+from toolwatch.usage import non_negative_int, positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, add_no_fail, description
+from targets import Targets, add_no_fail, command_line
 
 TARGET_ONLINE = 30_000
 TARGET_ADAPTIVE = 100_000
@@ -206,10 +206,14 @@ def uniform_sessions(n_sessions: int, length: int, vocab: list[str], seed: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--copies", type=int, default=20, help="corpus copies for the batch run")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per measurement (best kept)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = command_line(__doc__)
+    parser.add_argument(
+        "--copies", type=positive_int, default=20, help="corpus copies for the batch run"
+    )
+    parser.add_argument(
+        "--repeat", type=positive_int, default=2, help="runs per measurement (best kept)"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     add_no_fail(parser)
     args = parser.parse_args(argv)
 

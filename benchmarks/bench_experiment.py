@@ -44,10 +44,11 @@ from toolwatch.collector.sources.simulator import simulate
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel, score_calls
 from toolwatch.injection.experiment import ExperimentConfig, run_experiment, save_result
+from toolwatch.usage import positive_float, positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, add_no_fail, description
+from targets import Targets, add_no_fail, command_line
 
 #: seconds the whole protocol may take on this 2-core machine (issue 5)
 BUDGET_S = 15.0
@@ -140,13 +141,17 @@ def baseline(calls: pa.Table, repeat: int = 3) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--repeat", type=int, default=3, help="protocol runs (best is kept)")
-    parser.add_argument("--budget", type=float, default=BUDGET_S, help="seconds allowed")
+    parser = command_line(__doc__)
+    parser.add_argument(
+        "--repeat", type=positive_int, default=3, help="protocol runs (best is kept)"
+    )
+    parser.add_argument("--budget", type=positive_float, default=BUDGET_S, help="seconds allowed")
     parser.add_argument("--no-ablation", action="store_true", help="skip the ablation pass")
     parser.add_argument("--memory", action="store_true", help="peak memory, not time")
-    parser.add_argument("--long-calls", type=int, default=100_000, help="--memory: stream length")
-    parser.add_argument("--seeds", type=int, default=5, help="--memory: seeds against one")
+    parser.add_argument(
+        "--long-calls", type=positive_int, default=100_000, help="--memory: stream length"
+    )
+    parser.add_argument("--seeds", type=positive_int, default=5, help="--memory: seeds against one")
     parser.add_argument("--memory-child", nargs=2, type=int, help=argparse.SUPPRESS)
     add_no_fail(parser)
     args = parser.parse_args(argv)

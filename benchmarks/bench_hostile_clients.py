@@ -21,7 +21,6 @@ when one is missed (``--no-fail``: report only). Run:
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -34,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolwatch.usage import positive_float, positive_int
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -41,7 +42,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from support.collector_process import Server, request, tool_span
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, add_no_fail, description
+from targets import Targets, add_no_fail, command_line
 
 FAT = 15 * 2**20
 #: the collector's peak resident memory under the fat clients
@@ -240,11 +241,11 @@ def poisoned(tmp: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--fat-clients", type=int, default=96)
-    parser.add_argument("--fat-seconds", type=float, default=15)
-    parser.add_argument("--slow", type=int, default=1100)
-    parser.add_argument("--slow-seconds", type=float, default=15)
+    parser = command_line(__doc__)
+    parser.add_argument("--fat-clients", type=positive_int, default=96)
+    parser.add_argument("--fat-seconds", type=positive_float, default=15)
+    parser.add_argument("--slow", type=positive_int, default=1100)
+    parser.add_argument("--slow-seconds", type=positive_float, default=15)
     add_no_fail(parser)
     args = parser.parse_args(argv)
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)

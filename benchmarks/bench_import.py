@@ -23,7 +23,6 @@ Run: ``.venv/bin/python benchmarks/bench_import.py [--mb 120] [--seed 7] [--tiny
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -37,7 +36,11 @@ from typing import Any
 from toolwatch.cli import main as cli_main
 from toolwatch.collector.sources.claude_code import import_transcripts
 from toolwatch.instrumentation.provenance import DEFAULT_CONFIG
+from toolwatch.usage import non_negative_int, positive_float, positive_int
 from toolwatch.words import counted
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import command_line
 
 TOOLS = ["Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite", "WebFetch"]
 MCP_TOOLS = ["mcp__github__create_pull_request", "mcp__plugin_playwright_playwright__browser_click"]
@@ -240,12 +243,14 @@ def run_tiny(n: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=120.0, help="transcript size to generate")
-    parser.add_argument("--seed", type=int, default=7)
+    parser = command_line(__doc__)
+    parser.add_argument(
+        "--mb", type=positive_float, default=120.0, help="transcript size to generate"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=7)
     parser.add_argument(
         "--tiny",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="measure N tiny sessions instead (per-stream set-up, before/after ratio)",
     )

@@ -39,10 +39,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import SpanKind, Tracer
 
 from toolwatch.instrumentation import instrument, model_response, uninstrument
+from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, add_no_fail, description
+from targets import Targets, add_no_fail, command_line
 
 TARGET_OVERHEAD = 0.15
 ARGUMENTS = {"path": "/srv/data/report-2026.csv", "limit": 100, "fields": ["a", "b", "c"]}
@@ -162,9 +163,11 @@ def paired_ratio(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--calls", type=int, default=40, help="calls per round (default 40)")
-    parser.add_argument("--rounds", type=int, default=12, help="rounds (default 12)")
+    parser = command_line(__doc__)
+    parser.add_argument(
+        "--calls", type=positive_int, default=40, help="calls per round (default 40)"
+    )
+    parser.add_argument("--rounds", type=positive_int, default=12, help="rounds (default 12)")
     parser.add_argument("--stdio", action="store_true", help="also measure over stdio")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     add_no_fail(parser)

@@ -21,7 +21,6 @@ Absolute times move with machine load; the ratios are what to compare.
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import sys
@@ -47,10 +46,11 @@ from toolwatch.instrumentation.provenance import (
     StreamProvenance,
 )
 from toolwatch.record import arguments_size, result_size
+from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import description
+from targets import command_line
 
 _VOCABULARY = (
     "the of and to in is for that with on as are this be by from or at an it not which def "
@@ -239,10 +239,16 @@ def memory() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--rounds", type=int, default=6, help="rounds per variant (default 6)")
-    parser.add_argument("--calls", type=int, default=20, help="call pairs per round (default 20)")
-    parser.add_argument("--reps", type=int, default=20, help="measure repetitions (default 20)")
+    parser = command_line(__doc__)
+    parser.add_argument(
+        "--rounds", type=positive_int, default=6, help="rounds per variant (default 6)"
+    )
+    parser.add_argument(
+        "--calls", type=positive_int, default=20, help="call pairs per round (default 20)"
+    )
+    parser.add_argument(
+        "--reps", type=positive_int, default=20, help="measure repetitions (default 20)"
+    )
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}; provenance k=16 w=8, window 1 MiB; seed 13")
     part_calls(args.rounds, args.calls)

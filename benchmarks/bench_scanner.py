@@ -49,7 +49,6 @@ Run: ``.venv/bin/python benchmarks/bench_scanner.py [--dev] [--misses] [--compar
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -65,7 +64,7 @@ from toolwatch.words import counted
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # targets: the shared convention
-from targets import description  # noqa: E402
+from targets import command_line  # noqa: E402
 
 DATA = HERE / "data"
 #: the sets :func:`labelled` reads: name -> the files it takes
@@ -420,7 +419,7 @@ def render(name: str, result: dict[str, Any], *, blind: bool = False) -> list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
+    parser = command_line(__doc__)
     parser.add_argument("--dev", action="store_true", help="also show the development set")
     parser.add_argument(
         "--misses", action="store_true", help="list missed/flagged development texts (with --dev)"

@@ -21,7 +21,6 @@ Run: ``.venv/bin/python benchmarks/bench_store_info.py [--calls 1000000] [--file
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -35,10 +34,11 @@ import pyarrow as pa
 from toolwatch.collector.sources.stale_flags import fork_cases, imported_checks
 from toolwatch.collector.store import CALLS_SCHEMA, Store
 from toolwatch.conventions import ERROR_TYPE_NO_RESULT, ERROR_TYPE_TOOL_ERROR
+from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import description
+from targets import command_line
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 TOOLS = ("Bash", "Read", "Edit", "Grep", "Glob", "Write")
@@ -122,10 +122,10 @@ def best(rounds: int, run: Callable[[], object]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--calls", type=int, default=1_000_000, help="calls in the store")
-    parser.add_argument("--files", type=int, default=1_000, help="appends (Parquet files)")
-    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is kept")
+    parser = command_line(__doc__)
+    parser.add_argument("--calls", type=positive_int, default=1_000_000, help="calls in the store")
+    parser.add_argument("--files", type=positive_int, default=1_000, help="appends (Parquet files)")
+    parser.add_argument("--repeat", type=positive_int, default=3, help="rounds; the best is kept")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="toolwatch-bench-store-info-") as tmp:
         store = Store(Path(tmp) / "store")

@@ -26,7 +26,6 @@ Run: ``.venv/bin/python benchmarks/bench_store_views.py [--calls 1000000] [--fil
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -39,11 +38,12 @@ import pyarrow.parquet as pq
 
 from toolwatch.collector.store import Store, footers, parquet_store
 from toolwatch.collector.store.footers import forget
+from toolwatch.usage import positive_int
 from toolwatch.words import counted
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from bench_store_info import build
-from targets import description
+from targets import command_line
 
 COUNT = "SELECT count(*) AS n FROM calls"
 
@@ -172,12 +172,16 @@ def measure(store: Store, rounds: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--calls", type=int, default=1_000_000, help="calls in each store")
+    parser = command_line(__doc__)
+    parser.add_argument("--calls", type=positive_int, default=1_000_000, help="calls in each store")
     parser.add_argument(
-        "--files", type=int, nargs="+", default=[1_000, 100, 10], help="appends, one store each"
+        "--files",
+        type=positive_int,
+        nargs="+",
+        default=[1_000, 100, 10],
+        help="appends, one store each",
     )
-    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is kept")
+    parser.add_argument("--repeat", type=positive_int, default=3, help="rounds; the best is kept")
     args = parser.parse_args(argv)
     for files in args.files:
         with tempfile.TemporaryDirectory(prefix="toolwatch-bench-store-views-") as tmp:

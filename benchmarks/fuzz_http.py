@@ -10,12 +10,13 @@ Run: ``.venv/bin/python benchmarks/fuzz_http.py [--requests 10000]``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+
+from toolwatch.usage import positive_int
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -25,12 +26,12 @@ from support.http_fuzz import run_fuzz
 from toolwatch.collector.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets
+from targets import Targets, command_line
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=10_000)
+    parser = command_line(__doc__)
+    parser.add_argument("--requests", type=positive_int, default=10_000)
     args = parser.parse_args(argv)
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="fuzz-http-") as tmp:

@@ -27,6 +27,8 @@ from typing import Any
 
 from hypothesis.errors import HypothesisWarning
 
+from toolwatch.usage import non_negative_int, positive_int
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.proxy_fuzz import FuzzResult, run_http, run_stdio
@@ -34,7 +36,7 @@ from support.proxy_fuzz_http import Http, good_round
 from support.proxy_process import ProxyProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
-from targets import Targets, description
+from targets import Targets, command_line
 
 #: The proxy's own peak RSS, and its growth from the first sample to the last (MiB).
 TARGET_PEAK_MIB = 512
@@ -86,19 +88,23 @@ def _summary(result: FuzzResult, log: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("--requests", type=int, default=5000, help="HTTP actions (default 5000)")
+    parser = command_line(__doc__)
     parser.add_argument(
-        "--stdio-lines", type=int, default=2000, help="stdio lines per era (default 2000)"
+        "--requests", type=positive_int, default=5000, help="HTTP actions (default 5000)"
     )
-    parser.add_argument("--every", type=int, default=20, help="a well-behaved round every N")
+    parser.add_argument(
+        "--stdio-lines", type=positive_int, default=2000, help="stdio lines per era (default 2000)"
+    )
+    parser.add_argument(
+        "--every", type=positive_int, default=20, help="a well-behaved round every N"
+    )
     parser.add_argument(
         "--max-upstream-sessions",
-        type=int,
+        type=positive_int,
         default=8,
         help="the proxy's bound on clients' own upstream sessions (default 8)",
     )
-    parser.add_argument("--seed", type=int, default=32, help="seed (default 32)")
+    parser.add_argument("--seed", type=non_negative_int, default=32, help="seed (default 32)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=HypothesisWarning)  # "overly large repr" noise
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)

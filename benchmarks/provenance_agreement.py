@@ -13,7 +13,6 @@ the content-free test fixture (``tests/fixtures/provenance``). Also prints the i
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 import time
@@ -26,6 +25,9 @@ from toolwatch.collector.sources.claude_code.transcripts import TranscriptPathEr
 from toolwatch.instrumentation.provenance import EXPORTED_FIELDS
 from toolwatch.record import CallRecord
 from toolwatch.words import counted
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
+from targets import command_line
 
 #: reference column -> record field
 FIELDS = {
@@ -87,7 +89,7 @@ def write_fixture(records: Sequence[CallRecord], path: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__)
     parser.add_argument("paths", nargs="+", type=Path, help="transcript files or directories")
     parser.add_argument("--csv", type=Path, required=True, help="the reference CSV")
     parser.add_argument("--fixture", type=Path, help="also write the egress calls' fixture")

@@ -15,7 +15,6 @@ prints figures and exits 0.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench_scanner: the labelled sets' reader
 
 from bench_scanner import read_rows  # noqa: E402
-from targets import description  # noqa: E402
+from targets import command_line  # noqa: E402
 
 AUTHORS = {
     "first (scanner_set)": HERE / "data" / "scanner_set.jsonl",
@@ -36,7 +35,7 @@ AUTHORS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argparse.ArgumentParser(description=description(__doc__)).parse_args(argv)
+    command_line(__doc__).parse_args(argv)
     try:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression

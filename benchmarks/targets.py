@@ -13,6 +13,8 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from toolwatch.cli import Parser
+
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -24,6 +26,13 @@ def description(doc: str | None) -> str:
     """A script's ``--help`` description: its docstring's first paragraph, whole (its first
     line alone often stops mid-sentence)."""
     return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+def command_line(doc: str | None) -> argparse.ArgumentParser:
+    """A script's parser: ``--help`` opens with its docstring's first paragraph, and a wrong
+    command line (an unknown option, a count of 0) is one line and exit 2, as every toolwatch
+    command says it (``toolwatch.usage``), not argparse's usage block or a traceback later."""
+    return Parser(description=description(doc))
 
 
 def add_no_fail(parser: argparse.ArgumentParser) -> None:

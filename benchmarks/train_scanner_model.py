@@ -24,7 +24,6 @@ Needs scikit-learn (in the ``dev`` extra). Run:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import sys
@@ -41,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench_scanner: the labelled sets and their reader
 
 from bench_scanner import SETS, read_rows  # noqa: E402
-from targets import description  # noqa: E402
+from targets import command_line  # noqa: E402
 
 from toolwatch.injection.mitigations.instructions import categories  # noqa: E402
 
@@ -199,7 +198,7 @@ def _difference(a: C.TextModel, b: C.TextModel) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=description(__doc__))
+    parser = command_line(__doc__)
     parser.add_argument("--check", action="store_true", help="fail if the shipped file differs")
     parser.add_argument("--out", type=Path, help="write the model here (default: the shipped file)")
     args = parser.parse_args(argv)

@@ -105,3 +105,49 @@ def test_the_collector_benchmark_names_lost_or_doubled_rows_in_one_line() -> Non
     assert check(**(good | {"duplicates": 5}), expected=11_000) == (
         "5 spans counted as duplicates (every span is sent once)"
     )
+
+
+#: every option a script takes as a count (rounds, requests, sizes, seconds): 0 is refused
+COUNTS = {
+    "bench_app": ["--sessions", "--baseline-sessions", "--rounds"],
+    "bench_cli_help": ["--repeat"],
+    "bench_collector": ["--requests", "--concurrency", "--distinct"],
+    "bench_compaction_crash": ["--trials", "--files", "--rows"],
+    "bench_detection": ["--copies", "--repeat"],
+    "bench_experiment": ["--repeat", "--budget", "--long-calls", "--seeds"],
+    "bench_hostile_clients": ["--fat-clients", "--fat-seconds", "--slow", "--slow-seconds"],
+    "bench_import": ["--mb", "--tiny"],
+    "bench_instrumentation": ["--calls", "--rounds"],
+    "bench_provenance": ["--rounds", "--calls", "--reps"],
+    "bench_store_info": ["--calls", "--files", "--repeat"],
+    "bench_store_views": ["--calls", "--files", "--repeat"],
+    "fuzz_http": ["--requests"],
+    "fuzz_proxy": ["--requests", "--stdio-lines", "--every", "--max-upstream-sessions"],
+}
+
+
+def _refused(name: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        load_benchmark(name).main(argv)
+    out, err = capsys.readouterr()
+    assert (done.value.code, out) == (2, ""), (name, argv)
+    assert len(err.splitlines()) == 1, f"{name} {argv}: not one line: {err!r}"
+    return err
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_an_unknown_option_is_one_line_and_exit_2(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse printed its usage block first (two to five lines)."""
+    required = ["t.jsonl", "--csv", "r.csv"] if name == "provenance_agreement" else []
+    assert "--bogus" in _refused(name, [*required, "--bogus"], capsys)
+
+
+@pytest.mark.parametrize(("name", "option"), [(n, o) for n, opts in COUNTS.items() for o in opts])
+def test_a_count_of_0_is_refused_before_any_work(
+    name: str, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 0 ran until a traceback (an empty median, a division by zero, hypothesis's
+    max_examples) or, for a correctness contract, passed with nothing tried."""
+    assert option in _refused(name, [option, "0"], capsys)
