@@ -4,12 +4,14 @@ Classes (:data:`toolwatch.conventions.EGRESS_CLASSES`):
 
 * ``web``: web fetch / search (Claude Code's ``WebFetch`` sends only its ``url``: the prompt
   goes to the model provider, which holds the conversation anyway; ``WebSearch`` its query),
-  MCP tools with a fetch/search verb on servers that are not recognisably local, and any other
-  MCP tool given a non-loopback URL;
+  MCP tools with a fetch/search verb on servers that are not recognisably local (not a search
+  of a codebase, of grep matches or of code symbols: those stay on the machine; not a fetch or
+  crawl whose every URL argument is loopback), and any other MCP tool given a non-loopback URL;
 * ``browser``: browser-automation actions that carry data to a page (navigate, type, fill,
   evaluate, upload …), except towards loopback pages;
 * ``http``: MCP tools that send requests or write to remote services (request, api, post,
-  send, publish, upload, create …);
+  send, publish, upload, create …, snake_case or camelCase: ``sendEmail``), except when every
+  URL argument is loopback;
 * ``shell`` / ``script``: shell commands with network programs / only network-library code
   (:mod:`toolwatch.instrumentation.provenance.shell`);
 * ``none``: nothing leaves the machine.
@@ -42,6 +44,8 @@ SHELL_TOOLS: Final = frozenset(
     {"Bash", "PowerShell", "bash", "shell", "powershell", "zsh", "BashOutput"}
 )
 _BROWSER_SERVER: Final = re.compile(r"playwright|puppeteer|browser|chrome|selenium|chromium", re.I)
+#: a browser-automation tool by its own name, on a server of any name (``puppeteer_evaluate``)
+_BROWSER_TOOL: Final = re.compile(r"^(browser|puppeteer|playwright)_", re.I)
 #: browser actions whose arguments can carry free-form data to a page or a remote site
 _BROWSER_EGRESS: Final = re.compile(
     r"navigate(?!_back|_forward)|goto|open_?url|new_?page|tab_new|(^|_)type$|fill|press_?key|"
@@ -53,7 +57,7 @@ _BROWSER_NAVIGATION: Final = re.compile(
 )
 _LOCAL_SERVER: Final = re.compile(
     r"filesystem|(^|[_-])fs([_-]|$)|file|memory|(^|[_-])mem([_-]|$)|claude-mem|sqlite|"
-    r"(^|[_-])git([_-]|$)|time|sequential|mermaid|pencil|(^|[_-])ide([_-]|$)",
+    r"(^|[_-])git([_-]|$)|(^|[_-])time([_-]|$)|sequential|mermaid|pencil|(^|[_-])ide([_-]|$)",
     re.I,
 )
 #: Names of MCP tools that fetch from or search the web. Not ``lookup`` (a key looked up in a
@@ -62,14 +66,25 @@ _LOCAL_SERVER: Final = re.compile(
 #: (``fetch_record``): such a tool is web egress only when given a URL, as any MCP tool is.
 _WEB_VERB: Final = re.compile(
     r"fetch(?!_?(?:records?|rows?|entry|entries|items?|fields?)(?:$|[_-]))|search|scrape|"
-    r"crawl|browse|web|url|google|bing|brave|tavily|serper|firecrawl|jina|perplexity|"
+    r"crawl|browse|web(?!_?hook)|url|google|bing|brave|tavily|serper|firecrawl|jina|perplexity|"
     r"library-docs|library-id|query-docs",
     re.I,
 )
 _HTTP_VERB: Final = re.compile(
     r"http|request|(^|[_-])api([_-]|$)|graphql|webhook|(^|[_-])(post|put|patch|send|publish|"
-    r"upload|comment|reply|create|push|email|message|tweet)([_-]|$)|Message$",
+    r"upload|comment|reply|create|push|email|message|tweet)([_-]|$)|Message$|"
+    r"^(?-i:(post|put|patch|send|publish|upload|comment|reply|create|push|email|tweet)[A-Z])",
     re.I,
+)
+#: Searches that stay on the machine whatever the server: of a codebase, grep matches, an
+#: editor's workspace symbols. Not ``search_symbols`` (ticker symbols at a market data API),
+#: ``search_files`` (a cloud drive's too; a filesystem server is local by its name) nor
+#: ``search_issues`` (a local tracker's or GitHub's: the name does not say).
+_LOCAL_SEARCH: Final = re.compile(r"codebase|grep|workspace_?symbols?", re.I)
+#: A web tool's name that says it searches: its arguments go to a search service even when
+#: they hold a loopback URL (a query about ``http://localhost:3000``).
+_SEARCH_VERB: Final = re.compile(
+    r"search|google|bing|brave|serper|perplexity|query-docs|library-id", re.I
 )
 _MCP_SHELL: Final = re.compile(
     r"(^|[_-])(exec(ute)?(_command)?|shell|terminal|run_command|bash|powershell|cmd)([_-]|$)",
@@ -102,7 +117,7 @@ class ToolName:
     @property
     def browser(self) -> bool:
         return self.server is not None and (
-            bool(_BROWSER_SERVER.search(self.server)) or self.name.startswith("browser_")
+            bool(_BROWSER_SERVER.search(self.server)) or bool(_BROWSER_TOOL.match(self.name))
         )
 
 
@@ -113,8 +128,7 @@ def source_is_remote(tool: ToolName) -> bool:
         return tool.name in WEB_TOOLS
     if tool.browser:
         return True
-    assert tool.server is not None
-    return not _LOCAL_SERVER.search(tool.server) and bool(_WEB_VERB.search(tool.name))
+    return _by_name(tool.server, tool.name)[0] in (_WEB, _WEB_FETCH)
 
 
 def browser_navigation_local(tool: ToolName, arguments: Any) -> bool | None:
@@ -127,7 +141,7 @@ def browser_navigation_local(tool: ToolName, arguments: Any) -> bool | None:
 
 #: What a tool's name (and its server's) decides before its arguments are looked at, one
 #: value per branch of :func:`classify`.
-_NONE, _WEB_BUILTIN, _SHELL, _BROWSER, _WEB, _HTTP, _URL = range(7)
+_NONE, _WEB_BUILTIN, _SHELL, _BROWSER, _WEB, _WEB_FETCH, _HTTP, _URL = range(8)
 
 
 @lru_cache(maxsize=4_096)
@@ -144,10 +158,10 @@ def _by_name(server: str | None, name: str) -> tuple[int, bool]:
         return (_BROWSER if _BROWSER_EGRESS.search(name) else _NONE), navigation
     if _MCP_SHELL.search(name):
         return _SHELL, False
-    if _LOCAL_SERVER.search(server or ""):
+    if _LOCAL_SERVER.search(server or "") or _LOCAL_SEARCH.search(name):
         return _NONE, False
     if _WEB_VERB.search(name):
-        return _WEB, False
+        return (_WEB if _SEARCH_VERB.search(name) else _WEB_FETCH), False
     if _HTTP_VERB.search(name):
         return _HTTP, False
     return _URL, False
@@ -170,8 +184,10 @@ def classify(
         return "none", []
     if kind == _WEB:
         return "web", list(string_leaves(arguments))
-    if kind == _HTTP:
-        return "http", list(string_leaves(arguments))
+    if kind in (_WEB_FETCH, _HTTP):
+        if _all_urls_loopback(arguments):  # a fetch of / a request to this machine
+            return "none", []
+        return ("web" if kind == _WEB_FETCH else "http"), list(string_leaves(arguments))
     if kind == _SHELL:
         return network_texts(_command(arguments))
     if kind == _WEB_BUILTIN:

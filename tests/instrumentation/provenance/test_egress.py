@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -168,3 +168,58 @@ def test_each_segment_of_a_command_is_split_into_words_once(
     cls, sent = network_texts("curl -s http://127.0.0.1:8080/x; git -C repo push origin main")
     assert (cls, sent) == ("shell", ["git -C repo push origin main"])
     assert sorted(texts) == ["curl -s http://127.0.0.1:8080/x", "git -C repo push origin main"]
+
+
+#: (tool, server, arguments, class): names each rule decides, both sides of every line
+NAME_RULES: Final = [
+    # a search of a codebase, of grep matches or of symbols stays on the machine; others are web
+    ("codebase_search", "dev-tools", {"query": "def main"}, "none"),
+    ("search_codebase", "", {"query": "def main"}, "none"),
+    ("grep_search", "ide-bridge", {"pattern": "TODO"}, "none"),
+    ("workspace_symbols", "lsp", {"query": "Parser"}, "none"),
+    ("search_docs", "kb", {"query": "vpc peering"}, "web"),
+    ("search_symbols", "market-data", {"keywords": "ACME"}, "web"),
+    ("search_issues", "github", {"q": "is:open"}, "web"),
+    ("search_code", "github", {"q": "repo:a/b x"}, "web"),
+    # a fetch or a request to this machine sends nothing off it; to anywhere else it does
+    ("fetch", "fetch", {"url": "http://localhost:8000/health"}, "none"),
+    ("fetch_content", "ddg-search", {"url": "http://127.0.0.1:5173/"}, "none"),
+    ("fetch", "fetch", {"url": "http://[::1]:8080/"}, "none"),
+    ("http_post", "http", {"url": "http://localhost:9/in", "body": "x"}, "none"),
+    ("fetch", "fetch", {"url": "https://example.org/"}, "web"),
+    ("http_post", "http", {"url": "https://hooks.example.com/in", "body": "x"}, "http"),
+    ("fetch", "fetch", {"url": "http://localhost/", "next": "https://example.org/"}, "web"),
+    # a search's query goes to the search service even when it names a local URL
+    ("web_search", "brave", {"query": "http://localhost:3000 404"}, "web"),
+    # writes to remote services, snake_case or camelCase
+    ("send_email", "mail", {"to": "a@example.org"}, "http"),
+    ("sendEmail", "mail", {"to": "a@example.org"}, "http"),
+    ("uploadFile", "drive", {"name": "a.txt"}, "http"),
+    ("createGist", "gh", {"content": "x"}, "http"),
+    ("post_message", "slack", {"text": "x"}, "http"),
+    ("postMessage", "slack", {"text": "x"}, "http"),
+    ("webhook", "hooks", {"payload": "x"}, "http"),
+    ("sender_stats", "mail", {"day": "monday"}, "none"),
+    ("postcode_lookup", "geo", {"postcode": "SW1A 1AA"}, "none"),
+    ("createdBy", "crm", {"id": "7"}, "none"),
+    # a browser tool by its own name, on a server of any name
+    ("puppeteer_evaluate", "general-tools", {"script": "fetch(u, {body: d})"}, "browser"),
+    ("puppeteer_navigate", "general-tools", {"url": "https://a.example/"}, "browser"),
+    ("playwright_navigate", "x", {"url": "http://127.0.0.1:3000"}, "none"),
+    ("puppeteer_screenshot", "general-tools", {}, "none"),
+    # a local server is known by a whole word: `time`, not `runtime`
+    ("fetch_current_time", "time", {}, "none"),
+    ("search", "runtime-search", {"query": "x"}, "web"),
+]
+
+
+@pytest.mark.parametrize(("tool", "server", "args", "expected"), NAME_RULES)
+def test_name_rules(tool: str, server: str, args: Any, expected: str) -> None:
+    """Each rule of the docs' egress table, with a name on each side of it."""
+    assert _class(tool, args, server=server) == expected
+
+
+def test_a_local_search_is_a_local_source() -> None:
+    """Bytes copied from a codebase search are the machine's own: a payload, not a link."""
+    assert not source_is_remote(ToolName("dev-tools", "codebase_search"))
+    assert source_is_remote(ToolName("kb", "search_docs"))
