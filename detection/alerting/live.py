@@ -65,7 +65,7 @@ import pyarrow.compute as pc
 
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.conventions import EGRESS_NONE
-from toolwatch.detection.alerting import readback
+from toolwatch.detection.alerting import model_age, readback
 from toolwatch.detection.alerting.live_alerts import (
     PROVENANCE_CUE_SET,
     PROVENANCE_DETECTOR,
@@ -121,7 +121,9 @@ class LiveScorer:
     ``None``, a replay of stored calls: event time is trusted); ``max_open_streams``: the cap
     on open streams (the least recently active is evicted past it); ``catch_up``: at start,
     re-score the stored calls the saved state never saw (the collector; see
-    :mod:`~toolwatch.detection.alerting.readback`).
+    :mod:`~toolwatch.detection.alerting.readback`); ``fade_from_first_call``: an adaptive
+    model's fading starts at a fresh state's first call, the gap before it skipped (else a
+    model far older than that call is warned of: :mod:`.model_age`).
     """
 
     def __init__(
@@ -141,6 +143,7 @@ class LiveScorer:
         clock_ahead_s: float | None = None,
         max_open_streams: int = MAX_OPEN_STREAMS,
         catch_up: bool = False,
+        fade_from_first_call: bool = False,
     ) -> None:
         if isinstance(model_path, NormalModel):
             self.model_path: Path | None = None
@@ -202,6 +205,8 @@ class LiveScorer:
         self.record = record
         self.poster = poster or (WebhookPoster(webhook) if webhook else None)
         self.on_scored: Observer | None = None
+        self.fade_from_first_call = fade_from_first_call
+        self.age_checked = False  # the model's age at the first call: warned or skipped
         self._above: dict[StreamKey, int] = {}  # bit i set: stream is above watch[i]
         self.alerts_raised = 0
         self.alerts_unstored = 0  # raised, but the alerts table could not take them (disk)
@@ -298,7 +303,12 @@ class LiveScorer:
         ahead, ahead_us = 0, 0
         evicted = self.scorer.counts["evicted"]
         window = self.window
-        for call, span_id, learn, source in self._calls(table):
+        calls = self._calls(table)
+        if calls and not self.age_checked:
+            first = calls[0][0].start_us if latest is None else min(calls[0][0].start_us, latest)
+            model_age.first_call(self.scorer, first / 1e6, skip=self.fade_from_first_call)
+            self.age_checked = True
+        for call, span_id, learn, source in calls:
             t = call.start_us
             if latest is not None and t > latest:
                 ahead, ahead_us = ahead + 1, max(ahead_us, t - latest)

@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="score every batch live with this model file (trained with --adaptive: it keeps "
         "up with drift); its open streams (and adaptive state) resume across restarts from "
         "STORE/models/live-state.json, and calls stored after its last save are re-scored",
+    )
+    parser.add_argument(
+        "--fade-from-first-call",
+        action="store_true",
+        help="with an adaptive --model: old behaviour fades from the first live call, the time "
+        "since the model's newest call skipped (default: it counts, and a model many "
+        "half-lives old is warned of: it has faded to nothing and normal streams alarm)",
     )
     parser.add_argument(
         "--max-open-streams",
@@ -169,8 +177,9 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise UsageError(
             f"${ENV_TOKEN} is set but empty; unset it to run without a token, or set the token"
         )
-    if args.model is None and args.max_open_streams is not None:
-        raise UsageError("--max-open-streams needs --model")
+    for flag in ("max_open_streams", "fade_from_first_call"):
+        if args.model is None and getattr(args, flag) not in (None, False):
+            raise UsageError(f"--{flag.replace('_', '-')} needs --model")
 
 
 def _scorer(args: argparse.Namespace, store: Store) -> Any:
@@ -189,8 +198,10 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
     if unmet:
         raise UserError(f"live scoring (--model) {unmet}")
     from toolwatch.detection.alerting.live import LiveScorer
+    from toolwatch.detection.alerting.model_age import stale_line
 
     cap = args.max_open_streams
+    fade = bool(getattr(args, "fade_from_first_call", False))  # a Namespace made in code
     try:
         scorer = LiveScorer(
             args.model,
@@ -198,6 +209,7 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
             webhook=args.webhook,
             clock_ahead_s=CLOCK_AHEAD_S,
             catch_up=True,  # the calls stored after the last save of its state, re-scored
+            fade_from_first_call=fade,
             **({} if cap is None else {"max_open_streams": cap}),
         )
     except Exception as exc:
@@ -205,6 +217,10 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
     log.info(
         "live scoring with %s%s", args.model, f", alerts to {args.webhook}" * bool(args.webhook)
     )
+    stale = None if fade else stale_line(scorer.scorer, time.time(), "now")
+    if stale:
+        log.warning(stale)
+        scorer.age_checked = True  # said once: not again at the first live call
     return scorer
 
 

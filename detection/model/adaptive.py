@@ -18,6 +18,12 @@ statistics* of the cues instead of their fitted parameters, with old behaviour f
   a factor ``e^(−1/F)`` per stream it learns, so its effective weight never falls below about
   F streams (once it has learnt them) however slowly traffic comes, and without new streams it
   forgets nothing. A busy deployment (streams closer than that in time) decays as before.
+* **A deployment gap** (:meth:`DecayedStats.skip_gap`, the collector's
+  ``--fade-from-first-call``). Without a floor, a model first used long after its newest call
+  has faded by then (23 half-lives for a model whose newest call is in January, used in December:
+  the first fold prunes its statistics to nothing). Skipping the gap moves the decay clock
+  back by the time between the newest learnt call and the first live one, so fading starts
+  there: a gap without traffic brings no new behaviour to replace the old with.
 * **Statistics.** Unigram and bigram counts over a tool registry whose ids never change (new
   tools are appended, so open streams keep valid keys when a snapshot is swapped in); per tool the
   weighted moments of ``log1p`` input and result bytes and the weighted calls and failures; a
@@ -82,6 +88,8 @@ class DecayedStats:
         #: with a floor: the last stream end the decay clock has seen (s) and the clock there
         self.clock_t = 0.0
         self.clock_d = 0.0
+        #: without a floor: the deployment gap skipped (s): decay time = event time − this
+        self.skipped_s = 0.0
         self.tools: list[str] = []  # the registry: index = stable id
         self.unigram: dict[int, float] = {}
         self.bigram: dict[tuple[int, int], float] = {}  # (prev id or -1 for <s>, next id)
@@ -109,12 +117,27 @@ class DecayedStats:
     def decay_time(self, now_s: float) -> float:
         """The decay time at event time ``now_s`` (with a floor: the clock stands still
         between folds, as nothing new was learnt)."""
-        return self.clock_d if self.floored else now_s
+        return self.clock_d if self.floored else now_s - self.skipped_s
 
     @property
     def learnt_until_s(self) -> float:
         """The event time of the latest learnt stream end (the initial snapshot's time)."""
-        return self.clock_t if self.floored else self.t_ref
+        return self.clock_t if self.floored else self.t_ref + self.skipped_s
+
+    @property
+    def fades_in_gaps(self) -> bool:
+        """Whether time without traffic fades the statistics (no floor, a finite half-life)."""
+        return not self.floored and not math.isinf(self.half_life_s)
+
+    def skip_gap(self, now_s: float) -> float:
+        """Start fading at event time ``now_s`` (the first live call): the time since the
+        newest learnt call does not count. Returns the seconds skipped (0 with a floor, whose
+        clock stands still anyway, or when ``now_s`` is not later)."""
+        gap = now_s - self.learnt_until_s
+        if not self.fades_in_gaps or gap <= 0:
+            return 0.0
+        self.skipped_s += gap
+        return gap
 
     def factor(self, now_s: float) -> float:
         """Stored → effective counts at ``now_s``."""
@@ -176,6 +199,8 @@ class DecayedStats:
         t_s = frame.start_us / 1e6
         if self.floored:
             t_s = self._clock(frame, t_s)  # decay time, not event time
+        elif self.skipped_s:
+            t_s = t_s - self.skipped_s
         t_max = float(t_s.max())
         if self.t_ref == 0.0 and not self.tools:
             self.t_ref = t_max
@@ -321,8 +346,10 @@ class DecayedStats:
 
     def to_dict(self) -> dict[str, Any]:
         clock = {"clock": [self.clock_t, self.clock_d]} if self.floored else {}
+        skipped = {"skipped_s": self.skipped_s} if self.skipped_s else {}
         return {
             **clock,
+            **skipped,
             "t_ref": self.t_ref,
             "tools": list(self.tools),
             "unigram": [[i, c] for i, c in sorted(self.unigram.items())],
@@ -343,6 +370,7 @@ class DecayedStats:
         stats.t_ref = float(data["t_ref"])
         # a model learnt without the floor starts its clock where its event time stood
         stats.clock_t, stats.clock_d = (float(x) for x in data.get("clock", (stats.t_ref,) * 2))
+        stats.skipped_s = float(data.get("skipped_s", 0.0))
         stats.tools = [str(t) for t in data["tools"]]
         stats._ids = {t: i for i, t in enumerate(stats.tools)}
         if len(stats._ids) != len(stats.tools):

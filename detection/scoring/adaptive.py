@@ -300,6 +300,22 @@ class StreamScorer:
         self._dirty = False
         self.counts["refreshes"] += 1
 
+    @property
+    def last_seen_s(self) -> float:
+        """Adaptive: event time of the newest call learnt or scored (its statistics' age)."""
+        assert self.adaptive is not None
+        return max(self.now_us / 1e6, self.adaptive.stats.learnt_until_s)
+
+    def skip_gap(self, now_s: float) -> float:
+        """Adaptive: start fading at ``now_s`` (a fresh state's first live call: the gap since
+        the newest learnt call does not count) and score with the snapshot as of then; returns
+        the seconds skipped."""
+        assert self.adaptive is not None
+        skipped = self.adaptive.stats.skip_gap(now_s)
+        if skipped:
+            self.refresh(now_s)
+        return skipped
+
     def _rebuild_quantiles(self) -> None:
         assert self.adaptive is not None
         cfg = self.adaptive.config
