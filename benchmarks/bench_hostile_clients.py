@@ -15,12 +15,15 @@
 
 The machine is shared: the load average is printed before and after, and the well-behaved
 client alone is the slow-client run's baseline. Each target is printed met or MISSED; exits 1
-when one is missed (``--no-fail``: report only). Run:
+when one is missed (``--no-fail``: report only), and 1 with one line quoting its log's last lines
+when a collector does not answer ``/health`` within ``--start-timeout`` seconds (default 30; it
+is stopped, not left running). Run:
 ``.venv/bin/python benchmarks/bench_hostile_clients.py [--fat-clients 96] [--slow 1100]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -39,7 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from support.collector_process import Server, request, tool_span
+from support.collector_process import (
+    START_TIMEOUT,
+    CollectorDidNotStart,
+    Server,
+    request,
+    tool_span,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # targets: the shared convention
 from targets import Targets, add_no_fail, command_line
@@ -73,17 +82,21 @@ def fat_bodies() -> dict[str, tuple[bytes, str]]:
     }
 
 
-def fat_clients(tmp: Path, clients: int, seconds: float) -> dict[str, object]:
+def fat_clients(
+    tmp: Path, clients: int, seconds: float, *, start_timeout: float = START_TIMEOUT
+) -> dict[str, object]:
     return {
-        kind: _fat_run(tmp / f"fat-{kind}", body, ctype, clients, seconds)
+        kind: _fat_run(tmp / f"fat-{kind}", body, ctype, clients, seconds, start_timeout)
         for kind, (body, ctype) in fat_bodies().items()
     }
 
 
-def _fat_run(tmp: Path, body: bytes, ctype: str, clients: int, seconds: float) -> dict[str, object]:
+def _fat_run(
+    tmp: Path, body: bytes, ctype: str, clients: int, seconds: float, start_timeout: float
+) -> dict[str, object]:
     import http.client
 
-    server = Server(tmp)
+    server = Server(tmp, start_timeout=start_timeout)
     statuses: dict[int, int] = {}
     no_retry_after = 0
     lock, stop = threading.Lock(), threading.Event()
@@ -130,8 +143,10 @@ def _fat_run(tmp: Path, body: bytes, ctype: str, clients: int, seconds: float) -
     }
 
 
-def slow_clients(tmp: Path, n: int, seconds: float, *, hard: bool) -> dict[str, object]:
-    server = Server(tmp, fd_limit=1024 if hard else None)
+def slow_clients(
+    tmp: Path, n: int, seconds: float, *, hard: bool, start_timeout: float = START_TIMEOUT
+) -> dict[str, object]:
+    server = Server(tmp, fd_limit=1024 if hard else None, start_timeout=start_timeout)
     latencies: list[float] = []
     offsets: list[float] = []  # when each request was sent, from the start of the burst
     statuses: dict[str, int] = {}
@@ -193,8 +208,8 @@ def slow_clients(tmp: Path, n: int, seconds: float, *, hard: bool) -> dict[str, 
     }
 
 
-def poisoned(tmp: Path) -> dict[str, object]:
-    server = Server(tmp / "poison")
+def poisoned(tmp: Path, *, start_timeout: float = START_TIMEOUT) -> dict[str, object]:
+    server = Server(tmp / "poison", start_timeout=start_timeout)
     poisons = [
         request([tool_span("p") | {"startTimeUnixNano": "253402300800000000000"}]),
         request([tool_span("p") | {"startTimeUnixNano": str(10**30)}]),
@@ -246,15 +261,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fat-seconds", type=positive_float, default=15)
     parser.add_argument("--slow", type=positive_int, default=1100)
     parser.add_argument("--slow-seconds", type=positive_float, default=15)
+    parser.add_argument("--start-timeout", type=positive_float, default=START_TIMEOUT)
     add_no_fail(parser)
     args = parser.parse_args(argv)
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+    try:
+        results = _run(args)
+    except CollectorDidNotStart as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 1
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    targets = check(results)
+    print(targets.report())
+    return targets.exit_code(args.no_fail)
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every attack's results, each printed as it ends."""
     results: dict[str, Any] = {}
+    wait = args.start_timeout
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
         root = Path(tmp)
-        results["poisoned"] = poisoned(root)
+        results["poisoned"] = poisoned(root, start_timeout=wait)
         print(json.dumps({"poisoned": results["poisoned"]}), flush=True)
-        results["fat_clients"] = fat_clients(root, args.fat_clients, args.fat_seconds)
+        results["fat_clients"] = fat_clients(
+            root, args.fat_clients, args.fat_seconds, start_timeout=wait
+        )
         print(json.dumps({"fat_clients": results["fat_clients"]}), flush=True)
         # the baseline: the well-behaved client alone (its 200 waits for an fsync, which on a
         # shared disk can itself take over a second)
@@ -262,12 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         for hard in (True, False):
             runs.append((f"slow_clients_{'hard' if hard else 'soft'}_limit", args.slow, hard))
         for key, n, hard in runs:
-            results[key] = slow_clients(root / key, n, args.slow_seconds, hard=hard)
+            results[key] = slow_clients(
+                root / key, n, args.slow_seconds, hard=hard, start_timeout=wait
+            )
             print(json.dumps({key: results[key]}), flush=True)
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
-    targets = check(results)
-    print(targets.report())
-    return targets.exit_code(args.no_fail)
+    return results
 
 
 def check(results: dict[str, Any]) -> Targets:

@@ -4,8 +4,10 @@ documents, mostly-valid tool spans with one hostile field, random bytes, gzip of
 
 The contract: no 5xx except 503 with ``Retry-After``, the server alive afterwards, spans stored
 before the run intact, no traceback in the collector's log. Prints one JSON summary line and the
-targets; exits 1 on a miss (a correctness contract: no ``--no-fail``).
-Run: ``.venv/bin/python benchmarks/fuzz_http.py [--requests 10000]``.
+targets; exits 1 on a miss (a correctness contract: no ``--no-fail``), and 1 with one line quoting
+its log's last lines when the collector does not answer ``/health`` within ``--start-timeout``
+seconds (default 30; it is stopped, not left running).
+Run: ``.venv/bin/python benchmarks/fuzz_http.py [--requests 10000] [--start-timeout 30]``.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from toolwatch.usage import positive_int
+from toolwatch.usage import positive_float, positive_int
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.collector import SpanSpec, call, pb_request, post
-from support.collector_process import Server
+from support.collector_process import START_TIMEOUT, CollectorDidNotStart, Server
 from support.http_fuzz import run_fuzz
 from toolwatch.collector.store import Store
 
@@ -32,10 +34,15 @@ from targets import Targets, command_line
 def main(argv: list[str] | None = None) -> int:
     parser = command_line(__doc__)
     parser.add_argument("--requests", type=positive_int, default=10_000)
+    parser.add_argument("--start-timeout", type=positive_float, default=START_TIMEOUT)
     args = parser.parse_args(argv)
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="fuzz-http-") as tmp:
-        server = Server(Path(tmp))
+        try:
+            server = Server(Path(tmp), start_timeout=args.start_timeout)
+        except CollectorDidNotStart as exc:
+            print(f"{parser.prog}: {exc}", file=sys.stderr)
+            return 1
         try:
             earlier = [SpanSpec(call(session="before-fuzz", seq=i)) for i in range(50)]
             assert post(server.url, pb_request(earlier)).status == 200

@@ -115,13 +115,19 @@ COUNTS = {
     "bench_compaction_crash": ["--trials", "--files", "--rows"],
     "bench_detection": ["--copies", "--repeat"],
     "bench_experiment": ["--repeat", "--budget", "--long-calls", "--seeds"],
-    "bench_hostile_clients": ["--fat-clients", "--fat-seconds", "--slow", "--slow-seconds"],
+    "bench_hostile_clients": [
+        "--fat-clients",
+        "--fat-seconds",
+        "--slow",
+        "--slow-seconds",
+        "--start-timeout",
+    ],
     "bench_import": ["--mb", "--tiny"],
     "bench_instrumentation": ["--calls", "--rounds"],
     "bench_provenance": ["--rounds", "--calls", "--reps"],
     "bench_store_info": ["--calls", "--files", "--repeat"],
     "bench_store_views": ["--calls", "--files", "--repeat"],
-    "fuzz_http": ["--requests"],
+    "fuzz_http": ["--requests", "--start-timeout"],
     "fuzz_proxy": ["--requests", "--stdio-lines", "--every", "--max-upstream-sessions"],
 }
 

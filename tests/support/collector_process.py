@@ -1,6 +1,8 @@
 """A ``toolwatch collector`` in a child process, for tests and benchmarks that attack it (memory,
 descriptors, slow clients): start it (optionally with a descriptor limit), talk to it, sample its
-memory, stop it and read its log. Support code, not collected.
+memory, stop it and read its log. A collector that does not answer ``/health`` in time, or
+exits first, is stopped (SIGTERM, then SIGKILL) before :class:`CollectorDidNotStart` is raised:
+no caller is left with an orphan. Support code, not collected.
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from toolwatch.usage import one_line
+
+#: seconds a started collector has to answer ``/health`` (a loaded 2-core machine needs some)
+START_TIMEOUT = 30.0
+#: the log's last lines quoted when it did not start
+_LOG_LINES = 3
+
+
+class CollectorDidNotStart(RuntimeError):
+    """The collector did not answer ``/health`` in time or exited first; its process is
+    already ended, and the message is one line ending with its log's last lines."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -26,11 +40,18 @@ def free_port() -> int:
 
 class Server:
     def __init__(
-        self, tmp: Path, *, fd_limit: int | None = None, extra: Sequence[str] = ()
+        self,
+        tmp: Path,
+        *,
+        fd_limit: int | None = None,
+        extra: Sequence[str] = (),
+        start_timeout: float = START_TIMEOUT,
+        port: int | None = None,
     ) -> None:
-        """``extra``: more ``toolwatch collector`` arguments (``--model M``)."""
+        """``extra``: more ``toolwatch collector`` arguments (``--model M``); ``start_timeout``:
+        seconds to wait for ``/health``; ``port``: a chosen port (default: a free one)."""
         tmp.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / "collector.log"
         self.store = tmp / "store"
@@ -58,14 +79,45 @@ class Server:
                 stderr=err,
                 preexec_fn=limit,
             )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        try:
+            why = self._wait_healthy(start_timeout)
+        except BaseException:  # Ctrl-C while waiting: still no orphan
+            self._end()
+            raise
+        if why is not None:
+            self._end()
+            raise CollectorDidNotStart(f"{why}; its log: {self._log_tail()}")
+
+    def _wait_healthy(self, timeout: float) -> str | None:
+        """None once ``/health`` answers 200, else why it never did."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                return f"the collector exited with code {code} before answering /health"
+            left = deadline - time.monotonic()
             try:
-                if self.get("/health")[0] == 200:
-                    return
+                if self.get("/health", timeout=max(0.1, min(10, left)))[0] == 200:
+                    return None
             except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(self.log.read_text())
+                pass
+            if time.monotonic() >= deadline:
+                return f"the collector did not answer /health within {timeout:g} s"
+            time.sleep(0.1)
+
+    def _end(self, grace: float = 10) -> None:
+        """SIGTERM, and SIGKILL when it has not exited after ``grace`` seconds."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _log_tail(self) -> str:
+        lines = self.log.read_text(errors="replace").strip().splitlines()[-_LOG_LINES:]
+        return one_line("\n".join(lines)) if lines else "(empty)"
 
     def get(self, path: str, timeout: float = 10) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
