@@ -23,6 +23,7 @@ from toolwatch.injection.experiment.config import ExperimentError
 from toolwatch.injection.experiment.replay import MODELS, ReplayConfig, ReplayResult
 from toolwatch.injection.experiment.replay_report import summary
 from toolwatch.injection.experiment.results import NORMAL
+from toolwatch.injection.experiment.storage import saved_config
 
 REPLAYS: Final = tables.REPLAYS.name
 REPLAYS_SCHEMA: Final = SCHEMAS[REPLAYS]
@@ -130,4 +131,7 @@ def load_replay(store: Any, run_id: str) -> dict[str, Any]:
 def load_replay_run(store: Any, run_id: str) -> tuple[ReplayConfig, dict[str, Any]]:
     """The configuration and the split summary (with its data fingerprint) of a saved run."""
     data = load_replay(store, run_id)
-    return ReplayConfig.from_dict(data["config"]), data["split"]
+    config = saved_config(
+        "replay", run_id, store.root, lambda: ReplayConfig.from_dict(data["config"])
+    )
+    return config, data["split"]

@@ -5,8 +5,8 @@ saving them, loading a saved run's configuration (to re-run it) and the calls to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +16,7 @@ from toolwatch.collector.store.arrow_schema import SCHEMAS
 from toolwatch.collector.store.parquet_store import CALLS, PARTITION_COLUMN
 from toolwatch.injection.experiment.config import ExperimentConfig, ExperimentError
 from toolwatch.injection.experiment.results import ExperimentResult, finite
+from toolwatch.usage import UserError
 from toolwatch.words import counted
 
 EXPERIMENTS: Final = tables.EXPERIMENTS.name
@@ -23,6 +24,7 @@ EXPERIMENT_RUNS: Final = tables.EXPERIMENT_RUNS.name
 EXPERIMENTS_SCHEMA: Final = SCHEMAS[EXPERIMENTS]
 EXPERIMENT_RUNS_SCHEMA: Final = SCHEMAS[EXPERIMENT_RUNS]
 _TS = EXPERIMENTS_SCHEMA.field("created").type
+_Config = TypeVar("_Config")
 
 
 def experiment_rows(result: ExperimentResult) -> pa.Table:
@@ -148,7 +150,26 @@ def load_run(store: Any, run_id: str) -> tuple[ExperimentConfig, dict[str, Any]]
     if table.num_rows == 0:
         raise ExperimentError(f"no saved experiment with run id {run_id!r} in {store.root}")
     row = table.to_pylist()[0]
-    return ExperimentConfig.from_dict(json.loads(row["config_json"])), json.loads(row["split_json"])
+    config = saved_config(
+        "experiment",
+        run_id,
+        store.root,
+        lambda: ExperimentConfig.from_dict(json.loads(row["config_json"])),
+    )
+    return config, json.loads(row["split_json"])
+
+
+def saved_config(kind: str, run_id: str, root: Any, build: Callable[[], _Config]) -> _Config:
+    """``build()``, the configuration of a saved run (``--rerun``): settings that no longer
+    validate (a row edited by hand, or written by another version) are data the command cannot
+    use, exit 1, said naming the run, not the exit 2 of options the user typed."""
+    try:
+        return build()
+    except (UserError, ValueError, TypeError, KeyError) as exc:
+        why = f"no setting {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        raise ExperimentError(
+            f"the saved {kind} {run_id!r} in {root} has settings this version cannot use: {why}"
+        ) from exc
 
 
 def data_changed(saved_split: Mapping[str, Any], split: Mapping[str, Any]) -> str | None:
