@@ -1,8 +1,8 @@
 """bench_app's stores: reused only when complete and of the size asked for, never another's.
 
-The build steps (``toolwatch simulate``, ``train``, ``scan``, ``experiment``) are replaced by a
-recorder that makes the store folder, so the test runs in milliseconds; a step can be made to
-fail as a killed run would.
+The build steps (``toolwatch simulate``, ``train``, ``scan``, ``experiment``, ``replay``) are
+replaced by a recorder that makes the store folder, so the test runs in milliseconds; a step can
+be made to fail as a killed run would.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> Steps:
     return recorder
 
 
-ALL = ["simulate", "train", "scan", "experiment"]
+ALL = ["simulate", "train", "scan", "experiment", "replay"]
 
 
 def test_an_interrupted_build_is_never_reused(tmp_path: Path, steps: Steps) -> None:
