@@ -82,7 +82,7 @@ def _clean(message: Message) -> bool:
         return False
     for descriptor, value in message.ListFields():
         if descriptor.message_type is not None:  # (OTLP's messages have no map fields)
-            items = value if descriptor.is_repeated else (value,)
+            items = (value,) if isinstance(value, Message) else value  # protobuf 5 and 7 alike
             if not all(_clean(item) for item in items):
                 return False
     return True
