@@ -38,17 +38,17 @@ def test_an_extra_is_its_distributions_and_those_of_the_extras_it_includes(
 def test_an_extra_installed_at_a_version_it_does_not_accept_is_named_with_both(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Only presence was checked: duckdb 1.1 (the collector needs >= 1.2) passed, and the
+    """Only presence was checked: duckdb 1.1 (the collector needs >= 1.5) passed, and the
     command failed later, deep inside a query."""
     _without(monkeypatch, duckdb="1.1.3", pyarrow="18.0.0")
     assert usage.unmet_distributions("collector") == (
         [],
-        [usage.Outdated("duckdb", ">=1.2", "1.1.3")],
+        [usage.Outdated("duckdb", ">=1.5", "1.1.3")],
     )
     assert missing_distributions("collector") == ["duckdb"]
     assert main(["sql", "--help"]) == 1
     assert capsys.readouterr().err == (
-        "toolwatch sql: needs 'duckdb>=1.2' (1.1.3 is installed) "
+        "toolwatch sql: needs 'duckdb>=1.5' (1.1.3 is installed) "
         "(pip install -U 'toolwatch[collector]')\n"
     )
     assert usage._accepts(">=0.0.1a15", "0.0.1a15")  # rotel's: a pre-release can meet it
@@ -56,7 +56,7 @@ def test_an_extra_installed_at_a_version_it_does_not_accept_is_named_with_both(
     _without(monkeypatch, "river", duckdb="0.9.0")
     assert main(["scan", "--help"]) == 1
     assert capsys.readouterr().err == (
-        "toolwatch scan: needs 'river', which is not installed, and 'duckdb>=1.2' (0.9.0 is "
+        "toolwatch scan: needs 'river', which is not installed, and 'duckdb>=1.5' (0.9.0 is "
         "installed) (pip install -U 'toolwatch[detection]')\n"
     )
 
