@@ -1,13 +1,16 @@
 """POST alerts to a webhook from a background thread, so ingest never waits on the network.
 
-:meth:`WebhookPoster.post` only enqueues (a bounded queue; when it is full the batch is
-dropped and counted, never blocking the caller). One daemon thread sends each batch as
-``{"alerts": [...]}`` JSON through a ``urllib3`` pool whose :class:`urllib3.util.Retry` retries
-connection errors, timeouts, 408, 429 and 5xx with exponential backoff (``backoff_s ·
-2^attempt``, capped at ``max_backoff_s``; a ``Retry-After`` is honoured up to the cap) for
-``max_attempts`` attempts in all. Other 4xx answers are not retried (the receiver rejected
-the payload). Outcomes are logged and counted in :attr:`WebhookPoster.stats`. Only an answer's
-status counts: its body is never read into memory (the connection is dropped instead).
+:meth:`WebhookPoster.post` only enqueues (a bounded queue; when it is full the batch is dropped
+and counted, never blocking the caller). One daemon thread sends the batches as
+``{"alerts": [...]}`` JSON — every batch waiting when it is free in one POST, in order, up to
+``max_post_alerts`` alerts (a batch is never split), so a slow receiver gets a backlog in one
+answer's time instead of one batch per answer — through a ``urllib3`` pool whose
+:class:`urllib3.util.Retry` retries connection errors, timeouts, 408, 429 and 5xx with
+exponential backoff (``backoff_s · 2^attempt``, capped at ``max_backoff_s``; a ``Retry-After``
+is honoured up to the cap) for ``max_attempts`` attempts in all. Other 4xx answers are not
+retried (the receiver rejected the payload). Outcomes are logged and counted in
+:attr:`WebhookPoster.stats`. Only an answer's status counts: its body is never read into memory
+(the connection is dropped instead).
 
 The sender is a daemon thread, so it never holds a process open; instead, alerts still queued
 when the interpreter exits get up to ``exit_timeout_s`` to be delivered (an ``atexit`` hook,
@@ -78,6 +81,7 @@ class WebhookPoster:
         max_backoff_s: float = 30.0,
         timeout_s: float = 5.0,
         exit_timeout_s: float = 5.0,
+        max_post_alerts: int = 500,
     ) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -88,6 +92,7 @@ class WebhookPoster:
         self.max_backoff_s = float(max_backoff_s)
         self.timeout_s = float(timeout_s)
         self.exit_timeout_s = float(exit_timeout_s)
+        self.max_post_alerts = max(1, int(max_post_alerts))
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -95,7 +100,8 @@ class WebhookPoster:
         self.stats = {"sent": 0, "failed": 0, "dropped": 0, "retries": 0}
         #: alerts (not batches) the receiver took, and those it never got (module docstring)
         self.alerts = {"delivered": 0, "undelivered": 0}
-        self._in_flight = 0  # alerts of the batch being sent now
+        self._in_flight = 0  # alerts of the POST being sent now
+        self._held: Any = None  # a batch taken from the queue that did not fit the last POST
         self._abandoned = False  # close() gave up: a late answer no longer counts
         self._pool = urllib3.PoolManager(
             retries=Retry(
@@ -165,7 +171,8 @@ class WebhookPoster:
             thread.join(timeout)
             if thread.is_alive():  # still waiting on the receiver: the process ends first
                 self._abandoned = True
-                left += self._in_flight
+                held = self._held
+                left += self._in_flight + (len(held) if isinstance(held, list) else 0)
         if left:
             self.alerts["undelivered"] += left
             log.error(
@@ -193,13 +200,33 @@ class WebhookPoster:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            try:
-                if item is _STOP:
-                    return
-                self._deliver(item)
-            finally:
+            first, self._held = (self._queue.get() if self._held is None else self._held), None
+            if first is _STOP:
                 self._queue.task_done()
+                return
+            batch, taken = self._coalesce(first)
+            try:
+                self._deliver(batch)
+            finally:
+                for _ in range(taken):
+                    self._queue.task_done()
+
+    def _coalesce(self, first: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+        """``first`` and the batches queued behind it, in order, as one POST's alerts (at most
+        ``max_post_alerts`` unless ``first`` alone is more), and how many queue items that is;
+        the batch that does not fit (or the stop) waits in ``_held`` for the next round."""
+        batch, taken = list(first), 1
+        while self._held is None:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP or len(batch) + len(item) > self.max_post_alerts:
+                self._held = item  # its task_done comes when it is sent (or on stop)
+                break
+            batch.extend(item)
+            taken += 1
+        return batch, taken
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
         self._in_flight = len(batch)

@@ -82,3 +82,35 @@ def test_alerts_left_when_the_sender_stops_are_counted_once(
         time.sleep(1.5)  # the receiver answers "a" after the sender gave up on it
         assert [b["alerts"][0]["session_id"] for b in handler.received] == ["a"]
     assert poster.alerts == {"delivered": 0, "undelivered": 3}
+
+
+def test_a_slow_receiver_gets_a_backlog_in_few_posts_each_alert_once_in_order() -> None:
+    """One POST per queued batch: a receiver taking 0.5 s per answer got 60 one-alert batches
+    in 30 s (at 3 s an answer, 3 of 60 in 15 s). Batches waiting are now sent in one POST."""
+    names = [f"s{i:02d}" for i in range(60)]
+    with webhook_receiver() as (url, handler):
+        handler.delay = 0.5
+        poster = WebhookPoster(url)
+        started = time.monotonic()
+        for name in names:  # one write's alerts each, as fast as the collector raises them
+            assert poster.post([{"session_id": name}])
+        assert poster.flush(5), f"{len(handler.received)} posts in 5 s"
+        elapsed = time.monotonic() - started
+        poster.close()
+    assert [a["session_id"] for b in handler.received for a in b["alerts"]] == names
+    assert elapsed < 3 and poster.alerts == {"delivered": 60, "undelivered": 0}
+
+
+def test_a_post_holds_at_most_max_post_alerts_and_never_splits_a_batch() -> None:
+    """The cap bounds a POST's body; a write's batch stays whole, even one above the cap."""
+    with webhook_receiver() as (url, handler):
+        handler.delay = 0.3
+        poster = WebhookPoster(url, max_post_alerts=4)
+        assert poster.post([{"session_id": "a"}])
+        time.sleep(0.1)  # "a" is in flight, the rest waits
+        for batch in [["b", "c"], ["d", "e"], ["f"], ["g", "h", "i", "j", "k"], ["l"]]:
+            assert poster.post([{"session_id": name} for name in batch])
+        assert poster.flush(10)
+        poster.close()
+    posts = [[a["session_id"] for a in b["alerts"]] for b in handler.received]
+    assert posts == [["a"], ["b", "c", "d", "e"], ["f"], ["g", "h", "i", "j", "k"], ["l"]]
