@@ -81,7 +81,7 @@ from toolwatch.detection.alerting.live_state import (
 )
 from toolwatch.detection.alerting.novelty_watch import NoveltyWatch
 from toolwatch.detection.alerting.readback import ScoredWindow, alert_key, store_calls_of
-from toolwatch.detection.alerting.webhook import WebhookPoster, webhook_metrics
+from toolwatch.detection.alerting.webhook import WebhookPoster, metrics_line, webhook_metrics
 from toolwatch.detection.cues.base import Call
 from toolwatch.detection.detectors.names import parse_statistic
 from toolwatch.detection.model.adaptive import AdaptiveModel
@@ -536,7 +536,7 @@ class LiveScorer:
             self.poster.close()
         log.info(
             "live scoring stopped: %s",
-            ", ".join(f"{name[5:]}={value:g}" for name, (_, _, value) in self.metrics().items()),
+            metrics_line(self.metrics()),
         )
 
     def __enter__(self) -> LiveScorer:

@@ -49,23 +49,32 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 def webhook_metrics(poster: WebhookPoster | None) -> dict[str, tuple[str, str, float]]:
-    """The webhook's alert counts for the live scorer's metrics (none without a webhook), so a
-    receiver that is down shows in ``/metrics``, not only in the log."""
+    """The webhook's alert counts, every kind (model, rule, listing) through one poster, for
+    the collector's metrics (none without a webhook), so a receiver that is down shows in
+    ``/metrics``, not only in the log."""
     if poster is None:
         return {}
     return {
         "live_webhook_alerts_delivered": (
             "counter",
-            "live alerts the webhook took (2xx)",
+            "live alerts (model, rule, listing) the webhook took (2xx)",
             poster.alerts["delivered"],
         ),
         "live_webhook_alerts_undelivered": (
             "counter",
-            "live alerts the webhook never got (retries given up, rejected, queue full, "
-            "left at shutdown)",
+            "live alerts (model, rule, listing) the webhook never got (retries given up, "
+            "rejected, queue full, left at shutdown)",
             poster.alerts["undelivered"],
         ),
     }
+
+
+def metrics_line(metrics: Mapping[str, tuple[str, str, float]]) -> str:
+    """``name=value, ...`` of metrics without their ``live_`` prefix: the shutdown lines'
+    counts (the live scorer's, or the webhook's alone when no scorer runs)."""
+    return ", ".join(
+        f"{name.removeprefix('live_')}={value:g}" for name, (_, _, value) in metrics.items()
+    )
 
 
 class WebhookPoster:
@@ -103,6 +112,7 @@ class WebhookPoster:
         self._in_flight = 0  # alerts of the POST being sent now
         self._held: Any = None  # a batch taken from the queue that did not fit the last POST
         self._abandoned = False  # close() gave up: a late answer no longer counts
+        self._closed = False
         self._pool = urllib3.PoolManager(
             retries=Retry(
                 total=self.max_attempts - 1,
@@ -151,6 +161,9 @@ class WebhookPoster:
     def close(self, timeout: float | None = None) -> None:
         """Stop the sender after what it can deliver within ``timeout`` seconds (default
         ``exit_timeout_s``); what is left is counted undelivered and logged."""
+        if self._closed:  # one poster serves the scorer, the rules and the listings
+            return
+        self._closed = True
         timeout = self.exit_timeout_s if timeout is None else timeout
         atexit.unregister(self._at_exit)
         self.flush(timeout)

@@ -48,9 +48,11 @@ from toolwatch.words import counted
 
 if TYPE_CHECKING:  # imported when the command runs: `collector --help` needs no server
     # (uvicorn, Arrow), store (DuckDB) or rules
+    from toolwatch.collector.otlp.metrics import ExtraMetrics
     from toolwatch.collector.store.parquet_store import Store
     from toolwatch.detection.alerting.listings import ListingWatcher
     from toolwatch.detection.alerting.rules import RuleEvaluator
+    from toolwatch.detection.alerting.webhook import WebhookPoster
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +184,20 @@ def _check_usage(args: argparse.Namespace) -> None:
             raise UsageError(f"--{flag.replace('_', '-')} needs --model")
 
 
-def _scorer(args: argparse.Namespace, store: Store) -> Any:
+def _poster(args: argparse.Namespace) -> WebhookPoster | None:
+    """The one webhook poster of every alert kind (model, rule, listing), so its counts in
+    ``/metrics`` and the shutdown line are all of them; a URL it cannot post to is bad usage."""
+    if not args.webhook:
+        return None
+    from toolwatch.detection.alerting.webhook import WebhookPoster
+
+    try:
+        return WebhookPoster(args.webhook)
+    except ValueError as exc:
+        raise UsageError(f"--webhook: {exc}") from None
+
+
+def _scorer(args: argparse.Namespace, store: Store, poster: WebhookPoster | None) -> Any:
     """The live scorer (its ``process`` is ``on_batch``), or None. A --webhook nothing would
     alert through is bad usage (exit 2); a model that is missing or cannot be loaded is a
     UserError (exit 1)."""
@@ -206,7 +221,7 @@ def _scorer(args: argparse.Namespace, store: Store) -> Any:
         scorer = LiveScorer(
             args.model,
             store,
-            webhook=args.webhook,
+            poster=poster,
             clock_ahead_s=CLOCK_AHEAD_S,
             catch_up=True,  # the calls stored after the last save of its state, re-scored
             fade_from_first_call=fade,
@@ -233,7 +248,9 @@ def _rules_file(args: argparse.Namespace, store: Store) -> Path | None:
     return default if default.is_file() else None
 
 
-def _rules(args: argparse.Namespace, store: Store) -> RuleEvaluator | None:
+def _rules(
+    args: argparse.Namespace, store: Store, poster: WebhookPoster | None
+) -> RuleEvaluator | None:
     """The alert-rule evaluator (a hook the main loop ticks), or None; RuleError names a bad
     file before the collector starts."""
     path = _rules_file(args, store)
@@ -243,16 +260,18 @@ def _rules(args: argparse.Namespace, store: Store) -> RuleEvaluator | None:
 
     rules = load_rules(path, store)
     log.info("alert rules: %d from %s", len(rules), path)
-    return RuleEvaluator(rules, store, webhook=args.webhook)
+    return RuleEvaluator(rules, store, poster=poster)
 
 
-def _listings(args: argparse.Namespace, store: Store) -> ListingWatcher | None:
+def _listings(
+    args: argparse.Namespace, store: Store, poster: WebhookPoster | None
+) -> ListingWatcher | None:
     """The listing watcher (rug pulls, new tools), unless --no-listing-alerts."""
     if args.no_listing_alerts:
         return None
     from toolwatch.detection.alerting.listings import ListingWatcher
 
-    watcher = ListingWatcher(store, webhook=args.webhook)
+    watcher = ListingWatcher(store, poster=poster)
     log.info("listing alerts: on (%s; `toolwatch pins`)", counted(len(watcher.pins), "pinned tool"))
     return watcher
 
@@ -298,6 +317,17 @@ def _is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
 
 
+def _extra_metrics(scorer: Any, poster: WebhookPoster | None) -> ExtraMetrics | None:
+    """The live scorer's metrics (the webhook's among them), or the webhook's alone."""
+    if scorer is not None:
+        return scorer.metrics
+    if poster is None:
+        return None
+    from toolwatch.detection.alerting.webhook import webhook_metrics
+
+    return lambda: webhook_metrics(poster)
+
+
 def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     token = _token(args)
@@ -313,9 +343,9 @@ def run(args: argparse.Namespace) -> int:
 
     store = Store(args.store)
     store.check_path()  # a file or a glob name is refused before anything listens
-    scorer = _scorer(args, store)
-    rules = _rules(args, store)
-    listings = _listings(args, store)
+    scorer = _scorer(args, store, poster := _poster(args))
+    rules = _rules(args, store, poster)
+    listings = _listings(args, store, poster)
     collector = Collector(
         store,
         host=args.host,
@@ -331,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         body_deadline=args.body_deadline,
         max_connections=args.max_connections,
-        extra_metrics=scorer.metrics if scorer is not None else None,
+        extra_metrics=_extra_metrics(scorer, poster),
     )
     try:
         collector.start()
@@ -361,6 +391,10 @@ def run(args: argparse.Namespace) -> int:
             listings.close()
         if rules is not None:
             rules.close()
+        if scorer is None and poster is not None:  # the scorer's line carries them otherwise
+            from toolwatch.detection.alerting.webhook import metrics_line, webhook_metrics
+
+            log.info("live alerts stopped: %s", metrics_line(webhook_metrics(poster)))
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return exit_code(stopped_by[0] if stopped_by else None)

@@ -6,17 +6,29 @@ from __future__ import annotations
 import http.client
 import logging
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from support.detection import session, table, workload
+from support.collector_process import Server
+from support.detection import T0, call, session, table, workload
 from support.webhook import webhook_receiver
 from toolwatch.collector.otlp.server import Collector
 from toolwatch.collector.store.parquet_store import Store
 from toolwatch.detection import NormalModel
 from toolwatch.detection.alerting.live import LiveScorer
 from toolwatch.detection.alerting.webhook import WebhookPoster
+
+#: fires once three failed calls are stored (a rule alert, "kind": "rule")
+RULE = """
+[[rule]]
+name = "failing"
+window = "10m"
+every = "1m"
+threshold = 2
+sql = "SELECT count(*) AS value FROM recent_calls WHERE failed"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +126,32 @@ def test_a_post_holds_at_most_max_post_alerts_and_never_splits_a_batch() -> None
         poster.close()
     posts = [[a["session_id"] for a in b["alerts"]] for b in handler.received]
     assert posts == [["a"], ["b", "c", "d", "e"], ["f"], ["g", "h", "i", "j", "k"], ["l"]]
+
+
+DELIVERED_1 = "toolwatch_collector_live_webhook_alerts_delivered_total 1.0"
+
+
+def test_rule_alerts_posted_are_counted_on_a_real_collectors_metrics(tmp_path: Path) -> None:
+    """Rule and listing alerts went to the webhook through posters of their own: without
+    --model the collector's /metrics and its log said nothing of their delivery. One poster
+    now carries every kind, counted on /metrics and in the shutdown line."""
+    ago = (datetime.now(UTC) - T0).total_seconds()  # 5-7 s ago: inside the rule's window
+    failed = [call("Grep", ago - 5 - i, failed=True, seq=i, n=i) for i in range(3)]
+    Store(tmp_path / "store").append("calls", failed)
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULE)
+    with webhook_receiver() as (url, handler):
+        server = Server(tmp_path, extra=["--rules", str(rules), "--webhook", url])
+        try:
+            deadline = time.monotonic() + 60  # the rule runs at start; its POST is counted
+            while time.monotonic() < deadline:  # once the receiver has answered
+                lines = set(server.get("/metrics")[1].decode().splitlines())
+                if handler.received and DELIVERED_1 in lines:
+                    break
+                time.sleep(0.2)
+        finally:
+            log = server.stop()
+    assert [a["kind"] for b in handler.received for a in b["alerts"]] == ["rule"]
+    assert DELIVERED_1 in lines
+    assert "toolwatch_collector_live_webhook_alerts_undelivered_total 0.0" in lines
+    assert "live alerts stopped: webhook_alerts_delivered=1, webhook_alerts_undelivered=0" in log

@@ -368,7 +368,7 @@ def test_the_collector_distrusts_span_times_ahead_of_its_clock(tmp_path: Path) -
     args = argparse.Namespace(
         model=path, webhook=None, no_listing_alerts=False, rules=None, max_open_streams=None
     )
-    scorer = collector._scorer(args, Store(tmp_path / "s"))
+    scorer = collector._scorer(args, Store(tmp_path / "s"), None)
     assert scorer.clock_ahead_s == collector.CLOCK_AHEAD_S == 300.0
 
 
@@ -384,9 +384,9 @@ def test_the_collector_caps_the_live_scorers_open_streams(tmp_path: Path) -> Non
     collector.add_arguments(parser)
     store = Store(tmp_path / "s")
     args = parser.parse_args(["--model", str(path), "--max-open-streams", "3"])
-    assert collector._scorer(args, store).scorer.max_open == 3
+    assert collector._scorer(args, store, None).scorer.max_open == 3
     args = parser.parse_args(["--model", str(path)])
-    assert collector._scorer(args, store).scorer.max_open == MAX_OPEN_STREAMS == 100_000
+    assert collector._scorer(args, store, None).scorer.max_open == MAX_OPEN_STREAMS == 100_000
 
 
 @pytest.mark.parametrize(
@@ -399,6 +399,13 @@ def test_the_collector_caps_the_live_scorers_open_streams(tmp_path: Path) -> Non
             {},
             2,
             "--webhook needs --model, --rules or listing alerts (alerts come from them)",
+        ),
+        # one poster for every alert kind, made before any: a URL it cannot post to is usage
+        (
+            ["--webhook", "ftp://example.org/x"],
+            {},
+            2,
+            "--webhook: webhook URL must be http(s)://host/..., got 'ftp://example.org/x'",
         ),
         (
             ["--token-file", "{token}", "--token", "abc"],
