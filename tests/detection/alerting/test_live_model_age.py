@@ -122,7 +122,7 @@ def test_the_collector_warns_at_start_and_refuses_the_option_without_a_model(
     store = Store(tmp_path / "s")
     args = parser.parse_args(["--store", str(store.root), "--model", str(model)])
     with caplog.at_level(logging.WARNING):
-        live = collector._scorer(args, store)
+        live = collector._scorer(args, store, None)
     lines = [r.getMessage() for r in caplog.records if "half-lives" in r.getMessage()]
     assert len(lines) == 1 and "before now" in lines[0] and live.age_checked
     live.close()
