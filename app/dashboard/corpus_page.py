@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch import study
+from toolwatch.app.dashboard import empty_range as er
 from toolwatch.app.dashboard import html_table, time_charts, ui
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
@@ -59,7 +60,8 @@ def render() -> None:
     with q.open_store(s.store, span) as con:
         if q.count(con, q.CALLS) == 0:
             if span.bounded:
-                st.info(f"No calls in the time range ({span.label}); widen it in the sidebar.")
+                days = q.data_days(s.store)
+                st.info(er.range_note(span, days, "calls", **url.kept_params()))
             else:
                 ui.explain_empty(q.CALLS, s.store, "calls")
             return

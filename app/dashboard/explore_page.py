@@ -4,7 +4,9 @@ rows at a time), a quick chart, a CSV download and saved questions.
 
 The query is in the URL (``?sql=…&limit=…``), so a link opens the same result; the sidebar's
 time range narrows ``calls`` and ``alerts`` (and the ``sessions``/``streams`` built on them)
-unless "whole store" is ticked. Running, the lock-down and the row limit are
+unless "whole store" is ticked. An empty result that the store's calls would answer (the range,
+or the query's "this week", holds none of them) says so with a link that does
+(:mod:`toolwatch.app.dashboard.empty_range`). Running, the lock-down and the row limit are
 :mod:`toolwatch.app.dashboard.explore`'s.
 """
 
@@ -17,7 +19,9 @@ import pandas as pd
 import streamlit as st
 
 from toolwatch.app.dashboard import charts, html_table, ui
+from toolwatch.app.dashboard import empty_range as er
 from toolwatch.app.dashboard import explore as ex
+from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import url_state as url
 
 LIMITS = ["100", "1000", "10000", "100000"]
@@ -60,10 +64,15 @@ def render() -> None:
             f"Time range: {'whole store' if whole or not span.bounded else span.label} "
             "(sidebar) · views: calls, sessions, streams, alerts, …"
         )
-        result = ex.run_query(s.store, sql, span=None if whole else span, limit=limit)
+        scope = None if whole else span
+        result = ex.run_query(s.store, sql, span=scope, limit=limit)
     if not result.ok:
         st.error(result.error)
         return
+    if result.frame.empty:
+        days = q.data_days(s.store)
+        if note := er.explore_note(s.store, sql, scope, days, url.kept_params()):
+            st.info(note)
     _result(result, limit)
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import streamlit as st
 
 from toolwatch.app.dashboard import charts, hints, html_table, ui
+from toolwatch.app.dashboard import empty_range as er
 from toolwatch.app.dashboard import queries as q
 from toolwatch.app.dashboard import streams as sl
 from toolwatch.app.dashboard import url_state as url
@@ -73,7 +74,12 @@ def render() -> None:
         )
         listed = sl.stream_list(con, chosen, model_id, statistic, detail=more)
         _scores_note(con, s.store, model, problem, statistic)
-        _stream_table(listed, span.label, more)
+        nothing = (
+            er.range_note(span, q.data_days(s.store), "calls", **url.kept_params())
+            if span.bounded and q.count(con, q.CALLS) == 0
+            else "No stream matches these filters and this time range."
+        )
+        _stream_table(listed, span.label, more, nothing)
         ui.flush()  # the list paints before the timeline is scored
         stream = _stream_from_url(con)
         if stream is not None:
@@ -200,13 +206,14 @@ def stream_links(rows: pd.DataFrame) -> list[str | None]:
     return links
 
 
-def _stream_table(listed: sl.StreamList, range_label: str, more: bool) -> None:
-    """The list, each session id a link to its stream (``?session=…&agent=…``)."""
+def _stream_table(listed: sl.StreamList, range_label: str, more: bool, nothing: str) -> None:
+    """The list, each session id a link to its stream (``?session=…&agent=…``); ``nothing``:
+    what an empty list says (the store's span when the range holds none of its calls)."""
     st.caption(list_caption(listed, range_label))
     if listed.scanned:
         st.caption(scan_caption(listed))
     if listed.rows.empty:
-        st.info("No stream matches these filters and this time range.")
+        st.info(nothing)
         return
     rows = listed.rows.assign(stream=listed.rows["agent_id"].map(ui.stream_name))
     html_table.table(

@@ -43,6 +43,11 @@ def set_params(**values: Any) -> None:
             st.query_params[key] = str(value)
 
 
+def kept_params() -> dict[str, str]:
+    """The page's parameters other than the time range's: a link to another range keeps them."""
+    return {k: str(v) for k, v in st.query_params.to_dict().items() if k not in _SPAN_KEYS}
+
+
 def choice(
     where: DeltaGenerator | Any,
     label: str,

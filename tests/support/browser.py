@@ -52,6 +52,19 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def chromium_or_skip() -> str:
+    """The system Chromium for a browser test: skipped without it, except under ``CI=true``
+    where a missing browser is a failure (``.ci/run`` installs Debian's)."""
+    import pytest
+
+    found = chromium_path()
+    if found:
+        return found
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true but chromium is not installed (.ci/run installs Debian's chromium)")
+    pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run does it)")
+
+
 @contextlib.contextmanager
 def running_app(store: Path, log: Path, timeout: float = 90) -> Iterator[str]:
     """``toolwatch app --store STORE --headless`` on a free loopback port; yields its URL."""

@@ -16,7 +16,6 @@ import contextlib
 import datetime as dt
 import itertools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -43,7 +42,7 @@ from support.browser import (
     VIEWPORT,
     Loaded,
     browser,
-    chromium_path,
+    chromium_or_skip,
     open_page,
     responsive_tables,
     running_app,
@@ -69,20 +68,11 @@ ARTIFACTS = REPO / "test-artifacts"
 PAINT_RATIO_GUARD = 3.0
 
 
-def _chromium() -> str:
-    found = chromium_path()
-    if found:
-        return found
-    if os.environ.get("CI") == "true":
-        pytest.fail("CI=true but chromium is not installed (.ci/run installs Debian's chromium)")
-    pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run does it)")
-
-
 @pytest.fixture(scope="module")
 def app(
     tmp_path_factory: pytest.TempPathFactory, built: dict[str, Any]
 ) -> Iterator[dict[str, Any]]:
-    executable = _chromium()
+    executable = chromium_or_skip()
     log = tmp_path_factory.mktemp("logs") / "app.log"
     with running_app(built["root"], log) as base, browser(executable) as page:
         open_page(page, base, "")  # warm-up: the server's imports, the browser's bundle
