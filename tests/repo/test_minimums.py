@@ -16,7 +16,7 @@ DOC = (REPO / "docs" / "ARCHITECTURE.md").read_text()
 _ROW = re.compile(r"^\| ([a-z][a-z0-9-]*) \| (\d[\w.]*) \|", re.M)
 
 
-def tested_minimums() -> dict[str, Version]:
+def minimums_of_the_docs() -> dict[str, Version]:
     """The table's rows: distribution → lowest version its tests passed at."""
     section = DOC[DOC.index("**Tested lowest versions.**") :]
     section = section[: section.index("\n\n**")]
@@ -40,11 +40,11 @@ def declared_bounds() -> dict[str, Version]:
 
 
 def test_the_table_has_rows() -> None:
-    assert {"duckdb", "opentelemetry-proto"} <= set(tested_minimums())
+    assert {"duckdb", "opentelemetry-proto"} <= set(minimums_of_the_docs())
 
 
 def test_every_bound_is_at_least_its_tested_minimum() -> None:
     bounds = declared_bounds()
-    for name, tested in tested_minimums().items():
+    for name, tested in minimums_of_the_docs().items():
         assert name in bounds, f"{name} is in the tested table but pyproject declares no bound"
         assert bounds[name] >= tested, f"{name}>={bounds[name]} is below the tested {tested}"
