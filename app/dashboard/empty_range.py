@@ -73,7 +73,7 @@ def explore_note(
     """Why Explore's empty result of ``sql`` (read in ``span``) is empty when the store's calls
     answer it: the range holds none of them (a link to the store's days, the query kept), or
     the query counts back from now, past the store's last call (a link to the query as of that
-        call), the page's other parameters ``keep`` kept. Each is said only when the rewritten
+    call), the page's other parameters ``keep`` kept. Each is said only when the rewritten
     query returns rows; else ``""``."""
     if days is None:
         return ""
